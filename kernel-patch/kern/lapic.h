@@ -1,0 +1,21 @@
+// kern/lapic.h: the local APIC: per-CPU timer, end-of-interrupt, inter-processor interrupts.
+#pragma once
+#include <stdint.h>
+
+constexpr uint8_t kVectorTimer = 32;
+constexpr uint8_t kVectorCom1 = 36;
+constexpr uint8_t kVectorResched = 0xf0;  // "look at the run queue": wakes an idle CPU
+constexpr uint8_t kVectorHalt = 0xf1;     // panic on another CPU: stop here
+constexpr uint8_t kVectorSpurious = 0xff;
+
+void lapic_init();                 // boot CPU: map, calibrate the timer against the PIT
+void lapic_init_cpu();             // every CPU: enable, start the periodic timer
+uint32_t lapic_id();
+void lapic_eoi();
+void lapic_send_ipi(uint32_t apic_id, uint8_t vector);
+void lapic_send_init_sipi(uint32_t apic_id, uint8_t page);  // start an AP at page*4096
+void lapic_halt_others();
+void delay_us(uint64_t us);        // busy-wait on the TSC (after calibration)
+
+extern uint64_t g_tsc_hz;          // measured at boot against the PIT
+extern uint32_t g_timer_hz;        // timer interrupts per second per CPU (boot option hz=)

@@ -1,0 +1,61 @@
+// kern/main.cc: boot is a script. kmain runs once on the boot CPU; init_cpu runs on every CPU
+// (the one place for per-CPU initialisation, as the seed's ExpInitializeExecutive is).
+#include <stdint.h>
+
+#include "../arch/x86.h"
+#include "acpi.h"
+#include "bootopts.h"
+#include "console.h"
+#include "gdt.h"
+#include "ioapic.h"
+#include "kshell.h"
+#include "lapic.h"
+#include "mem.h"
+#include "multiboot.h"
+#include "prcb.h"
+#include "sched.h"
+#include "selftest.h"
+#include "smp.h"
+#include "trap.h"
+
+void init_cpu() {
+    gdt_init_cpu();        // segments and this CPU's TSS
+    trap_init_cpu();       // load the IDT
+    lapic_init_cpu();      // enable the local APIC, start the periodic timer
+    sched_init_cpu();      // the boot stack becomes this CPU's idle thread
+    __atomic_store_n(&this_cpu()->online, true, __ATOMIC_RELEASE);
+}
+
+namespace {
+
+void main_thread(void*) {
+    if (g_boot.selftest[0]) selftest_run(g_boot.selftest);  // does not return
+    kshell_run();
+}
+
+}  // namespace
+
+extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
+    prcb_init_cpu(0);      // GS base: this_cpu() works from here on
+    console_init();        // COM1, for everything printed below
+    if (magic != kMultibootLoaderMagic) panic("not started by a multiboot loader (0x%x)", magic);
+    auto* mb = reinterpret_cast<const MultibootInfo*>(uintptr_t(mb_info));
+    const char* cmdline = (mb->flags & kMbCmdline) ? reinterpret_cast<const char*>(uintptr_t(mb->cmdline)) : "";
+    kprintf("spinlab kernel: cmdline '%s'\n", cmdline);
+    bootopts_init(cmdline);  // refuse to boot on a bad option
+    g_timer_hz = g_boot.hz;
+    pmm_init(mb_info);     // physical frames from the memory map
+    heap_init();           // kmalloc
+    trap_init();           // IDT entries for every vector
+    acpi_init();           // CPUs and the I/O APIC from the MADT
+    lapic_init();          // calibrate the TSC and the LAPIC timer against the PIT
+    ioapic_init();         // every input masked, legacy PIC off
+    sched_init();          // thread table, idle threads
+    init_cpu();            // per-CPU init for the boot CPU
+    console_init_irq();    // COM1 receive interrupt to this CPU
+    smp_init();            // start the other CPUs
+    kprintf("spinlab kernel: %u CPUs online, TSC %lu MHz, %lu MiB free, timer %u Hz\n", g_ncpus,
+            g_tsc_hz / 1000000, pmm_free_frames() * 4096 >> 20, g_timer_hz);
+    if (!thread_spawn("main", main_thread, nullptr)) panic("cannot create the main thread");
+    scheduler();
+}

@@ -1,0 +1,76 @@
+// kern/prcb.h: the per-CPU processor control block (PRCB), reached through the GS base.
+// One struct, every field documented with who writes it and when (style.md: Zircon percpu).
+#pragma once
+#include <stdint.h>
+
+#include "../arch/x86.h"
+
+constexpr uint32_t kMaxCpus = 64;
+constexpr uint32_t kNoCpu = 0xffffffff;
+
+struct Thread;
+struct Context;
+
+// The 64-bit task state segment: the CPU loads rsp0 on an interrupt from ring 3.
+struct __attribute__((packed)) Tss {
+    uint32_t reserved0;
+    uint64_t rsp0;
+    uint64_t rsp1, rsp2;
+    uint64_t reserved1;
+    uint64_t ist[7];
+    uint64_t reserved2;
+    uint16_t reserved3;
+    uint16_t iomap_base;
+};
+
+struct Prcb {
+    Prcb* self;              // %gs:0, so this_cpu() is one load. Set once in prcb_init_cpu.
+    uint64_t syscall_kstack; // %gs:8, kernel stack top for the syscall entry (owner CPU writes
+                             // it on every switch to a user thread)
+    uint64_t syscall_ustack; // %gs:16, scratch for the user rsp during syscall entry
+    uint32_t number;         // CPU number, 0 = boot CPU (set before the CPU starts)
+    uint32_t apic_id;        // local APIC id (from the MADT)
+    bool online;             // set by the CPU itself when its init is done
+
+    // Written only by the owning CPU, with interrupts disabled:
+    Thread* current;         // the thread running here, or the idle thread
+    Thread* idle;            // this CPU's idle thread (runs the scheduler loop)
+    Context* sched_ctx;      // where sched() switches to: the idle thread's context
+    int irq_disable_depth;   // nesting of irq_save() (spinlocks with interrupts off)
+    int preempt_disable;     // > 0: the timer must not switch threads (a spinlock is held)
+    bool resched_pending;    // the timer wanted to switch while preemption was disabled
+    uint64_t ticks;          // timer interrupts taken on this CPU
+    uint64_t ctx_switches;   // threads switched to on this CPU
+    uint64_t idle_halts;     // times the idle loop halted
+
+    Tss tss;
+
+    // Room for the instrumentation layers (lockstat, locktrace): owned by them.
+    void* lockstat;
+    void* locktrace;
+};
+
+extern Prcb g_prcbs[kMaxCpus];
+extern uint32_t g_ncpus;         // CPUs found in the MADT (and started, after smp_init)
+
+inline Prcb* this_cpu() {
+    Prcb* p;
+    asm volatile("mov %%gs:0, %0" : "=r"(p));
+    return p;
+}
+inline uint32_t cpu_number() { return this_cpu()->number; }
+
+void prcb_init_cpu(uint32_t number);  // point GS at g_prcbs[number]
+
+// Interrupt-disable nesting: the first irq_save() remembers nothing (the caller keeps the
+// flags), irq_restore() puts them back. depth is for assertions ("interrupts must be off").
+inline uint64_t irq_save() {
+    uint64_t f = arch::read_flags();
+    arch::cli();
+    this_cpu()->irq_disable_depth++;
+    return f;
+}
+inline void irq_restore(uint64_t flags) {
+    this_cpu()->irq_disable_depth--;
+    if (flags & arch::kFlagIF) arch::sti();
+}

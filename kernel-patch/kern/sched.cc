@@ -1,0 +1,278 @@
+// kern/sched.cc: threads and the scheduler, in the manner of xv6: each CPU runs scheduler()
+// on its idle thread; a thread gives up the CPU by calling sched() with sched_lock held, which
+// switches back to the idle thread; the idle thread picks the next runnable thread allowed on
+// this CPU and switches to it. sched_lock is held across every switch, so a thread's state and
+// its place in the run queue always change together.
+#include "sched.h"
+
+#include "../arch/x86.h"
+#include "../lib/format.h"
+#include "console.h"
+#include "lapic.h"
+#include "mem.h"
+#include "prcb.h"
+
+Spinlock g_sched_lock = SPINLOCK_INIT("sched");
+
+struct Context {
+    uint64_t r15, r14, r13, r12, rbx, rbp, rip;
+};
+
+extern "C" void swtch(Context** save, Context* load);
+
+namespace {
+
+// sched_lock must be held when using these:
+Thread threads[kMaxThreads];
+RunQueue<Thread> runq;
+int next_tid = 1;
+uint64_t idle_mask;        // bit per CPU halted in its idle loop
+
+Thread idle_threads[kMaxCpus];
+const char kTimerChan = 0;  // the channel timed sleepers wait on
+
+// Switch from the current thread to this CPU's idle thread. sched_lock must be held (and only
+// it: a second lock held across a switch would deadlock the next thread that wants it) and the
+// current thread's state must already say why it stopped running.
+void sched() {
+    Prcb* c = this_cpu();
+    Thread* t = c->current;
+    if (!spin_holding(&g_sched_lock)) panic("sched: sched_lock not held");
+    if (c->preempt_disable != 1) panic("sched: %s holds a spinlock other than sched_lock", t->name);
+    if (arch::irqs_enabled()) panic("sched: interrupts enabled");
+    if (t->state == ThreadState::kRunning) panic("sched: %s still running", t->name);
+    swtch(&t->ctx, c->sched_ctx);
+}
+
+// Wake one halted CPU that may run t, so it does not wait for its next timer tick.
+void kick_for(const Thread* t) {
+    uint64_t candidates = t->affinity == kAnyCpu ? idle_mask : idle_mask & (1ull << t->affinity);
+    candidates &= ~(1ull << cpu_number());
+    if (!candidates) return;
+    int cpu = __builtin_ctzll(candidates);
+    idle_mask &= ~(1ull << cpu);
+    lapic_send_ipi(g_prcbs[cpu].apic_id, kVectorResched);
+}
+
+void make_runnable_locked(Thread* t) {
+    t->state = ThreadState::kRunnable;
+    t->wait_chan = nullptr;
+    t->wake_tsc = 0;
+    runq.push(t);
+    kick_for(t);
+}
+
+void wakeup_locked(const void* chan) {
+    for (Thread& t : threads)
+        if (t.state == ThreadState::kSleeping && t.wait_chan == chan) make_runnable_locked(&t);
+}
+
+// The first code a new thread runs: the idle thread that switched to it holds sched_lock.
+extern "C" void thread_entry() {
+    spin_unlock_irqrestore(&g_sched_lock, arch::kFlagIF);
+    Thread* t = current_thread();
+    t->fn(t->arg);
+    thread_exit(0);
+}
+
+void free_thread_locked(Thread* t) {
+    page_free(uint64_t(t->kstack));
+    for (uint64_t i = 1; i < kKernelStackSize / 4096; i++) page_free(uint64_t(t->kstack) + i * 4096);
+    t->state = ThreadState::kUnused;
+}
+
+}  // namespace
+
+void sched_init() {
+    for (uint32_t i = 0; i < kMaxCpus; i++) {
+        Thread* t = &idle_threads[i];
+        t->state = ThreadState::kRunning;
+        t->affinity = int(i);
+        t->tid = 0;
+        format(t->name, sizeof t->name, "idle%u", i);
+    }
+}
+
+void sched_init_cpu() {
+    Prcb* c = this_cpu();
+    c->idle = &idle_threads[c->number];
+    c->current = c->idle;
+}
+
+void scheduler() {
+    Prcb* c = this_cpu();
+    for (;;) {
+        uint64_t f = spin_lock_irqsave(&g_sched_lock);
+        Thread* t = runq.pick(int(c->number));
+        if (!t) {
+            // Nothing to run here: mark this CPU idle and halt with interrupts enabled.
+            // "sti; hlt" is atomic with respect to interrupts, so a resched IPI sent after we
+            // drop the lock still wakes us.
+            idle_mask |= 1ull << c->number;
+            spin_unlock_irqrestore(&g_sched_lock, f & ~arch::kFlagIF);
+            c->idle_halts++;
+            arch::sti_hlt();
+            arch::cli();
+            uint64_t g = spin_lock_irqsave(&g_sched_lock);
+            idle_mask &= ~(1ull << c->number);
+            spin_unlock_irqrestore(&g_sched_lock, g);
+            continue;
+        }
+        t->state = ThreadState::kRunning;
+        t->last_cpu = int(c->number);
+        t->switches_in++;
+        t->cpus_seen |= 1ull << c->number;
+        c->current = t;
+        c->ctx_switches++;
+        c->tss.rsp0 = uint64_t(t->kstack) + kKernelStackSize;
+        c->syscall_kstack = c->tss.rsp0;
+        swtch(&c->sched_ctx, t->ctx);
+        // Back here when t called sched(); it may have run on other CPUs meanwhile.
+        c->current = c->idle;
+        spin_unlock_irqrestore(&g_sched_lock, f);
+    }
+}
+
+Thread* thread_create(const char* name, void (*fn)(void*), void* arg, int affinity) {
+    uint64_t stack = pages_alloc(kKernelStackSize / 4096);
+    if (!stack) return nullptr;
+    Thread* t = nullptr;
+    {
+        SpinGuardIrq g(&g_sched_lock);
+        for (Thread& s : threads)
+            if (s.state == ThreadState::kUnused) {
+                t = &s;
+                break;
+            }
+        if (!t) {
+            for (uint64_t i = 0; i < kKernelStackSize / 4096; i++) page_free(stack + i * 4096);
+            return nullptr;
+        }
+        *t = Thread{};
+        t->state = ThreadState::kEmbryo;
+        t->tid = next_tid++;
+    }
+    int n = 0;
+    while (name[n] && n + 1 < int(sizeof t->name)) t->name[n] = name[n], n++;
+    t->name[n] = '\0';
+    t->affinity = affinity;
+    t->fn = fn;
+    t->arg = arg;
+    t->kstack = reinterpret_cast<uint8_t*>(stack);
+    t->last_cpu = -1;
+    // Initial stack: a Context whose rip is thread_entry, above it a zero return address so
+    // thread_entry starts with the stack aligned as after a call.
+    uint64_t top = stack + kKernelStackSize - 8;
+    auto* ctx = reinterpret_cast<Context*>(top - sizeof(Context));
+    *ctx = Context{};
+    ctx->rip = uint64_t(thread_entry);
+    t->ctx = ctx;
+    return t;
+}
+
+void thread_start(Thread* t) {
+    SpinGuardIrq g(&g_sched_lock);
+    make_runnable_locked(t);
+}
+
+Thread* thread_spawn(const char* name, void (*fn)(void*), void* arg, int affinity) {
+    Thread* t = thread_create(name, fn, arg, affinity);
+    if (t) thread_start(t);
+    return t;
+}
+
+void thread_exit(int code) {
+    Thread* t = current_thread();
+    if (t == this_cpu()->idle) panic("thread_exit: the idle thread cannot exit");
+    (void)spin_lock_irqsave(&g_sched_lock);
+    t->exit_code = code;
+    t->state = ThreadState::kZombie;
+    wakeup_locked(t);
+    sched();
+    panic("thread_exit: zombie %s ran again", t->name);
+}
+
+int thread_join(Thread* t) {
+    uint64_t f = spin_lock_irqsave(&g_sched_lock);
+    t->joined = true;
+    Thread* me = current_thread();
+    while (t->state != ThreadState::kZombie) {
+        me->wait_chan = t;
+        me->state = ThreadState::kSleeping;
+        sched();
+    }
+    int code = t->exit_code;
+    // A zombie's stack is free once it has switched away for the last time, which happened
+    // under sched_lock before we could see kZombie here... unless its CPU is still inside
+    // swtch: the idle thread there releases sched_lock only after the switch completes, and
+    // we hold sched_lock now, so the switch is complete.
+    free_thread_locked(t);
+    spin_unlock_irqrestore(&g_sched_lock, f);
+    return code;
+}
+
+Thread* current_thread() { return this_cpu()->current; }
+const char* thread_name(const Thread* t) { return t->name; }
+
+void thread_set_affinity(int cpu) {
+    Thread* t = current_thread();
+    {
+        SpinGuardIrq g(&g_sched_lock);
+        t->affinity = cpu;
+    }
+    if (cpu != kAnyCpu && cpu != int(cpu_number())) yield();
+}
+
+void yield() {
+    Thread* t = current_thread();
+    if (t == this_cpu()->idle) return;
+    uint64_t f = spin_lock_irqsave(&g_sched_lock);
+    t->state = ThreadState::kRunnable;
+    runq.push(t);
+    kick_for(t);
+    sched();
+    spin_unlock_irqrestore(&g_sched_lock, f);
+}
+
+void sched_tick() {
+    Prcb* c = this_cpu();
+    if (c->number == 0) {
+        uint64_t now = arch::rdtsc_lfence();
+        SpinGuardIrq g(&g_sched_lock);
+        for (Thread& t : threads)
+            if (t.state == ThreadState::kSleeping && t.wait_chan == &kTimerChan && now >= t.wake_tsc)
+                make_runnable_locked(&t);
+    }
+    if (c->current != c->idle) c->resched_pending = true;  // the slice is one tick
+}
+
+void sleep_on(const void* chan, Spinlock* lk) {
+    Thread* t = current_thread();
+    uint64_t f = spin_lock_irqsave(&g_sched_lock);
+    spin_release_raw(lk);
+    t->wait_chan = chan;
+    t->state = ThreadState::kSleeping;
+    sched();
+    spin_unlock_irqrestore(&g_sched_lock, f);
+    spin_acquire_raw(lk);
+}
+
+void wakeup(const void* chan) {
+    SpinGuardIrq g(&g_sched_lock);
+    wakeup_locked(chan);
+}
+
+void sleep_us(uint64_t us) {
+    uint64_t deadline = arch::rdtsc_lfence() + us * (g_tsc_hz / 1000000);
+    Thread* t = current_thread();
+    uint64_t f = spin_lock_irqsave(&g_sched_lock);
+    while (arch::rdtsc_lfence() < deadline) {
+        t->wait_chan = &kTimerChan;
+        t->wake_tsc = deadline;
+        t->state = ThreadState::kSleeping;
+        sched();
+    }
+    spin_unlock_irqrestore(&g_sched_lock, f);
+}
+
+void sleep_ticks(uint64_t ticks) { sleep_us(ticks * 1000000 / g_timer_hz); }

@@ -1,0 +1,110 @@
+// kern/trap.cc: IDT setup and trap dispatch. Exceptions in the kernel are fatal and reported
+// with every register and the CPU they happened on; device interrupts are acknowledged here.
+#include "trap.h"
+
+#include "../arch/x86.h"
+#include "console.h"
+#include "lapic.h"
+#include "prcb.h"
+#include "sched.h"
+
+extern "C" const uint64_t trap_vectors[256];
+void (*g_user_fault_handler)(TrapFrame* tf);
+
+namespace {
+
+struct __attribute__((packed)) IdtEntry {
+    uint16_t off_lo, selector;
+    uint8_t ist, type_attr;
+    uint16_t off_mid;
+    uint32_t off_hi, zero;
+};
+IdtEntry idt[256];
+
+const char* const kExceptionNames[32] = {
+    "divide error", "debug", "NMI", "breakpoint", "overflow", "bound range", "invalid opcode",
+    "device not available", "double fault", "coprocessor overrun", "invalid TSS",
+    "segment not present", "stack fault", "general protection", "page fault", "reserved",
+    "x87 floating point", "alignment check", "machine check", "SIMD floating point",
+    "virtualization", "control protection", "reserved", "reserved", "reserved", "reserved",
+    "reserved", "reserved", "hypervisor injection", "VMM communication", "security", "reserved",
+};
+
+[[noreturn]] void kernel_fault(TrapFrame* tf) {
+    Prcb* c = this_cpu();
+    panic("%s (vector %lu, error 0x%lx) in the kernel on cpu %u, thread %s\n"
+          "  rip %016lx  cs %lx  rflags %016lx  rsp %016lx  cr2 %016lx\n"
+          "  rax %016lx  rbx %016lx  rcx %016lx  rdx %016lx\n"
+          "  rsi %016lx  rdi %016lx  rbp %016lx  r8  %016lx\n"
+          "  r9  %016lx  r10 %016lx  r11 %016lx  r12 %016lx\n"
+          "  r13 %016lx  r14 %016lx  r15 %016lx",
+          trap_name(tf->vector), tf->vector, tf->error, c->number,
+          c->current ? thread_name(c->current) : "-", tf->rip, tf->cs, tf->rflags, tf->rsp,
+          arch::read_cr2(), tf->rax, tf->rbx, tf->rcx, tf->rdx, tf->rsi, tf->rdi, tf->rbp, tf->r8,
+          tf->r9, tf->r10, tf->r11, tf->r12, tf->r13, tf->r14, tf->r15);
+}
+
+}  // namespace
+
+const char* trap_name(uint64_t v) {
+    if (v < 32) return kExceptionNames[v];
+    if (v == kVectorTimer) return "timer";
+    if (v == kVectorCom1) return "com1";
+    return "interrupt";
+}
+
+bool trap_from_user(const TrapFrame* tf) { return (tf->cs & 3) == 3; }
+
+void trap_init() {
+    for (int i = 0; i < 256; i++) {
+        uint64_t a = trap_vectors[i];
+        idt[i] = {uint16_t(a), 0x08, 0, 0x8e, uint16_t(a >> 16), uint32_t(a >> 32), 0};
+    }
+    idt[8].ist = 1;  // double fault on its own stack: the kernel stack may be what broke
+}
+
+void trap_init_cpu() {
+    struct __attribute__((packed)) {
+        uint16_t limit;
+        uint64_t base;
+    } p = {sizeof idt - 1, uint64_t(idt)};
+    asm volatile("lidt %0" ::"m"(p));
+}
+
+extern "C" void trap_dispatch(TrapFrame* tf) {
+    Prcb* c = this_cpu();
+    switch (tf->vector) {
+    case kVectorTimer:
+        c->ticks++;
+        lapic_eoi();
+        sched_tick();
+        break;
+    case kVectorCom1:
+        console_rx_interrupt();
+        lapic_eoi();
+        break;
+    case kVectorResched:
+        lapic_eoi();
+        break;
+    case kVectorHalt:
+        for (;;) arch::hlt();
+    case kVectorSpurious:
+        break;  // no EOI for a spurious interrupt
+    default:
+        if (tf->vector < 32) {
+            if (trap_from_user(tf) && g_user_fault_handler) {
+                g_user_fault_handler(tf);
+                return;
+            }
+            kernel_fault(tf);
+        }
+        kprintf("trap: unexpected vector %lu on cpu %u\n", tf->vector, c->number);
+        lapic_eoi();
+    }
+    // Preempt on the way out of a timer interrupt when the slice is over and no spinlock is
+    // held; sched_tick only sets the flag.
+    if (c->resched_pending && c->preempt_disable == 0 && c->current != c->idle) {
+        c->resched_pending = false;
+        yield();
+    }
+}

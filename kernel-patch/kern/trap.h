@@ -1,0 +1,17 @@
+// kern/trap.h: the interrupt descriptor table and the frame every trap builds (vectors.S).
+#pragma once
+#include <stdint.h>
+
+struct TrapFrame {
+    uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax;
+    uint64_t vector, error;
+    uint64_t rip, cs, rflags, rsp, ss;  // pushed by the CPU
+};
+
+void trap_init();          // boot CPU: fill the IDT
+void trap_init_cpu();      // every CPU: load the IDT
+bool trap_from_user(const TrapFrame* tf);
+const char* trap_name(uint64_t vector);
+
+// Called for an exception in ring 3 (set by the process layer); returns only if it handled it.
+extern void (*g_user_fault_handler)(TrapFrame* tf);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what spinlab needs from Debian's packages, only when something is missing.
+# Usage: scripts/deps.sh [build|test|run|all]   (all is the default)
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake make git
+  clang lld llvm libclang-rt-14-dev          # freestanding kernel build checks, libFuzzer
+  libgtest-dev libgmock-dev libbenchmark-dev  # host unit tests and benchmarks
+  libboost-program-options-dev               # CLI and experiment specs
+  qemu-system-x86 qemu-utils                 # the VM (qboot.rom ships in qemu-system-data)
+  grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
+  python3 python3-matplotlib python3-numpy python3-pandas python3-pytest
+  cpio util-linux procps psmisc
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
