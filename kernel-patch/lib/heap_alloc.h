@@ -8,6 +8,7 @@
 class HeapAllocator {
 public:
     static constexpr size_t kAlign = 16;
+    static constexpr size_t kHeaderSize = 32;  // bytes of bookkeeping before each block
     void init(void* base, size_t size);
     void* alloc(size_t n);     // kAlign-aligned, or nullptr when nothing fits
     enum class FreeResult { kOk, kNull, kNotOurs, kDoubleFree, kCorrupt };
@@ -24,6 +25,7 @@ private:
         Block* next;      // free blocks only
         uint64_t pad;
     };
+    static_assert(sizeof(Block) == kHeaderSize);
     static constexpr uint32_t kFree = 0xf7eeb10c, kUsed = 0xa110c8ed;
     static uint32_t check_of(const Block* b) { return ~b->magic ^ uint32_t(b->size); }
     Block* free_list_ = nullptr;   // sorted by address

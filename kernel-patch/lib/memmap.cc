@@ -69,7 +69,8 @@ Map from_multiboot(const uint8_t* entries, uint32_t length) {
 
 void subtract(Map& m, Range x) {
     x.base &= ~(kPage - 1);
-    x.end = (x.end + kPage - 1) & ~(kPage - 1);
+    // Round the end up to a page, saturating: {base, ~0} means "everything above base".
+    x.end = x.end > ~0ull - (kPage - 1) ? ~(kPage - 1) : (x.end + kPage - 1) & ~(kPage - 1);
     Map out;
     out.truncated = m.truncated;
     for (int i = 0; i < m.n; i++) {

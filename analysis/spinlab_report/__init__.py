@@ -1,0 +1,7 @@
+"""spinlab-report: turns a spinlab results directory into the seed's table, CDFs and the LHP verdict.
+
+The input contract (results/<run-id>/ layout) is written once, in analysis/README.md.
+Computation lives in pure modules (buckets, cdf, confidence, lhp, aggregate, summary);
+each figure has its own fig_*.py module; report_doc builds the report that render_md and
+render_html write out.
+"""

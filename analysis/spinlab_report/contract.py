@@ -1,0 +1,63 @@
+"""The results-directory contract, format 1 (written out in analysis/README.md).
+
+Only names and checks live here; load.py reads the files. A ContractError is the one error the
+CLI turns into a message and a non-zero exit: the text says which file and which field.
+"""
+import json
+import os
+
+FORMAT = 1
+META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
+SNAPSHOT_DIR = "snapshots"
+LHP_CLASSES = ("holder_preempted", "waiter_preempted", "both", "neither", "unknown")
+TIMELINE_COLUMNS = ("vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep")
+OFF_STATES = ("off", "frozen")  # a vCPU thread in these states was not running guest code
+
+
+class ContractError(Exception):
+    """A file of the results directory does not follow the contract."""
+
+
+def snapshot_name(phase: str, rep: int) -> str:
+    return f"{phase}-r{rep}.json"
+
+
+def read_json(path: str, required: bool = True) -> dict | None:
+    """Parse a contract JSON file: an object whose "format", when present, is FORMAT."""
+    name = os.path.basename(path)
+    if not os.path.exists(path):
+        if required:
+            raise ContractError(f"{name} is missing in {os.path.dirname(path) or '.'}")
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ContractError(f"{name}: cannot read: {e}") from e
+    except json.JSONDecodeError as e:
+        raise ContractError(f"{name}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, dict):
+        raise ContractError(f"{name}: expected a JSON object, got {type(data).__name__}")
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise ContractError(f"{name}: format {fmt!r} is not supported (this reader knows format {FORMAT})")
+    return data
+
+
+def need(obj: dict, key: str, kind, where: str):
+    """obj[key], checked to be of `kind`; bools are not accepted as numbers."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise ContractError(f"{where}: field '{key}' is missing")
+    value = obj[key]
+    bad_bool = isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    if bad_bool or not isinstance(value, kind):
+        names = "/".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ContractError(f"{where}: field '{key}' must be {names}, got {value!r}")
+    return value
+
+
+def need_count(obj: dict, key: str, where: str) -> int:
+    value = need(obj, key, int, where)
+    if value < 0:
+        raise ContractError(f"{where}: field '{key}' must be >= 0, got {value}")
+    return value

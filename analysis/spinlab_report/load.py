@@ -1,0 +1,191 @@
+"""Read a results directory into a Run: meta, status, snapshots, timeline, clock.
+
+Only meta.json is indispensable (it names the phases and repetitions). Any other file that is
+missing or malformed becomes a sentence in Run.problems, which the report prints at the top,
+and the analysis goes on with what is there.
+"""
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import contract as c
+from .buckets import NBUCKETS
+
+
+@dataclass
+class ClassStat:
+    """One lock class on one CPU in one snapshot (the kernel's per-CPU perf data)."""
+    cpu: int
+    lock_class: str
+    acquisitions: int
+    uncontended: int
+    overflow: int
+    wait: np.ndarray
+    hold: np.ndarray
+    wait_max: int | None
+    long_holds: int
+    lhp: dict  # lhp class -> {"count", "cycles"}
+
+
+@dataclass
+class Snapshot:
+    phase: str
+    rep: int
+    duration_s: float | None
+    start_guest_tsc: int | None
+    end_guest_tsc: int | None
+    workload: dict
+    stats: list
+    long_waits: list | None  # None: the guest gave no list; []: it gave an empty one
+    long_waits_min_cycles: int | None
+    long_waits_dropped: int
+    name: str
+
+
+@dataclass
+class Run:
+    path: str
+    run_id: str
+    meta: dict
+    status: dict | None
+    spec_text: str | None
+    snapshots: list
+    timeline: pd.DataFrame | None
+    clock: dict | None
+    problems: list = field(default_factory=list)
+
+    @property
+    def phases(self) -> list:
+        """Phases in the order meta.json lists them, then any others found in snapshots."""
+        listed = list(self.meta["phases"])
+        return listed + sorted({s.phase for s in self.snapshots} - set(listed))
+
+    def snaps(self, phase: str) -> list:
+        return sorted((s for s in self.snapshots if s.phase == phase), key=lambda s: s.rep)
+
+
+def _hist(obj: dict, key: str, where: str) -> np.ndarray:
+    values = c.need(obj, key, list, where)
+    if len(values) != NBUCKETS:
+        raise c.ContractError(f"{where}: '{key}' has {len(values)} entries, expected {NBUCKETS}")
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+        raise c.ContractError(f"{where}: '{key}' must hold counts (integers >= 0)")
+    return np.array(values, dtype=np.int64)
+
+
+def _class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
+    lhp = {}
+    for cls in c.LHP_CLASSES:
+        entry = d.get("lhp", {}).get(cls, {"count": 0, "cycles": 0})
+        lhp[cls] = {"count": c.need_count(entry, "count", f"{where}.lhp.{cls}"),
+                    "cycles": c.need_count(entry, "cycles", f"{where}.lhp.{cls}")}
+    wait_max = d.get("wait_max")
+    return ClassStat(cpu, name, c.need_count(d, "acquisitions", where), c.need_count(d, "uncontended", where),
+                     c.need_count(d, "overflow", where), _hist(d, "wait_buckets", where),
+                     _hist(d, "hold_buckets", where), wait_max if isinstance(wait_max, int) else None,
+                     d.get("long_holds", 0) if isinstance(d.get("long_holds"), int) else 0, lhp)
+
+
+def _long_wait(w: dict, where: str) -> dict:
+    holder = w.get("holder_cpu")
+    return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
+            "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
+            "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
+            "lhp_class": w.get("lhp_class") if w.get("lhp_class") in c.LHP_CLASSES else "unknown"}
+
+
+def read_snapshot(path: str) -> Snapshot:
+    name = os.path.join(c.SNAPSHOT_DIR, os.path.basename(path))
+    d = c.read_json(path)
+    stats = []
+    for i, cpu in enumerate(c.need(d, "cpus", list, name)):
+        where = f"{name}: cpus[{i}]"
+        cpu_no = c.need_count(cpu, "cpu", where)
+        for cls, cd in c.need(cpu, "classes", dict, where).items():
+            stats.append(_class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
+    lws = d.get("long_waits")
+    if lws is not None:
+        lws = [_long_wait(w, f"{name}: long_waits[{i}]") for i, w in enumerate(c.need(d, "long_waits", list, name))]
+    tsc = lambda key: d.get(key, {}).get("guest_tsc") if isinstance(d.get(key), dict) else None
+    dur = d.get("duration_s")
+    return Snapshot(c.need(d, "phase", str, name), c.need(d, "rep", int, name),
+                    float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc("start"), tsc("end"),
+                    d.get("workload") if isinstance(d.get("workload"), dict) else {}, stats, lws,
+                    d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name)
+
+
+def read_timeline(path: str) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path, dtype={"phase": str, "state": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise c.ContractError(f"{c.TIMELINE}: cannot parse: {e}") from e
+    missing = [col for col in c.TIMELINE_COLUMNS if col not in df.columns]
+    if missing:
+        raise c.ContractError(f"{c.TIMELINE}: missing column(s) {', '.join(missing)}")
+    for col in ("vcpu", "start_host_tsc", "end_host_tsc", "rep"):
+        if not pd.api.types.is_integer_dtype(df[col]):
+            raise c.ContractError(f"{c.TIMELINE}: column '{col}' must hold integers")
+    bad = sorted(set(df["state"]) - {"on", *c.OFF_STATES})
+    if bad:
+        raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected on, off, frozen)")
+    if (df["end_host_tsc"] < df["start_host_tsc"]).any():
+        row = int((df["end_host_tsc"] < df["start_host_tsc"]).to_numpy().argmax()) + 2
+        raise c.ContractError(f"{c.TIMELINE}: line {row}: end_host_tsc is before start_host_tsc")
+    return df
+
+
+def _optional(run: Run, what: str, reader):
+    """Call reader(); a ContractError becomes a problem of the run and the result None."""
+    try:
+        return reader()
+    except c.ContractError as e:
+        run.problems.append(f"{e} — {what}")
+        return None
+
+
+def load_run(path: str) -> Run:
+    if not os.path.isdir(path):
+        raise c.ContractError(f"{path}: no such results directory" if not os.path.exists(path) else f"{path}: not a directory")
+    meta = c.read_json(os.path.join(path, c.META))
+    phases = c.need(meta, "phases", list, c.META)
+    if not phases or not all(isinstance(p, str) and p for p in phases):
+        raise c.ContractError(f"{c.META}: field 'phases' must be a non-empty list of names")
+    reps = c.need(meta, "repetitions", int, c.META)
+    if reps < 1:
+        raise c.ContractError(f"{c.META}: field 'repetitions' must be >= 1, got {reps}")
+    run = Run(path, str(meta.get("run_id") or os.path.basename(os.path.abspath(path))), meta, None, None, [], None, None)
+    run.status = _optional(run, "whether the run completed is unknown",
+                           lambda: c.read_json(os.path.join(path, c.STATUS)))
+    if run.status is not None and run.status.get("state") not in ("complete", "partial"):
+        run.problems.append(f"{c.STATUS}: state {run.status.get('state')!r} is neither complete nor partial")
+    spec = os.path.join(path, c.SPEC)
+    run.spec_text = open(spec, encoding="utf-8", errors="replace").read() if os.path.exists(spec) else None
+    for f in sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "*.json"))):
+        snap = _optional(run, "this snapshot is left out", lambda: read_snapshot(f))
+        if snap is None:
+            continue
+        m = re.fullmatch(r"(.+)-r(\d+)\.json", os.path.basename(f))
+        if not m or (m.group(1), int(m.group(2))) != (snap.phase, snap.rep):
+            run.problems.append(f"{snap.name}: holds phase {snap.phase!r} rep {snap.rep}, which does not match "
+                                f"its file name (expected {c.snapshot_name(snap.phase, snap.rep)}); used as {snap.phase} r{snap.rep}")
+        run.snapshots.append(snap)
+    tl = os.path.join(path, c.TIMELINE)
+    if os.path.exists(tl):
+        run.timeline = _optional(run, "the host timeline is not used", lambda: read_timeline(tl))
+    run.clock = _optional(run, "guest and host times cannot be joined",
+                          lambda: _read_clock(os.path.join(path, c.CLOCK)))
+    return run
+
+
+def _read_clock(path: str) -> dict | None:
+    d = c.read_json(path, required=False)
+    if d is None:
+        return None
+    return {"offset_cycles": c.need(d, "offset_cycles", int, c.CLOCK),
+            "drift_ppm": float(c.need(d, "drift_ppm", (int, float), c.CLOCK)),
+            "ref_guest_tsc": d.get("ref_guest_tsc", 0) if isinstance(d.get("ref_guest_tsc"), int) else 0,
+            "samples": d.get("samples"), "residual_cycles": d.get("residual_cycles")}

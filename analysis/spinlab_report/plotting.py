@@ -1,0 +1,66 @@
+"""Shared figure plumbing: the Agg backend, print-readable defaults, log2 axes, PNG+SVG output.
+
+Every fig_*.py returns a Figure; when there is nothing to draw it returns one with `missing`
+set to the reason, so the report states it instead of failing.
+"""
+import math
+import os
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")  # no display: figures are files
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+
+plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "savefig.dpi": 120,
+                     "svg.fonttype": "none", "svg.hashsalt": "spinlab", "figure.autolayout": False})
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+@dataclass
+class Figure:
+    name: str
+    title: str
+    caption: str = ""
+    png: str | None = None
+    svg: str | None = None
+    missing: str | None = None  # why the figure was not drawn
+
+
+def color(phases: list, phase: str) -> str:
+    """One colour per phase, stable across all figures of a report (idle-host blue, then red...)."""
+    return PALETTE[phases.index(phase) % len(PALETTE)] if phase in phases else "#555555"
+
+
+def log2_axis(ax, lo_k: int, hi_k: int, which: str = "x", label: str = "wait (TSC cycles)"):
+    """Log2 scale from 2^lo_k to 2^hi_k with ticks written 2^k (at most ~12 of them)."""
+    step = max(1, (hi_k - lo_k + 11) // 12)
+    ticks = [2.0 ** k for k in range(lo_k, hi_k + 1, step)]
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
+    (ax.set_xlim if which == "x" else ax.set_ylim)(2.0 ** lo_k, 2.0 ** hi_k)
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"$2^{{{round(math.log2(v))}}}$"))
+    (ax.set_xlabel if which == "x" else ax.set_ylabel)(label)
+
+
+def k_range(hists) -> tuple[int, int] | None:
+    """Bucket range [first, last+1] covering all non-empty histograms, for a shared axis."""
+    idx = [np.flatnonzero(h) for h in hists]
+    idx = [i for i in idx if i.size]
+    if not idx:
+        return None
+    return min(int(i[0]) for i in idx), max(int(i[-1]) for i in idx) + 1
+
+
+def save(fig, outdir: str, name: str, title: str, caption: str) -> Figure:
+    os.makedirs(outdir, exist_ok=True)
+    png, svg = os.path.join(outdir, name + ".png"), os.path.join(outdir, name + ".svg")
+    fig.savefig(png, metadata={"Software": None})
+    fig.savefig(svg, metadata={"Date": None})
+    plt.close(fig)
+    return Figure(name, title, caption, png, svg)

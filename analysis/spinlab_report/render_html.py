@@ -1,0 +1,50 @@
+"""Write the report blocks (report_doc) as one self-contained HTML file.
+
+Figures are embedded as base64 PNG data: URIs, so the file can be mailed or opened offline;
+nothing is fetched from anywhere.
+"""
+import base64
+import html
+
+STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
+th{background:#f3f3f3}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto}
+figure{margin:1em 0}img{max-width:100%}figcaption{font-size:90%;color:#444}
+.missing{color:#a00;font-weight:600}h2{border-bottom:1px solid #ddd;margin-top:1.6em}"""
+
+
+def png_data_uri(path: str) -> str:
+    with open(path, "rb") as f:
+        return "data:image/png;base64," + base64.b64encode(f.read()).decode("ascii")
+
+
+def render(doc: list) -> str:
+    e = html.escape
+    title = next((b[1] for b in doc if b[0] == "h1"), "spinlab report")
+    out = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
+           f"<style>{STYLE}</style></head><body>"]
+    for block in doc:
+        kind = block[0]
+        if kind in ("h1", "h2"):
+            out.append(f"<{kind}>{e(block[1])}</{kind}>")
+        elif kind == "p":
+            out.append(f"<p>{e(block[1])}</p>")
+        elif kind == "list":
+            out.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in block[1]) + "</ul>")
+        elif kind == "pre":
+            out.append(f"<pre>{e(block[1])}</pre>")
+        elif kind == "table":
+            head = "".join(f"<th>{e(str(h))}</th>" for h in block[1])
+            rows = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in block[2])
+            out.append(f"<table><tr>{head}</tr>{rows}</table>")
+        elif kind == "figure":
+            f = block[1]
+            if f.missing:
+                out.append(f"<p class=\"missing\">{e(f.title)}: not drawn — {e(f.missing)}.</p>")
+            else:
+                out.append(f"<figure id=\"{e(f.name)}\"><img alt=\"{e(f.title)}\" src=\"{png_data_uri(f.png)}\">"
+                           f"<figcaption><b>{e(f.title)}.</b> {e(f.caption)}</figcaption></figure>")
+        else:
+            raise ValueError(f"unknown report block {kind!r}")
+    out.append("</body></html>\n")
+    return "\n".join(out)

@@ -1,0 +1,44 @@
+"""Write everything for one run: table.txt, table.csv, summary.json, figures/, report.md, report.html."""
+import json
+import os
+
+from . import aggregate, render_html, render_md, report_doc, summary, table
+from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_lhp_timeline, fig_throughput,
+               fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
+
+
+def phase_tables(run) -> tuple[dict, dict]:
+    """(phase -> Totals or None when missing, phase -> number of repetitions)."""
+    totals = {p: aggregate.phase_totals(run.snaps(p)) if run.snaps(p) else None for p in run.phases}
+    return totals, {p: len(run.snaps(p)) for p in run.phases}
+
+
+def write(path: str, text: str):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def make_figures(run, summ: dict, figdir: str, opts) -> dict:
+    figs = [fig_wait_cdf.make(run, figdir), fig_wait_cdf_phases.make(run, figdir), fig_wait_hist.make(run, figdir),
+            fig_hold_cdf.make(run, figdir), fig_class_waits.make(run, figdir), fig_cpu_heatmap.make(run, figdir),
+            fig_lhp_timeline.make(run, figdir, opts.threshold), fig_throughput.make(run, summ, figdir)]
+    return {f.name: f for f in figs}
+
+
+def generate(run, outdir: str, opts: summary.Options) -> dict:
+    """Write the report files into outdir; returns {kind: path} of what was written."""
+    os.makedirs(outdir, exist_ok=True)
+    totals, reps = phase_tables(run)
+    text = table.table_text(totals, reps)
+    summ = summary.build(run, opts)
+    paths = {"table": os.path.join(outdir, "table.txt"), "csv": os.path.join(outdir, "table.csv"),
+             "summary": os.path.join(outdir, "summary.json"), "md": os.path.join(outdir, "report.md"),
+             "html": os.path.join(outdir, "report.html")}
+    write(paths["table"], text)
+    write(paths["csv"], table.table_csv(totals))
+    write(paths["summary"], json.dumps(summ, indent=1) + "\n")
+    figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
+    doc = report_doc.build(run, summ, text, figs, opts)
+    write(paths["md"], render_md.render(doc, outdir))
+    write(paths["html"], render_html.render(doc))
+    return paths

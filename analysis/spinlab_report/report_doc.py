@@ -1,0 +1,127 @@
+"""The report as a list of blocks, read top to bottom; render_md and render_html write it out.
+
+Order: what ran, what is missing, the key figures, the CDFs, the seed's table, histograms,
+hold times, lock classes, CPUs, LHP, throughput, then how the numbers were computed. Blocks are
+tuples: ("h1"|"h2"|"p", text), ("list", [text]), ("table", header, rows), ("pre", text),
+("figure", Figure).
+"""
+import math
+
+from .fig_class_waits import class_rows
+
+META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
+               ("backend", "backend"), ("vcpus", "vCPUs"), ("memory_mb", "memory (MiB)"), ("lock", "lock algorithm"),
+               ("pause", "pause in spin loops"), ("clock", "clock source"), ("pinning", "pinning"),
+               ("guest_tsc_hz", "guest TSC (Hz)"), ("workload", "workload"), ("qemu_version", "QEMU"),
+               ("libvirt_version", "libvirt"), ("repetitions", "repetitions")]
+
+
+def cycles(x) -> str:
+    return "—" if x is None else f"{x:,.0f} (2^{math.log2(max(x, 1)):.1f})"
+
+
+def pct(x, nd=2) -> str:
+    return "—" if x is None else f"{100.0 * x:.{nd}f}%"
+
+
+def num(x, nd=1) -> str:
+    return "—" if x is None else f"{x:,.{nd}f}"
+
+
+def meta_rows(meta: dict) -> list:
+    rows = [[label, str(meta[k])] for k, label in META_FIELDS if meta.get(k) not in (None, "")]
+    host = meta.get("host") if isinstance(meta.get("host"), dict) else {}
+    rows += [[f"host {k.replace('_', ' ')}", str(v)] for k, v in host.items()]
+    rows.append(["phases", ", ".join(meta["phases"])])
+    return rows
+
+
+def key_rows(summary: dict) -> list:
+    out = []
+    for phase, s in summary["phases"].items():
+        if s["status"] == "missing":
+            out.append([phase, "missing"] + ["—"] * 7)
+            continue
+        t, l = s["throughput"], s["lhp"]
+        out.append([phase, str(s["acquisitions"]), pct(s["contended_share"]), cycles(s["wait_p50_cycles"]),
+                    cycles(s["wait_p99_cycles"]), cycles(s["wait_p999_cycles"]), pct(s["share_waits_ge_2^20"], 3),
+                    f"{pct(l['share'], 1)} of {l['holder_off'] + l['holder_on']}", num(t["mean"])])
+    return out
+
+
+def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
+    state = summary["state"]
+    doc = [("h1", f"spinlab report: {run.run_id}"), ("table", ["", ""], meta_rows(run.meta)), ("h2", "What is missing")]
+    problems = summary["problems"]
+    if problems:
+        doc.append(("p", f"Run state: {state}. Read the figures below with these gaps in mind:"))
+        doc.append(("list", problems))
+    else:
+        doc.append(("p", f"Nothing: the run is {state}, every phase has all "
+                         f"{run.meta['repetitions']} repetitions and every histogram has data."))
+    doc += [("h2", "Key figures"),
+            ("table", ["phase", "acquisitions", "contended", "p50 wait", "p99 wait", "p99.9 wait",
+                       "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", "lockbench ops/s"],
+             key_rows(summary)),
+            ("p", "Wait percentiles are in TSC cycles over timed contended waits."),
+            ("h2", "Wait-time CDFs"), ("figure", figs["wait_cdf"]), ("figure", figs["wait_cdf_phases"]),
+            ("h2", "The seed's table"), ("pre", table_text), ("figure", figs["wait_hist"]),
+            ("h2", "Hold times"), ("figure", figs["hold_cdf"]), ("h2", "Lock classes")]
+    for phase in run.phases:
+        rows = class_rows(run.snaps(phase))
+        if rows:
+            doc.append(("table", [f"{phase}: class", "acquisitions", "contended", "p50 wait", "p99 wait", "max wait"],
+                        [[r["class"], str(r["acquisitions"]), pct(r["contended_share"]), cycles(r["p50"]),
+                          cycles(r["p99"]), cycles(r["max"])] for r in rows]))
+        else:
+            doc.append(("p", f"{phase}: no lock classes (phase missing or empty)."))
+    doc += [("figure", figs["class_waits"]), ("h2", "CPUs"), ("figure", figs["cpu_heatmap"])]
+    doc += lhp_section(summary, figs, opts) + throughput_section(summary, figs) + method_section(opts)
+    return doc
+
+
+def lhp_section(summary: dict, figs: dict, opts) -> list:
+    rows = []
+    for phase, s in summary["phases"].items():
+        if s["status"] == "missing":
+            rows.append([phase, "missing", "—", "—", "—", "—"])
+            continue
+        l = s["lhp"]
+        rows.append([phase, str(l["long_waits"]), str(l["holder_off"]), str(l["holder_on"]), str(l["unknown"]),
+                     f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
+    return [("h2", "Lock-holder preemption"),
+            ("p", f"A long wait is one of at least {opts.threshold} cycles. It counts as lock-holder preemption "
+                  "when the holder's vCPU was off-CPU during the wait: from the guest's steal-time class where it "
+                  "is known, else from the host timeline joined through the clock correlation. The share is "
+                  "over long waits whose holder state is known."),
+            ("table", ["phase", "long waits", "holder off-CPU", "holder running", "unknown", "LHP share"], rows),
+            ("figure", figs["lhp_timeline"])]
+
+
+def throughput_section(summary: dict, figs: dict) -> list:
+    conf = int(round(summary["confidence"] * 100))
+    rows = []
+    for phase, s in summary["phases"].items():
+        t = s.get("throughput")
+        if not t or not t["n"]:
+            rows.append([phase, "missing" if s["status"] == "missing" else "not reported", "—", "—", "—"])
+            continue
+        ci = "— (one repetition)" if t["low"] is None else f"{num(t['low'])} … {num(t['high'])}"
+        change = "—" if t["change_vs_baseline_pct"] is None else f"{t['change_vs_baseline_pct']:+.1f}%"
+        rows.append([phase, num(t["mean"]), ci, str(t["n"]), change])
+    return [("h2", "Throughput"),
+            ("table", ["phase", "lockbench ops/s (mean)", f"{conf}% interval", "repetitions",
+                       f"change vs {summary.get('baseline_phase') or 'baseline (missing)'}"], rows),
+            ("figure", figs["throughput"])]
+
+
+def method_section(opts) -> list:
+    return [("h2", "How the numbers are computed"), ("list", [
+        "Bucket k counts waits in [2^k, 2^(k+1)) TSC cycles (the most significant bit, as the seed's bsr).",
+        "CDFs and percentiles assume waits are log-uniform inside a bucket: the cumulative share grows "
+        "linearly in log2(cycles) between bucket edges; the p-th percentile with target t = p/100 * N in "
+        "bucket k is 2^(k + (t - count below k) / count in k). Overflows (untimed waits) are left out.",
+        "Repetitions are pooled by adding counters; their spread is shown as bands and thin lines.",
+        f"Throughput intervals: mean ± t((1+c)/2, n-1) · s/√n with Student's t, c = {opts.confidence}.",
+        "Table percentages: bucket and overflow rows are shares of contended acquisitions; the "
+        "uncontended row is a share of all acquisitions."])]

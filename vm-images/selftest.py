@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Boot the spinlab kernel under QEMU, run its in-guest self-tests and report.
+
+Prints the guest's console (one line per test and the closing 'N passed, N failed'), and exits
+0 exactly when every test passed. A panic, a triple fault (QEMU runs with -no-reboot), a guest
+that never prints its closing line, or a hang past the timeout is a failure with a message
+saying which.
+
+EXAMPLES
+  vm-images/selftest.py --kernel build/kernel/spinlab.elf --cpus 4
+  vm-images/selftest.py --kernel build/kernel/spinlab.elf --cpus 8 --suite sched,mem
+  vm-images/selftest.py --kernel build/kernel/spinlab.elf --accel kvm --timeout 900
+  vm-images/selftest.py --kernel build/kernel/spinlab.elf --append 'bogus=1' --expect-boot-error bogus
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_launch  # noqa: E402
+
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog=__doc__[__doc__.index("EXAMPLES"):],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kernel", required=True, help="multiboot kernel image (ELF32)")
+    p.add_argument("--initrd", help="initial ramdisk (multiboot module)")
+    p.add_argument("--cpus", type=int, default=2, help="vCPUs (default 2)")
+    p.add_argument("--memory", type=int, default=256, help="guest memory in MiB (default 256)")
+    p.add_argument("--suite", default="all", help="suites to run: all or a,b,c (default all)")
+    p.add_argument("--accel", default="auto", choices=qemu_launch.ACCELS,
+                   help="accelerator (default auto: KVM only with vmx/svm, else TCG)")
+    p.add_argument("--append", default="", help="extra kernel command-line options")
+    p.add_argument("--timeout", type=float, help="seconds before the run counts as a hang "
+                   "(default 60 + 10 per vCPU under TCG, 900 under KVM)")
+    p.add_argument("--log", help="also write the guest console here")
+    p.add_argument("--expect-boot-error", metavar="WORD",
+                   help="instead of tests: expect the kernel to refuse its command line, "
+                        "naming WORD, and to exit with a failing status")
+    a = p.parse_args(argv)
+    if a.cpus < 1 or a.cpus > 64:
+        p.error(f"--cpus {a.cpus}: must be 1..64")
+    if not os.path.exists(a.kernel):
+        p.error(f"--kernel {a.kernel}: no such file (run make first)")
+    return a
+
+
+def run(a):
+    accel = qemu_launch.choose_accel(a.accel)
+    timeout = a.timeout or (900 if accel == "kvm" else 60 + 10 * a.cpus)
+    append = a.append if a.expect_boot_error else f"selftest={a.suite} {a.append}".strip()
+    cmd = qemu_launch.qemu_command(a.kernel, cpus=a.cpus, memory_mb=a.memory, append=append,
+                                   accel=accel, initrd=a.initrd)
+    print(f"selftest: {a.cpus} vCPUs, accel {accel}, timeout {timeout:.0f} s", flush=True)
+    log = open(a.log, "w") if a.log else None
+    lines = []
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+
+    def pump():
+        for line in proc.stdout:
+            line = line.rstrip("\r\n")
+            lines.append(line)
+            print(line, flush=True)
+            if log:
+                log.write(line + "\n")
+                log.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        status = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        reader.join(2)
+        print(f"selftest: FAIL: hang: no result after {timeout:.0f} s "
+              f"(last line: {lines[-1] if lines else 'none'})")
+        return 1
+    reader.join(5)
+    elapsed = time.monotonic() - t0
+    if a.expect_boot_error:
+        refused = any("boot:" in l and a.expect_boot_error in l for l in lines)
+        if status == qemu_launch.EXIT_FAIL and refused:
+            print(f"selftest: ok: the kernel refused '{a.expect_boot_error}' ({elapsed:.1f} s)")
+            return 0
+        print(f"selftest: FAIL: expected the kernel to refuse '{a.expect_boot_error}' "
+              f"(QEMU status {status})")
+        return 1
+    summary = [SUMMARY.match(l) for l in lines]
+    summary = [m for m in summary if m]
+    if any("PANIC" in l for l in lines):
+        print(f"selftest: FAIL: kernel panic (QEMU status {status})")
+        return 1
+    if status == 0:
+        print("selftest: FAIL: the guest reset (triple fault?) before finishing")
+        return 1
+    if not summary:
+        print(f"selftest: FAIL: the guest exited (QEMU status {status}) without a summary line")
+        return 1
+    failed = int(summary[-1].group(2))
+    if status != qemu_launch.EXIT_PASS or failed:
+        print(f"selftest: FAIL: {failed} test(s) failed (QEMU status {status})")
+        return 1
+    print(f"selftest: ok in {elapsed:.1f} s")
+    return 0
+
+
+def main(argv=None):
+    try:
+        return run(parse_args(sys.argv[1:] if argv is None else argv))
+    except ValueError as e:
+        print(f"selftest: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"selftest: cannot start QEMU: {e} (run scripts/deps.sh)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
