@@ -57,14 +57,20 @@ def accel_args(accel):
 
 
 def qemu_command(kernel, cpus=2, memory_mb=256, append="", accel="tcg", initrd=None,
-                 name="spinlab", serial="stdio", debug_exit=True, extra=()):
-    """The argv for one guest. serial='stdio' puts COM1 on our stdout (no monitor there)."""
+                 name="spinlab", serial="stdio", debug_exit=True, extra=(), iso=None):
+    """The argv for one guest. serial='stdio' puts COM1 on our stdout (no monitor there).
+
+    With iso, boot that GRUB ISO through SeaBIOS instead (kernel, append and initrd unused:
+    the ISO's grub.cfg carries them)."""
     cmd = ["qemu-system-x86_64", "-name", f"{name},debug-threads=on",
-           "-M", "q35", "-bios", QBOOT, "-m", str(memory_mb), "-smp", str(cpus),
-           "-nographic", "-monitor", "none", "-vga", "none", "-no-reboot",
-           "-serial", serial, "-kernel", kernel, "-append", append]
+           "-M", "q35", "-m", str(memory_mb), "-smp", str(cpus),
+           "-nographic", "-monitor", "none", "-vga", "none", "-no-reboot", "-serial", serial]
+    if iso:
+        cmd += ["-cdrom", iso]
+    else:
+        cmd += ["-bios", QBOOT, "-kernel", kernel, "-append", append]
     cmd += accel_args(accel)
-    if initrd:
+    if initrd and not iso:
         cmd += ["-initrd", initrd]
     if debug_exit:
         # The guest leaves QEMU with status (code << 1) | 1 by writing code to port 0xf4.

@@ -11,6 +11,7 @@ EXAMPLES
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --cpus 8 --suite sched,mem
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --accel kvm --timeout 900
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --append 'bogus=1' --expect-boot-error bogus
+  vm-images/selftest.py --kernel build/kernel/spinlab.elf --iso build/spinlab-selftest.iso
 """
 import argparse
 import os
@@ -32,6 +33,8 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kernel", required=True, help="multiboot kernel image (ELF32)")
     p.add_argument("--initrd", help="initial ramdisk (multiboot module)")
+    p.add_argument("--iso", help="boot this GRUB ISO (vm-images/make-iso.sh) through SeaBIOS "
+                   "instead of -kernel; its grub.cfg holds the command line")
     p.add_argument("--cpus", type=int, default=2, help="vCPUs (default 2)")
     p.add_argument("--memory", type=int, default=256, help="guest memory in MiB (default 256)")
     p.add_argument("--suite", default="all", help="suites to run: all or a,b,c (default all)")
@@ -57,7 +60,7 @@ def run(a):
     timeout = a.timeout or (900 if accel == "kvm" else 60 + 10 * a.cpus)
     append = a.append if a.expect_boot_error else f"selftest={a.suite} {a.append}".strip()
     cmd = qemu_launch.qemu_command(a.kernel, cpus=a.cpus, memory_mb=a.memory, append=append,
-                                   accel=accel, initrd=a.initrd)
+                                   accel=accel, initrd=a.initrd, iso=a.iso)
     print(f"selftest: {a.cpus} vCPUs, accel {accel}, timeout {timeout:.0f} s", flush=True)
     log = open(a.log, "w") if a.log else None
     lines = []

@@ -1,0 +1,65 @@
+# spinlab: the two commands are `make run` and `make test` (see README.md).
+# Every target installs what it needs from Debian's packages first (scripts/deps.sh).
+#
+#   make                 build the kernel (build/kernel/spinlab.elf) and the host tools (build/host)
+#   make test            every test: host unit tests (ctest), analysis (pytest), in-guest
+#                        self-tests at 1, 2, 4 and 8 vCPUs, once under KVM where /dev/kvm works
+#   make selftest CPUS=4 SUITE=sched   boot under QEMU and run in-guest self-tests
+#   make qemu CPUS=2     boot interactively (serial console on this terminal; Ctrl-A X quits)
+#   make iso             GRUB ISO of the same kernel (build/spinlab.iso)
+#   make bench           benchmarks, JSON into build/bench/
+#   make fuzz            the libFuzzer targets for longer (FUZZ_SECONDS=300)
+#   make run             the default experiment and its report
+
+BUILD := build
+CPUS ?= 2
+SUITE ?= all
+ACCEL ?= auto
+MEM ?= 256
+APPEND ?=
+FUZZ_SECONDS ?= 300
+PY := /usr/bin/python3
+KERNEL := $(BUILD)/kernel/spinlab.elf
+JOBS ?= 2
+
+.PHONY: all deps kernel host build test selftest qemu iso bench fuzz run clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+kernel: deps
+	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(BUILD)/kernel)
+
+host: deps
+	@cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD)/host -j$(JOBS)
+
+build: kernel host
+
+test: build
+	@scripts/test-all.sh
+
+selftest: kernel
+	@$(PY) vm-images/selftest.py --kernel $(KERNEL) --cpus $(CPUS) --suite $(SUITE) \
+	    --accel $(ACCEL) --memory $(MEM) $(if $(APPEND),--append '$(APPEND)')
+
+qemu: kernel
+	@$(PY) vm-images/qemu_interactive.py --kernel $(KERNEL) --cpus $(CPUS) --accel $(ACCEL) \
+	    --memory $(MEM) $(if $(APPEND),--append '$(APPEND)')
+
+iso: kernel
+	@vm-images/make-iso.sh $(KERNEL) $(BUILD)/spinlab.iso
+
+bench: build
+	@scripts/bench.sh
+
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+run: build
+	@scripts/run-default.sh
+
+clean:
+	rm -rf $(BUILD)

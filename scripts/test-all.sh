@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every test of spinlab (called by `make test` after the build). Each step prints its own
+# runner's summary (ctest, pytest, the self-test harness); the last line counts the steps:
+# "steps: N passed, N failed". Exits non-zero when any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PY=/usr/bin/python3
+KERNEL=build/kernel/spinlab.elf
+passed=0
+failed=0
+failed_names=()
+
+step() {
+    local name=$1
+    shift
+    echo
+    echo "=== $name"
+    local t0=$SECONDS
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "=== $name: ok ($((SECONDS - t0)) s)"
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+    fi
+}
+
+pytest_dir() {  # pytest exits 5 when it collects nothing: that is a failure here too
+    (cd "$1" && $PY -m pytest -q -p no:cacheprovider)
+}
+
+step "host unit tests (ctest)" ctest --test-dir build/host --output-on-failure -j2 --timeout 300
+step "analysis (pytest)" pytest_dir analysis
+step "vm-images (pytest)" pytest_dir vm-images
+for n in 1 2 4 8; do
+    step "in-guest self-tests, $n vCPUs (TCG)" \
+        $PY vm-images/selftest.py --kernel $KERNEL --cpus $n --accel tcg --log build/selftest-$n.log
+done
+step "bad boot option is refused" \
+    $PY vm-images/selftest.py --kernel $KERNEL --accel tcg --append "lokc=mcs" --expect-boot-error lokc
+iso_selftest() {
+    vm-images/make-iso.sh $KERNEL build/spinlab-selftest.iso selftest=smp,spinlock &&
+        $PY vm-images/selftest.py --kernel $KERNEL --iso build/spinlab-selftest.iso --cpus 2 --accel tcg
+}
+step "GRUB ISO boots and passes (SeaBIOS)" iso_selftest
+if [ -x scripts/fuzz.sh ]; then
+    step "fuzzers (20 s each)" scripts/fuzz.sh 20
+fi
+if $PY -c 'import sys; sys.path.insert(0, "vm-images"); import qemu_launch; sys.exit(0 if qemu_launch.kvm_usable() else 1)'; then
+    # Nested KVM on the build machines runs guest ring 0 ~750x slower: a subset, generous timeout.
+    step "in-guest self-tests, 2 vCPUs (KVM)" \
+        $PY vm-images/selftest.py --kernel $KERNEL --cpus 2 --accel kvm --suite smp,spinlock,sched \
+        --timeout 900 --log build/selftest-kvm.log
+else
+    echo "=== KVM boot skipped: /dev/kvm is missing or not accessible"
+fi
+
+echo
+[ $failed -eq 0 ] || echo "failed steps: ${failed_names[*]}"
+echo "steps: $passed passed, $failed failed"
+[ $failed -eq 0 ]
