@@ -1,0 +1,168 @@
+// spinlab/perfdata.h: the per-CPU spinlock perf data, the guest's equivalent of the seed's
+// PRCB->SpinLockPerfData array.
+//
+// Shared ABI. One CpuPerfData per CPU; the kernel hangs it off the PRCB and places it in the
+// shared-memory region (ivshmem) the host maps, so the layout is fixed-width, naturally
+// aligned, pointer-free and checked by static_asserts below.
+//
+// Concurrency protocol (who writes what):
+//
+//   owning CPU (irqs off, inside its own spin_lock/spin_unlock)      any reader (other CPU, host)
+//   ----------------------------------------------------------      ----------------------------
+//   counter = counter + n   (one aligned 64-bit load and store,     plain aligned 64-bit loads;
+//                            never torn; no lock prefix)            fields may be skewed against
+//   LongWaitRing: write slot[i % N], then publish head = i + 1      each other by the records in
+//                 (release store)                                   flight, never torn
+//
+// - Every field of CpuPerfData is written only by the CPU that owns it, with interrupts off,
+//   so records never interleave on one CPU. Nobody else writes it; a reset runs on the owning
+//   CPU (the kernel sends it there) or while the CPU is quiescent.
+// - A reader copying a LockClassPerf while its owner records sees each field whole but the
+//   fields of a record in flight may not yet agree: readers accept that skew. Once the owner
+//   is quiescent, for every class:
+//       uncontended + sum(wait_hist) + wait_overflow == acquisitions
+//       sum(hold_hist) + hold_overflow == holds_timed
+// - LongWaitRing: entry number i (counting from 0 since reset) lives in slots[i % N]. A reader
+//   loads head (h1), copies the slots, loads head again (h2); entries i with
+//   max(h1 - N, h2 + 1 - N, 0) <= i < h1 are consistent (the writer may be filling entry h2,
+//   whose slot is that of entry h2 - N).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace spinlab {
+
+constexpr uint32_t kPerfDataMagic = 0x44504c53;  // "SLPD" little-endian
+constexpr uint32_t kPerfDataVersion = 1;
+
+// Lock classes are small integers 0..kMaxLockClasses-1 given to each named kernel lock and
+// to the workload's locks (the class table is queried with kSpinlabLockClassTable).
+constexpr uint32_t kMaxLockClasses = 32;
+
+// Bucket k counts values v with most-significant-bit index k, i.e. v in [2^k, 2^(k+1)),
+// as the seed's `bsr`. A value of 0 (no msb) is counted in bucket 0, which thus holds [0, 2).
+constexpr uint32_t kHistBuckets = 64;
+
+// Lock-holder-preemption class of one contended acquisition (see architecture.md,
+// "Attributing a long wait"). Decided from KVM steal time seen during the wait:
+enum class LhpClass : uint32_t {
+    kNeither = 0,          // steal time present, neither vCPU lost time during the wait
+    kHolderPreempted = 1,  // the holder's vCPU was preempted during the wait (LHP proper)
+    kWaiterPreempted = 2,  // the waiter's own vCPU lost time (lock-waiter preemption)
+    kBoth = 3,             // both of the above
+    kUnknown = 4,          // no steal time (TCG, bare metal): the host timeline must decide
+};
+constexpr uint32_t kLhpClassCount = 5;
+
+constexpr const char* lhp_class_name(LhpClass c) {
+    switch (c) {
+        case LhpClass::kNeither:
+            return "neither";
+        case LhpClass::kHolderPreempted:
+            return "holder-preempted";
+        case LhpClass::kWaiterPreempted:
+            return "waiter-preempted";
+        case LhpClass::kBoth:
+            return "both";
+        case LhpClass::kUnknown:
+            return "unknown";
+    }
+    return "invalid";
+}
+
+// One lock class on one CPU. All cycle values are TSC cycles of the clock the kernel was
+// booted with (clock=, see SystemConfiguration). Written only by the owning CPU.
+struct LockClassPerf {
+    // Every acquisition of a lock of this class on this CPU, contended or not.
+    uint64_t acquisitions;
+    // Acquisitions whose first attempt won. No timestamp was taken for them.
+    uint64_t uncontended;
+    // Contended acquisitions whose wait could not be measured (the TSC went backwards, e.g. a
+    // migrated or unsynchronised clock). Counted here instead of in wait_hist, never dropped.
+    uint64_t wait_overflow;
+    // Sum and maximum of the measured contended waits (overflows excluded).
+    uint64_t wait_cycles_sum;
+    uint64_t wait_cycles_max;
+    // Holds that were timed (every contended acquisition, and every
+    // SpinLockAcquireSampleRate-th uncontended one); full instrumentation only.
+    uint64_t holds_timed;
+    uint64_t hold_overflow;  // timed holds whose end stamp was before their start
+    uint64_t hold_cycles_sum;
+    uint64_t hold_cycles_max;
+    // Timed holds longer than SpinLockHoldThreshold cycles.
+    uint64_t long_holds;
+    // Contended acquisitions per LhpClass (index = LhpClass) and their summed wait cycles.
+    // sum(lhp_count) == acquisitions - uncontended.
+    uint64_t lhp_count[kLhpClassCount];
+    uint64_t lhp_cycles[kLhpClassCount];
+    uint64_t reserved[4];
+    // Contended wait cycles and timed hold cycles, log2 buckets (see kHistBuckets).
+    uint64_t wait_hist[kHistBuckets];
+    uint64_t hold_hist[kHistBuckets];
+};
+static_assert(sizeof(LockClassPerf) == 1216, "LockClassPerf layout is ABI");
+static_assert(sizeof(LockClassPerf) % 64 == 0, "one class record is whole cache lines");
+static_assert(offsetof(LockClassPerf, acquisitions) == 0x00, "ABI");
+static_assert(offsetof(LockClassPerf, uncontended) == 0x08, "ABI");
+static_assert(offsetof(LockClassPerf, wait_overflow) == 0x10, "ABI");
+static_assert(offsetof(LockClassPerf, holds_timed) == 0x28, "ABI");
+static_assert(offsetof(LockClassPerf, long_holds) == 0x48, "ABI");
+static_assert(offsetof(LockClassPerf, lhp_count) == 0x50, "ABI");
+static_assert(offsetof(LockClassPerf, lhp_cycles) == 0x78, "ABI");
+static_assert(offsetof(LockClassPerf, wait_hist) == 0xC0, "ABI");
+static_assert(offsetof(LockClassPerf, hold_hist) == 0x2C0, "ABI");
+
+// One recent long contended wait, so analysis can join it with the host's vCPU timeline.
+struct LongWait {
+    uint64_t start_tsc;    // clock value just before the first spin
+    uint64_t wait_cycles;  // measured wait (long waits are never overflows)
+    uint32_t class_id;     // lock class
+    uint32_t holder_cpu;   // holder seen when the wait began (kNoCpu if it had just left)
+    uint32_t lhp_class;    // LhpClass
+    uint32_t waiter_cpu;   // the CPU that waited (the owner of the ring)
+};
+static_assert(sizeof(LongWait) == 32, "LongWait layout is ABI");
+static_assert(offsetof(LongWait, class_id) == 16, "ABI");
+static_assert(offsetof(LongWait, lhp_class) == 24, "ABI");
+
+constexpr uint32_t kLongWaitRingSize = 32;  // a power of two
+static_assert((kLongWaitRingSize & (kLongWaitRingSize - 1)) == 0, "ring size is a power of two");
+
+// The most recent kLongWaitRingSize contended waits of at least threshold_cycles on one CPU.
+// Protocol: see the top of this file.
+struct LongWaitRing {
+    uint64_t head;              // entries ever written since reset; published with release
+    uint64_t threshold_cycles;  // waits >= this are recorded (set at boot, read-only after)
+    uint64_t reserved[6];
+    LongWait slots[kLongWaitRingSize];
+};
+static_assert(sizeof(LongWaitRing) == 64 + 32 * kLongWaitRingSize, "LongWaitRing layout is ABI");
+static_assert(offsetof(LongWaitRing, slots) == 64, "ABI");
+
+constexpr uint32_t kNoCpu = 0xFFFFFFFF;
+
+// Everything one CPU records. 64-byte aligned in the shared region.
+struct CpuPerfData {
+    uint32_t magic;    // kPerfDataMagic once initialised by the owning CPU's init
+    uint32_t version;  // kPerfDataVersion
+    uint32_t cpu;      // the owning CPU's number
+    uint32_t size;     // sizeof(CpuPerfData), so a reader can check the layout it expects
+    // Sampler state (owning CPU): uncontended acquisitions left until the next one whose hold
+    // is timed; reloaded with SpinLockAcquireSampleRate when it reaches zero.
+    uint32_t acquire_sample_countdown;
+    uint32_t reserved0;
+    uint64_t resets;  // how many times these counters were reset (readers spot a reset)
+    uint64_t reserved[4];
+    LockClassPerf classes[kMaxLockClasses];
+    LongWaitRing long_waits;
+};
+static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
+static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
+static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
+static_assert(offsetof(CpuPerfData, long_waits) == 64 + 1216 * kMaxLockClasses, "ABI");
+static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64 + 32 * kLongWaitRingSize,
+              "CpuPerfData layout is ABI");
+static_assert(sizeof(CpuPerfData) % 64 == 0, "per-CPU blocks stay cache-line aligned");
+
+}  // namespace spinlab

@@ -1,0 +1,246 @@
+// spinlab/sysinfo.h: information classes and buffers of the system-information calls.
+//
+// Shared ABI. The calls are shaped like Windows' NtQuerySystemInformation and
+// NtSetSystemInformation (seed 000):
+//
+//   Status query_system_information(uint32 info_class, void* buffer, uint32 length,
+//                                   uint32* return_length);
+//   Status set_system_information(uint32 info_class, const void* buffer, uint32 length);
+//
+// Inputs of a query (which CPU, which lock class) travel in the head of the buffer; the
+// kernel reads them, then overwrites the buffer with the answer. Guest programs make the
+// calls as system calls, the host collector sends the same class, buffer and length over
+// the control channel; one handler serves both.
+//
+// Lengths:
+// - fixed-size classes (the spinlock parameters, the configuration, reset, long waits) want
+//   exactly sizeof(their struct);
+// - variable-size classes (perf data, lock class table) want at least the size of their
+//   answer, which depends on the request and on the running system;
+// - a wrong length gives kInfoLengthMismatch and *return_length = the length needed (for a
+//   variable class whose request head could not be read: the size of that head);
+// - on success *return_length = the bytes written.
+//
+// Numbers: where Windows has the class, spinlab keeps Windows' number (0x1F, sub-class 5).
+// spinlab's own classes live at 0x5300.. ('S' << 8), far above Windows' classes (< 0x100).
+#pragma once
+
+#include <spinlab/perfdata.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace spinlab {
+
+constexpr uint32_t kSysinfoAbiVersion = 1;
+
+enum class InfoClass : uint32_t {
+    // Windows' SystemPerformanceTraceInformation: the buffer starts with a uint32
+    // EventTraceInformationClass that selects the sub-class (query and set).
+    kSystemPerformanceTraceInformation = 0x1F,
+    // Query: SpinlockPerfRequest in, SpinlockPerfReply + SpinlockPerfRecord[] out.
+    kSpinlabSpinlockPerfData = 0x5301,
+    // Query: LockClassTableReply + LockClassEntry[] out.
+    kSpinlabLockClassTable = 0x5302,
+    // Set (privileged): ResetRequest in. Zeroes counters (and the long-wait ring).
+    kSpinlabResetCounters = 0x5303,
+    // Query: SystemConfiguration out.
+    kSpinlabSystemConfiguration = 0x5304,
+    // Query: LongWaitsReply (request head: cpu) out.
+    kSpinlabLongWaits = 0x5305,
+};
+
+// Sub-classes of kSystemPerformanceTraceInformation (Windows' EVENT_TRACE_INFORMATION_CLASS).
+enum class EventTraceInformationClass : uint32_t {
+    kEventTraceSpinlockInformation = 5,
+};
+
+// EVENT_TRACE_SPINLOCK_INFORMATION (Windows 6.3 layout, 0x14 bytes). Query and set.
+// Windows names in the comments. All four are unsigned; each has a least permitted value,
+// which is also the default the kernel boots with. A set with any field below its minimum
+// is refused with kInvalidParameter and changes none of them.
+struct EventTraceSpinlockInformation {
+    uint32_t event_trace_information_class;  // EventTraceInformationClass: must be 5
+    // SpinLockSpinThreshold: contended acquisitions that waited fewer cycles are not traced
+    // (spinlab measures wait in TSC cycles, not in spins: there is no counter in the spin loop).
+    uint32_t spin_threshold;
+    // SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled (its hold timed).
+    uint32_t acquire_sample_rate;
+    // SpinLockContentionSampleRate: every Nth contended acquisition is traced (trace issue).
+    uint32_t contention_sample_rate;
+    // SpinLockHoldThreshold: a timed hold longer than this many TSC cycles is a long hold.
+    uint32_t hold_threshold;
+};
+static_assert(sizeof(EventTraceSpinlockInformation) == 0x14, "EVENT_TRACE_SPINLOCK_INFORMATION");
+static_assert(offsetof(EventTraceSpinlockInformation, spin_threshold) == 0x04, "ABI");
+static_assert(offsetof(EventTraceSpinlockInformation, acquire_sample_rate) == 0x08, "ABI");
+static_assert(offsetof(EventTraceSpinlockInformation, contention_sample_rate) == 0x0C, "ABI");
+static_assert(offsetof(EventTraceSpinlockInformation, hold_threshold) == 0x10, "ABI");
+
+constexpr uint32_t kMinSpinThreshold = 1;
+constexpr uint32_t kMinAcquireSampleRate = 1000;
+constexpr uint32_t kMinContentionSampleRate = 1;
+constexpr uint32_t kMinHoldThreshold = 1000000;
+
+// "All" selectors in requests.
+constexpr uint32_t kAllCpus = 0xFFFFFFFF;
+constexpr uint32_t kAllLockClasses = 0xFFFFFFFF;
+
+// SpinlockPerfRequest.flags
+constexpr uint32_t kPerfMergeCpus = 1u << 0;     // one record per class, summed over CPUs
+constexpr uint32_t kPerfMergeClasses = 1u << 1;  // one record per CPU, summed over classes
+constexpr uint32_t kPerfKnownFlags = kPerfMergeCpus | kPerfMergeClasses;
+
+// Head of a kSpinlabSpinlockPerfData buffer. In: cpu (a CPU number or kAllCpus), lock_class
+// (a class id or kAllLockClasses), flags. The reply echoes them and fills the rest.
+// Records follow in CPU-major order: for each selected CPU (or once, cpu = kAllCpus, when
+// merged over CPUs), for each selected class (or once, class_id = kAllLockClasses, when merged
+// over classes). "All classes" means the registered ones (see the lock class table).
+struct SpinlockPerfRequest {
+    uint32_t cpu;
+    uint32_t lock_class;
+    uint32_t flags;
+    uint32_t record_count;  // out
+    uint32_t record_size;   // out: sizeof(SpinlockPerfRecord)
+    uint32_t reserved[3];
+};
+using SpinlockPerfReply = SpinlockPerfRequest;
+static_assert(sizeof(SpinlockPerfRequest) == 32, "ABI");
+static_assert(offsetof(SpinlockPerfRequest, flags) == 8, "ABI");
+static_assert(offsetof(SpinlockPerfRequest, record_count) == 12, "ABI");
+
+struct SpinlockPerfRecord {
+    uint32_t cpu;       // CPU number, or kAllCpus when merged over CPUs
+    uint32_t class_id;  // class id, or kAllLockClasses when merged over classes
+    uint32_t reserved[14];
+    LockClassPerf perf;
+};
+static_assert(sizeof(SpinlockPerfRecord) == 64 + sizeof(LockClassPerf), "ABI");
+static_assert(offsetof(SpinlockPerfRecord, perf) == 64, "ABI");
+
+// kSpinlabLockClassTable reply.
+constexpr uint32_t kLockClassNameLen = 24;  // including the terminating NUL
+struct LockClassEntry {
+    uint32_t id;
+    uint32_t lock_count;           // locks initialised with this class so far
+    char name[kLockClassNameLen];  // NUL-terminated, NUL-padded
+};
+static_assert(sizeof(LockClassEntry) == 32, "ABI");
+struct LockClassTableReply {
+    uint32_t count;       // entries that follow
+    uint32_t entry_size;  // sizeof(LockClassEntry)
+};
+static_assert(sizeof(LockClassTableReply) == 8, "ABI");
+
+// kSpinlabResetCounters request. cpu / lock_class may be kAllCpus / kAllLockClasses; a reset
+// of all classes of a CPU also empties its long-wait ring.
+struct ResetRequest {
+    uint32_t cpu;
+    uint32_t lock_class;
+};
+static_assert(sizeof(ResetRequest) == 8, "ABI");
+
+// Lock algorithm, chosen at boot (lock=).
+enum class LockAlgorithm : uint32_t {
+    kTestAndSet = 0,  // the seed's: lock bts, spin reading with pause, retry
+    kTicket = 1,      // FIFO ticket lock
+    kQueued = 2,      // MCS-style queued lock, each waiter spins on its own node
+    kParavirt = 3,    // bounded spin, then yield towards the holder's vCPU (KVM PV sched-yield)
+};
+constexpr uint32_t kLockAlgorithmCount = 4;
+constexpr const char* lock_algorithm_name(LockAlgorithm a) {
+    switch (a) {
+        case LockAlgorithm::kTestAndSet:
+            return "tas";
+        case LockAlgorithm::kTicket:
+            return "ticket";
+        case LockAlgorithm::kQueued:
+            return "queued";
+        case LockAlgorithm::kParavirt:
+            return "pv";
+    }
+    return "invalid";
+}
+
+// Time source of every timestamp, chosen at boot (clock=).
+enum class ClockSource : uint32_t {
+    kLfenceRdtsc = 0,  // default: lfence orders the read after earlier loads, no VM exit
+    kRdtscp = 1,       // waits for earlier instructions; also returns TSC_AUX
+    kCpuidRdtsc = 2,   // the seed's: cpuid serialises, but is a VM exit inside a VM
+};
+constexpr uint32_t kClockSourceCount = 3;
+constexpr const char* clock_source_name(ClockSource c) {
+    switch (c) {
+        case ClockSource::kLfenceRdtsc:
+            return "lfence";
+        case ClockSource::kRdtscp:
+            return "rdtscp";
+        case ClockSource::kCpuidRdtsc:
+            return "cpuid";
+    }
+    return "invalid";
+}
+
+// What the kernel was built with (INSTRUMENT=). 1 is the default instrumented kernel.
+enum class InstrumentLevel : uint32_t {
+    kOff = 0,       // baseline: no counters at all
+    kFull = 1,      // counters, wait histograms, LHP classes, sampled hold timing
+    kCounters = 2,  // counters, wait histograms and LHP classes; no hold timing
+};
+constexpr const char* instrument_level_name(InstrumentLevel l) {
+    switch (l) {
+        case InstrumentLevel::kOff:
+            return "off";
+        case InstrumentLevel::kFull:
+            return "full";
+        case InstrumentLevel::kCounters:
+            return "counters";
+    }
+    return "invalid";
+}
+
+// kSpinlabSystemConfiguration reply.
+constexpr uint32_t kHypervisorSignatureLen = 16;
+constexpr uint32_t kBuildIdLen = 40;
+struct SystemConfiguration {
+    uint32_t abi_version;       // kSysinfoAbiVersion
+    uint32_t cpu_count;         // CPUs online
+    uint64_t tsc_hz;            // TSC frequency as calibrated by the kernel
+    uint32_t lock_algorithm;    // LockAlgorithm
+    uint32_t clock_source;      // ClockSource
+    uint32_t instrument_level;  // InstrumentLevel
+    uint32_t pause_enabled;     // 1: spin loops execute pause (pause=on)
+    uint32_t max_lock_classes;  // kMaxLockClasses
+    uint32_t hist_buckets;      // kHistBuckets
+    uint32_t lock_class_count;  // classes registered
+    uint32_t steal_time;        // 1: KVM steal time registered on every CPU (LHP classes known)
+    // CPUID 0x40000000 ebx,ecx,edx as text ("KVMKVMKVM", "TCGTCGTCGTCG"), NUL-padded; empty
+    // when CPUID reports no hypervisor.
+    char hypervisor_signature[kHypervisorSignatureLen];
+    uint32_t kvm_features;         // CPUID 0x40000001 eax (KVM_FEATURE_* bits), 0 if not KVM
+    uint32_t kvm_hints;            // CPUID 0x40000001 edx
+    uint64_t long_wait_threshold;  // LongWaitRing.threshold_cycles
+    uint64_t lockup_cycles;        // spin bound of the lockup detector; 0: detector off
+    char build_id[kBuildIdLen];    // NUL-terminated (e.g. git describe)
+};
+static_assert(sizeof(SystemConfiguration) == 128, "ABI");
+static_assert(offsetof(SystemConfiguration, tsc_hz) == 0x08, "ABI");
+static_assert(offsetof(SystemConfiguration, lock_algorithm) == 0x10, "ABI");
+static_assert(offsetof(SystemConfiguration, hypervisor_signature) == 0x30, "ABI");
+static_assert(offsetof(SystemConfiguration, kvm_features) == 0x40, "ABI");
+static_assert(offsetof(SystemConfiguration, long_wait_threshold) == 0x48, "ABI");
+static_assert(offsetof(SystemConfiguration, build_id) == 0x58, "ABI");
+
+// kSpinlabLongWaits: in, cpu (a CPU number; kAllCpus is refused). Out, the consistent
+// entries of that CPU's LongWaitRing, oldest first (see perfdata.h for the protocol).
+struct LongWaitsReply {
+    uint32_t cpu;
+    uint32_t count;             // valid entries in `entries`
+    uint64_t first_index;       // ring index of entries[0] (entries ever written before it)
+    uint64_t threshold_cycles;  // the ring's threshold
+    uint64_t reserved;
+    LongWait entries[kLongWaitRingSize];
+};
+static_assert(sizeof(LongWaitsReply) == 32 + 32 * kLongWaitRingSize, "ABI");
+static_assert(offsetof(LongWaitsReply, entries) == 32, "ABI");
+
+}  // namespace spinlab

@@ -1,0 +1,65 @@
+# kernel-patch/host.cmake: the kernel-shared spinlock instrumentation (spinlock/, lockstat/,
+# sysinfo/) built for the host: libraries for host tools, GoogleTest binaries, the benchmark,
+# and a freestanding compile check with the kernel's flags. Included by
+# kernel-patch/CMakeLists.txt; paths are relative to this file.
+set(SPINLAB_KP ${CMAKE_CURRENT_LIST_DIR})
+
+# spinlock/: header-only (templates over the environment policy).
+add_library(spinlab_spinlock INTERFACE)
+target_include_directories(spinlab_spinlock INTERFACE ${SPINLAB_KP})
+target_link_libraries(spinlab_spinlock INTERFACE spinlab_abi)
+
+set(SPINLAB_LOCKSTAT_SOURCES
+  ${SPINLAB_KP}/lockstat/log2_table.cc
+  ${SPINLAB_KP}/lockstat/long_wait_ring.cc
+  ${SPINLAB_KP}/lockstat/params.cc
+  ${SPINLAB_KP}/lockstat/perf_record.cc
+)
+set(SPINLAB_SYSINFO_SOURCES
+  ${SPINLAB_KP}/sysinfo/memory_buffer.cc
+  ${SPINLAB_KP}/sysinfo/sysinfo.cc
+)
+
+# lockstat/: recording, merging, parameters, the table formatter (the collector links this
+# to print the same table as the guest).
+add_library(spinlab_lockstat STATIC ${SPINLAB_LOCKSTAT_SOURCES})
+target_link_libraries(spinlab_lockstat PUBLIC spinlab_spinlock)
+
+# sysinfo/: the query/set handler.
+add_library(spinlab_sysinfo STATIC ${SPINLAB_SYSINFO_SOURCES})
+target_link_libraries(spinlab_sysinfo PUBLIC spinlab_lockstat)
+
+# The same sources with the kernel's flags, so a libc call, a C++ library header, floating
+# point or a static constructor breaks the host build, not only the kernel's.
+add_library(spinlab_lockstat_freestanding_check OBJECT
+  ${SPINLAB_LOCKSTAT_SOURCES} ${SPINLAB_SYSINFO_SOURCES}
+  ${SPINLAB_KP}/lockstat/freestanding_check.cc)
+target_link_libraries(spinlab_lockstat_freestanding_check PRIVATE spinlab_spinlock)
+target_compile_options(spinlab_lockstat_freestanding_check PRIVATE
+  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
+  -fno-threadsafe-statics -Werror)
+
+add_executable(spinlock_test ${SPINLAB_KP}/spinlock/spinlock_test.cc)
+target_link_libraries(spinlock_test PRIVATE spinlab_spinlock GTest::gtest_main Threads::Threads)
+gtest_discover_tests(spinlock_test DISCOVERY_TIMEOUT 30)
+
+add_executable(lockstat_test
+  ${SPINLAB_KP}/lockstat/instrumented_lock_test.cc
+  ${SPINLAB_KP}/lockstat/lhp_test.cc
+  ${SPINLAB_KP}/lockstat/log2_bucket_test.cc
+  ${SPINLAB_KP}/lockstat/log2_table_test.cc
+  ${SPINLAB_KP}/lockstat/long_wait_ring_test.cc
+  ${SPINLAB_KP}/lockstat/params_test.cc
+  ${SPINLAB_KP}/lockstat/perf_record_test.cc
+)
+target_link_libraries(lockstat_test PRIVATE spinlab_lockstat GTest::gtest_main Threads::Threads)
+gtest_discover_tests(lockstat_test DISCOVERY_TIMEOUT 30)
+
+add_executable(sysinfo_test ${SPINLAB_KP}/sysinfo/sysinfo_test.cc)
+target_link_libraries(sysinfo_test PRIVATE spinlab_sysinfo GTest::gtest_main)
+gtest_discover_tests(sysinfo_test DISCOVERY_TIMEOUT 30)
+
+# Cycles per uncontended acquire+release, every algorithm x instrumentation level, and the
+# clocks. JSON: spinlock_benchmark --benchmark_out=FILE --benchmark_out_format=json
+add_executable(spinlock_benchmark ${SPINLAB_KP}/lockstat/instrumented_lock_benchmark.cc)
+target_link_libraries(spinlock_benchmark PRIVATE spinlab_lockstat benchmark::benchmark)

@@ -1,0 +1,252 @@
+// lockstat/instrumented_lock_test.cc: the instrumentation layer over every algorithm, with a
+// scripted clock for exact numbers and the real one for the multi-threaded invariant.
+#include "instrumented_lock.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "../spinlock/host_env.h"
+
+namespace spinlab::lockstat {
+namespace {
+
+using spinlock::HostEnv;
+using spinlock::Lock;
+using spinlock::McsNode;
+
+// A clock that advances by `step` per read, per thread: a contended wait then measures
+// exactly one step, a hold stamped at the wait's end exactly one more.
+struct StepClock {
+    static thread_local uint64_t next;
+    static thread_local int64_t step;
+    static uint64_t now() {
+        const uint64_t v = next;
+        next += static_cast<uint64_t>(step);
+        return v;
+    }
+};
+thread_local uint64_t StepClock::next = 1000000;
+thread_local int64_t StepClock::step = 1000;
+
+using Env = HostEnv<StepClock>;
+
+struct Cpu {
+    std::unique_ptr<CpuPerfData> perf = std::make_unique<CpuPerfData>();
+    Env env;
+    McsNode node{};
+    Cpu(uint32_t id, LockAlgorithm algo, SpinlockParams* params, uint64_t long_wait = 1u << 22) {
+        init_cpu_perf(*perf, id, long_wait, params->acquire_sample_rate);
+        env.algo = algo;
+        env.cpu_id = id;
+        env.yield_every = 64;
+        env.perf_data = perf.get();
+        env.live_params = params;
+    }
+};
+
+class InstrumentedLockTest : public ::testing::TestWithParam<LockAlgorithm> {
+  protected:
+    void SetUp() override {
+        StepClock::next = 1000000;
+        StepClock::step = 1000;
+        spinlock::lock_init(lock_, "test", kClass);
+    }
+    // `waiter` acquires while `holder` holds the lock; the holder lets go after 20 ms.
+    template <InstrumentLevel L>
+    void contended_acquire(Cpu& holder, Cpu& waiter, int64_t waiter_step) {
+        lock_acquire<L>(lock_, &holder.node, holder.env);
+        std::thread t([&] {
+            StepClock::next = 5000000;
+            StepClock::step = waiter_step;
+            lock_acquire<L>(lock_, &waiter.node, waiter.env);
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        lock_release<L>(lock_, holder.env);
+        t.join();
+    }
+    static constexpr uint32_t kClass = 5;
+    SpinlockParams params_ = kDefaultSpinlockParams;
+    Lock lock_;
+};
+
+TEST_P(InstrumentedLockTest, OffRecordsNothing) {
+    Cpu c(0, GetParam(), &params_);
+    for (int i = 0; i < 2000; i++) {
+        lock_acquire<InstrumentLevel::kOff>(lock_, &c.node, c.env);
+        lock_release<InstrumentLevel::kOff>(lock_, c.env);
+    }
+    EXPECT_EQ(c.perf->classes[kClass].acquisitions, 0u);
+    EXPECT_EQ(StepClock::next, 1000000u);  // and never read the clock
+}
+
+TEST_P(InstrumentedLockTest, UncontendedCountsWithoutReadingTheClock) {
+    Cpu c(0, GetParam(), &params_);
+    for (int i = 0; i < 2500; i++) {
+        lock_acquire<InstrumentLevel::kCounters>(lock_, &c.node, c.env);
+        lock_release<InstrumentLevel::kCounters>(lock_, c.env);
+    }
+    const LockClassPerf& p = c.perf->classes[kClass];
+    EXPECT_EQ(p.acquisitions, 2500u);
+    EXPECT_EQ(p.uncontended, 2500u);
+    EXPECT_EQ(p.holds_timed, 0u);
+    EXPECT_EQ(StepClock::next, 1000000u);
+    EXPECT_EQ(c.perf->classes[0].acquisitions, 0u);  // only the lock's own class
+}
+
+TEST_P(InstrumentedLockTest, FullTimesEveryRateThUncontendedHold) {
+    Cpu c(0, GetParam(), &params_);
+    for (int i = 0; i < 2500; i++) {
+        lock_acquire<InstrumentLevel::kFull>(lock_, &c.node, c.env);
+        lock_release<InstrumentLevel::kFull>(lock_, c.env);
+    }
+    const LockClassPerf& p = c.perf->classes[kClass];
+    EXPECT_EQ(p.uncontended, 2500u);
+    EXPECT_EQ(p.holds_timed, 2u);   // the 1000th and the 2000th
+    EXPECT_EQ(p.hold_hist[9], 2u);  // each hold: one clock step = 1000 cycles
+    EXPECT_EQ(p.hold_cycles_sum, 2000u);
+    EXPECT_EQ(StepClock::next, 1000000u + 4 * 1000);  // 2 stamps per sampled hold, no more
+}
+
+TEST_P(InstrumentedLockTest, ContendedWaitIsMeasuredAndItsHoldTimed) {
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_, 500);
+    contended_acquire<InstrumentLevel::kFull>(holder, waiter, 1000);
+    const LockClassPerf& p = waiter.perf->classes[kClass];
+    EXPECT_EQ(p.acquisitions, 1u);
+    EXPECT_EQ(p.uncontended, 0u);
+    EXPECT_EQ(p.wait_hist[9], 1u);  // 1000 cycles: bucket 9
+    EXPECT_EQ(p.wait_cycles_max, 1000u);
+    EXPECT_EQ(p.lhp_count[static_cast<int>(LhpClass::kUnknown)], 1u);  // no steal time here
+    EXPECT_TRUE(wait_invariant_holds(p));
+    // Long-wait ring (threshold 500): who waited, on whom, when.
+    ASSERT_EQ(waiter.perf->long_waits.head, 1u);
+    const LongWait& w = waiter.perf->long_waits.slots[0];
+    EXPECT_EQ(w.start_tsc, 5000000u);
+    EXPECT_EQ(w.wait_cycles, 1000u);
+    EXPECT_EQ(w.class_id, kClass);
+    EXPECT_EQ(w.holder_cpu, 0u);
+    EXPECT_EQ(w.waiter_cpu, 1u);
+    EXPECT_EQ(w.lhp_class, static_cast<uint32_t>(LhpClass::kUnknown));
+    // The hold starts at the wait's end stamp; the release stamps once more.
+    std::thread t([&] {
+        StepClock::next = 5002000;
+        lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
+    });
+    t.join();
+    EXPECT_EQ(p.holds_timed, 1u);
+    EXPECT_EQ(p.hold_cycles_sum, 1000u);
+}
+
+TEST_P(InstrumentedLockTest, CountersLevelMeasuresTheWaitButNotTheHold) {
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
+    contended_acquire<InstrumentLevel::kCounters>(holder, waiter, 3000);
+    const LockClassPerf& p = waiter.perf->classes[kClass];
+    EXPECT_EQ(p.wait_hist[11], 1u);  // 3000 cycles: 2^11 <= 3000 < 2^12
+    EXPECT_EQ(lock_.hold_timed, 0u);
+    EXPECT_EQ(waiter.perf->long_waits.head, 0u);  // below the 2^22 default threshold
+    lock_release<InstrumentLevel::kCounters>(lock_, waiter.env);
+    EXPECT_EQ(p.holds_timed, 0u);
+}
+
+TEST_P(InstrumentedLockTest, ClockGoingBackwardsIsOverflow) {
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_, 0);
+    contended_acquire<InstrumentLevel::kFull>(holder, waiter, -1000);
+    const LockClassPerf& p = waiter.perf->classes[kClass];
+    EXPECT_EQ(p.acquisitions, 1u);
+    EXPECT_EQ(p.wait_overflow, 1u);
+    EXPECT_EQ(wait_hist_total(p), 0u);
+    EXPECT_TRUE(wait_invariant_holds(p));
+    EXPECT_EQ(waiter.perf->long_waits.head, 0u);  // an unmeasured wait is never "long"
+    lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
+}
+
+// The invariant and mutual exclusion under contention from several threads, every
+// algorithm, both recording levels, with the real clock. Each thread runs kIters pairs, and
+// goes on (up to a deadline) until some thread has contended: on a loaded 2-core host the
+// threads may otherwise run one after another and test nothing.
+template <InstrumentLevel L>
+void stress(LockAlgorithm algo) {
+    constexpr uint32_t kThreads = 4;
+    constexpr uint64_t kIters = 20000;
+    SpinlockParams params = kDefaultSpinlockParams;
+    Lock lock;
+    spinlock::lock_init(lock, "stress", 2);
+    uint64_t counter = 0;
+    std::atomic<uint32_t> ready{0};
+    std::atomic<bool> someone_contended{false};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::vector<uint64_t> done(kThreads, 0);
+    std::vector<std::unique_ptr<Cpu>> cpus;
+    for (uint32_t i = 0; i < kThreads; i++) cpus.push_back(std::make_unique<Cpu>(i, algo, &params));
+    std::vector<std::thread> threads;
+    for (uint32_t i = 0; i < kThreads; i++) {
+        threads.emplace_back([&, i] {
+            HostEnv<LfenceRdtsc> env;
+            env.algo = algo;
+            env.cpu_id = i;
+            env.yield_every = 64;
+            env.perf_data = cpus[i]->perf.get();
+            env.live_params = &params;
+            const LockClassPerf& mine = cpus[i]->perf->classes[2];
+            McsNode node{};
+            ready++;
+            while (ready.load() < kThreads) std::this_thread::yield();
+            uint64_t n = 0;
+            for (; n < kIters || (!someone_contended.load(std::memory_order_relaxed) &&
+                                  (n % 1024 || std::chrono::steady_clock::now() < deadline));
+                 n++) {
+                lock_acquire<L>(lock, &node, env);
+                const uint64_t v = *static_cast<volatile uint64_t*>(&counter);
+                spinlock::cpu_pause();
+                *static_cast<volatile uint64_t*>(&counter) = v + 1;
+                lock_release<L>(lock, env);
+                if (mine.acquisitions != mine.uncontended) someone_contended = true;
+            }
+            done[i] = n;
+        });
+    }
+    for (auto& t : threads) t.join();
+    uint64_t total = 0;
+    for (uint64_t n : done) total += n;
+    EXPECT_EQ(counter, total);
+    LockClassPerf merged{};
+    uint64_t contended = 0;
+    for (uint32_t i = 0; i < kThreads; i++) {
+        const LockClassPerf& p = cpus[i]->perf->classes[2];
+        EXPECT_EQ(p.acquisitions, done[i]);
+        EXPECT_TRUE(wait_invariant_holds(p));
+        uint64_t lhp = 0;
+        for (uint64_t n : p.lhp_count) lhp += n;
+        EXPECT_EQ(lhp, p.acquisitions - p.uncontended);
+        if (L == InstrumentLevel::kFull) {
+            EXPECT_GE(p.holds_timed, p.acquisitions - p.uncontended);
+            EXPECT_EQ(hold_hist_total(p) + p.hold_overflow, p.holds_timed);
+        } else {
+            EXPECT_EQ(p.holds_timed, 0u);
+        }
+        contended += p.acquisitions - p.uncontended;
+        merge_class_perf(merged, p);
+    }
+    EXPECT_EQ(merged.acquisitions, total);
+    EXPECT_TRUE(wait_invariant_holds(merged));
+    EXPECT_GT(contended, 0u) << "the stress never contended: it tested nothing";
+}
+
+TEST_P(InstrumentedLockTest, InvariantUnderStressCounters) {
+    stress<InstrumentLevel::kCounters>(GetParam());
+}
+TEST_P(InstrumentedLockTest, InvariantUnderStressFull) {
+    stress<InstrumentLevel::kFull>(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, InstrumentedLockTest,
+                         ::testing::Values(LockAlgorithm::kTestAndSet, LockAlgorithm::kTicket,
+                                           LockAlgorithm::kQueued, LockAlgorithm::kParavirt),
+                         [](const auto& info) { return lock_algorithm_name(info.param); });
+
+}  // namespace
+}  // namespace spinlab::lockstat

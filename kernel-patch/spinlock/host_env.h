@@ -1,0 +1,61 @@
+// spinlock/host_env.h: the environment (spinlock.h's Env, plus lockstat's additions) for
+// running the kernel's lock code on the host: in GoogleTest, where each std::thread plays a
+// CPU, and in the benchmark. Host only (uses <thread>); the kernel has its own Env.
+#pragma once
+
+#include <spinlab/perfdata.h>
+#include <spinlab/sysinfo.h>
+#include <stdint.h>
+
+#include <atomic>
+#include <thread>
+
+#include "../lockstat/clock.h"
+#include "../lockstat/lhp.h"
+#include "../lockstat/params.h"
+#include "spinlock.h"
+
+namespace spinlab::spinlock {
+
+// One per thread ("CPU"). Clock is a lockstat clock policy, or any type with static now().
+template <class Clock = lockstat::LfenceRdtsc>
+struct HostEnv {
+    LockAlgorithm algo = LockAlgorithm::kTestAndSet;
+    uint32_t cpu_id = 0;
+    bool pause = true;
+    // More threads than host cores: a waiter that spins on while the holder's thread is
+    // descheduled burns its whole time slice (host-side lock-holder preemption). Giving the
+    // host CPU away every yield_every spins keeps the tests fast; 0 never yields.
+    uint32_t yield_every = 0;
+    uint32_t pv_bound = 64;
+    CpuPerfData* perf_data = nullptr;
+    lockstat::SpinlockParams* live_params = nullptr;
+    // Observations for tests.
+    uint64_t yields = 0;       // yield_to() calls
+    uint64_t spin_checks = 0;  // spin_check() calls
+    uint32_t last_yield_target = kNoCpu;
+    uint32_t relax_count = 0;
+
+    LockAlgorithm algorithm() const { return algo; }
+    uint32_t cpu() const { return cpu_id; }
+    void relax() {
+        if (pause) cpu_pause();
+        if (yield_every && ++relax_count % yield_every == 0) std::this_thread::yield();
+    }
+    uint32_t pv_spin_bound() const { return pv_bound; }
+    void yield_to(uint32_t holder) {
+        yields++;
+        last_yield_target = holder;
+        std::this_thread::yield();
+    }
+    void spin_check(const Lock&, uint64_t) { spin_checks++; }
+
+    uint64_t now() { return Clock::now(); }
+    CpuPerfData* perf() { return perf_data; }
+    const lockstat::SpinlockParams& params() { return *live_params; }
+    lockstat::StealSample steal(uint32_t) { return {0, 0, 0}; }  // no steal time on the host
+    uint64_t irq_save() { return 0; }
+    void irq_restore(uint64_t) {}
+};
+
+}  // namespace spinlab::spinlock

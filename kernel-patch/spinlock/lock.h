@@ -1,0 +1,58 @@
+// spinlock/lock.h: the lock object shared by the four algorithms (see spinlock.h).
+#pragma once
+
+#include <spinlab/perfdata.h>
+#include <stdint.h>
+
+namespace spinlab::spinlock {
+
+// One waiter's place in a queued (MCS) lock. The kernel keeps one per CPU per nesting level;
+// it must stay put from acquisition to release, and is used by one acquisition at a time.
+struct McsNode {
+    McsNode* next;     // successor in the queue; written by the successor, read by us
+    uint32_t waiting;  // 1 while we queue behind a holder; the predecessor's release clears it
+    uint32_t reserved;
+};
+
+// Ticket lock word: next ticket to hand out (high half), ticket being served (low half).
+struct TicketHalves {
+    uint16_t serving;
+    uint16_t next;
+};
+
+struct Lock {
+    // The lock word. Test-and-set and PV: bit 0 set = held. Ticket: the two halves. Queued:
+    // unused. Only one algorithm runs per boot, so they can share it.
+    union {
+        uint32_t raw;
+        TicketHalves ticket;
+    } word;
+    // CPU holding the lock, kNoCpu when free. Written by the holder (relaxed) right after it
+    // takes the lock and right before it lets go; read racily by waiters (PV yield target,
+    // LHP attribution, lockup report), who accept a stale value.
+    uint32_t holder_cpu;
+    McsNode* mcs_tail;        // queued lock: last waiter, or null when free
+    McsNode* mcs_owner;       // queued lock: the holder's node (the holder's, only it touches it)
+    const void* holder_site;  // acquisition call site (written by the kernel wrapper)
+    const char* name;         // given at init; never changes
+    uint32_t class_id;        // lock class for lockstat, < kMaxLockClasses; never changes
+    // lockstat's state of the current hold, written and read by the holder only:
+    uint32_t hold_timed;  // 1: this hold's start was stamped; release records it
+    uint64_t hold_start;
+};
+
+constexpr uint64_t kSpinCheckInterval = 1u << 16;
+
+inline void lock_init(Lock& l, const char* name, uint32_t class_id) {
+    l.word.raw = 0;
+    l.holder_cpu = kNoCpu;
+    l.mcs_tail = nullptr;
+    l.mcs_owner = nullptr;
+    l.holder_site = nullptr;
+    l.name = name;
+    l.class_id = class_id < kMaxLockClasses ? class_id : 0;
+    l.hold_timed = 0;
+    l.hold_start = 0;
+}
+
+}  // namespace spinlab::spinlock

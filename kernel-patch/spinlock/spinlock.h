@@ -1,0 +1,122 @@
+// spinlock/spinlock.h: one lock object for the four algorithms spinlab compares, chosen at
+// boot (lock=) in one kernel binary, and the entry points the instrumentation wraps.
+//
+//   try_acquire()        one attempt, no spinning: the fast path. An uncontended acquisition
+//                        is exactly one successful try_acquire(); nothing else runs.
+//   acquire_contended()  called only after a failed try_acquire(): spins (or queues, or
+//                        yields) until the lock is held. The instrumentation stamps the clock
+//                        around this call only; no statistics code runs inside its loops.
+//   release()
+//
+// The environment policy (Env) is how the code reaches the machine without depending on it;
+// the kernel passes its own, the host tests and benchmarks theirs. An Env provides:
+//
+//   LockAlgorithm algorithm();            the algorithm chosen at boot; constant after boot
+//   uint32_t cpu();                       this CPU's number, recorded as holder_cpu
+//   void relax();                         one spin-wait iteration: pause, or nothing (pause=off)
+//   uint32_t pv_spin_bound();             PV lock: reads of the lock word before yielding, >= 1
+//   void yield_to(uint32_t holder_cpu);   PV lock: give this vCPU's time towards the holder
+//                                         (KVM_HC_SCHED_YIELD; else hlt or pause). holder_cpu
+//                                         may be kNoCpu when the holder was not yet recorded.
+//   void spin_check(const Lock&, uint64_t spins);
+//                                         called every kSpinCheckInterval iterations of any spin
+//                                         loop: the lockup detector (compare the TSC against the
+//                                         boot-time bound, print name, holder CPU and site).
+//
+// Interrupts and preemption are the kernel wrapper's business: the caller must not be
+// preempted (or migrated) between try_acquire/acquire_contended and release.
+#pragma once
+
+#include <spinlab/perfdata.h>
+#include <spinlab/sysinfo.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "pv_lock.h"
+#include "queued_lock.h"
+#include "tas_lock.h"
+#include "ticket_lock.h"
+
+namespace spinlab::spinlock {
+
+// One attempt. On success the caller holds the lock and holder_cpu is recorded.
+// node: the caller's queue node (used by the queued lock only; may be null otherwise).
+template <class Env>
+inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
+    bool won;
+    switch (env.algorithm()) {
+        case LockAlgorithm::kTicket:
+            won = ticket_try_acquire(l);
+            break;
+        case LockAlgorithm::kQueued:
+            won = queued_try_acquire(l, node);
+            break;
+        case LockAlgorithm::kTestAndSet:
+        case LockAlgorithm::kParavirt:
+        default:
+            won = tas_try_acquire(l);
+            break;
+    }
+    if (won) store_relaxed(&l.holder_cpu, env.cpu());
+    return won;
+}
+
+// After a failed try_acquire(): returns holding the lock, holder_cpu recorded.
+template <class Env>
+inline void acquire_contended(Lock& l, McsNode* node, Env& env) {
+    switch (env.algorithm()) {
+        case LockAlgorithm::kTicket:
+            ticket_acquire_contended(l, env);
+            break;
+        case LockAlgorithm::kQueued:
+            queued_acquire_contended(l, node, env);
+            break;
+        case LockAlgorithm::kParavirt:
+            pv_acquire_contended(l, env);
+            break;
+        case LockAlgorithm::kTestAndSet:
+        default:
+            tas_acquire_contended(l, env);
+            break;
+    }
+    store_relaxed(&l.holder_cpu, env.cpu());
+}
+
+template <class Env>
+inline void acquire(Lock& l, McsNode* node, Env& env) {
+    if (!try_acquire(l, node, env)) acquire_contended(l, node, env);
+}
+
+template <class Env>
+inline void release(Lock& l, Env& env) {
+    store_relaxed(&l.holder_cpu, kNoCpu);
+    switch (env.algorithm()) {
+        case LockAlgorithm::kTicket:
+            ticket_release(l);
+            break;
+        case LockAlgorithm::kQueued:
+            queued_release(l, env);
+            break;
+        case LockAlgorithm::kTestAndSet:
+        case LockAlgorithm::kParavirt:
+        default:
+            tas_release(l);
+            break;
+    }
+}
+
+// Whether the lock looks held right now (racy; for assertions and the lockup report).
+inline bool is_locked(const Lock& l, LockAlgorithm algo) {
+    switch (algo) {
+        case LockAlgorithm::kTicket: {
+            uint32_t w = load_relaxed(&l.word.raw);
+            return (w >> 16) != (w & 0xFFFF);
+        }
+        case LockAlgorithm::kQueued:
+            return load_relaxed(&l.mcs_tail) != nullptr;
+        default:
+            return (load_relaxed(&l.word.raw) & 1) != 0;
+    }
+}
+
+}  // namespace spinlab::spinlock

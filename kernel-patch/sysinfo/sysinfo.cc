@@ -1,0 +1,231 @@
+// sysinfo/sysinfo.cc: see sysinfo.h. One function per information class and direction.
+#include "sysinfo.h"
+
+#include "../lockstat/long_wait_ring.h"
+#include "../lockstat/perf_record.h"
+
+namespace spinlab::sysinfo {
+
+namespace {
+
+using lockstat::SpinlockParams;
+
+constexpr uint32_t kSubClassSpinlock =
+    static_cast<uint32_t>(EventTraceInformationClass::kEventTraceSpinlockInformation);
+
+// Result of one class handler: status and the length to report.
+struct Answer {
+    Status status;
+    uint32_t length;
+};
+
+Answer mismatch(uint32_t needed) {
+    return {Status::kInfoLengthMismatch, needed};
+}
+Answer fail(Status s) {
+    return {s, 0};
+}
+Answer ok(uint32_t written) {
+    return {Status::kSuccess, written};
+}
+
+// --- SystemPerformanceTraceInformation / EventTraceSpinlockInformation ---------------------
+
+// Reads the sub-class; the answer is set when the caller must stop.
+bool read_trace_subclass(const Buffer& buf, Answer* stop) {
+    uint32_t sub;
+    if (buf.length < sizeof sub) {
+        *stop = mismatch(sizeof sub);
+        return false;
+    }
+    if (!buf.copy_in(buf.ctx, 0, &sub, sizeof sub)) {
+        *stop = fail(Status::kAccessViolation);
+        return false;
+    }
+    if (sub != kSubClassSpinlock) {
+        *stop = fail(Status::kInvalidInfoClass);
+        return false;
+    }
+    if (buf.length != sizeof(EventTraceSpinlockInformation)) {
+        *stop = mismatch(sizeof(EventTraceSpinlockInformation));
+        return false;
+    }
+    return true;
+}
+
+Answer query_trace(const Buffer& buf, const Context& ctx) {
+    Answer stop;
+    if (!read_trace_subclass(buf, &stop)) return stop;
+    const EventTraceSpinlockInformation out = lockstat::query_spinlock_params(*ctx.params);
+    if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+    return ok(sizeof out);
+}
+
+Answer set_trace(const Buffer& buf, Context& ctx) {
+    Answer stop;
+    if (!read_trace_subclass(buf, &stop)) return stop;
+    EventTraceSpinlockInformation in;
+    if (!buf.copy_in(buf.ctx, 0, &in, sizeof in)) return fail(Status::kAccessViolation);
+    return {lockstat::set_spinlock_params(*ctx.params, in), 0};
+}
+
+// --- spinlock perf data ------------------------------------------------------------------
+
+// Sums CPU `cpu` (or all) and class `lock_class` (or all registered) into r.perf.
+void fill_record(const Context& ctx, uint32_t cpu, uint32_t lock_class, SpinlockPerfRecord& r) {
+    __builtin_memset(&r, 0, sizeof r);
+    r.cpu = cpu;
+    r.class_id = lock_class;
+    const uint32_t c0 = cpu == kAllCpus ? 0 : cpu;
+    const uint32_t c1 = cpu == kAllCpus ? ctx.cpu_count : cpu + 1;
+    const uint32_t k0 = lock_class == kAllLockClasses ? 0 : lock_class;
+    const uint32_t k1 = lock_class == kAllLockClasses ? ctx.class_count : lock_class + 1;
+    for (uint32_t c = c0; c < c1; c++)
+        for (uint32_t k = k0; k < k1; k++)
+            lockstat::merge_class_perf(r.perf, ctx.cpus[c]->classes[k]);
+}
+
+Answer query_perf(const Buffer& buf, const Context& ctx) {
+    SpinlockPerfRequest req;
+    if (buf.length < sizeof req) return mismatch(sizeof req);
+    if (!buf.copy_in(buf.ctx, 0, &req, sizeof req)) return fail(Status::kAccessViolation);
+    if (req.cpu != kAllCpus && req.cpu >= ctx.cpu_count) return fail(Status::kInvalidParameter);
+    if (req.lock_class != kAllLockClasses && req.lock_class >= ctx.class_count)
+        return fail(Status::kInvalidParameter);
+    if (req.flags & ~kPerfKnownFlags) return fail(Status::kInvalidParameter);
+
+    const bool merge_cpus = req.flags & kPerfMergeCpus;
+    const bool merge_classes = req.flags & kPerfMergeClasses;
+    // The CPUs and classes the records are for; kAll* in a record means "summed over all".
+    const uint32_t ncpu = merge_cpus || req.cpu != kAllCpus ? 1 : ctx.cpu_count;
+    const uint32_t nclass =
+        merge_classes || req.lock_class != kAllLockClasses ? 1 : ctx.class_count;
+    const uint64_t needed64 =
+        sizeof(SpinlockPerfReply) + uint64_t{ncpu} * nclass * sizeof(SpinlockPerfRecord);
+    if (needed64 > 0xFFFFFFFFull) return fail(Status::kInvalidParameter);
+    const uint32_t needed = static_cast<uint32_t>(needed64);
+    if (buf.length < needed) return mismatch(needed);
+
+    SpinlockPerfRecord rec;  // 1280 bytes: fine on a kernel stack
+    uint32_t offset = sizeof(SpinlockPerfReply);
+    for (uint32_t i = 0; i < ncpu; i++) {
+        const uint32_t cpu = req.cpu != kAllCpus ? req.cpu : (merge_cpus ? kAllCpus : i);
+        for (uint32_t j = 0; j < nclass; j++) {
+            const uint32_t cls = req.lock_class != kAllLockClasses
+                                     ? req.lock_class
+                                     : (merge_classes ? kAllLockClasses : j);
+            fill_record(ctx, cpu, cls, rec);
+            if (!buf.copy_out(buf.ctx, offset, &rec, sizeof rec))
+                return fail(Status::kAccessViolation);
+            offset += sizeof rec;
+        }
+    }
+    SpinlockPerfReply reply = req;
+    reply.record_count = ncpu * nclass;
+    reply.record_size = sizeof(SpinlockPerfRecord);
+    reply.reserved[0] = reply.reserved[1] = reply.reserved[2] = 0;
+    if (!buf.copy_out(buf.ctx, 0, &reply, sizeof reply)) return fail(Status::kAccessViolation);
+    return ok(needed);
+}
+
+// --- lock class table ----------------------------------------------------------------------
+
+Answer query_classes(const Buffer& buf, const Context& ctx) {
+    const uint32_t needed = sizeof(LockClassTableReply) + ctx.class_count * sizeof(LockClassEntry);
+    if (buf.length < needed) return mismatch(needed);
+    for (uint32_t i = 0; i < ctx.class_count; i++) {
+        if (!buf.copy_out(buf.ctx, sizeof(LockClassTableReply) + i * sizeof(LockClassEntry),
+                          &ctx.classes[i], sizeof(LockClassEntry)))
+            return fail(Status::kAccessViolation);
+    }
+    const LockClassTableReply head = {ctx.class_count, sizeof(LockClassEntry)};
+    if (!buf.copy_out(buf.ctx, 0, &head, sizeof head)) return fail(Status::kAccessViolation);
+    return ok(needed);
+}
+
+// --- reset -----------------------------------------------------------------------------------
+
+Answer set_reset(const Buffer& buf, Context& ctx) {
+    ResetRequest req;
+    if (buf.length != sizeof req) return mismatch(sizeof req);
+    if (!buf.copy_in(buf.ctx, 0, &req, sizeof req)) return fail(Status::kAccessViolation);
+    if (req.cpu != kAllCpus && req.cpu >= ctx.cpu_count) return fail(Status::kInvalidParameter);
+    if (req.lock_class != kAllLockClasses && req.lock_class >= ctx.class_count)
+        return fail(Status::kInvalidParameter);
+    const uint32_t c0 = req.cpu == kAllCpus ? 0 : req.cpu;
+    const uint32_t c1 = req.cpu == kAllCpus ? ctx.cpu_count : req.cpu + 1;
+    for (uint32_t c = c0; c < c1; c++) ctx.reset(ctx.reset_arg, c, req.lock_class);
+    return ok(0);
+}
+
+// --- system configuration --------------------------------------------------------------------
+
+Answer query_config(const Buffer& buf, const Context& ctx) {
+    if (buf.length != sizeof(SystemConfiguration)) return mismatch(sizeof(SystemConfiguration));
+    SystemConfiguration out = *ctx.config;
+    out.abi_version = kSysinfoAbiVersion;
+    out.cpu_count = ctx.cpu_count;
+    out.max_lock_classes = kMaxLockClasses;
+    out.hist_buckets = kHistBuckets;
+    out.lock_class_count = ctx.class_count;
+    out.hypervisor_signature[kHypervisorSignatureLen - 1] = '\0';
+    out.build_id[kBuildIdLen - 1] = '\0';
+    if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+    return ok(sizeof out);
+}
+
+// --- long waits ------------------------------------------------------------------------------
+
+Answer query_long_waits(const Buffer& buf, const Context& ctx) {
+    if (buf.length != sizeof(LongWaitsReply)) return mismatch(sizeof(LongWaitsReply));
+    uint32_t cpu;
+    if (!buf.copy_in(buf.ctx, 0, &cpu, sizeof cpu)) return fail(Status::kAccessViolation);
+    if (cpu >= ctx.cpu_count) return fail(Status::kInvalidParameter);
+    LongWaitsReply out;  // 1056 bytes
+    __builtin_memset(&out, 0, sizeof out);
+    const LongWaitRing& ring = ctx.cpus[cpu]->long_waits;
+    out.cpu = cpu;
+    out.count = lockstat::long_wait_snapshot(ring, out.entries, &out.first_index);
+    out.threshold_cycles = __atomic_load_n(&ring.threshold_cycles, __ATOMIC_RELAXED);
+    if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+    return ok(sizeof out);
+}
+
+Status finish(Answer a, uint32_t* return_length) {
+    if (return_length) *return_length = a.length;
+    return a.status;
+}
+
+}  // namespace
+
+Status query_system_information(uint32_t info_class, const Buffer& buf, const Context& ctx,
+                                uint32_t* return_length) {
+    switch (static_cast<InfoClass>(info_class)) {
+        case InfoClass::kSystemPerformanceTraceInformation:
+            return finish(query_trace(buf, ctx), return_length);
+        case InfoClass::kSpinlabSpinlockPerfData:
+            return finish(query_perf(buf, ctx), return_length);
+        case InfoClass::kSpinlabLockClassTable:
+            return finish(query_classes(buf, ctx), return_length);
+        case InfoClass::kSpinlabSystemConfiguration:
+            return finish(query_config(buf, ctx), return_length);
+        case InfoClass::kSpinlabLongWaits:
+            return finish(query_long_waits(buf, ctx), return_length);
+        case InfoClass::kSpinlabResetCounters:  // set only
+            break;
+    }
+    return finish(fail(Status::kInvalidInfoClass), return_length);
+}
+
+Status set_system_information(uint32_t info_class, const Buffer& buf, bool privileged, Context& ctx,
+                              uint32_t* return_length) {
+    const InfoClass c = static_cast<InfoClass>(info_class);
+    if (c != InfoClass::kSystemPerformanceTraceInformation && c != InfoClass::kSpinlabResetCounters)
+        return finish(fail(Status::kInvalidInfoClass), return_length);
+    // Before reading anything: an unprivileged caller learns nothing and changes nothing.
+    if (!privileged) return finish(fail(Status::kAccessDenied), return_length);
+    if (c == InfoClass::kSpinlabResetCounters) return finish(set_reset(buf, ctx), return_length);
+    return finish(set_trace(buf, ctx), return_length);
+}
+
+}  // namespace spinlab::sysinfo
