@@ -20,6 +20,7 @@ APPEND ?=
 FUZZ_SECONDS ?= 300
 PY := /usr/bin/python3
 KERNEL := $(BUILD)/kernel/spinlab.elf
+INITRD := $(BUILD)/kernel/initrd.tar
 JOBS ?= 2
 
 .PHONY: all deps kernel host build test selftest qemu iso bench fuzz run clean
@@ -42,15 +43,15 @@ test: build
 	@scripts/test-all.sh
 
 selftest: kernel
-	@$(PY) vm-images/selftest.py --kernel $(KERNEL) --cpus $(CPUS) --suite $(SUITE) \
+	@$(PY) vm-images/selftest.py --kernel $(KERNEL) --initrd $(INITRD) --cpus $(CPUS) --suite $(SUITE) \
 	    --accel $(ACCEL) --memory $(MEM) $(if $(APPEND),--append '$(APPEND)')
 
 qemu: kernel
-	@$(PY) vm-images/qemu_interactive.py --kernel $(KERNEL) --cpus $(CPUS) --accel $(ACCEL) \
+	@$(PY) vm-images/qemu_interactive.py --kernel $(KERNEL) --initrd $(INITRD) --cpus $(CPUS) --accel $(ACCEL) \
 	    --memory $(MEM) $(if $(APPEND),--append '$(APPEND)')
 
 iso: kernel
-	@vm-images/make-iso.sh $(KERNEL) $(BUILD)/spinlab.iso
+	@vm-images/make-iso.sh $(KERNEL) $(BUILD)/spinlab.iso --initrd $(INITRD) $(APPEND)
 
 bench: build
 	@scripts/bench.sh

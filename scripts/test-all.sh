@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 PY=/usr/bin/python3
 KERNEL=build/kernel/spinlab.elf
+INITRD=build/kernel/initrd.tar
 passed=0
 failed=0
 failed_names=()
@@ -36,12 +37,12 @@ step "analysis (pytest)" pytest_dir analysis
 step "vm-images (pytest)" pytest_dir vm-images
 for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \
-        $PY vm-images/selftest.py --kernel $KERNEL --cpus $n --accel tcg --log build/selftest-$n.log
+        $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus $n --accel tcg --log build/selftest-$n.log
 done
 step "bad boot option is refused" \
     $PY vm-images/selftest.py --kernel $KERNEL --accel tcg --append "lokc=mcs" --expect-boot-error lokc
 iso_selftest() {
-    vm-images/make-iso.sh $KERNEL build/spinlab-selftest.iso selftest=smp,spinlock &&
+    vm-images/make-iso.sh $KERNEL build/spinlab-selftest.iso --initrd $INITRD selftest=smp,spinlock,user &&
         $PY vm-images/selftest.py --kernel $KERNEL --iso build/spinlab-selftest.iso --cpus 2 --accel tcg
 }
 step "GRUB ISO boots and passes (SeaBIOS)" iso_selftest
@@ -51,7 +52,7 @@ fi
 if $PY -c 'import sys; sys.path.insert(0, "vm-images"); import qemu_launch; sys.exit(0 if qemu_launch.kvm_usable() else 1)'; then
     # Nested KVM on the build machines runs guest ring 0 ~750x slower: a subset, generous timeout.
     step "in-guest self-tests, 2 vCPUs (KVM)" \
-        $PY vm-images/selftest.py --kernel $KERNEL --cpus 2 --accel kvm --suite smp,spinlock,sched \
+        $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 2 --accel kvm --suite smp,spinlock,sched,user \
         --timeout 900 --log build/selftest-kvm.log
 else
     echo "=== KVM boot skipped: /dev/kvm is missing or not accessible"

@@ -10,6 +10,7 @@ EXAMPLES
 """
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,7 +22,7 @@ def main():
                                 epilog=__doc__[__doc__.index("EXAMPLES"):],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kernel", required=True)
-    p.add_argument("--initrd")
+    p.add_argument("--initrd", help="initial ramdisk: /bin/sh starts when no init= is given")
     p.add_argument("--cpus", type=int, default=2)
     p.add_argument("--memory", type=int, default=256)
     p.add_argument("--accel", default="auto", choices=qemu_launch.ACCELS)
@@ -34,8 +35,14 @@ def main():
     cmd = qemu_launch.qemu_command(a.kernel, cpus=a.cpus, memory_mb=a.memory, append=a.append,
                                    accel=accel, initrd=a.initrd, serial="mon:stdio")
     print(f"qemu: {a.cpus} vCPUs, accel {accel}; Ctrl-A X quits", file=sys.stderr)
-    os.execvp(cmd[0], cmd)
+    status = subprocess.call(cmd)
+    # The kernel leaves through isa-debug-exit: 33 = its first program ended with status 0.
+    if status == qemu_launch.EXIT_PASS or status == 0:
+        return 0
+    if status == qemu_launch.EXIT_FAIL:
+        print("qemu: the guest reported failure (see its console above)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

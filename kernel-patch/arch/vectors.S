@@ -71,6 +71,13 @@ trap_return:
 2:  add $16, %rsp
     iretq
 
+/* void enter_user_frame(TrapFrame* tf): leave for ring 3 through the common return path.
+ * Interrupts must be disabled; tf lies on the thread's kernel stack. */
+.globl enter_user_frame
+enter_user_frame:
+    mov %rdi, %rsp
+    jmp trap_return
+
 /* The table of stub addresses, for idt.cc. */
 .section .rodata
 .align 8

@@ -13,6 +13,8 @@ const bootopt::Spec kSpecs[] = {
     {"selftest", Kind::kString, nullptr, 0, 0, "run in-kernel self-tests: all, or suites a,b,c"},
     {"hz", Kind::kUint, nullptr, 10, 1000, "timer interrupts per second per CPU (default 100)"},
     {"maxcpus", Kind::kUint, nullptr, 1, 64, "start at most this many CPUs"},
+    // init= takes the rest of the line, so it must come last.
+    {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
 constexpr int kCount = sizeof kSpecs / sizeof kSpecs[0];
 bootopt::Value values[kCount];
@@ -36,4 +38,5 @@ void bootopts_init(const char* cmdline) {
     g_boot.selftest = values[0].set ? values[0].str : "";
     g_boot.hz = values[1].set ? uint32_t(values[1].num) : 100;
     g_boot.maxcpus = values[2].set ? uint32_t(values[2].num) : 64;
+    g_boot.init = values[3].set ? values[3].str : "";
 }

@@ -6,6 +6,7 @@ struct BootOptions {
     const char* selftest;   // "" = none; "all" or a comma-separated list of suites
     uint32_t hz;            // timer interrupts per second per CPU
     uint32_t maxcpus;       // start at most this many CPUs
+    const char* init;       // "" = none; else the first program and its arguments
 };
 
 extern BootOptions g_boot;

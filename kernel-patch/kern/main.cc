@@ -3,6 +3,8 @@
 #include <stdint.h>
 
 #include "../arch/x86.h"
+#include "../lib/format.h"
+#include "spinlab/syscall.h"
 #include "acpi.h"
 #include "bootopts.h"
 #include "console.h"
@@ -12,6 +14,7 @@
 #include "lapic.h"
 #include "mem.h"
 #include "multiboot.h"
+#include "proc.h"
 #include "prcb.h"
 #include "sched.h"
 #include "selftest.h"
@@ -23,14 +26,40 @@ void init_cpu() {
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer
     sched_init_cpu();      // the boot stack becomes this CPU's idle thread
+    proc_init_cpu();       // system-call entry (syscall/sysret MSRs)
     __atomic_store_n(&this_cpu()->online, true, __ATOMIC_RELEASE);
 }
 
 namespace {
 
+// Runs the first program (init= or /bin/sh) and leaves QEMU with its verdict when it ends.
+[[noreturn]] void run_first_program(const char* line) {
+    char buf[256];
+    format(buf, sizeof buf, "%s", line);
+    const char* argv[spinlab::kMaxArgs];
+    int argc = 0;
+    for (char* p = buf; *p && argc < spinlab::kMaxArgs;) {
+        while (*p == ' ') *p++ = '\0';
+        if (!*p) break;
+        argv[argc++] = p;
+        while (*p && *p != ' ') p++;
+    }
+    int64_t pid = argc ? proc_spawn(argv[0], argv, argc, true, nullptr) : -spinlab::kErrInval;
+    if (pid < 0) {
+        kprintf("init: cannot start '%s': %s\n", line, spinlab::error_name(pid));
+        qemu_exit(kExitFail);
+    }
+    int code = 0;
+    proc_wait(nullptr, int(pid), &code);
+    kprintf("init: %s exited with status %d\n", argv[0], code);
+    qemu_exit(code == 0 ? kExitPass : kExitFail);
+}
+
 void main_thread(void*) {
     if (g_boot.selftest[0]) selftest_run(g_boot.selftest);  // does not return
-    kshell_run();
+    if (g_boot.init[0]) run_first_program(g_boot.init);
+    if (proc_initrd_present()) run_first_program("/bin/sh");
+    kshell_run();  // no ramdisk: the kernel's own shell
 }
 
 }  // namespace
@@ -46,6 +75,10 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     g_timer_hz = g_boot.hz;
     pmm_init(mb_info);     // physical frames from the memory map
     heap_init();           // kmalloc
+    if ((mb->flags & kMbMods) && mb->mods_count) {  // the initial ramdisk: module 0
+        auto* mod = reinterpret_cast<const MultibootModule*>(uintptr_t(mb->mods_addr));
+        proc_set_initrd(reinterpret_cast<const uint8_t*>(uintptr_t(mod->start)), mod->end - mod->start);
+    }
     trap_init();           // IDT entries for every vector
     acpi_init();           // CPUs and the I/O APIC from the MADT
     lapic_init();          // calibrate the TSC and the LAPIC timer against the PIT
@@ -54,6 +87,7 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     init_cpu();            // per-CPU init for the boot CPU
     console_init_irq();    // COM1 receive interrupt to this CPU
     smp_init();            // start the other CPUs
+    proc_init();           // user processes: fault handler, reaper
     kprintf("spinlab kernel: %u CPUs online, TSC %lu MHz, %lu MiB free, timer %u Hz\n", g_ncpus,
             g_tsc_hz / 1000000, pmm_free_frames() * 4096 >> 20, g_timer_hz);
     if (!thread_spawn("main", main_thread, nullptr)) panic("cannot create the main thread");

@@ -74,3 +74,7 @@ inline void irq_restore(uint64_t flags) {
     this_cpu()->irq_disable_depth--;
     if (flags & arch::kFlagIF) arch::sti();
 }
+
+// arch/syscall_entry.S reaches these by offset.
+static_assert(__builtin_offsetof(Prcb, syscall_kstack) == 8);
+static_assert(__builtin_offsetof(Prcb, syscall_ustack) == 16);

@@ -11,6 +11,8 @@
 #include "lapic.h"
 #include "mem.h"
 #include "prcb.h"
+#include "proc.h"
+#include "vm.h"
 
 Spinlock g_sched_lock = SPINLOCK_INIT("sched");
 
@@ -126,8 +128,11 @@ void scheduler() {
         c->ctx_switches++;
         c->tss.rsp0 = uint64_t(t->kstack) + kKernelStackSize;
         c->syscall_kstack = c->tss.rsp0;
+        as_activate(t->proc ? t->proc->as : nullptr);
         swtch(&c->sched_ctx, t->ctx);
-        // Back here when t called sched(); it may have run on other CPUs meanwhile.
+        // Back here when t called sched(); it may have run on other CPUs meanwhile. Back on
+        // the kernel's own page tables: t's address space may be freed once sched_lock drops.
+        as_activate(nullptr);
         c->current = c->idle;
         spin_unlock_irqrestore(&g_sched_lock, f);
     }

@@ -6,6 +6,7 @@
 #include "console.h"
 #include "lapic.h"
 #include "prcb.h"
+#include "proc.h"
 #include "sched.h"
 
 extern "C" const uint64_t trap_vectors[256];
@@ -107,4 +108,5 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         c->resched_pending = false;
         yield();
     }
+    if (trap_from_user(tf)) proc_check_killed();  // exit() or a fault in another thread
 }

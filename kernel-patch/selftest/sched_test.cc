@@ -12,14 +12,18 @@ volatile uint64_t spins[2];
 
 void spinner(void* p) {
     int i = int(uint64_t(p));
-    while (!stop) spins[i] = spins[i] + 1;   // never yields: only the timer can take the CPU away
+    while (!stop) {  // never yields: only the timer can take the CPU away
+        uint64_t v = spins[i];
+        spins[i] = v + 1;
+    }
 }
 
 // Two threads that never yield, pinned to one CPU: both make progress only if the timer
 // preempts them.
 void preemption() {
     stop = false;
-    spins[0] = spins[1] = 0;
+    spins[0] = 0;
+    spins[1] = 0;
     int cpu = int(g_ncpus) - 1;
     Thread* a = thread_spawn("spin0", spinner, reinterpret_cast<void*>(0), cpu);
     Thread* b = thread_spawn("spin1", spinner, reinterpret_cast<void*>(1), cpu);

@@ -1,0 +1,72 @@
+// abi/spinlab/syscall.h: the system-call interface between guest programs and the kernel.
+//
+// Calling convention (the `syscall` instruction, as on Linux x86-64): the number in rax,
+// arguments in rdi, rsi, rdx, r10, r8, r9; the result in rax. rcx and r11 are clobbered (the
+// CPU keeps the return address and flags there). A result >= 0 is success; a negative result is
+// -Error below. The system-information calls instead return an NTSTATUS (spinlab/status.h), as
+// NtQuerySystemInformation does.
+#pragma once
+#include <stdint.h>
+
+namespace spinlab {
+
+enum Syscall : uint64_t {
+    kSysWrite = 1,          // (fd 1|2, buf, len) -> bytes written
+    kSysExit = 2,           // (code) -> does not return; ends every thread of the process
+    kSysSpawn = 3,          // (path, argv[], flags) -> pid. flags: kSpawnUnprivileged
+    kSysWait = 4,           // (pid, int32* exit_code) -> pid
+    kSysGetpid = 5,         // () -> pid
+    kSysThreadCreate = 6,   // (entry, arg, stack_top) -> tid; entry(arg) runs on stack_top
+    kSysThreadJoin = 7,     // (tid) -> the thread's exit code
+    kSysThreadExit = 8,     // (code) -> does not return
+    kSysYield = 9,          // ()
+    kSysSleep = 10,         // (microseconds)
+    kSysPin = 11,           // (cpu or -1) -> 0; the calling thread runs only there
+    kSysTscHz = 12,         // () -> TSC ticks per second
+    kSysCpuCount = 13,      // () -> CPUs online
+    kSysMapAnon = 14,       // (length) -> address of zeroed, writable pages (freed at exit)
+    kSysRead = 16,          // (fd 0, buf, len) -> bytes: one console line (blocks)
+    kSysCpuNumber = 17,     // () -> the CPU the caller runs on (may change right after)
+    kSysPrivileged = 18,    // () -> 1 when the process is privileged, else 0
+    kSysQuerySystemInformation = 19,  // (class, buf, len, uint32* return_len) -> NTSTATUS
+    kSysSetSystemInformation = 20,    // (class, buf, len) -> NTSTATUS
+    kSysCount
+};
+
+enum Error : int64_t {
+    kErrNoSys = 1,      // no such system call
+    kErrFault = 2,      // a pointer or length outside the caller's address space
+    kErrInval = 3,      // an argument out of range
+    kErrNoMem = 4,      // out of memory or of process/thread slots
+    kErrNoEnt = 5,      // no such program (spawn) or process/thread (wait, join)
+    kErrPerm = 6,       // the caller may not do this
+    kErrChild = 7,      // wait: not a child of the caller
+};
+
+constexpr uint64_t kSpawnUnprivileged = 1;   // the new process is not privileged
+constexpr int kMaxArgs = 32;                 // argv entries for spawn
+constexpr int kMaxArgBytes = 4096;           // total bytes of argv strings
+constexpr int kMaxPath = 128;
+
+// The user half of every address space: programs are linked at kUserBase, the initial stack
+// ends at kUserStackTop, anonymous mappings grow upwards from kUserMapBase.
+constexpr uint64_t kUserBase = 0x0000008000000000ull;      // 512 GiB: PML4 slot 1 and up
+constexpr uint64_t kUserMapBase = 0x0000010000000000ull;   // 1 TiB
+constexpr uint64_t kUserStackTop = 0x00007ffffffff000ull;
+constexpr uint64_t kUserStackSize = 256 * 1024;
+constexpr uint64_t kUserLimit = 0x0000800000000000ull;     // first non-canonical address
+
+inline const char* error_name(int64_t e) {
+    switch (-e) {
+    case kErrNoSys: return "ENOSYS";
+    case kErrFault: return "EFAULT";
+    case kErrInval: return "EINVAL";
+    case kErrNoMem: return "ENOMEM";
+    case kErrNoEnt: return "ENOENT";
+    case kErrPerm: return "EPERM";
+    case kErrChild: return "ECHILD";
+    }
+    return "E?";
+}
+
+}  // namespace spinlab

@@ -1,0 +1,125 @@
+// kern/syscall.cc: system-call dispatch. Every argument a program passes is checked here or in
+// the copy functions (kern/vm.h) before use; a bad one returns -spinlab::Error.
+#include "../arch/x86.h"
+#include "../lib/user_range.h"
+#include "console.h"
+#include "lapic.h"
+#include "mem.h"
+#include "prcb.h"
+#include "proc.h"
+#include "sched.h"
+#include "spinlab/syscall.h"
+#include "trap.h"
+
+using namespace spinlab;
+
+namespace {
+
+int64_t sys_write(Process* p, uint64_t fd, uint64_t buf, uint64_t len) {
+    if (fd != 1 && fd != 2) return -kErrInval;
+    if (!user_range_ok(buf, len)) return -kErrFault;
+    char chunk[256];
+    for (uint64_t done = 0; done < len;) {
+        uint64_t n = len - done < sizeof chunk ? len - done : sizeof chunk;
+        if (int64_t r = copy_from_user(p->as, chunk, buf + done, n)) return r;
+        console_write(chunk, n);
+        done += n;
+    }
+    return int64_t(len);
+}
+
+int64_t sys_read(Process* p, uint64_t fd, uint64_t buf, uint64_t len) {
+    if (fd != 0) return -kErrInval;
+    if (len == 0 || !user_range_ok(buf, len)) return -kErrFault;
+    char line[256];
+    size_t n = console_readline(line, len < sizeof line ? len : sizeof line);
+    if (int64_t r = copy_to_user(p->as, buf, line, n)) return r;
+    return int64_t(n);
+}
+
+int64_t sys_spawn(Process* p, uint64_t upath, uint64_t uargv, uint64_t flags) {
+    if (flags & ~kSpawnUnprivileged) return -kErrInval;
+    char path[kMaxPath];
+    if (int64_t r = copy_string_from_user(p->as, path, upath, sizeof path)) return r;
+    // argv: up to kMaxArgs user pointers, NULL-terminated, strings copied into one buffer.
+    auto* strings = static_cast<char*>(kmalloc(kMaxArgBytes));
+    if (!strings) return -kErrNoMem;
+    const char* argv[kMaxArgs];
+    int argc = 0;
+    size_t used = 0;
+    int64_t err = 0;
+    for (;; argc++) {
+        uint64_t ptr;
+        if ((err = copy_from_user(p->as, &ptr, uargv + 8 * uint64_t(argc), 8))) break;
+        if (ptr == 0) break;
+        if (argc == kMaxArgs) {
+            err = -kErrInval;
+            break;
+        }
+        if ((err = copy_string_from_user(p->as, strings + used, ptr, kMaxArgBytes - used))) break;
+        argv[argc] = strings + used;
+        while (strings[used]) used++;
+        used++;
+    }
+    if (!err) {
+        bool privileged = p->privileged && !(flags & kSpawnUnprivileged);
+        err = proc_spawn(path, argv, argc, privileged, p);
+    }
+    kfree(strings);
+    return err;
+}
+
+int64_t sys_wait(Process* p, uint64_t pid, uint64_t ucode) {
+    if (ucode && !user_range_ok(ucode, 4)) return -kErrFault;
+    int code = 0;
+    int64_t r = proc_wait(p, int(pid), &code);
+    if (r >= 0 && ucode) {
+        int32_t c = code;
+        if (int64_t e = copy_to_user(p->as, ucode, &c, 4)) return e;
+    }
+    return r;
+}
+
+int64_t dispatch(Process* p, TrapFrame* tf) {
+    uint64_t a0 = tf->rdi, a1 = tf->rsi, a2 = tf->rdx;
+    switch (tf->rax) {
+    case kSysWrite: return sys_write(p, a0, a1, a2);
+    case kSysRead: return sys_read(p, a0, a1, a2);
+    case kSysExit: proc_exit(int(a0));
+    case kSysSpawn: return sys_spawn(p, a0, a1, a2);
+    case kSysWait: return sys_wait(p, a0, a1);
+    case kSysGetpid: return p->pid;
+    case kSysThreadCreate: return proc_thread_create(p, a0, a1, a2);
+    case kSysThreadJoin: return proc_thread_join(p, int(a0));
+    case kSysThreadExit: proc_thread_exit(int(a0));
+    case kSysYield: yield(); return 0;
+    case kSysSleep:
+        if (a0 > 3600ull * 1000000) return -kErrInval;
+        sleep_us(a0);
+        return 0;
+    case kSysPin:
+        if (int64_t(a0) != -1 && a0 >= g_ncpus) return -kErrInval;
+        thread_set_affinity(int(int64_t(a0)));
+        return 0;
+    case kSysTscHz: return int64_t(g_tsc_hz);
+    case kSysCpuCount: return g_ncpus;
+    case kSysCpuNumber: return cpu_number();
+    case kSysPrivileged: return p->privileged ? 1 : 0;
+    case kSysMapAnon: {
+        uint64_t va = as_map_anon(p->as, a0);
+        return va ? int64_t(va) : -kErrNoMem;
+    }
+    default: return -kErrNoSys;
+    }
+}
+
+}  // namespace
+
+extern "C" void syscall_dispatch(TrapFrame* tf) {
+    arch::sti();  // system calls run with interrupts on, preemptible like user code
+    Process* p = current_proc();
+    if (!p) panic("syscall from a thread with no process");
+    proc_check_killed();
+    tf->rax = uint64_t(dispatch(p, tf));
+    proc_check_killed();
+}

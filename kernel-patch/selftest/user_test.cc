@@ -1,0 +1,116 @@
+// selftest/user_test.cc: ring-3 programs from the initial ramdisk: they run on every CPU, their
+// threads run in parallel, a faulting program is killed and the next one runs, hostile system
+// call arguments are answered with a status.
+#include "../kern/console.h"
+#include "../kern/mem.h"
+#include "../kern/prcb.h"
+#include "../kern/proc.h"
+#include "../kern/selftest.h"
+#include "spinlab/syscall.h"
+
+namespace {
+
+// Runs /bin/<argv[0]> with argv as a child of the kernel; returns its exit status.
+int run(bool privileged, const char* const* argv, int argc) {
+    char path[64] = "/bin/";
+    int k = 5;
+    for (const char* p = argv[0]; *p && k < 63; p++) path[k++] = *p;
+    path[k] = '\0';
+    int64_t pid = proc_spawn(path, argv, argc, privileged, nullptr);
+    if (pid < 0) {
+        selftest_fail(__FILE__, __LINE__, "spawn %s: %s", path, spinlab::error_name(pid));
+        return -1;
+    }
+    int code = -1;
+    if (proc_wait(nullptr, int(pid), &code) != pid) selftest_fail(__FILE__, __LINE__, "wait failed");
+    return code;
+}
+
+template <int N>
+int run(const char* const (&argv)[N], bool privileged = true) {
+    return run(privileged, argv, N);
+}
+
+void needs_initrd() {
+    if (!proc_initrd_present()) selftest_fail(__FILE__, __LINE__, "no initial ramdisk (boot with -initrd)");
+}
+
+void hello_runs_and_exits() {
+    needs_initrd();
+    const char* argv[] = {"hello", "--exit", "42"};
+    TEST_CHECK_EQ(run(argv), 42);
+}
+
+void arguments_reach_the_program() {
+    needs_initrd();
+    const char* argv[] = {"usertest", "args", "a", "bb", "ccc"};
+    TEST_CHECK_EQ(run(argv), 5 * 10 + 6);
+}
+
+void runs_on_every_cpu() {
+    const char* argv[] = {"usertest", "cpus"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+void threads_run_in_parallel() {
+    const char* argv[] = {"usertest", "parallel"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+void threads_join_and_lock() {
+    const char* argv[] = {"usertest", "threads"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+void faulting_program_is_killed_and_the_next_runs() {
+    size_t heap0 = heap_live_blocks();
+    uint64_t frames0 = pmm_free_frames();
+    struct { const char* what; int code; } cases[] = {
+        {"read-kernel", 128 + 14}, {"write-kernel", 128 + 14}, {"unmapped", 128 + 14},
+        {"gp", 128 + 13}, {"divide", 128 + 0}, {"exec-data", 128 + 14}, {"write-text", 128 + 14},
+    };
+    for (auto& c : cases) {
+        const char* argv[] = {"fault", c.what};
+        int code = run(argv);
+        if (code != c.code) selftest_fail(__FILE__, __LINE__, "fault %s: status %d, want %d", c.what, code, c.code);
+        const char* hello[] = {"hello", "--exit", "0"};
+        TEST_CHECK_EQ(run(hello), 0);
+    }
+    // Killed processes leave nothing behind.
+    TEST_CHECK_EQ(heap_live_blocks(), heap0);
+    TEST_CHECK_EQ(pmm_free_frames(), frames0);
+}
+
+void bad_pointers_get_statuses() {
+    const char* argv[] = {"usertest", "badptr"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+void syscall_fuzz_survives() {
+    const char* argv[] = {"usertest", "fuzz", "20000", "4242"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+void privilege_is_inherited_and_can_be_dropped() {
+    const char* argv[] = {"usertest", "privilege"};
+    TEST_CHECK_EQ(run(argv, true), 0);
+    TEST_CHECK_EQ(run(argv, false), 1);
+    const char* drop[] = {"usertest", "spawn-unpriv"};
+    TEST_CHECK_EQ(run(drop), 0);
+}
+
+const SelfTest kTests[] = {
+    {"hello_runs_and_exits", hello_runs_and_exits},
+    {"arguments_reach_the_program", arguments_reach_the_program},
+    {"runs_on_every_cpu", runs_on_every_cpu},
+    {"threads_run_in_parallel", threads_run_in_parallel},
+    {"threads_join_and_lock", threads_join_and_lock},
+    {"faulting_program_is_killed_and_the_next_runs", faulting_program_is_killed_and_the_next_runs},
+    {"bad_pointers_get_statuses", bad_pointers_get_statuses},
+    {"syscall_fuzz_survives", syscall_fuzz_survives},
+    {"privilege_is_inherited_and_can_be_dropped", privilege_is_inherited_and_can_be_dropped},
+};
+
+}  // namespace
+
+extern const SelfTestSuite kSuiteUser = {"user", kTests, sizeof kTests / sizeof kTests[0]};

@@ -1,0 +1,214 @@
+// usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
+// and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
+//   usertest cpus | parallel | threads | badptr | fuzz [N] [seed] | privilege | args A B C |
+//            spawn-unpriv | all
+#include "../lib/ulib.h"
+
+namespace {
+
+using namespace spinlab;
+int failures;
+
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            eprintf("usertest: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+constexpr uint64_t kKernelAddr = 0x100000;                 // the kernel image
+constexpr uint64_t kUnmapped = 0x9000000000ull;            // user range, nothing mapped
+constexpr uint64_t kNonCanonical = 0xffff800000001000ull;
+
+// Pin to each CPU in turn and find ourselves there.
+void cpus() {
+    int n = sys::cpu_count();
+    for (int c = 0; c < n; c++) {
+        CHECK(sys::pin(c) == 0);
+        for (int k = 0; k < 3; k++) {
+            CHECK(sys::cpu_number() == c);
+            sys::yield();
+        }
+    }
+    CHECK(sys::pin(-1) == 0);
+}
+
+// One thread per CPU, pinned; each waits (spinning, never yielding) until all have arrived.
+// They can all arrive only if they run at the same time on different CPUs.
+volatile int arrived;
+volatile int seen_cpu[64];
+
+void parallel_worker(void* p) {
+    int i = int(uint64_t(p));
+    sys::pin(i);
+    seen_cpu[i] = sys::cpu_number();
+    __atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST);
+    uint64_t deadline = sys::rdtsc() + sys::tsc_hz() * 10;
+    while (__atomic_load_n(&arrived, __ATOMIC_SEQ_CST) < sys::cpu_count() && sys::rdtsc() < deadline)
+        asm volatile("pause");
+}
+
+void parallel() {
+    int n = sys::cpu_count();
+    arrived = 0;
+    int tids[64];
+    for (int i = 0; i < n; i++) {
+        tids[i] = thread_start(parallel_worker, reinterpret_cast<void*>(uint64_t(i)));
+        CHECK(tids[i] > 0);
+    }
+    for (int i = 0; i < n; i++) CHECK(sys::thread_join(tids[i]) == 0);
+    CHECK(arrived == n);
+    for (int i = 0; i < n; i++) CHECK(seen_cpu[i] == i);
+}
+
+ULock counter_lock;
+volatile uint64_t counter;
+
+void count_worker(void*) {
+    for (int i = 0; i < 5000; i++) {
+        counter_lock.lock();
+        counter = counter + 1;
+        counter_lock.unlock();
+    }
+}
+
+void exit_with_7(void*) { sys::thread_exit(7); }
+
+void threads() {
+    counter = 0;
+    int tids[16];
+    for (int& t : tids) t = thread_start(count_worker, nullptr);
+    for (int t : tids) CHECK(sys::thread_join(t) == 0);
+    CHECK(counter == 16 * 5000);
+    int t = thread_start(exit_with_7, nullptr);
+    CHECK(sys::thread_join(t) == 7);
+    CHECK(sys::thread_join(t) == -kErrNoEnt);   // joined already
+    CHECK(sys::thread_join(12345) == -kErrNoEnt);
+}
+
+// Hostile pointers and lengths each get an error status.
+void badptr() {
+    char buf[16] = "-ok\n";
+    CHECK(sys::write(1, reinterpret_cast<void*>(kKernelAddr), 10) == -kErrFault);
+    CHECK(sys::write(1, reinterpret_cast<void*>(kUnmapped), 10) == -kErrFault);
+    CHECK(sys::write(1, reinterpret_cast<void*>(kNonCanonical), 1) == -kErrFault);
+    CHECK(sys::write(1, buf, 1ull << 62) == -kErrFault);
+    CHECK(sys::write(1, buf + 1, 3) == 3);                    // misaligned is fine: "ok\n"
+    CHECK(sys::write(7, buf, 3) == -kErrInval);
+    CHECK(sys::read(0, reinterpret_cast<void*>(kKernelAddr), 10) == -kErrFault);
+    const char* argv[] = {"hello", nullptr};
+    CHECK(sys::spawn(reinterpret_cast<const char*>(kKernelAddr), argv) == -kErrFault);
+    CHECK(sys::spawn("/bin/no-such-program", argv) == -kErrNoEnt);
+    CHECK(sys::spawn("/bin/hello", reinterpret_cast<const char* const*>(kUnmapped)) == -kErrFault);
+    const char* bad_argv[] = {"hello", reinterpret_cast<const char*>(kKernelAddr), nullptr};
+    CHECK(sys::spawn("/bin/hello", bad_argv) == -kErrFault);
+    CHECK(sys::spawn("/bin/hello", argv, 0x80) == -kErrInval);
+    CHECK(sys::wait(99999, nullptr) == -kErrNoEnt);
+    int64_t pid = sys::spawn("/bin/hello", argv);
+    CHECK(pid > 0);
+    CHECK(sys::wait(int(pid), reinterpret_cast<int32_t*>(kKernelAddr)) == -kErrFault);
+    CHECK(sys::thread_create(reinterpret_cast<void (*)(void*)>(kKernelAddr), nullptr, buf) == -kErrFault);
+    CHECK(sys::pin(9999) == -kErrInval);
+    CHECK(sys::map_anon(0) == nullptr);
+    CHECK(sys::call(999) == -kErrNoSys);
+    CHECK(sys::sleep_us(1ull << 50) == -kErrInval);
+}
+
+uint64_t xorshift(uint64_t& s) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+}
+
+// Many thousands of calls with hostile arguments: each must come back with a status. Calls
+// that would end or block this process are given only arguments that must be refused.
+void fuzz(uint64_t n, uint64_t seed) {
+    char* valid = static_cast<char*>(sys::map_anon(8192));
+    const uint64_t pool[] = {0, 1, kKernelAddr, 0xfee00000, kUnmapped, kNonCanonical, ~0ull,
+                             uint64_t(valid) + 4093, uint64_t(valid), 1ull << 63, 0x7ffffffff000,
+                             kUserBase - 1, kUserLimit - 1, 4096, uint64_t(-4096)};
+    constexpr int kPool = sizeof pool / sizeof pool[0];
+    uint64_t answered = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t a = pool[xorshift(seed) % kPool], b = pool[xorshift(seed) % kPool];
+        uint64_t c = (xorshift(seed) & 1) ? pool[xorshift(seed) % kPool] : xorshift(seed);
+        uint64_t nr = xorshift(seed) % 22;
+        int64_t r;
+        switch (nr) {
+        case kSysExit: case kSysThreadExit: case kSysYield:
+            continue;  // would end the test, or has no arguments
+        case kSysWrite:  // keep the console readable: only hostile buffers
+            r = sys::call(nr, a & 3, (b == uint64_t(valid) || b == uint64_t(valid) + 4093) ? kKernelAddr : b, c);
+            break;
+        case kSysRead:  // fd 0 with a valid buffer would wait for a console line
+            r = sys::call(nr, 0, kKernelAddr, b);
+            break;
+        case kSysSleep:
+            r = sys::call(nr, (1ull << 40) + a);
+            break;
+        case kSysThreadCreate:  // a runnable thread at a random address would fault
+            r = sys::call(nr, kKernelAddr + (a & 0xffff), b, c);
+            break;
+        case kSysMapAnon:
+            r = sys::call(nr, (1ull << 33) + a);
+            break;
+        case kSysSpawn:
+            r = sys::call(nr, a, b, c);
+            if (r > 0) sys::wait(int(r), nullptr);
+            break;
+        default:
+            r = sys::call(nr, a, b, c, xorshift(seed));
+        }
+        if (!(r >= 0 || (r <= -kErrNoSys && r >= -kErrChild) || nr >= 19)) {
+            eprintf("usertest: fuzz call %lu(%lx, %lx, %lx) returned %ld\n", nr, a, b, c, r);
+            failures++;
+        }
+        answered++;
+    }
+    printf("usertest: fuzz: %lu calls answered\n", answered);
+    sys::pin(-1);
+}
+
+void spawn_unpriv() {
+    const char* argv[] = {"usertest", "privilege", nullptr};
+    int64_t pid = sys::spawn("/bin/usertest", argv, kSpawnUnprivileged);
+    CHECK(pid > 0);
+    int32_t code = -1;
+    CHECK(sys::wait(int(pid), &code) == pid);
+    CHECK(code == 1);  // the child saw itself unprivileged
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        eprintf("usage: usertest cpus|parallel|threads|badptr|fuzz [N] [seed]|privilege|"
+                "args ...|spawn-unpriv|all\n");
+        return 2;
+    }
+    const char* m = argv[1];
+    bool all = strcmp(m, "all") == 0;
+    if (strcmp(m, "privilege") == 0) return sys::privileged() ? 0 : 1;
+    if (strcmp(m, "args") == 0) {  // exit code: argc * 10 + total length, to check packing
+        int total = 0;
+        for (int i = 2; i < argc; i++) total += int(strlen(argv[i]));
+        CHECK(argv[argc] == nullptr);
+        return failures ? 255 : argc * 10 + total;
+    }
+    if (all || strcmp(m, "cpus") == 0) cpus();
+    if (all || strcmp(m, "parallel") == 0) parallel();
+    if (all || strcmp(m, "threads") == 0) threads();
+    if (all || strcmp(m, "badptr") == 0) badptr();
+    if (all || strcmp(m, "spawn-unpriv") == 0) spawn_unpriv();
+    if (all || strcmp(m, "fuzz") == 0) {
+        uint64_t n = 20000, seed = 12345;
+        if (argc > 2) parse_u64(argv[2], &n);
+        if (argc > 3) parse_u64(argv[3], &seed);
+        fuzz(n, seed | 1);
+    }
+    if (failures) eprintf("usertest %s: %d check(s) failed\n", m, failures);
+    else printf("usertest %s: ok\n", m);
+    return failures ? 1 : 0;
+}
