@@ -15,6 +15,7 @@
 #include "mem.h"
 #include "multiboot.h"
 #include "proc.h"
+#include "region.h"
 #include "prcb.h"
 #include "sched.h"
 #include "selftest.h"
@@ -82,6 +83,8 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     trap_init();           // IDT entries for every vector
     acpi_init();           // CPUs and the I/O APIC from the MADT
     lapic_init();          // calibrate the TSC and the LAPIC timer against the PIT
+    region_init(acpi_madt().ncpus < g_boot.maxcpus ? acpi_madt().ncpus : g_boot.maxcpus);
+                           // the ivshmem region the host reads, if QEMU gave us one
     ioapic_init();         // every input masked, legacy PIC off
     sched_init();          // thread table, idle threads
     init_cpu();            // per-CPU init for the boot CPU

@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "prcb.h"
 #include "proc.h"
+#include "region.h"
 #include "vm.h"
 
 Spinlock g_sched_lock = SPINLOCK_INIT("sched");
@@ -242,6 +243,7 @@ void yield() {
 void sched_tick() {
     Prcb* c = this_cpu();
     if (c->number == 0) {
+        region_clock_tick();  // the host's clock correlation reads these publications
         uint64_t now = arch::rdtsc_lfence();
         SpinGuardIrq g(&g_sched_lock);
         for (Thread& t : threads)

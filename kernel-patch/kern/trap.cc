@@ -3,6 +3,7 @@
 #include "trap.h"
 
 #include "../arch/x86.h"
+#include "channel.h"
 #include "console.h"
 #include "lapic.h"
 #include "prcb.h"
@@ -51,6 +52,7 @@ const char* trap_name(uint64_t v) {
     if (v < 32) return kExceptionNames[v];
     if (v == kVectorTimer) return "timer";
     if (v == kVectorCom1) return "com1";
+    if (v == kVectorCom2) return "com2";
     return "interrupt";
 }
 
@@ -82,6 +84,10 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         break;
     case kVectorCom1:
         console_rx_interrupt();
+        lapic_eoi();
+        break;
+    case kVectorCom2:
+        channel_rx_interrupt();
         lapic_eoi();
         break;
     case kVectorResched:

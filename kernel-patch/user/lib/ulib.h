@@ -20,6 +20,7 @@ const char* prog_name();                        // argv[0] without directories
 
 extern "C" void* memset(void* d, int c, size_t n);
 extern "C" void* memcpy(void* d, const void* s, size_t n);
+extern "C" int memcmp(const void* a, const void* b, size_t n);
 void* malloc(size_t n);
 void free(void* p);
 

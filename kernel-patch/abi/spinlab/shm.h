@@ -1,0 +1,123 @@
+// spinlab/shm.h: the shared-memory region (QEMU ivshmem-plain) the guest writes and the host
+// maps: its header, its layout and its concurrency protocol.
+//
+// On the host the region is a file (-object memory-backend-file,share=on,mem-path=/dev/shm/
+// spinlab-NAME); in the guest it is BAR 2 of the ivshmem PCI device. Reading it costs the guest
+// nothing: no request, no interrupt, no VM exit.
+//
+//  offset 0                  4096                 4096 + k*stride            trace.offset
+//  +-------------------------+--------------------+----------- ... ---------+------------------+
+//  | page 0                  | CpuPerfData cpu 0  | CpuPerfData cpu k ...   | trace buffers    |
+//  |  RegionHeader     @0    | (perfdata.h)       | (stride bytes each,     | (reserved for the|
+//  |  ClockArea        @1024 |                    |  page aligned)          |  trace issue;    |
+//  |  ChannelServerStats@2048|                    |                         |  rest of region) |
+//  +-------------------------+--------------------+----------- ... ---------+------------------+
+//  The offsets above are what region_layout() produces today; readers must use the section
+//  table in the header, never these numbers.
+//
+//  Who writes what                              How the host reads it
+//  -------------------------------------------  ------------------------------------------------
+//  RegionHeader: the boot CPU, once at boot      BeginRead: g1 = generation (acquire); odd or 0
+//   (and again after a guest reboot):            means "being laid out": retry later. Copy the
+//   generation -> odd, write fields, generation  header, validate it (region_parse), copy what
+//   -> next even value (release).                you need, EndRead: g2 = generation; g1 != g2
+//                                                means the guest re-laid the region: start over.
+//  CpuPerfData[k]: CPU k only, plain 64-bit      Plain aligned 64-bit loads; each field is whole,
+//   increments with interrupts off (see          fields of a record in flight may disagree; CPUs
+//   perfdata.h). No seqcount: a seqcount per     are read one after the other (per-CPU skew).
+//   record would cost the hot path and could     Accepted, because vCPUs never run in lockstep
+//   never make vCPUs that run at different       anyway: a "simultaneous" cross-CPU snapshot does
+//   times agree; resets bump CpuPerfData.resets. not exist. The invariants hold exactly once the
+//                                                writer is quiescent.
+//  ClockArea: one guest CPU (the timer tick),    Seqcount: s1 = seq (acquire, retry while odd),
+//   seqcount writer: seq -> odd, write           copy, s2 = seq; s1 == s2 gives a consistent
+//   guest_tsc and count, seq -> even (release).  publication. The host brackets the moment seq
+//   The TSC is read immediately before storing.  changed between two host TSC reads (clock sync).
+//  ChannelServerStats: the guest channel server  Plain loads, skew accepted (diagnostic counts).
+//   (one CPU at a time, under its lock).
+//  Trace area: the trace issue defines it.       -
+//
+// Versioning: abi_version changes whenever anything in this file or in perfdata.h changes
+// incompatibly; a reader refuses a region whose version it does not know (no guessing).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <spinlab/channel.h>
+#include <spinlab/perfdata.h>
+
+namespace spinlab {
+
+inline constexpr uint64_t kRegionMagic = 0x4E474552424C5053ULL;  // bytes "SPLBREGN"
+inline constexpr uint32_t kRegionAbiVersion = 1;
+inline constexpr uint32_t kRegionMaxCpus = 64;
+inline constexpr uint32_t kRegionAlign = 64;      // every section starts on a cache line
+inline constexpr uint32_t kRegionPageSize = 4096;  // per-CPU blocks start on pages
+
+enum class RegionSection : uint32_t {
+    kPerfData = 0,       // cpu_count CpuPerfData blocks, `stride` apart
+    kClock = 1,          // one ClockArea
+    kChannelStats = 2,   // one ChannelServerStats
+    kTrace = 3,          // reserved for per-CPU trace buffers (size may be 0)
+    kCount = 4,
+};
+
+struct RegionSectionEntry {
+    uint64_t offset;  // from the start of the region
+    uint64_t size;    // bytes
+    uint32_t stride;  // distance between elements (0 for a single object)
+    uint32_t count;   // elements (1 for a single object)
+};
+static_assert(sizeof(RegionSectionEntry) == 24, "ABI");
+
+// At offset 0 of the region. Written by the guest's boot CPU only (protocol above).
+struct RegionHeader {
+    uint64_t magic;              // kRegionMagic
+    uint32_t abi_version;        // kRegionAbiVersion
+    uint32_t header_size;        // sizeof(RegionHeader) as the guest built it
+    uint64_t region_size;        // bytes the guest laid out (<= the mapped size)
+    uint64_t generation;         // odd: being laid out; even, non-zero: valid
+    uint32_t cpu_count;          // CPUs whose CpuPerfData exists
+    uint32_t perfdata_version;   // kPerfDataVersion
+    uint32_t perfdata_size;      // sizeof(CpuPerfData)
+    uint32_t section_count;      // RegionSection::kCount
+    uint64_t tsc_hz;             // guest TSC frequency as calibrated by the guest; 0: unknown
+    uint64_t boot_tsc;           // guest TSC when the region was laid out
+    uint64_t reserved[4];
+    RegionSectionEntry sections[static_cast<uint32_t>(RegionSection::kCount)];
+};
+static_assert(offsetof(RegionHeader, generation) == 24, "ABI");
+static_assert(offsetof(RegionHeader, cpu_count) == 32, "ABI");
+static_assert(offsetof(RegionHeader, tsc_hz) == 48, "ABI");
+static_assert(offsetof(RegionHeader, sections) == 96, "ABI");
+static_assert(sizeof(RegionHeader) == 96 + 24 * 4, "ABI");
+
+// Guest TSC publications for clock correlation. Written by one guest CPU under `seq`.
+struct ClockArea {
+    uint64_t seq;          // odd while the guest writes
+    uint64_t guest_tsc;    // guest TSC read just before this publication
+    uint64_t count;        // publications since boot (a heartbeat: it stops when the guest dies)
+    uint32_t cpu;          // the CPU that published
+    uint32_t period_us;    // intended time between publications
+    uint64_t reserved[4];
+};
+static_assert(sizeof(ClockArea) == 64, "ClockArea is one cache line");
+
+// What the guest's channel server could not parse or answered with an error (it cannot
+// answer what it cannot parse, so it counts here). Written by the channel server only.
+struct ChannelServerStats {
+    uint64_t requests;       // frames handed to the sysinfo handler
+    uint64_t errors_sent;    // error frames sent
+    uint64_t skipped_bytes;  // garbage skipped while hunting for a frame magic
+    uint64_t rejected[static_cast<uint32_t>(FrameError::kCount)];  // by FrameError
+    uint64_t reserved[3];
+};
+static_assert(sizeof(ChannelServerStats) % 8 == 0, "ABI");
+
+inline constexpr uint64_t kRegionClockOffset = 1024;
+inline constexpr uint64_t kRegionChannelStatsOffset = 2048;
+static_assert(sizeof(RegionHeader) <= kRegionClockOffset, "header fits before the clock area");
+static_assert(kRegionChannelStatsOffset + sizeof(ChannelServerStats) <= kRegionPageSize,
+              "page 0 holds header, clock and channel stats");
+
+}  // namespace spinlab

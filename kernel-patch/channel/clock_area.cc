@@ -1,0 +1,37 @@
+// channel/clock_area.cc: seqcount writer and reader over ClockArea.
+#include "clock_area.h"
+
+namespace spinlab {
+
+void clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t period_us) {
+    uint64_t seq = __atomic_load_n(&area->seq, __ATOMIC_RELAXED);
+    // Odd seq first; the release fence orders it before the data stores (on x86 a compiler
+    // barrier: stores are not reordered with other stores).
+    __atomic_store_n(&area->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&area->guest_tsc, guest_tsc, __ATOMIC_RELAXED);
+    __atomic_store_n(&area->count, area->count + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&area->cpu, cpu, __ATOMIC_RELAXED);
+    __atomic_store_n(&area->period_us, period_us, __ATOMIC_RELAXED);
+    // Release: the data is visible before the even seq that validates it.
+    __atomic_store_n(&area->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+bool clock_try_read(const ClockArea* area, ClockReading* out) {
+    uint64_t s1 = __atomic_load_n(&area->seq, __ATOMIC_ACQUIRE);
+    if (s1 & 1) return false;
+    ClockReading r;
+    r.guest_tsc = __atomic_load_n(&area->guest_tsc, __ATOMIC_RELAXED);
+    r.count = __atomic_load_n(&area->count, __ATOMIC_RELAXED);
+    r.cpu = __atomic_load_n(&area->cpu, __ATOMIC_RELAXED);
+    r.period_us = __atomic_load_n(&area->period_us, __ATOMIC_RELAXED);
+    // Acquire fence: the data loads above complete before seq is loaded again.
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint64_t s2 = __atomic_load_n(&area->seq, __ATOMIC_RELAXED);
+    if (s1 != s2) return false;
+    r.seq = s1;
+    *out = r;
+    return true;
+}
+
+}  // namespace spinlab

@@ -1,0 +1,61 @@
+// kern/region.cc: see region.h.
+#include "region.h"
+
+#include "../arch/x86.h"
+#include "channel/clock_area.h"
+#include "channel/region_header.h"
+#include "console.h"
+#include "ivshmem.h"
+#include "lapic.h"
+
+namespace {
+
+uint8_t* base;   // set once at boot, before other CPUs start
+uint64_t size;
+spinlab::RegionLayout layout;
+
+template <class T>
+T* section(spinlab::RegionSection s) {
+    return reinterpret_cast<T*>(base + layout.section(s).offset);
+}
+
+}  // namespace
+
+void region_init(uint32_t cpu_count) {
+    uint64_t b, sz;
+    if (!ivshmem_init(&b, &sz)) return;
+    spinlab::RegionError e = spinlab::region_layout(reinterpret_cast<void*>(b), sz, cpu_count,
+                                                    g_tsc_hz, arch::rdtsc_lfence());
+    if (e == spinlab::RegionError::kNone)
+        e = spinlab::region_parse(reinterpret_cast<void*>(b), sz, &layout);
+    if (e != spinlab::RegionError::kNone) {
+        kprintf("region: ivshmem at 0x%lx (%lu MiB) unusable for %u CPUs: %s\n", b, sz >> 20,
+                cpu_count, spinlab::region_error_name(e));
+        return;
+    }
+    base = reinterpret_cast<uint8_t*>(b);
+    size = sz;
+    kprintf("region: ivshmem at 0x%lx, %lu MiB, %u CPUs, generation %lu\n", b, sz >> 20,
+            cpu_count, layout.generation);
+}
+
+bool region_present() { return base != nullptr; }
+
+void* region_perfdata(uint64_t* stride, uint32_t* count) {
+    if (!base) return nullptr;
+    const auto& s = layout.section(spinlab::RegionSection::kPerfData);
+    *stride = s.stride;
+    *count = s.count;
+    return base + s.offset;
+}
+
+spinlab::ChannelServerStats* region_channel_stats() {
+    return base ? section<spinlab::ChannelServerStats>(spinlab::RegionSection::kChannelStats) : nullptr;
+}
+
+void region_clock_tick() {
+    if (!base) return;
+    uint64_t tsc = arch::rdtsc_lfence();
+    spinlab::clock_publish(section<spinlab::ClockArea>(spinlab::RegionSection::kClock), tsc, 0,
+                           1000000 / g_timer_hz);
+}

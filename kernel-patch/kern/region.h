@@ -1,0 +1,15 @@
+// kern/region.h: the shared-memory region (spinlab/shm.h) in the ivshmem BAR: laid out at boot,
+// its per-CPU perf data section handed to lockstat, the clock area published on CPU 0's tick.
+#pragma once
+#include <stdint.h>
+
+#include "spinlab/shm.h"
+
+// Boot CPU, after lapic_init (needs the TSC frequency) and before any CPU's lockstat init.
+// Without an ivshmem device the kernel runs with private counters and no region.
+void region_init(uint32_t cpu_count);
+bool region_present();
+// The per-CPU perf data section (nullptr without a region); stride in bytes.
+void* region_perfdata(uint64_t* stride, uint32_t* count);
+spinlab::ChannelServerStats* region_channel_stats();   // nullptr without a region
+void region_clock_tick();                              // CPU 0's timer interrupt
