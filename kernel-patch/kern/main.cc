@@ -27,7 +27,6 @@ void init_cpu() {
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer
     sched_init_cpu();      // the boot stack becomes this CPU's idle thread
-    proc_init_cpu();       // system-call entry (syscall/sysret MSRs)
     __atomic_store_n(&this_cpu()->online, true, __ATOMIC_RELEASE);
 }
 

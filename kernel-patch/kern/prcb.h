@@ -25,9 +25,6 @@ struct __attribute__((packed)) Tss {
 
 struct Prcb {
     Prcb* self;              // %gs:0, so this_cpu() is one load. Set once in prcb_init_cpu.
-    uint64_t syscall_kstack; // %gs:8, kernel stack top for the syscall entry (owner CPU writes
-                             // it on every switch to a user thread)
-    uint64_t syscall_ustack; // %gs:16, scratch for the user rsp during syscall entry
     uint32_t number;         // CPU number, 0 = boot CPU (set before the CPU starts)
     uint32_t apic_id;        // local APIC id (from the MADT)
     bool online;             // set by the CPU itself when its init is done
@@ -43,7 +40,7 @@ struct Prcb {
     uint64_t ctx_switches;   // threads switched to on this CPU
     uint64_t idle_halts;     // times the idle loop halted
 
-    Tss tss;
+    Tss tss;                 // rsp0: the running thread's kernel stack, for traps from ring 3
 
     // Room for the instrumentation layers (lockstat, locktrace): owned by them.
     void* lockstat;
@@ -74,7 +71,3 @@ inline void irq_restore(uint64_t flags) {
     this_cpu()->irq_disable_depth--;
     if (flags & arch::kFlagIF) arch::sti();
 }
-
-// arch/syscall_entry.S reaches these by offset.
-static_assert(__builtin_offsetof(Prcb, syscall_kstack) == 8);
-static_assert(__builtin_offsetof(Prcb, syscall_ustack) == 16);

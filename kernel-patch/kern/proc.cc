@@ -16,7 +16,6 @@
 Spinlock g_proc_lock = SPINLOCK_INIT("proc_table");
 
 extern "C" [[noreturn]] void enter_user_frame(TrapFrame* tf);   // arch/vectors.S
-extern "C" void syscall_entry();                               // arch/syscall_entry.S
 
 namespace {
 
@@ -121,15 +120,6 @@ void user_fault(TrapFrame* tf) {
 void proc_init() {
     g_user_fault_handler = user_fault;
     if (!thread_spawn("reaper", reaper, nullptr)) panic("proc: cannot start the reaper");
-}
-
-void proc_init_cpu() {
-    // syscall enters at syscall_entry with CS 0x08/SS 0x10; sysret would use 0x20|3/0x18|3
-    // (STAR[63:48] + 16 / + 8). FMASK clears IF, TF, DF and AC on entry.
-    arch::wrmsr(arch::kMsrEfer, arch::rdmsr(arch::kMsrEfer) | 1);  // SCE
-    arch::wrmsr(arch::kMsrStar, (uint64_t(0x10) << 48) | (uint64_t(kKernelCs) << 32));
-    arch::wrmsr(arch::kMsrLstar, uint64_t(syscall_entry));
-    arch::wrmsr(arch::kMsrFmask, 0x40700);
 }
 
 void proc_set_initrd(const uint8_t* data, uint64_t size) {

@@ -28,7 +28,6 @@ struct Process {
 };
 
 void proc_init();                          // boot CPU: process table, reaper thread
-void proc_init_cpu();                      // every CPU: syscall MSRs
 void proc_set_initrd(const uint8_t* data, uint64_t size);
 bool proc_initrd_present();
 

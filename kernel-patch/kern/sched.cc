@@ -128,7 +128,6 @@ void scheduler() {
         c->current = t;
         c->ctx_switches++;
         c->tss.rsp0 = uint64_t(t->kstack) + kKernelStackSize;
-        c->syscall_kstack = c->tss.rsp0;
         as_activate(t->proc ? t->proc->as : nullptr);
         swtch(&c->sched_ctx, t->ctx);
         // Back here when t called sched(); it may have run on other CPUs meanwhile. Back on

@@ -115,11 +115,11 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
 
 }  // namespace
 
-extern "C" void syscall_dispatch(TrapFrame* tf) {
+// From trap_dispatch for `int $0x80` from ring 3 (interrupts off on entry).
+void syscall_dispatch(TrapFrame* tf) {
     arch::sti();  // system calls run with interrupts on, preemptible like user code
     Process* p = current_proc();
-    if (!p) panic("syscall from a thread with no process");
+    if (!p) panic("system call from a thread with no process");
     proc_check_killed();
     tf->rax = uint64_t(dispatch(p, tf));
-    proc_check_killed();
 }

@@ -8,6 +8,11 @@ struct TrapFrame {
     uint64_t rip, cs, rflags, rsp, ss;  // pushed by the CPU
 };
 
+// System calls enter through `int $0x80` (a trap gate ring 3 may use), not `syscall`: the
+// nested paravirtual KVM of the build machines does not switch to ring 0 on `syscall`, while
+// interrupts and exceptions from ring 3 reach the kernel under every accelerator.
+constexpr uint8_t kVectorSyscall = 0x80;
+
 void trap_init();          // boot CPU: fill the IDT
 void trap_init_cpu();      // every CPU: load the IDT
 bool trap_from_user(const TrapFrame* tf);

@@ -1,9 +1,9 @@
 // abi/spinlab/syscall.h: the system-call interface between guest programs and the kernel.
 //
-// Calling convention (the `syscall` instruction, as on Linux x86-64): the number in rax,
-// arguments in rdi, rsi, rdx, r10, r8, r9; the result in rax. rcx and r11 are clobbered (the
-// CPU keeps the return address and flags there). A result >= 0 is success; a negative result is
-// -Error below. The system-information calls instead return an NTSTATUS (spinlab/status.h), as
+// Calling convention: `int $0x80` with the number in rax, arguments in rdi, rsi, rdx, r10, r8,
+// r9 (Linux's x86-64 order); the result in rax, every other register preserved. A result >= 0
+// is success; a negative result is -Error below. (Not `syscall`: the nested paravirtual KVM of
+// the build machines does not enter ring 0 on it; a software interrupt works everywhere.) The system-information calls instead return an NTSTATUS (spinlab/status.h), as
 // NtQuerySystemInformation does.
 #pragma once
 #include <stdint.h>

@@ -10,7 +10,7 @@ namespace sys {
 inline int64_t call(uint64_t n, uint64_t a = 0, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
     int64_t r;
     register uint64_t r10 asm("r10") = d;
-    asm volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    asm volatile("int $0x80" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "memory");
     return r;
 }
 
