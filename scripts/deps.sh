@@ -9,6 +9,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev  # host unit tests and benchmarks
   libboost-program-options-dev               # CLI and experiment specs
   qemu-system-x86 qemu-utils                 # the VM (qboot.rom ships in qemu-system-data)
+  libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
   grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
   python3 python3-matplotlib python3-numpy python3-pandas python3-pytest
   cpio util-linux procps psmisc

@@ -14,10 +14,11 @@ void sync_decoder_stats(ChannelServer* s) {
 }
 
 void send_error(ChannelServer* s, const FrameHeader* request, FrameError e) {
+    count(&s->stats->errors_sent);
+    sync_decoder_stats(s);  // a host that sees this answer sees counts that include it
     FrameHeader h = frame_error(request, e);
     uint32_t n = frame_encode(h, nullptr, 0, s->out, kFrameHeaderSize);
     s->send(s->send_arg, s->out, n);
-    count(&s->stats->errors_sent);
 }
 
 void answer(ChannelServer* s, const FrameHeader& req, const uint8_t* payload) {
@@ -34,6 +35,7 @@ void answer(ChannelServer* s, const FrameHeader& req, const uint8_t* payload) {
     uint32_t status = s->handler(s->handler_arg, FrameOp(req.op), req.info_class, req.sub_class,
                                  buf, req.length, &return_length);
     count(&s->stats->requests);
+    sync_decoder_stats(s);  // a host that sees this answer sees counts that include it
     // Data goes back only on success, and never more than the caller's buffer held.
     uint32_t n = 0;
     if (status == 0 && req.op == uint8_t(FrameOp::kQuery))

@@ -1,0 +1,54 @@
+// collector/options.h: spinlab-collect's command line and config file, parsed into a Config
+// returned by value. The option names are the same on the command line (--interval 2) and in
+// a config file given with --config (interval = 2), as in an experiment spec.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attach.h"
+
+namespace spinlab::collect {
+
+struct Config {
+    std::string command;  // query | set | reset | info | watch | record
+    AttachOptions attach;
+    uint32_t timeout_ms = 2000;
+    std::string source = "auto";  // auto | region | channel
+
+    std::string format = "table";
+    bool per_cpu = false;
+    std::vector<std::string> classes;  // --class: names or ids; empty = every active class
+    bool all_classes = false;          // also print classes without acquisitions
+
+    // set: unset fields keep the guest's current value
+    std::optional<uint32_t> spin_threshold;
+    std::optional<uint32_t> acquire_sample_rate;
+    std::optional<uint32_t> contention_sample_rate;
+    std::optional<uint32_t> hold_threshold;
+
+    std::optional<uint32_t> cpu;  // reset: one CPU (default all)
+
+    double interval_s = 1.0;     // watch, record
+    uint64_t count = 0;          // snapshots; 0 = until stopped (or --duration)
+    double duration_s = 0;       // 0 = no limit
+    std::string output;          // record: the file
+    bool fsync = false;          // record: fdatasync after every snapshot
+    double stall_timeout_s = 5;  // record/watch: the guest is gone when its clock stalls this long
+    uint32_t clock_samples = 8;  // info: clock publications sampled for the offset/drift fit
+};
+
+struct ParsedArgs {
+    bool help = false;  // --help: print `usage` and exit 0
+    std::string usage;
+    Config config;
+};
+
+// Throws CollectError(kExitUsage) with what was wrong (the caller prints the usage after it).
+ParsedArgs parse_args(int argc, const char* const* argv);
+
+// The --help text: commands, option groups, EXAMPLES.
+std::string usage_text();
+
+}  // namespace spinlab::collect

@@ -1,0 +1,103 @@
+// collector/record_file.cc: see record_file.h.
+#include "record_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "error.h"
+#include "json_writer.h"
+#include "report_format.h"
+
+namespace spinlab::collect {
+
+RecordFile::RecordFile(const std::string& path, bool fsync_each) : path_(path), fsync_(fsync_each) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+        throw CollectError(kExitFailure, "cannot create the record file " + path + " (" +
+                                             std::strerror(errno) + ")");
+}
+
+RecordFile::~RecordFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void RecordFile::write_line(const std::string& json) {
+    std::string line = json + "\n";
+    const char* p = line.data();
+    size_t n = line.size();
+    while (n > 0) {  // a regular file takes it in one write unless the disk is full
+        ssize_t w = ::write(fd_, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            throw CollectError(kExitFailure, "cannot write the record file " + path_ + " (" +
+                                                 std::strerror(errno) + ")");
+        p += w;
+        n -= size_t(w);
+    }
+    if (fsync_) ::fdatasync(fd_);
+}
+
+std::string record_header_json(const RecordHeader& h) {
+    JsonWriter w;
+    w.begin_object()
+        .field("type", "header").field("format", "spinlab-record")
+        .field("version", kRecordFormatVersion).field("source", h.source)
+        .field("attach", h.attach).field("cpus", h.cpus).field("tsc_hz", h.tsc_hz)
+        .field("generation", h.generation).field("interval_s", h.interval_s)
+        .field("started_ns", h.started_ns).field("hist_buckets", kHistBuckets);
+    w.key("classes").begin_array();
+    for (uint32_t id = 0; id < h.names.names.size(); ++id)
+        if (!h.names.names[id].empty())
+            w.begin_object().field("id", id).field("name", h.names.names[id]).end_object();
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string record_snapshot_json(uint64_t seq, const Snapshot& s,
+                                 const std::optional<ClockSample>& clock) {
+    JsonWriter w;
+    w.begin_object()
+        .field("type", "snapshot").field("seq", seq).field("host_ns", s.host_ns)
+        .field("host_tsc", s.host_tsc).field("read_cycles", s.read_cycles);
+    w.key("clock");
+    if (clock) {
+        w.begin_object().field("guest_tsc", clock->guest_tsc)
+            .field("host_before", clock->host_before).field("host_after", clock->host_after)
+            .end_object();
+    } else {
+        w.begin_object().end_object();
+    }
+    w.key("cpus").begin_array();
+    for (const CpuSnapshot& c : s.cpus) {
+        w.begin_object().field("cpu", c.cpu).field("resets", c.resets).key("classes").begin_array();
+        for (uint32_t id = 0; id < c.classes.size(); ++id) {
+            if (c.classes[id].acquisitions == 0) continue;
+            w.begin_object().field("id", id).key("perf");
+            perf_json(w, c.classes[id]);
+            w.end_object();
+        }
+        w.end_array().end_object();
+    }
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string record_end_json(const std::string& reason, uint64_t snapshots, const ClockFit& fit) {
+    JsonWriter w;
+    w.begin_object().field("type", "end").field("reason", reason).field("snapshots", snapshots);
+    w.key("clock_fit").begin_object().field("ok", fit.ok);
+    if (fit.ok)
+        w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
+            .field("intercept", fit.intercept).field("slope", fit.slope)
+            .field("drift_ppm", fit.drift_ppm).field("residual_rms", fit.residual_rms)
+            .field("used", uint64_t(fit.used));
+    else
+        w.field("error", fit.error);
+    w.end_object().end_object();
+    return w.take();
+}
+
+}  // namespace spinlab::collect

@@ -1,0 +1,176 @@
+// collector/region_reader.cc: see region_reader.h.
+#include "region_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "error.h"
+#include "host_tsc.h"
+
+namespace spinlab::collect {
+namespace {
+
+// Word-by-word relaxed loads: each 64-bit counter is read whole (perfdata.h's protocol), and
+// the compiler may not assume the shared bytes hold still.
+void copy_words(void* dst, const void* src, size_t bytes) {
+    auto* d = static_cast<uint64_t*>(dst);
+    auto* s = static_cast<const uint64_t*>(src);
+    for (size_t i = 0; i < bytes / 8; ++i) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds timeout)
+    : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
+        throw CollectError(kExitNoVm, "no shared region at " + path + " (" +
+                                          std::strerror(errno) + ")");
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || st.st_size < off_t(sizeof(RegionHeader))) {
+        ::close(fd_);
+        throw CollectError(kExitFailure, path + " is too small to be a spinlab shared region");
+    }
+    mapped_ = size_t(st.st_size);
+    void* p = ::mmap(nullptr, mapped_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        ::close(fd_);
+        throw CollectError(kExitFailure, "cannot map " + path + " (" + std::strerror(e) + ")");
+    }
+    base_ = static_cast<const uint8_t*>(p);
+    try {
+        parse(timeout);
+    } catch (...) {
+        ::munmap(const_cast<uint8_t*>(base_), mapped_);
+        ::close(fd_);
+        throw;
+    }
+}
+
+RegionReader::~RegionReader() {
+    if (base_) ::munmap(const_cast<uint8_t*>(base_), mapped_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void RegionReader::parse(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        RegionError e = region_parse(base_, mapped_, &layout_);
+        if (e == RegionError::kNone) return;
+        bool transient = e == RegionError::kBusy || e == RegionError::kBadMagic;
+        if (transient && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            continue;
+        }
+        if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData) {
+            const auto* h = reinterpret_cast<const RegionHeader*>(base_);
+            throw CollectError(kExitAbi,
+                               "ABI version mismatch: the shared region " + path_ +
+                                   " has region ABI " + std::to_string(h->abi_version) +
+                                   " / perf data " + std::to_string(h->perfdata_version) +
+                                   ", this collector reads " + std::to_string(kRegionAbiVersion) +
+                                   " / " + std::to_string(kPerfDataVersion));
+        }
+        if (transient)
+            throw CollectError(kExitNoVm, "the guest has not set up the shared region " + path_ +
+                                              " within " + std::to_string(timeout.count()) +
+                                              " ms (" + region_error_name(e) + ")");
+        throw CollectError(kExitFailure, path_ + " is not a valid spinlab shared region: " +
+                                             region_error_name(e));
+    }
+}
+
+Snapshot RegionReader::snapshot() {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        Snapshot s;
+        s.host_ns = realtime_ns();
+        s.host_tsc = host_tsc();
+        s.cpus.reserve(layout_.cpu_count);
+        for (uint32_t k = 0; k < layout_.cpu_count; ++k) {
+            const CpuPerfData* src = region_cpu(base_, layout_, k);
+            CpuSnapshot c = empty_cpu(k);
+            // A CPU that has not run its lockstat init yet has no magic: it recorded nothing.
+            if (__atomic_load_n(&src->magic, __ATOMIC_RELAXED) == kPerfDataMagic) {
+                c.resets = __atomic_load_n(&src->resets, __ATOMIC_RELAXED);
+                copy_words(c.classes.data(), src->classes, sizeof src->classes);
+            }
+            s.cpus.push_back(std::move(c));
+        }
+        s.read_cycles = host_tsc() - s.host_tsc;
+        if (region_end_read(base_, layout_) == RegionError::kNone) return s;
+        parse(std::chrono::milliseconds(1000));  // re-laid out (guest reboot): read again
+    }
+    throw CollectError(kExitFailure, "the shared region " + path_ + " keeps changing under us");
+}
+
+std::optional<ClockReading> RegionReader::clock() {
+    const auto* area = reinterpret_cast<const ClockArea*>(
+        base_ + layout_.section(RegionSection::kClock).offset);
+    ClockReading r;
+    for (int i = 0; i < 1000; ++i)
+        if (clock_try_read(area, &r)) return r;
+    return std::nullopt;
+}
+
+std::optional<ClockSample> RegionReader::sample_clock(std::chrono::milliseconds max_wait,
+                                                     uint64_t good_width) {
+    // A bracket is only as narrow as our polls are dense: when this thread was descheduled
+    // between two polls the bracket spans the gap. Try again until one is narrower than
+    // good_width, and return the narrowest seen when time runs out.
+    auto deadline = std::chrono::steady_clock::now() + max_wait;
+    std::optional<ClockSample> best;
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto s = sample_once(deadline);
+        if (!s) break;
+        if (!best || s->host_after - s->host_before < best->host_after - best->host_before)
+            best = s;
+        if (best->host_after - best->host_before <= good_width) break;
+    }
+    return best;
+}
+
+std::optional<ClockSample> RegionReader::sample_once(std::chrono::steady_clock::time_point deadline) {
+    const auto* area = reinterpret_cast<const ClockArea*>(
+        base_ + layout_.section(RegionSection::kClock).offset);
+    // The first consistent read sets the publication we wait to see replaced.
+    ClockReading first;
+    uint64_t before = 0;
+    for (;;) {
+        before = host_tsc();
+        if (clock_try_read(area, &first)) break;
+        if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    }
+    uint32_t polls = 0;
+    for (;;) {
+        uint64_t t0 = host_tsc();
+        ClockReading r;
+        bool ok = clock_try_read(area, &r);
+        uint64_t t1 = host_tsc();
+        if (ok && r.seq != first.seq) return ClockSample{r.guest_tsc, before, t1};
+        // Still the old publication (or one in progress): the next one is later than t0.
+        if (ok) before = t0;
+        if ((++polls & 1023) == 0 && std::chrono::steady_clock::now() > deadline)
+            return std::nullopt;
+        _mm_pause();
+    }
+}
+
+ChannelServerStats RegionReader::channel_stats() const {
+    ChannelServerStats s;
+    copy_words(&s, base_ + layout_.section(RegionSection::kChannelStats).offset, sizeof s);
+    return s;
+}
+
+bool RegionReader::unlinked() const {
+    struct stat st;
+    return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
+}  // namespace spinlab::collect

@@ -1,0 +1,170 @@
+// collector/report_format.cc: see report_format.h.
+#include "report_format.h"
+
+#include <cstdio>
+
+#include "error.h"
+#include "lockstat/log2_table.h"
+
+namespace spinlab::collect {
+namespace {
+
+// lockstat's formatter follows snprintf's contract: ask for the length, then fill.
+template <size_t (*Fn)(const LockClassPerf&, char*, size_t)>
+std::string lockstat_table(const LockClassPerf& c) {
+    size_t n = Fn(c, nullptr, 0);
+    std::string s(n + 1, '\0');
+    Fn(c, s.data(), s.size());
+    s.resize(n);
+    return s;
+}
+
+std::string percent(uint64_t count, uint64_t total) {
+    char buf[32];
+    lockstat::format_percent(count, total, buf, sizeof buf);
+    return buf;
+}
+
+struct Counter {
+    const char* name;
+    uint64_t LockClassPerf::*field;
+};
+
+constexpr Counter kCounters[] = {
+    {"acquisitions", &LockClassPerf::acquisitions},
+    {"uncontended", &LockClassPerf::uncontended},
+    {"wait_overflow", &LockClassPerf::wait_overflow},
+    {"wait_cycles_sum", &LockClassPerf::wait_cycles_sum},
+    {"wait_cycles_max", &LockClassPerf::wait_cycles_max},
+    {"holds_timed", &LockClassPerf::holds_timed},
+    {"hold_overflow", &LockClassPerf::hold_overflow},
+    {"hold_cycles_sum", &LockClassPerf::hold_cycles_sum},
+    {"hold_cycles_max", &LockClassPerf::hold_cycles_max},
+    {"long_holds", &LockClassPerf::long_holds},
+};
+
+void csv_rows(std::string& out, const std::string& cpu, uint32_t id, const std::string& name,
+              const LockClassPerf& c) {
+    auto row = [&](const char* metric, const std::string& bucket, uint64_t v) {
+        out += cpu + "," + std::to_string(id) + "," + name + "," + metric + "," + bucket + "," +
+               std::to_string(v) + "\n";
+    };
+    for (const Counter& k : kCounters) row(k.name, "", c.*k.field);
+    for (uint32_t b = 0; b < kHistBuckets; ++b)
+        if (c.wait_hist[b]) row("wait_hist", std::to_string(b), c.wait_hist[b]);
+    for (uint32_t b = 0; b < kHistBuckets; ++b)
+        if (c.hold_hist[b]) row("hold_hist", std::to_string(b), c.hold_hist[b]);
+    for (uint32_t l = 0; l < kLhpClassCount; ++l) {
+        row("lhp_count", lhp_class_name(LhpClass(l)), c.lhp_count[l]);
+        row("lhp_cycles", lhp_class_name(LhpClass(l)), c.lhp_cycles[l]);
+    }
+}
+
+void hist_json(JsonWriter& w, const char* key, const uint64_t (&h)[kHistBuckets]) {
+    // Sparse: {"k": count} for non-empty buckets only; k is the exponent of 2^k.
+    w.key(key).begin_object();
+    for (uint32_t b = 0; b < kHistBuckets; ++b)
+        if (h[b]) w.field(std::to_string(b), h[b]);
+    w.end_object();
+}
+
+}  // namespace
+
+OutputFormat parse_format(const std::string& s) {
+    if (s == "table") return OutputFormat::kTable;
+    if (s == "csv") return OutputFormat::kCsv;
+    if (s == "json") return OutputFormat::kJson;
+    throw CollectError(kExitUsage, "--format must be table, csv or json, not '" + s + "'");
+}
+
+void perf_json(JsonWriter& w, const LockClassPerf& c) {
+    w.begin_object();
+    for (const Counter& k : kCounters) w.field(k.name, c.*k.field);
+    hist_json(w, "wait_hist", c.wait_hist);
+    hist_json(w, "hold_hist", c.hold_hist);
+    w.key("lhp").begin_object();
+    for (uint32_t l = 0; l < kLhpClassCount; ++l) {
+        w.key(lhp_class_name(LhpClass(l))).begin_object();
+        w.field("count", c.lhp_count[l]).field("cycles", c.lhp_cycles[l]);
+        w.end_object();
+    }
+    w.end_object();
+    w.end_object();
+}
+
+std::string class_table(const LockClassPerf& c) {
+    std::string out = "wait\n" + lockstat_table<lockstat::format_wait_table>(c);
+    out += "hold\n" + lockstat_table<lockstat::format_hold_table>(c);
+    uint64_t contended = c.acquisitions - c.uncontended;
+    out += "lhp class                count       %         cycles\n";
+    for (uint32_t l = 0; l < kLhpClassCount; ++l) {
+        char line[128];
+        std::snprintf(line, sizeof line, "%-18s %10llu %7s %14llu\n",
+                      lhp_class_name(LhpClass(l)), (unsigned long long)c.lhp_count[l],
+                      percent(c.lhp_count[l], contended).c_str(),
+                      (unsigned long long)c.lhp_cycles[l]);
+        out += line;
+    }
+    return out;
+}
+
+std::string format_query(const QueryView& v, OutputFormat f) {
+    const Snapshot& s = *v.snapshot;
+    std::string out;
+    switch (f) {
+        case OutputFormat::kTable: {
+            if (!v.title.empty()) out += v.title + "\n";
+            if (v.classes.empty()) out += "no lock acquisitions recorded\n";
+            for (uint32_t id : v.classes) {
+                LockClassPerf m = merge_cpus(s, id);
+                out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
+                       "), all " + std::to_string(s.cpus.size()) + " CPUs: " +
+                       std::to_string(m.acquisitions) + " acquisitions\n";
+                out += class_table(m);
+                if (!v.per_cpu) continue;
+                for (const CpuSnapshot& c : s.cpus) {
+                    out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
+                           "), CPU " + std::to_string(c.cpu) + ": " +
+                           std::to_string(c.classes[id].acquisitions) + " acquisitions\n";
+                    out += class_table(c.classes[id]);
+                }
+            }
+            break;
+        }
+        case OutputFormat::kCsv:
+            out = "cpu,class_id,class,metric,bucket,value\n";
+            for (uint32_t id : v.classes) {
+                csv_rows(out, "all", id, v.names->name(id), merge_cpus(s, id));
+                if (v.per_cpu)
+                    for (const CpuSnapshot& c : s.cpus)
+                        csv_rows(out, std::to_string(c.cpu), id, v.names->name(id),
+                                 c.classes[id]);
+            }
+            break;
+        case OutputFormat::kJson: {
+            JsonWriter w;
+            w.begin_object().field("cpus", uint32_t(s.cpus.size())).key("classes").begin_array();
+            for (uint32_t id : v.classes) {
+                w.begin_object().field("id", id).field("name", v.names->name(id));
+                w.key("merged");
+                perf_json(w, merge_cpus(s, id));
+                if (v.per_cpu) {
+                    w.key("per_cpu").begin_array();
+                    for (const CpuSnapshot& c : s.cpus) {
+                        w.begin_object().field("cpu", c.cpu).key("perf");
+                        perf_json(w, c.classes[id]);
+                        w.end_object();
+                    }
+                    w.end_array();
+                }
+                w.end_object();
+            }
+            w.end_array().end_object();
+            out = w.take() + "\n";
+            break;
+        }
+    }
+    return out;
+}
+
+}  // namespace spinlab::collect

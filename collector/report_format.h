@@ -1,0 +1,42 @@
+// collector/report_format.h: the query output in its three formats.
+//
+// table: per lock class (merged over CPUs, then per CPU on request) the seed's wait table and
+//        the hold table, printed by lockstat's formatter (the bytes the guest's spinstat
+//        prints), then the LHP classes.
+// csv:   one tidy row per number: cpu,class_id,class,metric,bucket,value. cpu is "all" for
+//        merged rows; bucket is the histogram exponent k (2^k) or the LHP class name.
+// json:  {"cpus":N,"classes":[{"id","name","merged":{...},"per_cpu":[{"cpu",...}]}]}.
+#pragma once
+#include <spinlab/perfdata.h>
+
+#include <string>
+#include <vector>
+
+#include "json_writer.h"
+#include "snapshot.h"
+
+namespace spinlab::collect {
+
+enum class OutputFormat { kTable, kCsv, kJson };
+
+// "table", "csv", "json"; throws CollectError(kExitUsage) naming the bad value otherwise.
+OutputFormat parse_format(const std::string& s);
+
+struct QueryView {
+    const Snapshot* snapshot;
+    const ClassNames* names;
+    std::vector<uint32_t> classes;  // class ids to print, in this order
+    bool per_cpu = false;           // also print each CPU's numbers
+    std::string title;              // table only: a line above everything ("" for none)
+};
+
+std::string format_query(const QueryView& v, OutputFormat f);
+
+// One LockClassPerf as a JSON object (counters, sparse histograms, LHP classes); shared with
+// the record files.
+void perf_json(JsonWriter& w, const LockClassPerf& c);
+
+// The table of one class: "wait" + wait table, "hold" + hold table, LHP lines.
+std::string class_table(const LockClassPerf& c);
+
+}  // namespace spinlab::collect

@@ -1,0 +1,27 @@
+// collector/series.h: the loop watch and record share: take a snapshot every interval until
+// --count, --duration, a stop signal, or the guest going away.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "clock_sync.h"
+#include "options.h"
+#include "session.h"
+
+namespace spinlab::collect {
+
+struct SeriesEnd {
+    std::string reason;   // "count reached", "duration reached", "stopped by signal", or why
+                          // the guest is considered gone
+    bool guest_gone = false;
+    uint64_t snapshots = 0;
+    std::vector<ClockSample> clock_samples;
+};
+
+// Calls on_snapshot(seq, snapshot, clock sample) for every snapshot taken.
+SeriesEnd run_series(Session& s, const Config& c,
+                     const std::function<void(uint64_t, const Snapshot&,
+                                              const std::optional<ClockSample>&)>& on_snapshot);
+
+}  // namespace spinlab::collect

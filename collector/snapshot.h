@@ -1,0 +1,51 @@
+// collector/snapshot.h: one reading of every CPU's lock counters, and what the collector
+// computes from readings: CPU merges (lockstat's merge_class_perf) and interval deltas.
+#pragma once
+#include <spinlab/perfdata.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spinlab::collect {
+
+struct CpuSnapshot {
+    uint32_t cpu = 0;
+    uint64_t resets = 0;                 // CpuPerfData.resets when read
+    std::vector<LockClassPerf> classes;  // kMaxLockClasses entries, index = class id
+};
+
+struct Snapshot {
+    uint64_t host_ns = 0;    // CLOCK_REALTIME when the reading began
+    uint64_t host_tsc = 0;   // host TSC when the reading began
+    uint64_t read_cycles = 0;  // host TSC cycles the reading took
+    std::vector<CpuSnapshot> cpus;
+};
+
+// Lock class names by id ("class7" where the guest did not say).
+struct ClassNames {
+    std::vector<std::string> names;
+    std::string name(uint32_t id) const;
+};
+
+// A CpuSnapshot with every class zeroed.
+CpuSnapshot empty_cpu(uint32_t cpu);
+
+// The class summed over every CPU.
+LockClassPerf merge_cpus(const Snapshot& s, uint32_t class_id);
+
+// Class ids with at least one acquisition on some CPU, ascending.
+std::vector<uint32_t> active_classes(const Snapshot& s);
+
+// later - earlier for counts and histograms; maxima are later's (a maximum has no delta).
+// A CPU whose `resets` changed in between contributes later's counts as they are (counting
+// restarted from zero at the reset). CPUs are matched by number; one missing from `earlier`
+// counts from zero.
+Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier);
+LockClassPerf class_delta(const LockClassPerf& later, const LockClassPerf& earlier);
+
+// uncontended + sum(wait_hist) + wait_overflow - acquisitions: 0 when the invariant holds,
+// nonzero (by how much it is off) on a snapshot taken while records were in flight.
+int64_t wait_invariant_error(const LockClassPerf& c);
+
+}  // namespace spinlab::collect

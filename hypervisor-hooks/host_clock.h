@@ -1,0 +1,34 @@
+// The two host clocks every record carries: CLOCK_MONOTONIC in ns (what the scheduler and
+// timers use) and the TSC (what the guest counters and the x86-tsc trace clock use), and a
+// linear map between them built from paired samples, so either can be converted.
+#pragma once
+
+#include <cstdint>
+
+namespace spinlab::load {
+
+uint64_t monotonic_ns();
+uint64_t read_tsc();
+
+struct ClockPair {
+    uint64_t mono_ns;
+    uint64_t tsc;
+};
+// Samples both clocks back to back; the TSC is read between two clock reads and paired with
+// their midpoint, the tightest pair of the few tries (the gap bounds the pairing error).
+ClockPair sample_clock_pair();
+
+// tsc -> ns through two pairs taken some time apart. Must hold: b.tsc > a.tsc.
+class TscMap {
+public:
+    TscMap(ClockPair a, ClockPair b);
+    uint64_t to_ns(uint64_t tsc) const;
+    uint64_t to_tsc(uint64_t ns) const;
+    double ticks_per_ns() const { return ticks_per_ns_; }
+
+private:
+    ClockPair a_;
+    double ticks_per_ns_;
+};
+
+}  // namespace spinlab::load

@@ -1,0 +1,58 @@
+// Helpers for the integration tests: run spinlab-load and the fake-vCPU helper as real child
+// processes, find what a spinlab-load pid left behind, read CSV output.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace spinlab::load::testing {
+
+// Skip reasons; empty when the test can run.
+std::string need_root();
+
+class ChildProcess {
+public:
+    // Starts `argv` (argv[0] is the path), stdout and stderr into files in a temp dir.
+    explicit ChildProcess(std::vector<std::string> argv);
+    ~ChildProcess();  // SIGKILLs and reaps if still running
+    pid_t pid() const { return pid_; }
+    // Waits up to `timeout_s`; returns the exit status (as waitpid gives it) or -1 on timeout.
+    int wait(double timeout_s);
+    std::string stdout_text() const;
+    std::string stderr_text() const;
+
+private:
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+    std::string out_, err_;
+};
+
+class FakeVcpus {
+public:
+    FakeVcpus(int count, bool idle = false);
+    ~FakeVcpus();
+    int pid() const { return pid_; }
+    const std::vector<int>& tids() const { return tids_; }
+
+private:
+    pid_t pid_ = -1;
+    int stdin_fd_ = -1;
+    std::vector<int> tids_;
+};
+
+std::string temp_dir();
+// Polls until `done()` or `timeout_s`; returns done().
+bool eventually(double timeout_s, const std::function<bool()>& done);
+// Cgroups (under every cgroup mount) and tracefs instances named spinlab-<owner>-*.
+std::vector<std::string> leftovers_of(int owner);
+// Live processes whose parent is `parent` and whose comm is `comm`.
+std::vector<int> children_named(int parent, const std::string& comm);
+// CSV text -> rows of name->value.
+std::vector<std::map<std::string, std::string>> parse_csv(const std::string& text);
+std::string slurp(const std::string& path);
+
+}  // namespace spinlab::load::testing

@@ -1,0 +1,87 @@
+#include "run_intervals.h"
+
+#include <algorithm>
+#include <map>
+
+#include "fs_util.h"
+
+namespace spinlab::load {
+
+namespace {
+struct ThreadState {
+    const TimelineThread* thread;
+    enum { kUnknown, kOn, kOff } state = kUnknown;
+    uint64_t since = 0;
+    std::string reason;
+    int cpu = -1;
+};
+}  // namespace
+
+std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& events,
+                                             const std::vector<TimelineThread>& threads,
+                                             uint64_t window_start, uint64_t window_end) {
+    if (window_end < window_start) throw LoadError("timeline window ends before it starts");
+    std::vector<const SchedSwitch*> sorted;
+    for (const SchedSwitch& e : events) sorted.push_back(&e);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const SchedSwitch* a, const SchedSwitch* b) { return a->ts < b->ts; });
+    std::map<int, ThreadState> by_tid;
+    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1};
+
+    std::vector<RunInterval> out;
+    auto emit = [&](ThreadState& s, bool on, uint64_t start, uint64_t end, std::string reason,
+                    int cpu) {
+        if (end > start) out.push_back({s.thread->tid, s.thread->vcpu, on, start, end, reason, cpu});
+    };
+    for (const SchedSwitch* e : sorted) {
+        uint64_t ts = std::clamp(e->ts, window_start, window_end);
+        if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
+            ThreadState& s = it->second;
+            // Leaving the CPU: it was on since the last switch-in (or the window start).
+            // (It switches out on the CPU it ran on, so e->cpu and s.cpu agree when both known.)
+            uint64_t since = s.state == ThreadState::kOn ? s.since : window_start;
+            if (s.state != ThreadState::kOff) emit(s, true, since, ts, "", e->cpu);
+            s.state = ThreadState::kOff;
+            s.since = ts;
+            s.reason = e->prev_state;
+        }
+        if (auto it = by_tid.find(e->next_pid); it != by_tid.end()) {
+            ThreadState& s = it->second;
+            if (s.state == ThreadState::kOff) emit(s, false, s.since, ts, s.reason, -1);
+            if (s.state == ThreadState::kUnknown) emit(s, false, window_start, ts, "start", -1);
+            if (s.state == ThreadState::kOn) emit(s, true, s.since, ts, "", s.cpu);  // missed a switch-out
+            s.state = ThreadState::kOn;
+            s.since = ts;
+            s.cpu = e->cpu;
+        }
+    }
+    for (auto& [tid, s] : by_tid) {
+        switch (s.state) {
+            case ThreadState::kOn: emit(s, true, s.since, window_end, "", s.cpu); break;
+            case ThreadState::kOff: emit(s, false, s.since, window_end, s.reason, -1); break;
+            case ThreadState::kUnknown:
+                emit(s, s.thread->initial_on.value_or(false), window_start, window_end,
+                     "no-switch", -1);
+                break;
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RunInterval& a, const RunInterval& b) {
+        return a.tid != b.tid ? a.tid < b.tid : a.start < b.start;
+    });
+    return out;
+}
+
+std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals,
+                                     const std::function<uint64_t(uint64_t)>& to_ns) {
+    std::string csv = "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu\n";
+    for (const RunInterval& r : intervals) {
+        csv += std::to_string(r.tid) + "," + std::to_string(r.vcpu) + "," + (r.on ? "on" : "off") +
+               "," + std::to_string(r.start) + "," + std::to_string(r.end) + ",";
+        if (to_ns) csv += std::to_string(to_ns(r.start)) + "," + std::to_string(to_ns(r.end));
+        else csv += ",";
+        csv += "," + r.reason + "," + std::to_string(r.cpu) + "\n";
+    }
+    return csv;
+}
+
+}  // namespace spinlab::load

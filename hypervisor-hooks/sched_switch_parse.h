@@ -1,0 +1,52 @@
+// Parsing of tracefs text output for the sched:sched_switch event, as trace_pipe prints it:
+//
+//   CPU 0/TCG-4242  [001] d..2. 1073392736050: sched_switch: prev_comm=CPU 0/TCG prev_pid=4242
+//       prev_prio=120 prev_state=R+ ==> next_comm=swapper/1 next_pid=0 next_prio=120
+//
+// (one line). The timestamp is an integer for counter clocks (x86-tsc, counter) and
+// "seconds.microseconds" for the nanosecond clocks (local, global, mono, boot); the latter is
+// returned in ns. Comms may contain spaces, so fields are found by their "key=" from the right.
+// "CPU:1 [LOST 12 EVENTS]" lines are counted, never silently dropped. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spinlab::load {
+
+struct SchedSwitch {
+    uint64_t ts = 0;          // trace clock units (TSC ticks for x86-tsc, else ns)
+    int cpu = -1;
+    int prev_pid = 0;
+    std::string prev_state;   // "R", "R+", "S", "D", ... why the previous task left the CPU
+    int next_pid = 0;
+};
+
+// One line; nullopt when the line is not a sched_switch record. Throws LoadError naming the
+// line when it claims to be a sched_switch record but a field is malformed.
+std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line);
+// The N of a "[LOST N EVENTS]" line, or nullopt.
+std::optional<uint64_t> parse_lost_events_line(std::string_view line);
+
+// Accepts trace_pipe text in arbitrary chunks (lines may be split across reads).
+class SchedSwitchParser {
+public:
+    void feed(std::string_view chunk);
+    // Parses a final line that had no newline.
+    void finish();
+    const std::vector<SchedSwitch>& events() const { return events_; }
+    uint64_t lost_events() const { return lost_; }
+    uint64_t other_lines() const { return other_; }
+
+private:
+    void line(std::string_view l);
+    std::string partial_;
+    std::vector<SchedSwitch> events_;
+    uint64_t lost_ = 0;
+    uint64_t other_ = 0;
+};
+
+}  // namespace spinlab::load

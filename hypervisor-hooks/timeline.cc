@@ -1,0 +1,129 @@
+#include "timeline.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "fs_util.h"
+#include "host_clock.h"
+#include "run_intervals.h"
+#include "sched_switch_parse.h"
+#include "tracefs.h"
+
+namespace spinlab::load {
+
+namespace {
+constexpr uint64_t kDrainPeriodNs = 250'000'000;
+
+void write_text(const std::string& path, const std::string& text) {
+    if (path.empty() || path == "-") {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return;
+    }
+    FILE* f = std::fopen(path.c_str(), "we");
+    if (!f) throw LoadError("cannot write " + path + ": " + std::strerror(errno));
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) throw LoadError("cannot write " + path + ": " + std::strerror(errno));
+}
+
+std::optional<bool> running_now(const ThreadTarget& t) {
+    try {
+        std::string stat = read_file("/proc/" + std::to_string(t.pid) + "/task/" + std::to_string(t.tid) + "/stat");
+        size_t close = stat.rfind(')');
+        if (close != std::string::npos && close + 2 < stat.size()) return stat[close + 2] == 'R';
+    } catch (const LoadError&) {
+    }
+    return std::nullopt;
+}
+}  // namespace
+
+void validate_timeline(const TimelineConfig& c) {
+    validate_target_spec(c.targets);
+    if (c.clock != "x86-tsc" && c.clock != "mono") {
+        throw LoadError("--trace-clock '" + c.clock + "' must be x86-tsc or mono");
+    }
+    if (c.duration_s < 0) throw LoadError("--duration must not be negative");
+    if (c.buffer_kb < 64 || c.buffer_kb > 1 << 20) {
+        throw LoadError("--buffer-kb " + std::to_string(c.buffer_kb) + " must be in [64, 1048576]");
+    }
+}
+
+int run_timeline(Session& session, const TimelineConfig& c) {
+    validate_timeline(c);
+    std::vector<ThreadTarget> targets = resolve_targets(c.targets);
+    std::vector<int> tids;
+    std::vector<TimelineThread> threads;
+    for (const ThreadTarget& t : targets) {
+        tids.push_back(t.tid);
+        threads.push_back({t.tid, t.vcpu, running_now(t)});
+    }
+    TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb);
+    const bool tsc_clock = c.clock == "x86-tsc";
+    SchedSwitchParser parser;
+    std::string raw;
+
+    ClockPair first = sample_clock_pair();
+    trace.start();
+    session.mark_ready();
+    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s)\n", tids.size(),
+                 trace.dir().c_str(), c.clock.c_str());
+    const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
+    auto drain = [&] {
+        std::string chunk = trace.read_available();
+        if (!c.raw_out.empty()) raw += chunk;
+        parser.feed(chunk);
+    };
+    // Drain on a timer, never on trace_pipe readability: waking up for each event would
+    // preempt the traced thread on its CPU, which writes two more events, which wakes us
+    // again -- the tracer would become the load it measures.
+    for (;;) {
+        uint64_t now = monotonic_ns();
+        if (end && now >= end) break;
+        uint64_t next = now + kDrainPeriodNs;
+        if (end && next > end) next = end;
+        if (session.wait_until(next) == Wake::kStop) break;
+        drain();
+    }
+    ClockPair last = sample_clock_pair();
+    trace.stop();
+    drain();
+    parser.finish();
+
+    TscMap map(first, last);
+    uint64_t window_start = tsc_clock ? first.tsc : first.mono_ns;
+    uint64_t window_end = tsc_clock ? last.tsc : last.mono_ns;
+    std::vector<RunInterval> intervals =
+        build_run_intervals(parser.events(), threads, window_start, window_end);
+    if (!tsc_clock) {
+        // Trace timestamps are ns: keep ns exact, derive the TSC columns.
+        for (RunInterval& r : intervals) {
+            r.start = map.to_tsc(r.start);
+            r.end = map.to_tsc(r.end);
+        }
+    }
+    write_text(c.out_csv, format_run_intervals_csv(intervals, [&](uint64_t tsc) { return map.to_ns(tsc); }));
+    if (!c.raw_out.empty()) write_text(c.raw_out, raw);
+
+    std::map<int, std::pair<uint64_t, uint64_t>> on_off;
+    for (const RunInterval& r : intervals) {
+        (r.on ? on_off[r.tid].first : on_off[r.tid].second) += r.end - r.start;
+    }
+    for (const auto& [tid, t] : on_off) {
+        std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms\n", tid,
+                     t.first / map.ticks_per_ns() / 1e6, t.second / map.ticks_per_ns() / 1e6);
+    }
+    std::fprintf(stderr, "timeline: %zu switch events%s%s\n", parser.events().size(),
+                 session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
+    if (parser.lost_events()) {
+        std::fprintf(stderr, "timeline: WARNING the kernel lost %llu events (raise --buffer-kb); "
+                     "intervals around the loss are wrong\n",
+                     static_cast<unsigned long long>(parser.lost_events()));
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace spinlab::load

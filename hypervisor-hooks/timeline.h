@@ -1,0 +1,29 @@
+// `timeline`: when each target thread ran and when it did not, from sched:sched_switch in a
+// tracefs instance of our own, filtered to the threads. The instance's trace clock is x86-tsc
+// by default, so the timestamps are host TSC, the clock the collector correlates with guest TSC;
+// `mono` is the alternative (CLOCK_MONOTONIC ns). Both clocks are written: the other one through
+// a linear map fitted from (CLOCK_MONOTONIC, TSC) pairs sampled at start and at end.
+//
+// Output CSV (see run_intervals.h): tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu
+#pragma once
+
+#include <string>
+
+#include "session.h"
+#include "thread_targets.h"
+
+namespace spinlab::load {
+
+struct TimelineConfig {
+    TargetSpec targets;
+    std::string clock = "x86-tsc";  // x86-tsc or mono
+    double duration_s = 0;          // 0: until signalled
+    std::string out_csv;            // "-" or empty: stdout
+    std::string raw_out;            // optional: the raw trace text as read
+    int buffer_kb = 2048;           // per-CPU ring buffer of the instance
+};
+
+void validate_timeline(const TimelineConfig& c);
+int run_timeline(Session& session, const TimelineConfig& c);
+
+}  // namespace spinlab::load

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, JSON into build/bench/. Ratios are measured within one run
+# (instrumented vs plain, region vs channel); the machine is noisy, so each reports medians of
+# repetitions. The host CPU model and accelerator are recorded beside the numbers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build/bench
+mkdir -p "$out"
+bin=build/host/bin
+host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+echo "bench: host CPU: $host_cpu"
+
+echo "bench: spinlock algorithms on the host (plain vs counters vs full instrumentation)"
+$bin/spinlock_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/spinlock-host.json" --benchmark_out_format=json \
+    --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
+
+echo "bench: snapshot of 8 vCPUs' counters: shared region vs control channel"
+$bin/collector_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/collector.json" --benchmark_out_format=json \
+    --benchmark_context=host_cpu="$host_cpu"
+
+if [ -x scripts/bench-guest.sh ]; then
+    echo "bench: spinlock algorithms in the guest"
+    scripts/bench-guest.sh "$out/guest-spinlock.json"
+fi
+echo "bench: results in $out/"
+ls -1 "$out"/*.json

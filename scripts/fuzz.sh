@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The libFuzzer targets (frame decoder, shared-region header parser), each for SECONDS.
+# make test runs them 20 s each; make fuzz longer (FUZZ_SECONDS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec collector/fuzz/run.sh "${1:-20}" build/fuzz

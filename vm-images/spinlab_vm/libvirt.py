@@ -1,0 +1,269 @@
+"""The libvirt backend: domain XML from vm-images/libvirt-domain.xml, and the virsh calls.
+
+The domain is named spinlab-NAME, is defined (persistent) and started, and is destroyed and
+undefined when the VM stops. libvirt runs QEMU itself, so the guest's isa-debug-exit status is
+not visible to us; the verdict comes from the guest's own last words on the console (the kernel
+prints them before it exits QEMU): see console_verdict().
+
+What libvirt needs on these hosts (architecture page; setup_daemon() does it):
+- libvirtd runs without systemd (`libvirtd -d`), and needs virtlogd (`virtlogd -d`) first.
+- QEMU runs as root (`user`/`group` in qemu.conf): as libvirt-qemu it cannot open /dev/kvm
+  (0600 root), and libvirt then re-probes QEMU's capabilities on every call ("KVM was enabled
+  when probing ... but it is not available now"), about 60 s per domain start.
+"""
+import os
+import re
+import shutil
+import string
+import subprocess
+import time
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from .config import VmError
+from . import qemu as qemulib
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "libvirt-domain.xml"
+QBOOT = "/usr/share/qemu/qboot.rom"
+QEMU_CONF = "/etc/libvirt/qemu.conf"
+LIBVIRT_RUN = "/run/libvirt"
+SOCKET = "/run/libvirt/libvirt-sock"
+METADATA_NS = "https://spinlab.invalid/vm/1"
+
+
+def uri():
+    return os.environ.get("SPINLAB_LIBVIRT_URI") or "qemu:///system"
+
+
+def domain_name(name):
+    return f"spinlab-{name}"
+
+
+def render_xml(cfg, accel, paths, instance, emulator="/usr/bin/qemu-system-x86_64",
+               template=TEMPLATE):
+    """The domain XML for cfg (accel 'kvm' or 'tcg'), every value escaped."""
+    def text(v):
+        return escape(str(v))
+
+    def attr(v):   # the template quotes attributes with '
+        return escape(str(v), {"'": "&apos;"})
+
+    pin = "".join(f"\n    <vcpupin vcpu='{i}' cpuset='{c}'/>" for i, c in enumerate(cfg.pin))
+    kvm = accel == "kvm"
+    values = {
+        "domain_type": "kvm" if kvm else "qemu",
+        "domain": text(domain_name(cfg.name)),
+        "name": attr(cfg.name),
+        "instance": attr(instance),
+        "memory_mb": cfg.memory_mb,
+        "cpus": cfg.cpus,
+        "cputune": f"  <cputune>{pin}\n  </cputune>" if cfg.pin else "",
+        "loader": (f"    <loader readonly='yes' type='rom'>{text(QBOOT)}</loader>"
+                   if os.path.exists(QBOOT) else ""),
+        "kernel": text(cfg.kernel),
+        "initrd": f"    <initrd>{text(cfg.initrd)}</initrd>" if cfg.initrd else "",
+        "append": text(cfg.append),
+        # KVM here: host CPU minus arch-capabilities (setting MSR 0x10a aborts QEMU);
+        # TCG: QEMU's "max" model, as the qemu backend uses.
+        "cpu_mode": "host-passthrough" if kvm else "maximum",
+        "cpu_features": "    <feature policy='disable' name='arch-capabilities'/>" if kvm else "",
+        "emulator": text(emulator),
+        "console_log": attr(paths.console_log),
+        "control_socket": attr(paths.control_socket),
+        "shm_name": attr(os.path.basename(paths.shm)),
+        "shm_size_mb": cfg.shm_size_mb,
+    }
+    return string.Template(Path(template).read_text()).substitute(values)
+
+
+def virsh(*args, check=True, timeout=60):
+    if not shutil.which("virsh"):
+        raise VmError("the libvirt backend needs virsh: install libvirt-clients "
+                      "(scripts/deps.sh)")
+    try:
+        r = subprocess.run(["virsh", "-q", "-c", uri(), *args], capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise VmError(f"virsh {args[0]} did not answer in {timeout} s (is libvirtd stuck?)")
+    if check and r.returncode != 0:
+        msg = (r.stderr.strip() or r.stdout.strip()).replace("\n", " ")
+        raise VmError(f"virsh {' '.join(args[:2])}: {msg}")
+    return r
+
+
+def daemon_running():
+    return os.path.exists(SOCKET) and virsh("uri", check=False, timeout=10).returncode == 0
+
+
+def require_daemon():
+    if not shutil.which("virsh") or not shutil.which("libvirtd"):
+        raise VmError("the libvirt backend needs libvirt: install libvirt-daemon-system and "
+                      "libvirt-clients (scripts/deps.sh)")
+    if not daemon_running():
+        raise VmError("libvirtd is not running: start it with spinlab-vm libvirt-setup "
+                      "(or virtlogd -d; libvirtd -d)")
+
+
+def _pid_running(pidfile):
+    try:
+        pid = int(Path(pidfile).read_text().split()[0])
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def qemu_conf_runs_as_root(conf_text):
+    """True when qemu.conf sets user = "root" (or "+0") outside comments."""
+    user = None
+    for line in conf_text.splitlines():
+        m = re.match(r'\s*user\s*=\s*"([^"]*)"', line)
+        if m:
+            user = m[1]   # the last setting wins
+    return user in ("root", "+0")
+
+
+def setup_daemon(conf_path=QEMU_CONF):
+    """Make libvirt usable here; returns a list of what was done (for the log)."""
+    done = []
+    if not shutil.which("libvirtd"):
+        raise VmError("libvirtd is not installed: install libvirt-daemon-system "
+                      "(scripts/deps.sh)")
+    if os.geteuid() != 0:
+        raise VmError("libvirt-setup must run as root (it edits qemu.conf, starts libvirtd)")
+    conf = Path(conf_path).read_text()
+    changed = False
+    if not qemu_conf_runs_as_root(conf):
+        with open(conf_path, "a") as f:
+            f.write('\n# spinlab-vm libvirt-setup: run QEMU as root; as libvirt-qemu it cannot\n'
+                    '# open /dev/kvm here and libvirt re-probes QEMU on every call.\n'
+                    'user = "root"\ngroup = "root"\n')
+        changed = True
+        done.append(f"set user = \"root\", group = \"root\" in {conf_path}")
+    if not _pid_running("/run/virtlogd.pid"):
+        subprocess.run(["virtlogd", "-d"], check=True, start_new_session=True)
+        done.append("started virtlogd -d")
+    if daemon_running() and changed:
+        raise VmError(f"libvirtd is running with the old {conf_path}: restart it "
+                      "(kill $(cat /run/libvirtd.pid); libvirtd -d) and run libvirt-setup again")
+    if not daemon_running():
+        subprocess.run(["libvirtd", "-d"], check=True, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while not daemon_running():
+            if time.monotonic() > deadline:
+                raise VmError("libvirtd -d started but its socket did not answer in 20 s")
+            time.sleep(0.2)
+        done.append("started libvirtd -d")
+    return done
+
+
+def define_and_start(xml_path, domain):
+    virsh("define", str(xml_path))
+    try:
+        virsh("start", domain)
+    except VmError:
+        virsh("undefine", domain, check=False)
+        raise
+
+
+def state(domain):
+    """'running', 'shut off', ... or None when no such domain."""
+    r = virsh("domstate", domain, check=False, timeout=20)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def destroy_and_undefine(domain):
+    if state(domain) is None:
+        return
+    if state(domain) not in ("shut off",):
+        virsh("destroy", domain, check=False)
+    virsh("undefine", domain, check=False)
+
+
+def qemu_pid(domain):
+    try:
+        return int(Path(LIBVIRT_RUN, "qemu", f"{domain}.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def parse_vcpuinfo(text):
+    """virsh vcpuinfo output -> [(vcpu index, host CPU it last ran on or None)]."""
+    out = []
+    vcpu = None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "VCPU":
+            vcpu = int(value)
+        elif key == "CPU" and vcpu is not None:
+            out.append((vcpu, int(value) if value.isdigit() else None))
+            vcpu = None
+    return out
+
+
+def thread_ids(pid, task_root="/proc"):
+    """{vcpu index: thread id} from QEMU's thread names ('CPU 1/TCG', 'CPU 0/KVM'),
+    which QEMU gives them with -name ...,debug-threads=on (libvirt always sets it)."""
+    found = {}
+    try:
+        tasks = os.listdir(f"{task_root}/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            comm = Path(f"{task_root}/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            continue
+        m = re.fullmatch(r"CPU (\d+)/(TCG|KVM)", comm)
+        if m:
+            found[int(m[1])] = int(tid)
+    return found
+
+
+def vcpu_threads(domain, pid, cpus, timeout=10.0):
+    """[(index, tid)] for every vCPU: the list from vcpuinfo, the ids from QEMU's threads."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = parse_vcpuinfo(virsh("vcpuinfo", domain).stdout)
+        tids = thread_ids(pid) if pid else {}
+        if len(info) == cpus and all(i in tids for i, _ in info):
+            return [(i, tids[i]) for i, _ in info]
+        if time.monotonic() > deadline:
+            raise VmError(f"domain {domain}: found {len(tids)} of {cpus} vCPU threads")
+        time.sleep(0.1)
+
+
+def qemu_version(emulator):
+    try:
+        out = subprocess.run([emulator, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except OSError:
+        return None
+    m = re.search(r"version (\S+)(?: \((.*)\))?", out)
+    return (f"{m[1]} ({m[2]})" if m[2] else m[1]) if m else None
+
+
+def console_verdict(text):
+    """The guest's verdict from its console: 0 pass, 1 fail, None when it gave none.
+
+    The kernel's last words before it leaves QEMU: `init: PROG exited with status N` for a
+    first program, `N passed, M failed` for self-tests, a `PANIC` line when it gave up."""
+    verdict = None
+    for line in text.splitlines():
+        line = line.strip()
+        m = re.match(r"init: \S+ exited with status (-?\d+)$", line)
+        if m:
+            verdict = 0 if int(m[1]) == 0 else 1
+            continue
+        m = re.match(r"(\d+) passed, (\d+) failed$", line)
+        if m:
+            verdict = 0 if int(m[2]) == 0 and int(m[1]) > 0 else 1
+            continue
+        if line.startswith("PANIC") or line.startswith("init: cannot start"):
+            verdict = 1
+    return verdict
+
+
+def emulator_path():
+    return qemulib.qemu_binary()

@@ -1,0 +1,155 @@
+"""Per-VM state: <run-dir>/vm/NAME/ and its vm.json; is the VM alive; removing what is stale.
+
+<run-dir> is $SPINLAB_RUN_DIR, else /run/spinlab (the collector resolves --vm NAME the same way,
+collector/attach.h). One directory per VM, created with mkdir, so two starts of one name cannot
+both win:
+
+  control.sock   COM2 chardev socket (server, wait=off): the guest's control channel
+  qmp.sock       QMP (qemu backend only; libvirt keeps the monitor to itself)
+  console.log    COM1, the kernel console
+  shm            symlink to the ivshmem backing file /dev/shm/spinlab-NAME
+  qemu.pid       QEMU's process id
+  vm.json        everything above plus configuration, vCPU thread ids, start time, QEMU version
+
+A VM is alive while its QEMU process is (pid plus the process start time from /proc, so a reused
+pid is not mistaken for it) or, for libvirt, while its domain runs. Before QEMU exists, while the
+owner is still setting up, the owner's pid stands for it.
+"""
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from .config import VmError, check_name
+
+SHM_DIR = "/dev/shm"
+UNIX_PATH_MAX = 107   # sun_path holds 108 bytes with the terminating NUL
+
+
+def run_dir():
+    return Path(os.environ.get("SPINLAB_RUN_DIR") or "/run/spinlab")
+
+
+def shm_path(name):
+    return os.path.join(SHM_DIR, f"spinlab-{name}")
+
+
+class Paths:
+    """Where one VM's files are."""
+
+    def __init__(self, name, base=None):
+        check_name(name)
+        self.name = name
+        self.dir = (Path(base) if base else run_dir()) / "vm" / name
+        self.control_socket = self.dir / "control.sock"
+        self.qmp_socket = self.dir / "qmp.sock"
+        self.console_log = self.dir / "console.log"
+        self.shm_link = self.dir / "shm"
+        self.pid_file = self.dir / "qemu.pid"
+        self.vm_json = self.dir / "vm.json"
+        self.shm = shm_path(name)
+        for sock in (self.control_socket, self.qmp_socket):
+            if len(str(sock)) > UNIX_PATH_MAX:
+                raise VmError(f"socket path {sock} is longer than {UNIX_PATH_MAX} bytes: "
+                              "use a shorter SPINLAB_RUN_DIR")
+        if "," in str(self.dir):
+            raise VmError(f"state directory {self.dir} contains a comma, which QEMU options "
+                          "cannot carry: use another SPINLAB_RUN_DIR")
+
+    def as_dict(self):
+        return {"dir": str(self.dir), "control_socket": str(self.control_socket),
+                "qmp_socket": str(self.qmp_socket), "console_log": str(self.console_log),
+                "shm": self.shm, "shm_link": str(self.shm_link), "qemu_pid": str(self.pid_file),
+                "vm_json": str(self.vm_json)}
+
+
+def new_instance():
+    return uuid.uuid4().hex[:16]
+
+
+def proc_start_time(pid):
+    """The process start time in clock ticks since boot (field 22 of /proc/PID/stat), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] == "Z":   # a zombie has finished; it only waits to be reaped
+        return None
+    return int(fields[19])
+
+
+def process_matches(pid, start_time):
+    """True when pid runs and is the same process that had start_time."""
+    if not pid:
+        return False
+    now = proc_start_time(pid)
+    return now is not None and (start_time is None or now == start_time)
+
+
+def write_json(path, data):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}   # present but unreadable or half-written: treated as not alive once old
+
+
+def claim(paths, alive_fn, owner):
+    """Create paths.dir for a new VM; returns the initial vm.json dict.
+
+    A directory left by a VM that is gone is cleaned up first; a live one is refused."""
+    paths.dir.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            os.mkdir(paths.dir, 0o755)
+        except FileExistsError:
+            info = read_json(paths.vm_json)
+            if alive_fn(info, paths):
+                pid = (info or {}).get("qemu_pid") or (info or {}).get("owner", {}).get("pid")
+                raise VmError(f"VM {paths.name} is already running (pid {pid}): stop it with "
+                              f"spinlab-vm stop {paths.name}, or choose another name")
+            remove(paths, info)
+            continue
+        info = {"name": paths.name, "instance": new_instance(), "state": "starting",
+                "owner": owner, "paths": paths.as_dict(), "created_unix": time.time()}
+        write_json(paths.vm_json, info)
+        return info
+    raise VmError(f"could not claim {paths.dir}: another spinlab-vm is racing for the name")
+
+
+def owned_by(paths, instance):
+    """True when paths.dir still belongs to this instance (or is already gone)."""
+    info = read_json(paths.vm_json)
+    return info is not None and info.get("instance") == instance
+
+
+def remove(paths, info=None):
+    """Remove the state directory and the shared-memory file; tolerant of what is missing."""
+    shutil.rmtree(paths.dir, ignore_errors=True)
+    try:
+        os.unlink(paths.shm)
+    except FileNotFoundError:
+        pass
+
+
+def list_names(base=None):
+    vm_root = (Path(base) if base else run_dir()) / "vm"
+    try:
+        return sorted(p.name for p in vm_root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,118 @@
+"""The command builders: QEMU argv (spinlab_vm/qemu.py) and libvirt domain XML
+(spinlab_vm/libvirt.py with vm-images/libvirt-domain.xml)."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from spinlab_vm import libvirt, qemu
+from spinlab_vm.config import VmConfig
+from spinlab_vm.state import Paths
+
+QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
+
+
+def config(**kw):
+    base = dict(name="lab1", cpus=2, memory_mb=256, kernel="/k/spinlab.elf",
+                initrd="/k/initrd.tar", append="selftest=smp")
+    base.update(kw)
+    return VmConfig(**base)
+
+
+def options(argv, flag):
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_qemu_argv_wires_console_channel_qmp_and_region(tmp_path):
+    p = Paths("lab1", tmp_path)
+    argv = qemu.build_argv(config(cpus=3, shm_size_mb=32), "tcg", p, qemu="/usr/bin/qemu")
+    assert argv[0] == "/usr/bin/qemu"
+    assert options(argv, "-name") == ["lab1,debug-threads=on"]
+    assert options(argv, "-smp") == ["3"] and options(argv, "-m") == ["256"]
+    assert options(argv, "-append") == ["selftest=smp"]
+    assert options(argv, "-initrd") == ["/k/initrd.tar"]
+    assert options(argv, "-accel") == ["tcg,thread=multi"]
+    # COM1 is the first -serial, COM2 the second: console file, then the control socket.
+    assert options(argv, "-serial") == ["chardev:console", "chardev:control"]
+    chardevs = options(argv, "-chardev")
+    assert f"file,id=console,path={p.console_log}" in chardevs
+    assert f"socket,id=control,path={p.control_socket},server=on,wait=off" in chardevs
+    assert f"socket,id=qmp,path={p.qmp_socket},server=on,wait=off" in chardevs
+    # Each chardev is defined before the -serial that uses it.
+    assert argv.index(f"file,id=console,path={p.console_log}") < argv.index("chardev:console")
+    assert options(argv, "-mon") == ["chardev=qmp,mode=control"]
+    assert options(argv, "-object") == [
+        "memory-backend-file,id=spinlab-shm,share=on,mem-path=/dev/shm/spinlab-lab1,size=32M"]
+    assert "ivshmem-plain,memdev=spinlab-shm,bus=pcie.0,addr=0x5" in options(argv, "-device")
+    assert "isa-debug-exit,iobase=0xf4,iosize=0x04" in options(argv, "-device")
+    assert options(argv, "-pidfile") == [str(p.pid_file)]
+    assert options(argv, "-bios") == ["/usr/share/qemu/qboot.rom"]
+
+
+def test_qemu_argv_kvm_and_escaping(tmp_path):
+    p = Paths("lab1", tmp_path)
+    argv = qemu.build_argv(config(initrd=""), "kvm", p)
+    assert options(argv, "-accel") == ["kvm"]
+    assert options(argv, "-cpu") == ["host,-arch-capabilities"]
+    assert "-initrd" not in argv
+    assert qemu.esc("/a,b") == "/a,,b"
+
+
+def test_paths_refuse_commas_and_long_socket_paths(tmp_path):
+    from spinlab_vm.config import VmError
+    with pytest.raises(VmError, match="comma"):
+        Paths("lab1", tmp_path / "a,b")
+    with pytest.raises(VmError, match="longer than 107 bytes"):
+        Paths("lab1", tmp_path / ("x" * 100))
+
+
+def render(tmp_path, accel="tcg", **kw):
+    xml = libvirt.render_xml(config(**kw), accel, Paths(kw.get("name", "lab1"), tmp_path),
+                             "inst123", emulator="/usr/bin/qemu-system-x86_64")
+    return ET.fromstring(xml)
+
+
+def test_libvirt_xml_tcg(tmp_path):
+    d = render(tmp_path, cpus=3, memory_mb=512, shm_size_mb=16)
+    assert d.get("type") == "qemu"
+    assert d.findtext("name") == "spinlab-lab1"
+    assert d.findtext("vcpu") == "3"
+    assert d.find("memory").text == "512" and d.find("memory").get("unit") == "MiB"
+    os_ = d.find("os")
+    assert os_.findtext("kernel") == "/k/spinlab.elf"
+    assert os_.findtext("initrd") == "/k/initrd.tar"
+    assert os_.findtext("cmdline") == "selftest=smp"
+    assert os_.find("type").get("machine") == "q35"
+    loader = os_.find("loader")
+    assert loader is not None and loader.text == libvirt.QBOOT and loader.get("type") == "rom"
+    assert d.find("features/acpi") is not None   # the kernel needs the ACPI tables (MADT)
+    assert d.find("cpu").get("mode") == "maximum"
+    serials = d.findall("devices/serial")
+    assert [s.find("target").get("port") for s in serials] == ["0", "1"]
+    assert serials[0].get("type") == "file"
+    assert serials[0].find("source").get("path") == str(tmp_path / "vm/lab1/console.log")
+    assert serials[1].get("type") == "unix"
+    assert serials[1].find("source").get("mode") == "bind"
+    assert serials[1].find("source").get("path") == str(tmp_path / "vm/lab1/control.sock")
+    shmem = d.find("devices/shmem")
+    assert shmem.get("name") == "spinlab-lab1"   # libvirt maps it to /dev/shm/spinlab-lab1
+    assert shmem.find("model").get("type") == "ivshmem-plain"
+    assert shmem.find("size").text == "16" and shmem.find("size").get("unit") == "M"
+    assert shmem.find("address").get("bus") == "0x00"
+    args = [a.get("value") for a in d.findall(f"{QEMU_NS}commandline/{QEMU_NS}arg")]
+    assert args == ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+    meta = d.find("metadata/{https://spinlab.invalid/vm/1}vm")
+    assert meta.get("name") == "lab1" and meta.get("instance") == "inst123"
+    assert d.find("cputune") is None
+
+
+def test_libvirt_xml_kvm_pinning_and_escaping(tmp_path):
+    d = render(tmp_path, accel="kvm", pin=(1, 0), initrd="",
+               append="init=/bin/x a<b & 'q' \"d\"")
+    assert d.get("type") == "kvm"
+    assert d.find("cpu").get("mode") == "host-passthrough"
+    feat = d.find("cpu/feature")
+    assert feat.get("name") == "arch-capabilities" and feat.get("policy") == "disable"
+    assert [(p.get("vcpu"), p.get("cpuset")) for p in d.findall("cputune/vcpupin")] == \
+        [("0", "1"), ("1", "0")]
+    assert d.find("os/initrd") is None
+    assert d.findtext("os/cmdline") == "init=/bin/x a<b & 'q' \"d\""

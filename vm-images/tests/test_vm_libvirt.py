@@ -1,0 +1,133 @@
+"""Integration: the libvirt backend for real. Starts virtlogd and libvirtd (-d, no systemd)
+when none runs and sets QEMU's user to root in qemu.conf (spinlab-vm libvirt-setup); stops
+the daemons it started, and destroys and undefines every domain it defined."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SPINLAB_VM, nothing_left, pid_alive, running_info, vm, wait_for
+from spinlab_vm import libvirt
+
+
+def _pid(pidfile):
+    try:
+        pid = int(open(pidfile).read().split()[0])
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@pytest.fixture(scope="module")
+def libvirtd():
+    if not shutil.which("libvirtd") or not shutil.which("virsh"):
+        pytest.fail("libvirt is not installed: run scripts/deps.sh "
+                    "(libvirt-daemon-system, libvirt-clients)")
+    had = {f: _pid(f) for f in ("/run/libvirtd.pid", "/run/virtlogd.pid")}
+    r = subprocess.run([SPINLAB_VM, "libvirt-setup"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    yield
+    # Stop only what we started, and only if no domain runs there any more.
+    if not subprocess.run(["virsh", "-q", "list", "--name"], capture_output=True,
+                          text=True).stdout.strip():
+        for f, before in had.items():
+            pid = _pid(f)
+            if pid and not before:
+                os.kill(pid, signal.SIGTERM)
+
+
+def domain_exists(name):
+    return subprocess.run(["virsh", "-q", "dominfo", f"spinlab-{name}"],
+                          capture_output=True).returncode == 0
+
+
+def test_run_selftest_passes(libvirtd, run_dir, vm_name, kernel, tmp_path):
+    saved = tmp_path / "console.txt"
+    r = vm("run", vm_name, "--backend", "libvirt", "--accel", "tcg", "--append",
+           "selftest=smp", "--save-console", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "guest reported pass (console)" in r.stderr
+    console = saved.read_text()
+    assert "selftest=smp" in console and "2 CPUs online" in console
+    assert re.search(r"^\d+ passed, 0 failed\s*$", console, re.M)
+    assert nothing_left(run_dir, vm_name) and not domain_exists(vm_name)
+
+
+def test_start_status_stop(libvirtd, run_dir, vm_name, kernel):
+    r = vm("start", vm_name, "--backend", "libvirt", "--cpus", "2", "--pin", "1,0", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    d = run_dir / "vm" / vm_name
+    assert info["domain"] == f"spinlab-{vm_name}" and info["backend"] == "libvirt"
+    pid = info["qemu_pid"]
+    assert pid_alive(pid) and int((d / "qemu.pid").read_text()) == pid
+    tids = info["vcpu_thread_ids"]
+    assert len(set(tids)) == 2
+    for i, tid in enumerate(tids):
+        assert open(f"/proc/{pid}/task/{tid}/comm").read().strip() == f"CPU {i}/TCG"
+    # The domain: type qemu under TCG, pinned as asked, wired like the qemu backend.
+    xml = subprocess.run(["virsh", "-q", "dumpxml", info["domain"]], capture_output=True,
+                         text=True).stdout
+    assert "<domain type='qemu'" in xml and "ivshmem-plain" in xml
+    vcpuinfo = subprocess.run(["virsh", "-q", "vcpuinfo", info["domain"]],
+                              capture_output=True, text=True).stdout
+    assert re.findall(r"CPU Affinity:\s+(\S+)", vcpuinfo)[:2] == ["-y", "y-"]
+    assert (d / "control.sock").is_socket()
+    assert os.readlink(d / "shm") == f"/dev/shm/spinlab-{vm_name}"
+    assert os.path.getsize(f"/dev/shm/spinlab-{vm_name}") == 16 << 20
+    wait_for(lambda: "spinlab kernel" in (d / "console.log").read_text(), 30, "console")
+
+    s = vm("status", vm_name, "--json")
+    assert s.returncode == 0 and json.loads(s.stdout)["status"] == "running"
+    again = vm("start", vm_name, "--backend", "libvirt")
+    assert again.returncode == 2 and "already running" in again.stderr
+
+    assert vm("stop", vm_name).returncode == 0
+    assert not domain_exists(vm_name)   # destroyed and undefined
+    wait_for(lambda: nothing_left(run_dir, vm_name), 10, "everything to be gone")
+
+
+def test_sigkill_of_the_parent_leaves_nothing(libvirtd, run_dir, vm_name, kernel):
+    code = ("import subprocess, sys, time; "
+            "p = subprocess.Popen(sys.argv[1:]); print(p.pid, flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", code, SPINLAB_VM, "run", vm_name,
+                               "--backend", "libvirt", "--quiet"], stdout=subprocess.PIPE,
+                              text=True)
+    run_pid = int(parent.stdout.readline())
+    info = running_info(run_dir, vm_name)
+    assert domain_exists(vm_name)
+    parent.kill()
+    parent.wait()
+    wait_for(lambda: nothing_left(run_dir, vm_name) and not domain_exists(vm_name)
+             and not pid_alive(run_pid) and not pid_alive(info["qemu_pid"]), 30,
+             "the domain, QEMU, the state directory and the shm file to go")
+
+
+def test_sigkill_of_run_leaves_no_domain(libvirtd, run_dir, vm_name, kernel):
+    p = subprocess.Popen([SPINLAB_VM, "run", vm_name, "--backend", "libvirt", "--quiet"])
+    info = running_info(run_dir, vm_name)
+    p.kill()
+    p.wait()
+    # libvirtd, not run, is QEMU's parent: the reaper destroys and undefines the domain.
+    wait_for(lambda: nothing_left(run_dir, vm_name) and not domain_exists(vm_name)
+             and not pid_alive(info["qemu_pid"]), 30, "the reaper to clean up")
+
+
+def test_cleanup_undefines_orphaned_domains(libvirtd, run_dir, vm_name, kernel):
+    r = vm("start", vm_name, "--backend", "libvirt")
+    assert r.returncode == 0, r.stderr
+    # Lose the state directory (as if the run directory were wiped): the domain is orphaned.
+    shutil.rmtree(run_dir / "vm" / vm_name)
+    c = vm("cleanup")
+    assert c.returncode == 0
+    assert f"libvirt domain spinlab-{vm_name}: destroyed and undefined" in c.stdout
+    assert not domain_exists(vm_name)
+    assert not os.path.exists(f"/dev/shm/spinlab-{vm_name}")
+    assert libvirt.state(f"spinlab-{vm_name}") is None
