@@ -30,6 +30,8 @@ enum Syscall : uint64_t {
     kSysPrivileged = 18,    // () -> 1 when the process is privileged, else 0
     kSysQuerySystemInformation = 19,  // (class, buf, len, uint32* return_len) -> NTSTATUS
     kSysSetSystemInformation = 20,    // (class, buf, len) -> NTSTATUS
+    kSysMapLockstat = 21,   // (LockstatMapping* out) -> 0; privileged: map the per-CPU perf
+                            // data (and steal time) so ring-3 locks are counted as kernel ones
     kSysCount
 };
 
@@ -55,6 +57,25 @@ constexpr uint64_t kUserMapBase = 0x0000010000000000ull;   // 1 TiB
 constexpr uint64_t kUserStackTop = 0x00007ffffffff000ull;
 constexpr uint64_t kUserStackSize = 256 * 1024;
 constexpr uint64_t kUserLimit = 0x0000800000000000ull;     // first non-canonical address
+
+// What kSysMapLockstat tells a workload: where each CPU's counters are mapped (read-write),
+// which lock class ids are the workload's, and the boot-time lock configuration.
+struct LockstatMapping {
+    uint64_t perf_base;          // CPU i's CpuPerfData (spinlab/perfdata.h) at
+    uint64_t perf_stride;        //   perf_base + i * perf_stride
+    uint64_t steal_base;         // CPU i's struct kvm_steal_time at steal_base + i * 64
+                                 //   (read-only), or 0 without KVM steal time
+    uint32_t cpu_count;
+    uint32_t first_user_class;   // lock class id of workload class 0 ("user0")
+    uint32_t user_class_count;
+    uint32_t algorithm;          // spinlab::LockAlgorithm (lock=)
+    uint32_t clock_source;       // spinlab::ClockSource (clock=)
+    uint32_t pause;              // 1: spin loops execute pause (pause=)
+    uint32_t pv_spin_bound;      // pvspin=
+    uint32_t instrument_level;   // the kernel's INSTRUMENT level
+};
+static_assert(sizeof(LockstatMapping) == 56);
+constexpr uint64_t kUserLockstatBase = 0x0000700000000000ull;  // where the mapping goes
 
 inline const char* error_name(int64_t e) {
     switch (-e) {

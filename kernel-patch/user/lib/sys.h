@@ -45,6 +45,14 @@ inline void* map_anon(size_t n) {
     return r < 0 ? nullptr : reinterpret_cast<void*>(r);
 }
 
+// The system-information calls return an NTSTATUS (spinlab/status.h), as Windows' do.
+inline uint32_t query_system_information(uint32_t cls, void* buf, uint32_t len, uint32_t* ret_len) {
+    return uint32_t(call(spinlab::kSysQuerySystemInformation, cls, uint64_t(buf), len, uint64_t(ret_len)));
+}
+inline uint32_t set_system_information(uint32_t cls, const void* buf, uint32_t len) {
+    return uint32_t(call(spinlab::kSysSetSystemInformation, cls, uint64_t(buf), len));
+}
+
 inline uint64_t rdtsc() {
     uint32_t lo, hi;
     asm volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");

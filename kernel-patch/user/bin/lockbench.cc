@@ -1,0 +1,269 @@
+// lockbench: the lock-contention workload. Threads pinned one (or more) per CPU take a set of K
+// locks in a pattern, hold each for a critical section of C cycles and think T cycles between
+// acquisitions. The locks are the kernel's own lock code (kernel-patch/spinlock/ + lockstat/,
+// the algorithm chosen at boot with lock=), run in ring 3 against the kernel's per-CPU counters
+// mapped into this process (kSysMapLockstat): their waits land in the workload lock classes
+// ("user0".."user15") beside the kernel's locks, where spinstat and the host collector read
+// them. Ring 3 also runs at full speed under the slow nested KVM of the build machines.
+//
+// Prints operations per second per thread and in total, and the exact number of acquisitions
+// per lock class, so the counters can be checked against it (--verify does that itself).
+#include "../lib/ulib.h"
+#include "lockstat/build_level.h"
+#include "lockstat/clock.h"
+#include "lockstat/instrumented_lock.h"
+#include "spinlab/status.h"
+#include "spinlab/sysinfo.h"
+
+using namespace spinlab;
+
+namespace {
+
+LockstatMapping map;
+lockstat::SpinlockParams params_copy = lockstat::kDefaultSpinlockParams;  // as the kernel's, at start
+
+struct kvm_steal_time_view {  // the first fields of struct kvm_steal_time (KVM ABI)
+    uint64_t steal;
+    uint32_t version;
+    uint32_t flags;
+    uint8_t preempted;
+};
+
+// The Env of kernel-patch/spinlock and lockstat, for a thread pinned to one CPU.
+struct UserEnv {
+    uint32_t cpu_id;
+    LockAlgorithm algo;
+    LockAlgorithm algorithm() const { return algo; }
+    uint32_t cpu() const { return cpu_id; }
+    void relax() {
+        if (map.pause) asm volatile("pause");
+    }
+    uint32_t pv_spin_bound() const { return map.pv_spin_bound ? map.pv_spin_bound : 1; }
+    // Ring 3 cannot make the PV sched-yield hypercall: give this vCPU to another thread instead.
+    void yield_to(uint32_t) { sys::yield(); }
+    void spin_check(const spinlock::Lock&, uint64_t) {}
+    uint64_t now() { return lockstat::read_clock(ClockSource(map.clock_source)); }
+    CpuPerfData* perf() {
+        return reinterpret_cast<CpuPerfData*>(map.perf_base + uint64_t(cpu_id) * map.perf_stride);
+    }
+    const lockstat::SpinlockParams& params() { return params_copy; }
+    lockstat::StealSample steal(uint32_t cpu) {
+        if (!map.steal_base || cpu >= map.cpu_count) return {0, 0, 0};
+        auto* st = reinterpret_cast<volatile kvm_steal_time_view*>(map.steal_base + 64ull * cpu);
+        for (;;) {  // version is a seqcount: odd while the host writes
+            uint32_t v1 = st->version;
+            asm volatile("" ::: "memory");
+            lockstat::StealSample s{st->steal, st->preempted, 1};
+            asm volatile("" ::: "memory");
+            if (!(v1 & 1) && st->version == v1) return s;
+        }
+    }
+    uint64_t irq_save() { return 0; }   // ring 3: the kernel keeps its own records apart
+    void irq_restore(uint64_t) {}
+};
+
+constexpr lockstat::InstrumentLevel kLevel = lockstat::kBuildLevel;
+
+uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_ms = 5000,
+         ops_limit = 0;
+const char* pattern = "same";
+const char* algorithm = "booted";
+bool verify = false;
+
+constexpr int kMaxThreads = 256;
+constexpr int kMaxLocks = 64;
+struct alignas(64) PaddedLock {
+    spinlock::Lock l;
+};
+PaddedLock locks[kMaxLocks];
+char lock_names[kMaxLocks][16];
+
+struct alignas(64) ThreadState {
+    int index;
+    uint32_t cpu;
+    uint64_t ops;
+    uint64_t acquired[kMaxLocks];
+    uint64_t cycles;
+    spinlock::McsNode node;
+};
+ThreadState threads[kMaxThreads];
+volatile bool stop;
+volatile int started;
+LockAlgorithm algo;
+
+void spin_cycles(uint64_t n) {
+    if (!n) return;
+    uint64_t end = sys::rdtsc() + n;
+    while (sys::rdtsc() < end) asm volatile("" ::: "memory");
+}
+
+void worker(void* p) {
+    ThreadState& t = *static_cast<ThreadState*>(p);
+    sys::pin(int(t.cpu));
+    UserEnv env{t.cpu, algo};
+    uint64_t seed = 0x9e3779b97f4a7c15ull * uint64_t(t.index + 1);
+    bool same = strcmp(pattern, "same") == 0, spread = strcmp(pattern, "spread") == 0;
+    __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+    uint64_t t0 = sys::rdtsc();
+    while (!stop && (ops_limit == 0 || t.ops < ops_limit)) {
+        uint64_t k;
+        if (same) k = t.ops % nlocks;                 // everyone walks the same sequence
+        else if (spread) k = uint64_t(t.index) % nlocks;  // each thread its own lock
+        else {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            k = seed % nlocks;
+        }
+        lockstat::lock_acquire<kLevel>(locks[k].l, &t.node, env);
+        spin_cycles(cs_cycles);
+        lockstat::lock_release<kLevel>(locks[k].l, env);
+        t.acquired[k]++;
+        t.ops++;
+        spin_cycles(think_cycles);
+    }
+    t.cycles = sys::rdtsc() - t0;
+}
+
+uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.user_class_count); }
+
+bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
+    struct {
+        SpinlockPerfRequest head;
+        SpinlockPerfRecord rec;
+    } q{};
+    q.head.cpu = kAllCpus;
+    q.head.lock_class = cls;
+    q.head.flags = kPerfMergeCpus;
+    uint32_t len = 0;
+    uint32_t st = sys::query_system_information(uint32_t(InfoClass::kSpinlabSpinlockPerfData), &q, sizeof q, &len);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("lockbench: query class %u: %s\n", cls, status_name(Status(st)));
+        return false;
+    }
+    *out = q.rec.perf.acquisitions;
+    if (!lockstat::wait_invariant_holds(q.rec.perf)) {
+        eprintf("lockbench: class %u: uncontended + waits + overflow != acquisitions\n", cls);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Opt opts[] = {
+        {"--threads-per-cpu", OptKind::kU64, &per_cpu, "threads pinned to each CPU (default 1)"},
+        {"--locks", OptKind::kU64, &nlocks, "number of locks K (default 1, at most 64)"},
+        {"--pattern", OptKind::kString, &pattern, "same | spread | random (default same)"},
+        {"--cs-cycles", OptKind::kU64, &cs_cycles, "critical section, TSC cycles (default 200)"},
+        {"--think-cycles", OptKind::kU64, &think_cycles, "between acquisitions (default 200)"},
+        {"--duration-ms", OptKind::kU64, &duration_ms, "run time; 0 = until the VM stops (default 5000)"},
+        {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
+        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|queued|pv, or booted (lock=)"},
+        {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
+    };
+    if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
+                    "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
+        return 2;
+    int64_t r = sys::call(kSysMapLockstat, uint64_t(&map));
+    if (r < 0) {
+        eprintf("lockbench: cannot map the lock counters: %s%s\n", error_name(r),
+                r == -kErrPerm ? " (lockbench must run privileged)" : "");
+        return 1;
+    }
+    int ncpu = sys::cpu_count();
+    int n = int(per_cpu) * ncpu;
+    if (per_cpu == 0 || n > kMaxThreads) {
+        eprintf("lockbench: --threads-per-cpu %lu: must be 1..%d\n", per_cpu, kMaxThreads / ncpu);
+        return 2;
+    }
+    if (nlocks == 0 || nlocks > kMaxLocks) {
+        eprintf("lockbench: --locks %lu: must be 1..%d\n", nlocks, kMaxLocks);
+        return 2;
+    }
+    if (strcmp(pattern, "same") && strcmp(pattern, "spread") && strcmp(pattern, "random")) {
+        eprintf("lockbench: --pattern '%s': choose same, spread or random\n", pattern);
+        return 2;
+    }
+    algo = LockAlgorithm(map.algorithm);
+    if (strcmp(algorithm, "booted") != 0) {
+        bool ok = false;
+        for (uint32_t a = 0; a < kLockAlgorithmCount; a++)
+            if (strcmp(algorithm, lock_algorithm_name(LockAlgorithm(a))) == 0) algo = LockAlgorithm(a), ok = true;
+        if (!ok) {
+            eprintf("lockbench: --algorithm '%s': choose tas, ticket, queued, pv or booted\n", algorithm);
+            return 2;
+        }
+    }
+    EventTraceSpinlockInformation p{};
+    p.event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
+    uint32_t len = 0;
+    if (sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p, &len) == 0)
+        lockstat::set_spinlock_params(params_copy, p);
+    for (uint64_t k = 0; k < nlocks; k++) {
+        format(lock_names[k], sizeof lock_names[k], "bench%lu", k);
+        spinlock::lock_init(locks[k].l, lock_names[k], class_of(k));
+    }
+    if (verify) {
+        for (uint64_t k = 0; k < nlocks && k < map.user_class_count; k++) {
+            ResetRequest rr{kAllCpus, class_of(k)};
+            uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSpinlabResetCounters), &rr, sizeof rr);
+            if (st) {
+                eprintf("lockbench: reset: %s\n", status_name(Status(st)));
+                return 1;
+            }
+        }
+    }
+    printf("lockbench: %d threads on %d CPUs, %lu locks (%s), cs %lu cycles, think %lu cycles, "
+           "algorithm %s, %s\n", n, ncpu, nlocks, pattern, cs_cycles, think_cycles,
+           lock_algorithm_name(algo), duration_ms ? "timed" : "until stopped");
+    int tids[kMaxThreads];
+    for (int i = 0; i < n; i++) {
+        threads[i].index = i;
+        threads[i].cpu = uint32_t(i % ncpu);
+        tids[i] = thread_start(worker, &threads[i]);
+        if (tids[i] < 0) {
+            eprintf("lockbench: cannot start thread %d: %s\n", i, error_name(tids[i]));
+            return 1;
+        }
+    }
+    if (ops_limit == 0) {
+        if (duration_ms == 0)
+            for (;;) sys::sleep_us(1000000);  // until the VM is stopped
+        sys::sleep_us(duration_ms * 1000);
+        stop = true;
+    }
+    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {};
+    for (int i = 0; i < n; i++) {
+        sys::thread_join(tids[i]);
+        ThreadState& t = threads[i];
+        uint64_t ms = t.cycles / (hz / 1000 ? hz / 1000 : 1);
+        printf("lockbench: thread %3d cpu %2u: %10lu ops in %6lu ms, %10lu ops/s\n", i, t.cpu, t.ops, ms,
+               ms ? t.ops * 1000 / ms : 0);
+        total_ops += t.ops;
+        for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
+    }
+    uint64_t wall_ms = ops_limit ? 0 : duration_ms;
+    printf("lockbench: total %lu ops%s", total_ops, wall_ms ? "" : "\n");
+    if (wall_ms) printf(", %lu ops/s\n", total_ops * 1000 / wall_ms);
+    uint64_t per_class[kMaxLockClasses] = {};
+    for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
+    int bad = 0;
+    for (uint32_t c = 0; c < kMaxLockClasses; c++) {
+        if (!per_class[c]) continue;
+        printf("lockbench: class user%u (id %u): %lu acquisitions\n", c - map.first_user_class, c, per_class[c]);
+        if (verify) {
+            uint64_t counted = 0;
+            if (!query_class_acquisitions(c, &counted)) bad++;
+            else if (counted != per_class[c]) {
+                eprintf("lockbench: class id %u: the kernel counted %lu acquisitions, lockbench made %lu\n",
+                        c, counted, per_class[c]);
+                bad++;
+            } else {
+                printf("lockbench: class id %u: kernel counters agree (%lu)\n", c, counted);
+            }
+        }
+    }
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,231 @@
+// spinstat: the seed's user-mode reader of the spinlock counters (seed 001: "a system service
+// call for accessing the gathered spin-lock counter data from user-mode ... the user-mode
+// program combines the data"). Queries every CPU through query_system_information, prints the
+// table `2^k  count  %`, and sets the four EVENT_TRACE_SPINLOCK_INFORMATION parameters.
+#include "../lib/ulib.h"
+#include "lockstat/log2_table.h"
+#include "spinlab/status.h"
+#include "spinlab/sysinfo.h"
+
+using namespace spinlab;
+
+namespace {
+
+const char* status_str(uint32_t s) { return status_name(static_cast<Status>(s)); }
+
+// Queries a variable-length class: asks once for the size, then for the data.
+void* query_var(InfoClass cls, const void* head, uint32_t head_len, uint32_t* len_out) {
+    uint32_t need = 0;
+    uint8_t probe[64] = {};
+    memcpy(probe, head, head_len);
+    uint32_t st = sys::query_system_information(uint32_t(cls), probe, head_len, &need);
+    if (st != uint32_t(Status::kInfoLengthMismatch) && st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: query 0x%x: %s\n", uint32_t(cls), status_str(st));
+        return nullptr;
+    }
+    if (st == uint32_t(Status::kSuccess)) need = head_len;
+    auto* buf = static_cast<uint8_t*>(malloc(need));
+    if (!buf) return nullptr;
+    memset(buf, 0, need);
+    memcpy(buf, head, head_len);
+    st = sys::query_system_information(uint32_t(cls), buf, need, len_out);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: query 0x%x: %s\n", uint32_t(cls), status_str(st));
+        free(buf);
+        return nullptr;
+    }
+    return buf;
+}
+
+bool class_names(char names[kMaxLockClasses][kLockClassNameLen]) {
+    uint32_t len = 0;
+    LockClassTableReply head{};
+    auto* r = static_cast<LockClassTableReply*>(query_var(InfoClass::kSpinlabLockClassTable, &head, sizeof head, &len));
+    if (!r) return false;
+    auto* e = reinterpret_cast<LockClassEntry*>(r + 1);
+    for (uint32_t i = 0; i < r->count && i < kMaxLockClasses; i++)
+        memcpy(names[e[i].id % kMaxLockClasses], e[i].name, kLockClassNameLen);
+    free(r);
+    return true;
+}
+
+void print_table(const char* title, const LockClassPerf& p, bool hold, bool lhp) {
+    static char buf[8192];
+    printf("%s: %lu acquisitions, %lu uncontended, max wait %lu cycles\n", title, p.acquisitions,
+           p.uncontended, p.wait_cycles_max);
+    lockstat::format_wait_table(p, buf, sizeof buf);
+    puts_raw(buf);
+    if (hold) {
+        printf("holds (timed %lu, long %lu):\n", p.holds_timed, p.long_holds);
+        lockstat::format_hold_table(p, buf, sizeof buf);
+        puts_raw(buf);
+    }
+    if (lhp) {
+        for (uint32_t k = 0; k < kLhpClassCount; k++)
+            printf("  lhp %-17s %10lu waits %14lu cycles\n", lhp_class_name(LhpClass(k)),
+                   p.lhp_count[k], p.lhp_cycles[k]);
+    }
+}
+
+int show(uint64_t cpu, const char* cls, bool per_cpu, bool per_class, bool hold, bool lhp) {
+    char names[kMaxLockClasses][kLockClassNameLen] = {};
+    if (!class_names(names)) return 1;
+    uint32_t class_id = kAllLockClasses;
+    if (strcmp(cls, "all") != 0) {
+        uint64_t id;
+        bool found = false;
+        for (uint32_t i = 0; i < kMaxLockClasses; i++)
+            if (strcmp(names[i], cls) == 0) class_id = i, found = true;
+        if (!found && parse_u64(cls, &id) && id < kMaxLockClasses) class_id = uint32_t(id), found = true;
+        if (!found) {
+            eprintf("spinstat: --class '%s': no such lock class (spinstat --classes lists them)\n", cls);
+            return 2;
+        }
+    }
+    SpinlockPerfRequest req{};
+    req.cpu = cpu == ~0ull ? kAllCpus : uint32_t(cpu);
+    req.lock_class = class_id;
+    req.flags = (per_cpu ? 0 : kPerfMergeCpus) | (per_class ? 0 : kPerfMergeClasses);
+    uint32_t len = 0;
+    auto* r = static_cast<SpinlockPerfReply*>(query_var(InfoClass::kSpinlabSpinlockPerfData, &req, sizeof req, &len));
+    if (!r) return 1;
+    auto* rec = reinterpret_cast<SpinlockPerfRecord*>(r + 1);
+    for (uint32_t i = 0; i < r->record_count; i++) {
+        const SpinlockPerfRecord& x = rec[i];
+        if (per_class && x.perf.acquisitions == 0) continue;  // quiet classes
+        char title[96];
+        char cpu_s[16];
+        format(cpu_s, sizeof cpu_s, x.cpu == kAllCpus ? "all CPUs" : "cpu %u", x.cpu);
+        format(title, sizeof title, "%s, %s", cpu_s,
+               x.class_id == kAllLockClasses ? "all lock classes" : names[x.class_id % kMaxLockClasses]);
+        print_table(title, x.perf, hold, lhp);
+    }
+    free(r);
+    return 0;
+}
+
+int classes() {
+    uint32_t len = 0;
+    LockClassTableReply head{};
+    auto* r = static_cast<LockClassTableReply*>(query_var(InfoClass::kSpinlabLockClassTable, &head, sizeof head, &len));
+    if (!r) return 1;
+    auto* e = reinterpret_cast<LockClassEntry*>(r + 1);
+    printf("%-4s %-24s %s\n", "id", "class", "locks");
+    for (uint32_t i = 0; i < r->count; i++) printf("%-4u %-24s %u\n", e[i].id, e[i].name, e[i].lock_count);
+    free(r);
+    return 0;
+}
+
+int info() {
+    SystemConfiguration c{};
+    uint32_t len = 0;
+    uint32_t st = sys::query_system_information(uint32_t(InfoClass::kSpinlabSystemConfiguration), &c, sizeof c, &len);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: configuration: %s\n", status_str(st));
+        return 1;
+    }
+    printf("cpus %u, tsc %lu Hz, lock %s, clock %s, pause %s, instrument %u, steal time %s\n"
+           "hypervisor '%s', kvm features 0x%x, long-wait threshold %lu cycles, build %s\n",
+           c.cpu_count, c.tsc_hz, lock_algorithm_name(LockAlgorithm(c.lock_algorithm)),
+           clock_source_name(ClockSource(c.clock_source)), c.pause_enabled ? "on" : "off",
+           c.instrument_level, c.steal_time ? "yes" : "no", c.hypervisor_signature, c.kvm_features,
+           c.long_wait_threshold, c.build_id);
+    return 0;
+}
+
+bool get_params(EventTraceSpinlockInformation* p) {
+    *p = {};
+    p->event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
+    uint32_t len = 0;
+    uint32_t st = sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), p, sizeof *p, &len);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: query SystemPerformanceTraceInformation: %s\n", status_str(st));
+        return false;
+    }
+    return true;
+}
+
+int params(bool set, uint64_t spin, uint64_t acquire, uint64_t contention, uint64_t hold) {
+    EventTraceSpinlockInformation p;
+    if (!get_params(&p)) return 1;
+    if (set) {
+        const struct { const char* name; uint64_t v; uint32_t* field; uint32_t min; } f[] = {
+            {"SpinLockSpinThreshold", spin, &p.spin_threshold, kMinSpinThreshold},
+            {"SpinLockAcquireSampleRate", acquire, &p.acquire_sample_rate, kMinAcquireSampleRate},
+            {"SpinLockContentionSampleRate", contention, &p.contention_sample_rate, kMinContentionSampleRate},
+            {"SpinLockHoldThreshold", hold, &p.hold_threshold, kMinHoldThreshold},
+        };
+        for (auto& x : f) {
+            if (x.v == ~0ull) continue;
+            if (x.v > 0xffffffffull) {
+                eprintf("spinstat: %s %lu: larger than 32 bits\n", x.name, x.v);
+                return 2;
+            }
+            *x.field = uint32_t(x.v);
+        }
+        uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p);
+        if (st != uint32_t(Status::kSuccess)) {
+            eprintf("spinstat: set refused: %s\n", status_str(st));
+            for (auto& x : f)
+                if (*x.field < x.min)
+                    eprintf("spinstat: %s = %u is below its minimum; permitted range %u to 4294967295\n",
+                            x.name, *x.field, x.min);
+            return 1;
+        }
+        if (!get_params(&p)) return 1;
+    }
+    printf("SpinLockSpinThreshold        %u\nSpinLockAcquireSampleRate    %u\n"
+           "SpinLockContentionSampleRate %u\nSpinLockHoldThreshold        %u\n",
+           p.spin_threshold, p.acquire_sample_rate, p.contention_sample_rate, p.hold_threshold);
+    return 0;
+}
+
+int reset() {
+    ResetRequest r{kAllCpus, kAllLockClasses};
+    uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSpinlabResetCounters), &r, sizeof r);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: reset refused: %s\n", status_str(st));
+        return 1;
+    }
+    printf("spinstat: counters reset\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    uint64_t cpu = ~0ull, spin = ~0ull, acquire = ~0ull, contention = ~0ull, hold = ~0ull;
+    const char* cls = "all";
+    bool per_cpu = false, per_class = false, show_hold = false, lhp = false, do_info = false,
+         do_classes = false, do_params = false, do_reset = false;
+    const Opt opts[] = {
+        {"--cpu", OptKind::kU64, &cpu, "one CPU (default: all, merged)"},
+        {"--class", OptKind::kString, &cls, "one lock class by name or id (default: all, merged)"},
+        {"--per-cpu", OptKind::kFlag, &per_cpu, "a table per CPU"},
+        {"--per-class", OptKind::kFlag, &per_class, "a table per lock class (classes with acquisitions)"},
+        {"--hold", OptKind::kFlag, &show_hold, "also the hold-time tables"},
+        {"--lhp", OptKind::kFlag, &lhp, "also the lock-holder-preemption classes of the waits"},
+        {"--info", OptKind::kFlag, &do_info, "system configuration (lock, clock, hypervisor, ...)"},
+        {"--classes", OptKind::kFlag, &do_classes, "the lock class table"},
+        {"--params", OptKind::kFlag, &do_params, "the four spinlock tracing parameters"},
+        {"--spin-threshold", OptKind::kU64, &spin, "set SpinLockSpinThreshold (min 1)"},
+        {"--acquire-sample-rate", OptKind::kU64, &acquire, "set SpinLockAcquireSampleRate (min 1000)"},
+        {"--contention-sample-rate", OptKind::kU64, &contention, "set SpinLockContentionSampleRate (min 1)"},
+        {"--hold-threshold", OptKind::kU64, &hold, "set SpinLockHoldThreshold, cycles (min 1000000)"},
+        {"--reset", OptKind::kFlag, &do_reset, "zero every counter (privileged)"},
+    };
+    if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
+                    "Spinlock wait and hold histograms of every CPU, merged as the seed's table.\n"
+                    "Setting parameters and resetting need a privileged process."))
+        return 2;
+    bool set = spin != ~0ull || acquire != ~0ull || contention != ~0ull || hold != ~0ull;
+    if (do_info) return info();
+    if (do_classes) return classes();
+    if (do_reset) return reset();
+    if (do_params || set) return params(set, spin, acquire, contention, hold);
+    if (cpu != ~0ull && cpu >= uint64_t(sys::cpu_count())) {
+        eprintf("spinstat: --cpu %lu: this machine has CPUs 0..%d\n", cpu, sys::cpu_count() - 1);
+        return 2;
+    }
+    return show(cpu, cls, per_cpu, per_class, show_hold, lhp);
+}
