@@ -8,7 +8,11 @@
 #include "console.h"
 #include "gdt.h"
 #include "ioapic.h"
+#include "bench.h"
 #include "kshell.h"
+#include "kvm.h"
+#include "lockclass.h"
+#include "lockstat.h"
 #include "lapic.h"
 #include "mem.h"
 #include "multiboot.h"
@@ -16,9 +20,11 @@
 #include "sched.h"
 #include "selftest.h"
 #include "smp.h"
+#include "sysinfo_glue.h"
 #include "trap.h"
 
 void init_cpu() {
+    lockstat_init_cpu();   // PRCB perf data, zeroed; KVM steal time registered (if offered)
     gdt_init_cpu();        // segments and this CPU's TSS
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer
@@ -30,6 +36,7 @@ namespace {
 
 void main_thread(void*) {
     if (g_boot.selftest[0]) selftest_run(g_boot.selftest);  // does not return
+    if (g_boot.bench[0]) bench_run(g_boot.bench);           // does not return
     kshell_run();
 }
 
@@ -42,7 +49,9 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     auto* mb = reinterpret_cast<const MultibootInfo*>(uintptr_t(mb_info));
     const char* cmdline = (mb->flags & kMbCmdline) ? reinterpret_cast<const char*>(uintptr_t(mb->cmdline)) : "";
     kprintf("spinlab kernel: cmdline '%s'\n", cmdline);
-    bootopts_init(cmdline);  // refuse to boot on a bad option
+    bootopts_init(cmdline);  // refuse to boot on a bad option; sets the lock algorithm
+    lockclass_init();      // the lock class table (names of kern/lockclass.h)
+    kvm_init();            // hypervisor signature, KVM steal time / PV yield features
     g_timer_hz = g_boot.hz;
     pmm_init(mb_info);     // physical frames from the memory map
     heap_init();           // kmalloc
@@ -54,6 +63,7 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     init_cpu();            // per-CPU init for the boot CPU
     console_init_irq();    // COM1 receive interrupt to this CPU
     smp_init();            // start the other CPUs
+    sysinfo_init();        // query/set system information over every online CPU
     kprintf("spinlab kernel: %u CPUs online, TSC %lu MHz, %lu MiB free, timer %u Hz\n", g_ncpus,
             g_tsc_hz / 1000000, pmm_free_frames() * 4096 >> 20, g_timer_hz);
     if (!thread_spawn("main", main_thread, nullptr)) panic("cannot create the main thread");

@@ -11,11 +11,12 @@
 #include "prcb.h"
 #include "sched.h"
 
-extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem;
+extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteLockstat;
 
 namespace {
 
-const SelfTestSuite* const kSuites[] = {&kSuiteSmp, &kSuiteSpinlock, &kSuiteSched, &kSuiteMem};
+const SelfTestSuite* const kSuites[] = {&kSuiteSmp, &kSuiteSpinlock, &kSuiteSched, &kSuiteMem,
+                                         &kSuiteLockstat};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

@@ -7,6 +7,7 @@
 #include "lapic.h"
 #include "prcb.h"
 #include "sched.h"
+#include "sysinfo_glue.h"
 
 extern "C" const uint64_t trap_vectors[256];
 void (*g_user_fault_handler)(TrapFrame* tf);
@@ -84,6 +85,10 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         lapic_eoi();
         break;
     case kVectorResched:
+        lapic_eoi();
+        break;
+    case kVectorLockstatReset:
+        sysinfo_reset_ipi();
         lapic_eoi();
         break;
     case kVectorHalt:
