@@ -35,6 +35,16 @@ volatile uint64_t counter_a;  // lock_a must be held; updated non-atomically on 
 volatile uint64_t counter_b;  // lock_b must be held
 volatile uint32_t inside_a;   // threads inside lock_a's critical section: never above 1
 constexpr int kIters = 5000;
+// Fair locks (ticket, mcs) under TCG with more vCPUs than host cores wait a host time slice
+// per handover (lock-waiter preemption): threads stop at kIters or at the deadline and count
+// their own acquisitions, which the counters must then match exactly.
+uint64_t deadline;
+uint64_t total;  // acquisitions made by the threads (atomic adds)
+
+void start_clock(uint64_t seconds) {
+    total = 0;
+    deadline = arch::rdtsc_lfence() + g_tsc_hz * seconds;
+}
 
 // --- the sysinfo entry points over kernel memory -----------------------------------------------
 
@@ -130,7 +140,8 @@ void check_invariants(const spinlab::LockClassPerf& p, const char* what) {
 
 void hammer(int i, void*) {
     const bool irq = i & 1;  // half the threads use the irqsave variant
-    for (int k = 0; k < kIters; k++) {
+    int k = 0;
+    for (; k < kIters && arch::rdtsc_lfence() < deadline; k++) {
         uint64_t f = 0;
         if (irq) f = spin_lock_irqsave(&lock_a);
         else spin_lock(&lock_a);
@@ -143,14 +154,17 @@ void hammer(int i, void*) {
         if (irq) spin_unlock_irqrestore(&lock_a, f);
         else spin_unlock(&lock_a);
     }
+    __atomic_fetch_add(&total, uint64_t(k), __ATOMIC_RELAXED);
 }
 
 void mutual_exclusion_and_invariant() {
     reset_class(kClass);
     counter_a = 0;
+    start_clock(3);
     const int n = int(g_ncpus) * 2;
     run_on_cpus(n, hammer, nullptr);
-    const uint64_t want = uint64_t(n) * kIters;
+    const uint64_t want = total;
+    TEST_CHECK(want > 0);
     TEST_CHECK_EQ(counter_a, want);
     TEST_CHECK(!spin_is_locked(&lock_a));
     TEST_CHECK_EQ(spin_holder_cpu(&lock_a), kNoCpu);
@@ -170,14 +184,15 @@ void mutual_exclusion_and_invariant() {
         sum += one.acquisitions;
     }
     TEST_CHECK_EQ(sum, want);
-    kprintf("lockstat: lock=%s, %d threads x %d: %lu contended (max wait %lu cycles), "
-            "%lu holds timed\n", spinlab::lock_algorithm_name(g_lockcfg.algorithm), n, kIters,
-            all.acquisitions - all.uncontended, all.wait_cycles_max, all.holds_timed);
+    kprintf("lockstat: lock=%s, %d threads, %lu acquisitions: %lu contended (max wait %lu "
+            "cycles), %lu holds timed\n", spinlab::lock_algorithm_name(g_lockcfg.algorithm), n,
+            want, all.acquisitions - all.uncontended, all.wait_cycles_max, all.holds_timed);
 }
 
 // take A, take B, drop A, drop B: releases out of order (the MCS node pool must cope).
 void nest(int i, void*) {
-    for (int k = 0; k < kIters / 2; k++) {
+    int k = 0;
+    for (; k < kIters / 2 && arch::rdtsc_lfence() < deadline; k++) {
         uint64_t f = 0;
         const bool irq = (i + k) & 1;
         if (irq) f = spin_lock_irqsave(&lock_a);
@@ -190,15 +205,18 @@ void nest(int i, void*) {
         spin_unlock(&lock_b);
         if (irq && (f & arch::kFlagIF)) arch::sti();
     }
+    __atomic_fetch_add(&total, uint64_t(k), __ATOMIC_RELAXED);
 }
 
 void nested_out_of_order_release() {
     reset_class(kClass);
     counter_a = 0;
     counter_b = 0;
+    start_clock(2);
     const int n = int(g_ncpus) * 2;
     run_on_cpus(n, nest, nullptr);
-    const uint64_t want = uint64_t(n) * (kIters / 2);
+    const uint64_t want = total;
+    TEST_CHECK(want > 0);
     TEST_CHECK_EQ(counter_a, want);
     TEST_CHECK_EQ(counter_b, want);
     TEST_CHECK(!spin_is_locked(&lock_a) && !spin_is_locked(&lock_b));
@@ -358,12 +376,17 @@ void reset_reaches_every_cpu() {
 // --- the lockup detector --------------------------------------------------------------------
 
 volatile uint32_t lockup_held;
+uint64_t lockup_reports_before;
 
 void lockup_pair(int i, void*) {
-    if (i == 0) {  // the holder, on CPU 0: hold lock_a for 300 ms
+    if (i == 0) {  // the holder, on CPU 0: hold lock_a until the waiter was reported (<= 10 s;
+                   // a fixed hold would be flaky: the host may not run the waiter's vCPU)
         spin_lock(&lock_a);
         __atomic_store_n(&lockup_held, 1u, __ATOMIC_RELEASE);
-        delay_us(300000);
+        const uint64_t end = arch::rdtsc_lfence() + g_tsc_hz * 10;
+        while (__atomic_load_n(&g_lockup_reports, __ATOMIC_RELAXED) == lockup_reports_before &&
+               arch::rdtsc_lfence() < end)
+            arch::pause();
         spin_unlock(&lock_a);
     } else {       // the waiter, on CPU 1: spin past the lowered bound, then get the lock
         while (!__atomic_load_n(&lockup_held, __ATOMIC_ACQUIRE)) arch::pause();
@@ -379,6 +402,7 @@ void lockup_detector_reports() {
     }
     const uint64_t saved = g_lockcfg.lockup_cycles;
     const uint64_t reports = __atomic_load_n(&g_lockup_reports, __ATOMIC_RELAXED);
+    lockup_reports_before = reports;
     lockup_held = 0;
     __atomic_store_n(&g_lockcfg.lockup_cycles, g_tsc_hz / 50, __ATOMIC_RELAXED);  // 20 ms
     run_on_cpus(2, lockup_pair, nullptr);
