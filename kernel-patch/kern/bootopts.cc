@@ -27,6 +27,8 @@ const bootopt::Spec kSpecs[] = {
     {"pvspin", Kind::kUint, nullptr, 1, 1u << 30,
      "spins before the pv lock yields (default 32768)"},
     {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark: spinlock"},
+    {"pvyield", Kind::kChoice, "on|off", 0, 0,
+     "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
 };
 static_assert(uint32_t(spinlab::LockAlgorithm::kTestAndSet) == 0 &&
               uint32_t(spinlab::LockAlgorithm::kTicket) == 1 &&
@@ -64,7 +66,9 @@ void bootopts_init(const char* cmdline) {
     g_boot.longwait = values[7].set ? values[7].num : kDefaultLongWaitCycles;
     g_boot.pvspin = values[8].set ? uint32_t(values[8].num) : kDefaultPvSpinBound;
     g_boot.bench = values[9].set ? values[9].str : "";
+    g_boot.pvyield = values[10].set ? values[10].num == 0 : true;
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
-                        g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait});
+                        g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,
+                        g_boot.pvyield});
 }

@@ -14,6 +14,7 @@ struct BootOptions {
     uint64_t longwait;      // longwait=<cycles>: waits this long go to the long-wait ring
     uint32_t pvspin;        // pvspin=<n>: spins before the PV lock yields
     const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
+    bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
 };
 
 extern BootOptions g_boot;

@@ -3,6 +3,7 @@
 
 #include "../arch/x86.h"
 #include "console.h"
+#include "lockstat.h"
 #include "prcb.h"
 
 KvmInfo g_kvm;
@@ -79,7 +80,7 @@ spinlab::lockstat::StealSample kvm_steal(uint32_t cpu) {
 }
 
 void kvm_yield_to(uint32_t cpu) {
-    if (!g_kvm.pv_sched_yield || cpu >= g_ncpus) {
+    if (!g_kvm.pv_sched_yield || !g_lockcfg.pv_yield || cpu >= g_ncpus) {
         arch::pause();
         return;
     }

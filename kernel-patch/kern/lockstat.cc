@@ -7,7 +7,7 @@
 #include "mem.h"
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
-                        true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles};
+                        true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true};
 spinlab::lockstat::SpinlockParams g_spinlock_params = spinlab::lockstat::kDefaultSpinlockParams;
 spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 

@@ -37,6 +37,7 @@ struct LockConfig {
     uint64_t lockup_cycles;            // lockup=: lockup detector bound, 0 = off (tests may
                                        // lower it at run time: read it whole, relaxed)
     uint64_t long_wait_cycles;         // longwait=: long-wait ring threshold
+    bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
 };
 extern LockConfig g_lockcfg;
 

@@ -187,6 +187,10 @@ void mutual_exclusion_and_invariant() {
     kprintf("lockstat: lock=%s, %d threads, %lu acquisitions: %lu contended (max wait %lu "
             "cycles), %lu holds timed\n", spinlab::lock_algorithm_name(g_lockcfg.algorithm), n,
             want, all.acquisitions - all.uncontended, all.wait_cycles_max, all.holds_timed);
+    kprintf("lockstat: LHP classes: neither %lu, holder-preempted %lu, waiter-preempted %lu, "
+            "both %lu, unknown %lu; PV yield hypercalls so far %lu\n", all.lhp_count[0],
+            all.lhp_count[1], all.lhp_count[2], all.lhp_count[3], all.lhp_count[4],
+            kvm_yield_count());
 }
 
 // take A, take B, drop A, drop B: releases out of order (the MCS node pool must cope).
