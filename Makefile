@@ -5,6 +5,8 @@
 #   make test            every test: host unit tests (ctest), analysis (pytest), in-guest
 #                        self-tests at 1, 2, 4 and 8 vCPUs, once under KVM where /dev/kvm works
 #   make selftest CPUS=4 SUITE=sched   boot under QEMU and run in-guest self-tests
+#   make kernel INSTRUMENT=0   the baseline kernel without lock instrumentation (build/kernel-plain;
+#                        2 = counters only, build/kernel-counters; 1 = full, the default)
 #   make qemu CPUS=2     boot interactively (serial console on this terminal; Ctrl-A X quits)
 #   make iso             GRUB ISO of the same kernel (build/spinlab.iso)
 #   make bench           benchmarks, JSON into build/bench/
@@ -19,8 +21,10 @@ MEM ?= 256
 APPEND ?=
 FUZZ_SECONDS ?= 300
 PY := /usr/bin/python3
-KERNEL := $(BUILD)/kernel/spinlab.elf
-INITRD := $(BUILD)/kernel/initrd.tar
+INSTRUMENT ?= 1
+KDIR := $(BUILD)/kernel$(if $(filter 0,$(INSTRUMENT)),-plain)$(if $(filter 2,$(INSTRUMENT)),-counters)
+KERNEL := $(KDIR)/spinlab.elf
+INITRD := $(KDIR)/initrd.tar
 JOBS ?= 2
 
 .PHONY: all deps kernel host build test selftest qemu iso bench fuzz run clean
@@ -31,7 +35,7 @@ deps:
 	@scripts/deps.sh
 
 kernel: deps
-	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(BUILD)/kernel)
+	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT)
 
 host: deps
 	@cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -39,6 +39,24 @@ for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus $n --accel tcg --log build/selftest-$n.log
 done
+# The lock algorithm is fixed per boot: the lockstat suite (and the spinlock suite) once per
+# algorithm at 4 vCPUs; then the baseline (INSTRUMENT=0) and counters-only (2) kernels, which
+# must build from the same tree and pass the same suite.
+for algo in tas ticket mcs pv; do
+    step "lockstat self-tests, lock=$algo, 4 vCPUs (TCG)" \
+        $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 4 --accel tcg \
+        --suite lockstat,spinlock,user --append "lock=$algo" --log build/selftest-lockstat-$algo.log
+done
+for level in 0 2; do
+    kdir=build/kernel-plain
+    [ $level = 2 ] && kdir=build/kernel-counters
+    step "INSTRUMENT=$level kernel builds and passes lockstat (4 vCPUs, lock=mcs)" \
+        bash -c "make -s -C kernel-patch O=$PWD/$kdir INSTRUMENT=$level -j2 &&
+                 $PY vm-images/selftest.py --kernel $kdir/spinlab.elf --cpus 4 --accel tcg \
+                     --suite lockstat,spinlock --append lock=mcs --log build/selftest-i$level.log"
+done
+step "bad lock= value is refused" \
+    $PY vm-images/selftest.py --kernel $KERNEL --accel tcg --append "lock=queued" --expect-boot-error lock
 step "bad boot option is refused" \
     $PY vm-images/selftest.py --kernel $KERNEL --accel tcg --append "lokc=mcs" --expect-boot-error lokc
 iso_selftest() {

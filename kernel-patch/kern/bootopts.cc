@@ -3,6 +3,7 @@
 
 #include "../lib/boot_options.h"
 #include "console.h"
+#include "lockstat.h"
 
 BootOptions g_boot;
 
@@ -13,9 +14,31 @@ const bootopt::Spec kSpecs[] = {
     {"selftest", Kind::kString, nullptr, 0, 0, "run in-kernel self-tests: all, or suites a,b,c"},
     {"hz", Kind::kUint, nullptr, 10, 1000, "timer interrupts per second per CPU (default 100)"},
     {"maxcpus", Kind::kUint, nullptr, 1, 64, "start at most this many CPUs"},
+    // The choice order is the ABI's enum order (static_asserts below).
+    {"lock", Kind::kChoice, "tas|ticket|mcs|pv", 0, 0,
+     "spinlock algorithm: tas|ticket|mcs|pv (default tas)"},
+    {"clock", Kind::kChoice, "lfence|rdtscp|cpuid", 0, 0,
+     "lockstat time source: lfence|rdtscp|cpuid (default lfence)"},
+    {"pause", Kind::kChoice, "on|off", 0, 0, "pause in spin loops: on|off (default on)"},
+    {"lockup", Kind::kUint, nullptr, 0, 1ull << 62,
+     "lockup detector bound in TSC cycles, 0 = off (default 2^34)"},
+    {"longwait", Kind::kUint, nullptr, 1, 1ull << 62,
+     "long-wait ring threshold in TSC cycles (default 2^22)"},
+    {"pvspin", Kind::kUint, nullptr, 1, 1u << 30,
+     "spins before the pv lock yields (default 32768)"},
+    {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark: spinlock"},
+    {"pvyield", Kind::kChoice, "on|off", 0, 0,
+     "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
+static_assert(uint32_t(spinlab::LockAlgorithm::kTestAndSet) == 0 &&
+              uint32_t(spinlab::LockAlgorithm::kTicket) == 1 &&
+              uint32_t(spinlab::LockAlgorithm::kQueued) == 2 &&
+              uint32_t(spinlab::LockAlgorithm::kParavirt) == 3, "lock= choice order");
+static_assert(uint32_t(spinlab::ClockSource::kLfenceRdtsc) == 0 &&
+              uint32_t(spinlab::ClockSource::kRdtscp) == 1 &&
+              uint32_t(spinlab::ClockSource::kCpuidRdtsc) == 2, "clock= choice order");
 constexpr int kCount = sizeof kSpecs / sizeof kSpecs[0];
 bootopt::Value values[kCount];
 
@@ -38,5 +61,17 @@ void bootopts_init(const char* cmdline) {
     g_boot.selftest = values[0].set ? values[0].str : "";
     g_boot.hz = values[1].set ? uint32_t(values[1].num) : 100;
     g_boot.maxcpus = values[2].set ? uint32_t(values[2].num) : 64;
-    g_boot.init = values[3].set ? values[3].str : "";
+    g_boot.lock = values[3].set ? uint32_t(values[3].num) : 0;
+    g_boot.clock = values[4].set ? uint32_t(values[4].num) : 0;
+    g_boot.pause = values[5].set ? values[5].num == 0 : true;
+    g_boot.lockup = values[6].set ? values[6].num : kDefaultLockupCycles;
+    g_boot.longwait = values[7].set ? values[7].num : kDefaultLongWaitCycles;
+    g_boot.pvspin = values[8].set ? uint32_t(values[8].num) : kDefaultPvSpinBound;
+    g_boot.bench = values[9].set ? values[9].str : "";
+    g_boot.pvyield = values[10].set ? values[10].num == 0 : true;
+    g_boot.init = values[11].set ? values[11].str : "";
+    // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
+    lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
+                        g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,
+                        g_boot.pvyield});
 }

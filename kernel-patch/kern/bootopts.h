@@ -7,6 +7,15 @@ struct BootOptions {
     uint32_t hz;            // timer interrupts per second per CPU
     uint32_t maxcpus;       // start at most this many CPUs
     const char* init;       // "" = none; else the first program and its arguments
+    // Spinlocks (issue 4; kern/lockstat.h holds the live copy the lock paths read):
+    uint32_t lock;          // lock=tas|ticket|mcs|pv: spinlab::LockAlgorithm (same order)
+    uint32_t clock;         // clock=lfence|rdtscp|cpuid: spinlab::ClockSource (same order)
+    bool pause;             // pause=on|off: pause in spin loops
+    uint64_t lockup;        // lockup=<cycles>: lockup detector bound, 0 = off
+    uint64_t longwait;      // longwait=<cycles>: waits this long go to the long-wait ring
+    uint32_t pvspin;        // pvspin=<n>: spins before the PV lock yields
+    const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
+    bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
 };
 
 extern BootOptions g_boot;

@@ -10,6 +10,8 @@
 #include "mem.h"
 #include "region.h"
 #include "sched.h"
+#include "sysinfo/memory_buffer.h"
+#include "sysinfo_glue.h"
 
 namespace {
 
@@ -25,7 +27,6 @@ uint64_t rx_dropped;         // bytes lost to a full ring (the decoder resynchro
 
 spinlab::ChannelServer server;          // the server thread only
 spinlab::ChannelServerStats private_stats;
-ChannelSysinfoFn sysinfo_fn;
 
 void tx(void*, const uint8_t* bytes, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
@@ -36,7 +37,10 @@ void tx(void*, const uint8_t* bytes, uint32_t n) {
 
 uint32_t handle(void*, spinlab::FrameOp op, uint32_t cls, uint32_t, uint8_t* buf, uint32_t len,
                 uint32_t* ret_len) {
-    return sysinfo_fn(op, cls, buf, len, ret_len);
+    spinlab::sysinfo::MemoryBufferState state{buf, len};
+    spinlab::sysinfo::Buffer b = spinlab::sysinfo::memory_buffer(state);
+    if (op == spinlab::FrameOp::kSet) return sysinfo_set(cls, b, /*privileged=*/true, ret_len);
+    return sysinfo_query(cls, b, ret_len);
 }
 
 void server_main(void*) {
@@ -68,8 +72,7 @@ void server_main(void*) {
 
 }  // namespace
 
-void channel_init(ChannelSysinfoFn handler) {
-    sysinfo_fn = handler;
+void channel_init() {
     uint32_t in_cap = spinlab::kFrameHeaderSize + spinlab::kMaxRequestPayload;
     uint32_t out_cap = spinlab::kFrameHeaderSize + spinlab::kMaxPayload;
     auto* in = reinterpret_cast<uint8_t*>(pages_alloc((in_cap + 4095) / 4096));

@@ -61,6 +61,8 @@ void console_write(const char* s, size_t n) {
     write_locked(s, n);
 }
 
+void console_write_unlocked(const char* s, size_t n) { write_locked(s, n); }
+
 void kprintf(const char* fmt, ...) {
     char buf[512];
     va_list ap;

@@ -7,6 +7,9 @@ void console_init();                    // boot CPU, before anything prints
 void console_init_irq();                // route COM1's receive interrupt (after ioapic_init)
 void kprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void console_write(const char* s, size_t n);
+// Without console_lock, for reports made while that lock may be unavailable (the lockup
+// detector waiting on it). Lines may interleave with other CPUs' output.
+void console_write_unlocked(const char* s, size_t n);
 int console_getc();                     // blocks (sleeps) until a character arrives
 size_t console_readline(char* buf, size_t size);  // echoes; returns length without '\n'
 void console_rx_interrupt();            // from the trap handler

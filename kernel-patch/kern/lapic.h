@@ -7,6 +7,7 @@ constexpr uint8_t kVectorCom2 = 35;   // the host control channel (kern/channel.
 constexpr uint8_t kVectorCom1 = 36;
 constexpr uint8_t kVectorResched = 0xf0;  // "look at the run queue": wakes an idle CPU
 constexpr uint8_t kVectorHalt = 0xf1;     // panic on another CPU: stop here
+constexpr uint8_t kVectorLockstatReset = 0xf2;  // zero this CPU's lockstat counters (sysinfo)
 constexpr uint8_t kVectorSpurious = 0xff;
 
 void lapic_init();                 // boot CPU: map, calibrate the timer against the PIT

@@ -10,7 +10,12 @@
 #include "console.h"
 #include "gdt.h"
 #include "ioapic.h"
+#include "bench.h"
 #include "kshell.h"
+#include "kvm.h"
+#include "lockclass.h"
+#include "channel.h"
+#include "lockstat.h"
 #include "lapic.h"
 #include "mem.h"
 #include "multiboot.h"
@@ -20,9 +25,11 @@
 #include "sched.h"
 #include "selftest.h"
 #include "smp.h"
+#include "sysinfo_glue.h"
 #include "trap.h"
 
 void init_cpu() {
+    lockstat_init_cpu();   // PRCB perf data, zeroed; KVM steal time registered (if offered)
     gdt_init_cpu();        // segments and this CPU's TSS
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer
@@ -57,6 +64,7 @@ namespace {
 
 void main_thread(void*) {
     if (g_boot.selftest[0]) selftest_run(g_boot.selftest);  // does not return
+    if (g_boot.bench[0]) bench_run(g_boot.bench);           // does not return
     if (g_boot.init[0]) run_first_program(g_boot.init);
     if (proc_initrd_present()) run_first_program("/bin/sh");
     kshell_run();  // no ramdisk: the kernel's own shell
@@ -71,7 +79,9 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     auto* mb = reinterpret_cast<const MultibootInfo*>(uintptr_t(mb_info));
     const char* cmdline = (mb->flags & kMbCmdline) ? reinterpret_cast<const char*>(uintptr_t(mb->cmdline)) : "";
     kprintf("spinlab kernel: cmdline '%s'\n", cmdline);
-    bootopts_init(cmdline);  // refuse to boot on a bad option
+    bootopts_init(cmdline);  // refuse to boot on a bad option; sets the lock algorithm
+    lockclass_init();      // the lock class table (names of kern/lockclass.h)
+    kvm_init();            // hypervisor signature, KVM steal time / PV yield features
     g_timer_hz = g_boot.hz;
     pmm_init(mb_info);     // physical frames from the memory map
     heap_init();           // kmalloc
@@ -84,11 +94,14 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     lapic_init();          // calibrate the TSC and the LAPIC timer against the PIT
     region_init(acpi_madt().ncpus < g_boot.maxcpus ? acpi_madt().ncpus : g_boot.maxcpus);
                            // the ivshmem region the host reads, if QEMU gave us one
+    region_use_for_lockstat();  // per-CPU perf data there, before any CPU's lockstat init
     ioapic_init();         // every input masked, legacy PIC off
     sched_init();          // thread table, idle threads
     init_cpu();            // per-CPU init for the boot CPU
     console_init_irq();    // COM1 receive interrupt to this CPU
     smp_init();            // start the other CPUs
+    sysinfo_init();        // query/set system information over every online CPU
+    channel_init();        // the host's control channel on COM2 (same handler)
     proc_init();           // user processes: fault handler, reaper
     kprintf("spinlab kernel: %u CPUs online, TSC %lu MHz, %lu MiB free, timer %u Hz\n", g_ncpus,
             g_tsc_hz / 1000000, pmm_free_frames() * 4096 >> 20, g_timer_hz);

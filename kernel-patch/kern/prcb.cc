@@ -1,6 +1,8 @@
 // kern/prcb.cc: the PRCB array and per-CPU setup of the GS base.
 #include "prcb.h"
 
+#include "lockstat.h"
+
 Prcb g_prcbs[kMaxCpus];
 uint32_t g_ncpus = 1;
 
@@ -8,6 +10,7 @@ void prcb_init_cpu(uint32_t number) {
     Prcb* p = &g_prcbs[number];
     p->self = p;
     p->number = number;
+    lockstat_early_cpu(p);  // perf data never null in the lock paths: a scratch block for now
     // Kernel GS base = our PRCB. KERNEL_GS_BASE holds the user's value while in the kernel;
     // swapgs exchanges the two on entry from and exit to ring 3.
     arch::wrmsr(arch::kMsrGsBase, uint64_t(p));

@@ -18,6 +18,7 @@ struct Process {
     Process* parent;           // nullptr: orphan, reaped by the reaper thread
     int exit_code;
     bool killed;               // every thread leaves at its next kernel entry or exit
+    bool lockstat_mapped;      // kSysMapLockstat done (the counters are in its address space)
     int live_threads;
     Thread* threads[kMaxProcThreads];   // for join by tid; slot freed at join or reap
 

@@ -7,6 +7,7 @@
 #include "console.h"
 #include "ivshmem.h"
 #include "lapic.h"
+#include "lockstat.h"
 
 namespace {
 
@@ -58,4 +59,12 @@ void region_clock_tick() {
     uint64_t tsc = arch::rdtsc_lfence();
     spinlab::clock_publish(section<spinlab::ClockArea>(spinlab::RegionSection::kClock), tsc, 0,
                            1000000 / g_timer_hz);
+}
+
+void region_use_for_lockstat() {
+    uint64_t stride;
+    uint32_t count;
+    void* p = region_perfdata(&stride, &count);
+    if (p && !lockstat_set_storage(p, stride * count, stride))
+        kprintf("region: lockstat refused the perf data section (stride %lu)\n", stride);
 }

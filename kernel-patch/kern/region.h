@@ -13,3 +13,4 @@ bool region_present();
 void* region_perfdata(uint64_t* stride, uint32_t* count);
 spinlab::ChannelServerStats* region_channel_stats();   // nullptr without a region
 void region_clock_tick();                              // CPU 0's timer interrupt
+void region_use_for_lockstat();   // hand the perf data section to lockstat (if present)

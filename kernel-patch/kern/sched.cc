@@ -104,21 +104,29 @@ void sched_init_cpu() {
 
 void scheduler() {
     Prcb* c = this_cpu();
+    const uint64_t me = 1ull << c->number;
     for (;;) {
         uint64_t f = spin_lock_irqsave(&g_sched_lock);
+        idle_mask &= ~me;  // awake (a waker that picked us cleared it already)
         Thread* t = runq.pick(int(c->number));
         if (!t) {
             // Nothing to run here: mark this CPU idle and halt with interrupts enabled.
             // "sti; hlt" is atomic with respect to interrupts, so a resched IPI sent after we
             // drop the lock still wakes us.
-            idle_mask |= 1ull << c->number;
+            idle_mask |= me;
             spin_unlock_irqrestore(&g_sched_lock, f & ~arch::kFlagIF);
-            c->idle_halts++;
-            arch::sti_hlt();
-            arch::cli();
-            uint64_t g = spin_lock_irqsave(&g_sched_lock);
-            idle_mask &= ~(1ull << c->number);
-            spin_unlock_irqrestore(&g_sched_lock, g);
+            // Woken by an interrupt. Go back to sleep without sched_lock while our idle bit
+            // is still set (no waker on another CPU chose us: kick_for clears the bit under
+            // sched_lock before its IPI) and the run queue is empty (a thread our own
+            // interrupt handler made runnable, e.g. CPU 0's timed sleepers, is pushed on this
+            // CPU, so this racy read sees it). Idle CPUs then do not queue on sched_lock at
+            // every timer tick: with a fair lock (lock=ticket, mcs) and more vCPUs than host
+            // cores each of those acquisitions can wait for a descheduled vCPU.
+            do {
+                c->idle_halts++;
+                arch::sti_hlt();
+                arch::cli();
+            } while ((__atomic_load_n(&idle_mask, __ATOMIC_RELAXED) & me) && runq.empty());
             continue;
         }
         t->state = ThreadState::kRunning;

@@ -11,12 +11,13 @@
 #include "prcb.h"
 #include "sched.h"
 
-extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser;
+extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
+    kSuiteLockstat;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp, &kSuiteSpinlock, &kSuiteSched, &kSuiteMem,
-                                         &kSuiteUser};
+                                         &kSuiteUser, &kSuiteLockstat};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

@@ -1,59 +1,144 @@
-// kern/spinlock.cc: see spinlock.h.
+// kern/spinlock.cc: see spinlock.h. The kernel's Env for spinlock/ and lockstat/ (the policy
+// their templates call), the per-CPU MCS node pool and the lockup detector.
 #include "spinlock.h"
 
+#include "../lib/format.h"
+#include "../lockstat/clock.h"
+#include "../lockstat/instrumented_lock.h"
 #include "console.h"
+#include "kvm.h"
+#include "lockstat.h"
 #include "sched.h"
+
+uint64_t g_lockup_reports;
 
 namespace {
 
-// lock bts: atomically set bit 0 and return its old value. The lock prefix makes the
-// read-modify-write atomic and is a full barrier: nothing in the critical section moves above it.
-inline bool test_and_set(volatile uint32_t* w) {
-    bool was_set;
-    asm volatile("lock btsl $0, %0" : "+m"(*w), "=@ccc"(was_set)::"memory");
-    return was_set;
+namespace sl = spinlab::spinlock;
+namespace ls = spinlab::lockstat;
+using spinlab::LockAlgorithm;
+
+// --- per-CPU MCS queue nodes -----------------------------------------------------------------
+// A node is in use from acquisition to release, and releases need not be in the reverse order
+// of acquisitions (take A, take B, drop A), so nodes are a per-CPU set, not a stack indexed by
+// nesting depth. 16 is far beyond the kernel's deepest nesting (thread lock, an interrupt
+// handler's lock, the console lock of a panic or a lockup report).
+constexpr uint32_t kMcsNodesPerCpu = 16;
+struct alignas(64) McsPool {
+    sl::McsNode nodes[kMcsNodesPerCpu];
+    uint32_t used;  // bit i: nodes[i] in use. Owning CPU only, any context (see alloc).
+};
+McsPool mcs_pools[kMaxCpus];
+
+sl::McsNode* alloc_mcs_node(uint32_t cpu) {
+    McsPool& p = mcs_pools[cpu];
+    uint32_t used = __atomic_load_n(&p.used, __ATOMIC_RELAXED);
+    for (;;) {
+        const uint32_t free = ~used & ((1u << kMcsNodesPerCpu) - 1);
+        if (!free) panic("spinlock: more than %u MCS locks held on cpu %u", kMcsNodesPerCpu, cpu);
+        const uint32_t bit = free & -free;
+        // cmpxchg without lock prefix: one instruction, so atomic against an interrupt handler
+        // on this CPU (which allocates and frees before it returns); no other CPU writes it.
+        bool ok;
+        asm volatile("cmpxchgl %3, %1" : "+a"(used), "+m"(p.used), "=@ccz"(ok) : "r"(used | bit)
+                     : "memory");
+        if (ok) return &p.nodes[__builtin_ctz(bit)];
+    }
 }
 
-__attribute__((noinline)) void spin_slow(Spinlock* l) {
-    // Contended: spin on a plain read so the cache line stays shared until the holder
-    // releases, then retry the atomic. pause tells the CPU (and a hypervisor's pause-loop
-    // exiting) that this is a spin-wait.
-    do {
-        while (l->word & 1) arch::pause();
-    } while (test_and_set(&l->word));
+void free_mcs_node(uint32_t cpu, sl::McsNode* n) {
+    McsPool& p = mcs_pools[cpu];
+    const uint32_t bit = 1u << uint32_t(n - p.nodes);
+    asm volatile("andl %1, %0" : "+m"(p.used) : "r"(~bit) : "memory");  // one instruction
 }
+
+// --- the lockup detector ---------------------------------------------------------------------
+// Called every 65,536 spins of one wait (start: that wait's first call, on the waiter's stack).
+__attribute__((noinline, cold)) void lockup_check(const sl::Lock& l, uint64_t spins,
+                                                  uint64_t& start) {
+    const uint64_t bound = __atomic_load_n(&g_lockcfg.lockup_cycles, __ATOMIC_RELAXED);
+    if (bound == 0) return;
+    const uint64_t now = arch::rdtsc_lfence();
+    if (spins == sl::kSpinCheckInterval || start == 0) {
+        start = now;
+        return;
+    }
+    if (now - start < bound) return;
+    const uint64_t waited = now - start;
+    start = now;  // report again after another bound
+    __atomic_fetch_add(&g_lockup_reports, 1, __ATOMIC_RELAXED);
+    char buf[200];
+    const uint32_t holder = __atomic_load_n(&l.holder_cpu, __ATOMIC_RELAXED);
+    int n = format(buf, sizeof buf,
+                   "lockup: cpu %u spinning on lock '%s' (class %s) for %lu cycles (%lu spins);"
+                   " holder cpu %d, acquired at %p\n",
+                   cpu_number(), l.name, g_lock_classes[l.class_id].name, waited, spins,
+                   holder == kNoCpu ? -1 : int(holder), l.holder_site);
+    // Waiting on the console lock itself: write past it rather than deadlock on it.
+    if (l.class_id == kLockClassConsole) console_write_unlocked(buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
+    else console_write(buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
+}
+
+// --- the Env (spinlock/spinlock.h and lockstat/instrumented_lock.h list the methods) ---------
+struct KernelLockEnv {
+    uint64_t spin_start = 0;  // lockup detector: TSC at this wait's first check
+
+    LockAlgorithm algorithm() const { return g_lockcfg.algorithm; }
+    uint32_t cpu() const { return this_cpu()->number; }
+    void relax() const {
+        if (g_lockcfg.pause) arch::pause();
+        else arch::barrier();
+    }
+    uint32_t pv_spin_bound() const { return g_lockcfg.pv_spin_bound; }
+    void yield_to(uint32_t holder) const { kvm_yield_to(holder); }
+    void spin_check(const sl::Lock& l, uint64_t spins) { lockup_check(l, spins, spin_start); }
+    uint64_t now() const { return ls::read_clock(g_lockcfg.clock); }
+    spinlab::CpuPerfData* perf() const { return lockstat_this_cpu(); }
+    const ls::SpinlockParams& params() const { return g_spinlock_params; }
+    ls::StealSample steal(uint32_t cpu) const { return kvm_steal(cpu); }
+    uint64_t irq_save() const { return ::irq_save(); }
+    void irq_restore(uint64_t f) const { ::irq_restore(f); }
+};
+
+constexpr spinlab::InstrumentLevel kLevel = ls::kBuildLevel;
 
 inline void take(Spinlock* l, const void* site) {
-    if (spin_holding(l)) panic("spinlock %s: recursive acquisition", l->name);
-    if (test_and_set(&l->word)) spin_slow(l);
-    l->holder_cpu = cpu_number();
-    l->site = site;
-    l->acquired++;
+    const uint32_t me = cpu_number();
+    // holder_cpu is only ever our number while we hold it (we write it after taking the lock
+    // and clear it before letting go), so this is exact, and it keeps an MCS node from being
+    // queued behind itself.
+    if (spin_holder_cpu(l) == me) panic("spinlock %s: recursive acquisition", l->core.name);
+    sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? alloc_mcs_node(me) : nullptr;
+    KernelLockEnv env;
+    ls::lock_acquire<kLevel>(l->core, n, env);
+    l->core.holder_site = site;
 }
 
 inline void give(Spinlock* l) {
-    if (!spin_holding(l)) panic("spinlock %s: released by cpu %u, not the holder", l->name,
-                                cpu_number());
-    l->holder_cpu = kNoCpu;
-    l->site = nullptr;
-    // Release store: on x86 a plain store is not reordered with earlier loads or stores, so
-    // the compiler barrier is all that keeps the critical section above this line.
-    arch::barrier();
-    l->word = 0;
+    const uint32_t me = cpu_number();
+    if (spin_holder_cpu(l) != me)
+        panic("spinlock %s: released by cpu %u, not the holder", l->core.name, me);
+    // The node must be read before the release: afterwards a successor owns mcs_owner.
+    sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? l->core.mcs_owner : nullptr;
+    l->core.holder_site = nullptr;
+    KernelLockEnv env;
+    ls::lock_release<kLevel>(l->core, env);  // release store: the critical section stays above
+    if (n) free_mcs_node(me, n);
 }
 
 }  // namespace
 
-void spin_init(Spinlock* l, const char* name) {
-    l->word = 0;
-    l->holder_cpu = kNoCpu;
-    l->name = name;
-    l->site = nullptr;
-    l->acquired = 0;
+void spin_init(Spinlock* l, const char* name) { spin_init_class(l, name, lock_class_for_name(name)); }
+
+void spin_init_class(Spinlock* l, const char* name, uint32_t class_id) {
+    sl::lock_init(l->core, name, class_id);
+    lockclass_count_lock(l->core.class_id);
 }
 
+bool spin_is_locked(const Spinlock* l) { return sl::is_locked(l->core, g_lockcfg.algorithm); }
+
 bool spin_holding(const Spinlock* l) {
-    return (l->word & 1) && l->holder_cpu == cpu_number();
+    return spin_is_locked(l) && spin_holder_cpu(l) == cpu_number();
 }
 
 void preempt_disable() {

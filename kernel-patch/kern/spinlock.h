@@ -1,35 +1,61 @@
-// kern/spinlock.h: the kernel's spinlock, as the seed's WRK macros do it: `lock bts` to take
-// the lock, and when that fails spin *reading* the word with `pause` until it looks free, then
-// try again (test-and-test-and-set). Every lock has a name and records its holder CPU and the
-// call site that took it, for the lockup detector and for panics.
+// kern/spinlock.h: the kernel's spinlock: one of four algorithms chosen at boot (lock=tas,
+// ticket, mcs, pv; spinlock/), instrumented by lockstat (lockstat/, INSTRUMENT=0|1|2 at build
+// time). Every lock has a name and a lock class (kern/lockclass.h) given when it is set up,
+// and records its holder CPU and the call site that took it, for the lockup detector and
+// for panics.
 //
 // Two entry points, as in Linux:
 //   spin_lock / spin_unlock          preemption off while held; interrupts untouched. For locks
 //                                    never taken from an interrupt handler.
 //   spin_lock_irqsave / ..._irqrestore  interrupts off while held (and so no preemption). For
 //                                    locks an interrupt handler may take (scheduler, console).
-// RAII guards (SpinGuard, SpinGuardIrq) pair them on every path.
+// RAII guards (SpinGuard, SpinGuardIrq) pair them on every path. The holder must release on
+// the CPU it acquired on (both variants guarantee it: no preemption, so no migration).
+//
+// What one acquisition costs (lockstat/instrumented_lock.h has the table per level): one
+// try (lock bts / lock cmpxchg); uncontended, two per-CPU increments and no timestamp;
+// contended, a timestamp before the first spin and one when the lock is taken, and nothing in
+// the spin loop but the relax (pause=) and a spin counter that calls the lockup detector every
+// 65,536 spins. The queued (MCS) lock takes a queue node from a small per-CPU pool.
+//
+// Lockup detector (lockup=<cycles>, 0 = off, default 2^34): a waiter still spinning after the
+// bound prints the lock's name and class, its holder CPU and the holder's acquisition site,
+// then keeps spinning and prints again after every further bound: a lockup is reported, never
+// broken (the holder may be a preempted vCPU that will come back). g_lockup_reports counts
+// the reports.
 #pragma once
 #include <stdint.h>
 
+#include "../spinlock/lock.h"
+#include "lockclass.h"
 #include "prcb.h"
 
 struct Spinlock {
-    volatile uint32_t word;    // bit 0 set: held
-    uint32_t holder_cpu;       // kNoCpu when free; written by the holder only
-    const char* name;          // given at init; never changes
-    const void* site;          // return address of the acquisition, for diagnostics
-    uint64_t acquired;         // times taken (plain increment by the holder, under the lock)
+    spinlab::spinlock::Lock core;  // word, holder_cpu, holder_site, name, class_id: lock.h
 };
 
-#define SPINLOCK_INIT(n) {0, kNoCpu, n, nullptr, 0}
+// Static initialisation; the class comes from the name at compile time (lockclass.h).
+#define SPINLOCK_INIT(n)                                                                   \
+    {                                                                                      \
+        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), lock_class_for_name(n), 0, 0}        \
+    }
 
-void spin_init(Spinlock* l, const char* name);
+void spin_init(Spinlock* l, const char* name);  // class from the name
+void spin_init_class(Spinlock* l, const char* name, uint32_t class_id);  // e.g. user classes
 void spin_lock(Spinlock* l);
 void spin_unlock(Spinlock* l);
 [[nodiscard]] uint64_t spin_lock_irqsave(Spinlock* l);
 void spin_unlock_irqrestore(Spinlock* l, uint64_t flags);
 bool spin_holding(const Spinlock* l);   // held by this CPU
+
+// Diagnostics (racy reads, for tests and reports).
+inline uint32_t spin_holder_cpu(const Spinlock* l) {
+    return __atomic_load_n(&l->core.holder_cpu, __ATOMIC_RELAXED);
+}
+inline const void* spin_holder_site(const Spinlock* l) { return l->core.holder_site; }
+inline const char* spin_name(const Spinlock* l) { return l->core.name; }
+inline uint32_t spin_class(const Spinlock* l) { return l->core.class_id; }
+bool spin_is_locked(const Spinlock* l);  // by anyone
 
 void preempt_disable();
 void preempt_enable();
@@ -39,6 +65,8 @@ void preempt_enable();
 // own unlock later).
 void spin_release_raw(Spinlock* l);
 void spin_acquire_raw(Spinlock* l);
+
+extern uint64_t g_lockup_reports;   // lockup detector reports since boot (all CPUs)
 
 class [[nodiscard]] SpinGuard {
 public:

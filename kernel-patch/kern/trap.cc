@@ -9,6 +9,7 @@
 #include "prcb.h"
 #include "proc.h"
 #include "sched.h"
+#include "sysinfo_glue.h"
 
 extern "C" const uint64_t trap_vectors[256];
 void (*g_user_fault_handler)(TrapFrame* tf);
@@ -120,6 +121,10 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         lapic_eoi();
         break;
     case kVectorResched:
+        lapic_eoi();
+        break;
+    case kVectorLockstatReset:
+        sysinfo_reset_ipi();
         lapic_eoi();
         break;
     case kVectorHalt:

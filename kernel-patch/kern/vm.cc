@@ -11,6 +11,7 @@ extern "C" uint64_t boot_pml4[512];
 namespace {
 
 constexpr uint64_t kPresent = 1, kWrite = 2, kUser = 4, kNoExec = 1ull << 63;
+constexpr uint64_t kShared = 1ull << 9;  // available-to-software bit: the page is not ours to free
 constexpr uint64_t kAddrMask = 0x000ffffffffff000ull;
 constexpr uint64_t kPage = 4096;
 
@@ -39,6 +40,7 @@ void free_level(uint64_t* t, int level) {
     for (int i = 0; i < 512; i++) {
         if (!(t[i] & kPresent)) continue;
         if (level > 0) free_level(table(t[i]), level - 1);
+        if (level == 0 && (t[i] & kShared)) continue;  // the kernel's page, lent
         page_free(t[i] & kAddrMask);
     }
 }
@@ -103,6 +105,17 @@ bool as_map_zeroed(AddressSpace* as, uint64_t va, uint64_t len, bool writable, b
         if (!p) return false;
         *e = p | kPresent | kUser | (writable ? kWrite : 0) | (exec ? 0 : kNoExec);
         as->pages++;
+    }
+    return true;
+}
+
+bool as_map_shared(AddressSpace* as, uint64_t va, uint64_t pa, uint64_t len, bool writable) {
+    if ((va | pa | len) & (kPage - 1) || !user_range_ok(va, len)) return false;
+    SpinGuardIrq g(&as->lock);
+    for (uint64_t off = 0; off < len; off += kPage) {
+        uint64_t* e = walk(as, va + off, true);
+        if (!e || (*e & kPresent)) return false;
+        *e = (pa + off) | kPresent | kUser | kShared | kNoExec | (writable ? kWrite : 0);
     }
     return true;
 }

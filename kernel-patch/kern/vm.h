@@ -23,6 +23,9 @@ void as_activate(AddressSpace* as);        // load into CR3 (nullptr: the kernel
 // or already mapped.
 bool as_map_zeroed(AddressSpace* as, uint64_t va, uint64_t len, bool writable, bool exec);
 uint64_t as_map_anon(AddressSpace* as, uint64_t len);  // 0 on failure
+// Maps existing kernel memory [pa, pa + len) (page-aligned) at va. The pages stay the kernel's:
+// as_destroy unmaps them without freeing. For the lockstat counters a workload shares.
+bool as_map_shared(AddressSpace* as, uint64_t va, uint64_t pa, uint64_t len, bool writable);
 
 // 0 on success, -spinlab::kErrFault if any byte is outside the user half, unmapped, or (for
 // writes) read-only.

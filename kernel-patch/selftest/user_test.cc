@@ -99,6 +99,34 @@ void privilege_is_inherited_and_can_be_dropped() {
     TEST_CHECK_EQ(run(drop), 0);
 }
 
+// lockbench's ring-3 locks are the kernel's lock code counted in the kernel's per-CPU data:
+// with --verify it resets its classes, runs, and compares the kernel's counts with its own
+// (and the invariant uncontended + waits + overflow == acquisitions).
+void lockbench_counts_agree_with_kernel() {
+    const char* argv[] = {"lockbench", "--duration-ms", "500", "--locks", "3", "--pattern", "random",
+                          "--threads-per-cpu", "2", "--verify"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
+// spinstat sets the tracing parameters when privileged; unprivileged it is refused
+// (STATUS_ACCESS_DENIED) and exits 1; below a minimum it is refused too.
+void spinstat_sets_parameters_only_privileged() {
+    const char* set[] = {"spinstat", "--hold-threshold", "2000000"};
+    TEST_CHECK_EQ(run(set, false), 1);
+    TEST_CHECK_EQ(run(set, true), 0);
+    const char* low[] = {"spinstat", "--hold-threshold", "5"};
+    TEST_CHECK_EQ(run(low, true), 1);
+    const char* restore[] = {"spinstat", "--hold-threshold", "1000000"};
+    TEST_CHECK_EQ(run(restore, true), 0);
+    const char* table[] = {"spinstat", "--per-cpu"};
+    TEST_CHECK_EQ(run(table, false), 0);  // reading needs no privilege
+}
+
+void unprivileged_workload_cannot_map_counters() {
+    const char* argv[] = {"lockbench", "--duration-ms", "10"};
+    TEST_CHECK_EQ(run(argv, false), 1);
+}
+
 const SelfTest kTests[] = {
     {"hello_runs_and_exits", hello_runs_and_exits},
     {"arguments_reach_the_program", arguments_reach_the_program},
@@ -109,6 +137,9 @@ const SelfTest kTests[] = {
     {"bad_pointers_get_statuses", bad_pointers_get_statuses},
     {"syscall_fuzz_survives", syscall_fuzz_survives},
     {"privilege_is_inherited_and_can_be_dropped", privilege_is_inherited_and_can_be_dropped},
+    {"lockbench_counts_agree_with_kernel", lockbench_counts_agree_with_kernel},
+    {"spinstat_sets_parameters_only_privileged", spinstat_sets_parameters_only_privileged},
+    {"unprivileged_workload_cannot_map_counters", unprivileged_workload_cannot_map_counters},
 };
 
 }  // namespace

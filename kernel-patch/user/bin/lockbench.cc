@@ -9,6 +9,7 @@
 // Prints operations per second per thread and in total, and the exact number of acquisitions
 // per lock class, so the counters can be checked against it (--verify does that itself).
 #include "../lib/ulib.h"
+#include "lib/format.h"
 #include "lockstat/build_level.h"
 #include "lockstat/clock.h"
 #include "lockstat/instrumented_lock.h"
@@ -62,7 +63,7 @@ struct UserEnv {
     void irq_restore(uint64_t) {}
 };
 
-constexpr lockstat::InstrumentLevel kLevel = lockstat::kBuildLevel;
+constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;
 
 uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_ms = 5000,
          ops_limit = 0;

@@ -3,6 +3,7 @@
 // program combines the data"). Queries every CPU through query_system_information, prints the
 // table `2^k  count  %`, and sets the four EVENT_TRACE_SPINLOCK_INFORMATION parameters.
 #include "../lib/ulib.h"
+#include "lib/format.h"
 #include "lockstat/log2_table.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"

@@ -1,0 +1,68 @@
+// kern/lockstat.h: the kernel side of the spinlock instrumentation (issue 4): the boot-time
+// lock configuration every spinlock reads, and the per-CPU perf data hung off the PRCB
+// (prcb->lockstat, a spinlab::CpuPerfData, the guest's PRCB->SpinLockPerfData of seed 001).
+//
+// Boot order (kern/main.cc):
+//   prcb_init_cpu(n)     -> lockstat_early_cpu(): prcb->lockstat = a static scratch block, so
+//                           the lock paths never test for null; what CPUs record before their
+//                           own init lands there and is never reported
+//   bootopts_init()      -> lockstat_configure(): lock=, clock=, pause=, lockup=, longwait=,
+//                           pvspin= copied into g_lockcfg. Runs while no lock is held (boot
+//                           CPU, before smp_init), so switching from the static default
+//                           algorithm (tas, whose free word is also a free ticket and MCS
+//                           lock) is safe. Constant afterwards.
+//   [lockstat_set_storage(base, size, stride)]  optional, issue 5: put the per-CPU blocks in
+//                           the ivshmem region, CPU i at base + i * stride. Must
+//                           come before the boot CPU's init_cpu().
+//   init_cpu()           -> lockstat_init_cpu() first: this CPU's block (from the storage
+//                           region, else fresh zeroed pages), zeroed and stamped
+//                           (lockstat::init_cpu_perf), then published in the PRCB and in
+//                           g_lockstat_cpus[]; then KVM steal time registration (kvm.h).
+#pragma once
+#include <spinlab/perfdata.h>
+#include <spinlab/sysinfo.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lockstat/build_level.h"
+#include "../lockstat/params.h"
+#include "prcb.h"
+
+// Read by every lock path; written once by lockstat_configure() (see above).
+struct LockConfig {
+    spinlab::LockAlgorithm algorithm;  // lock=
+    spinlab::ClockSource clock;        // clock=
+    bool pause;                        // pause=on: spin loops execute pause
+    uint32_t pv_spin_bound;            // pvspin=: reads of the word before the PV lock yields
+    uint64_t lockup_cycles;            // lockup=: lockup detector bound, 0 = off (tests may
+                                       // lower it at run time: read it whole, relaxed)
+    uint64_t long_wait_cycles;         // longwait=: long-wait ring threshold
+    bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
+};
+extern LockConfig g_lockcfg;
+
+// SpinLock{Spin,Hold}Threshold, Acquire/ContentionSampleRate: the live copy that the set call
+// changes (lockstat/params.h describes how readers see a change).
+extern spinlab::lockstat::SpinlockParams g_spinlock_params;
+
+// CPU i's perf data once it ran lockstat_init_cpu(), else nullptr. For sysinfo and readers.
+extern spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
+
+constexpr uint64_t kDefaultLockupCycles = 1ull << 34;   // ~6.5 s at 2.6 GHz
+constexpr uint64_t kDefaultLongWaitCycles = 1ull << 22; // architecture.md: LHP vs host noise
+constexpr uint32_t kDefaultPvSpinBound = 1u << 15;      // as Linux's pv qspinlock SPIN_THRESHOLD
+
+void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at the scratch block
+void lockstat_configure(const LockConfig& c);
+void lockstat_init_cpu();           // every CPU, first in init_cpu()
+
+// Issue 5's hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
+// block can be mapped into a workload); base and stride 64-byte aligned.
+// Returns false (and changes nothing) if called too late or base is misaligned. A CPU whose
+// block would not fit in size gets fresh pages instead (and says so on the console).
+bool lockstat_set_storage(void* base, size_t size, size_t stride);
+constexpr size_t lockstat_cpu_stride() { return (sizeof(spinlab::CpuPerfData) + 63) & ~size_t(63); }
+
+inline spinlab::CpuPerfData* lockstat_this_cpu() {
+    return static_cast<spinlab::CpuPerfData*>(this_cpu()->lockstat);
+}

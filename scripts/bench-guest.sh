@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# scripts/bench-guest.sh: cycles per uncontended spin_lock + spin_unlock in the guest, for every
+# lock algorithm x instrumentation level (INSTRUMENT=0 baseline, 1 full, 2 counters) with the
+# default clock (lfence), and the seed's cpuid;rdtsc clock for the instrumented levels.
+# Each combination is one boot with bench=spinlock (kern/bench.h), which prints one line
+# `BENCH {json}`; the lines, with the accelerator and the host CPU model, are collected into
+# build/bench/guest-spinlock.json. Quote the medians (median_cycles).
+#
+#   scripts/bench-guest.sh              accel auto (TCG on the build machines)
+#   ACCEL=kvm CPUS=1 scripts/bench-guest.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ACCEL=${ACCEL:-auto}
+CPUS=${CPUS:-1}
+OUT=build/bench/guest-spinlock.json
+mkdir -p build/bench
+declare -A KDIR=([0]=build/kernel-plain [1]=build/kernel [2]=build/kernel-counters)
+for i in 0 1 2; do
+    make -s -C kernel-patch O="$PWD/${KDIR[$i]}" INSTRUMENT=$i -j2
+done
+/usr/bin/python3 - "$ACCEL" "$CPUS" "$OUT" "${KDIR[0]}" "${KDIR[1]}" "${KDIR[2]}" <<'PY'
+import json, os, platform, subprocess, sys, time
+sys.path.insert(0, "vm-images")
+import qemu_launch
+
+accel_req, cpus, out, *kdirs = sys.argv[1:]
+accel = qemu_launch.choose_accel(accel_req)
+timeout = 900 if accel == "kvm" else 120
+
+def host_cpu():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+runs, failures = [], []
+for level in (0, 1, 2):
+    kernel = os.path.join(kdirs[level], "spinlab.elf")
+    for algo in ("tas", "ticket", "mcs", "pv"):
+        for clock in (("lfence",) if level == 0 else ("lfence", "cpuid")):
+            append = f"bench=spinlock lock={algo} clock={clock}"
+            cmd = qemu_launch.qemu_command(kernel, cpus=int(cpus), memory_mb=256, append=append,
+                                           accel=accel)
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   errors="replace", timeout=timeout)
+                lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
+                status = p.returncode
+            except subprocess.TimeoutExpired:
+                lines, status = [], "timeout"
+            if status != qemu_launch.EXIT_PASS or not lines:
+                failures.append(f"{append}: QEMU status {status}")
+                print(f"bench-guest: FAIL {append} (status {status})", flush=True)
+                continue
+            r = json.loads(lines[-1][len("BENCH "):])
+            r["seconds"] = round(time.monotonic() - t0, 1)
+            runs.append(r)
+            print(f"bench-guest: INSTRUMENT={level} lock={algo:6} clock={clock:6} "
+                  f"median {r['median_cycles']:8.2f} cycles/pair", flush=True)
+
+doc = {"benchmark": "guest uncontended spin_lock+spin_unlock", "unit": "TSC cycles per pair",
+       "accel": accel, "vcpus": int(cpus), "host_cpu": host_cpu(),
+       "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "failures": failures}
+with open(out, "w") as f:
+    json.dump(doc, f, indent=1)
+print(f"bench-guest: {len(runs)} runs, {len(failures)} failed -> {out}")
+sys.exit(1 if failures else 0)
+PY
