@@ -35,6 +35,7 @@ pytest_dir() {  # pytest exits 5 when it collects nothing: that is a failure her
 step "host unit tests (ctest)" ctest --test-dir build/host --output-on-failure -j2 --timeout 300
 step "analysis (pytest)" pytest_dir analysis
 step "vm-images (pytest)" pytest_dir vm-images
+step "collector against the real guest (pytest)" pytest_dir collector/tests
 for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus $n --accel tcg --log build/selftest-$n.log
