@@ -60,7 +60,7 @@ void worker(void* arg) {
 
 int main(int argc, char** argv) {
     const Opt opts[] = {
-        {"--duration-ms", OptKind::kU64, &duration_ms, "how long to run (default 3000)"},
+        {"--duration-ms", OptKind::kU64, &duration_ms, "how long to run; 0 = until the VM stops (default 3000)"},
         {"--per-cpu", OptKind::kU64, &per_cpu, "threads per CPU (default 1)"},
         {"--mix", OptKind::kString, &mix, "operations: spawn,yield,sleep,map (default all)"},
         {"--map-kib", OptKind::kU64, &map_kib, "KiB per mapping (default 64)"},
@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
     // The spawned hello would print a line each: keep the console quiet by using --exit only.
     int tids[64 * 8];
     for (int i = 0; i < n; i++) tids[i] = thread_start(worker, reinterpret_cast<void*>(uint64_t(i)));
+    if (duration_ms == 0)
+        for (;;) sys::sleep_us(1000000);  // until the VM is stopped
     sys::sleep_us(duration_ms * 1000);
     stop = true;
     Counts total{};

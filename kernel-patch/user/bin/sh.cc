@@ -4,7 +4,7 @@
 
 namespace {
 
-const char* const kPrograms[] = {"hello", "fault", "usertest", "kmix"};
+const char* const kPrograms[] = {"hello", "fault", "usertest", "kmix", "spinstat", "lockbench", "par"};
 
 void help() {
     printf("spinlab sh: run a program from /bin with arguments, e.g.\n"

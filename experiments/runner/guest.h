@@ -1,0 +1,53 @@
+// experiments/runner/guest.h: the runner's view of a running guest, through the collector's
+// library: the shared region (counters, clock publications; read without disturbing the guest)
+// and the control channel (reset, lock class names, configuration, long waits).
+#pragma once
+#include <spinlab/sysinfo.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "clock_sync.h"
+#include "results.h"
+#include "session.h"
+
+namespace spinlab::run {
+
+class Guest {
+public:
+    // Attaches to the VM NAME in `run_dir` (empty: $SPINLAB_RUN_DIR or /run/spinlab).
+    Guest(const std::string& vm_name, const std::string& run_dir);
+
+    // Waits until the guest has laid its region out and answers on the channel, checking the
+    // ABI versions of both. `alive` is polled: once it says no, waiting stops. Throws
+    // collect::CollectError: kExitAbi on a version mismatch, kExitNoVm when the guest did not
+    // become ready in time or died.
+    void wait_ready(std::chrono::milliseconds timeout, const std::function<bool()>& alive);
+
+    const SystemConfiguration& configuration() const { return config_; }
+    uint64_t tsc_hz() const;  // the region header's, else the configuration's
+
+    void reset_counters();                   // every CPU, every class, and the long-wait rings
+    collect::Snapshot snapshot();            // from the region
+    collect::ClassNames class_names();       // asked again each time: workloads register late
+    std::optional<uint64_t> guest_tsc_now();  // the latest clock publication
+    std::optional<collect::ClockSample> clock_sample();
+    // Appends to `out` the long waits each CPU recorded since the last call (next_seq[cpu] is
+    // the ring index to continue from; start with zeros right after a reset) and counts in
+    // out.dropped those overwritten before they could be read. Poll it often during a window:
+    // a ring holds only the last kLongWaitRingSize waits. False when the channel failed.
+    bool collect_long_waits(const collect::ClassNames& names, std::vector<uint64_t>& next_seq,
+                            LongWaits& out);
+    // The region file was removed (the VM is gone).
+    bool region_gone();
+
+private:
+    collect::Session session_;
+    SystemConfiguration config_{};
+    uint32_t cpus_ = 0;
+};
+
+}  // namespace spinlab::run

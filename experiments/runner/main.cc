@@ -1,0 +1,32 @@
+// experiments/runner/main.cc: spinlab-run. Everything is in the library (runner.h, spec.h).
+#include <iostream>
+
+#include "runner.h"
+#include "spec.h"
+
+int main(int argc, char** argv) {
+    using namespace spinlab::run;
+    ParsedSpec p;
+    try {
+        p = parse_spec(argc, argv);
+    } catch (const SpecError& e) {
+        std::cerr << "spinlab-run: " << e.what() << "\n(spinlab-run --help lists every key)\n";
+        return kRunUsage;
+    }
+    if (p.help) {
+        std::cout << usage_text();
+        return 0;
+    }
+    if (p.dry_run) {
+        std::cout << describe_plan(p.spec);
+        return 0;
+    }
+    Tools tools;
+    try {
+        tools = find_tools();
+    } catch (const SpecError& e) {
+        std::cerr << "spinlab-run: " << e.what() << "\n";
+        return kRunUsage;
+    }
+    return run_experiment(p.spec, tools, std::cout, std::cerr);
+}

@@ -1,0 +1,67 @@
+// experiments/runner/phase_test.cc: phase names and the order of repetitions.
+#include "phase.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace spinlab::run {
+namespace {
+
+TEST(Phase, NamesRoundTrip) {
+    for (const char* n : {"idle-host", "host-load", "preempt-1ms", "preempt-10000ms", "throttle-1%",
+                          "throttle-99%"})
+        EXPECT_EQ(parse_phase(n).name(), n);
+    EXPECT_EQ(parse_phase("preempt-25ms").freeze_ms, 25u);
+    EXPECT_EQ(parse_phase("throttle-40%").quota_pct, 40u);
+    for (const char* bad : {"", "idle", "preempt-ms", "preempt-10", "preempt-10s", "preempt--1ms",
+                            "preempt-10001ms", "throttle-0%", "throttle-50", "throttle-1000000%",
+                            "Host-load"})
+        EXPECT_THROW(parse_phase(bad), std::invalid_argument) << bad;
+}
+
+TEST(Schedule, AbbaAlternatesDirection) {
+    auto s = build_schedule(2, 4, Order::kAbba, 1);
+    std::vector<Slot> want{{0, 1}, {1, 1}, {1, 2}, {0, 2}, {0, 3}, {1, 3}, {1, 4}, {0, 4}};
+    EXPECT_EQ(s, want);
+    auto t = build_schedule(3, 2, Order::kAbba, 1);
+    std::vector<Slot> want3{{0, 1}, {1, 1}, {2, 1}, {2, 2}, {1, 2}, {0, 2}};
+    EXPECT_EQ(t, want3);
+}
+
+TEST(Schedule, EveryPhaseOncePerRepetition) {
+    for (Order o : {Order::kAbba, Order::kShuffle}) {
+        auto s = build_schedule(4, 5, o, 42);
+        ASSERT_EQ(s.size(), 20u);
+        for (uint32_t rep = 1; rep <= 5; ++rep) {
+            std::set<uint32_t> seen;
+            for (size_t i = (rep - 1) * 4; i < rep * 4; ++i) {
+                EXPECT_EQ(s[i].rep, rep);  // repetition by repetition
+                seen.insert(s[i].phase);
+            }
+            EXPECT_EQ(seen.size(), 4u);
+        }
+    }
+}
+
+TEST(Schedule, ShuffleIsSeededAndBalanced) {
+    EXPECT_EQ(build_schedule(3, 10, Order::kShuffle, 7), build_schedule(3, 10, Order::kShuffle, 7));
+    EXPECT_NE(build_schedule(3, 10, Order::kShuffle, 7), build_schedule(3, 10, Order::kShuffle, 8));
+    // Over many repetitions every phase comes first about equally often: position is not
+    // confounded with condition.
+    std::map<uint32_t, int> first;
+    auto s = build_schedule(3, 3000, Order::kShuffle, 1);
+    for (size_t i = 0; i < s.size(); i += 3) first[s[i].phase]++;
+    for (uint32_t p = 0; p < 3; ++p) EXPECT_NEAR(first[p], 1000, 100) << p;
+}
+
+TEST(Schedule, OrderNames) {
+    EXPECT_EQ(parse_order("abba"), Order::kAbba);
+    EXPECT_EQ(parse_order("shuffle"), Order::kShuffle);
+    EXPECT_STREQ(order_name(Order::kShuffle), "shuffle");
+    EXPECT_THROW(parse_order("ABBA"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace spinlab::run

@@ -1,0 +1,421 @@
+// experiments/runner/results.cc: see results.h.
+#include "results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "json_writer.h"
+
+namespace fs = std::filesystem;
+
+namespace spinlab::run {
+namespace {
+
+using collect::JsonWriter;
+
+void histogram(JsonWriter& j, const char* key, const uint64_t (&h)[kHistBuckets]) {
+    j.key(key).begin_array();
+    for (uint64_t v : h) j.value(v);
+    j.end_array();
+}
+
+void stamp(JsonWriter& j, const char* key, const Stamp& s) {
+    j.key(key).begin_object();
+    j.key("guest_tsc");
+    if (s.guest_tsc)
+        j.value(*s.guest_tsc);
+    else
+        j.value(uint64_t(0));
+    j.field("wall", s.wall);
+    j.end_object();
+}
+
+// JsonWriter writes a non-finite double as null (JSON has no NaN): the one way to write null.
+void null_value(JsonWriter& j) { j.value(std::numeric_limits<double>::quiet_NaN()); }
+
+bool starts_with_any(const std::string& s, const std::vector<std::string>& prefixes) {
+    for (const auto& p : prefixes)
+        if (s.rfind(p, 0) == 0) return true;
+    return false;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : line) {
+        if (c == ',') {
+            out.push_back(cur);
+            cur.clear();
+        } else if (c != '\r') {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+uint64_t csv_u64(const std::string& v, size_t line_no, const char* what) {
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+        throw std::runtime_error("line " + std::to_string(line_no) + ": " + what +
+                                 " is not a whole number: '" + v + "'");
+    return std::stoull(v);
+}
+
+// Column index of `name` in a CSV header, or throws.
+size_t column(const std::vector<std::string>& header, const char* name, const char* file) {
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) return i;
+    throw std::runtime_error(std::string(file) + " has no column '" + name + "'");
+}
+
+}  // namespace
+
+const char* lhp_key(uint32_t c) {
+    switch (LhpClass(c)) {
+        case LhpClass::kNeither:
+            return "neither";
+        case LhpClass::kHolderPreempted:
+            return "holder_preempted";
+        case LhpClass::kWaiterPreempted:
+            return "waiter_preempted";
+        case LhpClass::kBoth:
+            return "both";
+        case LhpClass::kUnknown:
+            return "unknown";
+    }
+    return "unknown";
+}
+
+std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
+                                                const collect::ClassNames& names,
+                                                const std::string& program,
+                                                const std::vector<std::string>& prefixes,
+                                                double duration_s) {
+    std::map<std::string, WorkloadOps> out;
+    uint64_t ops = 0;
+    bool any = false;
+    for (const auto& cpu : counters.cpus)
+        for (uint32_t id = 0; id < cpu.classes.size(); ++id)
+            if (starts_with_any(names.name(id), prefixes)) {
+                ops += cpu.classes[id].acquisitions;
+                any = true;
+            }
+    if (any || !prefixes.empty()) {
+        WorkloadOps w;
+        w.ops = ops;
+        w.ops_per_s = duration_s > 0 ? double(ops) / duration_s : 0;
+        out[program] = w;
+    }
+    return out;
+}
+
+std::string snapshot_json(const SnapshotRecord& r) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("phase", r.phase);
+    j.field("rep", r.rep);
+    stamp(j, "start", r.start);
+    stamp(j, "end", r.end);
+    j.field("duration_s", r.duration_s);
+    j.key("workload").begin_object();
+    for (const auto& [name, w] : r.workload) {
+        j.key(name).begin_object();
+        j.field("ops", w.ops);
+        j.field("ops_per_s", w.ops_per_s);
+        j.end_object();
+    }
+    j.end_object();
+    j.key("cpus").begin_array();
+    for (const auto& cpu : r.counters.cpus) {
+        j.begin_object();
+        j.field("cpu", cpu.cpu);
+        j.key("classes").begin_object();
+        for (uint32_t id = 0; id < cpu.classes.size(); ++id) {
+            const LockClassPerf& c = cpu.classes[id];
+            if (c.acquisitions == 0) continue;  // the contract lets empty classes be left out
+            j.key(r.names.name(id)).begin_object();
+            j.field("acquisitions", c.acquisitions);
+            j.field("uncontended", c.uncontended);
+            j.field("overflow", c.wait_overflow);
+            histogram(j, "wait_buckets", c.wait_hist);
+            histogram(j, "hold_buckets", c.hold_hist);
+            j.field("wait_sum", c.wait_cycles_sum);
+            j.field("wait_max", c.wait_cycles_max);
+            j.field("hold_sum", c.hold_cycles_sum);
+            j.field("hold_max", c.hold_cycles_max);
+            j.field("long_holds", c.long_holds);
+            j.key("lhp").begin_object();
+            for (uint32_t k = 0; k < kLhpClassCount; ++k) {
+                j.key(lhp_key(k)).begin_object();
+                j.field("count", c.lhp_count[k]);
+                j.field("cycles", c.lhp_cycles[k]);
+                j.end_object();
+            }
+            j.end_object();
+            j.end_object();
+        }
+        j.end_object();
+        j.end_object();
+    }
+    j.end_array();
+    if (r.long_waits) {
+        j.key("long_waits").begin_array();
+        for (const auto& w : r.long_waits->entries) {
+            j.begin_object();
+            j.field("cpu", w.cpu);
+            j.field("class", w.class_name);
+            j.field("start_tsc", w.start_tsc);
+            j.field("wait_cycles", w.wait_cycles);
+            j.key("holder_cpu");
+            if (w.holder_cpu)
+                j.value(*w.holder_cpu);
+            else
+                null_value(j);
+            j.field("lhp_class", lhp_key(w.lhp_class));
+            j.end_object();
+        }
+        j.end_array();
+        j.field("long_waits_min_cycles", r.long_waits->min_cycles);
+        j.field("long_waits_dropped", r.long_waits->dropped);
+    }
+    j.end_object();
+    return j.take() + "\n";
+}
+
+std::string status_json(bool complete, const std::string& reason, const std::vector<Done>& done) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("state", complete ? "complete" : "partial");
+    j.field("reason", reason);
+    j.key("done").begin_array();
+    for (const Done& d : done) {
+        j.begin_array();
+        j.value(d.phase);
+        j.value(d.rep);
+        j.end_array();
+    }
+    j.end_array();
+    j.end_object();
+    return j.take() + "\n";
+}
+
+std::string clock_json(const collect::ClockFit& fit) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
+    j.field("drift_ppm", fit.drift_ppm);
+    j.field("ref_guest_tsc", fit.guest_ref);
+    j.field("samples", uint64_t(fit.used));
+    j.field("residual_cycles", fit.residual_rms);
+    j.field("max_bracket_cycles", fit.max_width);
+    j.field("samples_taken", uint64_t(fit.total));
+    j.end_object();
+    return j.take() + "\n";
+}
+
+std::vector<Freeze> parse_preempt_csv(const std::string& text) {
+    std::vector<Freeze> out;
+    std::istringstream in(text);
+    std::string line;
+    std::vector<std::string> header;
+    size_t tid = 0, begin = 0, end = 0, n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.empty()) continue;
+        auto f = split_csv_line(line);
+        if (header.empty()) {
+            header = f;
+            tid = column(header, "tid", "the preempt CSV");
+            begin = column(header, "begin_tsc", "the preempt CSV");
+            end = column(header, "end_tsc", "the preempt CSV");
+            continue;
+        }
+        if (f.size() != header.size())
+            throw std::runtime_error("the preempt CSV, line " + std::to_string(n) + ": " +
+                                     std::to_string(f.size()) + " fields, the header has " +
+                                     std::to_string(header.size()));
+        out.push_back({csv_u64(f[tid], n, "tid"), csv_u64(f[begin], n, "begin_tsc"),
+                       csv_u64(f[end], n, "end_tsc")});
+    }
+    return out;
+}
+
+std::string convert_timeline(const std::string& load_csv, const std::string& phase, uint32_t rep,
+                             const std::vector<Freeze>& freezes) {
+    std::ostringstream out;
+    std::istringstream in(load_csv);
+    std::string line;
+    std::vector<std::string> header;
+    size_t c_tid = 0, c_vcpu = 0, c_state = 0, c_start = 0, c_end = 0, n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.empty()) continue;
+        auto f = split_csv_line(line);
+        if (header.empty()) {
+            header = f;
+            c_tid = column(header, "tid", "the timeline CSV");
+            c_vcpu = column(header, "vcpu", "the timeline CSV");
+            c_state = column(header, "state", "the timeline CSV");
+            c_start = column(header, "start_tsc", "the timeline CSV");
+            c_end = column(header, "end_tsc", "the timeline CSV");
+            continue;
+        }
+        if (f.size() != header.size())
+            throw std::runtime_error("the timeline CSV, line " + std::to_string(n) + ": " +
+                                     std::to_string(f.size()) + " fields, the header has " +
+                                     std::to_string(header.size()));
+        uint64_t tid = csv_u64(f[c_tid], n, "tid");
+        uint64_t vcpu = csv_u64(f[c_vcpu], n, "vcpu");
+        uint64_t start = csv_u64(f[c_start], n, "start_tsc");
+        uint64_t end = csv_u64(f[c_end], n, "end_tsc");
+        std::string state = f[c_state];
+        if (state != "on" && state != "off")
+            throw std::runtime_error("the timeline CSV, line " + std::to_string(n) +
+                                     ": state must be on or off, not '" + state + "'");
+        if (state == "off")
+            for (const Freeze& z : freezes)
+                if (z.tid == tid && z.begin_tsc < end && start < z.end_tsc) {
+                    state = "frozen";
+                    break;
+                }
+        out << vcpu << "," << tid << "," << state << "," << start << "," << end << "," << phase
+            << "," << rep << "\n";
+    }
+    if (header.empty()) throw std::runtime_error("the timeline CSV is empty (no header)");
+    return out.str();
+}
+
+std::string contract_clock_name(const std::string& c) {
+    if (c == "lfence") return "lfence_rdtsc";
+    if (c == "cpuid") return "cpuid_rdtsc";
+    return c;
+}
+
+std::string meta_json(const Meta& m) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("run_id", m.run_id);
+    j.field("date", m.date);
+    j.field("git_rev", m.git_rev);
+    j.key("host").begin_object();
+    j.field("cpu_model", m.host.cpu_model);
+    j.field("kernel", m.host.kernel);
+    j.field("cpus", m.host.cpus);
+    j.field("tsc_hz", m.host.tsc_hz);
+    j.end_object();
+    j.field("qemu_version", m.qemu_version);
+    j.key("libvirt_version");
+    if (m.libvirt_version)
+        j.value(*m.libvirt_version);
+    else
+        null_value(j);
+    j.field("accelerator", m.accelerator);
+    j.field("backend", m.backend);
+    j.field("vcpus", m.vcpus);
+    j.field("memory_mb", m.memory_mb);
+    j.field("lock", m.lock);
+    j.field("pause", m.pause);
+    j.field("clock", m.clock);
+    j.field("pinning", m.pinning);
+    j.field("guest_tsc_hz", m.guest_tsc_hz);
+    j.field("workload", m.workload);
+    j.field("kernel_append", m.kernel_append);
+    j.key("phases").begin_array();
+    for (const auto& p : m.phases) j.value(p);
+    j.end_array();
+    j.field("repetitions", m.repetitions);
+    j.field("order", m.order);
+    j.field("seed", m.seed);
+    j.key("plan").begin_array();
+    for (const Done& d : m.plan) {
+        j.begin_array();
+        j.value(d.phase);
+        j.value(d.rep);
+        j.end_array();
+    }
+    j.end_array();
+    j.field("duration_s", m.duration_s);
+    j.field("warmup_s", m.warmup_s);
+    j.field("vm_name", m.vm_name);
+    j.key("vcpu_thread_ids").begin_array();
+    for (uint64_t t : m.vcpu_thread_ids) j.value(t);
+    j.end_array();
+    j.field("guest_build_id", m.guest_build_id);
+    j.field("guest_hypervisor", m.guest_hypervisor);
+    j.field("runner", m.runner_version);
+    j.end_object();
+    return j.take() + "\n";
+}
+
+void write_file(const std::string& path, const std::string& content) {
+    const std::string tmp = path + ".tmp";
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+    size_t off = 0;
+    while (off < content.size()) {
+        ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp.c_str());
+            throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
+        }
+        off += size_t(n);
+    }
+    fdatasync(fd);
+    close(fd);
+    if (rename(tmp.c_str(), path.c_str()) != 0)
+        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+}
+
+std::string make_run_dir(const std::string& output, std::string& run_id) {
+    std::error_code ec;
+    fs::create_directories(output, ec);
+    if (ec) throw std::runtime_error("cannot create " + output + ": " + ec.message());
+    std::string id = run_id;
+    for (int k = 2; fs::exists(fs::path(output) / id); ++k) id = run_id + "-" + std::to_string(k);
+    run_id = id;
+    fs::path dir = fs::path(output) / id;
+    fs::create_directories(dir / "snapshots", ec);
+    if (ec) throw std::runtime_error("cannot create " + (dir / "snapshots").string() + ": " + ec.message());
+    // results/latest -> <run-id>, replaced atomically.
+    fs::path link = fs::path(output) / "latest";
+    fs::path tmp = fs::path(output) / (".latest-" + std::to_string(getpid()));
+    fs::remove(tmp, ec);
+    fs::create_directory_symlink(id, tmp, ec);
+    if (ec) throw std::runtime_error("cannot create the symlink " + tmp.string() + ": " + ec.message());
+    if (fs::exists(fs::symlink_status(link)) && !fs::is_symlink(fs::symlink_status(link))) {
+        fs::remove(tmp, ec);
+        throw std::runtime_error(link.string() + " exists and is not a symlink: move it away");
+    }
+    fs::rename(tmp, link, ec);
+    if (ec) throw std::runtime_error("cannot point " + link.string() + " at " + id + ": " + ec.message());
+    return dir.string();
+}
+
+std::string iso_utc(uint64_t realtime_ns) {
+    time_t t = time_t(realtime_ns / 1'000'000'000ull);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char buf[32];
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace spinlab::run

@@ -1,0 +1,142 @@
+// experiments/runner/results.h: results/<run-id>/ as analysis/README.md defines it (format 1):
+// spec.ini, meta.json, status.json, snapshots/<phase>-r<rep>.json, timeline.csv, clock.json.
+// The JSON texts are built by pure functions (tested against the contract); files are written
+// whole to a temporary name and renamed, so a reader (or a crash) never sees half a file.
+#pragma once
+#include <spinlab/perfdata.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clock_sync.h"
+#include "snapshot.h"
+
+namespace spinlab::run {
+
+inline constexpr int kResultsFormat = 1;
+
+// The contract's LHP class key for a guest LhpClass ("holder_preempted", ...).
+const char* lhp_key(uint32_t lhp_class);
+
+struct Stamp {
+    std::optional<uint64_t> guest_tsc;
+    std::string wall;  // ISO 8601 UTC
+};
+
+struct LongWaitEntry {
+    uint32_t cpu = 0;
+    std::string class_name;
+    uint64_t start_tsc = 0;
+    uint64_t wait_cycles = 0;
+    std::optional<uint32_t> holder_cpu;
+    uint32_t lhp_class = uint32_t(LhpClass::kUnknown);
+};
+
+struct LongWaits {
+    std::vector<LongWaitEntry> entries;
+    uint64_t min_cycles = 0;
+    uint64_t dropped = 0;
+};
+
+struct WorkloadOps {
+    uint64_t ops = 0;
+    double ops_per_s = 0;
+};
+
+struct SnapshotRecord {
+    std::string phase;
+    uint32_t rep = 1;
+    Stamp start, end;
+    double duration_s = 0;
+    std::map<std::string, WorkloadOps> workload;
+    collect::Snapshot counters;  // the repetition's counts (a delta since the reset)
+    collect::ClassNames names;
+    std::optional<LongWaits> long_waits;  // nullopt: the guest could not list them (key omitted)
+};
+
+std::string snapshot_json(const SnapshotRecord& r);
+
+// Throughput per workload: acquisitions of classes whose name starts with one of `prefixes`,
+// reported under `program`'s name.
+std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
+                                                const collect::ClassNames& names,
+                                                const std::string& program,
+                                                const std::vector<std::string>& prefixes,
+                                                double duration_s);
+
+struct Done {
+    std::string phase;
+    uint32_t rep;
+};
+std::string status_json(bool complete, const std::string& reason, const std::vector<Done>& done);
+
+// clock.json from a fit (fit.ok must hold).
+std::string clock_json(const collect::ClockFit& fit);
+
+// One freeze of a vCPU thread, host TSC, from spinlab-load preempt's CSV.
+struct Freeze {
+    uint64_t tid = 0;
+    uint64_t begin_tsc = 0;
+    uint64_t end_tsc = 0;
+};
+std::vector<Freeze> parse_preempt_csv(const std::string& text);
+
+// spinlab-load timeline's CSV (tid,vcpu,state,start_tsc,end_tsc,...) to the contract's rows
+// (vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep), no header. An `off` interval that
+// overlaps a freeze of its thread becomes `frozen`. Throws std::runtime_error naming the line
+// that does not parse.
+std::string convert_timeline(const std::string& load_csv, const std::string& phase, uint32_t rep,
+                             const std::vector<Freeze>& freezes);
+inline constexpr const char* kTimelineHeader =
+    "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep\n";
+
+struct HostInfo {
+    std::string cpu_model;
+    std::string kernel;
+    uint32_t cpus = 0;
+    uint64_t tsc_hz = 0;
+};
+
+struct Meta {
+    std::string run_id, date, git_rev;
+    HostInfo host;
+    std::string qemu_version;
+    std::optional<std::string> libvirt_version;
+    std::string accelerator, backend;
+    uint32_t vcpus = 0, memory_mb = 0;
+    std::string lock, clock;  // contract spellings (clock: lfence_rdtsc|rdtscp|cpuid_rdtsc)
+    bool pause = true;
+    std::string pinning;
+    uint64_t guest_tsc_hz = 0;
+    std::string workload;  // the init= line
+    std::string kernel_append;
+    std::vector<std::string> phases;
+    uint32_t repetitions = 0;
+    std::string order;
+    uint64_t seed = 0;
+    std::vector<Done> plan;  // the order the repetitions run in
+    double duration_s = 0, warmup_s = 0;
+    std::string vm_name;
+    std::vector<uint64_t> vcpu_thread_ids;
+    std::string guest_build_id, guest_hypervisor;
+    std::string runner_version;
+};
+std::string meta_json(const Meta& m);
+
+// The contract's clock name for a kernel clock= value.
+std::string contract_clock_name(const std::string& clock_option);
+
+// Writes `content` to dir/name through a temporary file and rename. Throws std::runtime_error.
+void write_file(const std::string& path, const std::string& content);
+
+// Creates <output>/<run_id>/ and <output>/<run_id>/snapshots/ (a numeric suffix when the id
+// exists already) and returns the directory; points <output>/latest at it.
+std::string make_run_dir(const std::string& output, std::string& run_id);
+
+// ISO 8601 UTC of a CLOCK_REALTIME nanosecond time, "2025-01-01T12:00:01Z".
+std::string iso_utc(uint64_t realtime_ns);
+
+}  // namespace spinlab::run

@@ -1,0 +1,226 @@
+// experiments/runner/results_test.cc: the results directory against the analysis contract
+// (analysis/README.md): the JSON texts' fields, the timeline conversion, and a whole directory
+// written by these functions that analysis/spinlab-report reads without complaint.
+#include "results.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+namespace pt = boost::property_tree;
+
+namespace spinlab::run {
+namespace {
+
+pt::ptree parse_json(const std::string& text) {
+    std::istringstream in(text);
+    pt::ptree t;
+    pt::read_json(in, t);
+    return t;
+}
+
+// Two CPUs, class 0 "lockbench.0" with `waits` contended waits in bucket `k`, class 1 idle.
+SnapshotRecord record(const std::string& phase, uint32_t rep, int k, uint64_t waits) {
+    SnapshotRecord r;
+    r.phase = phase;
+    r.rep = rep;
+    r.start = {1000, "2025-01-01T12:00:00Z"};
+    r.end = {9000, "2025-01-01T12:00:02Z"};
+    r.duration_s = 2.0;
+    r.names.names = {"lockbench.0", "sched"};
+    for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+        collect::CpuSnapshot c = collect::empty_cpu(cpu);
+        LockClassPerf& p = c.classes[0];
+        p.uncontended = 1000;
+        p.wait_hist[k] = waits;
+        p.wait_hist[9] += 50;
+        p.wait_overflow = 0;  // an overflow is a problem the report names
+        p.acquisitions = p.uncontended + waits + 50 + p.wait_overflow;
+        p.lhp_count[uint32_t(LhpClass::kUnknown)] = waits + 50;
+        p.hold_hist[8] = 10;
+        r.counters.cpus.push_back(c);
+    }
+    r.workload = workload_ops(r.counters, r.names, "lockbench", {"lockbench"}, r.duration_s);
+    LongWaits lw;
+    lw.min_cycles = 1 << 20;
+    lw.entries.push_back({0, "lockbench.0", 5000, uint64_t(1) << 23, 1, uint32_t(LhpClass::kUnknown)});
+    lw.entries.push_back({1, "lockbench.0", 6000, uint64_t(1) << 22, std::nullopt, uint32_t(LhpClass::kHolderPreempted)});
+    r.long_waits = lw;
+    return r;
+}
+
+TEST(Results, SnapshotFollowsTheContract) {
+    pt::ptree t = parse_json(snapshot_json(record("host-load", 2, 23, 7)));
+    EXPECT_EQ(t.get<int>("format"), 1);
+    EXPECT_EQ(t.get<std::string>("phase"), "host-load");
+    EXPECT_EQ(t.get<int>("rep"), 2);
+    EXPECT_EQ(t.get<uint64_t>("start.guest_tsc"), 1000u);
+    EXPECT_EQ(t.get<std::string>("end.wall"), "2025-01-01T12:00:02Z");
+    EXPECT_EQ(t.get<uint64_t>("workload.lockbench.ops"), 2u * (1000 + 7 + 50));
+    EXPECT_DOUBLE_EQ(t.get<double>("workload.lockbench.ops_per_s"), (1000 + 7 + 50));
+    int cpus = 0;
+    for (const auto& [k, cpu] : t.get_child("cpus")) {
+        EXPECT_EQ(cpu.get<int>("cpu"), cpus++);
+        const pt::ptree& cls = cpu.get_child("classes");
+        EXPECT_EQ(cls.count("sched"), 0u);  // no acquisitions: left out
+        // ptree treats dots as paths: look the class up by key.
+        auto it = cls.find("lockbench.0");
+        ASSERT_NE(it, cls.not_found());
+        const pt::ptree& c = it->second;
+        uint64_t sum = 0;
+        int n = 0;
+        for (const auto& [kk, b] : c.get_child("wait_buckets")) {
+            sum += b.get_value<uint64_t>();
+            ++n;
+        }
+        EXPECT_EQ(n, 64);
+        EXPECT_EQ(c.get_child("hold_buckets").size(), 64u);
+        EXPECT_EQ(c.get<uint64_t>("uncontended") + sum + c.get<uint64_t>("overflow"),
+                  c.get<uint64_t>("acquisitions"));
+        EXPECT_EQ(c.get<uint64_t>("lhp.unknown.count"), 57u);
+        EXPECT_EQ(c.get<uint64_t>("lhp.holder_preempted.count"), 0u);
+    }
+    EXPECT_EQ(cpus, 2);
+    EXPECT_EQ(t.get_child("long_waits").size(), 2u);
+    auto lw = t.get_child("long_waits").begin();
+    EXPECT_EQ(lw->second.get<int>("holder_cpu"), 1);
+    EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "unknown");
+    ++lw;
+    EXPECT_EQ(lw->second.get<std::string>("holder_cpu"), "null");
+    EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "holder_preempted");
+    EXPECT_EQ(t.get<uint64_t>("long_waits_min_cycles"), 1u << 20);
+}
+
+TEST(Results, NoLongWaitListOmitsTheKey) {
+    SnapshotRecord r = record("idle-host", 1, 9, 3);
+    r.long_waits.reset();
+    pt::ptree t = parse_json(snapshot_json(r));
+    EXPECT_EQ(t.count("long_waits"), 0u);
+    EXPECT_EQ(t.count("long_waits_min_cycles"), 0u);
+}
+
+TEST(Results, StatusAndClock) {
+    pt::ptree s = parse_json(status_json(false, "interrupted by SIGINT", {{"idle-host", 1}, {"host-load", 1}}));
+    EXPECT_EQ(s.get<std::string>("state"), "partial");
+    EXPECT_EQ(s.get<std::string>("reason"), "interrupted by SIGINT");
+    EXPECT_EQ(s.get_child("done").size(), 2u);
+    EXPECT_EQ(parse_json(status_json(true, "all done", {})).get<std::string>("state"), "complete");
+
+    collect::ClockFit fit;
+    fit.ok = true;
+    fit.guest_ref = 1000;
+    fit.host_ref = 6000;
+    fit.intercept = 10;
+    fit.drift_ppm = 2.5;
+    fit.used = 8;
+    pt::ptree c = parse_json(clock_json(fit));
+    EXPECT_EQ(c.get<int64_t>("offset_cycles"), 5010);
+    EXPECT_DOUBLE_EQ(c.get<double>("drift_ppm"), 2.5);
+    EXPECT_EQ(c.get<uint64_t>("ref_guest_tsc"), 1000u);
+    EXPECT_EQ(c.get<int>("samples"), 8);
+}
+
+TEST(Results, TimelineConversion) {
+    const std::string load =
+        "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu\n"
+        "501,0,on,100,200,1,2,,0\n"
+        "501,0,off,200,300,2,3,R,0\n"
+        "502,1,off,150,400,1,4,S,1\n"
+        "501,0,off,500,600,5,6,D,0\n";
+    std::vector<Freeze> freezes = parse_preempt_csv(
+        "seq,tid,vcpu,planned_ns,begin_ns,begin_tsc,frozen_ns,frozen_tsc,end_ns,end_tsc\n"
+        "0,501,0,0,0,490,0,495,0,610\n");
+    ASSERT_EQ(freezes.size(), 1u);
+    EXPECT_EQ(convert_timeline(load, "preempt-10ms", 3, freezes),
+              "0,501,on,100,200,preempt-10ms,3\n"
+              "0,501,off,200,300,preempt-10ms,3\n"
+              "1,502,off,150,400,preempt-10ms,3\n"
+              "0,501,frozen,500,600,preempt-10ms,3\n");
+    try {
+        convert_timeline("tid,vcpu,state,start_tsc,end_tsc\n1,0,maybe,1,2\n", "x", 1, {});
+        FAIL();
+    } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), "the timeline CSV, line 2: state must be on or off, not 'maybe'");
+    }
+    EXPECT_THROW(convert_timeline("tid,state\n", "x", 1, {}), std::runtime_error);
+    EXPECT_THROW(convert_timeline("", "x", 1, {}), std::runtime_error);
+}
+
+TEST(Results, RunDirAndLatest) {
+    std::string out = testing::TempDir() + "results_test_" + std::to_string(getpid());
+    fs::remove_all(out);
+    std::string id = "r1";
+    std::string a = make_run_dir(out, id);
+    EXPECT_EQ(id, "r1");
+    EXPECT_TRUE(fs::is_directory(a + "/snapshots"));
+    std::string id2 = "r1";
+    std::string b = make_run_dir(out, id2);
+    EXPECT_EQ(id2, "r1-2");  // never overwrites an earlier run
+    EXPECT_EQ(fs::read_symlink(out + "/latest").string(), "r1-2");
+    fs::remove_all(out);
+}
+
+// The whole directory, as a short run writes it, read by the real analysis.
+TEST(Results, SpinlabReportAcceptsIt) {
+    std::string report = std::string(SPINLAB_SOURCE_DIR) + "/analysis/spinlab-report";
+    if (access(report.c_str(), X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0)
+        GTEST_SKIP() << "analysis/spinlab-report or /usr/bin/python3 missing";
+    std::string out = testing::TempDir() + "results_report_" + std::to_string(getpid());
+    fs::remove_all(out);
+    std::string id = "run";
+    std::string dir = make_run_dir(out, id);
+    Meta m;
+    m.run_id = id;
+    m.date = "2025-01-01T12:00:00Z";
+    m.accelerator = "tcg";
+    m.backend = "qemu";
+    m.vcpus = 2;
+    m.lock = "tas";
+    m.clock = contract_clock_name("lfence");
+    m.host.tsc_hz = 2'600'000'000;
+    m.guest_tsc_hz = 2'600'000'000;
+    m.phases = {"idle-host", "host-load"};
+    m.repetitions = 2;
+    write_file(dir + "/meta.json", meta_json(m));
+    std::vector<Done> done;
+    for (uint32_t rep = 1; rep <= 2; ++rep) {
+        write_file(dir + "/snapshots/idle-host-r" + std::to_string(rep) + ".json",
+                   snapshot_json(record("idle-host", rep, 10, 100)));
+        write_file(dir + "/snapshots/host-load-r" + std::to_string(rep) + ".json",
+                   snapshot_json(record("host-load", rep, 23, 40 + rep)));
+        done.push_back({"idle-host", rep});
+        done.push_back({"host-load", rep});
+    }
+    write_file(dir + "/timeline.csv", std::string(kTimelineHeader) + "0,501,on,0,4000,host-load,1\n"
+                                                                     "0,501,off,4000,9000,host-load,1\n"
+                                                                     "1,502,on,0,9000,host-load,1\n");
+    collect::ClockFit fit;
+    fit.ok = true;
+    fit.used = 4;
+    write_file(dir + "/clock.json", clock_json(fit));
+    write_file(dir + "/status.json", status_json(true, "all 4 repetitions done", done));
+    std::string cmd = report + " " + dir + " > " + out + "/report.out 2>&1";
+    int rc = std::system(cmd.c_str());
+    std::ifstream log(out + "/report.out");
+    std::stringstream ss;
+    ss << log.rdbuf();
+    ASSERT_EQ(rc, 0) << ss.str();
+    ASSERT_TRUE(fs::exists(dir + "/summary.json")) << ss.str();
+    pt::ptree s;
+    pt::read_json(dir + "/summary.json", s);
+    EXPECT_EQ(s.get<std::string>("state"), "complete");
+    EXPECT_EQ(s.get<std::string>("phases.host-load.status"), "ok");
+    EXPECT_EQ(s.get_child("phases.host-load.repetitions").size(), 2u);
+    // Problems would mean the contract was broken somewhere.
+    EXPECT_EQ(s.get_child("problems").size(), 0u) << ss.str();
+    fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace spinlab::run

@@ -1,0 +1,96 @@
+// experiments/runner/spec.h: the experiment spec. One INI file (Boost.Program_options' config
+// file parser) whose every key is also a command-line option with the section as a prefix:
+// `[vm] cpus = 2` in the file and `--vm.cpus 2` on the command line say the same thing, and the
+// command line wins. Parsed into a Spec returned by value; every bad key, value or range is a
+// SpecError whose message names the key (and the file when it came from one).
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "phase.h"
+
+namespace spinlab::run {
+
+class SpecError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct VmSpec {
+    std::string name;        // empty: "run<pid>"
+    std::string attach;      // an already running VM's name: neither started nor stopped
+    uint32_t cpus = 2;
+    uint32_t memory_mb = 256;
+    std::string accel = "auto";    // auto | kvm | tcg
+    std::string backend = "qemu";  // qemu | libvirt
+    std::string lock = "tas";      // tas | ticket | mcs | pv
+    std::string clock = "lfence";  // lfence | rdtscp | cpuid
+    bool pause = true;
+    uint32_t hz = 0;                // 0: the kernel's default timer rate
+    std::vector<uint32_t> pin;      // one host CPU per vCPU, or empty
+    std::string kernel;             // empty: spinlab-vm's default (build/kernel/spinlab.elf)
+    std::string initrd;
+    std::string append;             // more kernel options, before init=
+    double boot_timeout_s = 60;     // until the region is laid out and the channel answers
+};
+
+struct WorkloadSpec {
+    std::string program = "lockbench";  // /bin/<program> in the guest (init=)
+    std::string args;
+    bool kmix = true;                   // kmix alongside (see init_line())
+    std::string kmix_args = "--duration-ms 0";
+    // Lock classes whose acquisitions are the throughput: names starting with one of these.
+    std::vector<std::string> throughput_classes{"user"};
+};
+
+struct RunSpec {
+    std::vector<Phase> phases;
+    double duration_s = 8;
+    double warmup_s = 2;
+    uint32_t repetitions = 3;
+    uint64_t seed = 1;
+    Order order = Order::kAbba;
+    uint32_t preempt_period_ms = 100;
+    std::vector<uint32_t> preempt_vcpus{0};  // vCPU indexes frozen by preempt-Nms
+    std::vector<uint32_t> throttle_vcpus;    // empty: every vCPU
+    std::vector<uint32_t> hog_cpus;          // empty: every host CPU
+    uint32_t clock_samples = 4;              // per repetition
+    bool timeline = true;                    // record sched_switch (needs root and tracefs)
+};
+
+struct OutputSpec {
+    std::string dir = "results";
+    std::string run_id;  // empty: <UTC date>-<time>
+};
+
+struct Spec {
+    std::string spec_file;  // the --spec file, if any
+    VmSpec vm;
+    WorkloadSpec workload;
+    RunSpec run;
+    OutputSpec output;
+};
+
+struct ParsedSpec {
+    bool help = false;
+    bool dry_run = false;  // print the plan and exit
+    Spec spec;
+};
+
+// argv as given to main(). Throws SpecError.
+ParsedSpec parse_spec(int argc, const char* const* argv);
+
+// The --help text, ending with EXAMPLES.
+std::string usage_text();
+
+// The spec as run, as INI text every key of which parse_spec reads back to the same Spec.
+std::string to_ini(const Spec& s);
+
+// The kernel command line: options, then init= (which takes the rest of the line).
+std::string kernel_append(const Spec& s);
+// The init= value alone.
+std::string init_line(const WorkloadSpec& w);
+
+}  // namespace spinlab::run

@@ -1,0 +1,252 @@
+// experiments/runner/spec_test.cc: every bad key, value and range gives its own message
+// (golden), good specs parse to the fields, the command line wins over the file, and to_ini
+// reads back to the same spec.
+#include "spec.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace spinlab::run {
+namespace {
+
+ParsedSpec parse(std::initializer_list<std::string> args) {
+    std::vector<std::string> a{"spinlab-run"};
+    a.insert(a.end(), args);
+    std::vector<const char*> argv;
+    for (auto& s : a) argv.push_back(s.c_str());
+    return parse_spec(int(argv.size()), argv.data());
+}
+
+std::string error_of(std::initializer_list<std::string> args) {
+    try {
+        parse(args);
+    } catch (const SpecError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+std::string write_spec(const std::string& text) {
+    static int n = 0;
+    std::string path = testing::TempDir() + "spec_test_" + std::to_string(getpid()) + "_" +
+                       std::to_string(n++) + ".ini";
+    std::ofstream(path) << text;
+    return path;
+}
+
+const std::string kPhases = "--run.phases=idle-host";
+
+TEST(SpecParse, Defaults) {
+    ParsedSpec p = parse({kPhases});
+    EXPECT_EQ(p.spec.vm.cpus, 2u);
+    EXPECT_EQ(p.spec.vm.accel, "auto");
+    EXPECT_EQ(p.spec.run.repetitions, 3u);
+    EXPECT_EQ(p.spec.run.order, Order::kAbba);
+    ASSERT_EQ(p.spec.run.phases.size(), 1u);
+    EXPECT_EQ(p.spec.run.phases[0].name(), "idle-host");
+}
+
+TEST(SpecParse, FileAndCommandLineOverride) {
+    std::string f = write_spec(
+        "[vm]\ncpus = 4\nlock = ticket\npin = 0,1,0,1\n[run]\nphases = idle-host, host-load, "
+        "preempt-10ms, throttle-50%\nduration = 1.5\nrepetitions = 2\norder = shuffle\nseed = 9\n"
+        "[workload]\nargs = --locks 2\n[output]\ndir = /tmp/x\n");
+    ParsedSpec p = parse({"--spec", f, "--vm.lock", "mcs", "--vm.pin", "1,1,1,1"});
+    EXPECT_EQ(p.spec.vm.cpus, 4u);
+    EXPECT_EQ(p.spec.vm.lock, "mcs");  // the command line wins
+    EXPECT_EQ(p.spec.vm.pin, (std::vector<uint32_t>{1, 1, 1, 1}));  // sharing a host CPU is fine
+    ASSERT_EQ(p.spec.run.phases.size(), 4u);
+    EXPECT_EQ(p.spec.run.phases[2].freeze_ms, 10u);
+    EXPECT_EQ(p.spec.run.phases[3].quota_pct, 50u);
+    EXPECT_DOUBLE_EQ(p.spec.run.duration_s, 1.5);
+    EXPECT_EQ(p.spec.run.order, Order::kShuffle);
+    EXPECT_EQ(p.spec.run.seed, 9u);
+    EXPECT_EQ(p.spec.output.dir, "/tmp/x");
+}
+
+TEST(SpecParse, ToIniReadsBack) {
+    ParsedSpec a = parse({kPhases + ",host-load,preempt-5ms", "--vm.cpus", "3", "--vm.pin", "0,1,0",
+                          "--vm.pause", "off", "--workload.args", "--locks 4 --pattern spread",
+                          "--run.warmup", "0.5", "--output.run-id", "abc"});
+    std::string f = write_spec(to_ini(a.spec));
+    ParsedSpec b = parse({"--spec", f});
+    EXPECT_EQ(to_ini(b.spec).substr(to_ini(b.spec).find('\n')), to_ini(a.spec).substr(to_ini(a.spec).find('\n')));
+    EXPECT_EQ(b.spec.vm.pin, a.spec.vm.pin);
+    EXPECT_FALSE(b.spec.vm.pause);
+    EXPECT_EQ(b.spec.workload.args, "--locks 4 --pattern spread");
+}
+
+TEST(SpecParse, KernelCommandLine) {
+    ParsedSpec p = parse({kPhases, "--vm.lock", "pv", "--vm.clock", "cpuid", "--vm.hz", "250",
+                          "--workload.args", "--locks 1 --duration-ms 0", "--workload.kmix", "off"});
+    EXPECT_EQ(kernel_append(p.spec),
+              "lock=pv clock=cpuid pause=on hz=250 init=/bin/lockbench --locks 1 --duration-ms 0");
+}
+
+struct Golden {
+    std::vector<std::string> args;
+    std::string message;
+};
+
+class SpecErrors : public testing::TestWithParam<Golden> {};
+
+TEST_P(SpecErrors, NamesWhatIsWrong) {
+    const Golden& g = GetParam();
+    std::vector<std::string> a{"spinlab-run"};
+    a.insert(a.end(), g.args.begin(), g.args.end());
+    std::vector<const char*> argv;
+    for (auto& s : a) argv.push_back(s.c_str());
+    try {
+        parse_spec(int(argv.size()), argv.data());
+        FAIL() << "accepted; expected: " << g.message;
+    } catch (const SpecError& e) {
+        EXPECT_EQ(std::string(e.what()), g.message);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CommandLine, SpecErrors,
+    testing::Values(
+        Golden{{}, "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
+        Golden{{"--vm.cpu", "2"},
+               "unknown key 'cpu' in section [vm]; its keys are name, attach, cpus, memory, "
+               "accel, backend, lock, clock, pause, hz, pin, kernel, initrd, append, boot-timeout"},
+        Golden{{"--cpus", "2"}, "unknown option '--cpus'; see --help"},
+        Golden{{kPhases, "--vm.cpus", "0"}, "--vm.cpus = '0': must be a whole number from 1 to 64"},
+        Golden{{kPhases, "--vm.cpus", "65"}, "--vm.cpus = '65': must be a whole number from 1 to 64"},
+        Golden{{kPhases, "--vm.cpus", "-1"}, "--vm.cpus = '-1': must be a whole number from 1 to 64"},
+        Golden{{kPhases, "--vm.cpus", "2x"}, "--vm.cpus = '2x': must be a whole number from 1 to 64"},
+        Golden{{kPhases, "--vm.memory", "32"},
+               "--vm.memory = '32': must be a whole number from 64 to 65536"},
+        Golden{{kPhases, "--vm.accel", "xen"}, "--vm.accel = 'xen': must be one of auto, kvm, tcg"},
+        Golden{{kPhases, "--vm.backend", "vbox"}, "--vm.backend = 'vbox': must be one of qemu, libvirt"},
+        Golden{{kPhases, "--vm.lock", "queued"},
+               "--vm.lock = 'queued': must be one of tas, ticket, mcs, pv"},
+        Golden{{kPhases, "--vm.clock", "hpet"},
+               "--vm.clock = 'hpet': must be one of lfence, rdtscp, cpuid"},
+        Golden{{kPhases, "--vm.pause", "maybe"}, "--vm.pause = 'maybe': must be on or off"},
+        Golden{{kPhases, "--vm.hz", "5"},
+               "--vm.hz = '5': must be 0 (the default) or from 10 to 10000"},
+        Golden{{kPhases, "--vm.pin", "0"},
+               "--vm.pin = '0': names 1 host CPUs for 2 vCPUs (vm.cpus): give one per vCPU"},
+        Golden{{kPhases, "--vm.pin", "0,,1"},
+               "--vm.pin = '0,,1': has an empty item: write numbers separated by commas"},
+        Golden{{kPhases, "--run.preempt-vcpus", "0,0"}, "--run.preempt-vcpus = '0,0': names 0 twice"},
+        Golden{{kPhases, "--vm.name", "a b"},
+               "--vm.name = 'a b': must be 1 to 40 letters, digits, '-' or '_'"},
+        Golden{{kPhases, "--vm.append", "init=/bin/sh"},
+               "--vm.append = 'init=/bin/sh': must not set init=: the workload section does"},
+        Golden{{kPhases, "--vm.boot-timeout", "0"},
+               "--vm.boot-timeout = '0': must be a number of seconds from 1 to 3600"},
+        Golden{{kPhases, "--workload.program", "/bin/lockbench"},
+               "--workload.program = '/bin/lockbench': must be a program name from the guest's "
+               "/bin, e.g. lockbench"},
+        Golden{{kPhases, "--workload.args", "--name 'x y'"},
+               "--workload.args = '--name 'x y'': must not contain quotes, tabs or newlines (the "
+               "guest splits its command line on spaces and knows no quoting)"},
+        Golden{{kPhases, "--workload.kmix", "2"}, "--workload.kmix = '2': must be on or off"},
+        Golden{{"--run.phases", "idle-host,nap"},
+               "--run.phases = 'idle-host,nap': unknown phase 'nap': one of idle-host, host-load, "
+               "preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99)"},
+        Golden{{"--run.phases", "idle-host,idle-host"},
+               "--run.phases = 'idle-host,idle-host': names idle-host twice"},
+        Golden{{"--run.phases", "preempt-0ms"},
+               "--run.phases = 'preempt-0ms': 'preempt-0ms': the freeze must be 1 to 10000 ms"},
+        Golden{{"--run.phases", "throttle-100%"},
+               "--run.phases = 'throttle-100%': 'throttle-100%': the quota must be 1 to 99 percent"},
+        Golden{{"--run.phases", "preempt-100ms"},
+               "--run.phases = 'preempt-100ms': preempt-100ms freezes for at least the whole "
+               "period (run.preempt-period-ms = 100)"},
+        Golden{{"--run.phases", ""}, "--run.phases = '': must name at least one phase"},
+        Golden{{kPhases, "--run.duration", "0"},
+               "--run.duration = '0': must be a number of seconds above 0 and at most 86400"},
+        Golden{{kPhases, "--run.duration", "abc"},
+               "--run.duration = 'abc': must be a number of seconds above 0 and at most 86400"},
+        Golden{{kPhases, "--run.warmup", "-1"},
+               "--run.warmup = '-1': must be a number of seconds from 0 to 3600"},
+        Golden{{kPhases, "--run.repetitions", "0"},
+               "--run.repetitions = '0': must be a whole number from 1 to 100"},
+        Golden{{kPhases, "--run.seed", "x"},
+               "--run.seed = 'x': must be a whole number from 0 to 18446744073709551615"},
+        Golden{{kPhases, "--run.order", "random"}, "--run.order = 'random': must be abba or shuffle"},
+        Golden{{kPhases, "--run.preempt-period-ms", "1"},
+               "--run.preempt-period-ms = '1': must be a whole number from 2 to 60000"},
+        Golden{{kPhases, "--run.preempt-vcpus", "2"},
+               "--run.preempt-vcpus = '2': vCPU 2 does not exist with vm.cpus = 2"},
+        Golden{{kPhases, "--run.preempt-vcpus", ""},
+               "--run.preempt-vcpus = '': must name at least one number"},
+        Golden{{kPhases, "--run.throttle-vcpus", "5"},
+               "--run.throttle-vcpus = '5': vCPU 5 does not exist with vm.cpus = 2"},
+        Golden{{kPhases, "--run.clock-samples", "65"},
+               "--run.clock-samples = '65': must be a whole number from 0 to 64"},
+        Golden{{kPhases, "--run.timeline", "sometimes"}, "--run.timeline = 'sometimes': must be on or off"},
+        Golden{{kPhases, "--output.dir", ""}, "--output.dir = '': must name a directory"},
+        Golden{{kPhases, "--output.run-id", "latest"},
+               "--output.run-id = 'latest': must be letters, digits, '.', '-' or '_', not start "
+               "with '.', and not be 'latest'"},
+        Golden{{kPhases, "--output.run-id", "../x"},
+               "--output.run-id = '../x': must be letters, digits, '.', '-' or '_', not start "
+               "with '.', and not be 'latest'"},
+        Golden{{kPhases, "--vm.cpus", "2", "--vm.cpus", "3"}, "--vm.cpus is given twice on the command line"},
+        Golden{{kPhases, "--vm.attach", "lab1", "--vm.name", "x"},
+               "vm.attach and vm.name both given: attach names the running VM to use, name the "
+               "VM to start; give one"},
+        Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}));
+
+TEST(SpecFileErrors, NameTheFileAndSection) {
+    std::string f = write_spec("[vm]\ncpu = 2\n[run]\nphases = idle-host\n");
+    EXPECT_EQ(error_of({"--spec", f}),
+              "unknown key 'cpu' in section [vm] in " + f +
+                  "; its keys are name, attach, cpus, memory, accel, backend, lock, clock, pause, "
+                  "hz, pin, kernel, initrd, append, boot-timeout");
+    f = write_spec("[vmm]\ncpus = 2\n");
+    EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +
+                                           ": the sections are [vm], [workload], [run] and [output]");
+    f = write_spec("cpus = 2\n");
+    EXPECT_EQ(error_of({"--spec", f}),
+              "'cpus' in " + f + " is outside any section: put it under [vm], [workload], [run] or [output]");
+    f = write_spec("[vm]\ncpus = 2\ncpus = 3\n[run]\nphases = idle-host\n");
+    EXPECT_EQ(error_of({"--spec", f}), f + ": 'cpus' appears twice in [vm]");
+    f = write_spec("[vm]\ncpus = 100\n[run]\nphases = idle-host\n");
+    EXPECT_EQ(error_of({"--spec", f}),
+              "[vm] cpus in " + f + " = '100': must be a whole number from 1 to 64");
+    // The same bad value from the command line names the option, not the file.
+    EXPECT_EQ(error_of({"--spec", f, "--vm.cpus", "99"}),
+              "--vm.cpus = '99': must be a whole number from 1 to 64");
+    EXPECT_EQ(parse({"--spec", f, "--vm.cpus", "4"}).spec.vm.cpus, 4u);
+}
+
+TEST(SpecHelp, EndsWithExamples) {
+    EXPECT_TRUE(parse({"--help"}).help);
+    std::string u = usage_text();
+    auto pos = u.rfind("EXAMPLES\n");
+    ASSERT_NE(pos, std::string::npos);
+    EXPECT_EQ(u.find('\n', pos + 9) != std::string::npos, true);
+    EXPECT_NE(u.find("--vm.cpus"), std::string::npos);
+    EXPECT_NE(u.find("--run.phases"), std::string::npos);
+    // Nothing after the examples but example lines.
+    EXPECT_EQ(u.find("Exit status", pos), std::string::npos);
+}
+
+TEST(SpecRepoFiles, ExampleSpecsParse) {
+    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini"}) {
+        std::string path = std::string(SPINLAB_SOURCE_DIR) + "/experiments/" + f;
+        EXPECT_NO_THROW(parse({"--spec", path})) << path;
+    }
+    ParsedSpec d = parse({"--spec", std::string(SPINLAB_SOURCE_DIR) + "/experiments/default.ini"});
+    EXPECT_EQ(d.spec.vm.cpus, 2u);
+    EXPECT_EQ(d.spec.vm.accel, "auto");
+    EXPECT_EQ(d.spec.run.repetitions, 3u);
+    ASSERT_EQ(d.spec.run.phases.size(), 2u);
+    EXPECT_EQ(d.spec.run.phases[0].name(), "idle-host");
+    EXPECT_EQ(d.spec.run.phases[1].name(), "host-load");
+    EXPECT_TRUE(d.spec.workload.kmix);
+    EXPECT_EQ(d.spec.workload.program, "lockbench");
+}
+
+}  // namespace
+}  // namespace spinlab::run
