@@ -7,12 +7,12 @@
 # build/bench/guest-spinlock.json. Quote the medians (median_cycles).
 #
 #   scripts/bench-guest.sh              accel auto (TCG on the build machines)
-#   ACCEL=kvm CPUS=1 scripts/bench-guest.sh
+#   ACCEL=kvm OUT=build/bench/guest-spinlock-kvm.json scripts/bench-guest.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACCEL=${ACCEL:-auto}
 CPUS=${CPUS:-1}
-OUT=build/bench/guest-spinlock.json
+OUT=${OUT:-build/bench/guest-spinlock.json}
 mkdir -p build/bench
 declare -A KDIR=([0]=build/kernel-plain [1]=build/kernel [2]=build/kernel-counters)
 for i in 0 1 2; do
@@ -25,7 +25,7 @@ import qemu_launch
 
 accel_req, cpus, out, *kdirs = sys.argv[1:]
 accel = qemu_launch.choose_accel(accel_req)
-timeout = 900 if accel == "kvm" else 120
+timeout = 300 if accel == "kvm" else 120
 
 def host_cpu():
     with open("/proc/cpuinfo") as f:

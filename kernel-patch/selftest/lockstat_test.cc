@@ -38,8 +38,11 @@ constexpr int kIters = 5000;
 // Fair locks (ticket, mcs) under TCG with more vCPUs than host cores wait a host time slice
 // per handover (lock-waiter preemption): threads stop at kIters or at the deadline and count
 // their own acquisitions, which the counters must then match exactly.
+// Every thread makes at least kMinIters, even if it started after the deadline (spawning 16
+// threads through a convoyed sched_lock can itself take seconds).
 uint64_t deadline;
 uint64_t total;  // acquisitions made by the threads (atomic adds)
+constexpr int kMinIters = 16;
 
 void start_clock(uint64_t seconds) {
     total = 0;
@@ -141,7 +144,7 @@ void check_invariants(const spinlab::LockClassPerf& p, const char* what) {
 void hammer(int i, void*) {
     const bool irq = i & 1;  // half the threads use the irqsave variant
     int k = 0;
-    for (; k < kIters && arch::rdtsc_lfence() < deadline; k++) {
+    for (; k < kIters && (k < kMinIters || arch::rdtsc_lfence() < deadline); k++) {
         uint64_t f = 0;
         if (irq) f = spin_lock_irqsave(&lock_a);
         else spin_lock(&lock_a);
@@ -196,7 +199,7 @@ void mutual_exclusion_and_invariant() {
 // take A, take B, drop A, drop B: releases out of order (the MCS node pool must cope).
 void nest(int i, void*) {
     int k = 0;
-    for (; k < kIters / 2 && arch::rdtsc_lfence() < deadline; k++) {
+    for (; k < kIters / 2 && (k < kMinIters || arch::rdtsc_lfence() < deadline); k++) {
         uint64_t f = 0;
         const bool irq = (i + k) & 1;
         if (irq) f = spin_lock_irqsave(&lock_a);

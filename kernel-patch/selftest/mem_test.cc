@@ -31,7 +31,7 @@ void heap_churn(int i, void*) {
     size_t len[kSlots] = {};
     uint64_t seed = 0x9e3779b97f4a7c15ull * uint64_t(i + 1);
     uint8_t tag = uint8_t(i * 37 + 1);
-    for (int r = 0; r < kRounds && in_time(); r++) {
+    for (int r = 0; r < kRounds && (r < 16 || in_time()); r++) {
         int k = int(xorshift(seed) % kSlots);
         if (slot[k]) {
             for (size_t b = 0; b < len[k]; b++)
@@ -65,7 +65,7 @@ void heap_no_leak_under_load() {
 
 void page_churn(int i, void*) {
     uint64_t pages[32] = {};
-    for (int r = 0; r < 200 && in_time(); r++) {
+    for (int r = 0; r < 200 && (r < 2 || in_time()); r++) {
         for (auto& p : pages) {
             p = page_alloc();
             if (!p) {
