@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <fstream>
 #include <initializer_list>
 #include <string>
@@ -195,7 +197,14 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--vm.attach", "lab1", "--vm.name", "x"},
                "vm.attach and vm.name both given: attach names the running VM to use, name the "
                "VM to start; give one"},
-        Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}));
+        Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}),
+    // Readable test names (ctest lists them): the options, letters and digits only.
+    [](const testing::TestParamInfo<Golden>& info) {
+        std::string name = "case" + std::to_string(info.index);
+        for (const std::string& a : info.param.args)
+            for (char c : a) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        return name;
+    });
 
 TEST(SpecFileErrors, NameTheFileAndSection) {
     std::string f = write_spec("[vm]\ncpu = 2\n[run]\nphases = idle-host\n");

@@ -19,7 +19,7 @@ constexpr uint16_t kCom2 = 0x2f8;
 constexpr int kCom2Irq = 3;
 constexpr uint64_t kIdleUs = 200000;   // a frame not finished within this is dropped
 
-Spinlock rx_lock = SPINLOCK_INIT("channel_rx");
+Spinlock rx_lock = SPINLOCK_INIT("channel");  // lock class "channel" (kern/lockclass.h)
 // rx_lock must be held when using these:
 uint8_t rx_ring[16384];
 uint32_t rx_head, rx_tail;   // head: next to read; tail: next to write
@@ -82,13 +82,7 @@ void channel_init() {
         !spinlab::channel_server_init(&server, in, in_cap, out, out_cap, handle, nullptr, tx,
                                       nullptr, stats ? stats : &private_stats))
         panic("channel: cannot set up the server");
-    arch::outb(kCom2 + 1, 0x00);
-    arch::outb(kCom2 + 3, 0x80);
-    arch::outb(kCom2 + 0, 0x01);  // 115200 baud (QEMU's socket chardev ignores it)
-    arch::outb(kCom2 + 1, 0x00);
-    arch::outb(kCom2 + 3, 0x03);
-    arch::outb(kCom2 + 2, 0xc7);
-    arch::outb(kCom2 + 4, 0x0b);
+    uart_init(kCom2);
     if (arch::inb(kCom2 + 5) == 0xff) return;  // no second UART: no channel
     while (arch::inb(kCom2 + 5) & 1) (void)arch::inb(kCom2);  // drop stale input
     ioapic_route_isa(kCom2Irq, kVectorCom2, g_prcbs[0].apic_id);

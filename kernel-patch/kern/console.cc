@@ -37,15 +37,17 @@ void write_locked(const char* s, size_t n) {
 
 volatile bool g_panicked = false;
 
-void console_init() {
-    arch::outb(kCom1 + 1, 0x00);  // no interrupts yet
-    arch::outb(kCom1 + 3, 0x80);  // DLAB: set the baud divisor
-    arch::outb(kCom1 + 0, 0x01);  // 115200 baud
-    arch::outb(kCom1 + 1, 0x00);
-    arch::outb(kCom1 + 3, 0x03);  // 8N1
-    arch::outb(kCom1 + 2, 0xc7);  // FIFO on, cleared, 14-byte threshold
-    arch::outb(kCom1 + 4, 0x0b);  // DTR, RTS, OUT2 (OUT2 gates the IRQ line)
+void uart_init(uint16_t port) {
+    arch::outb(port + 1, 0x00);  // no interrupts yet
+    arch::outb(port + 3, 0x80);  // DLAB: set the baud divisor
+    arch::outb(port + 0, 0x01);  // 115200 baud (QEMU's chardevs ignore it)
+    arch::outb(port + 1, 0x00);
+    arch::outb(port + 3, 0x03);  // 8N1
+    arch::outb(port + 2, 0xc7);  // FIFO on, cleared, 14-byte threshold
+    arch::outb(port + 4, 0x0b);  // DTR, RTS, OUT2 (OUT2 gates the IRQ line)
 }
+
+void console_init() { uart_init(kCom1); }
 
 void console_init_irq() {
     ioapic_route_isa(kCom1Irq, kVectorCom1, g_prcbs[0].apic_id);

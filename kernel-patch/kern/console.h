@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 void console_init();                    // boot CPU, before anything prints
+void uart_init(uint16_t port);          // a 16550 at port: 115200 8N1, FIFO, no interrupts yet
 void console_init_irq();                // route COM1's receive interrupt (after ioapic_init)
 void kprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void console_write(const char* s, size_t n);
