@@ -22,7 +22,7 @@ $bin/collector_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates
 
 if [ -x scripts/bench-guest.sh ]; then
     echo "bench: spinlock algorithms in the guest"
-    scripts/bench-guest.sh "$out/guest-spinlock.json"
+    OUT="$out/guest-spinlock.json" scripts/bench-guest.sh
 fi
 echo "bench: results in $out/"
 ls -1 "$out"/*.json
