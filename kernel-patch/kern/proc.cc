@@ -229,18 +229,15 @@ int64_t proc_thread_create(Process* p, uint64_t entry, uint64_t arg, uint64_t st
                 slot = i;
                 break;
             }
-        if (slot < 0 || p->killed) {
-            // Never started: nothing will join it, so hand it straight back.
-            t->state = ThreadState::kZombie;
-            // Fall through to join outside the lock.
-        } else {
+        if (slot >= 0 && !p->killed) {
             p->threads[slot] = t;
             p->live_threads++;
             thread_start(t);
             return t->tid;
         }
     }
-    thread_join(t);
+    kfree(t->arg);      // never started: its start record and stack go back
+    thread_discard(t);
     return -spinlab::kErrNoMem;
 }
 

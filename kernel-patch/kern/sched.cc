@@ -188,6 +188,12 @@ void thread_start(Thread* t) {
     make_runnable_locked(t);
 }
 
+void thread_discard(Thread* t) {
+    SpinGuardIrq g(&g_sched_lock);
+    if (t->state != ThreadState::kEmbryo) panic("thread_discard: %s was started", t->name);
+    free_thread_locked(t);
+}
+
 Thread* thread_spawn(const char* name, void (*fn)(void*), void* arg, int affinity) {
     Thread* t = thread_create(name, fn, arg, affinity);
     if (t) thread_start(t);

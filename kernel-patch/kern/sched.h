@@ -45,6 +45,7 @@ void sched_init_cpu();                 // every CPU: adopt the idle thread for t
 
 Thread* thread_create(const char* name, void (*fn)(void*), void* arg, int affinity = kAnyCpu);
 void thread_start(Thread* t);          // make runnable (created threads start suspended)
+void thread_discard(Thread* t);        // free a created thread that was never started
 Thread* thread_spawn(const char* name, void (*fn)(void*), void* arg, int affinity = kAnyCpu);
 [[noreturn]] void thread_exit(int code);
 int thread_join(Thread* t);            // waits for exit, frees it, returns its exit code

@@ -62,6 +62,15 @@ void threads_join_and_lock() {
     TEST_CHECK_EQ(run(argv), 0);
 }
 
+void thread_limit_refused_and_nothing_leaks() {
+    size_t heap0 = heap_live_blocks();
+    uint64_t frames0 = pmm_free_frames();
+    const char* argv[] = {"usertest", "thread-limit"};
+    TEST_CHECK_EQ(run(argv), 0);
+    TEST_CHECK_EQ(heap_live_blocks(), heap0);
+    TEST_CHECK_EQ(pmm_free_frames(), frames0);
+}
+
 void faulting_program_is_killed_and_the_next_runs() {
     size_t heap0 = heap_live_blocks();
     uint64_t frames0 = pmm_free_frames();
@@ -133,6 +142,7 @@ const SelfTest kTests[] = {
     {"runs_on_every_cpu", runs_on_every_cpu},
     {"threads_run_in_parallel", threads_run_in_parallel},
     {"threads_join_and_lock", threads_join_and_lock},
+    {"thread_limit_refused_and_nothing_leaks", thread_limit_refused_and_nothing_leaks},
     {"faulting_program_is_killed_and_the_next_runs", faulting_program_is_killed_and_the_next_runs},
     {"bad_pointers_get_statuses", bad_pointers_get_statuses},
     {"syscall_fuzz_survives", syscall_fuzz_survives},

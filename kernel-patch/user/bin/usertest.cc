@@ -1,6 +1,6 @@
 // usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
 // and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
-//   usertest cpus | parallel | threads | badptr | fuzz [N] [seed] | privilege | args A B C |
+//   usertest cpus | parallel | threads | thread-limit | badptr | fuzz [N] [seed] | privilege | args A B C |
 //            spawn-unpriv | all
 #include "../lib/ulib.h"
 
@@ -85,6 +85,32 @@ void threads() {
     CHECK(sys::thread_join(t) == 7);
     CHECK(sys::thread_join(t) == -kErrNoEnt);   // joined already
     CHECK(sys::thread_join(12345) == -kErrNoEnt);
+}
+
+// A process has at most kMaxProcThreads threads: the next create is refused with -ENOMEM (and
+// the kernel gives back what it prepared for it), and every created thread still runs and joins.
+volatile bool release_all;
+void wait_for_release(void*) {
+    while (!release_all) sys::yield();
+}
+
+void thread_limit() {
+    static int tids[128];
+    int n = 0;
+    release_all = false;
+    int64_t r = 0;
+    while (n < 128) {
+        r = thread_start(wait_for_release, nullptr, 16 * 1024);
+        if (r < 0) break;
+        tids[n++] = int(r);
+    }
+    CHECK(r == -kErrNoMem);
+    CHECK(n == 63);  // 64 slots, one is the main thread
+    release_all = true;
+    for (int i = 0; i < n; i++) CHECK(sys::thread_join(tids[i]) == 0);
+    int t = thread_start(wait_for_release, nullptr, 16 * 1024);  // slots are free again
+    CHECK(t > 0);
+    CHECK(sys::thread_join(t) == 0);
 }
 
 // Hostile pointers and lengths each get an error status.
@@ -200,6 +226,7 @@ int main(int argc, char** argv) {
     if (all || strcmp(m, "cpus") == 0) cpus();
     if (all || strcmp(m, "parallel") == 0) parallel();
     if (all || strcmp(m, "threads") == 0) threads();
+    if (all || strcmp(m, "thread-limit") == 0) thread_limit();
     if (all || strcmp(m, "badptr") == 0) badptr();
     if (all || strcmp(m, "spawn-unpriv") == 0) spawn_unpriv();
     if (all || strcmp(m, "fuzz") == 0) {
