@@ -366,7 +366,22 @@ Condition Experiment::start_condition(const Phase& p, uint32_t rep) {
     const std::string stem = p.name() + "-r" + std::to_string(rep);
     const std::string ready = dir_ + "/logs/." + stem + ".ready";
     std::vector<std::string> argv{tools_.spinlab_load};
-    const std::string tids = join_ids(vm_info_.vcpu_tids);
+    // The vCPU threads to act on: by QEMU pid and vCPU index (spinlab-load finds the threads
+    // named "CPU n/...", so its records carry the real vCPU index), else by thread id.
+    auto targets = [&](const std::vector<uint32_t>& vcpus) {
+        std::vector<std::string> a;
+        if (vm_info_.qemu_pid) {
+            a = {"--qemu-pid", std::to_string(vm_info_.qemu_pid)};
+            if (!vcpus.empty()) a.insert(a.end(), {"--vcpus", join_u32(vcpus)});
+        } else {
+            std::vector<uint64_t> chosen;
+            for (size_t i = 0; i < vm_info_.vcpu_tids.size(); ++i)
+                if (vcpus.empty() || std::find(vcpus.begin(), vcpus.end(), uint32_t(i)) != vcpus.end())
+                    chosen.push_back(vm_info_.vcpu_tids[i]);
+            a = {"--tid", join_ids(chosen)};
+        }
+        return a;
+    };
     switch (p.kind) {
         case PhaseKind::kHostLoad:
             argv.insert(argv.end(), {"hog"});
@@ -375,15 +390,16 @@ Condition Experiment::start_condition(const Phase& p, uint32_t rep) {
         case PhaseKind::kPreempt:
             c.preempt_csv = dir_ + "/preempt/" + stem + ".csv";
             fs::create_directories(dir_ + "/preempt");
-            argv.insert(argv.end(), {"preempt", "--tid", tids, "--vcpus", join_u32(spec_.run.preempt_vcpus),
-                                     "--freeze-ms", std::to_string(p.freeze_ms), "--period-ms",
+            argv.push_back("preempt");
+            for (const std::string& a : targets(spec_.run.preempt_vcpus)) argv.push_back(a);
+            argv.insert(argv.end(), {"--freeze-ms", std::to_string(p.freeze_ms), "--period-ms",
                                      std::to_string(spec_.run.preempt_period_ms), "--seed",
                                      std::to_string(spec_.run.seed), "--out", c.preempt_csv});
             break;
         case PhaseKind::kThrottle:
-            argv.insert(argv.end(), {"throttle", "--tid", tids, "--quota-pct", std::to_string(p.quota_pct)});
-            if (!spec_.run.throttle_vcpus.empty())
-                argv.insert(argv.end(), {"--vcpus", join_u32(spec_.run.throttle_vcpus)});
+            argv.push_back("throttle");
+            for (const std::string& a : targets(spec_.run.throttle_vcpus)) argv.push_back(a);
+            argv.insert(argv.end(), {"--quota-pct", std::to_string(p.quota_pct)});
             break;
         case PhaseKind::kIdleHost:
             break;
