@@ -227,57 +227,67 @@ std::string clock_json(const collect::ClockFit& fit) {
     return j.take() + "\n";
 }
 
-std::vector<Freeze> parse_preempt_csv(const std::string& text) {
-    std::vector<Freeze> out;
+namespace {
+
+// A CSV whose first line is its header: every non-empty row after it, each with as many fields
+// as the header has (else an error naming `what` and the line).
+struct CsvRow {
+    size_t line;
+    std::vector<std::string> fields;
+};
+struct Csv {
+    std::vector<std::string> header;
+    std::vector<CsvRow> rows;
+};
+
+Csv read_csv(const std::string& text, const char* what) {
+    Csv csv;
     std::istringstream in(text);
     std::string line;
-    std::vector<std::string> header;
-    size_t tid = 0, begin = 0, end = 0, n = 0;
-    while (std::getline(in, line)) {
-        ++n;
+    for (size_t n = 1; std::getline(in, line); ++n) {
         if (line.empty()) continue;
         auto f = split_csv_line(line);
-        if (header.empty()) {
-            header = f;
-            tid = column(header, "tid", "the preempt CSV");
-            begin = column(header, "begin_tsc", "the preempt CSV");
-            end = column(header, "end_tsc", "the preempt CSV");
+        if (csv.header.empty()) {
+            csv.header = std::move(f);
             continue;
         }
-        if (f.size() != header.size())
-            throw std::runtime_error("the preempt CSV, line " + std::to_string(n) + ": " +
+        if (f.size() != csv.header.size())
+            throw std::runtime_error(std::string(what) + ", line " + std::to_string(n) + ": " +
                                      std::to_string(f.size()) + " fields, the header has " +
-                                     std::to_string(header.size()));
-        out.push_back({csv_u64(f[tid], n, "tid"), csv_u64(f[begin], n, "begin_tsc"),
-                       csv_u64(f[end], n, "end_tsc")});
+                                     std::to_string(csv.header.size()));
+        csv.rows.push_back({n, std::move(f)});
     }
+    return csv;
+}
+
+}  // namespace
+
+std::vector<Freeze> parse_preempt_csv(const std::string& text) {
+    const char* what = "the preempt CSV";
+    Csv csv = read_csv(text, what);
+    std::vector<Freeze> out;
+    if (csv.header.empty()) return out;
+    const size_t tid = column(csv.header, "tid", what), begin = column(csv.header, "begin_tsc", what),
+                 end = column(csv.header, "end_tsc", what);
+    for (const CsvRow& r : csv.rows)
+        out.push_back({csv_u64(r.fields[tid], r.line, "tid"), csv_u64(r.fields[begin], r.line, "begin_tsc"),
+                       csv_u64(r.fields[end], r.line, "end_tsc")});
     return out;
 }
 
 std::string convert_timeline(const std::string& load_csv, const std::string& phase, uint32_t rep,
                              const std::vector<Freeze>& freezes) {
+    const char* what = "the timeline CSV";
+    Csv csv = read_csv(load_csv, what);
+    if (csv.header.empty()) throw std::runtime_error("the timeline CSV is empty (no header)");
+    const size_t c_tid = column(csv.header, "tid", what), c_vcpu = column(csv.header, "vcpu", what),
+                 c_state = column(csv.header, "state", what),
+                 c_start = column(csv.header, "start_tsc", what),
+                 c_end = column(csv.header, "end_tsc", what);
     std::ostringstream out;
-    std::istringstream in(load_csv);
-    std::string line;
-    std::vector<std::string> header;
-    size_t c_tid = 0, c_vcpu = 0, c_state = 0, c_start = 0, c_end = 0, n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        if (line.empty()) continue;
-        auto f = split_csv_line(line);
-        if (header.empty()) {
-            header = f;
-            c_tid = column(header, "tid", "the timeline CSV");
-            c_vcpu = column(header, "vcpu", "the timeline CSV");
-            c_state = column(header, "state", "the timeline CSV");
-            c_start = column(header, "start_tsc", "the timeline CSV");
-            c_end = column(header, "end_tsc", "the timeline CSV");
-            continue;
-        }
-        if (f.size() != header.size())
-            throw std::runtime_error("the timeline CSV, line " + std::to_string(n) + ": " +
-                                     std::to_string(f.size()) + " fields, the header has " +
-                                     std::to_string(header.size()));
+    for (const CsvRow& r : csv.rows) {
+        const auto& f = r.fields;
+        const size_t n = r.line;
         uint64_t tid = csv_u64(f[c_tid], n, "tid");
         uint64_t vcpu = csv_u64(f[c_vcpu], n, "vcpu");
         uint64_t start = csv_u64(f[c_start], n, "start_tsc");
@@ -295,7 +305,6 @@ std::string convert_timeline(const std::string& load_csv, const std::string& pha
         out << vcpu << "," << tid << "," << state << "," << start << "," << end << "," << phase
             << "," << rep << "\n";
     }
-    if (header.empty()) throw std::runtime_error("the timeline CSV is empty (no header)");
     return out.str();
 }
 
