@@ -107,7 +107,8 @@ def run(a):
         print("selftest: FAIL: the guest reset (triple fault?) before finishing")
         return 1
     if not summary:
-        print(f"selftest: FAIL: the guest exited (QEMU status {status}) without a summary line")
+        print(f"selftest: FAIL: the guest exited (QEMU status {status}) without a summary line "
+              f"(last line: {lines[-1] if lines else 'none'!r})")
         return 1
     failed = int(summary[-1].group(2))
     if status != qemu_launch.EXIT_PASS or failed:

@@ -94,19 +94,6 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         if (!trap_from_user(tf)) kernel_fault(tf);
         syscall_dispatch(tf);  // runs with interrupts enabled
         break;
-    case kVectorInvalidOpcode:
-        // The nested paravirtual KVM (kvm_pvm) of the build machines reflects `int $0x80`
-        // from ring 3 as #UD at the instruction. Recognise it and carry on as a system call.
-        if (trap_from_user(tf) && is_int80(tf)) {
-            tf->rip += 2;
-            syscall_dispatch(tf);
-            break;
-        }
-        if (trap_from_user(tf) && g_user_fault_handler) {
-            g_user_fault_handler(tf);
-            return;
-        }
-        kernel_fault(tf);
     case kVectorTimer:
         c->ticks++;
         lapic_eoi();
@@ -131,6 +118,15 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         for (;;) arch::hlt();
     case kVectorSpurious:
         break;  // no EOI for a spurious interrupt
+    case kVectorInvalidOpcode:
+        // The nested paravirtual KVM (kvm_pvm) of the build machines reflects `int $0x80`
+        // from ring 3 as #UD at the instruction. Recognise it and carry on as a system call.
+        if (trap_from_user(tf) && is_int80(tf)) {
+            tf->rip += 2;
+            syscall_dispatch(tf);
+            break;
+        }
+        [[fallthrough]];  // a real invalid opcode: an exception like any other
     default:
         if (tf->vector < 32) {
             if (trap_from_user(tf) && g_user_fault_handler) {

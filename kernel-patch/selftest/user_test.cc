@@ -76,7 +76,7 @@ void faulting_program_is_killed_and_the_next_runs() {
     uint64_t frames0 = pmm_free_frames();
     struct { const char* what; int code; } cases[] = {
         {"read-kernel", 128 + 14}, {"write-kernel", 128 + 14}, {"unmapped", 128 + 14},
-        {"gp", 128 + 13}, {"divide", 128 + 0}, {"exec-data", 128 + 14}, {"write-text", 128 + 14},
+        {"gp", 128 + 13}, {"ud", 128 + 6}, {"divide", 128 + 0}, {"exec-data", 128 + 14}, {"write-text", 128 + 14},
     };
     for (auto& c : cases) {
         const char* argv[] = {"fault", c.what};
