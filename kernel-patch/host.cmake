@@ -63,3 +63,36 @@ gtest_discover_tests(sysinfo_test DISCOVERY_TIMEOUT 30)
 # clocks. JSON: spinlock_benchmark --benchmark_out=FILE --benchmark_out_format=json
 add_executable(spinlock_benchmark ${SPINLAB_KP}/lockstat/instrumented_lock_benchmark.cc)
 target_link_libraries(spinlock_benchmark PRIVATE spinlab_lockstat benchmark::benchmark)
+
+# locktrace/: trace sessions: parameters, the per-CPU buffer writer, the host's drain, the
+# buffer parser and the trace file (spinlab/trace.h). The writer runs in the kernel too.
+set(SPINLAB_LOCKTRACE_SOURCES
+  ${SPINLAB_KP}/locktrace/buffer_parser.cc
+  ${SPINLAB_KP}/locktrace/drain.cc
+  ${SPINLAB_KP}/locktrace/session.cc
+  ${SPINLAB_KP}/locktrace/trace_file.cc
+  ${SPINLAB_KP}/locktrace/writer.cc
+)
+add_library(spinlab_locktrace STATIC ${SPINLAB_LOCKTRACE_SOURCES})
+target_link_libraries(spinlab_locktrace PUBLIC spinlab_lockstat spinlab_channel)
+
+add_library(spinlab_locktrace_freestanding_check OBJECT ${SPINLAB_LOCKTRACE_SOURCES})
+target_link_libraries(spinlab_locktrace_freestanding_check PRIVATE spinlab_spinlock)
+target_include_directories(spinlab_locktrace_freestanding_check PRIVATE ${SPINLAB_KP})
+target_compile_options(spinlab_locktrace_freestanding_check PRIVATE
+  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
+  -fno-threadsafe-statics -Werror)
+
+add_executable(locktrace_test
+  ${SPINLAB_KP}/locktrace/sampling_test.cc
+  ${SPINLAB_KP}/locktrace/session_test.cc
+  ${SPINLAB_KP}/locktrace/trace_file_test.cc
+  ${SPINLAB_KP}/locktrace/writer_test.cc
+)
+target_link_libraries(locktrace_test PRIVATE spinlab_locktrace GTest::gtest_main Threads::Threads)
+gtest_discover_tests(locktrace_test DISCOVERY_TIMEOUT 30)
+
+# Cycles per spinlock event written; drain throughput through a /dev/shm file.
+add_executable(locktrace_benchmark ${SPINLAB_KP}/locktrace/writer_benchmark.cc)
+target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
+  Threads::Threads)

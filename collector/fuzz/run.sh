@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the collector's libFuzzer targets with clang and run each for a bounded time.
+# Build the collector's libFuzzer targets (and the trace file reader's) with clang and run each for a bounded time.
 # Usage: collector/fuzz/run.sh [SECONDS_EACH] [BUILD_DIR]
 #   SECONDS_EACH  default 20 (what `make test` uses; `make fuzz` passes more)
 #   BUILD_DIR     default build/fuzz under the repository root
@@ -15,12 +15,16 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 channel=("$kp/channel/crc32c.cc" "$kp/channel/frame_codec.cc" "$kp/channel/region_header.cc"
          "$kp/channel/clock_area.cc" "$kp/channel/channel_server.cc")
 
+locktrace=("$kp/locktrace/buffer_parser.cc" "$kp/locktrace/trace_file.cc" "$kp/channel/crc32c.cc")
+
 for target in frame_codec_fuzzer region_header_fuzzer; do
   clang++ "${flags[@]}" "$kp/channel/$target.cc" "${channel[@]}" -o "$out/$target"
 done
-# Frames are small; a region needs a page and CPU blocks to get past the size checks.
-declare -A max_len=([frame_codec_fuzzer]=8192 [region_header_fuzzer]=131072)
-for target in frame_codec_fuzzer region_header_fuzzer; do
+clang++ "${flags[@]}" "$kp/locktrace/trace_file_fuzzer.cc" "${locktrace[@]}" -o "$out/trace_file_fuzzer"
+# Frames are small; a region needs a page and CPU blocks to get past the size checks; a trace
+# file with a couple of small buffers fits in 16 KB.
+declare -A max_len=([frame_codec_fuzzer]=8192 [region_header_fuzzer]=131072 [trace_file_fuzzer]=16384)
+for target in frame_codec_fuzzer region_header_fuzzer trace_file_fuzzer; do
   corpus=$out/corpus-$target
   mkdir -p "$corpus"
   echo "fuzz: $target for ${secs}s" >&2

@@ -8,8 +8,8 @@
 //  offset 0                  4096                 4096 + k*stride            trace.offset
 //  +-------------------------+--------------------+----------- ... ---------+------------------+
 //  | page 0                  | CpuPerfData cpu 0  | CpuPerfData cpu k ...   | trace buffers    |
-//  |  RegionHeader     @0    | (perfdata.h)       | (stride bytes each,     | (reserved for the|
-//  |  ClockArea        @1024 |                    |  page aligned)          |  trace issue;    |
+//  |  RegionHeader     @0    | (perfdata.h)       | (stride bytes each,     | (spinlab/trace.h;|
+//  |  ClockArea        @1024 |                    |  page aligned)          |  the trace area  |
 //  |  ChannelServerStats@2048|                    |                         |  rest of region) |
 //  +-------------------------+--------------------+----------- ... ---------+------------------+
 //  The offsets above are what region_layout() produces today; readers must use the section
@@ -35,7 +35,8 @@
 //   The TSC is read immediately before storing.  changed between two host TSC reads (clock sync).
 //  ChannelServerStats: the guest channel server  Plain loads, skew accepted (diagnostic counts).
 //   (one CPU at a time, under its lock).
-//  Trace area: the trace issue defines it.       -
+//  Trace area: see spinlab/trace.h (per-CPU      See spinlab/trace.h (take a full buffer, give
+//   buffers, its own protocol).                   it back).
 //
 // Versioning: abi_version changes whenever anything in this file or in perfdata.h changes
 // incompatibly; a reader refuses a region whose version it does not know (no guessing).
@@ -58,7 +59,7 @@ enum class RegionSection : uint32_t {
     kPerfData = 0,       // cpu_count CpuPerfData blocks, `stride` apart
     kClock = 1,          // one ClockArea
     kChannelStats = 2,   // one ChannelServerStats
-    kTrace = 3,          // reserved for per-CPU trace buffers (size may be 0)
+    kTrace = 3,          // per-CPU trace buffers, spinlab/trace.h (size may be 0)
     kCount = 4,
 };
 

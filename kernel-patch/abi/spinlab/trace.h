@@ -1,0 +1,524 @@
+// spinlab/trace.h: trace sessions (the guest's kernel logger, seeds 002 and 004): session
+// parameters, the trace area of the shared region, per-CPU trace buffers, the event header, the
+// fixed payload of every event type, the loss counters, and the trace file the host writes.
+//
+// Shared ABI: the kernel writes it, the collector drains it, the decoders read it. Fixed-width,
+// naturally aligned, pointer-free, checked by static_asserts.
+//
+// A session is started, queried and stopped with SystemPerformanceTraceInformation (0x1F),
+// sub-class kSpinlabTraceSession (TraceSessionInformation below), through the one sysinfo
+// handler: from a guest program (system call) or from the host (channel). Starting and stopping
+// need privilege.
+//
+// The trace area (section RegionSection::kTrace of shm.h), laid out by the guest at each start:
+//
+//  trace.offset
+//  +------------------+---------------------+--- ... ---+----------------------------------------+
+//  | TraceAreaHeader  | TraceCpuControl 0   |  cpu k    | buffers: cpu 0 buffer 0..n-1, cpu 1 ... |
+//  |  (one page)      | (256 bytes each)    |           | each buffer_size bytes, page aligned    |
+//  +------------------+---------------------+--- ... ---+----------------------------------------+
+//   buffer i of cpu k at buffers_offset + (k * buffers_per_cpu + i) * buffer_size (from trace.offset)
+//
+// The buffer protocol (per CPU; n = buffers_per_cpu; all counters only grow during a session)
+//
+//   CPU k (the only writer of its buffers,        host (the drainer; the only writer of
+//   interrupts off, no lock, no atomic RMW)       `consumed` and `realtime_buffers_lost`)
+//   -------------------------------------------   ---------------------------------------------
+//   Buffers are used in sequence order: buffer     p = produced (acquire load).
+//   number s lives in slot s % n.                  Buffers consumed .. p-1 are full and stay put
+//                                                   until given back:
+//   Writing: the buffer being written is number        copy buffer (consumed % n), check its
+//   `produced`, if produced - consumed < n.            header (sequence == consumed, cpu, size),
+//   An event is copied in, bytes_used grows;           then consumed = consumed + 1 (release):
+//   nobody else looks at a buffer being written.       that gives the slot back to the CPU.
+//                                                   A buffer that fails the check is counted in
+//   Full (or flushed: FlushTimer, stop): fill in      realtime_buffers_lost and given back too.
+//   the header (sequence, bytes_used, counts,
+//   events_lost), then produced = produced + 1      Circular mode: the host never writes
+//   (release): the buffer is queued for the host.   `consumed`; it reads buffers
+//                                                   max(overwritten, produced - n) .. produced-1
+//   None free (produced - consumed == n):           in place (dump), each checked after the
+//     real-time: the event is lost: EventsLost++.   copy: valid iff its header says sequence s
+//     no-drop-stall: the writer waits for the host  and `overwritten` (reloaded after the copy)
+//       to give one back, except in a spinlock path  is still <= s: the CPU advances it past s
+//       or with interrupts off, where the event is   before it writes into slot s % n again.
+//       lost and counted (never stall a lock).
+//     circular: the CPU takes the oldest published
+//       one back itself: overwritten + 1 (then a
+//       release fence) and LogBuffersLost + 1.
+//
+//   Accounting, per CPU, exact once the CPU is quiescent (stopped session):
+//       events_written + events_lost == events_attempted
+//   and every published buffer is either taken by the host (consumed), still queued, or
+//   overwritten (circular): buffers_written == consumed + queued + log_buffers_lost.
+//
+// Session control (the TraceAreaHeader): the guest CPU that starts or stops a session bumps
+// `seq` to odd, changes the header, bumps it to even (release). A host reader copies the
+// header between two reads of seq, as for the ClockArea (shm.h). session_id changes at every
+// start, so a drainer never mixes two sessions.
+//
+// Versioning: kTraceAbiVersion changes whenever anything in this file changes incompatibly.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace spinlab {
+
+inline constexpr uint32_t kTraceAbiVersion = 1;
+
+// --- session parameters (seed 002's WMI_LOGGER_CONTEXT fields) --------------------------------
+
+// Sub-class of SystemPerformanceTraceInformation (0x1F) for sessions. Windows' sub-classes are
+// below 0x40; spinlab's own live at 0x5300.. as its information classes do.
+inline constexpr uint32_t kSpinlabTraceSession = 0x5301;
+
+// LoggerMode.
+enum class TraceLoggerMode : uint32_t {
+    kRealTime = 0,     // the host drains continuously; no free buffer: the event is lost
+    kCircular = 1,     // flight recorder: the oldest buffers are overwritten; dumped on demand
+    kNoDropStall = 2,  // writers wait for a free buffer, except in spinlock paths (lost there)
+};
+inline constexpr uint32_t kTraceLoggerModeCount = 3;
+
+constexpr const char* trace_logger_mode_name(TraceLoggerMode m) {
+    switch (m) {
+        case TraceLoggerMode::kRealTime:
+            return "real-time";
+        case TraceLoggerMode::kCircular:
+            return "circular";
+        case TraceLoggerMode::kNoDropStall:
+            return "no-drop-stall";
+    }
+    return "invalid";
+}
+
+// Enable flags: the group mask of the session (seed 004's kernel groups).
+inline constexpr uint32_t kTraceGroupSpinlock = 1u << 0;       // sampled spinlock events
+inline constexpr uint32_t kTraceGroupContextSwitch = 1u << 1;  // context switch
+inline constexpr uint32_t kTraceGroupReadyThread = 1u << 2;    // who readied whom
+inline constexpr uint32_t kTraceGroupSyscall = 1u << 3;        // system call enter and exit
+inline constexpr uint32_t kTraceGroupProfile = 1u << 4;        // sampled profile (timer)
+inline constexpr uint32_t kTraceGroupProcessThread = 1u << 5;  // process/thread start, end, rundown
+inline constexpr uint32_t kTraceGroupMemory = 1u << 6;         // memory map and unmap
+inline constexpr uint32_t kTraceGroupLongWait = 1u << 7;       // every wait >= longwait=, unsampled
+inline constexpr uint32_t kTraceGroupAll = (1u << 8) - 1;
+inline constexpr uint32_t kTraceGroupCount = 8;
+
+// Limits of the parameters (a start outside them is refused with kInvalidParameter, naming the
+// field, and changes nothing).
+inline constexpr uint32_t kTraceMinBufferSize = 4096;
+inline constexpr uint32_t kTraceMaxBufferSize = 1u << 20;  // a multiple of 4096 in between
+inline constexpr uint32_t kTraceMinBuffers = 2;            // one written, one queued
+inline constexpr uint32_t kTraceMaxBuffers = 1024;         // per CPU
+inline constexpr uint32_t kTraceMaxFlushTimerMs = 60000;   // 0: publish only full buffers
+inline constexpr uint32_t kTraceMaxProfileInterval = 1000; // timer ticks between samples
+
+// TraceSessionInformation.command (set only).
+enum class TraceCommand : uint32_t {
+    kStart = 1,  // start with the parameters given (refused while a session runs)
+    kStop = 2,   // publish every partly filled buffer, write the system configuration event, stop
+    kFlush = 3,  // publish every partly filled buffer now (the session keeps running)
+};
+
+// TraceSessionInformation.state (query).
+enum class TraceState : uint32_t {
+    kIdle = 0,     // no session since boot
+    kRunning = 1,
+    kStopped = 2,  // the last session's buffers are still in the trace area, readable
+};
+
+constexpr const char* trace_state_name(TraceState s) {
+    switch (s) {
+        case TraceState::kIdle:
+            return "idle";
+        case TraceState::kRunning:
+            return "running";
+        case TraceState::kStopped:
+            return "stopped";
+    }
+    return "invalid";
+}
+
+// Loss counters (seed 002's names), per CPU in TraceCpuControl and summed in queries.
+struct TraceLossCounters {
+    uint64_t events_attempted;       // events the CPU tried to write
+    uint64_t events_written;         // of those, written into a buffer
+    uint64_t events_lost;            // EventsLost: no free buffer (or too large); never written
+    uint64_t buffers_written;        // BuffersWritten: buffers published (full or flushed)
+    uint64_t log_buffers_lost;       // LogBuffersLost: published buffers overwritten unread (circular)
+    uint64_t realtime_buffers_lost;  // RealTimeBuffersLost: buffers the host took but could not
+                                     // deliver (bad header, file write failed)
+};
+static_assert(sizeof(TraceLossCounters) == 48, "ABI");
+
+// The buffer of SystemPerformanceTraceInformation / kSpinlabTraceSession. Query: the live
+// session (every field). Set (privileged): command and, for kStart, the parameters.
+struct TraceSessionInformation {
+    uint32_t event_trace_information_class;  // kSpinlabTraceSession
+    uint32_t command;                        // TraceCommand (set); 0 in a query's answer
+    // Parameters (in for kStart, out for a query):
+    uint32_t buffer_size;        // BufferSize: bytes per buffer, header included
+    uint32_t minimum_buffers;    // MinimumBuffers: per CPU; the start fails if fewer fit
+    uint32_t maximum_buffers;    // MaximumBuffers: per CPU; the start takes as many as fit, up to this
+    uint32_t flush_timer_ms;     // FlushTimer: a partly filled buffer older than this is
+                                 // published on its CPU's next timer tick; 0: never
+    uint32_t logger_mode;        // LoggerMode: TraceLoggerMode
+    uint32_t enable_flags;       // kTraceGroup* bits
+    uint32_t profile_interval;   // sampled profile: one sample every this many timer ticks
+    uint32_t reserved0;
+    // State (out):
+    uint32_t state;              // TraceState
+    uint32_t buffers_per_cpu;    // what the start chose, MinimumBuffers..MaximumBuffers
+    uint32_t cpu_count;          // CPUs with buffers
+    uint32_t reserved1;
+    uint64_t session_id;         // changes at every start
+    uint64_t start_tsc;
+    uint64_t stop_tsc;           // 0 while running
+    TraceLossCounters totals;    // summed over CPUs (skewed while running)
+};
+static_assert(sizeof(TraceSessionInformation) == 128, "ABI");
+static_assert(offsetof(TraceSessionInformation, buffer_size) == 0x08, "ABI");
+static_assert(offsetof(TraceSessionInformation, state) == 0x28, "ABI");
+static_assert(offsetof(TraceSessionInformation, session_id) == 0x38, "ABI");
+static_assert(offsetof(TraceSessionInformation, totals) == 0x50, "ABI");
+
+// --- the trace area in the shared region --------------------------------------------------------
+
+inline constexpr uint64_t kTraceAreaMagic = 0x41455241434C5053ULL;  // bytes "SPLCAREA"
+
+// At the start of the trace section. Written by the guest CPU that starts/stops (under seq).
+struct TraceAreaHeader {
+    uint64_t magic;            // kTraceAreaMagic
+    uint64_t seq;              // odd while a start/stop changes this header
+    uint32_t abi_version;      // kTraceAbiVersion
+    uint32_t header_size;      // sizeof(TraceAreaHeader)
+    uint32_t control_offset;   // TraceCpuControl[0], from the start of the trace section
+    uint32_t control_stride;   // sizeof(TraceCpuControl)
+    uint64_t buffers_offset;   // buffer 0 of CPU 0, from the start of the trace section
+    uint64_t area_size;        // bytes of the trace section
+    TraceSessionInformation session;  // parameters and state; totals are not kept here
+    uint64_t reserved[8];
+};
+static_assert(offsetof(TraceAreaHeader, session) == 48, "ABI");
+static_assert(sizeof(TraceAreaHeader) == 48 + sizeof(TraceSessionInformation) + 64, "ABI");
+
+// One CPU's queue state and loss counters; two cache lines per writer so the CPU and the host
+// never write the same line.
+struct TraceCpuControl {
+    // Written by the CPU (plain stores, `produced` with release):
+    uint64_t produced;       // buffers published; the one being written is number `produced`
+    uint64_t overwritten;    // circular: buffers the CPU took back itself (oldest first)
+    uint64_t events_attempted;
+    uint64_t events_written;
+    uint64_t events_lost;        // EventsLost
+    uint64_t buffers_written;    // BuffersWritten (== produced)
+    uint64_t log_buffers_lost;   // LogBuffersLost
+    uint64_t bytes_written;      // event bytes in published buffers
+    uint64_t stalls;             // no-drop-stall: times a writer waited for a buffer
+    uint64_t cpu_reserved[15];
+    // Written by the host (release on `consumed`):
+    uint64_t consumed;               // buffers taken and given back
+    uint64_t realtime_buffers_lost;  // RealTimeBuffersLost
+    uint64_t host_reserved[6];
+};
+static_assert(sizeof(TraceCpuControl) == 256, "ABI");
+static_assert(offsetof(TraceCpuControl, consumed) == 192, "host part on its own cache lines");
+
+// At the start of every buffer. Filled in by the CPU just before it publishes the buffer.
+struct TraceBufferHeader {
+    uint64_t sequence;     // the CPU's buffer number in this session: 0, 1, 2, ...
+    uint64_t session_id;
+    uint32_t cpu;
+    uint32_t bytes_used;   // header + events, <= buffer_size
+    uint32_t event_count;
+    uint32_t flags;        // kTraceBuffer* bits
+    uint64_t first_tsc;    // of the first event (0 when empty)
+    uint64_t last_tsc;     // of the last event
+    uint64_t events_lost;  // the CPU's EventsLost when published: losses since the previous
+                           // buffer are the difference
+    uint64_t reserved;
+};
+static_assert(sizeof(TraceBufferHeader) == 64, "ABI");
+inline constexpr uint32_t kTraceBufferFlushed = 1u << 0;  // published before it was full
+inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buffer of the session
+
+// --- events ---------------------------------------------------------------------------------
+
+enum class TraceEventType : uint16_t {
+    kSpinlock = 1,         // TraceSpinlockEvent (PERFINFO_LOG_TYPE_SPINLOCK)
+    kContextSwitch = 2,    // TraceContextSwitchEvent
+    kReadyThread = 3,      // TraceReadyThreadEvent
+    kSyscallEnter = 4,     // TraceSyscallEnterEvent
+    kSyscallExit = 5,      // TraceSyscallExitEvent
+    kProfile = 6,          // TraceProfileEvent
+    kProcessStart = 7,     // TraceProcessEvent
+    kProcessEnd = 8,       // TraceProcessEvent
+    kProcessRundown = 9,   // TraceProcessEvent: already running when the session started
+    kThreadStart = 10,     // TraceThreadEvent
+    kThreadEnd = 11,       // TraceThreadEvent
+    kThreadRundown = 12,   // TraceThreadEvent
+    kMemoryMap = 13,       // TraceMemoryEvent
+    kMemoryUnmap = 14,     // TraceMemoryEvent
+    kSystemConfig = 15,    // TraceSystemConfigEvent: at session end
+};
+inline constexpr uint16_t kTraceEventTypeMax = 15;
+
+// Every event starts with this header; the payload of its type follows. size is a multiple of 8.
+struct TraceEventHeader {
+    uint16_t size;       // header + payload bytes
+    uint16_t type;       // TraceEventType
+    uint16_t cpu;        // the CPU that wrote it
+    uint16_t flags;      // reserved, 0
+    uint32_t thread_id;  // thread running when it was written (0: idle / none)
+    uint32_t process_id; // its process (0: kernel)
+    uint64_t tsc;        // the boot clock (clock=) when it was written
+};
+static_assert(sizeof(TraceEventHeader) == 24, "ABI");
+static_assert(offsetof(TraceEventHeader, tsc) == 16, "ABI");
+
+// Which sampling rule made a spinlock event (bits; several may hold at once).
+inline constexpr uint8_t kTraceRuleAcquireSample = 1u << 0;  // (a) the SpinLockAcquireSampleRate-th
+                                                             //     uncontended acquisition
+inline constexpr uint8_t kTraceRuleContention = 1u << 1;     // (b) >= SpinLockSpinThreshold spins and
+                                                             //     the SpinLockContentionSampleRate-th
+inline constexpr uint8_t kTraceRuleHold = 1u << 2;           // (c) held >= SpinLockHoldThreshold cycles
+inline constexpr uint8_t kTraceRuleLongWait = 1u << 3;       // waited >= longwait= cycles (unsampled)
+
+// TraceSpinlockEvent.flags
+inline constexpr uint8_t kTraceSpinContended = 1u << 0;     // the first try failed
+inline constexpr uint8_t kTraceSpinWaitOverflow = 1u << 1;  // the wait could not be measured
+inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp before acquire stamp
+
+// Written at release (seed 000's WMI_SPINLOCK). Header tsc == release_tsc.
+struct TraceSpinlockEvent {
+    TraceEventHeader h;
+    uint64_t lock_address;
+    uint64_t call_site;       // where the lock was acquired
+    uint64_t acquire_tsc;     // the lock was taken (uncontended: stamped right after the try)
+    uint64_t release_tsc;
+    uint64_t wait_cycles;     // 0 when uncontended or overflow
+    uint64_t spin_count;      // failed attempts and busy reads, the first failed try included:
+                              // >= 1 for every contended acquisition, 0 uncontended
+    uint64_t holder_steal_ns; // steal time of the holder's vCPU during the wait (KVM), else 0
+    uint64_t waiter_steal_ns; // steal time of this vCPU during the wait (KVM), else 0
+    uint32_t class_id;
+    uint32_t holder_cpu_start;  // holder seen when the wait began (kNoCpu: none or uncontended)
+    uint32_t holder_cpu_end;    // the CPU whose release handed the lock over (kNoCpu: unknown)
+    uint8_t lhp_class;          // LhpClass (perfdata.h); kUnknown when uncontended
+    uint8_t rules;              // kTraceRule* bits that fired
+    uint8_t flags;              // kTraceSpin* bits
+    uint8_t reserved;
+};
+static_assert(sizeof(TraceSpinlockEvent) == 24 + 64 + 16, "ABI");
+static_assert(offsetof(TraceSpinlockEvent, lock_address) == 24, "ABI");
+static_assert(offsetof(TraceSpinlockEvent, class_id) == 88, "ABI");
+static_assert(offsetof(TraceSpinlockEvent, rules) == 101, "ABI");
+
+// Thread states and wait reasons of a switched-out thread.
+enum class TraceThreadState : uint8_t { kRunning = 0, kReady = 1, kSleeping = 2, kZombie = 3 };
+enum class TraceWaitReason : uint8_t {
+    kNone = 0,       // preempted or yielded (still ready)
+    kSleep = 1,      // sleep on a wait channel
+    kTimedSleep = 2, // sleep with a deadline
+    kJoin = 3,       // waiting for a thread to end
+    kExit = 4,       // it ended
+};
+
+struct TraceContextSwitchEvent {
+    TraceEventHeader h;
+    uint32_t old_thread_id;
+    uint32_t new_thread_id;
+    uint32_t old_process_id;
+    uint32_t new_process_id;
+    uint8_t old_state;    // TraceThreadState
+    uint8_t wait_reason;  // TraceWaitReason
+    uint8_t reserved[6];
+};
+static_assert(sizeof(TraceContextSwitchEvent) == 24 + 24, "ABI");
+
+struct TraceReadyThreadEvent {
+    TraceEventHeader h;  // thread_id: the thread that readied (0 from an interrupt)
+    uint32_t readied_thread_id;
+    uint32_t readied_process_id;
+};
+static_assert(sizeof(TraceReadyThreadEvent) == 24 + 8, "ABI");
+
+struct TraceSyscallEnterEvent {
+    TraceEventHeader h;
+    uint64_t number;
+    uint64_t args[3];  // the first three arguments
+};
+static_assert(sizeof(TraceSyscallEnterEvent) == 24 + 32, "ABI");
+
+struct TraceSyscallExitEvent {
+    TraceEventHeader h;
+    uint64_t number;
+    uint64_t result;
+};
+static_assert(sizeof(TraceSyscallExitEvent) == 24 + 16, "ABI");
+
+struct TraceProfileEvent {
+    TraceEventHeader h;
+    uint64_t instruction_pointer;  // where the timer interrupt found the CPU
+    uint32_t user_mode;            // 1: ring 3
+    uint32_t reserved;
+};
+static_assert(sizeof(TraceProfileEvent) == 24 + 16, "ABI");
+
+inline constexpr uint32_t kTraceNameLen = 16;
+struct TraceProcessEvent {
+    TraceEventHeader h;
+    uint32_t process_id;
+    uint32_t parent_id;
+    uint32_t exit_code;  // end only
+    uint32_t reserved;
+    char name[kTraceNameLen];  // NUL-padded
+};
+static_assert(sizeof(TraceProcessEvent) == 24 + 32, "ABI");
+
+struct TraceThreadEvent {
+    TraceEventHeader h;
+    uint32_t thread_id;
+    uint32_t process_id;
+    uint32_t affinity_cpu;  // kNoCpu: any
+    uint32_t reserved;
+    char name[kTraceNameLen];
+};
+static_assert(sizeof(TraceThreadEvent) == 24 + 32, "ABI");
+
+struct TraceMemoryEvent {
+    TraceEventHeader h;
+    uint64_t virtual_address;
+    uint64_t length;
+    uint32_t process_id;
+    uint32_t flags;  // 1: writable, 2: user
+};
+static_assert(sizeof(TraceMemoryEvent) == 24 + 24, "ABI");
+
+struct TraceSystemConfigEvent {
+    TraceEventHeader h;
+    uint32_t cpu_count;
+    uint32_t lock_algorithm;    // LockAlgorithm (sysinfo.h)
+    uint64_t tsc_hz;
+    uint32_t clock_source;      // ClockSource
+    uint32_t instrument_level;  // InstrumentLevel
+    char hypervisor_signature[16];
+    char build_id[40];
+};
+static_assert(sizeof(TraceSystemConfigEvent) == 24 + 80, "ABI");
+
+// Payload size of each type (0: unknown type), for the writer and every reader.
+constexpr uint32_t trace_event_size(uint16_t type) {
+    switch (static_cast<TraceEventType>(type)) {
+        case TraceEventType::kSpinlock:
+            return sizeof(TraceSpinlockEvent);
+        case TraceEventType::kContextSwitch:
+            return sizeof(TraceContextSwitchEvent);
+        case TraceEventType::kReadyThread:
+            return sizeof(TraceReadyThreadEvent);
+        case TraceEventType::kSyscallEnter:
+            return sizeof(TraceSyscallEnterEvent);
+        case TraceEventType::kSyscallExit:
+            return sizeof(TraceSyscallExitEvent);
+        case TraceEventType::kProfile:
+            return sizeof(TraceProfileEvent);
+        case TraceEventType::kProcessStart:
+        case TraceEventType::kProcessEnd:
+        case TraceEventType::kProcessRundown:
+            return sizeof(TraceProcessEvent);
+        case TraceEventType::kThreadStart:
+        case TraceEventType::kThreadEnd:
+        case TraceEventType::kThreadRundown:
+            return sizeof(TraceThreadEvent);
+        case TraceEventType::kMemoryMap:
+        case TraceEventType::kMemoryUnmap:
+            return sizeof(TraceMemoryEvent);
+        case TraceEventType::kSystemConfig:
+            return sizeof(TraceSystemConfigEvent);
+    }
+    return 0;
+}
+
+constexpr const char* trace_event_type_name(uint16_t type) {
+    switch (static_cast<TraceEventType>(type)) {
+        case TraceEventType::kSpinlock:
+            return "spinlock";
+        case TraceEventType::kContextSwitch:
+            return "cswitch";
+        case TraceEventType::kReadyThread:
+            return "ready";
+        case TraceEventType::kSyscallEnter:
+            return "syscall-enter";
+        case TraceEventType::kSyscallExit:
+            return "syscall-exit";
+        case TraceEventType::kProfile:
+            return "profile";
+        case TraceEventType::kProcessStart:
+            return "process-start";
+        case TraceEventType::kProcessEnd:
+            return "process-end";
+        case TraceEventType::kProcessRundown:
+            return "process-rundown";
+        case TraceEventType::kThreadStart:
+            return "thread-start";
+        case TraceEventType::kThreadEnd:
+            return "thread-end";
+        case TraceEventType::kThreadRundown:
+            return "thread-rundown";
+        case TraceEventType::kMemoryMap:
+            return "mem-map";
+        case TraceEventType::kMemoryUnmap:
+            return "mem-unmap";
+        case TraceEventType::kSystemConfig:
+            return "sysconfig";
+    }
+    return "unknown";
+}
+
+// --- the trace file (written by spinlab-collect, read by `trace dump` and the decoders) ---------
+//
+//   TraceFileHeader, then frames until the end of the file:
+//     TraceFrameHeader { magic, kind, length, crc32c of the payload } + `length` payload bytes
+//   kind kTraceFrameBuffer: one whole trace buffer as published (TraceBufferHeader + events);
+//   kind kTraceFrameCounters: TraceFileCounters, the per-CPU loss counters when the recording
+//   ended (or the last ones read). A frame cut short by a crash is ignored by readers; every
+//   whole frame before it stays readable.
+
+inline constexpr uint64_t kTraceFileMagic = 0x454341525442504CULL;  // bytes "LPBTRACE"
+inline constexpr uint32_t kTraceFrameMagic = 0x4D415246;            // bytes "FRAM"
+
+struct TraceFileHeader {
+    uint64_t magic;            // kTraceFileMagic
+    uint32_t abi_version;      // kTraceAbiVersion
+    uint32_t header_size;      // sizeof(TraceFileHeader)
+    uint64_t tsc_hz;           // guest TSC frequency (RegionHeader.tsc_hz)
+    uint32_t cpu_count;
+    uint32_t reserved0;
+    TraceSessionInformation session;  // the session's parameters as the guest reported them
+    uint64_t reserved[4];
+};
+static_assert(sizeof(TraceFileHeader) == 32 + sizeof(TraceSessionInformation) + 32, "ABI");
+
+enum class TraceFrameKind : uint32_t {
+    kBuffer = 1,
+    kCounters = 2,
+};
+
+struct TraceFrameHeader {
+    uint32_t magic;   // kTraceFrameMagic
+    uint32_t kind;    // TraceFrameKind
+    uint32_t length;  // payload bytes that follow
+    uint32_t crc;     // CRC-32C of the payload
+};
+static_assert(sizeof(TraceFrameHeader) == 16, "ABI");
+
+// Counters frame payload: cpu_count entries.
+struct TraceCpuCounters {
+    uint32_t cpu;
+    uint32_t reserved;
+    TraceLossCounters counters;
+};
+static_assert(sizeof(TraceCpuCounters) == 56, "ABI");
+
+}  // namespace spinlab

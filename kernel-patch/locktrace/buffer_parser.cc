@@ -1,0 +1,60 @@
+// locktrace/buffer_parser.cc: see buffer_parser.h.
+#include "buffer_parser.h"
+
+namespace spinlab::locktrace {
+
+const char* buffer_error_name(BufferError e) {
+    switch (e) {
+        case BufferError::kNone:
+            return "ok";
+        case BufferError::kTooShort:
+            return "shorter than a buffer header";
+        case BufferError::kBadBytesUsed:
+            return "bytes_used out of range";
+        case BufferError::kBadEventSize:
+            return "event size out of range";
+        case BufferError::kUnknownType:
+            return "unknown event type";
+        case BufferError::kSizeMismatch:
+            return "event size differs from its type's";
+        case BufferError::kBadCpu:
+            return "event of another CPU";
+        case BufferError::kCountMismatch:
+            return "event count differs from the header's";
+    }
+    return "invalid";
+}
+
+BufferError parse_buffer(const void* data, size_t len, BufferView* out, uint32_t* where) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    auto fail = [&](BufferError e, uint32_t at) {
+        if (where) *where = at;
+        return e;
+    };
+    if (len < sizeof(TraceBufferHeader)) return fail(BufferError::kTooShort, 0);
+    TraceBufferHeader h;
+    __builtin_memcpy(&h, p, sizeof h);
+    if (h.bytes_used < sizeof h || h.bytes_used > len) return fail(BufferError::kBadBytesUsed, 0);
+    uint32_t off = sizeof h;
+    uint32_t count = 0;
+    while (off < h.bytes_used) {
+        if (h.bytes_used - off < sizeof(TraceEventHeader)) return fail(BufferError::kBadEventSize, off);
+        TraceEventHeader e;
+        __builtin_memcpy(&e, p + off, sizeof e);
+        if (e.size < sizeof e || e.size % 8 != 0 || e.size > h.bytes_used - off)
+            return fail(BufferError::kBadEventSize, off);
+        const uint32_t want = trace_event_size(e.type);
+        if (want == 0) return fail(BufferError::kUnknownType, off);
+        if (want != e.size) return fail(BufferError::kSizeMismatch, off);
+        if (e.cpu != h.cpu) return fail(BufferError::kBadCpu, off);
+        off += e.size;
+        count++;
+    }
+    if (count != h.event_count) return fail(BufferError::kCountMismatch, off);
+    out->header = h;
+    out->events = p + sizeof h;
+    out->events_bytes = h.bytes_used - uint32_t(sizeof h);
+    return BufferError::kNone;
+}
+
+}  // namespace spinlab::locktrace

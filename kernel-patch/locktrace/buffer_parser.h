@@ -1,0 +1,50 @@
+// locktrace/buffer_parser.h: checking one published trace buffer and walking its events.
+// The buffer may come from a running or hostile guest (a copy out of the shared region, or a
+// frame of a trace file): nothing in it is trusted before it is checked, nothing outside
+// [data, data + len) is read. Pure, freestanding.
+#pragma once
+
+#include <spinlab/trace.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace spinlab::locktrace {
+
+enum class BufferError : uint32_t {
+    kNone = 0,
+    kTooShort,       // shorter than a buffer header
+    kBadBytesUsed,   // bytes_used below the header or beyond the data
+    kBadEventSize,   // an event's size is below the header, not a multiple of 8, or overruns
+    kUnknownType,    // an event type this build does not know
+    kSizeMismatch,   // an event's size differs from its type's fixed payload
+    kBadCpu,         // an event says another CPU than its buffer
+    kCountMismatch,  // event_count differs from the events found
+};
+
+const char* buffer_error_name(BufferError e);
+
+// The header of a checked buffer and where its events are.
+struct BufferView {
+    TraceBufferHeader header;
+    const uint8_t* events;  // the first event
+    uint32_t events_bytes;  // bytes_used - sizeof(TraceBufferHeader)
+};
+
+// Checks the header and every event. On kNone `out` is filled; else where the first problem
+// was (byte offset into the buffer) is in *where when where is not null.
+BufferError parse_buffer(const void* data, size_t len, BufferView* out, uint32_t* where = nullptr);
+
+// Calls f(const TraceEventHeader&, const uint8_t* event) for every event of a buffer that
+// parse_buffer accepted; the event pointer may be unaligned (copy before casting).
+template <class F>
+void for_each_event(const BufferView& v, F&& f) {
+    uint32_t off = 0;
+    while (off + sizeof(TraceEventHeader) <= v.events_bytes) {
+        TraceEventHeader h;
+        __builtin_memcpy(&h, v.events + off, sizeof h);
+        f(h, v.events + off);
+        off += h.size;
+    }
+}
+
+}  // namespace spinlab::locktrace
