@@ -4,6 +4,7 @@
 // next kernel entry or return to user space, so a spinning thread stops within microseconds.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "cgroup_paths.h"
@@ -22,6 +23,11 @@ public:
     void thaw();
     // Whether the kernel reports the cgroup completely frozen now.
     bool frozen() const;
+    // Waits until the kernel reports the cgroup frozen (true), the CLOCK_MONOTONIC deadline
+    // passes or `stop_fd` becomes readable (false). v2: woken by the kernel's own notification
+    // (poll POLLPRI on cgroup.events, raised when "frozen" changes); v1 has none, so
+    // freezer.state is read every 100 us.
+    bool wait_frozen(uint64_t deadline_ns, int stop_fd);
     const std::string& dir() const { return dir_; }
 
 private:
@@ -29,6 +35,7 @@ private:
     std::string dir_;
     CgroupVersion version_;
     int control_fd_ = -1;
+    int events_fd_ = -1;  // v2 cgroup.events, for poll
 };
 
 }  // namespace spinlab::load

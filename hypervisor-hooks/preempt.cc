@@ -7,26 +7,45 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 
+#include "freeze_record.h"
 #include "freezer.h"
 #include "fs_util.h"
 #include "host_clock.h"
+#include "sched_switch_parse.h"
+#include "tracefs.h"
 
 namespace spinlab::load {
 
 namespace {
+// Thawed windows wait this long at most for their switch-in before the trace is read again.
+constexpr uint64_t kDrainPeriodNs = 100'000'000;
+// At the end: how long thawed threads get to run again before the record says not-resumed.
+constexpr uint64_t kFinalResumeWaitNs = 200'000'000;
+
 struct Victim {
+    Victim(ThreadTarget t, std::unique_ptr<CgroupFreezer> f, FreezeSchedule s, uint64_t origin)
+        : target(t), freezer(std::move(f)), schedule(std::move(s)), origin_ns(origin), switches(t.tid) {}
     ThreadTarget target;
     std::unique_ptr<CgroupFreezer> freezer;
     FreezeSchedule schedule;
     uint64_t origin_ns;
+    ThreadSwitches switches;
     FreezeWindow window{};
     bool frozen = false;
-    uint64_t begin_ns = 0, begin_tsc = 0, frozen_ns = 0, frozen_tsc = 0;
-    uint64_t next_event_ns() const {
-        return origin_ns + window.start_ns + (frozen ? window.length_ns : 0);
-    }
+    uint64_t thaw_at_ns = 0;
+    FreezeRecord open;  // the window in progress
+    uint64_t planned_begin_ns = 0, planned_end_ns = 0;
+    uint64_t next_event_ns() const { return frozen ? thaw_at_ns : origin_ns + window.start_ns; }
+};
+
+// A thawed window waiting for the thread's switch-in, and the planned times to convert.
+struct Unfinished {
+    Victim* victim;
+    FreezeRecord record;
+    uint64_t planned_begin_ns, planned_end_ns;
 };
 
 FILE* open_output(const std::string& path) {
@@ -34,6 +53,15 @@ FILE* open_output(const std::string& path) {
     FILE* f = std::fopen(path.c_str(), "we");
     if (!f) throw LoadError("--out " + path + ": " + std::strerror(errno));
     return f;
+}
+
+void set_rt_priority(int priority) {
+    if (priority <= 0) return;
+    sched_param sp{};
+    sp.sched_priority = priority;
+    if (::sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+        throw LoadError("--rt-priority " + std::to_string(priority) + ": " + std::strerror(errno));
+    }
 }
 }  // namespace
 
@@ -50,51 +78,70 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::vector<ThreadTarget> targets = resolve_targets(c.targets);
     CgroupChoice choice = choose_hierarchy_on_host("freezer", c.method);
     ThreadCgroups cgroups(session.ledger(), session.owner(), "freeze", choice, "freezer");
+    std::vector<int> tids;
+    for (const ThreadTarget& t : targets) tids.push_back(t.tid);
+    // The effective windows come from the threads' own sched_switch events, in TSC.
+    TraceInstance trace(session.ledger(), session.owner(), "effective", "x86-tsc", tids, 512);
+    SchedSwitchParser parser;
     // Timers fire late by the timer slack (50 us by default); windows should be exact.
     ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    if (c.rt_priority > 0) {
-        sched_param sp{};
-        sp.sched_priority = c.rt_priority;
-        if (::sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-            throw LoadError("--rt-priority " + std::to_string(c.rt_priority) + ": " + std::strerror(errno));
-        }
-    }
+    set_rt_priority(c.rt_priority);
     FILE* out = open_output(c.out_csv);
     std::unique_ptr<FILE, int (*)(FILE*)> closer(out == stdout ? nullptr : out, &std::fclose);
-    std::fprintf(out, "seq,tid,vcpu,planned_ns,begin_ns,begin_tsc,frozen_ns,frozen_tsc,end_ns,end_tsc\n");
+    std::fputs(freeze_record_header().c_str(), out);
     std::fflush(out);
 
-    std::vector<Victim> victims;
+    std::deque<Victim> victims;
     uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
     for (size_t i = 0; i < targets.size(); ++i) {
         std::string dir = cgroups.add(targets[i]);
         uint64_t offset = c.stagger ? c.schedule.period_ns * i / targets.size() : 0;
-        Victim v{targets[i], std::make_unique<CgroupFreezer>(dir, choice.version),
-                 FreezeSchedule(c.schedule, i), origin + offset};
+        Victim& v = victims.emplace_back(targets[i], std::make_unique<CgroupFreezer>(dir, choice.version),
+                                         FreezeSchedule(c.schedule, i), origin + offset);
         v.window = v.schedule.next();
-        victims.push_back(std::move(v));
     }
+    const ClockPair first_pair = sample_clock_pair();
+    trace.start();
     std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s\n", victims.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str());
     session.mark_ready();
 
     const uint64_t end = c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
-    uint64_t seq = 0, late_max_ns = 0, frozen_total_ns = 0;
-    auto thaw_and_record = [&](Victim& v) {
-        v.freezer->thaw();
-        uint64_t end_ns = monotonic_ns(), end_tsc = read_tsc();
-        v.frozen = false;
-        frozen_total_ns += end_ns - v.begin_ns;
-        std::fprintf(out, "%llu,%d,%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
-                     static_cast<unsigned long long>(seq++), v.target.tid, v.target.vcpu,
-                     static_cast<unsigned long long>(v.origin_ns + v.window.start_ns),
-                     static_cast<unsigned long long>(v.begin_ns),
-                     static_cast<unsigned long long>(v.begin_tsc),
-                     static_cast<unsigned long long>(v.frozen_ns),
-                     static_cast<unsigned long long>(v.frozen_tsc),
-                     static_cast<unsigned long long>(end_ns), static_cast<unsigned long long>(end_tsc));
+    uint64_t seq = 0, late_max_ns = 0;
+    std::deque<Unfinished> unfinished;
+    std::vector<size_t> status_counts(4, 0);
+    uint64_t next_drain_ns = 0;
+    // Reads the trace and writes every record whose thread has run again (all of them when
+    // `final`), in the order the windows ended.
+    auto drain = [&](bool final) {
+        parser.feed(trace.read_available());
+        if (final) parser.finish();
+        std::vector<SchedSwitch> events = parser.take_events();
+        for (Victim& v : victims) v.switches.add(events);
+        if (unfinished.empty()) return;
+        TscMap map(first_pair, sample_clock_pair());
+        auto to_ns = [&](uint64_t tsc) { return map.to_ns(tsc); };
+        while (!unfinished.empty()) {
+            Unfinished& u = unfinished.front();
+            ThreadSwitches& sw = u.victim->switches;
+            if (!final && !sw.resumed_after(u.record.end_tsc)) break;
+            u.record.effective = sw.window(u.record.begin_tsc, u.record.end_tsc);
+            u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
+            u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
+            ++status_counts[static_cast<size_t>(u.record.effective.status)];
+            std::fputs(format_freeze_record(u.record, to_ns).c_str(), out);
+            sw.drop_before(u.record.end_tsc);
+            unfinished.pop_front();
+        }
         std::fflush(out);
+    };
+    auto thaw = [&](Victim& v) {
+        v.open.end_tsc = read_tsc();
+        v.freezer->thaw();
+        v.frozen = false;
+        unfinished.push_back({&v, v.open, v.planned_begin_ns, v.planned_end_ns});
+        if (!next_drain_ns) next_drain_ns = monotonic_ns() + kDrainPeriodNs;
     };
     for (;;) {
         auto next = std::min_element(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
@@ -104,42 +151,59 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         // A window that has not begun by the end is not started; one in progress ends early.
         if (end && !next->frozen && when + next->window.length_ns > end) when = end;
         if (end && when > end) when = end;
+        if (next_drain_ns && next_drain_ns < when) {
+            if (session.wait_until(next_drain_ns) == Wake::kStop) break;
+            drain(false);
+            next_drain_ns = unfinished.empty() ? 0 : monotonic_ns() + kDrainPeriodNs;
+            continue;
+        }
         if (session.wait_until(when) == Wake::kStop) break;
         if (end && monotonic_ns() >= end && !next->frozen) break;
         Victim& v = *next;
-        if (!v.frozen) {
-            v.begin_ns = monotonic_ns();
-            v.begin_tsc = read_tsc();
-            late_max_ns = std::max(late_max_ns, v.begin_ns - when);
-            v.freezer->freeze();
-            v.frozen = true;
-            v.frozen_ns = v.frozen_tsc = 0;
-            // The freeze completes when the thread next enters the kernel; watch for it (tightly
-            // for 1 ms, then every 100 us, never past the planned thaw) so the record says when it
-            // really stopped.
-            const uint64_t spin_until = v.begin_ns + 1'000'000;
-            const uint64_t give_up = std::max(spin_until, v.origin_ns + v.window.start_ns + v.window.length_ns);
-            for (uint64_t now = v.begin_ns; now < give_up; now = monotonic_ns()) {
-                if (v.freezer->frozen()) {
-                    v.frozen_ns = monotonic_ns();
-                    v.frozen_tsc = read_tsc();
-                    break;
-                }
-                if (now > spin_until) session.wait_until(now + 100'000);
-                if (session.stopped()) break;
-            }
-        } else {
-            thaw_and_record(v);
+        if (v.frozen) {
+            thaw(v);
             v.window = v.schedule.next();
+            continue;
         }
+        v.open = FreezeRecord{};
+        v.open.seq = seq++;
+        v.open.tid = v.target.tid;
+        v.open.vcpu = v.target.vcpu;
+        uint64_t begin_ns = monotonic_ns();
+        v.open.begin_tsc = read_tsc();
+        v.freezer->freeze();
+        late_max_ns = std::max(late_max_ns, begin_ns > when ? begin_ns - when : 0);
+        v.frozen = true;
+        // Every freeze lasts its length: a request that came late moves the thaw by as much.
+        v.planned_begin_ns = v.origin_ns + v.window.start_ns;
+        v.planned_end_ns = v.planned_begin_ns + v.window.length_ns;
+        v.thaw_at_ns = begin_ns + v.window.length_ns;
+        if (end) v.thaw_at_ns = std::min(v.thaw_at_ns, end);
+        if (v.freezer->wait_frozen(v.thaw_at_ns, session.signal_fd())) v.open.frozen_tsc = read_tsc();
+        // The thread is stopped now (or we gave up): reading the trace cannot disturb it.
+        drain(false);
     }
-    // Thaw anything still frozen before reporting; the ledger undo thaws again regardless.
+    // Thaw anything still frozen, give the threads a moment to run, then finish every record.
     for (Victim& v : victims) {
-        if (v.frozen) thaw_and_record(v);
+        if (v.frozen) thaw(v);
     }
-    std::fprintf(stderr, "preempt: %llu freeze(s), %.1f ms frozen in total, worst start lateness %.3f ms%s%s\n",
-                 static_cast<unsigned long long>(seq), frozen_total_ns / 1e6, late_max_ns / 1e6,
+    for (uint64_t until = monotonic_ns() + kFinalResumeWaitNs; !unfinished.empty() && monotonic_ns() < until;) {
+        ::usleep(5'000);
+        drain(false);
+    }
+    trace.stop();
+    drain(true);
+    std::fprintf(stderr, "preempt: %llu freeze(s), worst start lateness %.3f ms; effective windows: "
+                 "%zu ok, %zu never-stopped, %zu not-resumed, %zu no-events%s%s\n",
+                 static_cast<unsigned long long>(seq), late_max_ns / 1e6, status_counts[0],
+                 status_counts[1], status_counts[2], status_counts[3],
                  session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
+    if (parser.lost_events()) {
+        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "
+                     "windows around the loss may be wrong\n",
+                     static_cast<unsigned long long>(parser.lost_events()));
+        return 2;
+    }
     return 0;
 }
 

@@ -2,11 +2,10 @@
 // (v1 freezer, or a v2 threaded cgroup's cgroup.freeze) and is frozen for the windows its
 // FreezeSchedule gives, from a common origin (optionally staggered across threads).
 //
-// Every window is written to the CSV as it ends (so a SIGKILL loses at most the open one):
-//   seq,tid,vcpu,planned_ns,begin_ns,begin_tsc,frozen_ns,frozen_tsc,end_ns,end_tsc
-// begin_* is taken just before the freeze request, frozen_* when the kernel first reports the
-// cgroup frozen (0 if it did not within 5 ms), end_* just after the thaw request returned.
-// All *_ns are CLOCK_MONOTONIC, *_tsc the host TSC.
+// Each freeze becomes one row of the preempt record (freeze_record.h, README.md): planned
+// window, requests, the kernel's confirmation and the effective window (effective_window.h),
+// read from the threads' sched_switch events in a trace instance of preempt's own. A row is
+// written once its thread has run again, so a SIGKILL loses the rows not yet written.
 #pragma once
 
 #include <string>

@@ -21,9 +21,10 @@ using namespace testing;
 uint64_t u64(const std::map<std::string, std::string>& row, const char* key) {
     return std::stoull(row.at(key));
 }
+using Rows = std::vector<std::map<std::string, std::string>>;
 
 // On-CPU time of the thread inside [from, to) (TSC), from the timeline intervals.
-uint64_t on_time(const std::vector<std::map<std::string, std::string>>& timeline, uint64_t from, uint64_t to) {
+uint64_t on_time(const Rows& timeline, uint64_t from, uint64_t to) {
     uint64_t total = 0;
     for (const auto& r : timeline) {
         if (r.at("state") != "on") continue;
@@ -31,6 +32,18 @@ uint64_t on_time(const std::vector<std::map<std::string, std::string>>& timeline
         if (e > s) total += e - s;
     }
     return total;
+}
+
+// The timeline's off interval containing `tsc`, or nullptr.
+const std::map<std::string, std::string>* off_at(const Rows& timeline, uint64_t tsc) {
+    for (const auto& r : timeline) {
+        if (r.at("state") == "off" && u64(r, "start_tsc") <= tsc && tsc < u64(r, "end_tsc")) return &r;
+    }
+    return nullptr;
+}
+
+double ms_between(uint64_t from, uint64_t to, double ticks_per_ms) {
+    return (static_cast<double>(to) - static_cast<double>(from)) / ticks_per_ms;
 }
 
 void run_and_match(const std::string& cgroup) {
@@ -52,52 +65,79 @@ void run_and_match(const std::string& cgroup) {
     int ts = timeline.wait(10);
     ASSERT_TRUE(WIFEXITED(ps) && WEXITSTATUS(ps) == 0) << preempt.stderr_text();
     ASSERT_TRUE(WIFEXITED(ts) && WEXITSTATUS(ts) == 0) << timeline.stderr_text();
-    auto freezes = parse_csv(slurp(dir + "/preempt.csv"));
-    auto intervals = parse_csv(slurp(dir + "/timeline.csv"));
+    Rows freezes = parse_csv(slurp(dir + "/preempt.csv"));
+    Rows intervals = parse_csv(slurp(dir + "/timeline.csv"));
     ASSERT_GE(freezes.size(), 14u) << "2.5 s at one freeze per 150 ms";
     ASSERT_FALSE(intervals.empty());
-    // TSC ticks per ms, from the preempt record's two clocks.
-    // Over the whole run (first begin to last end), not one 20 ms window: far less noise.
+    // TSC ticks per ms, from the record's two clocks over the whole run (first request to last).
     const auto& f0 = freezes.front();
     const auto& fn = freezes.back();
-    double ticks_per_ms = static_cast<double>(u64(fn, "end_tsc") - u64(f0, "begin_tsc")) /
-                          (static_cast<double>(u64(fn, "end_ns") - u64(f0, "begin_ns")) / 1e6);
-    const uint64_t settle = static_cast<uint64_t>(2 * ticks_per_ms);  // freeze takes effect
-    // Hard rule for every window: the thread never runs while frozen. Timing rules allow for a loaded 2-CPU host (other builds run beside the tests):
-    // 90% of windows within 3 ms of the planned 20 ms, all within [19, 30] ms.
-    size_t on_length = 0, confirmed = 0;
+    const double ticks_per_ms = static_cast<double>(u64(fn, "end_tsc") - u64(f0, "begin_tsc")) /
+                                (static_cast<double>(u64(fn, "end_ns") - u64(f0, "begin_ns")) / 1e6);
+    // Tolerances, from measurements under load (load average 20 on the 2 host CPUs, and with a
+    // hog on one CPU); the worst values seen are printed on every run (MEASURED line).
+    // - kSameEventMs: both tools read the same sched_switch tracepoint into separate trace
+    //   instances; each stamps its copy with its own TSC read, so one switch differs by the time
+    //   between the two buffer writes: at most 0.003 ms measured.
+    const double kSameEventMs = 0.05;
+    // - kFreezerPathMs: a thread marked frozen while waiting for a CPU still gets one, once,
+    //   for the kernel's path into the freezer (no user code): 0.006-0.025 ms measured.
+    const double kFreezerPathMs = 0.2;
+    // - kStopMs: a thread on CPU at the request stops within this (IPI + signal path):
+    //   0.03-0.13 ms measured. The issue's precision goal is 0.5 ms.
+    const double kStopMs = 0.5;
+    double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
+           worst_inside_ms = 0;
+    auto on_edge = [&](const char* edge, uint64_t tsc) {  // timeline interval edge nearest tsc
+        double best = 1e9;
+        for (const auto& r : intervals) {
+            if (r.at("state") != "on") continue;
+            best = std::min(best, std::abs(ms_between(u64(r, edge), tsc, ticks_per_ms)));
+        }
+        return best;
+    };
     for (const auto& f : freezes) {
-        uint64_t begin = u64(f, "begin_tsc"), end = u64(f, "end_tsc");
-        // Length from the monotonic clock: ticks_per_ms comes from one short window and was
-        // off by ~7 % once in CI (an 18.7 ms "window" that the ns clock put at 20).
-        double length_ms = static_cast<double>(u64(f, "end_ns") - u64(f, "begin_ns")) / 1e6;
-        EXPECT_GE(length_ms, 19.0) << "seq " << f.at("seq");
-        EXPECT_LE(length_ms, 30.0) << "seq " << f.at("seq");
-        on_length += std::abs(length_ms - 20.0) <= 3.0;
-        double ran_ms = on_time(intervals, begin + settle, end) / ticks_per_ms;
-        EXPECT_LT(ran_ms, 0.5) << "seq " << f.at("seq") << " ran while frozen";
-        confirmed += u64(f, "frozen_ns") != 0;
+        const std::string seq = "seq " + f.at("seq");
+        ASSERT_EQ(f.at("effective"), "ok") << seq << ": the effective window is not complete";
+        const uint64_t begin = u64(f, "begin_tsc"), end = u64(f, "end_tsc");
+        const uint64_t stopped = u64(f, "stopped_tsc"), resumed = u64(f, "resumed_tsc");
+        ASSERT_LE(begin, stopped) << seq;
+        ASSERT_LT(stopped, end) << seq << ": stopped only after the thaw request";
+        ASSERT_LT(end, resumed) << seq;
+        // The hard rule: the thread does not run inside its effective window (but for the
+        // kernel's path into the freezer, and the two instances' stamps of the edges).
+        const double inside_ms = ms_between(0, on_time(intervals, stopped, resumed), ticks_per_ms);
+        EXPECT_LE(inside_ms, kFreezerPathMs + 2 * kSameEventMs) << seq << " ran while frozen";
+        worst_inside_ms = std::max(worst_inside_ms, inside_ms);
+        // The edges are the timeline's own switches, seen by an independent reader: resumed is a
+        // switch-in; stopped is a switch-out, or the request when the thread was off CPU then.
+        double end_diff = on_edge("start_tsc", resumed);
+        EXPECT_LE(end_diff, kSameEventMs) << seq << ": effective end vs the timeline's switch-in";
+        double start_diff = 0;
+        if (stopped > begin) {
+            start_diff = on_edge("end_tsc", stopped);
+            EXPECT_LE(start_diff, kSameEventMs) << seq << ": effective start vs the timeline's switch-out";
+            EXPECT_LE(ms_between(begin, stopped, ticks_per_ms), kStopMs) << seq << ": slow to stop";
+            worst_stop_ms = std::max(worst_stop_ms, ms_between(begin, stopped, ticks_per_ms));
+        } else {
+            EXPECT_NE(off_at(intervals, begin), nullptr) << seq << ": on CPU at the request, yet stopped then";
+        }
+        worst_edge_ms = std::max({worst_edge_ms, start_diff, end_diff});
+        worst_resume_ms = std::max(worst_resume_ms, ms_between(end, resumed, ticks_per_ms));
+        worst_start_late_ms = std::max(worst_start_late_ms,
+                                       ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms));
+        // Every freeze lasts its planned length from its request (a late request moves its thaw):
+        // the injector's timer is at most 1 ms late here (SCHED_FIFO; 0.08 ms measured).
+        const double requested_ms = ms_between(begin, end, ticks_per_ms);
+        const double planned_ms = ms_between(u64(f, "planned_begin_tsc"), u64(f, "planned_end_tsc"), ticks_per_ms);
+        EXPECT_NEAR(planned_ms, 20.0, 0.01) << seq;
+        EXPECT_GE(requested_ms, 20.0 - 0.01) << seq;
+        EXPECT_LE(requested_ms, 21.0) << seq;
     }
-    // The kernel confirms a freeze only once the thread has stopped in the freezer; a thread that
-    // is waiting for a CPU (loaded host) or a window cut short by the end may never get there.
-    // The v1 freezer confirms only at the thread's next tick (README): a weaker bar there.
-    const size_t tenths = cgroup == "v2" ? 8 : 5;
-    EXPECT_GE(confirmed * 10, freezes.size() * tenths) << "freezes the kernel reported complete";
-    EXPECT_GE(on_length * 10, freezes.size() * 9) << "freeze lengths off plan";
-    // Between freezes the spinning thread runs again (in nearly every gap, even when loaded).
-    size_t ran_between = 0;
-    for (size_t i = 0; i + 1 < freezes.size(); ++i) {
-        uint64_t gap_from = u64(freezes[i], "end_tsc"), gap_to = u64(freezes[i + 1], "begin_tsc");
-        ran_between += on_time(intervals, gap_from, gap_to) > (gap_to - gap_from) / 100;
-    }
-    // Known weakness (issue notes): with other tests loading the 2 host CPUs the spinning
-    // thread was seen running in as few as 7 of 16 gaps (v2) and 3 of 16 (v1), though never
-    // while frozen. Whether the thread or the timeline is late is not settled; until it is, the
-    // bar is that it runs again in a quarter of the gaps (v2) or in some gap (v1).
-    if (cgroup == "v2")
-        EXPECT_GE(ran_between * 4, freezes.size() - 1) << "thread did not run again after thaws";
-    else
-        EXPECT_GE(ran_between, 1u) << "thread did not run again after thaws";
+    std::printf("MEASURED %s: worst edge diff %.4f ms, on inside %.4f ms, stop (on CPU) %.4f ms, "
+                "resume %.4f ms, request late %.4f ms\n", cgroup.c_str(), worst_edge_ms, worst_inside_ms,
+                worst_stop_ms, worst_resume_ms, worst_start_late_ms);
+    // Between freezes the spinning thread runs again: each window ends at a switch-in.
     EXPECT_TRUE(leftovers_of(preempt.pid()).empty());
     EXPECT_TRUE(leftovers_of(timeline.pid()).empty());
     // The process is back in its original cgroups.

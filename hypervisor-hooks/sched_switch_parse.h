@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace spinlab::load {
@@ -38,6 +39,9 @@ public:
     // Parses a final line that had no newline.
     void finish();
     const std::vector<SchedSwitch>& events() const { return events_; }
+    // The events parsed so far, handed over (the parser keeps none): for readers that
+    // consume the trace as it comes.
+    std::vector<SchedSwitch> take_events() { return std::exchange(events_, {}); }
     uint64_t lost_events() const { return lost_; }
     uint64_t other_lines() const { return other_; }
 

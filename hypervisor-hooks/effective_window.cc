@@ -1,0 +1,80 @@
+#include "effective_window.h"
+
+#include <algorithm>
+
+namespace spinlab::load {
+
+const char* effective_status_name(EffectiveStatus s) {
+    switch (s) {
+        case EffectiveStatus::kOk: return "ok";
+        case EffectiveStatus::kNeverStopped: return "never-stopped";
+        case EffectiveStatus::kNotResumed: return "not-resumed";
+        case EffectiveStatus::kNoEvents: return "no-events";
+    }
+    return "?";
+}
+
+void ThreadSwitches::add(const std::vector<SchedSwitch>& events) {
+    size_t before = switches_.size();
+    for (const SchedSwitch& e : events) {
+        // A thread switching to itself is not an event; both sides can name it otherwise.
+        if (e.prev_pid == tid_ && e.next_pid != tid_) switches_.push_back({e.ts, false});
+        if (e.next_pid == tid_ && e.prev_pid != tid_) switches_.push_back({e.ts, true});
+    }
+    // trace_pipe merges the per-CPU buffers in time order, but two reads may interleave them.
+    if (switches_.size() != before) {
+        std::stable_sort(switches_.begin(), switches_.end(),
+                         [](const Switch& a, const Switch& b) { return a.ts < b.ts; });
+    }
+}
+
+bool ThreadSwitches::resumed_after(uint64_t thaw) const {
+    return std::any_of(switches_.begin(), switches_.end(),
+                       [&](const Switch& s) { return s.in && s.ts > thaw; });
+}
+
+EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t thaw) const {
+    EffectiveWindow w;
+    if (switches_.empty()) return w;  // no-events
+    // Whether the thread was on CPU at `t`: its last switch at or before t says so; without
+    // one, the opposite of its first switch after t does (an off thread's next switch is in).
+    auto first_after = [&](uint64_t t) {
+        return std::upper_bound(switches_.begin(), switches_.end(), t,
+                                [](uint64_t v, const Switch& s) { return v < s.ts; });
+    };
+    auto on_at = [&](uint64_t t) {
+        auto after = first_after(t);
+        return after != switches_.begin() ? (after - 1)->in : !after->in;
+    };
+    if (on_at(thaw)) {
+        w.status = EffectiveStatus::kNeverStopped;
+        return w;
+    }
+    if (on_at(begin)) {
+        // Not on CPU at `thaw`, so a switch-out lies in (begin, thaw].
+        auto out = std::find_if(first_after(begin), switches_.end(), [](const Switch& s) { return !s.in; });
+        w.stopped = out->ts;
+    } else {
+        w.stopped = begin;
+    }
+    auto after_thaw = first_after(thaw);
+    auto in = std::find_if(after_thaw, switches_.end(), [](const Switch& s) { return s.in; });
+    if (in == switches_.end()) {
+        w.status = EffectiveStatus::kNotResumed;
+        return w;
+    }
+    w.status = EffectiveStatus::kOk;
+    w.resumed = in->ts;
+    return w;
+}
+
+void ThreadSwitches::drop_before(uint64_t tsc) {
+    // Later windows begin after `tsc`: they need the state at their begin, which the last
+    // event before `tsc` still gives.
+    auto first_kept = std::lower_bound(switches_.begin(), switches_.end(), tsc,
+                                       [](const Switch& s, uint64_t t) { return s.ts < t; });
+    if (first_kept != switches_.begin()) --first_kept;  // it gives the state at `tsc`
+    switches_.erase(switches_.begin(), first_kept);
+}
+
+}  // namespace spinlab::load

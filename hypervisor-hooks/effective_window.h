@@ -1,0 +1,65 @@
+// A freeze's effective window: when the thread really stopped and when it really ran again,
+// read from its own sched_switch events (host TSC), not from when we asked.
+//
+// A freeze request only marks the thread; it stops at its next kernel entry (v2: IPI, then the
+// signal-delivery path; v1: the freezer's fake signal), and after a thaw request it runs again
+// only once a CPU picks it. So, for a thread frozen by the request at `begin` and thawed by the
+// request at `thaw` (both TSC, taken just before the write):
+//
+//   stopped = `begin` if the thread was off CPU then (a thread waiting for a CPU can no longer
+//             return to user space once marked: when it gets a CPU it only takes the kernel's
+//             path into the freezer, 6-25 us measured, and switches out again), else its first
+//             switch-out after `begin`;
+//   resumed = the thread's first switch-in after `thaw`.
+//
+// Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
+// on CPU only on that kernel path. Statuses:
+//   ok             both ends known;
+//   never-stopped  the thread was on CPU at `thaw`: the freeze never took effect (stopped =
+//                  resumed = 0);
+//   not-resumed    no switch-in after `thaw` before tracing ended (resumed = 0);
+//   no-events      no event of the thread at all around the window (state unknown; both 0).
+// Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sched_switch_parse.h"
+
+namespace spinlab::load {
+
+enum class EffectiveStatus { kOk, kNeverStopped, kNotResumed, kNoEvents };
+const char* effective_status_name(EffectiveStatus s);
+
+struct EffectiveWindow {
+    EffectiveStatus status = EffectiveStatus::kNoEvents;
+    uint64_t stopped = 0;  // TSC; 0 when unknown
+    uint64_t resumed = 0;  // TSC; 0 when unknown
+};
+
+// One thread's switch events, kept in time order; answers effective windows.
+class ThreadSwitches {
+public:
+    explicit ThreadSwitches(int tid) : tid_(tid) {}
+    int tid() const { return tid_; }
+    // Keeps the events that concern this thread (any order; they are sorted by time).
+    void add(const std::vector<SchedSwitch>& events);
+    // Whether a switch-in after `thaw` has been seen (the window can be finished).
+    bool resumed_after(uint64_t thaw) const;
+    // Call once resumed_after(thaw), or when tracing has ended (then: not-resumed).
+    EffectiveWindow window(uint64_t begin, uint64_t thaw) const;
+    // Forgets events before `tsc` (windows before it are finished), keeping the last one.
+    void drop_before(uint64_t tsc);
+
+private:
+    struct Switch {
+        uint64_t ts;
+        bool in;  // switched in (next_pid == tid) or out (prev_pid == tid)
+    };
+    int tid_;
+    std::vector<Switch> switches_;
+};
+
+}  // namespace spinlab::load

@@ -1,0 +1,96 @@
+#include "effective_window.h"
+
+#include <gtest/gtest.h>
+
+namespace spinlab::load {
+namespace {
+
+constexpr int kTid = 77;
+SchedSwitch out(uint64_t ts, const char* state = "S") { return {ts, 0, kTid, state, 0}; }
+SchedSwitch in(uint64_t ts) { return {ts, 1, 0, "R", kTid}; }
+
+ThreadSwitches with(std::vector<SchedSwitch> events) {
+    ThreadSwitches s(kTid);
+    s.add(events);
+    return s;
+}
+
+TEST(EffectiveWindow, RunningThreadStopsAtItsSwitchOutAndResumesAtItsSwitchIn) {
+    // Freeze requested at 100, the thread switches out at 130; thaw at 1000, on CPU at 1040.
+    ThreadSwitches s = with({in(10), out(130), in(1040), out(2000, "R")});
+    ASSERT_TRUE(s.resumed_after(1000));
+    EffectiveWindow w = s.window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 130u);
+    EXPECT_EQ(w.resumed, 1040u);
+}
+
+TEST(EffectiveWindow, ThreadWaitingForACpuAtTheRequestIsStoppedFromTheRequest) {
+    // Preempted at 50 (R+), never on CPU again until after the thaw.
+    EffectiveWindow w = with({out(50, "R+"), in(1100)}).window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 100u);
+    EXPECT_EQ(w.resumed, 1100u);
+}
+
+TEST(EffectiveWindow, TheKernelPathIntoTheFreezerDoesNotMoveTheStart) {
+    // Waiting for a CPU at the request; gets one at 400 only to enter the freezer (out at 410).
+    EffectiveWindow w = with({out(50, "R"), in(400), out(410, "S"), in(1010)}).window(100, 1000);
+    EXPECT_EQ(w.stopped, 100u);
+    EXPECT_EQ(w.resumed, 1010u);
+    // On CPU at the request, preempted at 130, back at 400 into the freezer: stopped at 130.
+    w = with({in(10), out(130, "R+"), in(400), out(410, "D"), in(1010)}).window(100, 1000);
+    EXPECT_EQ(w.stopped, 130u);
+}
+
+TEST(EffectiveWindow, OffSinceBeforeTracingBeganCountsFromTheRequest) {
+    EffectiveWindow w = with({in(1200)}).window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 100u);
+    EXPECT_EQ(w.resumed, 1200u);
+}
+
+TEST(EffectiveWindow, ThreadOnCpuAtTheThawWasNeverStopped) {
+    ThreadSwitches s = with({in(10), out(2000, "R")});
+    EXPECT_EQ(s.window(100, 1000).status, EffectiveStatus::kNeverStopped);
+    EXPECT_EQ(s.window(100, 1000).stopped, 0u);
+    EXPECT_EQ(with({out(3000, "R")}).window(100, 1000).status, EffectiveStatus::kNeverStopped);
+}
+
+TEST(EffectiveWindow, NoSwitchInAfterTheThawIsNotResumed) {
+    ThreadSwitches s = with({in(10), out(130)});
+    EXPECT_FALSE(s.resumed_after(1000));
+    EffectiveWindow w = s.window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kNotResumed);
+    EXPECT_EQ(w.stopped, 130u);
+    EXPECT_EQ(w.resumed, 0u);
+}
+
+TEST(EffectiveWindow, NoEventsAtAllIsUnknown) {
+    EffectiveWindow w = with({}).window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kNoEvents);
+    EXPECT_STREQ(effective_status_name(w.status), "no-events");
+}
+
+TEST(EffectiveWindow, OtherThreadsEventsAndOutOfOrderReadsAreHandled) {
+    ThreadSwitches s(kTid);
+    s.add({in(1040), {5, 0, 12, "R", 13}});
+    s.add({out(130), in(10)});  // a later read with earlier events
+    EffectiveWindow w = s.window(100, 1000);
+    EXPECT_EQ(w.stopped, 130u);
+    EXPECT_EQ(w.resumed, 1040u);
+}
+
+TEST(EffectiveWindow, DroppingFinishedEventsKeepsTheStateForTheNextWindow) {
+    ThreadSwitches s = with({in(10), out(130), in(1040), out(2100), in(3050)});
+    s.drop_before(1000);
+    EffectiveWindow w = s.window(2000, 3000);
+    EXPECT_EQ(w.stopped, 2100u);
+    EXPECT_EQ(w.resumed, 3050u);
+    s.drop_before(3000);
+    // The kept event (out at 2100) still says the thread was off before 3050.
+    EXPECT_EQ(s.window(2000, 3000).status, EffectiveStatus::kOk);
+}
+
+}  // namespace
+}  // namespace spinlab::load
