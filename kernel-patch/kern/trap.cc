@@ -13,6 +13,7 @@
 
 extern "C" const uint64_t trap_vectors[256];
 void (*g_user_fault_handler)(TrapFrame* tf);
+void (*g_kernel_debug_handler)(TrapFrame* tf);
 
 namespace {
 
@@ -131,6 +132,10 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         if (tf->vector < 32) {
             if (trap_from_user(tf) && g_user_fault_handler) {
                 g_user_fault_handler(tf);
+                return;
+            }
+            if (tf->vector == kVectorDebug && g_kernel_debug_handler) {
+                g_kernel_debug_handler(tf);
                 return;
             }
             kernel_fault(tf);

@@ -20,3 +20,8 @@ const char* trap_name(uint64_t vector);
 
 // Called for an exception in ring 3 (set by the process layer); returns only if it handled it.
 extern void (*g_user_fault_handler)(TrapFrame* tf);
+
+// For self-tests that single-step kernel code (RFLAGS.TF): a debug exception (#DB) in ring 0
+// goes here instead of being fatal while it is set. Runs with interrupts off, like any trap.
+extern void (*g_kernel_debug_handler)(TrapFrame* tf);
+constexpr uint64_t kVectorDebug = 1;

@@ -6,6 +6,8 @@
 #include "../kern/selftest.h"
 #include "../kern/spinlock.h"
 
+void preempt_count_survives_migration_at_every_boundary();  // preempt_test.cc
+
 namespace {
 
 Spinlock counter_lock = SPINLOCK_INIT("test_counter");
@@ -74,6 +76,7 @@ const SelfTest kTests[] = {
     {"mutual_exclusion_plain", mutual_exclusion_plain},
     {"mutual_exclusion_irqsave", mutual_exclusion_irqsave},
     {"records_holder_and_restores_irqs", records_holder_and_restores_irqs},
+    {"preempt_count_survives_migration_at_every_boundary", preempt_count_survives_migration_at_every_boundary},
 };
 
 }  // namespace
