@@ -57,6 +57,34 @@ inline Prcb* this_cpu() {
 }
 inline uint32_t cpu_number() { return this_cpu()->number; }
 
+// The preemption count of the CPU the caller is running on, changed by one %gs-relative
+// instruction. this_cpu()->preempt_disable++ would be two (load the PRCB pointer, then add to
+// it): with the count at 0 the timer may preempt the thread between them and another CPU may
+// run it, so the add lands on the old CPU's count (which then reads 1 with nothing held, and
+// sched() there panics) while the new CPU's stays 0 with a lock held (preemptible, and -1
+// after the unlock). One instruction is either before the interrupt or after it.
+inline void preempt_count_inc() {
+    asm volatile("incl %%gs:%c0" ::"i"(__builtin_offsetof(Prcb, preempt_disable)) : "memory");
+}
+// Returns whether the count reached 0.
+inline bool preempt_count_dec() {
+    bool zero;
+    asm volatile("decl %%gs:%c1"
+                 : "=@ccz"(zero)
+                 : "i"(__builtin_offsetof(Prcb, preempt_disable))
+                 : "memory");
+    return zero;
+}
+// This CPU's resched_pending, read and cleared. Each access is one %gs-relative instruction;
+// a migration between them clears the new CPU's flag, which is set for its current thread
+// (this one), and the caller yields anyway.
+inline bool resched_pending_take() {
+    bool pending;
+    asm volatile("cmpb $0, %%gs:%c1" : "=@ccnz"(pending) : "i"(__builtin_offsetof(Prcb, resched_pending)) : "memory");
+    if (pending) asm volatile("movb $0, %%gs:%c0" ::"i"(__builtin_offsetof(Prcb, resched_pending)) : "memory");
+    return pending;
+}
+
 void prcb_init_cpu(uint32_t number);  // point GS at g_prcbs[number]
 
 // Interrupt-disable nesting: the first irq_save() remembers nothing (the caller keeps the

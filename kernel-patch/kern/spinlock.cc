@@ -141,18 +141,16 @@ bool spin_holding(const Spinlock* l) {
     return spin_is_locked(l) && spin_holder_cpu(l) == cpu_number();
 }
 
+// The count moves by one %gs-relative instruction (prcb.h says why): while it is 0 the thread
+// may be moved to another CPU at any instruction boundary.
 void preempt_disable() {
-    this_cpu()->preempt_disable++;
+    preempt_count_inc();
     arch::barrier();
 }
 
 void preempt_enable() {
     arch::barrier();
-    Prcb* c = this_cpu();
-    if (--c->preempt_disable == 0 && c->resched_pending && arch::irqs_enabled()) {
-        c->resched_pending = false;
-        yield();
-    }
+    if (preempt_count_dec() && arch::irqs_enabled() && resched_pending_take()) yield();
 }
 
 void spin_lock(Spinlock* l) {
@@ -167,23 +165,23 @@ void spin_unlock(Spinlock* l) {
 
 uint64_t spin_lock_irqsave(Spinlock* l) {
     uint64_t flags = irq_save();
-    this_cpu()->preempt_disable++;
+    preempt_count_inc();
     take(l, __builtin_return_address(0));
     return flags;
 }
 
 void spin_unlock_irqrestore(Spinlock* l, uint64_t flags) {
     give(l);
-    this_cpu()->preempt_disable--;
+    preempt_count_dec();
     irq_restore(flags);
 }
 
 void spin_release_raw(Spinlock* l) {
     give(l);
-    this_cpu()->preempt_disable--;
+    preempt_count_dec();
 }
 
 void spin_acquire_raw(Spinlock* l) {
-    this_cpu()->preempt_disable++;
+    preempt_count_inc();  // interrupts may be on here (sleep_on of a spin_lock'ed lock)
     take(l, __builtin_return_address(0));
 }

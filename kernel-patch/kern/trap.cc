@@ -144,12 +144,15 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
         lapic_eoi();
     }
     // Preempt on the way out of a timer interrupt when the slice is over and no spinlock is
-    // held; sched_tick only sets the flag.
+    // held; sched_tick only sets the flag. A system call runs with interrupts on and may have
+    // moved this thread to another CPU, so the PRCB read on entry may be another CPU's now:
+    // read it again, with interrupts off so it stays ours.
+    // trap_return swaps GS back to the user's before iretq: nothing may interrupt it either.
+    arch::cli();
+    c = this_cpu();
     if (c->resched_pending && c->preempt_disable == 0 && c->current != c->idle) {
         c->resched_pending = false;
         yield();
     }
     if (trap_from_user(tf)) proc_check_killed();  // exit() or a fault in another thread
-    // trap_return swaps GS back to the user's before iretq: nothing may interrupt it.
-    arch::cli();
 }
