@@ -111,6 +111,8 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
             ("start-delay", po::value(&c.preempt.start_delay_s)->default_value(0),
              "seconds before the first period")
             ("out", po::value(&c.preempt.out_csv), "CSV of the freezes (default stdout)")
+            ("latency-json", po::value(&c.preempt.latency_json),
+             "write the freezer's latencies (median, p99, max) here as JSON at exit")
             ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 (freezer) or v2 (cgroup.freeze)")
             ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
              "run the injector SCHED_FIFO at this priority (0: normal)");

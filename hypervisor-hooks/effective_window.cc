@@ -46,24 +46,26 @@ EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t thaw) const {
         auto after = first_after(t);
         return after != switches_.begin() ? (after - 1)->in : !after->in;
     };
-    if (on_at(thaw)) {
-        w.status = EffectiveStatus::kNeverStopped;
-        return w;
-    }
     if (on_at(begin)) {
-        // Not on CPU at `thaw`, so a switch-out lies in (begin, thaw].
         auto out = std::find_if(first_after(begin), switches_.end(), [](const Switch& s) { return !s.in; });
+        if (out == switches_.end() || out->ts > thaw) {
+            w.status = EffectiveStatus::kNeverStopped;
+            return w;
+        }
         w.stopped = out->ts;
     } else {
         w.stopped = begin;
     }
-    auto after_thaw = first_after(thaw);
-    auto in = std::find_if(after_thaw, switches_.end(), [](const Switch& s) { return s.in; });
+    w.status = EffectiveStatus::kOk;
+    if (on_at(thaw)) {
+        w.resumed = thaw;
+        return w;
+    }
+    auto in = std::find_if(first_after(thaw), switches_.end(), [](const Switch& s) { return s.in; });
     if (in == switches_.end()) {
         w.status = EffectiveStatus::kNotResumed;
         return w;
     }
-    w.status = EffectiveStatus::kOk;
     w.resumed = in->ts;
     return w;
 }

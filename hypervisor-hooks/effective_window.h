@@ -10,13 +10,16 @@
 //             return to user space once marked: when it gets a CPU it only takes the kernel's
 //             path into the freezer, 6-25 us measured, and switches out again), else its first
 //             switch-out after `begin`;
-//   resumed = the thread's first switch-in after `thaw`.
+//   resumed = the thread's first switch-in after `thaw`; or `thaw` itself when the thread was on
+//             CPU then: it had been marked all along, so it was on that kernel path (seen: it got
+//             a CPU 7 us before a thaw, after waiting 6.6 ms) and returns to user space once the
+//             thaw lands.
 //
 // Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
 // on CPU only on that kernel path. Statuses:
 //   ok             both ends known;
-//   never-stopped  the thread was on CPU at `thaw`: the freeze never took effect (stopped =
-//                  resumed = 0);
+//   never-stopped  the thread was on CPU from `begin` through `thaw` without a switch: the freeze
+//                  never took effect (stopped = resumed = 0);
 //   not-resumed    no switch-in after `thaw` before tracing ended (resumed = 0);
 //   no-events      no event of the thread at all around the window (state unknown; both 0).
 // Pure: no I/O.

@@ -50,7 +50,15 @@ TEST(EffectiveWindow, OffSinceBeforeTracingBeganCountsFromTheRequest) {
     EXPECT_EQ(w.resumed, 1200u);
 }
 
-TEST(EffectiveWindow, ThreadOnCpuAtTheThawWasNeverStopped) {
+TEST(EffectiveWindow, OnTheFreezerPathAtTheThawItResumesAtTheThaw) {
+    // Waiting for a CPU since before the request; got one 7 ticks before the thaw request.
+    EffectiveWindow w = with({out(50, "R"), in(993), out(1010, "S"), in(1020)}).window(100, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 100u);
+    EXPECT_EQ(w.resumed, 1000u);
+}
+
+TEST(EffectiveWindow, ThreadOnCpuThroughoutWasNeverStopped) {
     ThreadSwitches s = with({in(10), out(2000, "R")});
     EXPECT_EQ(s.window(100, 1000).status, EffectiveStatus::kNeverStopped);
     EXPECT_EQ(s.window(100, 1000).stopped, 0u);

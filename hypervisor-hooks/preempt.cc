@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 
+#include "freeze_latency.h"
 #include "freeze_record.h"
 #include "freezer.h"
 #include "fs_util.h"
@@ -108,9 +109,9 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     session.mark_ready();
 
     const uint64_t end = c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
-    uint64_t seq = 0, late_max_ns = 0;
+    uint64_t seq = 0;
     std::deque<Unfinished> unfinished;
-    std::vector<size_t> status_counts(4, 0);
+    std::vector<FreezeRecord> written;
     uint64_t next_drain_ns = 0;
     // Reads the trace and writes every record whose thread has run again (all of them when
     // `final`), in the order the windows ended.
@@ -129,7 +130,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
             u.record.effective = sw.window(u.record.begin_tsc, u.record.end_tsc);
             u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
             u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
-            ++status_counts[static_cast<size_t>(u.record.effective.status)];
+            written.push_back(u.record);
             std::fputs(format_freeze_record(u.record, to_ns).c_str(), out);
             sw.drop_before(u.record.end_tsc);
             unfinished.pop_front();
@@ -172,7 +173,6 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         uint64_t begin_ns = monotonic_ns();
         v.open.begin_tsc = read_tsc();
         v.freezer->freeze();
-        late_max_ns = std::max(late_max_ns, begin_ns > when ? begin_ns - when : 0);
         v.frozen = true;
         // Every freeze lasts its length: a request that came late moves the thaw by as much.
         v.planned_begin_ns = v.origin_ns + v.window.start_ns;
@@ -193,11 +193,23 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     }
     trace.stop();
     drain(true);
-    std::fprintf(stderr, "preempt: %llu freeze(s), worst start lateness %.3f ms; effective windows: "
-                 "%zu ok, %zu never-stopped, %zu not-resumed, %zu no-events%s%s\n",
-                 static_cast<unsigned long long>(seq), late_max_ns / 1e6, status_counts[0],
-                 status_counts[1], status_counts[2], status_counts[3],
-                 session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
+    std::vector<size_t> status_counts(4, 0);
+    FreezeLatency latency(TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e6);
+    for (const FreezeRecord& r : written) {
+        ++status_counts[static_cast<size_t>(r.effective.status)];
+        latency.add(r);
+    }
+    std::fprintf(stderr, "preempt: %llu freeze(s); effective windows: %zu ok, %zu never-stopped, "
+                 "%zu not-resumed, %zu no-events; %s%s%s\n",
+                 static_cast<unsigned long long>(seq), status_counts[0], status_counts[1],
+                 status_counts[2], status_counts[3], latency.summary().c_str(),
+                 session.stopped() ? "; stopped by " : "", session.stop_reason().c_str());
+    if (!c.latency_json.empty()) {
+        FILE* j = std::fopen(c.latency_json.c_str(), "we");
+        if (!j || std::fprintf(j, "%s\n", latency.json().c_str()) < 0 || std::fclose(j) != 0) {
+            throw LoadError("--latency-json " + c.latency_json + ": " + std::strerror(errno));
+        }
+    }
     if (parser.lost_events()) {
         std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "
                      "windows around the loss may be wrong\n",

@@ -25,6 +25,7 @@ struct PreemptConfig {
     double duration_s = 0;     // 0: until signalled
     double start_delay_s = 0;  // wait before the first window
     std::string out_csv;       // "-" or empty: stdout
+    std::string latency_json;  // optional: the freezer's latencies (freeze_latency.h) at exit
     int rt_priority = 0;       // >0: run the injector SCHED_FIFO at this priority
 };
 

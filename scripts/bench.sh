@@ -20,6 +20,9 @@ $bin/collector_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates
     --benchmark_out="$out/collector.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu"
 
+echo "bench: freeze latency (v1/v2 freezer, with and without a hog on the victim's CPU)"
+OUT="$out/freeze-latency.json" scripts/bench-freeze.sh
+
 if [ -x scripts/bench-guest.sh ]; then
     echo "bench: spinlock algorithms in the guest"
     OUT="$out/guest-spinlock.json" scripts/bench-guest.sh

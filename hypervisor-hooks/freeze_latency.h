@@ -1,0 +1,43 @@
+// How fast the freezer acts, from the preempt record: distributions (count, min, median, p99,
+// max, in ms) of
+//   request_late  begin - planned_begin   the injector's timer lateness
+//   stop          stopped - begin         for threads on CPU at the request: until it switched out
+//   notify        frozen - begin          until we saw the kernel's "frozen" notification
+//   resume        resumed - end           from the thaw request until the thread ran again
+// plus the count of threads off CPU at the request (stopped == begin: stopped from the request).
+// `spinlab-load preempt --latency-json` writes it; `make bench` runs it (scripts/bench-freeze.sh).
+// Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "freeze_record.h"
+
+namespace spinlab::load {
+
+struct Distribution {
+    size_t count = 0;
+    double min_ms = 0, median_ms = 0, p99_ms = 0, max_ms = 0;
+};
+// Nearest-rank percentiles; all zero when empty.
+Distribution distribution(std::vector<double> samples_ms);
+
+class FreezeLatency {
+public:
+    explicit FreezeLatency(double ticks_per_ms) : ticks_per_ms_(ticks_per_ms) {}
+    void add(const FreezeRecord& r);
+    // {"freezes":N,"effective_ok":N,"off_cpu_at_request":N,"request_late":{...},"stop":{...},...}
+    std::string json() const;
+    // One line for stderr: medians and maxima.
+    std::string summary() const;
+
+private:
+    double ms(uint64_t from, uint64_t to) const;
+    double ticks_per_ms_;
+    size_t freezes_ = 0, ok_ = 0, off_at_request_ = 0;
+    std::vector<double> request_late_, stop_, notify_, resume_;
+};
+
+}  // namespace spinlab::load
