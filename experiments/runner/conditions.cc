@@ -1,0 +1,81 @@
+// experiments/runner/conditions.cc: see conditions.h.
+#include "conditions.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "text.h"
+
+namespace fs = std::filesystem;
+
+namespace spinlab::run {
+
+std::vector<std::string> vcpu_target_args(const VmInfo& vm, const std::vector<uint32_t>& vcpus) {
+    if (vm.qemu_pid) {
+        std::vector<std::string> a{"--qemu-pid", std::to_string(vm.qemu_pid)};
+        if (!vcpus.empty()) a.insert(a.end(), {"--vcpus", join_ids(vcpus)});
+        return a;
+    }
+    std::vector<uint64_t> chosen;
+    for (size_t i = 0; i < vm.vcpu_tids.size(); ++i)
+        if (vcpus.empty() || std::find(vcpus.begin(), vcpus.end(), uint32_t(i)) != vcpus.end())
+            chosen.push_back(vm.vcpu_tids[i]);
+    return {"--tid", join_ids(chosen)};
+}
+
+std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
+                                        const std::string& spinlab_load, const VmInfo& vm,
+                                        const std::string& preempt_csv,
+                                        const std::string& ready_file) {
+    std::vector<std::string> argv{spinlab_load};
+    auto add = [&](const std::vector<std::string>& a) { argv.insert(argv.end(), a.begin(), a.end()); };
+    switch (p.kind) {
+        case PhaseKind::kHostLoad:
+            argv.push_back("hog");
+            if (!run.hog_cpus.empty()) add({"--cpus", join_ids(run.hog_cpus)});
+            break;
+        case PhaseKind::kPreempt:
+            argv.push_back("preempt");
+            add(vcpu_target_args(vm, run.preempt_vcpus));
+            add({"--freeze-ms", std::to_string(p.freeze_ms), "--period-ms",
+                 std::to_string(run.preempt_period_ms), "--seed", std::to_string(run.seed), "--out",
+                 preempt_csv});
+            break;
+        case PhaseKind::kThrottle:
+            argv.push_back("throttle");
+            add(vcpu_target_args(vm, run.throttle_vcpus));
+            add({"--quota-pct", std::to_string(p.quota_pct)});
+            break;
+        case PhaseKind::kIdleHost:
+            throw std::logic_error("idle-host has no spinlab-load condition");
+    }
+    add({"--ready-file", ready_file});
+    return argv;
+}
+
+Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
+                          const std::string& spinlab_load, const VmInfo& vm,
+                          const std::string& results_dir) {
+    Condition c;
+    if (p.kind == PhaseKind::kIdleHost) return c;
+    const std::string stem = p.name() + "-r" + std::to_string(rep);
+    const std::string ready = results_dir + "/logs/." + stem + ".ready";
+    const std::string log = results_dir + "/logs/" + stem + ".log";
+    if (p.kind == PhaseKind::kPreempt) {
+        c.preempt_csv = results_dir + "/preempt/" + stem + ".csv";
+        fs::create_directories(results_dir + "/preempt");
+    }
+    std::vector<std::string> argv = condition_argv(p, run, spinlab_load, vm, c.preempt_csv, ready);
+    c.what = "spinlab-load " + argv[1];
+    c.child = std::make_unique<Child>(argv, log);
+    if (!wait_for_file(ready, *c.child, std::chrono::seconds(20))) {
+        std::string why = c.child->running() ? "not in effect after 20 s"
+                                              : Child::describe(*c.child->poll());
+        c.child->stop();
+        throw std::runtime_error(c.what + " for " + stem + " " + why + ": " + last_line(log));
+    }
+    return c;
+}
+
+}  // namespace spinlab::run

@@ -1,0 +1,41 @@
+// experiments/runner/conditions.h: the host condition of a phase, as a `spinlab-load` child
+// (phase.h names them): its command line, and starting it until it says it is in effect
+// (--ready-file). idle-host starts nothing.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child.h"
+#include "phase.h"
+#include "spec.h"
+#include "vm.h"
+
+namespace spinlab::run {
+
+// The vCPU threads a condition acts on: by QEMU pid and vCPU index when the VM's pid is known
+// (spinlab-load finds the threads named "CPU n/...", so its records carry the real vCPU index),
+// else by thread id. An empty `vcpus` means every vCPU.
+std::vector<std::string> vcpu_target_args(const VmInfo& vm, const std::vector<uint32_t>& vcpus);
+
+// The spinlab-load command line for a phase other than idle-host. `preempt_csv` is where
+// preempt writes its freeze record; `ready_file` appears once the condition is in effect.
+std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
+                                        const std::string& spinlab_load, const VmInfo& vm,
+                                        const std::string& preempt_csv,
+                                        const std::string& ready_file);
+
+struct Condition {
+    std::unique_ptr<Child> child;  // none for idle-host
+    std::string preempt_csv;       // preempt: the freeze record
+    std::string what;              // for messages: "spinlab-load hog"
+};
+
+// Starts phase p's condition for repetition `rep`: logs under `results_dir`/logs, the freeze
+// record under `results_dir`/preempt. Throws std::runtime_error when it is not in effect
+// within 20 s, with the last line of its log.
+Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
+                          const std::string& spinlab_load, const VmInfo& vm,
+                          const std::string& results_dir);
+
+}  // namespace spinlab::run

@@ -1,0 +1,76 @@
+// experiments/runner/conditions_test.cc: the spinlab-load command lines of the host conditions
+// (what preempt and throttle act on, with which parameters) and of the VM.
+#include "conditions.h"
+
+#include <gtest/gtest.h>
+
+namespace spinlab::run {
+namespace {
+
+using Args = std::vector<std::string>;
+
+VmInfo vm_with_pid() {
+    VmInfo v;
+    v.qemu_pid = 4242;
+    v.vcpu_tids = {101, 102, 103, 104};
+    return v;
+}
+
+VmInfo vm_without_pid() {
+    VmInfo v = vm_with_pid();
+    v.qemu_pid = 0;
+    return v;
+}
+
+TEST(VcpuTargets, ByQemuPidAndIndexWhenThePidIsKnown) {
+    EXPECT_EQ(vcpu_target_args(vm_with_pid(), {0, 2}), (Args{"--qemu-pid", "4242", "--vcpus", "0,2"}));
+    EXPECT_EQ(vcpu_target_args(vm_with_pid(), {}), (Args{"--qemu-pid", "4242"}));
+}
+
+TEST(VcpuTargets, ByThreadIdOtherwiseInVcpuOrder) {
+    EXPECT_EQ(vcpu_target_args(vm_without_pid(), {3, 1}), (Args{"--tid", "102,104"}));
+    EXPECT_EQ(vcpu_target_args(vm_without_pid(), {}), (Args{"--tid", "101,102,103,104"}));
+    // An index the VM does not have selects nothing rather than a wrong thread.
+    EXPECT_EQ(vcpu_target_args(vm_without_pid(), {7}), (Args{"--tid", ""}));
+}
+
+TEST(ConditionArgv, PreemptFreezesTheChosenVcpusWithTheSpecsPeriodAndSeed) {
+    RunSpec run;
+    run.preempt_vcpus = {1};
+    run.preempt_period_ms = 250;
+    run.seed = 99;
+    Args a = condition_argv(parse_phase("preempt-20ms"), run, "/bin/spinlab-load", vm_with_pid(),
+                            "/r/preempt/preempt-20ms-r2.csv", "/r/logs/.ready");
+    EXPECT_EQ(a, (Args{"/bin/spinlab-load", "preempt", "--qemu-pid", "4242", "--vcpus", "1",
+                       "--freeze-ms", "20", "--period-ms", "250", "--seed", "99", "--out",
+                       "/r/preempt/preempt-20ms-r2.csv", "--ready-file", "/r/logs/.ready"}));
+    Args by_tid = condition_argv(parse_phase("preempt-5ms"), run, "L", vm_without_pid(), "p.csv", "r");
+    EXPECT_EQ(by_tid, (Args{"L", "preempt", "--tid", "102", "--freeze-ms", "5", "--period-ms", "250",
+                            "--seed", "99", "--out", "p.csv", "--ready-file", "r"}));
+}
+
+TEST(ConditionArgv, ThrottleLimitsEveryVcpuUnlessTold) {
+    RunSpec run;
+    Args all = condition_argv(parse_phase("throttle-40%"), run, "L", vm_with_pid(), "", "r");
+    EXPECT_EQ(all, (Args{"L", "throttle", "--qemu-pid", "4242", "--quota-pct", "40", "--ready-file", "r"}));
+    run.throttle_vcpus = {0, 3};
+    Args some = condition_argv(parse_phase("throttle-5%"), run, "L", vm_without_pid(), "", "r");
+    EXPECT_EQ(some, (Args{"L", "throttle", "--tid", "101,104", "--quota-pct", "5", "--ready-file", "r"}));
+}
+
+TEST(ConditionArgv, HostLoadHogsTheChosenHostCpus) {
+    RunSpec run;
+    EXPECT_EQ(condition_argv(parse_phase("host-load"), run, "L", vm_with_pid(), "", "r"),
+              (Args{"L", "hog", "--ready-file", "r"}));
+    run.hog_cpus = {0, 1};
+    EXPECT_EQ(condition_argv(parse_phase("host-load"), run, "L", vm_with_pid(), "", "r"),
+              (Args{"L", "hog", "--cpus", "0,1", "--ready-file", "r"}));
+}
+
+TEST(ConditionArgv, IdleHostHasNoCommand) {
+    EXPECT_THROW(condition_argv(parse_phase("idle-host"), RunSpec{}, "L", vm_with_pid(), "", "r"),
+                 std::logic_error);
+}
+
+}  // namespace
+}  // namespace spinlab::run

@@ -1,0 +1,89 @@
+// experiments/runner/meta.cc: see meta.h.
+#include "meta.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "host_tsc.h"
+#include "text.h"
+
+namespace spinlab::run {
+
+HostInfo host_info() {
+    HostInfo h;
+    std::istringstream cpu(read_text("/proc/cpuinfo"));
+    std::string line;
+    while (std::getline(cpu, line))
+        if (line.rfind("model name", 0) == 0) {
+            h.cpu_model = line.substr(line.find(':') + 2);
+            break;
+        }
+    struct utsname u;
+    if (uname(&u) == 0) h.kernel = std::string(u.release) + " " + u.version;
+    h.cpus = uint32_t(sysconf(_SC_NPROCESSORS_ONLN));
+    // The TSC rate: TSC cycles over 100 ms of CLOCK_MONOTONIC_RAW.
+    timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+    uint64_t t0 = collect::host_tsc();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+    uint64_t t1 = collect::host_tsc();
+    double ns = double(b.tv_sec - a.tv_sec) * 1e9 + double(b.tv_nsec - a.tv_nsec);
+    h.tsc_hz = uint64_t(std::llround(double(t1 - t0) / ns * 1e9 / 1e5) * 100000);
+    return h;
+}
+
+std::string git_rev(const std::string& dir) {
+    std::string rev = command_line_output("git -C " + shell_quote(dir) + " rev-parse HEAD");
+    if (rev.empty()) return "unknown";
+    std::string dirty = command_line_output("git -C " + shell_quote(dir) +
+                                            " status --porcelain --untracked-files=no | head -1");
+    return dirty.empty() ? rev : rev + "-dirty";
+}
+
+Meta make_meta(const MetaSources& s) {
+    const Spec& spec = s.spec;
+    Meta m;
+    m.run_id = s.run_id;
+    m.date = iso_utc(collect::realtime_ns());
+    m.git_rev = git_rev(s.source_dir);
+    m.host = host_info();
+    m.qemu_version = s.vm.qemu_version;
+    if (s.vm.backend == "libvirt") {
+        std::string v = command_line_output("virsh --version");
+        m.libvirt_version = v.empty() ? "unknown" : v;
+    }
+    m.accelerator = s.vm.accel;
+    m.backend = s.vm.backend;
+    m.vcpus = spec.vm.cpus;
+    m.memory_mb = spec.vm.memory_mb;
+    const SystemConfiguration& c = s.guest.configuration();
+    m.lock = spec.vm.lock;
+    m.clock = contract_clock_name(spec.vm.clock);
+    m.pause = c.pause_enabled != 0;
+    m.pinning = spec.vm.pin.empty() ? "none" : "vCPU i on host CPU " + join_ids(spec.vm.pin) + "[i]";
+    m.guest_tsc_hz = s.guest.tsc_hz();
+    m.workload = init_line(spec.workload);
+    m.kernel_append = kernel_append(spec);
+    for (const Phase& p : spec.run.phases) m.phases.push_back(p.name());
+    m.repetitions = spec.run.repetitions;
+    m.order = order_name(spec.run.order);
+    m.seed = spec.run.seed;
+    for (const Slot& slot : s.plan) m.plan.push_back({spec.run.phases[slot.phase].name(), slot.rep});
+    m.duration_s = spec.run.duration_s;
+    m.warmup_s = spec.run.warmup_s;
+    m.vm_name = s.vm_name;
+    m.vcpu_thread_ids = s.vm.vcpu_tids;
+    m.guest_build_id = std::string(c.build_id, strnlen(c.build_id, sizeof c.build_id));
+    m.guest_hypervisor = std::string(c.hypervisor_signature,
+                                     strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));
+    m.runner_version = "spinlab-run format 1";
+    return m;
+}
+
+}  // namespace spinlab::run

@@ -1,0 +1,144 @@
+// experiments/runner/vm.cc: see vm.h.
+#include "vm.h"
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "attach.h"
+#include "error.h"
+#include "signals.h"
+#include "text.h"
+
+namespace fs = std::filesystem;
+namespace pt = boost::property_tree;
+
+namespace spinlab::run {
+
+std::optional<VmInfo> read_vm_json(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) return std::nullopt;
+    try {
+        pt::ptree t;
+        pt::read_json(f, t);
+        VmInfo v;
+        v.state = t.get<std::string>("state", "");
+        v.accel = t.get<std::string>("accel", "");
+        v.backend = t.get<std::string>("backend", "");
+        v.qemu_version = t.get<std::string>("qemu_version", "");
+        v.qemu_pid = t.get<uint64_t>("qemu_pid", 0);
+        if (auto ids = t.get_child_optional("vcpu_thread_ids"))
+            for (const auto& [k, id] : *ids) v.vcpu_tids.push_back(id.get_value<uint64_t>());
+        return v;
+    } catch (const pt::ptree_error&) {
+        return std::nullopt;  // being rewritten, or not there yet
+    }
+}
+
+std::string run_dir() {
+    const char* e = getenv("SPINLAB_RUN_DIR");
+    return e && *e ? e : collect::kDefaultRunDir;
+}
+
+std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
+                                         const std::string& vm_name, const std::string& results_dir) {
+    // `spinlab-vm run` rather than `start`: `start` outlives its caller by design, while
+    // `run` is tied to us (PR_SET_PDEATHSIG) and tears the VM down when we die.
+    std::vector<std::string> argv{spinlab_vm, "run", vm_name, "--quiet",
+                                  "--cpus", std::to_string(spec.vm.cpus),
+                                  "--memory", std::to_string(spec.vm.memory_mb),
+                                  "--accel", spec.vm.accel,
+                                  "--backend", spec.vm.backend,
+                                  "--append", kernel_append(spec),
+                                  "--save-console", results_dir + "/logs/console.log"};
+    if (!spec.vm.pin.empty()) argv.insert(argv.end(), {"--pin", join_ids(spec.vm.pin)});
+    if (!spec.vm.kernel.empty()) argv.insert(argv.end(), {"--kernel", spec.vm.kernel});
+    if (!spec.vm.initrd.empty()) argv.insert(argv.end(), {"--initrd", spec.vm.initrd});
+    return argv;
+}
+
+void Vm::start(const std::function<void(const std::string&)>& note) {
+    using Clock = std::chrono::steady_clock;
+    const std::string vm_log = results_dir_ + "/logs/vm.log";
+    if (!spec_.vm.attach.empty()) {
+        if (!fs::exists(dir_ + "/vm.json"))
+            throw collect::CollectError(collect::kExitNoVm, "vm.attach = " + spec_.vm.attach +
+                                                                ": no such VM (" + dir_ +
+                                                                "/vm.json does not exist)");
+    } else {
+        child_ = std::make_unique<Child>(spinlab_vm_argv(spec_, spinlab_vm_, name_, results_dir_),
+                                         vm_log);
+    }
+    auto deadline = Clock::now() + std::chrono::milliseconds(long(spec_.vm.boot_timeout_s * 1000));
+    for (;;) {
+        if (pending_signal())
+            throw std::runtime_error("interrupted by " + signal_name(pending_signal()) +
+                                     " while starting the VM");
+        if (child_ && !child_->running())
+            throw collect::CollectError(collect::kExitNoVm, "spinlab-vm run " +
+                                                                Child::describe(*child_->poll()) +
+                                                                ": " + last_line(vm_log));
+        auto info = read_vm_json(dir_ + "/vm.json");
+        if (info && info->state == "running" && info->vcpu_tids.size() == spec_.vm.cpus) {
+            info_ = *info;
+            break;
+        }
+        if (info && info->state == "running" && !spec_.vm.attach.empty())
+            throw collect::CollectError(collect::kExitNoVm,
+                                        "vm.attach = " + spec_.vm.attach + " has " +
+                                            std::to_string(info->vcpu_tids.size()) +
+                                            " vCPUs, the spec says vm.cpus = " +
+                                            std::to_string(spec_.vm.cpus));
+        if (Clock::now() > deadline)
+            throw collect::CollectError(collect::kExitNoVm,
+                                        "the VM did not start within " +
+                                            std::to_string(long(spec_.vm.boot_timeout_s)) + " s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    note("VM " + name_ + ": " + std::to_string(spec_.vm.cpus) + " vCPUs (threads " +
+         join_ids(info_.vcpu_tids) + "), " + info_.accel + ", " + info_.backend +
+         "; waiting for the guest");
+    guest_ = std::make_unique<Guest>(name_, run_dir());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    guest_->wait_ready(std::max(left, std::chrono::milliseconds(1000)), [&] {
+        return !pending_signal() && (!child_ || child_->running()) && fs::exists(dir_ + "/vm.json");
+    });
+    if (pending_signal())
+        throw std::runtime_error("interrupted by " + signal_name(pending_signal()) + " while booting");
+}
+
+bool Vm::alive() {
+    if (child_ && !child_->running()) return false;
+    if (!fs::exists(dir_ + "/vm.json")) return false;
+    if (guest_) {
+        try {
+            if (guest_->region_gone()) return false;
+        } catch (const std::exception&) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string Vm::why_gone() {
+    return child_ && child_->poll() ? "spinlab-vm run " + Child::describe(*child_->poll())
+                                    : std::string("its state directory is gone");
+}
+
+void Vm::stop() {
+    guest_.reset();
+    if (!child_) return;
+    child_->stop(std::chrono::seconds(20));
+    child_.reset();
+    // Should `run` have failed to tear down, stop it from outside as well.
+    if (fs::exists(dir_)) {
+        Child stop({spinlab_vm_, "stop", name_}, results_dir_.empty() ? "" : results_dir_ + "/logs/vm.log");
+        stop.stop(std::chrono::seconds(30));
+    }
+}
+
+}  // namespace spinlab::run

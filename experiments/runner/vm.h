@@ -1,0 +1,69 @@
+// experiments/runner/vm.h: the VM of a run: started with `spinlab-vm run` (a child of the
+// runner, so it dies with it) or attached by name (vm.attach: neither started nor stopped),
+// known by what spinlab-vm writes to <run dir>/vm/<name>/vm.json, and reached through Guest.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "child.h"
+#include "guest.h"
+#include "spec.h"
+
+namespace spinlab::run {
+
+// What spinlab-vm wrote about the VM.
+struct VmInfo {
+    std::string state;
+    std::vector<uint64_t> vcpu_tids;
+    std::string accel, backend, qemu_version;
+    uint64_t qemu_pid = 0;
+};
+
+// nullopt when the file is missing or half written.
+std::optional<VmInfo> read_vm_json(const std::string& path);
+
+// $SPINLAB_RUN_DIR, else /run/spinlab.
+std::string run_dir();
+
+// The `spinlab-vm run` command line for the spec's VM; its console and log go under
+// `results_dir`/logs.
+std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
+                                         const std::string& vm_name, const std::string& results_dir);
+
+class Vm {
+public:
+    Vm(const Spec& spec, std::string spinlab_vm, std::string name, std::string results_dir)
+        : spec_(spec), spinlab_vm_(std::move(spinlab_vm)), name_(std::move(name)),
+          results_dir_(std::move(results_dir)), dir_(run_dir() + "/vm/" + name_) {}
+    ~Vm() { stop(); }
+
+    // Starts (or attaches to) the VM and waits, within vm.boot-timeout-s, until it runs with
+    // every vCPU and the guest is ready. `note` tells the user what is being waited for.
+    // Throws collect::CollectError (kExitNoVm, kExitAbi), or std::runtime_error when a signal
+    // came.
+    void start(const std::function<void(const std::string&)>& note);
+    // The VM still runs: our child lives, its state directory and the guest's region are there.
+    bool alive();
+    // Why alive() said no, for the status.
+    std::string why_gone();
+    // Stops a VM we started (an attached one is left running). Idempotent.
+    void stop();
+
+    const std::string& name() const { return name_; }
+    const VmInfo& info() const { return info_; }
+    bool has_guest() const { return guest_ != nullptr; }
+    Guest& guest() { return *guest_; }
+
+private:
+    const Spec& spec_;
+    std::string spinlab_vm_, name_, results_dir_;
+    std::string dir_;  // <run dir>/vm/<name>
+    std::unique_ptr<Child> child_;
+    VmInfo info_;
+    std::unique_ptr<Guest> guest_;
+};
+
+}  // namespace spinlab::run

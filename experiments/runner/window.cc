@@ -1,0 +1,59 @@
+// experiments/runner/window.cc: see window.h.
+#include "window.h"
+
+namespace spinlab::run {
+
+Window::Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_t rep,
+               std::vector<collect::ClockSample>& clock_samples)
+    : guest_(guest), spec_(spec), clock_samples_(clock_samples) {
+    guest_.reset_counters();
+    baseline_ = guest_.snapshot();
+    rec_.phase = phase;
+    rec_.rep = rep;
+    rec_.start = {guest_.guest_tsc_now(), iso_utc(baseline_.host_ns)};
+    t0_ = Clock::now();
+    take_clock_samples((spec_.run.clock_samples + 1) / 2);
+    names_ = guest_.class_names();
+    long_waits_ok_ = guest_.collect_long_waits(names_, long_wait_seq_, long_waits_);
+    last_tick_ = last_poll_ = Clock::now();
+}
+
+void Window::take_clock_samples(uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i)
+        if (auto cs = guest_.clock_sample()) clock_samples_.push_back(*cs);
+}
+
+void Window::poll() {
+    if (long_waits_ok_ && Clock::now() - last_poll_ >= std::chrono::milliseconds(250)) {
+        last_poll_ = Clock::now();
+        long_waits_ok_ = guest_.collect_long_waits(names_, long_wait_seq_, long_waits_);
+    }
+    if (Clock::now() - last_tick_ >= std::chrono::seconds(1)) {
+        last_tick_ = Clock::now();
+        collect::Snapshot now = guest_.snapshot();
+        double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
+        auto ops = workload_ops(collect::snapshot_delta(now, baseline_), names_,
+                                spec_.workload.program, spec_.workload.throughput_classes, secs);
+        if (!ops.empty()) live_ops_ = ops.begin()->second.ops_per_s;
+    }
+}
+
+SnapshotRecord Window::close() {
+    collect::Snapshot end = guest_.snapshot();
+    const auto t1 = Clock::now();
+    rec_.end = {guest_.guest_tsc_now(), iso_utc(end.host_ns)};
+    names_ = guest_.class_names();
+    rec_.names = names_;
+    if (long_waits_ok_ && guest_.collect_long_waits(names_, long_wait_seq_, long_waits_))
+        rec_.long_waits = long_waits_;
+    take_clock_samples(spec_.run.clock_samples / 2);
+    rec_.counters = collect::snapshot_delta(end, baseline_);
+    // The host's clock measures the window the counters cover (baseline to end reading); the
+    // guest's publications in start/end lag it by up to a publication period.
+    rec_.duration_s = std::chrono::duration<double>(t1 - t0_).count();
+    rec_.workload = workload_ops(rec_.counters, names_, spec_.workload.program,
+                                 spec_.workload.throughput_classes, rec_.duration_s);
+    return rec_;
+}
+
+}  // namespace spinlab::run
