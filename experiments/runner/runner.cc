@@ -36,14 +36,13 @@ using Clock = std::chrono::steady_clock;
 // Why a wait ended early.
 enum class Stop { kNone, kSignal, kVmGone, kConditionGone };
 
+// "20250101-120001" for 2025-01-01T12:00:01Z.
 std::string default_run_id() {
-    uint64_t ns = collect::realtime_ns();
-    time_t t = time_t(ns / 1'000'000'000ull);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char buf[32];
-    strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-    return buf;
+    std::string id;
+    for (char c : iso_utc(collect::realtime_ns()))
+        if (c == 'T') id += '-';
+        else if (c >= '0' && c <= '9') id += c;
+    return id;
 }
 
 class Experiment {
