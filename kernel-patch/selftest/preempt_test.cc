@@ -1,6 +1,7 @@
-// selftest/preempt_test.cc: the preemption count stays right when the thread is preempted, and
-// moved to another CPU, at any instruction boundary of spin_lock and spin_unlock where the timer
-// may preempt it (interrupts on, count 0 on the CPU it is on).
+// selftest/preempt_test.cc: the preemption count stays right, and current_thread() names the
+// caller, when the thread is preempted, and moved to another CPU, at any instruction boundary
+// of spin_lock, spin_unlock and current_thread where the timer may preempt it (interrupts on,
+// count 0 on the CPU it is on).
 //
 // The timer hits such a boundary only by chance (once in a while under a busy host, where a
 // vCPU is descheduled mid-function and its pending tick lands on resume). This test hits every
@@ -8,7 +9,7 @@
 // boundary, does what the exit path of a timer interrupt does when the slice is over (yield),
 // with the affinity moved to the next CPU so the thread resumes there. Then it checks the count
 // on the CPU it ended on (1 while holding the lock, 0 after) and, holding nothing, on the CPU
-// it started on (0). One round per k, until k passes the last boundary. A wrong count is reported and
+// it started on (0), and that current_thread() returned the test's own thread. One round per k, until k passes the last boundary. A wrong count is reported and
 // put right, so the suite goes on.
 #include "../arch/x86.h"
 #include "../kern/console.h"
@@ -86,7 +87,8 @@ CountSeen expect_count(int want) {
     return s;
 }
 
-const char* const kPhase[2] = {"spin_lock", "spin_unlock"};
+enum Phase { kLock, kUnlock, kCurrent };
+const char* const kPhase[3] = {"spin_lock", "spin_unlock", "current_thread"};
 
 void report(int phase, const char* what, const CountSeen& s, int want) {
     selftest_fail(__FILE__, __LINE__,
@@ -109,20 +111,28 @@ void check_after_round(int phase) {
 
 // Returns the number of preemptible boundaries explored (each with a preemption there).
 int explore(int phase, Spinlock* l) {
+    Thread* got = nullptr;
     int lost = 0;
     thread_set_affinity(0);  // every round starts on CPU 0
     for (int k = 0; k < kMaxBoundaries;) {
-        if (phase == 1) spin_lock(l);
+        if (phase == kUnlock) spin_lock(l);
         plan.target = k;
         plan.seen = 0;
         plan.migrated = false;
         plan.returned = false;
         step_on();
-        if (phase == 0) spin_lock(l);
-        else spin_unlock(l);
+        if (phase == kLock) spin_lock(l);
+        else if (phase == kUnlock) spin_unlock(l);
+        else got = current_thread();
         __atomic_store_n(&plan.returned, true, __ATOMIC_RELAXED);
         const bool stepped = step_off();
-        if (phase == 0) {
+        if (phase == kCurrent && got != plan.thread)
+            selftest_fail(__FILE__, __LINE__,
+                          "current_thread, preempted at rip %p and moved from cpu %u to cpu %u: "
+                          "returned thread '%s', want '%s'",
+                          reinterpret_cast<void*>(plan.rip), plan.from, plan.to,
+                          got ? thread_name(got) : "(null)", thread_name(plan.thread));
+        if (phase == kLock) {
             CountSeen s = expect_count(1);
             if (s.count != 1) report(phase, "holding the lock,", s, 1);
             if (spin_holder_cpu(l) != s.cpu)
@@ -146,22 +156,43 @@ int explore(int phase, Spinlock* l) {
     return kMaxBoundaries;
 }
 
+void begin() {
+    plan = Plan{};
+    uint64_t f = irq_save();  // not current_thread(): that is what one of the tests checks
+    plan.thread = this_cpu()->current;
+    irq_restore(f);
+    g_kernel_debug_handler = on_step;
+}
+
+void end() {
+    g_kernel_debug_handler = nullptr;
+    thread_set_affinity(kAnyCpu);
+}
+
+const char* where_to() { return g_ncpus > 1 ? "to the next CPU" : "nowhere (1 CPU)"; }
+
 }  // namespace
 
 // In the spinlock suite (spinlock_test.cc), so it runs wherever spinlocks are tested.
 void preempt_count_survives_migration_at_every_boundary() {
     Spinlock l;
     spin_init(&l, "probe_migrate");
-    plan = Plan{};
-    plan.thread = current_thread();
-    g_kernel_debug_handler = on_step;
-    const int locked = explore(0, &l);
-    const int unlocked = explore(1, &l);
-    g_kernel_debug_handler = nullptr;
-    thread_set_affinity(kAnyCpu);
+    begin();
+    const int locked = explore(kLock, &l);
+    const int unlocked = explore(kUnlock, &l);
+    end();
     kprintf("preempt: preempted at %d boundaries in spin_lock and %d in spin_unlock, moving %s\n",
-            locked, unlocked, g_ncpus > 1 ? "to the next CPU" : "nowhere (1 CPU)");
+            locked, unlocked, where_to());
     // No single-step trap, no boundary: the path was not driven at all, which is a failure.
     TEST_CHECK(locked > 0);
     TEST_CHECK(unlocked > 0);
+}
+
+// In the sched suite (sched_test.cc).
+void current_thread_survives_migration_at_every_boundary() {
+    begin();
+    const int n = explore(kCurrent, nullptr);
+    end();
+    kprintf("preempt: preempted at %d boundaries in current_thread, moving %s\n", n, where_to());
+    TEST_CHECK(n > 0);
 }

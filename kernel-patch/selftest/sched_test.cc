@@ -5,6 +5,8 @@
 #include "../kern/sched.h"
 #include "../kern/selftest.h"
 
+void current_thread_survives_migration_at_every_boundary();  // preempt_test.cc
+
 namespace {
 
 volatile bool stop;  // written by the test, read by the spinners
@@ -100,6 +102,7 @@ const SelfTest kTests[] = {
     {"timed_sleep", timed_sleep},
     {"affinity_migration", affinity_migration},
     {"join_returns_exit_code", join_returns_exit_code},
+    {"current_thread_survives_migration_at_every_boundary", current_thread_survives_migration_at_every_boundary},
 };
 
 }  // namespace
