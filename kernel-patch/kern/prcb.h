@@ -55,7 +55,22 @@ inline Prcb* this_cpu() {
     asm volatile("mov %%gs:0, %0" : "=r"(p));
     return p;
 }
-inline uint32_t cpu_number() { return this_cpu()->number; }
+
+// Fields of the CPU the caller runs on, each read by one %gs-relative load. A thread that may
+// be preempted (count 0, interrupts on) may be moved to another CPU between two instructions:
+// this_cpu()->current is two loads (the PRCB pointer, then the field), and a move between them
+// returns the old CPU's current thread, which is no longer this one. One load is before the
+// move or after it, and either way the CPU's current thread is the caller.
+inline Thread* this_cpu_current() {
+    Thread* t;
+    asm volatile("movq %%gs:%c1, %0" : "=r"(t) : "i"(__builtin_offsetof(Prcb, current)));
+    return t;
+}
+inline uint32_t cpu_number() {
+    uint32_t n;
+    asm volatile("movl %%gs:%c1, %0" : "=r"(n) : "i"(__builtin_offsetof(Prcb, number)));
+    return n;
+}
 
 // The preemption count of the CPU the caller is running on, changed by one %gs-relative
 // instruction. this_cpu()->preempt_disable++ would be two (load the PRCB pointer, then add to

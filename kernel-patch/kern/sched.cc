@@ -230,7 +230,7 @@ int thread_join(Thread* t) {
     return code;
 }
 
-Thread* current_thread() { return this_cpu()->current; }
+Thread* current_thread() { return this_cpu_current(); }  // one load: prcb.h says why
 const char* thread_name(const Thread* t) { return t->name; }
 
 void thread_set_affinity(int cpu) {
