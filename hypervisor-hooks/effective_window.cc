@@ -33,7 +33,7 @@ bool ThreadSwitches::resumed_after(uint64_t thaw) const {
                        [&](const Switch& s) { return s.in && s.ts > thaw; });
 }
 
-EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t thaw) const {
+EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t marked, uint64_t thaw) const {
     EffectiveWindow w;
     if (switches_.empty()) return w;  // no-events
     // Whether the thread was on CPU at `t`: its last switch at or before t says so; without
@@ -46,15 +46,17 @@ EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t thaw) const {
         auto after = first_after(t);
         return after != switches_.begin() ? (after - 1)->in : !after->in;
     };
-    if (on_at(begin)) {
-        auto out = std::find_if(first_after(begin), switches_.end(), [](const Switch& s) { return !s.in; });
+    auto after_marked = first_after(marked);
+    if (on_at(marked)) {
+        auto out = std::find_if(after_marked, switches_.end(), [](const Switch& s) { return !s.in; });
         if (out == switches_.end() || out->ts > thaw) {
             w.status = EffectiveStatus::kNeverStopped;
             return w;
         }
         w.stopped = out->ts;
     } else {
-        w.stopped = begin;
+        // Off at `marked`: the switch before it is its last switch-out (if we saw one).
+        w.stopped = after_marked != switches_.begin() ? std::max(begin, (after_marked - 1)->ts) : begin;
     }
     w.status = EffectiveStatus::kOk;
     if (on_at(thaw)) {

@@ -3,13 +3,16 @@
 //
 // A freeze request only marks the thread; it stops at its next kernel entry (v2: IPI, then the
 // signal-delivery path; v1: the freezer's fake signal), and after a thaw request it runs again
-// only once a CPU picks it. So, for a thread frozen by the request at `begin` and thawed by the
-// request at `thaw` (both TSC, taken just before the write):
+// only once a CPU picks it. The mark lands somewhere inside the freeze write, and that write
+// can take long: v1 patches a static key (freezer_active) on every first freeze and last thaw,
+// which waits for every CPU (40 ms seen under load). So, for a freeze write issued at `begin`
+// and returned at `marked`, and a thaw write issued at `thaw` (all TSC):
 //
-//   stopped = `begin` if the thread was off CPU then (a thread waiting for a CPU can no longer
-//             return to user space once marked: when it gets a CPU it only takes the kernel's
-//             path into the freezer, 6-25 us measured, and switches out again), else its first
-//             switch-out after `begin`;
+//   stopped = if the thread was off CPU at `marked`: the later of `begin` and its last switch-out
+//             before `marked` (it may have run user code until then, if it got a CPU during the
+//             write; afterwards, marked and waiting for a CPU, it can only take the kernel's path
+//             into the freezer when it gets one, 6-25 us measured, and switch out again);
+//             if it was on CPU at `marked`: its first switch-out after `marked`;
 //   resumed = the thread's first switch-in after `thaw`; or `thaw` itself when the thread was on
 //             CPU then: it had been marked all along, so it was on that kernel path (seen: it got
 //             a CPU 7 us before a thaw, after waiting 6.6 ms) and returns to user space once the
@@ -18,7 +21,7 @@
 // Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
 // on CPU only on that kernel path. Statuses:
 //   ok             both ends known;
-//   never-stopped  the thread was on CPU from `begin` through `thaw` without a switch: the freeze
+//   never-stopped  the thread was on CPU from `marked` through `thaw` without a switch: the freeze
 //                  never took effect (stopped = resumed = 0);
 //   not-resumed    no switch-in after `thaw` before tracing ended (resumed = 0);
 //   no-events      no event of the thread at all around the window (state unknown; both 0).
@@ -52,7 +55,7 @@ public:
     // Whether a switch-in after `thaw` has been seen (the window can be finished).
     bool resumed_after(uint64_t thaw) const;
     // Call once resumed_after(thaw), or when tracing has ended (then: not-resumed).
-    EffectiveWindow window(uint64_t begin, uint64_t thaw) const;
+    EffectiveWindow window(uint64_t begin, uint64_t marked, uint64_t thaw) const;
     // Forgets events before `tsc` (windows before it are finished), keeping the last one.
     void drop_before(uint64_t tsc);
 

@@ -19,7 +19,7 @@ TEST(EffectiveWindow, RunningThreadStopsAtItsSwitchOutAndResumesAtItsSwitchIn) {
     // Freeze requested at 100, the thread switches out at 130; thaw at 1000, on CPU at 1040.
     ThreadSwitches s = with({in(10), out(130), in(1040), out(2000, "R")});
     ASSERT_TRUE(s.resumed_after(1000));
-    EffectiveWindow w = s.window(100, 1000);
+    EffectiveWindow w = s.window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kOk);
     EXPECT_EQ(w.stopped, 130u);
     EXPECT_EQ(w.resumed, 1040u);
@@ -27,7 +27,7 @@ TEST(EffectiveWindow, RunningThreadStopsAtItsSwitchOutAndResumesAtItsSwitchIn) {
 
 TEST(EffectiveWindow, ThreadWaitingForACpuAtTheRequestIsStoppedFromTheRequest) {
     // Preempted at 50 (R+), never on CPU again until after the thaw.
-    EffectiveWindow w = with({out(50, "R+"), in(1100)}).window(100, 1000);
+    EffectiveWindow w = with({out(50, "R+"), in(1100)}).window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kOk);
     EXPECT_EQ(w.stopped, 100u);
     EXPECT_EQ(w.resumed, 1100u);
@@ -35,24 +35,34 @@ TEST(EffectiveWindow, ThreadWaitingForACpuAtTheRequestIsStoppedFromTheRequest) {
 
 TEST(EffectiveWindow, TheKernelPathIntoTheFreezerDoesNotMoveTheStart) {
     // Waiting for a CPU at the request; gets one at 400 only to enter the freezer (out at 410).
-    EffectiveWindow w = with({out(50, "R"), in(400), out(410, "S"), in(1010)}).window(100, 1000);
+    EffectiveWindow w = with({out(50, "R"), in(400), out(410, "S"), in(1010)}).window(100, 105, 1000);
     EXPECT_EQ(w.stopped, 100u);
     EXPECT_EQ(w.resumed, 1010u);
     // On CPU at the request, preempted at 130, back at 400 into the freezer: stopped at 130.
-    w = with({in(10), out(130, "R+"), in(400), out(410, "D"), in(1010)}).window(100, 1000);
+    w = with({in(10), out(130, "R+"), in(400), out(410, "D"), in(1010)}).window(100, 105, 1000);
     EXPECT_EQ(w.stopped, 130u);
 }
 
 TEST(EffectiveWindow, OffSinceBeforeTracingBeganCountsFromTheRequest) {
-    EffectiveWindow w = with({in(1200)}).window(100, 1000);
+    EffectiveWindow w = with({in(1200)}).window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kOk);
     EXPECT_EQ(w.stopped, 100u);
     EXPECT_EQ(w.resumed, 1200u);
 }
 
+TEST(EffectiveWindow, ASlowFreezeWriteCountsUntilTheThreadsLastRunBeforeItReturned) {
+    // Off at the request (100), on CPU at 150-180 while the write was still in progress
+    // (returned at 400): it may have run user code until 180.
+    EffectiveWindow w = with({out(50, "R"), in(150), out(180, "R"), in(1020)}).window(100, 400, 1000);
+    EXPECT_EQ(w.stopped, 180u);
+    // On CPU when the write returned: stopped at its next switch-out.
+    w = with({out(50, "R"), in(150), out(450, "S"), in(1020)}).window(100, 400, 1000);
+    EXPECT_EQ(w.stopped, 450u);
+}
+
 TEST(EffectiveWindow, OnTheFreezerPathAtTheThawItResumesAtTheThaw) {
     // Waiting for a CPU since before the request; got one 7 ticks before the thaw request.
-    EffectiveWindow w = with({out(50, "R"), in(993), out(1010, "S"), in(1020)}).window(100, 1000);
+    EffectiveWindow w = with({out(50, "R"), in(993), out(1010, "S"), in(1020)}).window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kOk);
     EXPECT_EQ(w.stopped, 100u);
     EXPECT_EQ(w.resumed, 1000u);
@@ -60,22 +70,22 @@ TEST(EffectiveWindow, OnTheFreezerPathAtTheThawItResumesAtTheThaw) {
 
 TEST(EffectiveWindow, ThreadOnCpuThroughoutWasNeverStopped) {
     ThreadSwitches s = with({in(10), out(2000, "R")});
-    EXPECT_EQ(s.window(100, 1000).status, EffectiveStatus::kNeverStopped);
-    EXPECT_EQ(s.window(100, 1000).stopped, 0u);
-    EXPECT_EQ(with({out(3000, "R")}).window(100, 1000).status, EffectiveStatus::kNeverStopped);
+    EXPECT_EQ(s.window(100, 105, 1000).status, EffectiveStatus::kNeverStopped);
+    EXPECT_EQ(s.window(100, 105, 1000).stopped, 0u);
+    EXPECT_EQ(with({out(3000, "R")}).window(100, 105, 1000).status, EffectiveStatus::kNeverStopped);
 }
 
 TEST(EffectiveWindow, NoSwitchInAfterTheThawIsNotResumed) {
     ThreadSwitches s = with({in(10), out(130)});
     EXPECT_FALSE(s.resumed_after(1000));
-    EffectiveWindow w = s.window(100, 1000);
+    EffectiveWindow w = s.window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kNotResumed);
     EXPECT_EQ(w.stopped, 130u);
     EXPECT_EQ(w.resumed, 0u);
 }
 
 TEST(EffectiveWindow, NoEventsAtAllIsUnknown) {
-    EffectiveWindow w = with({}).window(100, 1000);
+    EffectiveWindow w = with({}).window(100, 105, 1000);
     EXPECT_EQ(w.status, EffectiveStatus::kNoEvents);
     EXPECT_STREQ(effective_status_name(w.status), "no-events");
 }
@@ -84,7 +94,7 @@ TEST(EffectiveWindow, OtherThreadsEventsAndOutOfOrderReadsAreHandled) {
     ThreadSwitches s(kTid);
     s.add({in(1040), {5, 0, 12, "R", 13}});
     s.add({out(130), in(10)});  // a later read with earlier events
-    EffectiveWindow w = s.window(100, 1000);
+    EffectiveWindow w = s.window(100, 105, 1000);
     EXPECT_EQ(w.stopped, 130u);
     EXPECT_EQ(w.resumed, 1040u);
 }
@@ -92,12 +102,12 @@ TEST(EffectiveWindow, OtherThreadsEventsAndOutOfOrderReadsAreHandled) {
 TEST(EffectiveWindow, DroppingFinishedEventsKeepsTheStateForTheNextWindow) {
     ThreadSwitches s = with({in(10), out(130), in(1040), out(2100), in(3050)});
     s.drop_before(1000);
-    EffectiveWindow w = s.window(2000, 3000);
+    EffectiveWindow w = s.window(2000, 2005, 3000);
     EXPECT_EQ(w.stopped, 2100u);
     EXPECT_EQ(w.resumed, 3050u);
     s.drop_before(3000);
     // The kept event (out at 2100) still says the thread was off before 3050.
-    EXPECT_EQ(s.window(2000, 3000).status, EffectiveStatus::kOk);
+    EXPECT_EQ(s.window(2000, 2005, 3000).status, EffectiveStatus::kOk);
 }
 
 }  // namespace

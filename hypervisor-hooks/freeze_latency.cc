@@ -27,11 +27,12 @@ double FreezeLatency::ms(uint64_t from, uint64_t to) const {
 void FreezeLatency::add(const FreezeRecord& r) {
     ++freezes_;
     request_late_.push_back(std::max(0.0, ms(r.planned_begin_tsc, r.begin_tsc)));
+    write_.push_back(ms(r.begin_tsc, r.marked_tsc));
     if (r.frozen_tsc) notify_.push_back(ms(r.begin_tsc, r.frozen_tsc));
     const EffectiveWindow& w = r.effective;
     if (w.status != EffectiveStatus::kOk) return;
     ++ok_;
-    if (w.stopped == r.begin_tsc) {
+    if (w.stopped <= r.marked_tsc) {  // off CPU when the mark landed
         ++off_at_request_;
     } else {
         stop_.push_back(ms(r.begin_tsc, w.stopped));
@@ -55,6 +56,7 @@ std::string FreezeLatency::json() const {
     out << "{\"freezes\":" << freezes_ << ",\"effective_ok\":" << ok_
         << ",\"off_cpu_at_request\":" << off_at_request_;
     put(out, "request_late", request_late_);
+    put(out, "write", write_);
     put(out, "stop", stop_);
     put(out, "notify", notify_);
     put(out, "resume", resume_);
@@ -67,7 +69,7 @@ std::string FreezeLatency::summary() const {
     out.precision(3);
     out << std::fixed;
     const std::pair<const char*, const std::vector<double>*> all[] = {
-        {"request late", &request_late_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
+        {"request late", &request_late_}, {"write", &write_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
     const char* sep = "";
     for (const auto& [name, samples] : all) {
         Distribution d = distribution(*samples);

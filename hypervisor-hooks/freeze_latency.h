@@ -1,10 +1,11 @@
 // How fast the freezer acts, from the preempt record: distributions (count, min, median, p99,
 // max, in ms) of
 //   request_late  begin - planned_begin   the injector's timer lateness
-//   stop          stopped - begin         for threads on CPU at the request: until it switched out
+//   write         marked - begin          how long the freeze write took (the mark lands inside)
+//   stop          stopped - begin         for threads on CPU at the request: until they switched out
 //   notify        frozen - begin          until we saw the kernel's "frozen" notification
 //   resume        resumed - end           from the thaw request until the thread ran again
-// plus the count of threads off CPU at the request (stopped == begin: stopped from the request).
+// plus the count of threads off CPU at the request (stopped <= marked: stopped by the mark).
 // `spinlab-load preempt --latency-json` writes it; `make bench` runs it (scripts/bench-freeze.sh).
 // Pure: no I/O.
 #pragma once
@@ -37,7 +38,7 @@ private:
     double ms(uint64_t from, uint64_t to) const;
     double ticks_per_ms_;
     size_t freezes_ = 0, ok_ = 0, off_at_request_ = 0;
-    std::vector<double> request_late_, stop_, notify_, resume_;
+    std::vector<double> request_late_, write_, stop_, notify_, resume_;
 };
 
 }  // namespace spinlab::load

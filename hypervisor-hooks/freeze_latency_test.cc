@@ -22,6 +22,7 @@ TEST(FreezeLatency, SeparatesThreadsOnAndOffCpuAtTheRequest) {
     FreezeRecord on;           // on CPU: stopped 0.05 ms after the request
     on.planned_begin_tsc = 10'000;
     on.begin_tsc = 10'080;
+    on.marked_tsc = 10'090;
     on.frozen_tsc = 10'200;
     on.end_tsc = 30'080;
     on.effective = {EffectiveStatus::kOk, 10'130, 30'500};
@@ -36,6 +37,7 @@ TEST(FreezeLatency, SeparatesThreadsOnAndOffCpuAtTheRequest) {
     EXPECT_EQ(lat.json(),
               "{\"freezes\":3,\"effective_ok\":2,\"off_cpu_at_request\":1,"
               "\"request_late\":{\"count\":3,\"min_ms\":0.0800,\"median_ms\":0.0800,\"p99_ms\":0.0800,\"max_ms\":0.0800},"
+              "\"write\":{\"count\":3,\"min_ms\":0.0100,\"median_ms\":0.0100,\"p99_ms\":0.0100,\"max_ms\":0.0100},"
               "\"stop\":{\"count\":1,\"min_ms\":0.0500,\"median_ms\":0.0500,\"p99_ms\":0.0500,\"max_ms\":0.0500},"
               "\"notify\":{\"count\":2,\"min_ms\":0.1200,\"median_ms\":0.1200,\"p99_ms\":0.1200,\"max_ms\":0.1200},"
               "\"resume\":{\"count\":2,\"min_ms\":0.4200,\"median_ms\":0.4200,\"p99_ms\":1.0000,\"max_ms\":1.0000}}");

@@ -3,9 +3,9 @@
 // given in host TSC (the clock of the timeline and the guest counters) and in CLOCK_MONOTONIC
 // ns. The one writer of this format; its columns are documented in README.md.
 //
-//   seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,frozen_tsc,end_tsc,stopped_tsc,
-//   resumed_tsc,effective,planned_begin_ns,planned_end_ns,begin_ns,frozen_ns,end_ns,stopped_ns,
-//   resumed_ns
+//   seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,marked_tsc,frozen_tsc,end_tsc,
+//   stopped_tsc,resumed_tsc,effective,planned_begin_ns,planned_end_ns,begin_ns,marked_ns,frozen_ns,
+//   end_ns,stopped_ns,resumed_ns
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ struct FreezeRecord {
     int vcpu = -1;
     uint64_t planned_begin_tsc = 0, planned_end_tsc = 0;  // the schedule's window
     uint64_t begin_tsc = 0;   // just before the freeze request (write)
+    uint64_t marked_tsc = 0;  // just after the freeze write returned: the thread is marked by then
     uint64_t frozen_tsc = 0;  // when we saw the kernel report the cgroup frozen; 0: not before the thaw
     uint64_t end_tsc = 0;     // just before the thaw request (write)
     EffectiveWindow effective;

@@ -127,7 +127,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
             Unfinished& u = unfinished.front();
             ThreadSwitches& sw = u.victim->switches;
             if (!final && !sw.resumed_after(u.record.end_tsc)) break;
-            u.record.effective = sw.window(u.record.begin_tsc, u.record.end_tsc);
+            u.record.effective = sw.window(u.record.begin_tsc, u.record.marked_tsc, u.record.end_tsc);
             u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
             u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
             written.push_back(u.record);
@@ -173,6 +173,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         uint64_t begin_ns = monotonic_ns();
         v.open.begin_tsc = read_tsc();
         v.freezer->freeze();
+        v.open.marked_tsc = read_tsc();
         v.frozen = true;
         // Every freeze lasts its length: a request that came late moves the thaw by as much.
         v.planned_begin_ns = v.origin_ns + v.window.start_ns;

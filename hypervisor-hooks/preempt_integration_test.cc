@@ -78,13 +78,14 @@ void run_and_match(const std::string& cgroup) {
     // hog on one CPU); the worst values seen are printed on every run (MEASURED line).
     // - kSameEventMs: both tools read the same sched_switch tracepoint into separate trace
     //   instances; each stamps its copy with its own TSC read, so one switch differs by the time
-    //   between the two buffer writes: at most 0.003 ms measured.
-    const double kSameEventMs = 0.05;
+    //   between the two buffer writes: at most 0.0033 ms measured.
+    const double kSameEventMs = 0.02;
     // - kFreezerPathMs: a thread marked frozen while waiting for a CPU still gets one, once,
     //   for the kernel's path into the freezer (no user code): 0.006-0.025 ms measured.
     const double kFreezerPathMs = 0.2;
-    // - kStopMs: a thread on CPU at the request stops within this (IPI + signal path):
-    //   0.03-0.13 ms measured. The precision goal is 0.5 ms.
+    // - kStopMs: a thread on CPU when the freeze write returns stops within this (IPI + signal
+    //   path): 0.03-0.32 ms measured. The precision goal is 0.5 ms. (The write itself is
+    //   not bounded: v1 patches a static key on every first freeze, 40 ms seen under load.)
     const double kStopMs = 0.5;
     double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
            worst_inside_ms = 0, worst_length_excess_ms = 0;
@@ -119,26 +120,38 @@ void run_and_match(const std::string& cgroup) {
             end_diff = on_edge("start_tsc", resumed);
             EXPECT_LE(end_diff, kSameEventMs) << seq << ": effective end vs the timeline's switch-in";
         }
+        const uint64_t marked = u64(f, "marked_tsc");
         double start_diff = 0;
-        if (stopped > begin) {
+        if (stopped > marked) {
+            // On CPU when the mark landed: stopped is its next switch-out, soon.
             start_diff = on_edge("end_tsc", stopped);
             EXPECT_LE(start_diff, kSameEventMs) << seq << ": effective start vs the timeline's switch-out";
-            EXPECT_LE(ms_between(begin, stopped, ticks_per_ms), kStopMs) << seq << ": slow to stop";
-            worst_stop_ms = std::max(worst_stop_ms, ms_between(begin, stopped, ticks_per_ms));
+            EXPECT_LE(ms_between(marked, stopped, ticks_per_ms), kStopMs) << seq << ": slow to stop";
+            worst_stop_ms = std::max(worst_stop_ms, ms_between(marked, stopped, ticks_per_ms));
         } else {
-            EXPECT_NE(off_at(intervals, begin), nullptr) << seq << ": on CPU at the request, yet stopped then";
+            // Off CPU when the mark landed, since `stopped` (its last switch-out, or the request).
+            double ran_ms = ms_between(0, on_time(intervals, stopped, marked), ticks_per_ms);
+            EXPECT_LE(ran_ms, 2 * kSameEventMs) << seq << ": on CPU before the write returned, yet stopped";
         }
         worst_edge_ms = std::max({worst_edge_ms, start_diff, end_diff});
         worst_resume_ms = std::max(worst_resume_ms, ms_between(end, resumed, ticks_per_ms));
         worst_start_late_ms = std::max(worst_start_late_ms,
                                        ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms));
-        // Every freeze lasts its planned length from its request (a late request moves its thaw):
-        // the injector's timer is at most 1 ms late here (SCHED_FIFO; 0.08 ms measured).
+        // Every freeze lasts its planned length from its request (a late request moves its thaw),
+        // up to the injector's lateness: its timer (SCHED_FIFO, median 0.06 ms, 2.3 ms seen once
+        // in 40 runs at load average 24: this host is itself a VM) and, on v1, a freeze write that
+        // blocks (static key patching: 23 ms seen). Bounded loosely, since the effective window,
+        // not the request, is what the record is for.
+        const double kTimerLateMs = cgroup == "v1" ? 60.0 : 5.0;
         const double requested_ms = ms_between(begin, end, ticks_per_ms);
         const double planned_ms = ms_between(u64(f, "planned_begin_tsc"), u64(f, "planned_end_tsc"), ticks_per_ms);
         EXPECT_NEAR(planned_ms, 20.0, 0.01) << seq;
         EXPECT_GE(requested_ms, 20.0 - 0.01) << seq;
-        EXPECT_LE(requested_ms, 21.0) << seq;
+        EXPECT_LE(requested_ms, 20.0 + kTimerLateMs) << seq;
+        // So the effective window is at least as long as planned, but for the stop latency. It
+        // may be far longer: after the thaw the thread waits for a CPU like any other (resume
+        // latency up to 180 ms measured at load average 24); that is recorded, not bounded.
+        EXPECT_GE(ms_between(stopped, resumed, ticks_per_ms), planned_ms - kStopMs) << seq;
         worst_length_excess_ms = std::max(worst_length_excess_ms, requested_ms - 20.0);
     }
     std::printf("MEASURED %s: worst edge diff %.4f ms, on inside %.4f ms, stop (on CPU) %.4f ms, "
