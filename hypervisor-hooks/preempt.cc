@@ -170,15 +170,16 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         v.open.seq = seq++;
         v.open.tid = v.target.tid;
         v.open.vcpu = v.target.vcpu;
-        uint64_t begin_ns = monotonic_ns();
         v.open.begin_tsc = read_tsc();
         v.freezer->freeze();
         v.open.marked_tsc = read_tsc();
+        const uint64_t marked_ns = monotonic_ns();
         v.frozen = true;
-        // Every freeze lasts its length: a request that came late moves the thaw by as much.
+        // Every freeze lasts its length from the moment its mark has surely landed (the write
+        // returned): a late request or a slow write (v1 patches a static key) moves the thaw.
         v.planned_begin_ns = v.origin_ns + v.window.start_ns;
         v.planned_end_ns = v.planned_begin_ns + v.window.length_ns;
-        v.thaw_at_ns = begin_ns + v.window.length_ns;
+        v.thaw_at_ns = marked_ns + v.window.length_ns;
         if (end) v.thaw_at_ns = std::min(v.thaw_at_ns, end);
         if (v.freezer->wait_frozen(v.thaw_at_ns, session.signal_fd())) v.open.frozen_tsc = read_tsc();
         // The thread is stopped now (or we gave up): reading the trace cannot disturb it.

@@ -89,6 +89,7 @@ void run_and_match(const std::string& cgroup) {
     const double kStopMs = 0.5;
     double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
            worst_inside_ms = 0, worst_length_excess_ms = 0;
+    size_t on_time_requests = 0;
     auto on_edge = [&](const char* edge, uint64_t tsc) {  // timeline interval edge nearest tsc
         double best = 1e9;
         for (const auto& r : intervals) {
@@ -112,7 +113,7 @@ void run_and_match(const std::string& cgroup) {
         worst_inside_ms = std::max(worst_inside_ms, inside_ms);
         // The edges are the timeline's own switches, seen by an independent reader: resumed is a
         // switch-in, or the thaw request when the thread was on CPU then (on the freezer's path);
-        // stopped is a switch-out, or the request when the thread was off CPU then.
+        // stopped is a switch-out, or the request.
         double end_diff = 0;
         if (resumed == end) {
             EXPECT_EQ(off_at(intervals, end), nullptr) << seq << ": off CPU at the thaw, yet resumed then";
@@ -137,27 +138,32 @@ void run_and_match(const std::string& cgroup) {
         worst_resume_ms = std::max(worst_resume_ms, ms_between(end, resumed, ticks_per_ms));
         worst_start_late_ms = std::max(worst_start_late_ms,
                                        ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms));
-        // Every freeze lasts its planned length from its request (a late request moves its thaw),
-        // up to the injector's lateness: its timer (SCHED_FIFO, median 0.06 ms, 2.3 ms seen once
-        // in 40 runs at load average 24: this host is itself a VM) and, on v1, a freeze write that
-        // blocks (static key patching: 23 ms seen). Bounded loosely, since the effective window,
-        // not the request, is what the record is for.
-        const double kTimerLateMs = cgroup == "v1" ? 60.0 : 5.0;
+        // Every freeze lasts its planned length from its freeze write's return (a late request or
+        // a slow write moves its thaw),
+        // up to the injector's lateness. It runs SCHED_FIFO (median 0.06 ms late), but this host
+        // kernel is PREEMPT_NONE: a waking RT task waits for the running task's next preemption
+        // point, and v1's freeze write patches a static key; 5.7 ms (timer) and 23 ms (write) seen
+        // at load average 24-27. So: most windows on time, all within kLateMaxMs. The effective
+        // window, not the request, is what the record is for.
+        const double kLateMs = 1.0, kLateMaxMs = 60.0;
         const double requested_ms = ms_between(begin, end, ticks_per_ms);
         const double planned_ms = ms_between(u64(f, "planned_begin_tsc"), u64(f, "planned_end_tsc"), ticks_per_ms);
+        const double late_ms = ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms);
         EXPECT_NEAR(planned_ms, 20.0, 0.01) << seq;
         EXPECT_GE(requested_ms, 20.0 - 0.01) << seq;
-        EXPECT_LE(requested_ms, 20.0 + kTimerLateMs) << seq;
+        EXPECT_LE(requested_ms, 20.0 + kLateMaxMs) << seq;
+        EXPECT_LE(late_ms, kLateMaxMs) << seq;
+        on_time_requests += late_ms <= kLateMs && requested_ms <= 20.0 + kLateMs;
+        worst_length_excess_ms = std::max(worst_length_excess_ms, requested_ms - 20.0);
         // So the effective window is at least as long as planned, but for the stop latency. It
         // may be far longer: after the thaw the thread waits for a CPU like any other (resume
         // latency up to 180 ms measured at load average 24); that is recorded, not bounded.
         EXPECT_GE(ms_between(stopped, resumed, ticks_per_ms), planned_ms - kStopMs) << seq;
-        worst_length_excess_ms = std::max(worst_length_excess_ms, requested_ms - 20.0);
     }
     std::printf("MEASURED %s: worst edge diff %.4f ms, on inside %.4f ms, stop (on CPU) %.4f ms, "
-                "resume %.4f ms, request late %.4f ms, thaw late %.4f ms\n", cgroup.c_str(), worst_edge_ms,
+                "resume %.4f ms, request late %.4f ms, request length excess %.4f ms\n", cgroup.c_str(), worst_edge_ms,
                 worst_inside_ms, worst_stop_ms, worst_resume_ms, worst_start_late_ms, worst_length_excess_ms);
-    // Between freezes the spinning thread runs again: each window ends at a switch-in.
+    EXPECT_GE(on_time_requests * 10, freezes.size() * 8) << "freeze and thaw requests within 1 ms of plan";
     EXPECT_TRUE(leftovers_of(preempt.pid()).empty());
     EXPECT_TRUE(leftovers_of(timeline.pid()).empty());
     // The process is back in its original cgroups.
