@@ -9,7 +9,15 @@ import os
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
 SNAPSHOT_DIR = "snapshots"
-LHP_CLASSES = ("holder_preempted", "waiter_preempted", "both", "neither", "unknown")
+# Spelled as the guest's ABI spells them (perfdata.h lhp_class_name), which is what the
+# collector and the runner write: no name is translated on its way here.
+LHP_CLASSES = ("holder-preempted", "waiter-preempted", "both", "neither", "unknown")
+# A lock class's counters (collector/report_format.h perf_json): required counts, optional
+# counts, and the two histograms, sparse {"k": count} over buckets k = 0 .. 63.
+CLASS_COUNTS = ("acquisitions", "uncontended", "wait_overflow")
+CLASS_OPTIONAL_COUNTS = ("wait_cycles_sum", "wait_cycles_max", "holds_timed", "hold_overflow",
+                         "hold_cycles_sum", "hold_cycles_max", "long_holds")
+CLASS_HISTOGRAMS = ("wait_hist", "hold_hist")
 TIMELINE_COLUMNS = ("vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep")
 OFF_STATES = ("off", "frozen")  # a vCPU thread in these states was not running guest code
 

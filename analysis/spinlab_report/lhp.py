@@ -12,7 +12,7 @@ import numpy as np
 
 from .contract import OFF_STATES
 
-HOLDER_OFF = ("holder_preempted", "both")
+HOLDER_OFF = ("holder-preempted", "both")
 
 
 def guest_to_host(guest_tsc, clock: dict):
@@ -62,8 +62,8 @@ def classify(wait: dict, index: dict | None, clock: dict | None) -> tuple[str, s
     if holder is None:
         return "unknown", "none"
     waiter = off_during(index, wait["cpu"], a, b)
-    cls = {(True, True): "both", (True, False): "holder_preempted",
-           (False, True): "waiter_preempted", (False, False): "neither"}[(holder, bool(waiter))]
+    cls = {(True, True): "both", (True, False): "holder-preempted",
+           (False, True): "waiter-preempted", (False, False): "neither"}[(holder, bool(waiter))]
     return cls, "timeline"
 
 

@@ -29,6 +29,7 @@ class ClassStat:
     wait_max: int | None
     long_holds: int
     lhp: dict  # lhp class -> {"count", "cycles"}
+    counts: dict  # every count of the file (contract.CLASS_COUNTS and those optional ones present)
 
 
 @dataclass
@@ -69,33 +70,44 @@ class Run:
 
 
 def _hist(obj: dict, key: str, where: str) -> np.ndarray:
-    values = c.need(obj, key, list, where)
-    if len(values) != NBUCKETS:
-        raise c.ContractError(f"{where}: '{key}' has {len(values)} entries, expected {NBUCKETS}")
-    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
-        raise c.ContractError(f"{where}: '{key}' must hold counts (integers >= 0)")
-    return np.array(values, dtype=np.int64)
+    """A sparse histogram {"k": count} (absent buckets are empty) as NBUCKETS counts."""
+    sparse = c.need(obj, key, dict, where)
+    h = np.zeros(NBUCKETS, dtype=np.int64)
+    for k, v in sparse.items():
+        if not (k.isdigit() and int(k) < NBUCKETS):
+            raise c.ContractError(f"{where}: '{key}' has bucket '{k}', expected 0 .. {NBUCKETS - 1}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise c.ContractError(f"{where}: '{key}' must hold counts (integers >= 0), got {v!r} in bucket {k}")
+        h[int(k)] = v
+    return h
 
 
-def _class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
+def class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
     lhp = {}
+    unknown = sorted(set(c.need(d, "lhp", dict, where) if "lhp" in d else {}) - set(c.LHP_CLASSES))
+    if unknown:
+        raise c.ContractError(f"{where}: 'lhp' has unknown class(es) {', '.join(unknown)} "
+                              f"(expected {', '.join(c.LHP_CLASSES)})")
+    counts = {key: c.need_count(d, key, where) for key in c.CLASS_COUNTS}
+    counts.update({key: c.need_count(d, key, where) for key in c.CLASS_OPTIONAL_COUNTS if key in d})
     for cls in c.LHP_CLASSES:
         entry = d.get("lhp", {}).get(cls, {"count": 0, "cycles": 0})
         lhp[cls] = {"count": c.need_count(entry, "count", f"{where}.lhp.{cls}"),
                     "cycles": c.need_count(entry, "cycles", f"{where}.lhp.{cls}")}
-    wait_max = d.get("wait_max")
-    return ClassStat(cpu, name, c.need_count(d, "acquisitions", where), c.need_count(d, "uncontended", where),
-                     c.need_count(d, "overflow", where), _hist(d, "wait_buckets", where),
-                     _hist(d, "hold_buckets", where), wait_max if isinstance(wait_max, int) else None,
-                     d.get("long_holds", 0) if isinstance(d.get("long_holds"), int) else 0, lhp)
+    return ClassStat(cpu, name, counts["acquisitions"], counts["uncontended"], counts["wait_overflow"],
+                     _hist(d, "wait_hist", where), _hist(d, "hold_hist", where),
+                     counts.get("wait_cycles_max"), counts.get("long_holds", 0), lhp, counts)
 
 
 def _long_wait(w: dict, where: str) -> dict:
     holder = w.get("holder_cpu")
+    lhp_class = w.get("lhp_class", "unknown")
+    if lhp_class not in c.LHP_CLASSES:
+        raise c.ContractError(f"{where}: lhp_class {lhp_class!r} is none of {', '.join(c.LHP_CLASSES)}")
     return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
             "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
             "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
-            "lhp_class": w.get("lhp_class") if w.get("lhp_class") in c.LHP_CLASSES else "unknown"}
+            "lhp_class": lhp_class}
 
 
 def read_snapshot(path: str) -> Snapshot:
@@ -106,7 +118,7 @@ def read_snapshot(path: str) -> Snapshot:
         where = f"{name}: cpus[{i}]"
         cpu_no = c.need_count(cpu, "cpu", where)
         for cls, cd in c.need(cpu, "classes", dict, where).items():
-            stats.append(_class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
+            stats.append(class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
     lws = d.get("long_waits")
     if lws is not None:
         lws = [_long_wait(w, f"{name}: long_waits[{i}]") for i, w in enumerate(c.need(d, "long_waits", list, name))]

@@ -50,8 +50,8 @@ def test_empty_histogram(run_copy):
     def no_waits(d):
         for cpu in d["cpus"]:
             for c in cpu["classes"].values():
-                c["acquisitions"] = c["uncontended"] + c["overflow"]
-                c["wait_buckets"] = [0] * 64
+                c["acquisitions"] = c["uncontended"] + c["wait_overflow"]
+                c["wait_hist"] = {}
         d["long_waits"] = []
     for name in os.listdir(run_copy / "snapshots"):
         edit_json(run_copy / "snapshots" / name, no_waits)
@@ -83,14 +83,14 @@ def test_partial_run(run_copy):
 
 def test_broken_snapshot_and_timeline_are_reported(run_copy):
     edit_json(run_copy / "snapshots" / "idle-host-r2.json",
-              lambda d: d["cpus"][0]["classes"]["lockbench.0"].update(wait_buckets=[0] * 10))
+              lambda d: d["cpus"][0]["classes"]["lockbench.0"].update(wait_hist={"64": 1}))
     (run_copy / "timeline.csv").write_text("vcpu,state\n0,on\n")
     (run_copy / "clock.json").unlink()
     p = run_tool(run_copy)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     md, _, s = report_texts(run_copy)
-    assert ("snapshots/idle-host-r2.json: cpus[0].classes['lockbench.0']: 'wait_buckets' has 10 entries, "
-            "expected 64 — this snapshot is left out") in md
+    assert ("snapshots/idle-host-r2.json: cpus[0].classes['lockbench.0']: 'wait_hist' has bucket '64', "
+            "expected 0 .. 63 — this snapshot is left out") in md
     assert "timeline.csv: missing column(s) tid, start_host_tsc, end_host_tsc, phase, rep" in md
     assert "Phase idle-host: repetition(s) 2 of 2 missing." in md
     assert "No host timeline" in md

@@ -41,13 +41,13 @@ def test_clock_mapping_with_drift():
 def test_classify_through_the_clock():
     idx = off_index(TL, "host-load", 1)
     # guest [98_000, 108_000) -> host [99_000, 109_000): holder 0 off, waiter 1 on
-    assert classify(wait(1, 0, 98_000, 10_000), idx, CLOCK) == ("holder_preempted", "timeline")
+    assert classify(wait(1, 0, 98_000, 10_000), idx, CLOCK) == ("holder-preempted", "timeline")
     # without the 1000-cycle offset this wait would end before vCPU 0's off interval began
-    assert classify(wait(1, 0, 89_500, 10_000), idx, CLOCK) == ("holder_preempted", "timeline")
+    assert classify(wait(1, 0, 89_500, 10_000), idx, CLOCK) == ("holder-preempted", "timeline")
     assert classify(wait(1, 0, 88_000, 10_000), idx, CLOCK) == ("neither", "timeline")
     assert classify(wait(0, 1, 140_000, 200_000), idx, CLOCK) == ("both", "timeline")
     assert classify(wait(0, 1, 600_000, 1000), idx, CLOCK) == ("neither", "timeline")
-    assert classify(wait(0, 1, 150_000, 1000), idx, CLOCK) == ("waiter_preempted", "timeline")
+    assert classify(wait(0, 1, 150_000, 1000), idx, CLOCK) == ("waiter-preempted", "timeline")
     assert classify(wait(0, None, 150_000, 1000), idx, CLOCK) == ("unknown", "none")
     assert classify(wait(0, 1, 150_000, 1000), None, None) == ("unknown", "none")
     # the guest's own class wins over the timeline
@@ -59,7 +59,7 @@ def test_share_counts_threshold_and_unknowns():
              wait(0, 1, 600_000, 2 ** 20 - 1),        # below the threshold: ignored
              wait(0, 1, 600_000, 2 ** 21),            # host [601k, 2.7M) runs past the span -> unknown
              wait(1, 0, 10, 2 ** 20, "neither"),      # guest says holder ran
-             wait(1, 0, 10, 2 ** 20, "holder_preempted")]
+             wait(1, 0, 10, 2 ** 20, "holder-preempted")]
     snap = Snapshot("host-load", 1, 1.0, 0, 10 ** 6, {}, [], waits, 2 ** 19, 0, "s")
     r = long_waits_share([snap], TL, CLOCK, 2 ** 20)
     assert (r["long_waits"], r["holder_off"], r["holder_on"], r["unknown"]) == (4, 2, 1, 1)

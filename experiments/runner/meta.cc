@@ -1,6 +1,7 @@
 // experiments/runner/meta.cc: see meta.h.
 #include "meta.h"
 
+#include <spinlab/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -63,8 +64,9 @@ Meta make_meta(const MetaSources& s) {
     m.vcpus = spec.vm.cpus;
     m.memory_mb = spec.vm.memory_mb;
     const SystemConfiguration& c = s.guest.configuration();
-    m.lock = spec.vm.lock;
-    m.clock = contract_clock_name(spec.vm.clock);
+    // What the guest runs, named as the ABI names it (the spellings of lock= and clock=).
+    m.lock = spinlab::lock_algorithm_name(spinlab::LockAlgorithm(c.lock_algorithm));
+    m.clock = spinlab::clock_source_name(spinlab::ClockSource(c.clock_source));
     m.pause = c.pause_enabled != 0;
     m.pinning = spec.vm.pin.empty() ? "none" : "vCPU i on host CPU " + join_ids(spec.vm.pin) + "[i]";
     m.guest_tsc_hz = s.guest.tsc_hz();

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "json_writer.h"
+#include "report_format.h"
 
 namespace fs = std::filesystem;
 
@@ -23,12 +24,6 @@ namespace spinlab::run {
 namespace {
 
 using collect::JsonWriter;
-
-void histogram(JsonWriter& j, const char* key, const uint64_t (&h)[kHistBuckets]) {
-    j.key(key).begin_array();
-    for (uint64_t v : h) j.value(v);
-    j.end_array();
-}
 
 void stamp(JsonWriter& j, const char* key, const Stamp& s) {
     j.key(key).begin_object();
@@ -81,22 +76,6 @@ size_t column(const std::vector<std::string>& header, const char* name, const ch
 
 }  // namespace
 
-const char* lhp_key(uint32_t c) {
-    switch (LhpClass(c)) {
-        case LhpClass::kNeither:
-            return "neither";
-        case LhpClass::kHolderPreempted:
-            return "holder_preempted";
-        case LhpClass::kWaiterPreempted:
-            return "waiter_preempted";
-        case LhpClass::kBoth:
-            return "both";
-        case LhpClass::kUnknown:
-            return "unknown";
-    }
-    return "unknown";
-}
-
 std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
                                                 const collect::ClassNames& names,
                                                 const std::string& program,
@@ -145,26 +124,8 @@ std::string snapshot_json(const SnapshotRecord& r) {
         for (uint32_t id = 0; id < cpu.classes.size(); ++id) {
             const LockClassPerf& c = cpu.classes[id];
             if (c.acquisitions == 0) continue;  // the contract lets empty classes be left out
-            j.key(r.names.name(id)).begin_object();
-            j.field("acquisitions", c.acquisitions);
-            j.field("uncontended", c.uncontended);
-            j.field("overflow", c.wait_overflow);
-            histogram(j, "wait_buckets", c.wait_hist);
-            histogram(j, "hold_buckets", c.hold_hist);
-            j.field("wait_sum", c.wait_cycles_sum);
-            j.field("wait_max", c.wait_cycles_max);
-            j.field("hold_sum", c.hold_cycles_sum);
-            j.field("hold_max", c.hold_cycles_max);
-            j.field("long_holds", c.long_holds);
-            j.key("lhp").begin_object();
-            for (uint32_t k = 0; k < kLhpClassCount; ++k) {
-                j.key(lhp_key(k)).begin_object();
-                j.field("count", c.lhp_count[k]);
-                j.field("cycles", c.lhp_cycles[k]);
-                j.end_object();
-            }
-            j.end_object();
-            j.end_object();
+            j.key(r.names.name(id));
+            collect::perf_json(j, c);
         }
         j.end_object();
         j.end_object();
@@ -183,7 +144,7 @@ std::string snapshot_json(const SnapshotRecord& r) {
                 j.value(*w.holder_cpu);
             else
                 null_value(j);
-            j.field("lhp_class", lhp_key(w.lhp_class));
+            j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
             j.end_object();
         }
         j.end_array();
@@ -306,12 +267,6 @@ std::string convert_timeline(const std::string& load_csv, const std::string& pha
             << "," << rep << "\n";
     }
     return out.str();
-}
-
-std::string contract_clock_name(const std::string& c) {
-    if (c == "lfence") return "lfence_rdtsc";
-    if (c == "cpuid") return "cpuid_rdtsc";
-    return c;
 }
 
 std::string meta_json(const Meta& m) {

@@ -18,9 +18,6 @@ namespace spinlab::run {
 
 inline constexpr int kResultsFormat = 1;
 
-// The contract's LHP class key for a guest LhpClass ("holder_preempted", ...).
-const char* lhp_key(uint32_t lhp_class);
-
 struct Stamp {
     std::optional<uint64_t> guest_tsc;
     std::string wall;  // ISO 8601 UTC
@@ -57,6 +54,7 @@ struct SnapshotRecord {
     std::optional<LongWaits> long_waits;  // nullopt: the guest could not list them (key omitted)
 };
 
+// Each lock class's counters in the collector's form (collector/report_format.h perf_json).
 std::string snapshot_json(const SnapshotRecord& r);
 
 // Throughput per workload: acquisitions of classes whose name starts with one of `prefixes`,
@@ -107,7 +105,7 @@ struct Meta {
     std::optional<std::string> libvirt_version;
     std::string accelerator, backend;
     uint32_t vcpus = 0, memory_mb = 0;
-    std::string lock, clock;  // contract spellings (clock: lfence_rdtsc|rdtscp|cpuid_rdtsc)
+    std::string lock, clock;  // lock_algorithm_name(), clock_source_name() of the guest's
     bool pause = true;
     std::string pinning;
     uint64_t guest_tsc_hz = 0;
@@ -125,9 +123,6 @@ struct Meta {
     std::string runner_version;
 };
 std::string meta_json(const Meta& m);
-
-// The contract's clock name for a kernel clock= value.
-std::string contract_clock_name(const std::string& clock_option);
 
 // Writes `content` to dir/name through a temporary file and rename. Throws std::runtime_error.
 void write_file(const std::string& path, const std::string& content);

@@ -2,14 +2,17 @@
 // (analysis/README.md): the JSON texts' fields, the timeline conversion, and a whole directory
 // written by these functions that analysis/spinlab-report reads without complaint.
 #include "results.h"
+#include "results_testing.h"
 
 #include <gtest/gtest.h>
+#include <spinlab/sysinfo.h>
 #include <unistd.h>
 
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -27,13 +30,7 @@ pt::ptree parse_json(const std::string& text) {
 
 // Two CPUs, class 0 "lockbench.0" with `waits` contended waits in bucket `k`, class 1 idle.
 SnapshotRecord record(const std::string& phase, uint32_t rep, int k, uint64_t waits) {
-    SnapshotRecord r;
-    r.phase = phase;
-    r.rep = rep;
-    r.start = {1000, "2025-01-01T12:00:00Z"};
-    r.end = {9000, "2025-01-01T12:00:02Z"};
-    r.duration_s = 2.0;
-    r.names.names = {"lockbench.0", "sched"};
+    SnapshotRecord r = framed_record(phase, rep);
     for (uint32_t cpu = 0; cpu < 2; ++cpu) {
         collect::CpuSnapshot c = collect::empty_cpu(cpu);
         LockClassPerf& p = c.classes[0];
@@ -73,18 +70,19 @@ TEST(Results, SnapshotFollowsTheContract) {
         auto it = cls.find("lockbench.0");
         ASSERT_NE(it, cls.not_found());
         const pt::ptree& c = it->second;
+        // The collector's form: sparse histograms, {"k": count} for non-empty buckets.
         uint64_t sum = 0;
-        int n = 0;
-        for (const auto& [kk, b] : c.get_child("wait_buckets")) {
+        std::map<std::string, uint64_t> wait;
+        for (const auto& [kk, b] : c.get_child("wait_hist")) {
             sum += b.get_value<uint64_t>();
-            ++n;
+            wait[kk] = b.get_value<uint64_t>();
         }
-        EXPECT_EQ(n, 64);
-        EXPECT_EQ(c.get_child("hold_buckets").size(), 64u);
-        EXPECT_EQ(c.get<uint64_t>("uncontended") + sum + c.get<uint64_t>("overflow"),
+        EXPECT_EQ(wait, (std::map<std::string, uint64_t>{{"23", 7}, {"9", 50}}));
+        EXPECT_EQ(c.get<uint64_t>("hold_hist.8"), 10u);
+        EXPECT_EQ(c.get<uint64_t>("uncontended") + sum + c.get<uint64_t>("wait_overflow"),
                   c.get<uint64_t>("acquisitions"));
         EXPECT_EQ(c.get<uint64_t>("lhp.unknown.count"), 57u);
-        EXPECT_EQ(c.get<uint64_t>("lhp.holder_preempted.count"), 0u);
+        EXPECT_EQ(c.get<uint64_t>("lhp.holder-preempted.count"), 0u);
     }
     EXPECT_EQ(cpus, 2);
     EXPECT_EQ(t.get_child("long_waits").size(), 2u);
@@ -93,7 +91,7 @@ TEST(Results, SnapshotFollowsTheContract) {
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "unknown");
     ++lw;
     EXPECT_EQ(lw->second.get<std::string>("holder_cpu"), "null");
-    EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "holder_preempted");
+    EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "holder-preempted");
     EXPECT_EQ(t.get<uint64_t>("long_waits_min_cycles"), 1u << 20);
 }
 
@@ -175,14 +173,9 @@ TEST(Results, SpinlabReportAcceptsIt) {
     fs::remove_all(out);
     std::string id = "run";
     std::string dir = make_run_dir(out, id);
-    Meta m;
-    m.run_id = id;
-    m.date = "2025-01-01T12:00:00Z";
-    m.accelerator = "tcg";
-    m.backend = "qemu";
-    m.vcpus = 2;
+    Meta m = framed_meta(id);
     m.lock = "tas";
-    m.clock = contract_clock_name("lfence");
+    m.clock = spinlab::clock_source_name(spinlab::ClockSource::kLfenceRdtsc);
     m.host.tsc_hz = 2'600'000'000;
     m.guest_tsc_hz = 2'600'000'000;
     m.phases = {"idle-host", "host-load"};

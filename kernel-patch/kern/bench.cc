@@ -18,8 +18,6 @@ constexpr int kWarmup = 20000;
 constexpr uint64_t kWarmupSeconds = 1, kSampleSeconds = 5;
 constexpr int kMinSamples = 11;
 
-const char* const kLockNames[] = {"tas", "ticket", "mcs", "pv"};  // the lock= spellings
-
 void sort(uint64_t* v, int n) {  // insertion sort: 301 values, once
     for (int i = 1; i < n; i++) {
         uint64_t x = v[i];
@@ -66,7 +64,7 @@ Fixed2 per_pair(uint64_t batch_cycles) {
             "\"clock\":\"%s\",\"pause\":\"%s\",\"cpus\":%u,\"hypervisor\":\"%s\","
             "\"tsc_hz\":%lu,\"batch\":%d,\"samples\":%d,\"median_cycles\":%lu.%02lu,"
             "\"p10_cycles\":%lu.%02lu,\"p90_cycles\":%lu.%02lu,\"min_cycles\":%lu.%02lu}\n",
-            kLockNames[uint32_t(g_lockcfg.algorithm)], uint32_t(spinlab::lockstat::kBuildLevel),
+            spinlab::lock_algorithm_name(g_lockcfg.algorithm), uint32_t(spinlab::lockstat::kBuildLevel),
             spinlab::clock_source_name(g_lockcfg.clock), g_lockcfg.pause ? "on" : "off", g_ncpus,
             g_kvm.signature, g_tsc_hz, kBatch, n, med.whole, med.hundredths, p10.whole,
             p10.hundredths, p90.whole, p90.hundredths, lo.whole, lo.hundredths);

@@ -13,19 +13,22 @@ GHZ = 1_000_000_000  # guest TSC at 1 GHz: one repetition of 1 s is 1e9 cycles
 
 
 def hist(values):
-    h = [0] * 64
+    """Sparse, as the collector writes it: {"k": count} for the non-empty buckets only."""
+    h = {}
     for v in values:
-        h[max(v.bit_length() - 1, 0)] += 1
-    return h
+        k = str(max(v.bit_length() - 1, 0))
+        h[k] = h.get(k, 0) + 1
+    return dict(sorted(h.items(), key=lambda kv: int(kv[0])))
 
 
 def cls(waits, uncontended, holds, overflow=0, lhp=None):
     """One lock class on one CPU; lhp defaults to every contended wait 'unknown' (TCG)."""
     lhp = lhp or {"unknown": {"count": len(waits) + overflow, "cycles": sum(waits)}}
     return {"acquisitions": uncontended + len(waits) + overflow, "uncontended": uncontended,
-            "overflow": overflow, "wait_buckets": hist(waits), "hold_buckets": hist(holds),
-            "wait_sum": sum(waits), "wait_max": max(waits, default=0), "hold_sum": sum(holds),
-            "hold_max": max(holds, default=0), "long_holds": 0, "lhp": lhp}
+            "wait_overflow": overflow, "wait_cycles_sum": sum(waits), "wait_cycles_max": max(waits, default=0),
+            "holds_timed": len(holds), "hold_overflow": 0, "hold_cycles_sum": sum(holds),
+            "hold_cycles_max": max(holds, default=0), "long_holds": 0,
+            "wait_hist": hist(waits), "hold_hist": hist(holds), "lhp": lhp}
 
 
 def lw(cpu, start, wait, holder, lhp="unknown", klass="lockbench.0"):
@@ -42,13 +45,13 @@ SNAPS = [
      [lw(0, 1_400_000_000, 1_100_000, 1, klass="sched")]),
     ("host-load", 1, 3 * GHZ, 500.0, {
         0: {"lockbench.0": cls([600] * 4 + [1500] * 2 + [5_000_000, 4_500_000] + [20_000_000], 20, [200] * 30,
-                               overflow=1, lhp={"holder_preempted": {"count": 1, "cycles": 5_000_000},
+                               overflow=1, lhp={"holder-preempted": {"count": 1, "cycles": 5_000_000},
                                                 "unknown": {"count": 9, "cycles": 24_508_800}})},
         1: {"lockbench.0": cls([600] * 2 + [6_000_000], 20, [200] * 23,
                                lhp={"neither": {"count": 1, "cycles": 6_000_000},
                                     "unknown": {"count": 2, "cycles": 1200}}),
             "sched": cls([], 1, [4000])}},
-     [lw(0, 3_100_000_000, 5_000_000, 1, "holder_preempted"), lw(1, 3_200_000_000, 6_000_000, 0, "neither"),
+     [lw(0, 3_100_000_000, 5_000_000, 1, "holder-preempted"), lw(1, 3_200_000_000, 6_000_000, 0, "neither"),
       lw(0, 3_300_000_000, 4_500_000, 1), lw(0, 3_500_000_000, 20_000_000, 1)]),
     ("idle-host", 2, 5 * GHZ, 1100.0, {
         0: {"lockbench.0": cls([600] * 4 + [1500], 45, [200] * 50)},
@@ -83,7 +86,7 @@ def main():
     meta = {"format": 1, "run_id": "run-basic", "date": "2025-01-01T12:00:00Z", "git_rev": "0123abc",
             "host": {"cpu_model": "Hand-made CPU @ 2.60GHz", "kernel": "6.1.0-test", "cpus": 2, "tsc_hz": GHZ},
             "qemu_version": "7.2.0", "libvirt_version": None, "accelerator": "tcg", "backend": "qemu",
-            "vcpus": 2, "memory_mb": 256, "lock": "tas", "pause": True, "clock": "lfence_rdtsc",
+            "vcpus": 2, "memory_mb": 256, "lock": "tas", "pause": True, "clock": "lfence",
             "pinning": "none", "guest_tsc_hz": GHZ, "workload": "lockbench",
             "phases": ["idle-host", "host-load"], "repetitions": 2}
     dump = lambda name, obj: open(os.path.join(OUT, name), "w").write(json.dumps(obj, indent=1) + "\n")

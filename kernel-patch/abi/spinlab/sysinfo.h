@@ -139,7 +139,8 @@ struct ResetRequest {
 };
 static_assert(sizeof(ResetRequest) == 8, "ABI");
 
-// Lock algorithm, chosen at boot (lock=).
+// Lock algorithm, chosen at boot (lock=). The *_name() functions give the one spelling of each
+// value everywhere: the boot option, the host tools, the results files and the report.
 enum class LockAlgorithm : uint32_t {
     kTestAndSet = 0,  // the seed's: lock bts, spin reading with pause, retry
     kTicket = 1,      // FIFO ticket lock
@@ -154,7 +155,7 @@ constexpr const char* lock_algorithm_name(LockAlgorithm a) {
         case LockAlgorithm::kTicket:
             return "ticket";
         case LockAlgorithm::kQueued:
-            return "queued";
+            return "mcs";
         case LockAlgorithm::kParavirt:
             return "pv";
     }

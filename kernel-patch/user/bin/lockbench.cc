@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         {"--think-cycles", OptKind::kU64, &think_cycles, "between acquisitions (default 200)"},
         {"--duration-ms", OptKind::kU64, &duration_ms, "run time; 0 = until the VM stops (default 5000)"},
         {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
-        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|queued|pv, or booted (lock=)"},
+        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|mcs|pv, or booted (lock=)"},
         {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
     };
     if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
         for (uint32_t a = 0; a < kLockAlgorithmCount; a++)
             if (strcmp(algorithm, lock_algorithm_name(LockAlgorithm(a))) == 0) algo = LockAlgorithm(a), ok = true;
         if (!ok) {
-            eprintf("lockbench: --algorithm '%s': choose tas, ticket, queued, pv or booted\n", algorithm);
+            eprintf("lockbench: --algorithm '%s': choose tas, ticket, mcs, pv or booted\n", algorithm);
             return 2;
         }
     }

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""The C++ side of the contract, read back: run by experiments/runner/contract_test.cc.
+
+    contract_check.py RESULTS_DIR QUERY_JSON RECORD_JSONL
+
+The C++ test writes known counters with the real writers (the runner's results directory,
+`spinlab-collect query --format json`, a record file line); this script reads them with
+analysis's own loader and checks every field against known_perf() below, which must stay the
+same recipe as contract_test.cc's. Exits 1 with one line per mismatch.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from spinlab_report import contract as c  # noqa: E402
+from spinlab_report import load  # noqa: E402
+from spinlab_report.buckets import NBUCKETS  # noqa: E402
+
+# LhpClass values 0 .. 4 in the ABI's order (perfdata.h); the names are lhp_class_name()'s.
+ABI_LHP = ("neither", "holder-preempted", "waiter-preempted", "both", "unknown")
+CLASS_IDS = {"lockbench.0": 0, "sched": 1}
+problems = []
+
+
+def expect(what, got, want):
+    if got != want:
+        problems.append(f"{what}: got {got!r}, expected {want!r}")
+
+
+def known_perf(cpu, cid):
+    """The counters contract_test.cc gives (cpu, class id): counts, dense histograms, lhp."""
+    b = 1000 * (cpu + 1) + 100 * cid
+    wait = [0] * NBUCKETS
+    wait[0], wait[9], wait[23], wait[63] = 1, b + 2, 3 + cpu, 1
+    hold = [0] * NBUCKETS
+    hold[8], hold[1] = b + 6, 2
+    counts = {"uncontended": b + 1, "wait_overflow": 4 + cid, "wait_cycles_sum": 7 * b + 5,
+              "wait_cycles_max": (1 << 23) + cpu, "holds_timed": b + 13, "hold_overflow": 7 + cid,
+              "hold_cycles_sum": 11 * b, "hold_cycles_max": 300 + cpu, "long_holds": 2 + cpu}
+    counts["acquisitions"] = counts["uncontended"] + sum(wait) + counts["wait_overflow"]
+    lhp = {name: {"count": 10 * l + cpu + 1, "cycles": 1000 * (l + 1) + cid} for l, name in enumerate(ABI_LHP)}
+    return counts, wait, hold, lhp
+
+
+def check_class(where, cpu, name, raw):
+    """One class's counters as a writer wrote them, read by the loader, against known_perf."""
+    known_keys = set(c.CLASS_COUNTS + c.CLASS_OPTIONAL_COUNTS + c.CLASS_HISTOGRAMS + ("lhp",))
+    expect(f"{where}: fields the loader does not know", sorted(set(raw) - known_keys), [])
+    expect(f"{where}: fields missing", sorted(known_keys - set(raw)), [])
+    try:
+        st = load.class_stat(cpu, name, raw, where)
+    except c.ContractError as e:
+        problems.append(str(e))
+        return
+    counts, wait, hold, lhp = known_perf(cpu, CLASS_IDS[name])
+    expect(f"{where}: counts", st.counts, counts)
+    expect(f"{where}: wait_hist", st.wait.tolist(), wait)
+    expect(f"{where}: hold_hist", st.hold.tolist(), hold)
+    expect(f"{where}: lhp", st.lhp, lhp)
+    expect(f"{where}: acquisitions/uncontended/overflow/max/long holds",
+           (st.acquisitions, st.uncontended, st.overflow, st.wait_max, st.long_holds),
+           (counts["acquisitions"], counts["uncontended"], counts["wait_overflow"], counts["wait_cycles_max"],
+            counts["long_holds"]))
+
+
+def check_results(path):
+    expect("LHP class names", sorted(ABI_LHP), sorted(c.LHP_CLASSES))
+    run = load.load_run(path)
+    expect("problems", run.problems, [])
+    expect("meta lock, clock", (run.meta["lock"], run.meta["clock"]), ("mcs", "cpuid"))
+    expect("status", run.status["state"], "complete")
+    expect("snapshots", [(s.phase, s.rep) for s in run.snapshots], [("preempt-10ms", 2)])
+    s = run.snapshots[0]
+    expect("snapshot times", (s.start_guest_tsc, s.end_guest_tsc, s.duration_s), (1000, 9000, 2.0))
+    with open(os.path.join(path, c.SNAPSHOT_DIR, "preempt-10ms-r2.json"), encoding="utf-8") as f:
+        raw = json.load(f)
+    for cpu in raw["cpus"]:
+        for name, d in cpu["classes"].items():
+            check_class(f"snapshot cpu {cpu['cpu']} {name}", cpu["cpu"], name, d)
+    expect("snapshot classes", sorted((st.cpu, st.lock_class) for st in s.stats),
+           [(0, "lockbench.0"), (0, "sched"), (1, "lockbench.0"), (1, "sched")])
+    lockbench = sum(known_perf(cpu, 0)[0]["acquisitions"] for cpu in (0, 1))
+    expect("workload", s.workload, {"lockbench": {"ops": lockbench, "ops_per_s": lockbench / 2.0}})
+    expect("long waits", s.long_waits,
+           [{"cpu": l % 2, "class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
+             "wait_cycles": (1 << 21) + l, "holder_cpu": None if l == 0 else 1 - l % 2, "lhp_class": name}
+            for l, name in enumerate(ABI_LHP)])
+    expect("long waits min, dropped", (s.long_waits_min_cycles, s.long_waits_dropped), (1 << 20, 3))
+
+
+def check_query(path):
+    with open(path, encoding="utf-8") as f:
+        q = json.load(f)
+    expect("query cpus", q["cpus"], 2)
+    for cls in q["classes"]:
+        name = cls["name"]
+        expect(f"query {name} id", cls["id"], CLASS_IDS[name])
+        for entry in cls["per_cpu"]:
+            check_class(f"query {name} cpu {entry['cpu']}", entry["cpu"], name, entry["perf"])
+        merged = load.class_stat(-1, name, cls["merged"], f"query {name} merged")
+        expect(f"query {name} merged acquisitions", merged.acquisitions,
+               sum(known_perf(cpu, CLASS_IDS[name])[0]["acquisitions"] for cpu in (0, 1)))
+    expect("query classes", [cls["name"] for cls in q["classes"]], ["lockbench.0", "sched"])
+
+
+def check_record(path):
+    with open(path, encoding="utf-8") as f:
+        line = json.loads(f.readline())
+    names = {v: k for k, v in CLASS_IDS.items()}
+    for cpu in line["cpus"]:
+        for entry in cpu["classes"]:
+            check_class(f"record cpu {cpu['cpu']} class {entry['id']}", cpu["cpu"], names[entry["id"]], entry["perf"])
+
+
+def main():
+    results, query, record = sys.argv[1:4]
+    check_results(results)
+    check_query(query)
+    check_record(record)
+    for p in problems:
+        print(p)
+    print(f"contract: {len(problems)} mismatch(es)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+// experiments/runner/contract_test.cc: the contract across the language boundary. The C++
+// writers (the runner's results files, the collector's `query --format json` and record file)
+// write known counters; analysis/tests/contract_check.py reads them with analysis's loader and
+// checks every field against the same known counters, derived there independently. A field
+// renamed on one side fails here, rather than leaving a figure empty.
+#include <gtest/gtest.h>
+#include <spinlab/sysinfo.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "record_file.h"
+#include "report_format.h"
+#include "results.h"
+#include "results_testing.h"
+#include "text.h"
+
+namespace fs = std::filesystem;
+
+namespace spinlab::run {
+namespace {
+
+// Every field of (cpu, class id) a number of its own; contract_check.py:known_perf() is the
+// same recipe. Sums and maxima need not be consistent with the histograms: they are checked
+// field by field, not recomputed.
+LockClassPerf known_perf(uint32_t cpu, uint32_t id) {
+    const uint64_t b = 1000 * (cpu + 1) + 100 * id;
+    LockClassPerf p{};
+    p.uncontended = b + 1;
+    p.wait_hist[0] = 1;
+    p.wait_hist[9] = b + 2;
+    p.wait_hist[23] = 3 + cpu;
+    p.wait_hist[63] = 1;
+    p.wait_overflow = 4 + id;
+    p.acquisitions = p.uncontended + 1 + (b + 2) + (3 + cpu) + 1 + p.wait_overflow;
+    p.wait_cycles_sum = 7 * b + 5;
+    p.wait_cycles_max = (uint64_t(1) << 23) + cpu;
+    p.holds_timed = b + 13;
+    p.hold_overflow = 7 + id;
+    p.hold_hist[8] = b + 6;
+    p.hold_hist[1] = 2;
+    p.hold_cycles_sum = 11 * b;
+    p.hold_cycles_max = 300 + cpu;
+    p.long_holds = 2 + cpu;
+    for (uint32_t l = 0; l < kLhpClassCount; ++l) {
+        p.lhp_count[l] = 10 * l + cpu + 1;
+        p.lhp_cycles[l] = 1000 * (l + 1) + id;
+    }
+    return p;
+}
+
+// Two CPUs, classes 0 "lockbench.0" and 1 "sched"; one long wait of each LHP class.
+SnapshotRecord known_record() {
+    SnapshotRecord r = framed_record("preempt-10ms", 2);
+    for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+        collect::CpuSnapshot c = collect::empty_cpu(cpu);
+        c.classes[0] = known_perf(cpu, 0);
+        c.classes[1] = known_perf(cpu, 1);
+        r.counters.cpus.push_back(c);
+    }
+    r.workload = workload_ops(r.counters, r.names, "lockbench", {"lockbench"}, r.duration_s);
+    LongWaits lw;
+    lw.min_cycles = 1 << 20;
+    lw.dropped = 3;
+    for (uint32_t l = 0; l < kLhpClassCount; ++l)
+        lw.entries.push_back({l % 2, l % 2 ? "sched" : "lockbench.0", 5000 + l, (uint64_t(1) << 21) + l,
+                              l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2), l});
+    r.long_waits = lw;
+    return r;
+}
+
+TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
+    const std::string out = testing::TempDir() + "contract_" + std::to_string(getpid());
+    fs::remove_all(out);
+    std::string id = "run";
+    const std::string dir = make_run_dir(out, id);
+    const SnapshotRecord rec = known_record();
+
+    Meta m = framed_meta(id);
+    m.lock = spinlab::lock_algorithm_name(spinlab::LockAlgorithm::kQueued);
+    m.clock = spinlab::clock_source_name(spinlab::ClockSource::kCpuidRdtsc);
+    m.phases = {rec.phase};
+    m.repetitions = 2;
+    write_file(dir + "/meta.json", meta_json(m));
+    write_file(dir + "/snapshots/" + rec.phase + "-r2.json", snapshot_json(rec));
+    write_file(dir + "/status.json", status_json(true, "done", {{rec.phase, 2}}));
+
+    // The collector's two writers of the same counters.
+    collect::QueryView v{&rec.counters, &rec.names, {0, 1}, true, ""};
+    write_file(out + "/query.json", collect::format_query(v, collect::OutputFormat::kJson));
+    write_file(out + "/record.jsonl", collect::record_snapshot_json(1, rec.counters, std::nullopt) + "\n");
+
+    const std::string check = std::string(SPINLAB_SOURCE_DIR) + "/analysis/tests/contract_check.py";
+    const std::string cmd = "/usr/bin/python3 " + check + " " + dir + " " + out + "/query.json " + out +
+                            "/record.jsonl > " + out + "/check.out 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_EQ(rc, 0) << read_text(out + "/check.out");
+    if (rc == 0) fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace spinlab::run
