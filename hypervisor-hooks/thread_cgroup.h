@@ -30,7 +30,7 @@ struct CgroupChoice {
 };
 
 // Picks the hierarchy for `controller` ("freezer" or "cpu"). auto: for the freezer v2 when
-// mounted (it freezes within a fraction of a ms, v1 only at the next tick), else v1; for cpu
+// mounted (its write is fast; v1's patches a static key, see README), else v1; for cpu
 // v1 when it carries the controller (single threads move, the process stays), else v2. `v2_controllers` is the content
 // of the v2 root's cgroup.controllers (the v2 freezer is built in: no controller needed).
 // Throws LoadError saying what is mounted when neither works.
