@@ -94,9 +94,10 @@ inline bool preempt_count_dec() {
 // a migration between them clears the new CPU's flag, which is set for its current thread
 // (this one), and the caller yields anyway.
 inline bool resched_pending_take() {
+    constexpr uint64_t kOff = __builtin_offsetof(Prcb, resched_pending);
     bool pending;
-    asm volatile("cmpb $0, %%gs:%c1" : "=@ccnz"(pending) : "i"(__builtin_offsetof(Prcb, resched_pending)) : "memory");
-    if (pending) asm volatile("movb $0, %%gs:%c0" ::"i"(__builtin_offsetof(Prcb, resched_pending)) : "memory");
+    asm volatile("cmpb $0, %%gs:%c1" : "=@ccnz"(pending) : "i"(kOff) : "memory");
+    if (pending) asm volatile("movb $0, %%gs:%c0" ::"i"(kOff) : "memory");
     return pending;
 }
 

@@ -9,8 +9,9 @@
 // boundary, does what the exit path of a timer interrupt does when the slice is over (yield),
 // with the affinity moved to the next CPU so the thread resumes there. Then it checks the count
 // on the CPU it ended on (1 while holding the lock, 0 after) and, holding nothing, on the CPU
-// it started on (0), and that current_thread() returned the test's own thread. One round per k, until k passes the last boundary. A wrong count is reported and
-// put right, so the suite goes on.
+// it started on (0), and that current_thread() returned the test's own thread. One round per
+// k, until k passes the last boundary. A wrong count is reported and put right, so the suite
+// goes on.
 #include "../arch/x86.h"
 #include "../kern/console.h"
 #include "../kern/prcb.h"
@@ -50,7 +51,8 @@ void on_step(TrapFrame* tf) {
         return;
     }
     if (plan.returned) return;
-    if (!(tf->rflags & arch::kFlagIF) || this_cpu()->preempt_disable != 0) return;  // no timer preemption here
+    // Where the timer could not preempt, neither do we.
+    if (!(tf->rflags & arch::kFlagIF) || this_cpu()->preempt_disable != 0) return;
     if (plan.seen++ != plan.target) return;
     plan.migrated = true;
     plan.rip = tf->rip;
@@ -67,7 +69,8 @@ inline void step_on() { asm volatile("pushfq; orq $0x100, (%%rsp); popfq" ::: "m
 // inside the call loses TF, and the round must be run again).
 inline bool step_off() {
     uint64_t f;
-    asm volatile("pushfq; popq %0; pushfq; andq $-257, (%%rsp); popfq" : "=r"(f) : : "memory", "cc");
+    asm volatile("pushfq; popq %0; pushfq; andq $-257, (%%rsp); popfq"  // -257 = ~TF
+                 : "=r"(f) : : "memory", "cc");
     return f & kFlagTF;
 }
 
@@ -143,7 +146,8 @@ int explore(int phase, Spinlock* l) {
         check_after_round(phase);
         if (!stepped && !plan.migrated) {
             if (++lost > kMaxLostRounds) {
-                selftest_fail(__FILE__, __LINE__, "%s: stepping lost %d times in a row", kPhase[phase], lost);
+                selftest_fail(__FILE__, __LINE__, "%s: stepping lost %d times in a row",
+                              kPhase[phase], lost);
                 return k;
             }
             continue;  // the same k again
@@ -152,7 +156,8 @@ int explore(int phase, Spinlock* l) {
         if (!plan.migrated) return k;  // k is past the last preemptible boundary
         k++;
     }
-    selftest_fail(__FILE__, __LINE__, "%s: more than %d preemptible boundaries", kPhase[phase], kMaxBoundaries);
+    selftest_fail(__FILE__, __LINE__, "%s: more than %d preemptible boundaries", kPhase[phase],
+                  kMaxBoundaries);
     return kMaxBoundaries;
 }
 
