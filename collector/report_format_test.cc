@@ -29,7 +29,7 @@ LockClassPerf seed_class() {
 TEST(ReportFormat, ClassTableIsTheSeedsTableThenHoldsThenLhpClasses) {
     const char* golden =
         "wait\n"
-        "cycles               count       %\n"
+        "cycles               count       %  of all acquisitions\n"
         "2^7                    135    0.20\n"
         "2^8                  67749   98.06\n"
         "2^9                   1200    1.74\n"
@@ -38,7 +38,7 @@ TEST(ReportFormat, ClassTableIsTheSeedsTableThenHoldsThenLhpClasses) {
         "overflow                 0    0.00\n"
         "uncontended              0    0.00\n"
         "hold\n"
-        "cycles               count       %\n"
+        "cycles               count       %  of timed holds\n"
         "2^8                     19   95.00\n"
         "2^9                      0    0.00\n"
         "2^10                     0    0.00\n"

@@ -55,6 +55,11 @@ add_executable(lockstat_test
 target_link_libraries(lockstat_test PRIVATE spinlab_lockstat GTest::gtest_main Threads::Threads)
 gtest_discover_tests(lockstat_test DISCOVERY_TIMEOUT 30)
 
+# The guest's table formatter on the host, for analysis/'s test that spinlab-report prints the
+# same table as spinstat.
+add_executable(log2_table_print ${SPINLAB_KP}/lockstat/log2_table_print.cc)
+target_link_libraries(log2_table_print PRIVATE spinlab_lockstat)
+
 add_executable(sysinfo_test ${SPINLAB_KP}/sysinfo/sysinfo_test.cc)
 target_link_libraries(sysinfo_test PRIVATE spinlab_sysinfo GTest::gtest_main)
 gtest_discover_tests(sysinfo_test DISCOVERY_TIMEOUT 30)

@@ -12,6 +12,8 @@ pkgs=(
   libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
   grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
   python3 python3-matplotlib python3-numpy python3-pandas python3-pytest
+  python3-scipy                              # analysis: t quantiles, Welch's test
+  chromium                                   # analysis: the report's rendering test (headless)
   cpio util-linux procps psmisc
 )
 

@@ -24,8 +24,8 @@ def bucket_edges(k: int) -> tuple[int, int]:
 
 
 def bucket_label(k: int) -> str:
-    """The seed's row label, `2^ 9`, `2^10`: right-aligned so tables line up."""
-    return f"2^{k:2d}"
+    """The table's row label, `2^9`, `2^10`, as the guest's formatter writes it."""
+    return f"2^{k}"
 
 
 def empty() -> np.ndarray:

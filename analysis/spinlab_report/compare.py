@@ -8,7 +8,7 @@ import io
 import json
 import os
 
-from . import fig_compare, render_html, render_md, summary
+from . import fig_compare, render_html, render_md, summary, verdict
 from .report_doc import META_FIELDS, cycles, pct
 from .report import write
 
@@ -48,11 +48,25 @@ def differing_meta(runs) -> list:
             if k != "run_id" and len({json.dumps(r.meta.get(k), sort_keys=True) for r in runs}) > 1]
 
 
+def verdict_rows(labels, summaries) -> tuple[list, list]:
+    """The verdict table with a run column: one row per run and non-baseline phase."""
+    rows, head = [], None
+    for label, s in zip(labels, summaries):
+        h, vr = verdict.table(s["verdict"])
+        head = head or ["run"] + h[:1] + [c.replace(f"× {s['verdict']['baseline_phase']}", "× baseline") for c in h[1:]]
+        base = s["verdict"]["baseline_phase"]
+        rows += [[label] + r for r in vr if r[0] != base] or [[label, "(no phase besides the baseline)"] +
+                                                                ["—"] * (len(h) - 1)]
+    return head, rows
+
+
 def generate(runs, outdir: str, opts: summary.Options) -> dict:
     os.makedirs(outdir, exist_ok=True)
     labels = [r.run_id if [x.run_id for x in runs].count(r.run_id) == 1 else f"{r.run_id} #{i + 1}"
               for i, r in enumerate(runs)]
     summaries = [summary.build(r, opts) for r in runs]
+    for r, s in zip(runs, summaries):
+        s["verdict"] = verdict.build(r, s)
     rows = difference_rows(summaries)
     paths = {"summary": os.path.join(outdir, "summary.json"), "csv": os.path.join(outdir, "differences.csv"),
              "md": os.path.join(outdir, "report.md"), "html": os.path.join(outdir, "report.html")}
@@ -63,7 +77,8 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
     w.writerows([["" if v is None else v for v in r] for r in rows])
     write(paths["csv"], buf.getvalue())
     figdir = os.path.join(outdir, "figures")
-    figs = [fig_compare.make_cdf(runs, labels, figdir), fig_compare.make_throughput(summaries, labels, figdir)]
+    figs = [fig_compare.make_ccdf(runs, labels, figdir), fig_compare.make_cdf(runs, labels, figdir),
+            fig_compare.make_throughput(summaries, labels, figdir)]
     fmt = {k: f for k, _, f in METRICS} | {"lhp_share": lambda x: pct(x, 1),
                                            "throughput": lambda x: "—" if x is None else f"{x:,.1f}"}
     names = {k: n for k, n, _ in METRICS} | {"lhp_share": f"LHP share (\u2265 {opts.threshold})",
@@ -72,13 +87,18 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
     table = [[r[0], names[r[1]]] + [fmt[r[1]](v) if v is not None else "—" for v in r[2:2 + n]]
              + ["—" if c is None else f"{c:+.1f}%" for c in r[2 + n:]] for r in rows]
     problems = [f"{label}: {p}" for label, s in zip(labels, summaries) for p in s["problems"]]
-    doc = [("h1", "spinlab comparison: " + " vs ".join(labels)), ("h2", "What differs between the runs"),
+    vhead, vrows = verdict_rows(labels, summaries)
+    doc = [("h1", "spinlab comparison: " + " vs ".join(labels)),
+           ("h2", "Verdict per run"),
+           ("p", "One row per run and phase compared with that run's baseline; the tests and intervals are "
+                    "within each run, across its repetitions (see each run's report for the method)."),
+           ("table", vhead, vrows), ("figure", figs[0]), ("h2", "What differs between the runs"),
            ("table", ["setting"] + labels, differing_meta(runs)) if differing_meta(runs) else
            ("p", "The runs' recorded settings are identical; they differ only in when they ran."),
            ("h2", "What is missing"), ("list", problems) if problems else ("p", "Nothing: every run is complete."),
            ("h2", "Differences"), ("table", ["phase", "metric"] + labels + [f"{x} vs {labels[0]}" for x in labels[1:]],
                                    table)]
-    doc += [("figure", f) for f in figs]
+    doc += [("figure", f) for f in figs[1:]]
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))
     return paths

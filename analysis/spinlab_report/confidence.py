@@ -1,62 +1,34 @@
-"""Confidence intervals across repetitions with Student's t, without scipy.
+"""Intervals and tests across repetitions, with scipy.stats (pure).
 
-The t quantile is found by bisection on the t distribution's CDF, which is written with the
-regularized incomplete beta function: for t >= 0, F(t) = 1 - I_x(df/2, 1/2) / 2 with
-x = df / (df + t^2). I_x is evaluated with its continued fraction (modified Lentz), the
-standard method; it converges in a few dozen terms for the small df we meet (repetitions).
+Repetitions are few (3 in `make run`), so everything here is built for small samples:
+- mean_ci: the mean with a Student t interval, mean +- t((1+c)/2, n-1) * s / sqrt(n).
+- log_ratio: how many times larger one phase's values are than the baseline's, as the ratio of
+  geometric means, with Welch's t interval on the difference of log means and Welch's two-sided
+  t-test for "the ratio is 1". Welch's t is exact for small normal samples and does not assume
+  equal spreads (a loaded host varies more between repetitions than an idle one); the log makes
+  a multiplicative effect (N times as many long waits) additive. A bootstrap over repetitions
+  is not used: with 3 repetitions a phase has only 10 distinct resamples, and an exact
+  permutation test of 3 against 3 cannot give p below 0.1, so neither could ever call a
+  difference significant at 95%.
 """
 import math
 
-
-def _betacf(a: float, b: float, x: float) -> float:
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                    -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
+import numpy as np
+from scipy import stats
 
 
-def reg_inc_beta(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b) for 0 <= x <= 1."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x < (a + 1.0) / (a + b + 2.0):  # the fraction converges fast on this side; else use symmetry
-        return math.exp(lbt) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(lbt) * _betacf(b, a, 1.0 - x) / b
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile of Student's t with df degrees of freedom (scipy.stats.t.ppf)."""
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"quantile must be in (0, 1), got {q}")
+    return float(stats.t.ppf(q, df))
 
 
-def t_cdf(t: float, df: int) -> float:
-    tail = 0.5 * reg_inc_beta(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(q: float, df: int) -> float:
-    """The q-quantile (0.5 <= q < 1) of Student's t with df degrees of freedom."""
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if not 0.5 <= q < 1.0:
-        raise ValueError(f"quantile must be in [0.5, 1), got {q}")
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < q:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if t_cdf(mid, df) < q else (lo, mid)
-    return 0.5 * (lo + hi)
+def _check_confidence(confidence: float):
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
 def mean_ci(values, confidence: float = 0.95) -> dict:
@@ -64,18 +36,46 @@ def mean_ci(values, confidence: float = 0.95) -> dict:
 
     With fewer than two values there is no spread to estimate: low and high are None.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    xs = [float(v) for v in values]
-    n = len(xs)
+    _check_confidence(confidence)
+    xs = np.asarray([float(v) for v in values], dtype=np.float64)
+    n = int(xs.size)
     if n == 0:
         return {"n": 0, "mean": None, "low": None, "high": None, "confidence": confidence}
-    mean = sum(xs) / n
+    mean = float(xs.mean())
     if n < 2:
         return {"n": n, "mean": mean, "low": None, "high": None, "confidence": confidence}
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
+    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * float(xs.std(ddof=1)) / math.sqrt(n)
     return {"n": n, "mean": mean, "low": mean - half, "high": mean + half, "confidence": confidence}
+
+
+def log_ratio(values, base_values, confidence: float = 0.95) -> dict:
+    """Ratio of geometric means values / base_values, its Welch t interval and p-value.
+
+    All values must be > 0 (callers add a continuity correction to counts first). Keys: ratio,
+    low, high (None when either side has fewer than 2 values, or both have no spread), p (two
+    sided, same conditions), df (Welch-Satterthwaite), n, n_base, confidence.
+    """
+    _check_confidence(confidence)
+    x = np.log(np.asarray(values, dtype=np.float64))
+    y = np.log(np.asarray(base_values, dtype=np.float64))
+    out = {"ratio": None, "low": None, "high": None, "p": None, "df": None, "n": int(x.size),
+           "n_base": int(y.size), "confidence": confidence}
+    if not x.size or not y.size:
+        return out
+    diff = float(x.mean() - y.mean())
+    out["ratio"] = math.exp(diff)
+    if x.size < 2 or y.size < 2:
+        return out
+    if np.ptp(x) < 1e-12 and np.ptp(y) < 1e-12:  # identical repetitions on both sides: no spread
+        return out
+    vx, vy = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
+    df = (vx + vy) ** 2 / (vx ** 2 / (x.size - 1) + vy ** 2 / (y.size - 1))
+    half = t_quantile((1.0 + confidence) / 2.0, df) * math.sqrt(vx + vy)
+    # scipy.stats.ttest_ind(x, y, equal_var=False) gives the same p, but warns when one side's
+    # repetitions are identical, which is a legitimate case here (e.g. no long wait in any).
+    p = float(2.0 * stats.t.sf(abs(diff) / math.sqrt(vx + vy), df))
+    out.update(low=math.exp(diff - half), high=math.exp(diff + half), p=p, df=df)
+    return out
 
 
 def pct_change(value: float | None, base: float | None) -> float | None:

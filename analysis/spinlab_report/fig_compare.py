@@ -1,4 +1,4 @@
-"""Figures for --compare: several runs' wait CDFs per phase, and their throughput, side by side.
+"""Figures for --compare: several runs' wait CCDFs and CDFs per phase, and their throughput.
 
 Colour is the run (not the phase) here, so the eye follows one run across the panels.
 """
@@ -7,9 +7,11 @@ import numpy as np
 from . import aggregate
 from .buckets import merge
 from .cdf import cdf_points
+from .fig_wait_ccdf import draw
 from .plotting import PALETTE, Figure, k_range, log2_axis, plt, save
 
 CDF_NAME, CDF_TITLE = "compare_wait_cdf", "CDF of contended wait cycles, runs compared per phase"
+CCDF_NAME, CCDF_TITLE = "compare_wait_ccdf", "Share of contended waits longer than x, runs overlaid per phase"
 TP_NAME, TP_TITLE = "compare_throughput", "lockbench throughput, runs compared per phase"
 
 
@@ -42,6 +44,32 @@ def make_cdf(runs, labels, outdir: str) -> Figure:
     fig.suptitle(CDF_TITLE)
     fig.tight_layout()
     return save(fig, outdir, CDF_NAME, CDF_TITLE, "One colour per run; repetitions pooled.")
+
+
+def make_ccdf(runs, labels, outdir: str) -> Figure:
+    """One panel per phase, a line per run (repetitions pooled) with its repetitions' band."""
+    phases = phase_union(runs)
+    reps = {(i, p): aggregate.rep_hists(r.snaps(p)) for i, r in enumerate(runs) for p in phases}
+    rng = k_range([merge(h) for h in reps.values()])
+    if rng is None:
+        return Figure(CCDF_NAME, CCDF_TITLE, missing="no run has timed contended waits")
+    fig, axes = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 4), sharey=True, squeeze=False)
+    floor = 1.0
+    for ax, phase in zip(axes[0], phases):
+        ax.set_title(phase)
+        curves = {labels[i]: (reps[(i, phase)], merge(reps[(i, phase)])) for i in range(len(runs))
+                  if merge(reps[(i, phase)]).sum()}
+        floor = min(floor, draw(ax, labels, curves, *rng,
+                                lambda label, rs, pooled: f"{label} ({int(pooled.sum())} waits)"))
+        log2_axis(ax, *rng)
+        ax.set_yscale("log")
+        ax.legend(loc="lower left", fontsize=7)
+    axes[0][0].set_ylim(floor, 1.5)
+    axes[0][0].set_ylabel("share of contended waits > x")
+    fig.suptitle(CCDF_TITLE)
+    fig.tight_layout()
+    return save(fig, outdir, CCDF_NAME, CCDF_TITLE, "One colour per run; line: repetitions pooled; band: range of "
+                "single repetitions. Log y shows the tail.")
 
 
 def make_throughput(summaries, labels, outdir: str) -> Figure:

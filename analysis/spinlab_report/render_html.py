@@ -6,16 +6,25 @@ nothing is fetched from anywhere.
 import base64
 import html
 
-STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;color:#222}
+STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
 th{background:#f3f3f3}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto}
 figure{margin:1em 0}img{max-width:100%}figcaption{font-size:90%;color:#444}
-.missing{color:#a00;font-weight:600}h2{border-bottom:1px solid #ddd;margin-top:1.6em}"""
+.missing{color:#a00;font-weight:600}.row{display:flex;gap:1em;align-items:flex-start}.row figure{flex:1;min-width:0}
+.verdict{font-size:16px;background:#f4f8ff;border-left:4px solid #1f77b4;padding:0.5em 0.8em;margin-top:0.4em}"""
 
 
 def png_data_uri(path: str) -> str:
     with open(path, "rb") as f:
         return "data:image/png;base64," + base64.b64encode(f.read()).decode("ascii")
+
+
+def figure(f) -> str:
+    e = html.escape
+    if f.missing:
+        return f"<p class=\"missing\">{e(f.title)}: not drawn — {e(f.missing)}.</p>"
+    return (f"<figure id=\"{e(f.name)}\"><img alt=\"{e(f.title)}\" src=\"{png_data_uri(f.png)}\">"
+            f"<figcaption><b>{e(f.title)}.</b> {e(f.caption)}</figcaption></figure>")
 
 
 def render(doc: list) -> str:
@@ -29,6 +38,8 @@ def render(doc: list) -> str:
             out.append(f"<{kind}>{e(block[1])}</{kind}>")
         elif kind == "p":
             out.append(f"<p>{e(block[1])}</p>")
+        elif kind == "lead":
+            out.append(f"<p class=\"verdict\" id=\"verdict\"><b>Verdict.</b> {e(block[1])}</p>")
         elif kind == "list":
             out.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in block[1]) + "</ul>")
         elif kind == "pre":
@@ -38,12 +49,9 @@ def render(doc: list) -> str:
             rows = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in block[2])
             out.append(f"<table><tr>{head}</tr>{rows}</table>")
         elif kind == "figure":
-            f = block[1]
-            if f.missing:
-                out.append(f"<p class=\"missing\">{e(f.title)}: not drawn — {e(f.missing)}.</p>")
-            else:
-                out.append(f"<figure id=\"{e(f.name)}\"><img alt=\"{e(f.title)}\" src=\"{png_data_uri(f.png)}\">"
-                           f"<figcaption><b>{e(f.title)}.</b> {e(f.caption)}</figcaption></figure>")
+            out.append(figure(block[1]))
+        elif kind == "figures":
+            out.append("<div class=\"row\">" + "".join(figure(f) for f in block[1]) + "</div>")
         else:
             raise ValueError(f"unknown report block {kind!r}")
     out.append("</body></html>\n")

@@ -6,6 +6,13 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def figure(f, outdir: str) -> str:
+    if f.missing:
+        return f"**{f.title}: not drawn** — {f.missing}.\n"
+    rel, svg = os.path.relpath(f.png, outdir), os.path.relpath(f.svg, outdir)
+    return f"![{f.title}]({rel})\n\n*{f.title}.* {f.caption} ([SVG]({svg}))\n"
+
+
 def render(doc: list, outdir: str) -> str:
     out = []
     for block in doc:
@@ -16,6 +23,8 @@ def render(doc: list, outdir: str) -> str:
             out.append(f"## {block[1]}\n")
         elif kind == "p":
             out.append(block[1] + "\n")
+        elif kind == "lead":
+            out.append(f"**Verdict.** {block[1]}\n")
         elif kind == "list":
             out.append("\n".join(f"- {item}" for item in block[1]) + "\n")
         elif kind == "pre":
@@ -26,13 +35,9 @@ def render(doc: list, outdir: str) -> str:
             lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
             out.append("\n".join(lines) + "\n")
         elif kind == "figure":
-            f = block[1]
-            if f.missing:
-                out.append(f"**{f.title}: not drawn** — {f.missing}.\n")
-            else:
-                rel = os.path.relpath(f.png, outdir)
-                svg = os.path.relpath(f.svg, outdir)
-                out.append(f"![{f.title}]({rel})\n\n*{f.title}.* {f.caption} ([SVG]({svg}))\n")
+            out.append(figure(block[1], outdir))
+        elif kind == "figures":
+            out += [figure(f, outdir) for f in block[1]]
         else:
             raise ValueError(f"unknown report block {kind!r}")
     return "\n".join(out)

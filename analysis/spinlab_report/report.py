@@ -1,10 +1,11 @@
-"""Write everything for one run: table.txt, table.csv, summary.json, figures/, report.md, report.html."""
+"""Write everything for one run: table.txt, table.csv, summary.json (with the verdict), figures/,
+report.md, report.html."""
 import json
 import os
 
-from . import aggregate, render_html, render_md, report_doc, summary, table
-from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_lhp_timeline, fig_throughput,
-               fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
+from . import aggregate, render_html, render_md, report_doc, summary, table, verdict
+from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
+               fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
 
 
 def phase_tables(run) -> tuple[dict, dict]:
@@ -19,9 +20,11 @@ def write(path: str, text: str):
 
 
 def make_figures(run, summ: dict, figdir: str, opts) -> dict:
-    figs = [fig_wait_cdf.make(run, figdir), fig_wait_cdf_phases.make(run, figdir), fig_wait_hist.make(run, figdir),
+    figs = [fig_wait_ccdf.make(run, figdir, opts.threshold), fig_wait_cdf.make(run, figdir),
+            fig_wait_cdf_phases.make(run, figdir), fig_wait_hist.make(run, figdir),
             fig_hold_cdf.make(run, figdir), fig_class_waits.make(run, figdir), fig_cpu_heatmap.make(run, figdir),
-            fig_lhp_timeline.make(run, figdir, opts.threshold), fig_throughput.make(run, summ, figdir)]
+            fig_holder_off.make(run, figdir, opts.threshold), fig_long_wait_window.make(run, figdir, opts.threshold),
+            fig_throughput.make(run, summ, figdir)]
     return {f.name: f for f in figs}
 
 
@@ -31,6 +34,7 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     totals, reps = phase_tables(run)
     text = table.table_text(totals, reps)
     summ = summary.build(run, opts)
+    summ["verdict"] = verdict.build(run, summ)
     paths = {"table": os.path.join(outdir, "table.txt"), "csv": os.path.join(outdir, "table.csv"),
              "summary": os.path.join(outdir, "summary.json"), "md": os.path.join(outdir, "report.md"),
              "html": os.path.join(outdir, "report.html")}

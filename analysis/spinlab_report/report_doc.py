@@ -1,12 +1,14 @@
 """The report as a list of blocks, read top to bottom; render_md and render_html write it out.
 
-Order: what ran, what is missing, the key figures, the CDFs, the seed's table, histograms,
-hold times, lock classes, CPUs, LHP, throughput, then how the numbers were computed. Blocks are
-tuples: ("h1"|"h2"|"p", text), ("list", [text]), ("table", header, rows), ("pre", text),
-("figure", Figure).
+Order: the verdict (a paragraph and its table), what is missing, the tail (CCDF beside the
+seed's CDF), key figures, long waits and LHP, the seed's table, throughput, lock classes, CPUs,
+hold times, how the numbers were computed, and last the run's settings. Blocks are tuples:
+("h1"|"h2"|"p"|"lead", text), ("list", [text]), ("table", header, rows), ("pre", text),
+("figure", Figure), ("figures", [Figure, ...]) side by side.
 """
 import math
 
+from . import verdict
 from .fig_class_waits import class_rows
 
 META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
@@ -49,24 +51,35 @@ def key_rows(summary: dict) -> list:
     return out
 
 
+def context_line(run, summary: dict) -> str:
+    m = run.meta
+    bits = [f"run {run.run_id}", summary["state"]]
+    bits += [f"{m['vcpus']} vCPUs" if m.get("vcpus") else None, f"lock {m['lock']}" if m.get("lock") else None,
+             (m.get("accelerator") or "").upper() or None,
+             f"{m['repetitions']} repetitions per phase ({', '.join(m['phases'])})"]
+    return "; ".join(b for b in bits if b) + ". The run's settings are at the end."
+
+
 def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
-    state = summary["state"]
-    doc = [("h1", f"spinlab report: {run.run_id}"), ("table", ["", ""], meta_rows(run.meta)), ("h2", "What is missing")]
+    v = summary["verdict"]
+    head, rows = verdict.table(v)
+    doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.paragraph(v)), ("table", head, rows),
+           ("p", context_line(run, summary))]
     problems = summary["problems"]
     if problems:
-        doc.append(("p", f"Run state: {state}. Read the figures below with these gaps in mind:"))
-        doc.append(("list", problems))
-    else:
-        doc.append(("p", f"Nothing: the run is {state}, every phase has all "
-                         f"{run.meta['repetitions']} repetitions and every histogram has data."))
-    doc += [("h2", "Key figures"),
+        doc += [("h2", "What is missing"),
+                ("p", f"Run state: {summary['state']}. Read the figures below with these gaps in mind:"),
+                ("list", problems)]
+    doc += [("h2", "The tail: how long contended waits last"), ("figures", [figs["wait_ccdf"], figs["wait_cdf"]]),
+            ("figure", figs["wait_cdf_phases"]),
             ("table", ["phase", "acquisitions", "contended", "p50 wait", "p99 wait", "p99.9 wait",
                        "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", "lockbench ops/s"],
              key_rows(summary)),
-            ("p", "Wait percentiles are in TSC cycles over timed contended waits."),
-            ("h2", "Wait-time CDFs"), ("figure", figs["wait_cdf"]), ("figure", figs["wait_cdf_phases"]),
-            ("h2", "The seed's table"), ("pre", table_text), ("figure", figs["wait_hist"]),
-            ("h2", "Hold times"), ("figure", figs["hold_cdf"]), ("h2", "Lock classes")]
+            ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
+    doc += lhp_section(summary, figs, opts)
+    doc += [("h2", "The seed's table"), ("pre", table_text), ("figure", figs["wait_hist"])]
+    doc += throughput_section(summary, figs)
+    doc += [("h2", "Lock classes")]
     for phase in run.phases:
         rows = class_rows(run.snaps(phase))
         if rows:
@@ -75,8 +88,13 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
                           cycles(r["p99"]), cycles(r["max"])] for r in rows]))
         else:
             doc.append(("p", f"{phase}: no lock classes (phase missing or empty)."))
-    doc += [("figure", figs["class_waits"]), ("h2", "CPUs"), ("figure", figs["cpu_heatmap"])]
-    doc += lhp_section(summary, figs, opts) + throughput_section(summary, figs) + method_section(opts)
+    doc += [("figure", figs["class_waits"]), ("h2", "CPUs"), ("figure", figs["cpu_heatmap"]),
+            ("h2", "Hold times"), ("figure", figs["hold_cdf"])]
+    doc += method_section(opts, v)
+    doc += [("h2", "The run"), ("table", ["setting", "value"], meta_rows(run.meta))]
+    if not problems:
+        doc.append(("p", f"Nothing is missing: the run is {summary['state']}, every phase has all "
+                         f"{run.meta['repetitions']} repetitions and every histogram has data."))
     return doc
 
 
@@ -89,13 +107,13 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
         l = s["lhp"]
         rows.append([phase, str(l["long_waits"]), str(l["holder_off"]), str(l["holder_on"]), str(l["unknown"]),
                      f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
-    return [("h2", "Lock-holder preemption"),
+    return [("h2", "Long waits and lock-holder preemption"),
             ("p", f"A long wait is one of at least {opts.threshold} cycles. It counts as lock-holder preemption "
                   "when the holder's vCPU was off-CPU during the wait: from the guest's steal-time class where it "
                   "is known, else from the host timeline joined through the clock correlation. The share is "
                   "over long waits whose holder state is known."),
             ("table", ["phase", "long waits", "holder off-CPU", "holder running", "unknown", "LHP share"], rows),
-            ("figure", figs["lhp_timeline"])]
+            ("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
 
 
 def throughput_section(summary: dict, figs: dict) -> list:
@@ -115,13 +133,22 @@ def throughput_section(summary: dict, figs: dict) -> list:
             ("figure", figs["throughput"])]
 
 
-def method_section(opts) -> list:
+def method_section(opts, v: dict) -> list:
+    conf = v["confidence"]
     return [("h2", "How the numbers are computed"), ("list", [
+        f"Verdict: waits \u2265 2^{v['long_k']} cycles are counted per repetition from the wait histograms and "
+        "divided by the repetition's duration and by its acquisitions (per million). Rates: mean over "
+        f"repetitions with a {conf:.0%} Student t interval. Ratios to {v['baseline_phase']}: ratio of geometric "
+        "means, with the interval and the p-value of Welch's two-sided t-test on the log rates (0.5 added to "
+        "every count so that a repetition without long waits has a logarithm). Welch's t-test is exact for "
+        "small normal samples and lets the phases' spreads differ; a bootstrap or permutation test over "
+        "3 repetitions per phase has too few distinct resamples (10) to reach significance at all. "
+        f"Significant means p < {1 - conf:.2f}. The throughput change is tested the same way.",
         "Bucket k counts waits in [2^k, 2^(k+1)) TSC cycles (the most significant bit, as the seed's bsr).",
         "CDFs and percentiles assume waits are log-uniform inside a bucket: the cumulative share grows "
         "linearly in log2(cycles) between bucket edges; the p-th percentile with target t = p/100 * N in "
         "bucket k is 2^(k + (t - count below k) / count in k). Overflows (untimed waits) are left out.",
         "Repetitions are pooled by adding counters; their spread is shown as bands and thin lines.",
-        f"Throughput intervals: mean ± t((1+c)/2, n-1) · s/√n with Student's t, c = {opts.confidence}.",
-        "Table percentages: bucket and overflow rows are shares of contended acquisitions; the "
-        "uncontended row is a share of all acquisitions."])]
+        f"Throughput intervals: mean ± t((1+c)/2, n-1) · s/√n with Student's t (scipy.stats), c = {opts.confidence}.",
+        "Table percentages (the seed's table, as spinstat prints it): every row, uncontended included, is a "
+        "share of all acquisitions, so the rows add up to 100%."])]

@@ -1,9 +1,12 @@
 """The seed's table, `2^k  count  %`, per phase, as stable diffable text and as CSV (pure).
 
-Rows run from the first to the last non-empty wait bucket (empty buckets in between shown as
-0), then overflow, then uncontended and the acquisitions total. The % column of bucket and
-overflow rows is the share of contended acquisitions (timed waits + overflows), as the seed's
-percentages are shares of measured acquisitions; the uncontended row's % is of all acquisitions.
+The text is byte for byte what the guest's spinstat prints for the same counters (its
+formatter is kernel-patch/lockstat/log2_table.cc; tests/test_table_parity.py holds the two
+against each other): a header, rows from the first to the last non-empty wait bucket (empty
+ones in between shown as 0), then overflow and uncontended. One definition of the %: every row
+is a share of all acquisitions, as in the seed, which timed every acquisition; so the rows add
+up to 100 and the header says "of all acquisitions". Each phase's block is preceded by a title
+line with the phase, its repetitions and its acquisitions.
 """
 import csv
 import io
@@ -11,32 +14,45 @@ import io
 from .aggregate import Totals
 from .buckets import NBUCKETS, bucket_edges, bucket_label, nonempty_range
 
+PCT_OF = "all acquisitions"
+LABEL_W, COUNT_W, PCT_W = 12, 14, 8  # log2_table.cc's kLabelWidth, kCountWidth, kPercentWidth
+U64_MAX = (1 << 64) - 1
 
-def _pct(n: int, d: int) -> str:
-    return f"{100.0 * n / d:6.2f}" if d else "     -"
+
+def format_percent(count: int, total: int) -> str:
+    """count / total in percent with two decimals, rounded half up, as log2_table.cc computes it
+    (integer basis points; both halved while count * 10000 would overflow 64 bits)."""
+    bp = 0
+    if total:
+        while count > U64_MAX // 10000:
+            count >>= 1
+            total >>= 1
+        bp = (count * 10000 + total // 2) // total
+    return f"{bp // 100}.{bp % 100:02d}"
 
 
-def _row(label: str, count, pct: str) -> str:
-    return f"  {label:<12}{count:>12}  {pct}"
+def _row(label: str, count: int, total: int) -> str:
+    return f"{label:<{LABEL_W}}{count:>{COUNT_W}}{format_percent(count, total):>{PCT_W}}"
+
+
+def wait_table(t: Totals) -> str:
+    """The guest's format_wait_table for these counters."""
+    lines = [f"{'cycles':<{LABEL_W}}{'count':>{COUNT_W}}{'%':>{PCT_W}}  of {PCT_OF}"]
+    rng = nonempty_range(t.wait)
+    if rng is not None:
+        lines += [_row(bucket_label(k), int(t.wait[k]), t.acquisitions) for k in range(rng[0], rng[1] + 1)]
+    lines.append(_row("overflow", t.overflow, t.acquisitions))
+    lines.append(_row("uncontended", t.uncontended, t.acquisitions))
+    return "\n".join(lines) + "\n"
 
 
 def phase_table(phase: str, t: Totals | None, reps: int) -> str:
-    """The text block for one phase; a missing phase or empty histogram says so in place of rows."""
+    """The text block for one phase; a missing phase says so in place of the table."""
     head = f"phase {phase}"
     if t is None:
         return f"{head}: missing (no snapshot recorded)\n"
-    lines = [f"{head} ({reps} repetition{'s' if reps != 1 else ''}, all CPUs and lock classes)",
-             _row("cycles", "count", "     %")]
-    rng = nonempty_range(t.wait)
-    if rng is None:
-        lines.append("  (no timed contended waits: the histogram is empty)")
-    else:
-        for k in range(rng[0], rng[1] + 1):
-            lines.append(_row(bucket_label(k), int(t.wait[k]), _pct(int(t.wait[k]), t.contended)))
-    lines.append(_row("overflow", t.overflow, _pct(t.overflow, t.contended)))
-    lines.append(_row("uncontended", t.uncontended, _pct(t.uncontended, t.acquisitions)) + "  (of acquisitions)")
-    lines.append(_row("acquisitions", t.acquisitions, "").rstrip())
-    return "\n".join(lines) + "\n"
+    return (f"{head} ({reps} repetition{'s' if reps != 1 else ''}, all CPUs and lock classes): "
+            f"{t.acquisitions} acquisitions\n" + wait_table(t))
 
 
 def table_text(phase_totals: dict, reps: dict) -> str:
@@ -45,7 +61,8 @@ def table_text(phase_totals: dict, reps: dict) -> str:
 
 
 def table_csv(phase_totals: dict) -> str:
-    """Machine-readable table: all 64 buckets per phase, then overflow and uncontended rows."""
+    """Machine-readable table: all 64 buckets per phase, then overflow and uncontended rows;
+    percent is of all acquisitions, as in the text."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["phase", "row", "k", "lo_cycles", "hi_cycles", "count", "percent"])
@@ -55,9 +72,9 @@ def table_csv(phase_totals: dict) -> str:
         for k in range(NBUCKETS):
             lo, hi = bucket_edges(k)
             n = int(t.wait[k])
-            w.writerow([phase, "wait", k, lo, hi, n, f"{100.0 * n / t.contended:.4f}" if t.contended else ""])
+            w.writerow([phase, "wait", k, lo, hi, n, f"{100.0 * n / t.acquisitions:.4f}" if t.acquisitions else ""])
         w.writerow([phase, "overflow", "", "", "", t.overflow,
-                    f"{100.0 * t.overflow / t.contended:.4f}" if t.contended else ""])
+                    f"{100.0 * t.overflow / t.acquisitions:.4f}" if t.acquisitions else ""])
         w.writerow([phase, "uncontended", "", "", "", t.uncontended,
                     f"{100.0 * t.uncontended / t.acquisitions:.4f}" if t.acquisitions else ""])
     return out.getvalue()

@@ -29,7 +29,7 @@ def test_edges_are_half_open_and_contiguous():
 
 
 def test_labels_align_like_the_seed():
-    assert bucket_label(6) == "2^ 6" and bucket_label(10) == "2^10"
+    assert bucket_label(6) == "2^6" and bucket_label(10) == "2^10"
 
 
 def test_merge_range_and_tail():

@@ -30,7 +30,12 @@ def test_compare_two_runs(run_copy, tmp_path):
     assert "| lock algorithm | tas | ticket |" in md
     assert "| host-load | lockbench ops/s | 550.0 | 825.0 | +50.0% |" in md
     html = open(out / "report.html").read()
-    assert len(re.findall(r'src="data:image/png;base64,', html)) == 2
+    assert len(re.findall(r'src="data:image/png;base64,', html)) == 3
+    assert html.index('id="compare_wait_ccdf"') < html.index("What differs between the runs")
+    # the verdict table: one row per run (each has one phase besides its baseline)
+    assert ("| run-basic | host-load | 2 | 3.50 (0 … 9.85) | ×4.58 (0.0147 … 1,430), p = 0.206, NOT significant |"
+            in md)
+    assert "| run-ticket | host-load | 2 | 3.50 (0 … 9.85) |" in md and "+50.0%" not in md.split("## What differs")[0]
     assert json.load(open(out / "summary.json"))["runs"] == ["run-basic", "run-ticket"]
 
 

@@ -37,3 +37,15 @@ def test_mean_ci_too_few_values():
 def test_pct_change():
     assert pct_change(550, 1050) == pytest.approx(-47.619, abs=1e-3)
     assert pct_change(1, 0) is None and pct_change(None, 3) is None
+
+
+def test_log_ratio_is_welch_on_logs():
+    import math
+    from scipy import stats
+    from spinlab_report.confidence import log_ratio
+    a, b = [4.5, 3.5, 4.5, 3.5], [1.5, 0.5, 1.5, 0.5]
+    r = log_ratio(a, b)
+    ref = stats.ttest_ind([math.log(x) for x in a], [math.log(x) for x in b], equal_var=False)
+    assert r["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert r["ratio"] == pytest.approx(math.sqrt(4.5 * 3.5 / 0.75))
+    assert r["low"] < r["ratio"] < r["high"]

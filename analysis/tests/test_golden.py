@@ -16,9 +16,9 @@ def test_table_csv_rows(basic_report):
     out, paths = basic_report
     lines = open(paths["csv"]).read().splitlines()
     assert lines[0] == "phase,row,k,lo_cycles,hi_cycles,count,percent"
-    assert "idle-host,wait,9,512,1024,16,80.0000" in lines
-    assert "host-load,wait,24,16777216,33554432,3,15.0000" in lines
-    assert "host-load,overflow,,,,1,5.0000" in lines
+    assert "idle-host,wait,9,512,1024,16,8.0000" in lines
+    assert "host-load,wait,24,16777216,33554432,3,3.0000" in lines
+    assert "host-load,overflow,,,,1,1.0000" in lines
     assert "idle-host,uncontended,,,,180,90.0000" in lines
     assert len(lines) == 1 + 2 * (64 + 2)
 

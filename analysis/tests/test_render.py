@@ -8,8 +8,8 @@ import re
 import matplotlib.image as mpimg
 import numpy as np
 
-FIGURES = ["wait_cdf", "wait_cdf_phases", "wait_hist", "hold_cdf", "class_waits", "cpu_heatmap",
-           "lhp_timeline", "throughput"]
+FIGURES = ["wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist", "hold_cdf", "class_waits", "cpu_heatmap",
+           "holder_off_scatter", "long_wait_window", "throughput"]
 
 
 def test_every_figure_is_a_non_blank_png_and_an_svg(basic_report):
@@ -47,9 +47,10 @@ def test_html_embeds_every_figure_it_references(basic_report):
 def test_report_reads_top_to_bottom(basic_report):
     _, paths = basic_report
     md = open(paths["md"]).read()
-    order = ["# spinlab report: run-basic", "## What is missing", "## Key figures", "## Wait-time CDFs",
-             "## The seed's table", "## Hold times", "## Lock classes", "## CPUs", "## Lock-holder preemption",
-             "## Throughput", "## How the numbers are computed"]
+    order = ["# spinlab report: run-basic", "**Verdict.** In idle-host", "## What is missing",
+             "## The tail: how long contended waits last", "## Long waits and lock-holder preemption",
+             "## The seed's table", "## Throughput", "## Lock classes", "## CPUs", "## Hold times",
+             "## How the numbers are computed", "## The run", "| git revision | 0123abc |"]
     pos = [md.index(h) for h in order]
     assert pos == sorted(pos)
     assert "| host-load | 7 | 3 | 3 | 1 | 50.0% (guest 2, timeline 4) |" in md

@@ -69,10 +69,14 @@ void row(Out& out, const char* label, uint64_t count, uint64_t total) {
     out.put('\n');
 }
 
-void header(Out& out) {
+// The header names what the % column divides by, so a table read on its own cannot be
+// mistaken for shares of contended acquisitions (spinlab-report prints the same header).
+void header(Out& out, const char* of) {
     out.left("cycles", kLabelWidth);
     out.right("count", kCountWidth);
     out.right("%", kPercentWidth);
+    out.str("  of ");
+    out.str(of);
     out.put('\n');
 }
 
@@ -114,7 +118,7 @@ size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
 
 size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap) {
     Out out(buf, cap);
-    header(out);
+    header(out, "all acquisitions");
     bucket_rows(out, c.wait_hist, c.acquisitions);
     row(out, "overflow", c.wait_overflow, c.acquisitions);
     row(out, "uncontended", c.uncontended, c.acquisitions);
@@ -123,7 +127,7 @@ size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap) {
 
 size_t format_hold_table(const LockClassPerf& c, char* buf, size_t cap) {
     Out out(buf, cap);
-    header(out);
+    header(out, "timed holds");
     bucket_rows(out, c.hold_hist, c.holds_timed);
     row(out, "overflow", c.hold_overflow, c.holds_timed);
     return out.finish();

@@ -4,10 +4,13 @@
 //
 // Wait table: a header, one row per bucket from the first non-empty bucket to the last
 // non-empty one (empty ones in between included), then `overflow` and `uncontended`. The
-// percentages are of all acquisitions, so the rows add up to 100 (give or take rounding).
+// percentages are of all acquisitions, as the seed's (which timed every acquisition), so the
+// rows add up to 100 (give or take rounding); the header says so. spinlab-report prints the
+// same table for the same counters (analysis/spinlab_report/table.py; a pytest compares the
+// two through log2_table_print).
 // Hold table: the same bucket rows and `overflow`, percentages of the timed holds.
 //
-//   cycles               count       %
+//   cycles               count       %  of all acquisitions
 //   2^7                    135    0.19
 //   2^8                  67749   98.06
 //   overflow                 0    0.00

@@ -33,7 +33,7 @@ LockClassPerf seed_like() {
 
 TEST(Log2Table, GoldenWaitTable) {
     EXPECT_EQ(wait_table(seed_like()),
-              "cycles               count       %\n"
+              "cycles               count       %  of all acquisitions\n"
               "2^7                    135    0.19\n"
               "2^8                  67749   97.34\n"
               "2^9                   1200    1.72\n"
@@ -49,7 +49,7 @@ TEST(Log2Table, NoContentionPrintsOnlyOverflowAndUncontended) {
     LockClassPerf c{};
     c.acquisitions = c.uncontended = 4;
     EXPECT_EQ(wait_table(c),
-              "cycles               count       %\n"
+              "cycles               count       %  of all acquisitions\n"
               "overflow                 0    0.00\n"
               "uncontended              4  100.00\n");
 }
@@ -57,7 +57,7 @@ TEST(Log2Table, NoContentionPrintsOnlyOverflowAndUncontended) {
 TEST(Log2Table, EmptyIsAllZeroNotDivisionByZero) {
     LockClassPerf c{};
     EXPECT_EQ(wait_table(c),
-              "cycles               count       %\n"
+              "cycles               count       %  of all acquisitions\n"
               "overflow                 0    0.00\n"
               "uncontended              0    0.00\n");
 }
@@ -70,8 +70,8 @@ TEST(Log2Table, GoldenHoldTable) {
     char buf[8192];
     format_hold_table(c, buf, sizeof buf);
     std::string s(buf);
-    EXPECT_EQ(s.substr(0, 70),
-              "cycles               count       %\n"
+    EXPECT_EQ(s.substr(0, 86),
+              "cycles               count       %  of timed holds\n"
               "2^0                      1   25.00\n");
     EXPECT_NE(s.find("2^62                     0    0.00\n"), std::string::npos);
     EXPECT_NE(s.find("2^63                     3   75.00\noverflow                 0    0.00\n"),

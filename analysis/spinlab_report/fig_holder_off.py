@@ -1,0 +1,97 @@
+"""Figure: holder-off fraction against wait length, one point per long wait, coloured by class.
+
+The holder-off fraction is the share of the wait during which the holder's vCPU was off the
+host CPU (off or frozen in timeline.csv). A wait caused by lock-holder preemption sits near 1;
+a wait with a running holder near 0; the class thresholds are horizontal cuts. When the
+attribution gives the fraction per wait (field holder_off_fraction), it is used as is; else it
+is measured here from the host timeline joined through clock.json, and waits that cannot be
+joined have no point (they are counted in the caption).
+"""
+import numpy as np
+
+from . import lhp
+from .contract import OFF_STATES
+from .plotting import CLASS_COLORS, Figure, k_range, log2_axis, plt, save
+from .buckets import bucket_of
+
+NAME, TITLE = "holder_off_scatter", "Holder off-CPU fraction against wait length, per long wait"
+
+
+def off_intervals(timeline, phase: str, rep: int) -> dict:
+    """vCPU -> (starts, ends) of its off/frozen intervals in host TSC, sorted by start."""
+    df = timeline[(timeline["phase"] == phase) & (timeline["rep"] == rep) & timeline["state"].isin(OFF_STATES)]
+    out = {}
+    for vcpu, g in df.groupby("vcpu"):
+        g = g.sort_values("start_host_tsc")
+        out[int(vcpu)] = (g["start_host_tsc"].to_numpy(np.float64), g["end_host_tsc"].to_numpy(np.float64))
+    return out
+
+
+def off_cycles(intervals: dict, vcpu, a: float, b: float) -> float | None:
+    """Cycles of [a, b) covered by vcpu's off intervals (their union), None without data."""
+    if vcpu is None or vcpu not in intervals:
+        return None
+    starts, ends = intervals[vcpu]
+    i = int(np.searchsorted(starts, b, side="left"))
+    total, reach = 0.0, a
+    for s, e in zip(starts[:i], ends[:i]):
+        s, e = max(s, reach), min(e, b)
+        if e > s:
+            total += e - s
+            reach = e
+    return total
+
+
+def points(run, threshold: int) -> tuple[list, int, int]:
+    """([(phase, wait cycles, holder-off fraction, class)], waits without a fraction, fractions
+    given by the attribution)."""
+    pts, missing, given = [], 0, 0
+    for phase in run.phases:
+        waits = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
+        cache = {}
+        for w in waits:
+            frac = w.get("holder_off_fraction")
+            given += frac is not None
+            if frac is None and run.timeline is not None and run.clock is not None and w["wait_cycles"] > 0:
+                if w["rep"] not in cache:
+                    cache[w["rep"]] = off_intervals(run.timeline, phase, w["rep"])
+                a = float(lhp.guest_to_host(w["start_tsc"], run.clock))
+                off = off_cycles(cache[w["rep"]], w["holder_cpu"], a, a + w["wait_cycles"])
+                frac = None if off is None else off / w["wait_cycles"]
+            if frac is None:
+                missing += 1
+            else:
+                pts.append((phase, w["wait_cycles"], float(frac), w["lhp"]))
+    return pts, missing, given
+
+
+def make(run, outdir: str, threshold: int) -> Figure:
+    pts, missing, given = points(run, threshold)
+    if not pts:
+        why = "no long waits were listed" if not missing else \
+            f"none of the {missing} long waits could be joined with a host timeline"
+        return Figure(NAME, TITLE, missing=why)
+    ks = [bucket_of(int(c)) for _, c, _, _ in pts]
+    lo, hi = k_range([np.bincount(ks, minlength=64)])
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    markers = ["o", "s", "^", "D", "v", "P"]
+    phases = [p for p in run.phases if any(q[0] == p for q in pts)]
+    for cls, col in CLASS_COLORS.items():
+        for i, phase in enumerate(phases):
+            sel = [(c, f) for p, c, f, k in pts if k == cls and p == phase]
+            if sel:
+                x, y = zip(*sel)
+                ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
+                           label=f"{cls.replace('_', ' ')}, {phase} ({len(sel)})")
+    log2_axis(ax, lo, hi)
+    ax.set_ylim(-0.04, 1.04)
+    ax.set_ylabel("share of the wait the holder was off-CPU")
+    ax.set_title(TITLE, fontsize=9)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
+    fig.tight_layout()
+    src = "the attribution's per-wait holder_off_fraction" if given == len(pts) else \
+        "the host timeline's off/frozen intervals joined through clock.json"
+    note = f" {missing} long wait(s) without a fraction (no timeline coverage or holder unknown) are not drawn." \
+        if missing else ""
+    return save(fig, outdir, NAME, TITLE, f"One point per wait of at least {threshold} cycles; the fraction is "
+                f"measured from {src}. Colour: the wait's class; marker: its phase.{note}")

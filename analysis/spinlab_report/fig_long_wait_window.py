@@ -1,0 +1,94 @@
+"""Figure: the 200 ms with the most long waits, every wait and every vCPU off-interval drawn.
+
+The window is chosen over all phases and repetitions: the 200 ms (of guest time, at the guest
+TSC rate) that start at some long wait and hold the most long-wait starts. One row per vCPU:
+the upper bar shows when the host had that vCPU off-CPU (grey) or frozen (black), the lower
+bar the long waits that vCPU spun, coloured by class, with a thin line down or up to the row of
+the lock's holder. Short intervals are drawn at least one line wide so none disappears.
+"""
+import numpy as np
+
+from . import lhp
+from .contract import OFF_STATES
+from .fig_wait_ccdf import tsc_hz
+from .plotting import CLASS_COLORS, Figure, plt, save
+
+NAME, TITLE = "long_wait_window", "The 200 ms with the most long waits"
+WINDOW_S = 0.2
+OFF_COLORS = {"off": "#888888", "frozen": "#111111"}
+
+
+def busiest_window(starts, width: float) -> tuple[float, int] | None:
+    """(start, count) of the window [start, start + width) holding the most of `starts`.
+
+    Windows begin at one of the starts (a busiest window can always be slid to its first wait).
+    """
+    s = np.sort(np.asarray(starts, dtype=np.float64))
+    if not s.size:
+        return None
+    counts = np.searchsorted(s, s + width, side="left") - np.arange(s.size)
+    i = int(np.argmax(counts))
+    return float(s[i]), int(counts[i])
+
+
+def pick(run, threshold: int, width: float):
+    """(phase, rep, window start in guest TSC, waits in the window) with the most long waits."""
+    best = None
+    for phase in run.phases:
+        waits = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
+        for rep in sorted({w["rep"] for w in waits}):
+            mine = [w for w in waits if w["rep"] == rep]
+            found = busiest_window([w["start_tsc"] for w in mine], width)
+            if found and (best is None or found[1] > len(best[3])):
+                t0 = found[0]
+                best = (phase, rep, t0, [w for w in mine if t0 <= w["start_tsc"] < t0 + width])
+    return best
+
+
+def make(run, outdir: str, threshold: int) -> Figure:
+    hz = tsc_hz(run.meta)
+    if hz is None:
+        return Figure(NAME, TITLE, missing="meta.json gives no TSC rate, so 200 ms cannot be converted to cycles")
+    width = WINDOW_S * hz
+    found = pick(run, threshold, width)
+    if found is None:
+        return Figure(NAME, TITLE, missing=f"no long waits (>= {threshold} cycles) were listed by the guest")
+    phase, rep, t0, waits = found
+    ms = lambda cycles: cycles / hz * 1e3
+    cpus = {w["cpu"] for w in waits} | {w["holder_cpu"] for w in waits if w["holder_cpu"] is not None}
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * max(len(cpus), 2)), layout="constrained")
+    n_off = 0
+    if run.timeline is not None and run.clock is not None:
+        host0 = float(lhp.guest_to_host(t0, run.clock))
+        tl = run.timeline[(run.timeline["phase"] == phase) & (run.timeline["rep"] == rep)
+                          & run.timeline["state"].isin(OFF_STATES)]
+        tl = tl[(tl["end_host_tsc"] > host0) & (tl["start_host_tsc"] < host0 + width)]
+        for (vcpu, state), g in tl.groupby(["vcpu", "state"]):
+            spans = [(ms(a - host0), ms(b - a)) for a, b in zip(g["start_host_tsc"], g["end_host_tsc"])]
+            ax.broken_barh(spans, (vcpu - 0.4, 0.35), color=OFF_COLORS[state], edgecolor=OFF_COLORS[state], lw=0.6)
+            n_off += len(spans)
+            cpus.add(int(vcpu))
+    for w in waits:
+        c = CLASS_COLORS.get(w["lhp"], CLASS_COLORS["unknown"])
+        x = ms(w["start_tsc"] - t0)
+        ax.broken_barh([(x, ms(w["wait_cycles"]))], (w["cpu"] + 0.05, 0.35), color=c, edgecolor=c, lw=0.6)
+        if w["holder_cpu"] is not None and w["holder_cpu"] != w["cpu"]:
+            ax.plot([x, x], [w["cpu"] + 0.05, w["holder_cpu"] - 0.05], color=c, lw=0.5, alpha=0.7)
+    cpus = sorted(cpus)
+    ax.set_yticks(cpus, [f"vCPU {c}" for c in cpus])
+    ax.set_ylim(max(cpus) + 0.6, min(cpus) - 0.6)
+    ax.set_xlim(0, WINDOW_S * 1e3)
+    ax.set_xlabel(f"ms since the window's start ({phase} r{rep})")
+    for label, c in (("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"])):
+        ax.plot([], [], color=c, lw=6, label=label)
+    for cls in sorted({w["lhp"] for w in waits}):
+        ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('_', ' ')}")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=7, frameon=False)
+    ax.set_title(f"{TITLE}: {phase} r{rep}, {len(waits)} waits \u2265 {threshold} cycles, {n_off} off-intervals")
+    snap = next((x for x in run.snaps(phase) if x.rep == rep), None)
+    since = ms(t0 - snap.start_guest_tsc) if snap and snap.start_guest_tsc is not None else None
+    where = f", {since:,.0f} ms after the repetition started" if since is not None else ""
+    timeline = "" if n_off or run.timeline is not None else " No host timeline: off-intervals cannot be shown."
+    return save(fig, outdir, NAME, TITLE, f"{phase} repetition {rep}{where}. In each "
+                "vCPU's row, the upper bar is the host's view (off-CPU or frozen), the lower bar the long waits that "
+                f"vCPU spun; a thin line leads to the lock holder's row.{timeline}")

@@ -1,0 +1,69 @@
+"""spinlab-report and the guest's spinstat print the same seed's table for the same counters.
+
+spinstat formats with kernel-patch/lockstat/log2_table.cc; the host build links the same file
+into log2_table_print (`make host`), which this test feeds the counters of every snapshot and
+phase of run-basic, plus edge cases, and compares byte for byte with table.wait_table.
+"""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import BASIC
+from spinlab_report import aggregate, load, table
+from spinlab_report.aggregate import Totals
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRINT = os.path.join(os.environ.get("SPINLAB_BUILD", os.path.join(ROOT, "build")), "host", "bin", "log2_table_print")
+
+
+def guest_tables(totals: list) -> list:
+    if not os.access(PRINT, os.X_OK):
+        pytest.fail(f"{PRINT} is missing: build the host tools first (make host)")
+    lines = "".join(" ".join(str(int(x)) for x in [t.acquisitions, t.uncontended, t.overflow, *t.wait]) + "\n"
+                    for t in totals)
+    p = subprocess.run([PRINT], input=lines, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split("\n\n")[:-1]
+
+
+def snapshot_totals() -> list:
+    run = load.load_run(BASIC)
+    per_snap = [aggregate.phase_totals([s]) for s in run.snapshots]
+    per_phase = [aggregate.phase_totals(run.snaps(p)) for p in run.phases]
+    return per_snap + per_phase
+
+
+def edge_cases() -> list:
+    hist = np.zeros(64, dtype=np.int64)
+    huge = hist.copy()
+    huge[63] = (1 << 62)  # count * 10000 overflows 64 bits: both sides halve the same way
+    one = hist.copy()
+    one[0] = 1
+    return [Totals(0, 0, 0, hist, hist), Totals(7, 7, 0, hist, hist), Totals(3, 0, 2, one, hist),
+            Totals((1 << 62) + 5, 5, 0, huge, hist)]
+
+
+def test_report_prints_the_guest_table_for_every_snapshot_and_phase():
+    totals = snapshot_totals() + edge_cases()
+    guest = guest_tables(totals)
+    assert len(guest) == len(totals)
+    for t, g in zip(totals, guest):
+        assert table.wait_table(t) == g + "\n"
+    assert guest[0].splitlines()[0].endswith("%  of all acquisitions")
+
+
+def test_phase_table_is_the_guest_table_under_a_title(basic_report):
+    _, paths = basic_report
+    text = open(paths["table"]).read()
+    run = load.load_run(BASIC)
+    guest = guest_tables([aggregate.phase_totals(run.snaps(p)) for p in run.phases])
+    blocks = text.split("\n\n")
+    assert [b.split("\n", 1)[1].rstrip("\n") for b in blocks] == [g.rstrip("\n") for g in guest]
+    assert blocks[0].startswith("phase idle-host (2 repetitions, all CPUs and lock classes): 200 acquisitions\n")
+
+
+def test_percent_rounds_like_the_guest():
+    assert table.format_percent(1, 3) == "33.33" and table.format_percent(2, 3) == "66.67"
+    assert table.format_percent(1, 8) == "12.50" and table.format_percent(5, 0) == "0.00"

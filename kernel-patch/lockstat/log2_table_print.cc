@@ -1,0 +1,41 @@
+// lockstat/log2_table_print.cc: a host tool that prints the seed's wait table with the formatter
+// the guest's spinstat uses, for counters given on standard input. It exists so a test can hold
+// spinlab-report's table (analysis/) against the guest's for the same snapshot.
+//
+// Input: per table one line of 67 unsigned integers: acquisitions, uncontended, overflow, then
+// the 64 wait buckets. Output: the tables, each followed by an empty line. Exit 2 with a
+// message naming the line for malformed input.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "log2_table.h"
+
+int main() {
+    std::string line;
+    int line_no = 0;
+    while (std::getline(std::cin, line)) {
+        ++line_no;
+        std::istringstream in(line);
+        std::vector<unsigned long long> v;
+        unsigned long long x;
+        while (in >> x) v.push_back(x);
+        if (!in.eof() || v.size() != 3 + spinlab::kHistBuckets) {
+            std::fprintf(stderr, "log2_table_print: line %d: expected %u unsigned integers "
+                         "(acquisitions uncontended overflow and %u buckets), got %zu\n",
+                         line_no, 3 + spinlab::kHistBuckets, spinlab::kHistBuckets, v.size());
+            return 2;
+        }
+        spinlab::LockClassPerf c{};
+        c.acquisitions = v[0];
+        c.uncontended = v[1];
+        c.wait_overflow = v[2];
+        for (unsigned k = 0; k < spinlab::kHistBuckets; ++k) c.wait_hist[k] = v[3 + k];
+        std::string out(spinlab::lockstat::format_wait_table(c, nullptr, 0) + 1, '\0');
+        out.resize(spinlab::lockstat::format_wait_table(c, out.data(), out.size()));
+        std::cout << out << "\n";
+    }
+    return 0;
+}
