@@ -18,23 +18,31 @@ NAME, TITLE = "holder_off_scatter", "Holder off-CPU fraction against wait length
 
 
 def off_intervals(timeline, phase: str, rep: int) -> dict:
-    """vCPU -> (starts, ends) of its off/frozen intervals in host TSC, sorted by start."""
-    df = timeline[(timeline["phase"] == phase) & (timeline["rep"] == rep) & timeline["state"].isin(OFF_STATES)]
+    """vCPU -> (starts, ends, running maximum of ends, covered span) of its off/frozen intervals
+    in host TSC, sorted by start; the running maximum finds the first interval that can reach a
+    time; the span is what the timeline covers for that vCPU (all states)."""
+    df = timeline[(timeline["phase"] == phase) & (timeline["rep"] == rep)]
     out = {}
     for vcpu, g in df.groupby("vcpu"):
-        g = g.sort_values("start_host_tsc")
-        out[int(vcpu)] = (g["start_host_tsc"].to_numpy(np.float64), g["end_host_tsc"].to_numpy(np.float64))
+        span = (float(g["start_host_tsc"].min()), float(g["end_host_tsc"].max()))
+        g = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
+        ends = g["end_host_tsc"].to_numpy(np.float64)
+        out[int(vcpu)] = (g["start_host_tsc"].to_numpy(np.float64), ends, np.maximum.accumulate(ends), span)
     return out
 
 
 def off_cycles(intervals: dict, vcpu, a: float, b: float) -> float | None:
-    """Cycles of [a, b) covered by vcpu's off intervals (their union), None without data."""
+    """Cycles of [a, b) covered by vcpu's off intervals (their union); None when the timeline does
+    not cover [a, b) for that vCPU (it might have been off outside what was recorded)."""
     if vcpu is None or vcpu not in intervals:
         return None
-    starts, ends = intervals[vcpu]
+    starts, ends, reach_max, (lo, hi) = intervals[vcpu]
+    if a < lo or b > hi:
+        return None
     i = int(np.searchsorted(starts, b, side="left"))
+    j = int(np.searchsorted(reach_max, a, side="right"))  # intervals before j end at or before a
     total, reach = 0.0, a
-    for s, e in zip(starts[:i], ends[:i]):
+    for s, e in zip(starts[j:i], ends[j:i]):
         s, e = max(s, reach), min(e, b)
         if e > s:
             total += e - s
