@@ -12,10 +12,11 @@ from . import lhp
 from .contract import OFF_STATES
 from .fig_wait_ccdf import tsc_hz
 from .plotting import CLASS_COLORS, Figure, plt, save
+from .verdict import cycles_text
 
 NAME, TITLE = "long_wait_window", "The 200 ms with the most long waits"
 WINDOW_S = 0.2
-OFF_COLORS = {"off": "#888888", "frozen": "#111111"}
+OFF_COLORS = {"off": "#cfcfcf", "frozen": "#111111"}  # light: waits (darker) stand out
 
 
 def busiest_window(starts, width: float) -> tuple[float, int] | None:
@@ -84,7 +85,8 @@ def make(run, outdir: str, threshold: int) -> Figure:
     for cls in sorted({w["lhp"] for w in waits}):
         ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('_', ' ')}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=7, frameon=False)
-    ax.set_title(f"{TITLE}: {phase} r{rep}, {len(waits)} waits \u2265 {threshold} cycles, {n_off} off-intervals")
+    ax.set_title(f"{TITLE}: {phase} r{rep}, {len(waits)} waits \u2265 {cycles_text(threshold)} cycles, "
+                 f"{n_off} off-intervals")
     snap = next((x for x in run.snaps(phase) if x.rep == rep), None)
     since = ms(t0 - snap.start_guest_tsc) if snap and snap.start_guest_tsc is not None else None
     where = f", {since:,.0f} ms after the repetition started" if since is not None else ""

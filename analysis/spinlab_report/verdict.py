@@ -13,7 +13,10 @@ the ratio of lockbench throughput to the baseline's, tested the same way.
 """
 import math
 
+import numpy as np
+
 from .confidence import log_ratio, mean_ci
+from .contract import OFF_STATES
 
 LONG_K = 20  # waits >= 2^20 cycles, whatever the LHP threshold: the question the issue asks
 CORRECTION = 0.5
@@ -71,6 +74,25 @@ def throughput_change(tp: dict | None, base_tp: dict | None, confidence: float, 
             "df": r["df"]}
 
 
+def off_share(timeline, phase: str) -> float | None:
+    """Share of the covered time the phase's vCPUs were off the host CPU (off or frozen), over all
+    vCPUs and repetitions: what "idle host" really meant. None without a timeline for the phase."""
+    if timeline is None:
+        return None
+    df = timeline[timeline["phase"] == phase]
+    covered = off = 0.0
+    for _, g in df.groupby(["vcpu", "rep"]):
+        covered += float(g["end_host_tsc"].max() - g["start_host_tsc"].min())
+        o = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
+        reach = -math.inf
+        for a, b in zip(o["start_host_tsc"].to_numpy(np.float64), o["end_host_tsc"].to_numpy(np.float64)):
+            a = max(a, reach)  # the union: off and frozen intervals may overlap
+            if b > a:
+                off += b - a
+                reach = b
+    return off / covered if covered > 0 else None
+
+
 def build(run, summary: dict) -> dict:
     """The verdict of one run: per phase rates, ratios, LHP shares and throughput change."""
     conf = summary["confidence"]
@@ -90,6 +112,7 @@ def build(run, summary: dict) -> dict:
             "per_second": _rate(reps, base_reps, _per_second, conf, is_base),
             "per_million_acquisitions": _rate(reps, base_reps, _per_million, conf, is_base),
             "lhp": lhp_counts(s.get("lhp")),
+            "vcpu_off_share": off_share(run.timeline, phase),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
                                             conf, is_base),
         }
@@ -203,6 +226,8 @@ def paragraph(v: dict) -> str:
             s += f"{g3(r['ratio'])} times the baseline rate"
             if r.get("low") is not None:
                 s += f" ({cpct}% CI {g3(r['low'])} … {g3(r['high'])})"
+            if r["ratio"] < 1:
+                s += ", fewer than in the baseline"
             sig = significant(r, conf)
             if sig is None:
                 s += "; with fewer than two repetitions on a side (or none varying) no test is possible."
@@ -225,4 +250,10 @@ def paragraph(v: dict) -> str:
             s += f" Throughput changed by {t['change_pct']:+.1f}%"
             s += f" ({cpct}% CI {t['low_pct']:+.1f} … {t['high_pct']:+.1f}%)." if t["low_pct"] is not None else "."
         parts.append(s)
+    shares = [(ph, p["vcpu_off_share"]) for ph, p in v["phases"].items() if p.get("vcpu_off_share") is not None]
+    if shares:
+        parts.append("The host timeline had the vCPUs off the host CPU " +
+                     ", ".join(f"{100 * x:.0f}% of the time in {ph}" for ph, x in shares) +
+                     (f"; a baseline whose vCPUs were often off was not an idle host." if
+                      v["phases"][base].get("vcpu_off_share", 0) and v["phases"][base]["vcpu_off_share"] > 0.1 else "."))
     return " ".join(parts)
