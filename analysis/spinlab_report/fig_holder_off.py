@@ -90,7 +90,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
             if sel:
                 x, y = zip(*sel)
                 ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
-                           label=f"{cls.replace('_', ' ')}, {phase} ({len(sel)})")
+                           label=f"{cls.replace('-', ' ')}, {phase} ({len(sel)})")
     log2_axis(ax, lo, hi)
     ax.set_ylim(-0.04, 1.04)
     ax.set_ylabel("share of the wait the holder was off-CPU")

@@ -83,7 +83,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
     for label, c in (("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"])):
         ax.plot([], [], color=c, lw=6, label=label)
     for cls in sorted({w["lhp"] for w in waits}):
-        ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('_', ' ')}")
+        ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('-', ' ')}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=7, frameon=False)
     ax.set_title(f"{TITLE}: {phase} r{rep}, {len(waits)} waits \u2265 {cycles_text(threshold)} cycles, "
                  f"{n_off} off-intervals")

@@ -18,7 +18,7 @@ plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "save
                      "svg.fonttype": "none", "svg.hashsalt": "spinlab", "figure.autolayout": False})
 
 # Long waits by LHP class (lhp.py): a preempted holder in warm colours, a running one in blue.
-CLASS_COLORS = {"holder_preempted": "#d62728", "both": "#9467bd", "waiter_preempted": "#ff7f0e",
+CLASS_COLORS = {"holder-preempted": "#d62728", "both": "#9467bd", "waiter-preempted": "#ff7f0e",
                 "neither": "#1f77b4", "uncertain": "#bcbd22", "unknown": "#7f7f7f"}
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 

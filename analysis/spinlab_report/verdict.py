@@ -58,7 +58,7 @@ def lhp_counts(lhp: dict | None) -> dict | None:
     if not lhp:
         return None
     off, on = lhp.get("holder_off", 0), lhp.get("holder_on", 0)
-    return {"long_waits": lhp.get("long_waits", 0), "holder_preempted": off, "holder_running": on,
+    return {"long_waits": lhp.get("long_waits", 0), "holder_off": off, "holder_on": on,
             "uncertain": lhp.get("uncertain", 0), "unknown": lhp.get("unknown", 0),
             "share": off / (off + on) if off + on else None}
 
@@ -170,7 +170,7 @@ def share_text(l: dict | None) -> str:
     if not l or not l["long_waits"]:
         return "no long waits listed"
     share = "—" if l["share"] is None else f"{100 * l['share']:.0f}%"
-    known = l["holder_preempted"] + l["holder_running"]
+    known = l["holder_off"] + l["holder_on"]
     return f"{share} of {known} ({l['uncertain']} uncertain, {l['unknown']} unknown apart)"
 
 
@@ -241,7 +241,7 @@ def paragraph(v: dict) -> str:
         l = p["lhp"]
         if l and l["share"] is not None:
             s += (f" Of the attributable long waits, {100 * l['share']:.0f}% had a preempted holder "
-                  f"({l['holder_preempted']} of {l['holder_preempted'] + l['holder_running']}; "
+                  f"({l['holder_off']} of {l['holder_off'] + l['holder_on']}; "
                   f"{l['uncertain']} uncertain and {l['unknown']} unknown not counted).")
         elif l and l["long_waits"]:
             s += f" None of its {l['long_waits']} listed long waits could be attributed."

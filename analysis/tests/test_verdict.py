@@ -52,7 +52,7 @@ def test_basic_rates_by_hand():
     vx, vy = (math.log(4.5 / 3.5)) ** 2 / 2 / 2, (math.log(3.0)) ** 2 / 2 / 2
     assert r["df"] == pytest.approx((vx + vy) ** 2 / (vx ** 2 + vy ** 2))
     assert r["p"] == pytest.approx(0.2063, abs=1e-4) and not verdict.significant(r, 0.95)
-    assert load_["lhp"] == {"long_waits": 7, "holder_preempted": 3, "holder_running": 3, "uncertain": 0,
+    assert load_["lhp"] == {"long_waits": 7, "holder_off": 3, "holder_on": 3, "uncertain": 0,
                             "unknown": 1, "share": 0.5}
     # throughput: geometric means sqrt(500 * 600) vs sqrt(1000 * 1100)
     assert load_["throughput"]["change_pct"] == pytest.approx((math.sqrt(3e5 / 1.1e6) - 1) * 100)
