@@ -50,26 +50,35 @@ def off_cycles(intervals: dict, vcpu, a: float, b: float) -> float | None:
     return total
 
 
+def attributed_fraction(w: dict) -> tuple[float, float, float] | None:
+    """(middle, least, most) holder-off fraction from the attribution's holder_off_cycles range."""
+    rng = w.get("holder_off_cycles")
+    if rng is None or not w["wait_cycles"]:
+        return None
+    lo, hi = (min(1.0, x / w["wait_cycles"]) for x in rng)
+    return (lo + hi) / 2, lo, hi
+
+
 def points(run, threshold: int) -> tuple[list, int, int]:
-    """([(phase, wait cycles, holder-off fraction, class)], waits without a fraction, fractions
-    given by the attribution)."""
+    """([(phase, wait cycles, holder-off fraction, class, least, most)], waits without a fraction,
+    fractions measured by the attribution)."""
     pts, missing, given = [], 0, 0
     for phase in run.phases:
         waits = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
         cache = {}
         for w in waits:
-            frac = w.get("holder_off_fraction")
+            frac = attributed_fraction(w)
             given += frac is not None
             if frac is None and run.timeline is not None and run.clock is not None and w["wait_cycles"] > 0:
                 if w["rep"] not in cache:
                     cache[w["rep"]] = off_intervals(run.timeline, phase, w["rep"])
                 a = float(lhp.guest_to_host(w["start_tsc"], run.clock))
                 off = off_cycles(cache[w["rep"]], w["holder_cpu"], a, a + w["wait_cycles"])
-                frac = None if off is None else off / w["wait_cycles"]
+                frac = None if off is None else (off / w["wait_cycles"],) * 3
             if frac is None:
                 missing += 1
             else:
-                pts.append((phase, w["wait_cycles"], float(frac), w["lhp"]))
+                pts.append((phase, w["wait_cycles"], float(frac[0]), w["lhp"], float(frac[1]), float(frac[2])))
     return pts, missing, given
 
 
@@ -79,16 +88,17 @@ def make(run, outdir: str, threshold: int) -> Figure:
         why = "no long waits were listed" if not missing else \
             f"none of the {missing} long waits could be joined with a host timeline"
         return Figure(NAME, TITLE, missing=why)
-    ks = [bucket_of(int(c)) for _, c, _, _ in pts]
+    ks = [bucket_of(int(q[1])) for q in pts]
     lo, hi = k_range([np.bincount(ks, minlength=64)])
     fig, ax = plt.subplots(figsize=(6, 4.2))
     markers = ["o", "s", "^", "D", "v", "P"]
     phases = [p for p in run.phases if any(q[0] == p for q in pts)]
     for cls, col in CLASS_COLORS.items():
         for i, phase in enumerate(phases):
-            sel = [(c, f) for p, c, f, k in pts if k == cls and p == phase]
+            sel = [q for q in pts if q[3] == cls and q[0] == phase]
             if sel:
-                x, y = zip(*sel)
+                x, y = [q[1] for q in sel], [q[2] for q in sel]
+                ax.vlines(x, [q[4] for q in sel], [q[5] for q in sel], color=col, lw=0.6, alpha=0.5)
                 ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
                            label=f"{cls.replace('-', ' ')}, {phase} ({len(sel)})")
     log2_axis(ax, lo, hi)
@@ -97,8 +107,9 @@ def make(run, outdir: str, threshold: int) -> Figure:
     ax.set_title(TITLE, fontsize=9)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
     fig.tight_layout()
-    src = "the attribution's per-wait holder_off_fraction" if given == len(pts) else \
-        "the host timeline's off/frozen intervals joined through clock.json"
+    src = ("the attribution's holder off cycles (point: middle of the range the clock bound allows; bar: "
+           "the range)") if given == len(pts) else ("the host timeline's off/frozen intervals joined through "
+                                                   "clock.json's straight line" + (f" ({given} from the attribution)" if given else ""))
     note = f" {missing} long wait(s) without a fraction (no timeline coverage or holder unknown) are not drawn." \
         if missing else ""
     return save(fig, outdir, NAME, TITLE, f"One point per wait of at least {threshold} cycles; the fraction is "
