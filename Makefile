@@ -12,6 +12,8 @@
 #   make bench           benchmarks, JSON into build/bench/
 #   make fuzz            the libFuzzer targets for longer (FUZZ_SECONDS=300)
 #   make run             the default experiment and its report
+#   make sweep SPEC=experiments/sweep-locks.ini   a matrix of runs through Snakemake (spinlab-sweep)
+#   make test-slurm      the sweep's Slurm path on a one-node Slurm cluster started and stopped here
 
 BUILD := build
 CPUS ?= 2
@@ -20,6 +22,7 @@ ACCEL ?= auto
 MEM ?= 256
 APPEND ?=
 FUZZ_SECONDS ?= 300
+SPEC ?= experiments/sweep-locks.ini
 PY := /usr/bin/python3
 INSTRUMENT ?= 1
 KDIR := $(BUILD)/kernel$(if $(filter 0,$(INSTRUMENT)),-plain)$(if $(filter 2,$(INSTRUMENT)),-counters)
@@ -27,7 +30,7 @@ KERNEL := $(KDIR)/spinlab.elf
 INITRD := $(KDIR)/initrd.tar
 JOBS ?= 2
 
-.PHONY: all deps kernel host build test selftest qemu iso bench fuzz run clean
+.PHONY: all deps kernel host build test test-slurm selftest qemu iso bench fuzz run sweep clean
 
 all: build
 
@@ -65,6 +68,12 @@ fuzz: deps
 
 run: build
 	@scripts/run-default.sh
+
+sweep: build
+	@$(PY) experiments/sweep/spinlab-sweep $(SPEC)
+
+test-slurm: build
+	@SPINLAB_TEST_ONLY=slurm scripts/test-all.sh
 
 clean:
 	rm -rf $(BUILD)

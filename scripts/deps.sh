@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what spinlab needs from Debian's packages, only when something is missing.
-# Usage: scripts/deps.sh [build|test|run|all]   (all is the default)
+# Usage: scripts/deps.sh [all|slurm]   (all is the default; slurm: what `make test-slurm` adds,
+# a one-node Slurm cluster's daemons, kept out of `make run` and `make test` on purpose)
 set -euo pipefail
 
 pkgs=(
@@ -15,7 +16,11 @@ pkgs=(
   python3-scipy                              # analysis: t quantiles, Welch's test
   chromium                                   # analysis: the report's rendering test (headless)
   cpio util-linux procps psmisc
+  snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
 )
+if [ "${1:-all}" = slurm ]; then
+  pkgs=(slurm-wlm munge)                     # slurmctld, slurmd, sbatch...; munged
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

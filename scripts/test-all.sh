@@ -32,10 +32,24 @@ pytest_dir() {  # pytest exits 5 when it collects nothing: that is a failure her
     (cd "$1" && $PY -m pytest -q -p no:cacheprovider)
 }
 
+# The sweep's Slurm path starts a one-node Slurm cluster (Debian's slurm-wlm and munge, installed
+# only for this): alone in `make test-slurm`, and last in `make test` when SPINLAB_TEST_SLURM=1
+# (.ci/run sets it).
+slurm_step() {
+    scripts/deps.sh slurm && pytest_dir experiments/sweep/slurm_tests
+}
+if [ "${SPINLAB_TEST_ONLY:-}" = slurm ]; then  # make test-slurm
+    step "experiment sweep on a one-node Slurm cluster (pytest)" slurm_step
+    echo "steps: $passed passed, $failed failed"
+    [ $failed -eq 0 ]
+    exit
+fi
+
 step "host unit tests (ctest)" ctest --test-dir build/host --output-on-failure -j2 --timeout 300
 step "analysis (pytest)" pytest_dir analysis
 step "vm-images (pytest)" pytest_dir vm-images
 step "collector against the real guest (pytest)" pytest_dir collector/tests
+step "experiment sweeps through Snakemake (pytest)" pytest_dir experiments/sweep/tests
 for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus $n --accel tcg --log build/selftest-$n.log
@@ -75,6 +89,10 @@ if $PY -c 'import sys; sys.path.insert(0, "vm-images"); import qemu_launch; sys.
         --timeout 900 --log build/selftest-kvm.log
 else
     echo "=== KVM boot skipped: /dev/kvm is missing or not accessible"
+fi
+
+if [ "${SPINLAB_TEST_SLURM:-0}" = 1 ]; then
+    step "experiment sweep on a one-node Slurm cluster (pytest)" slurm_step
 fi
 
 echo

@@ -1,0 +1,1 @@
+"""spinlab-sweep: experiment sweeps through Snakemake (see cli.py)."""

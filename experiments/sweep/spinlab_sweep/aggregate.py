@@ -1,0 +1,88 @@
+"""Collect every cell's key figures into one table (sweep.csv): one row per cell.
+
+A cell's figures come from its report's summary.json (analysis/README.md) and, for the spread
+between repetitions of the long-wait share, from its snapshots through spinlab_report's loader.
+A cell that did not complete is still a row: its state says so and its figures are empty.
+"""
+import csv
+import json
+import os
+
+from . import layout
+from .report_lib import long_wait_shares
+
+THRESHOLD_K = 20  # waits of 2^20 cycles and more: the report's long-wait threshold
+
+
+def phase_figures(summary_phase: dict, rep_shares: list) -> dict:
+    """The figures of one phase of one cell (pure)."""
+    thr = summary_phase.get("throughput") or {}
+    lhp = summary_phase.get("lhp") or {}
+    return {
+        "waits_ge_2^20": summary_phase.get(f"waits_ge_2^{THRESHOLD_K}"),
+        "share_waits_ge_2^20": summary_phase.get(f"share_waits_ge_2^{THRESHOLD_K}"),
+        "share_min": round(min(rep_shares), 6) if rep_shares else None,
+        "share_max": round(max(rep_shares), 6) if rep_shares else None,
+        "lhp_share": lhp.get("share"),
+        "throughput": thr.get("mean"),
+        "throughput_low": thr.get("low"),
+        "throughput_high": thr.get("high"),
+        "throughput_change_pct": thr.get("change_vs_baseline_pct"),
+    }
+
+
+def cell_state(root: str, cell_id: str) -> str:
+    if os.path.exists(layout.done_marker(root, cell_id)):
+        return "complete"
+    try:
+        with open(os.path.join(layout.cell_dir(root, cell_id), "status.json")) as f:
+            return json.load(f).get("state", "unknown")
+    except (OSError, ValueError):
+        return "missing"
+
+
+def cell_row(root: str, cell_id: str, cell: dict) -> dict:
+    """One cell: its axis values, state, and figures per phase ({} when it has no report)."""
+    row = {"cell": cell_id, "values": cell["values"], "state": cell_state(root, cell_id), "phases": {}}
+    path = os.path.join(layout.cell_dir(root, cell_id), "summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        return row
+    shares = long_wait_shares(layout.cell_dir(root, cell_id), THRESHOLD_K)
+    for phase, figures in summary.get("phases", {}).items():
+        if figures.get("status") == "missing":
+            continue
+        row["phases"][phase] = phase_figures(figures, shares.get(phase, []))
+    return row
+
+
+def collect(root: str) -> tuple[dict, list]:
+    plan = layout.read_plan(root)
+    return plan, [cell_row(root, cid, cell) for cid, cell in plan["cells"].items()]
+
+
+def phases_of(rows: list) -> list:
+    seen = []
+    for r in rows:
+        for p in r["phases"]:
+            if p not in seen:
+                seen.append(p)
+    return seen
+
+
+def write_csv(path: str, plan: dict, rows: list) -> None:
+    axes = [a["key"] for a in plan["axes"]]
+    phases = phases_of(rows)
+    fields = list(phase_figures({}, []).keys())
+    header = ["cell", *axes, "state"] + [f"{p}:{f}" for p in phases for f in fields]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for r in rows:
+            line = [r["cell"], *(r["values"][a] for a in axes), r["state"]]
+            for p in phases:
+                figs = r["phases"].get(p, {})
+                line += ["" if figs.get(k) is None else figs[k] for k in fields]
+            w.writerow(line)

@@ -1,0 +1,142 @@
+"""spinlab-sweep: run a matrix of experiments (a sweep spec) through Snakemake, locally or on Slurm."""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from . import aggregate, cell, layout, spec, sweep_html, workflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+
+EPILOG = """\
+A sweep spec is an experiment spec (see `spinlab-run --help`) plus a [sweep] section whose keys
+are runner options and whose values are the axis values, comma-separated:
+    [sweep]
+    vm.lock = tas, ticket, mcs, pv
+    vm.cpus = 2, 4
+Every combination is a cell: an ordinary spinlab-run with those options on its command line
+(--dry-run prints each command, so a cell can be rerun by hand). Every cell is checked by the
+runner's own validation (spinlab-run --dry-run) before anything runs.
+
+Locally the cells run one at a time (an LHP measurement needs the host to itself); an
+interrupted sweep, run again with the same spec, runs only the cells that are missing or
+partial. --slurm submits each cell as an exclusive Slurm job (Snakemake's Slurm executor; the
+results directory must be on a file system the nodes share).
+
+Results: OUTPUT/sweep-ID/ with cells/<cell>/ (each a results directory with its report),
+sweep.csv (one row per cell) and sweep.html (a table per cell and figures across the axes).
+
+exit status: 0 every cell complete; 1 some cell failed or is partial (the aggregate is written
+anyway and says so); 2 a bad spec or option.
+
+EXAMPLES:
+  spinlab-sweep experiments/sweep-locks.ini --dry-run
+  spinlab-sweep experiments/sweep-locks.ini
+  spinlab-sweep experiments/sweep-locks.ini --slurm --jobs 8 --slurm-partition lab
+"""
+
+
+def default_tools() -> dict:
+    built = os.path.join(REPO, "build", "host", "bin", "spinlab-run")
+    run = built if os.access(built, os.X_OK) else shutil.which("spinlab-run")
+    source_report = os.path.join(REPO, "analysis", "spinlab-report")
+    report = source_report if os.access(source_report, os.X_OK) else shutil.which("spinlab-report")
+    sweep = os.path.join(os.path.dirname(HERE), "spinlab-sweep")
+    return {"run": run, "report": report, "sweep": [sys.executable, sweep]}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="spinlab-sweep", description=__doc__, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("spec", help="the sweep spec (an experiment spec with a [sweep] section)")
+    p.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
+    p.add_argument("--output", default="results", help="where sweep-ID/ goes (default results)")
+    p.add_argument("--id", help="the sweep's name (default: [sweep] id, else the spec file's name)")
+    p.add_argument("--slurm", action="store_true", help="submit each cell as an exclusive Slurm job")
+    p.add_argument("--jobs", type=int, default=8, help="with --slurm: cells submitted at once (default 8)")
+    p.add_argument("--slurm-partition", help="with --slurm: the partition (default: the cluster's default)")
+    p.add_argument("--runtime-min", type=int, default=120, help="with --slurm: a cell's time limit (default 120)")
+    p.add_argument("--no-cell-report", action="store_true", help="skip each cell's spinlab-report figures")
+    p.add_argument("--spinlab-run", help="the runner (default: build/host/bin/spinlab-run, else PATH)")
+    p.add_argument("--spinlab-report", help="the report (default: analysis/spinlab-report, else PATH)")
+    return p
+
+
+def validate_cells(the_plan: dict) -> list:
+    """Run each cell's command with --dry-run: the runner's own checks. Returns the refusals."""
+    refusals = []
+    for cid, c in the_plan["cells"].items():
+        r = subprocess.run(c["run"] + ["--dry-run"], capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
+            refusals.append(f"cell {cid}: {msg[0] if msg else f'spinlab-run exit {r.returncode}'}")
+    return refusals
+
+
+def do_aggregate(root: str) -> int:
+    the_plan, rows = aggregate.collect(root)
+    aggregate.write_csv(os.path.join(root, "sweep.csv"), the_plan, rows)
+    page = sweep_html.write(root, the_plan, rows)
+    done = sum(r["state"] == "complete" for r in rows)
+    print(f"spinlab-sweep: {done} of {len(rows)} cells complete; {page}")
+    return 0 if done == len(rows) else 1
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run-cell"] and len(argv) == 3:
+        return cell.run_cell(argv[1], argv[2])
+    if argv[:1] == ["aggregate"] and len(argv) == 2:
+        return do_aggregate(argv[1])
+    args = parser().parse_args(argv)
+    try:
+        with open(args.spec) as f:
+            text = f.read()
+        sweep = spec.parse(text, args.id or os.path.splitext(os.path.basename(args.spec))[0])
+    except OSError as e:
+        print(f"spinlab-sweep: cannot read the spec: {e}", file=sys.stderr)
+        return 2
+    except spec.SweepError as e:
+        print(f"spinlab-sweep: {args.spec}: {e}", file=sys.stderr)
+        return 2
+    if args.id:
+        sweep.name = args.id
+    tools = default_tools()
+    tools["run"] = args.spinlab_run or tools["run"]
+    tools["report"] = args.spinlab_report or tools["report"]
+    for what in ("run", "report"):
+        if not tools[what] or not os.access(tools[what], os.X_OK):
+            print(f"spinlab-sweep: spinlab-{what} not found (build it with 'make build' or give --spinlab-{what})",
+                  file=sys.stderr)
+            return 2
+    root = os.path.abspath(layout.sweep_dir(args.output, sweep.name))
+    the_plan = workflow.plan(sweep, root, tools, not args.no_cell_report, args.runtime_min)
+
+    with tempfile.TemporaryDirectory() as tmp:  # validate against a base.ini that exists
+        probe = workflow.plan(sweep, tmp, tools)
+        with open(os.path.join(tmp, "base.ini"), "w") as f:
+            f.write(sweep.base_text)
+        refusals = validate_cells(probe)
+    if refusals:
+        print(f"spinlab-sweep: {args.spec}: the runner refuses {len(refusals)} of {len(sweep.cells)} cells; "
+              f"nothing was run:", file=sys.stderr)
+        for r in refusals:
+            print(f"  {r}", file=sys.stderr)
+        return 2
+
+    if args.dry_run:
+        print(f"sweep {sweep.name}: {len(sweep.cells)} cells into {root}")
+        for cid, c in the_plan["cells"].items():
+            print(f"  {cid}: {' '.join(shlex.quote(p) for p in c['run'])}")
+        print("  then: " + " ".join(shlex.quote(p) for p in
+                                    workflow.snakemake_command(root, args.slurm, args.jobs, args.slurm_partition)))
+        return 0
+
+    workflow.write(sweep, root, the_plan)
+    status = workflow.run_snakemake(root, args.slurm, args.jobs, args.slurm_partition)
+    agg = do_aggregate(root)
+    return 1 if (status != 0 or agg != 0) else 0

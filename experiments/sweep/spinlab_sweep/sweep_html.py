@@ -1,0 +1,137 @@
+"""sweep.html: the table per cell and the figures across the axes, self-contained.
+
+Figures: the share of contended waits of 2^20 cycles and more by the first axis, grouped by the
+other axes, one panel per phase (bars: all repetitions pooled; whiskers: the lowest and highest
+single repetition); and throughput per phase for every cell (whiskers: the report's interval).
+"""
+import base64
+import html
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .aggregate import phases_of  # noqa: E402
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+def _label(values: dict, keys: list) -> str:
+    return ", ".join(f"{k.split('.', 1)[1]}={values[k]}" for k in keys) or "all"
+
+
+def _bars(ax, groups: list, series: dict, lo: dict, hi: dict, ylabel: str):
+    """Grouped bars: groups on x, one bar per series name; lo/hi give whiskers (None: none)."""
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for i, (name, vals) in enumerate(series.items()):
+        h = np.array([np.nan if v is None else v for v in vals], dtype=float)
+        pos = x - 0.4 + width * (i + 0.5)
+        ax.bar(pos, h, width, label=name, color=PALETTE[i % len(PALETTE)])
+        for j, (l, u) in enumerate(zip(lo[name], hi[name])):
+            if l is not None and u is not None:
+                ax.plot([pos[j], pos[j]], [l, u], color="black", linewidth=1)
+    ax.set_xticks(x, groups)
+    ax.set_ylabel(ylabel)
+
+
+def share_figure(plan: dict, rows: list, path: str) -> str:
+    axes = [a["key"] for a in plan["axes"]]
+    first, rest = axes[0], axes[1:]
+    phases = phases_of(rows) or ["(no data)"]
+    groups = plan["axes"][0]["values"]
+    fig, axs = plt.subplots(1, len(phases), figsize=(4.2 * len(phases), 3.4), squeeze=False, sharey=True)
+    for ax, phase in zip(axs[0], phases):
+        series, lo, hi = {}, {}, {}
+        for r in rows:
+            name = _label(r["values"], rest)
+            series.setdefault(name, [None] * len(groups))
+            lo.setdefault(name, [None] * len(groups))
+            hi.setdefault(name, [None] * len(groups))
+            figs = r["phases"].get(phase, {})
+            j = groups.index(r["values"][first])
+            series[name][j], lo[name][j], hi[name][j] = (figs.get("share_waits_ge_2^20"),
+                                                        figs.get("share_min"), figs.get("share_max"))
+        _bars(ax, groups, series, lo, hi, "share of contended waits ≥ 2^20 cycles")
+        ax.set_title(phase)
+        ax.set_xlabel(first.split(".", 1)[1])
+    axs[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def throughput_figure(rows: list, path: str) -> str:
+    phases = phases_of(rows) or ["(no data)"]
+    series = {r["cell"]: [r["phases"].get(p, {}).get("throughput") for p in phases] for r in rows}
+    lo = {r["cell"]: [r["phases"].get(p, {}).get("throughput_low") for p in phases] for r in rows}
+    hi = {r["cell"]: [r["phases"].get(p, {}).get("throughput_high") for p in phases] for r in rows}
+    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(phases) + 0.25 * len(rows)), 3.4))
+    _bars(ax, phases, series, lo, hi, "throughput (ops/s)")
+    ax.set_xlabel("host condition (phase)")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _pct(v) -> str:
+    return "" if v is None else f"{100 * v:.2f} %"
+
+
+def _num(v, fmt="{:.0f}") -> str:
+    return "" if v is None else fmt.format(v)
+
+
+def table_html(plan: dict, rows: list) -> str:
+    axes = [a["key"] for a in plan["axes"]]
+    phases = phases_of(rows)
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in axes) + "<th>state</th>"
+    head += "".join(f"<th>{html.escape(p)}: waits ≥ 2^20 (share)</th><th>{html.escape(p)}: LHP share</th>"
+                    f"<th>{html.escape(p)}: ops/s (change)</th>" for p in phases)
+    body = []
+    for r in rows:
+        cells = "".join(f"<td>{html.escape(str(r['values'][k]))}</td>" for k in axes)
+        link = f"cells/{r['cell']}/report.html"
+        cells += f"<td><a href='{html.escape(link)}'>{html.escape(r['state'])}</a></td>"
+        for p in phases:
+            f = r["phases"].get(p, {})
+            change = f.get("throughput_change_pct")
+            cells += (f"<td>{_num(f.get('waits_ge_2^20'))} ({_pct(f.get('share_waits_ge_2^20'))})</td>"
+                      f"<td>{_pct(f.get('lhp_share'))}</td>"
+                      f"<td>{_num(f.get('throughput'))}{'' if change is None else f' ({change:+.1f} %)'}</td>")
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _img(path: str) -> str:
+    with open(path, "rb") as f:
+        return f"<img src='data:image/png;base64,{base64.b64encode(f.read()).decode()}'>"
+
+
+def write(root: str, plan: dict, rows: list) -> str:
+    os.makedirs(os.path.join(root, "figures"), exist_ok=True)
+    share = share_figure(plan, rows, os.path.join(root, "figures", "share_waits_ge_2^20.png"))
+    thr = throughput_figure(rows, os.path.join(root, "figures", "throughput.png"))
+    done = sum(r["state"] == "complete" for r in rows)
+    axes = "; ".join(f"{a['key']} = {', '.join(a['values'])}" for a in plan["axes"])
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>sweep {html.escape(plan['name'])}</title>
+<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:90%}}
+td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}img{{max-width:100%}}</style></head><body>
+<h1>Sweep {html.escape(plan['name'])}</h1>
+<p>{done} of {len(rows)} cells complete. Axes: {html.escape(axes)}. Each cell's state links to its report;
+figures per cell and phase are in sweep.csv.</p>
+{table_html(plan, rows)}
+<h2>Long waits across the axes</h2>{_img(share)}
+<h2>Throughput by host condition</h2>{_img(thr)}
+</body></html>
+"""
+    path = os.path.join(root, "sweep.html")
+    with open(path, "w") as f:
+        f.write(page)
+    return path

@@ -1,0 +1,62 @@
+"""The sweep spec: axes, cells, ids, and the refusals that name what is wrong."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from spinlab_sweep import spec  # noqa: E402
+
+BASE = "[vm]\ncpus = 2\n\n[run]\nphases = idle-host\n"
+
+
+def test_axes_cells_and_base_text():
+    s = spec.parse(BASE + "[sweep]\nvm.lock = tas, ticket\nvm.cpus = 2, 4\n", "x")
+    assert [a.key for a in s.axes] == ["vm.lock", "vm.cpus"]
+    assert [c.id for c in s.cells] == ["lock-tas_cpus-2", "lock-tas_cpus-4", "lock-ticket_cpus-2",
+                                       "lock-ticket_cpus-4"]
+    assert s.cells[1].overrides() == ["--vm.lock", "tas", "--vm.cpus", "4"]
+    assert "[sweep]" not in s.base_text and "vm.lock" not in s.base_text
+    assert "cpus = 2" in s.base_text and "phases = idle-host" in s.base_text
+    assert s.name == "x"
+
+
+def test_sweep_section_in_the_middle_keeps_later_sections():
+    s = spec.parse("[vm]\ncpus = 2\n[sweep]\nvm.lock = tas\n[run]\nduration = 3\n", "x")
+    assert "duration = 3" in s.base_text and "vm.lock" not in s.base_text
+
+
+def test_phase_lists_join_with_plus_and_id_is_taken():
+    s = spec.parse(BASE + "[sweep]\nid = mine\nrun.phases = idle-host+host-load, idle-host+preempt-30ms\n", "x")
+    assert s.name == "mine"
+    assert s.cells[0].overrides() == ["--run.phases", "idle-host,host-load"]
+    assert s.cells[1].id == "phases-idle-host_preempt-30ms"
+
+
+def test_percent_in_values_gives_a_valid_id():
+    s = spec.parse(BASE + "[sweep]\nrun.phases = throttle-50%\n", "x")
+    assert s.cells[0].id == "phases-throttle-50pct"
+
+
+@pytest.mark.parametrize("sweep, words", [
+    ("", "no [sweep] section"),
+    ("[sweep]\n", "no [sweep] section"),
+    ("[sweep]\nlock = tas\n", "'lock' is not an axis"),
+    ("[sweep]\nhost.cpus = 2\n", "'host.cpus' is not an axis"),
+    ("[sweep]\noutput.dir = a, b\n", "'output.dir' cannot be an axis"),
+    ("[sweep]\nvm.lock = tas\nvm.lock = mcs\n", "given twice"),
+    ("[sweep]\nvm.lock = tas, , mcs\n", "empty value"),
+    ("[sweep]\nvm.lock = tas, tas\n", "repeats a value"),
+    ("[sweep]\nvm.lock tas\n", "line 7"),
+    ("[sweep]\nid = a/b\nvm.lock = tas\n", "id 'a/b'"),
+])
+def test_refusals_name_the_problem(sweep, words):
+    with pytest.raises(spec.SweepError) as e:
+        spec.parse(BASE + sweep, "x")
+    assert words in str(e.value)
+
+
+def test_values_that_collide_in_ids_are_refused():
+    with pytest.raises(spec.SweepError, match="same cell id"):
+        spec.parse(BASE + "[sweep]\nvm.append = a b, a_b\n", "x")
