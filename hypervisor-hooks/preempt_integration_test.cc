@@ -189,7 +189,8 @@ TEST_P(PreemptKilled, ThreadIsThawedAndNothingLeft) {
     FakeVcpus vm(1);
     std::string dir = temp_dir();
     ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
-                          "5000", "--period-ms", "6000", "--state-dir", dir + "/s", "--out", dir + "/p.csv"});
+                          "5000", "--period-ms", "6000", "--state-dir", dir + "/s", "--out", dir + "/p.csv",
+                          "--ready-file", dir + "/ready"});
     const std::string stat = "/proc/" + std::to_string(vm.pid()) + "/task/" + std::to_string(vm.tids()[0]) + "/stat";
     auto cpu_ticks = [&] {
         std::string s = read_file(stat);
@@ -200,7 +201,11 @@ TEST_P(PreemptKilled, ThreadIsThawedAndNothingLeft) {
         }
         return 0ull;
     };
-    ASSERT_TRUE(eventually(5, [&] { return !leftovers_of(preempt.pid()).empty(); }));
+    // Ready: cgroups and the trace instance exist, and the first freeze is 20 ms away (setting
+    // up a trace instance took long enough under load that waiting for the first leftover, then
+    // 300 ms, was not enough).
+    ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/ready"); })) << preempt.stderr_text();
+    ASSERT_FALSE(leftovers_of(preempt.pid()).empty());
     ::usleep(300'000);
     unsigned long long frozen_at = cpu_ticks();
     ::usleep(300'000);
