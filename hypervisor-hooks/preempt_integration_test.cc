@@ -78,8 +78,10 @@ void run_and_match(const std::string& cgroup) {
     // hog on one CPU); the worst values seen are printed on every run (MEASURED line).
     // - kSameEventMs: both tools read the same sched_switch tracepoint into separate trace
     //   instances; each stamps its copy with its own TSC read, so one switch differs by the time
-    //   between the two buffer writes: at most 0.0033 ms measured.
-    const double kSameEventMs = 0.02;
+    //   between the two buffer writes: 0.004 ms at most in 80 runs under load, but 0.0143 ms once
+    //   with a hog (the writes are back to back with interrupts off; only this host's own vCPU
+    //   being descheduled can part them).
+    const double kSameEventMs = 0.05;
     // - kFreezerPathMs: a thread marked frozen while waiting for a CPU still gets one, once,
     //   for the kernel's path into the freezer (no user code): 0.006-0.025 ms measured.
     const double kFreezerPathMs = 0.2;
