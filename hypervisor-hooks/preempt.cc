@@ -14,6 +14,7 @@
 #include "freeze_record.h"
 #include "freezer.h"
 #include "fs_util.h"
+#include "record_writer.h"
 #include "host_clock.h"
 #include "sched_switch_parse.h"
 #include "tracefs.h"
@@ -86,11 +87,12 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     SchedSwitchParser parser;
     // Timers fire late by the timer slack (50 us by default); windows should be exact.
     ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    set_rt_priority(c.rt_priority);
     FILE* out = open_output(c.out_csv);
     std::unique_ptr<FILE, int (*)(FILE*)> closer(out == stdout ? nullptr : out, &std::fclose);
     std::fputs(freeze_record_header().c_str(), out);
     std::fflush(out);
+    auto writer = std::make_unique<RecordWriter>(out);  // before the priority: it stays SCHED_OTHER
+    set_rt_priority(c.rt_priority);
 
     std::deque<Victim> victims;
     uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
@@ -131,11 +133,10 @@ int run_preempt(Session& session, const PreemptConfig& c) {
             u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
             u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
             written.push_back(u.record);
-            std::fputs(format_freeze_record(u.record, to_ns).c_str(), out);
+            writer->write(format_freeze_record(u.record, to_ns));
             sw.drop_before(u.record.end_tsc);
             unfinished.pop_front();
         }
-        std::fflush(out);
     };
     auto thaw = [&](Victim& v) {
         v.open.end_tsc = read_tsc();
@@ -195,6 +196,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     }
     trace.stop();
     drain(true);
+    writer.reset();  // every row written before the summary
     std::vector<size_t> status_counts(4, 0);
     FreezeLatency latency(TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e6);
     for (const FreezeRecord& r : written) {
