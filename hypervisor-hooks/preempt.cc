@@ -95,16 +95,20 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     set_rt_priority(c.rt_priority);
 
     std::deque<Victim> victims;
-    uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
     for (size_t i = 0; i < targets.size(); ++i) {
         std::string dir = cgroups.add(targets[i]);
-        uint64_t offset = c.stagger ? c.schedule.period_ns * i / targets.size() : 0;
         Victim& v = victims.emplace_back(targets[i], std::make_unique<CgroupFreezer>(dir, choice.version),
-                                         FreezeSchedule(c.schedule, i), origin + offset);
+                                         FreezeSchedule(c.schedule, i), 0);
         v.window = v.schedule.next();
     }
     const ClockPair first_pair = sample_clock_pair();
     trace.start();
+    // The schedule starts once everything is set up (moving threads between cgroups can take
+    // tens of ms under load, which made first windows late).
+    const uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
+    for (size_t i = 0; i < victims.size(); ++i) {
+        victims[i].origin_ns = origin + (c.stagger ? c.schedule.period_ns * i / victims.size() : 0);
+    }
     std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s\n", victims.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str());
