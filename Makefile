@@ -11,9 +11,12 @@
 #   make iso             GRUB ISO of the same kernel (build/spinlab.iso)
 #   make bench           benchmarks, JSON into build/bench/
 #   make fuzz            the libFuzzer targets for longer (FUZZ_SECONDS=300)
-#   make run             the default experiment and its report
+#   make run             the default experiment and its report; builds only the kernel, the initrd
+#                        and the tools it runs (no test, no benchmark)
 #   make sweep SPEC=experiments/sweep-locks.ini   a matrix of runs through Snakemake (spinlab-sweep)
 #   make test-slurm      the sweep's Slurm path on a one-node Slurm cluster started and stopped here
+#   make install PREFIX=/usr/local [DESTDIR=/tmp/stage]   the `spinlab` command and everything it
+#                        needs (see frontend/CMakeLists.txt); make uninstall removes exactly that
 
 BUILD := build
 CPUS ?= 2
@@ -29,8 +32,13 @@ KDIR := $(BUILD)/kernel$(if $(filter 0,$(INSTRUMENT)),-plain)$(if $(filter 2,$(I
 KERNEL := $(KDIR)/spinlab.elf
 INITRD := $(KDIR)/initrd.tar
 JOBS ?= 2
+PREFIX ?= /usr/local
+DESTDIR ?=
+# The kernel's own make runs -j$(JOBS) unless this make already shares a jobserver with it.
+KJOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
+CONFIGURE = cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPINLAB_KERNEL_DIR=$(abspath $(KDIR)) >/dev/null
 
-.PHONY: all deps kernel host build test test-slurm selftest qemu iso bench fuzz run sweep clean
+.PHONY: all deps kernel host tools build test test-slurm selftest qemu iso bench fuzz run sweep install uninstall clean
 
 all: build
 
@@ -38,11 +46,17 @@ deps:
 	@scripts/deps.sh
 
 kernel: deps
-	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT)
+	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT) $(KJOBS)
 
+# everything CMake builds: tools, tests, benchmarks, man pages
 host: deps
-	@cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CONFIGURE)
 	@cmake --build $(BUILD)/host -j$(JOBS)
+
+# only what `make run` runs: spinlab-run, spinlab-collect, spinlab-load (and bin/spinlab)
+tools: deps
+	@$(CONFIGURE)
+	@cmake --build $(BUILD)/host -j$(JOBS) --target spinlab-tools
 
 build: kernel host
 
@@ -66,7 +80,7 @@ bench: build
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
-run: build
+run: kernel tools
 	@scripts/run-default.sh
 
 sweep: build
@@ -74,6 +88,13 @@ sweep: build
 
 test-slurm: build
 	@SPINLAB_TEST_ONLY=slurm scripts/test-all.sh
+
+install: kernel tools
+	@cmake --build $(BUILD)/host -j$(JOBS) --target spinlab-man
+	@DESTDIR="$(DESTDIR)" scripts/install.sh install $(BUILD)/host "$(PREFIX)"
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" scripts/install.sh uninstall $(BUILD)/host "$(PREFIX)"
 
 clean:
 	rm -rf $(BUILD)

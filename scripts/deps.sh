@@ -17,6 +17,8 @@ pkgs=(
   chromium                                   # analysis: the report's rendering test (headless)
   cpio util-linux procps psmisc
   snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
+  help2man man-db bash-completion            # man pages from --help (build), man, completion
+  strace                                     # the install test: nothing reads the source tree
 )
 if [ "${1:-all}" = slurm ]; then
   pkgs=(slurm-wlm munge)                     # slurmctld, slurmd, sbatch...; munged

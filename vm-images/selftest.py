@@ -6,7 +6,11 @@ Prints the guest's console (one line per test and the closing 'N passed, N faile
 that never prints its closing line, or a hang past the timeout is a failure with a message
 saying which.
 
+Installed, it is `spinlab selftest` (or spinlab-selftest), and --kernel/--initrd default to the
+installed guest.
+
 EXAMPLES
+  spinlab selftest --cpus 4 --suite smp,user
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --cpus 4
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --cpus 8 --suite sched,mem
   vm-images/selftest.py --kernel build/kernel/spinlab.elf --accel kvm --timeout 900
@@ -21,8 +25,10 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# realpath: installed, bin/spinlab-selftest is a symlink to this file.
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import qemu_launch  # noqa: E402
+from spinlab_vm import config  # noqa: E402
 
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
 
@@ -31,8 +37,10 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog=__doc__[__doc__.index("EXAMPLES"):],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kernel", required=True, help="multiboot kernel image (ELF32)")
-    p.add_argument("--initrd", help="initial ramdisk (multiboot module)")
+    p.add_argument("--kernel", help="multiboot kernel image (ELF32); default: build/kernel/"
+                   "spinlab.elf of the source tree, PREFIX/share/spinlab/kernel/ when installed")
+    p.add_argument("--initrd", help="initial ramdisk (multiboot module); default: initrd.tar "
+                   "beside the default kernel, when --kernel is not given")
     p.add_argument("--iso", help="boot this GRUB ISO (vm-images/make-iso.sh) through SeaBIOS "
                    "instead of -kernel; its grub.cfg holds the command line")
     p.add_argument("--cpus", type=int, default=2, help="vCPUs (default 2)")
@@ -50,6 +58,12 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.cpus < 1 or a.cpus > 64:
         p.error(f"--cpus {a.cpus}: must be 1..64")
+    if a.kernel is None:
+        if not config.DEFAULT_KERNEL.is_file():
+            p.error(f"no kernel at {config.DEFAULT_KERNEL}: {config.MISSING_KERNEL_HINT}")
+        a.kernel = str(config.DEFAULT_KERNEL)
+        if a.initrd is None and config.DEFAULT_INITRD.is_file():
+            a.initrd = str(config.DEFAULT_INITRD)
     if not os.path.exists(a.kernel):
         p.error(f"--kernel {a.kernel}: no such file (run make first)")
     return a

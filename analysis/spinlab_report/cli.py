@@ -3,7 +3,7 @@ import argparse
 import os
 import sys
 
-from . import compare, load, report
+from . import compare, index, load, report
 from .contract import ContractError
 from .summary import Options
 
@@ -13,6 +13,7 @@ outputs (into --out, default the results directory itself):
   summary.json           key figures per phase (see analysis/README.md)
   figures/*.png, *.svg   one file pair per figure
   report.md, report.html the report; report.html embeds its figures
+  ../index.html          every run beside this one (date, spec, phases, state, verdict, link)
 
 exit status: 0 report written (gaps in the data are stated in it), 2 bad arguments or a
 results directory that breaks the contract (the message names the file and field).
@@ -91,4 +92,12 @@ def main(argv=None) -> int:
         print(f"spinlab-report: cannot write the report: {e}", file=sys.stderr)
         return 2
     print(os.path.abspath(paths["html"]))
+    # The list of every run sits beside the runs: refreshed when the report lands in its run (or
+    # the default compare) directory, which is one entry of results/; not for an --out elsewhere.
+    if not args.out:
+        out_dir = os.path.realpath(os.path.dirname(paths["html"]))
+        try:
+            print(f"spinlab-report: every run: {index.write(os.path.dirname(out_dir))}", file=sys.stderr)
+        except OSError as e:
+            print(f"spinlab-report: cannot write {index.INDEX} beside {out_dir}: {e}", file=sys.stderr)
     return 0

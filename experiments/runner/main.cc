@@ -1,14 +1,17 @@
 // experiments/runner/main.cc: spinlab-run. Everything is in the library (runner.h, spec.h).
 #include <iostream>
 
+#include "locations.h"
 #include "runner.h"
 #include "spec.h"
 
 int main(int argc, char** argv) {
     using namespace spinlab::run;
     ParsedSpec p;
+    const Locations where = locate();
     try {
-        p = parse_spec(argc, argv);
+        p = parse_spec(argc, argv,
+                       [&](const std::string& value) { return find_spec(value, where.spec_dir); });
     } catch (const SpecError& e) {
         std::cerr << "spinlab-run: " << e.what() << "\n(spinlab-run --help lists every key)\n";
         return kRunUsage;
@@ -23,7 +26,7 @@ int main(int argc, char** argv) {
     }
     Tools tools;
     try {
-        tools = find_tools();
+        tools = find_tools(where);
     } catch (const SpecError& e) {
         std::cerr << "spinlab-run: " << e.what() << "\n";
         return kRunUsage;

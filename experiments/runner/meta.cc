@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "locations.h"
 #include "host_tsc.h"
 #include "text.h"
 
@@ -40,6 +41,7 @@ HostInfo host_info() {
 }
 
 std::string git_rev(const std::string& dir) {
+    if (dir.empty()) return build_revision();  // installed: no source tree to ask
     std::string rev = command_line_output("git -C " + shell_quote(dir) + " rev-parse HEAD");
     if (rev.empty()) return "unknown";
     std::string dirty = command_line_output("git -C " + shell_quote(dir) +

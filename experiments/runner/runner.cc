@@ -24,10 +24,6 @@
 
 namespace fs = std::filesystem;
 
-#ifndef SPINLAB_SOURCE_DIR
-#define SPINLAB_SOURCE_DIR "."
-#endif
-
 namespace spinlab::run {
 namespace {
 
@@ -249,19 +245,13 @@ int Experiment::run() {
 
 }  // namespace
 
-Tools find_tools() {
+Tools find_tools(const Locations& where) {
     Tools t;
-    t.source_dir = SPINLAB_SOURCE_DIR;
+    t.source_dir = where.source_dir;
     const char* vm = getenv("SPINLAB_VM");
-    t.spinlab_vm = vm && *vm ? vm : t.source_dir + "/vm-images/spinlab-vm";
+    t.spinlab_vm = vm && *vm ? vm : where.bin_dir + "/spinlab-vm";
     const char* load = getenv("SPINLAB_LOAD");
-    if (load && *load) {
-        t.spinlab_load = load;
-    } else {
-        std::error_code ec;
-        fs::path self = fs::read_symlink("/proc/self/exe", ec);
-        t.spinlab_load = (self.parent_path() / "spinlab-load").string();
-    }
+    t.spinlab_load = load && *load ? load : where.bin_dir + "/spinlab-load";
     if (access(t.spinlab_vm.c_str(), X_OK) != 0)
         throw SpecError("spinlab-vm not found at " + t.spinlab_vm + " (set SPINLAB_VM)");
     if (access(t.spinlab_load.c_str(), X_OK) != 0)

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <string>
 
+#include "locations.h"
 #include "spec.h"
 
 namespace spinlab::run {
@@ -28,13 +29,14 @@ enum RunExit : int {
 };
 
 struct Tools {
-    std::string spinlab_vm;    // vm-images/spinlab-vm
-    std::string spinlab_load;  // build/<dir>/bin/spinlab-load
-    std::string source_dir;    // for git_rev
+    std::string spinlab_vm;    // bin/spinlab-vm beside spinlab-run
+    std::string spinlab_load;  // bin/spinlab-load beside spinlab-run
+    std::string source_dir;    // for git_rev; empty when installed (the build's revision)
 };
 
-// Finds the tools ($SPINLAB_VM, $SPINLAB_LOAD override). Throws SpecError naming a missing one.
-Tools find_tools();
+// Finds the tools beside spinlab-run ($SPINLAB_VM, $SPINLAB_LOAD override). Throws SpecError
+// naming a missing one.
+Tools find_tools(const Locations& where);
 
 // Runs `spec`; progress and messages on `err`. Returns a RunExit. Prints the results
 // directory on `out` (one line) once it exists.

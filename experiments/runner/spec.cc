@@ -195,7 +195,9 @@ po::options_description key_options() {
 po::options_description generic_options() {
     po::options_description g("General");
     g.add_options()("help,h", "print this help and exit")(
-        "spec", po::value<std::string>(), "the experiment spec (INI); command-line keys win")(
+        "spec", po::value<std::string>(),
+        "the experiment spec: an INI file or a spec's name (default: default); command-line "
+        "keys win")(
         "dry-run", "print the kernel command line and the order of phases, start nothing");
     return g;
 }
@@ -230,21 +232,25 @@ std::string usage_text() {
     std::ostringstream o;
     o << "spinlab-run: run an experiment (phases x repetitions) on a spinlab VM and write\n"
          "results/<run-id>/ for spinlab-report (the contract: analysis/README.md).\n\n"
-         "Usage: spinlab-run [--spec FILE] [--SECTION.KEY VALUE ...]\n\n"
-         "Every key of the spec file is also an option: `[vm] cpus = 2` is `--vm.cpus 2`.\n\n"
+         "Usage: spinlab-run [--spec NAME|FILE] [--SECTION.KEY VALUE ...]\n\n"
+         "Every key of the spec file is also an option: `[vm] cpus = 2` is `--vm.cpus 2`.\n"
+         "A spec NAME is one of the specs that come with spinlab (default, locks, preempt,\n"
+         "throttle: share/spinlab/experiments/ when installed, experiments/ in the source tree);\n"
+         "without --spec, spinlab-run runs the spec named default (the seed's experiment).\n\n"
       << generic_options() << key_options()
       << "\nExit status: 0 complete, 1 partial (interrupted, VM died, a condition failed; the\n"
          "results keep everything gathered), 2 bad spec or options, 3 the VM could not be\n"
          "started or attached, 4 guest ABI version mismatch.\n"
          "\nEXAMPLES\n"
-         "  spinlab-run --spec experiments/default.ini          # the seed's experiment (make run)\n"
-         "  spinlab-run --spec experiments/default.ini --run.repetitions 5 --vm.lock ticket\n"
-         "  spinlab-run --spec experiments/preempt.ini --run.preempt-period-ms 50\n"
+         "  spinlab run                                         # the seed's experiment (make run)\n"
+         "  spinlab-run --spec default --run.repetitions 5 --vm.lock ticket\n"
+         "  spinlab-run --spec preempt --run.preempt-period-ms 50\n"
+         "  spinlab-run --spec ./my-experiment.ini --dry-run\n"
          "  spinlab-run --run.phases idle-host,throttle-50% --run.duration 4 --dry-run\n";
     return o.str();
 }
 
-ParsedSpec parse_spec(int argc, const char* const* argv) {
+ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_spec) {
     po::options_description cmdline;
     cmdline.add(generic_options()).add(key_options());
     po::variables_map given;
@@ -272,8 +278,9 @@ ParsedSpec parse_spec(int argc, const char* const* argv) {
 
     po::variables_map all = given;
     Spec& s = out.spec;
-    if (given.count("spec")) {
-        s.spec_file = given["spec"].as<std::string>();
+    if (find_spec) s.spec_file = find_spec(given.count("spec") ? given["spec"].as<std::string>() : "default");
+    else if (given.count("spec")) s.spec_file = given["spec"].as<std::string>();
+    if (!s.spec_file.empty()) {
         std::ifstream f(s.spec_file);
         if (!f) throw SpecError("--spec " + s.spec_file + ": cannot open it");
         try {

@@ -5,6 +5,7 @@
 // SpecError whose message names the key (and the file when it came from one).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -79,8 +80,14 @@ struct ParsedSpec {
     Spec spec;
 };
 
-// argv as given to main(). Throws SpecError.
-ParsedSpec parse_spec(int argc, const char* const* argv);
+// Turns the --spec value into a file to read (locations.h: a path, or a spec's name); throws
+// SpecError when there is none.
+using SpecFinder = std::function<std::string(const std::string&)>;
+
+// argv as given to main(). Throws SpecError. With find_spec, --spec may name a spec, and without
+// --spec the spec named "default" is read (spinlab-run alone runs the default experiment);
+// without find_spec, --spec is a path and no spec file means the built-in defaults.
+ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_spec = nullptr);
 
 // The --help text, ending with EXAMPLES.
 std::string usage_text();

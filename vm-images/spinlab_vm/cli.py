@@ -69,9 +69,11 @@ def _vm_options(p):
     g.add_argument("--append", default="", metavar="OPTIONS",
                    help="kernel command line, e.g. 'lock=ticket init=/bin/lockbench'")
     g.add_argument("--kernel", default=str(config.DEFAULT_KERNEL), metavar="PATH",
-                   help="multiboot kernel (default build/kernel/spinlab.elf)")
+                   help="multiboot kernel (default build/kernel/spinlab.elf of the source tree, "
+                        "PREFIX/share/spinlab/kernel/spinlab.elf when installed)")
     g.add_argument("--initrd", default="", metavar="PATH",
-                   help="ramdisk of guest programs (default build/kernel/initrd.tar if built)")
+                   help="ramdisk of guest programs (default initrd.tar beside the default "
+                        "kernel, if there)")
     g.add_argument("--shm-size", type=_int("--shm-size"), default=16, metavar="MB",
                    help="ivshmem region, a power of two in MiB (default 16)")
     g.add_argument("--pin", default="", metavar="CPUS",

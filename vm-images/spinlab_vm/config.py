@@ -15,9 +15,15 @@ EXIT_USAGE = 2         # refused: bad option, name in use, no kernel, no QEMU, /
 EXIT_NO_VERDICT = 3    # run: QEMU ended without a guest verdict; status: the VM is not running
 EXIT_TIMEOUT = 4       # run: --timeout passed before the guest ended
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_KERNEL = REPO / "build" / "kernel" / "spinlab.elf"
-DEFAULT_INITRD = REPO / "build" / "kernel" / "initrd.tar"
+# The guest: build/kernel/ of the source tree this package sits in, or, installed (make install
+# copies vm-images/ to PREFIX/share/spinlab/vm-images/), PREFIX/share/spinlab/kernel/. Decided
+# from this file's path alone: an installed tool never looks for a source tree.
+ROOT = Path(__file__).resolve().parents[2]
+INSTALLED = ROOT.name == "spinlab" and ROOT.parent.name == "share"
+KERNEL_DIR = ROOT / "kernel" if INSTALLED else ROOT / "build" / "kernel"
+DEFAULT_KERNEL = KERNEL_DIR / "spinlab.elf"
+DEFAULT_INITRD = KERNEL_DIR / "initrd.tar"
+MISSING_KERNEL_HINT = "the installation is incomplete: make install" if INSTALLED else "run make kernel first"
 BACKENDS = ("qemu", "libvirt")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 MAX_CPUS = 64          # the kernel's and the shared region's limit (spinlab/shm.h)
@@ -92,7 +98,7 @@ def validate(cfg):
                       "give one host CPU per vCPU")
     if not os.path.isfile(cfg.kernel):
         if os.path.abspath(cfg.kernel) == str(DEFAULT_KERNEL):
-            raise VmError(f"no kernel at {cfg.kernel}: run make kernel first")
+            raise VmError(f"no kernel at {cfg.kernel}: {MISSING_KERNEL_HINT}")
         raise VmError(f"--kernel {cfg.kernel}: no such file (run make kernel first?)")
     cfg.kernel = os.path.abspath(cfg.kernel)
     if cfg.initrd:

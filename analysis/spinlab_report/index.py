@@ -1,0 +1,121 @@
+"""results/index.html: every run in a results directory, newest first, with links to its report.
+
+One row per run directory (one holding meta.json): date, spec, phases, state, a one-line verdict
+from its summary.json (written with report.html), and a link to report.html; then the
+--compare reports found there. spinlab-report rewrites it after every report, so it lists what
+is on disk at that moment; a run without a report yet is listed as such.
+"""
+import html
+import json
+import os
+import re
+
+INDEX = "index.html"
+
+
+def _json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def spec_name(spec_text: str | None) -> str:
+    """The spec a run came from, from spec.ini's first line '(from PATH)'; '' when not said."""
+    m = re.search(r"\(from ([^)]+)\)", (spec_text or "").split("\n", 1)[0])
+    return os.path.splitext(os.path.basename(m[1]))[0] if m else ""
+
+
+def _pct(x, nd=1):
+    return "—" if not isinstance(x, (int, float)) else f"{100.0 * x:.{nd}f}%"
+
+
+def verdict(summary: dict | None) -> str:
+    """One line: per phase against the baseline, the share of waits >= 2^20, the LHP share of
+    long waits and the throughput change; or why there is nothing to say."""
+    if not summary:
+        return "no report yet"
+    base = summary.get("baseline_phase")
+    parts = []
+    for name, p in (summary.get("phases") or {}).items():
+        if not isinstance(p, dict) or p.get("status") == "missing":
+            parts.append(f"{name}: missing")
+            continue
+        bits = [f"waits ≥ 2^20 {_pct(p.get('share_waits_ge_2^20'), 2)}"]
+        lhp = p.get("lhp") or {}
+        if lhp.get("long_waits"):
+            bits.append(f"LHP {_pct(lhp.get('share'), 0)} of {lhp.get('long_waits')}")
+        change = (p.get("throughput") or {}).get("change_vs_baseline_pct")
+        if name != base and isinstance(change, (int, float)):
+            bits.append(f"throughput {change:+.0f}% vs {base}")
+        parts.append(f"{name}: " + ", ".join(bits))
+    return "; ".join(parts) or "no phases"
+
+
+def run_row(results: str, name: str) -> dict | None:
+    d = os.path.join(results, name)
+    meta = _json(os.path.join(d, "meta.json"))
+    if meta is None:
+        return None
+    status = _json(os.path.join(d, "status.json")) or {}
+    try:
+        with open(os.path.join(d, "spec.ini"), encoding="utf-8") as f:
+            spec_text = f.readline()
+    except OSError:
+        spec_text = None
+    has_report = os.path.isfile(os.path.join(d, "report.html"))
+    return {"run": name, "date": str(meta.get("date") or ""), "spec": spec_name(spec_text),
+            "phases": ", ".join(map(str, meta.get("phases") or [])),
+            "state": str(status.get("state") or "unknown"),
+            "verdict": verdict(_json(os.path.join(d, "summary.json")) if has_report else None),
+            "report": f"{name}/report.html" if has_report else None}
+
+
+def rows(results: str) -> tuple[list, list]:
+    """(runs, comparisons) found in results, newest first; `latest` (a link) is skipped."""
+    runs, compares = [], []
+    for name in sorted(os.listdir(results), reverse=True):
+        d = os.path.join(results, name)
+        if name == "latest" or os.path.islink(d) or not os.path.isdir(d):
+            continue
+        row = run_row(results, name)
+        if row:
+            runs.append(row)
+        elif os.path.isfile(os.path.join(d, "report.html")):
+            compares.append({"name": name, "report": f"{name}/report.html"})
+    runs.sort(key=lambda r: (r["date"], r["run"]), reverse=True)
+    return runs, compares
+
+
+def render(runs: list, compares: list) -> str:
+    e = html.escape
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>spinlab runs</title>",
+           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+           "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
+           "th{background:#eee}</style></head><body>",
+           f"<h1>spinlab runs</h1><p>{len(runs)} run(s), newest first.</p>",
+           "<table><tr><th>run</th><th>date</th><th>spec</th><th>phases</th><th>state</th>"
+           "<th>verdict</th></tr>"]
+    for r in runs:
+        link = f"<a href='{e(r['report'])}'>{e(r['run'])}</a>" if r["report"] else e(r["run"])
+        out.append(f"<tr><td>{link}</td><td>{e(r['date'])}</td><td>{e(r['spec']) or '—'}</td>"
+                   f"<td>{e(r['phases'])}</td><td>{e(r['state'])}</td><td>{e(r['verdict'])}</td></tr>")
+    out.append("</table>")
+    if compares:
+        out.append("<h2>Comparisons</h2><ul>")
+        out += [f"<li><a href='{e(c['report'])}'>{e(c['name'])}</a></li>" for c in compares]
+        out.append("</ul>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def write(results: str) -> str:
+    """Rewrite results/index.html (atomically); returns its path."""
+    path = os.path.join(results, INDEX)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(render(*rows(results)))
+    os.replace(tmp, path)
+    return os.path.abspath(path)

@@ -1,0 +1,75 @@
+"""results/index.html: every run, its state and verdict, links to the reports that exist."""
+import json
+import os
+import shutil
+import subprocess
+
+from conftest import BASIC, TOOL
+from spinlab_report import index
+
+
+def make_results(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in ("20260101-100000", "20260102-100000"):
+        shutil.copytree(BASIC, results / name)
+    meta = json.loads((results / "20260102-100000" / "meta.json").read_text())
+    meta["date"] = "2026-01-02T10:00:00Z"
+    (results / "20260102-100000" / "meta.json").write_text(json.dumps(meta))
+    (results / "20260102-100000" / "spec.ini").write_text(
+        "# the spec as run by spinlab-run (from /usr/local/share/spinlab/experiments/preempt.ini)\n")
+    os.symlink("20260102-100000", results / "latest")
+    (results / "not-a-run").mkdir()
+    return results
+
+
+def test_report_writes_the_index_with_a_link_per_reported_run(tmp_path):
+    results = make_results(tmp_path)
+    r = subprocess.run([TOOL, str(results / "latest")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(results / "latest" / "report.html")
+    page = (results / "index.html").read_text()
+    assert f"every run: {results / 'index.html'}" in r.stderr
+    assert "<a href='20260102-100000/report.html'>20260102-100000</a>" in page
+    # the other run has no report yet: listed, not linked
+    assert "<tr><td>20260101-100000</td>" in page
+    assert "no report yet" in page
+    assert "not-a-run" not in page and ">latest<" not in page
+    assert "<td>preempt</td>" in page
+    # newest first, with the state and the verdict of its summary.json
+    runs, compares = index.rows(str(results))
+    assert [r["run"] for r in runs] == ["20260102-100000", "20260101-100000"]
+    summary = json.loads((results / "latest" / "summary.json").read_text())
+    assert runs[0]["state"] == summary["state"]
+    assert runs[0]["verdict"] == index.verdict(summary) != "no report yet"
+    assert index.verdict(summary) in page
+    assert compares == []
+
+
+def test_verdict_names_each_phase_against_the_baseline():
+    summary = {"baseline_phase": "idle-host", "phases": {
+        "idle-host": {"status": "ok", "share_waits_ge_2^20": 0.003, "lhp": {"long_waits": 0},
+                      "throughput": {"change_vs_baseline_pct": 0.0}},
+        "host-load": {"status": "ok", "share_waits_ge_2^20": 0.026,
+                      "lhp": {"long_waits": 205, "share": 0.85},
+                      "throughput": {"change_vs_baseline_pct": -51.2}},
+        "preempt-20ms": {"status": "missing"}}}
+    assert index.verdict(summary) == ("idle-host: waits ≥ 2^20 0.30%; host-load: waits ≥ 2^20 2.60%, "
+                                      "LHP 85% of 205, throughput -51% vs idle-host; preempt-20ms: missing")
+    assert index.verdict(None) == "no report yet"
+
+
+def test_compare_report_is_listed(tmp_path):
+    results = make_results(tmp_path)
+    r = subprocess.run([TOOL, "--compare", str(results / "20260101-100000"),
+                        str(results / "20260102-100000")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    page = (results / "index.html").read_text()
+    assert "<h2>Comparisons</h2>" in page
+    assert "<a href='compare-" in page and "/report.html'>compare-" in page
+
+
+def test_spec_name_from_spec_ini_header():
+    assert index.spec_name("# the spec as run by spinlab-run (from experiments/default.ini)\n") == "default"
+    assert index.spec_name("# the spec as run by spinlab-run\n") == ""
+    assert index.spec_name(None) == ""
