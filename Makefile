@@ -56,7 +56,7 @@ host: deps
 # only what `make run` runs: spinlab-run, spinlab-collect, spinlab-load (and bin/spinlab)
 tools: deps
 	@$(CONFIGURE)
-	@cmake --build $(BUILD)/host -j$(JOBS) --target spinlab-tools
+	@cmake --build $(BUILD)/host -j$(JOBS) --target spinlab-tools -- --no-print-directory
 
 build: kernel host
 
