@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "locations.h"
 #include "host_tsc.h"
+#include "locations.h"
 #include "text.h"
 
 namespace spinlab::run {
