@@ -1,7 +1,7 @@
 """results/index.html: every run in a results directory, newest first, with links to its report.
 
-One row per run directory (one holding meta.json): date, spec, phases, state, a one-line verdict
-from its summary.json (written with report.html), and a link to report.html; then the
+One row per run directory (one holding meta.json): date, spec, phases, state, the report's
+verdict in one line (from its summary.json, written with report.html), and a link to report.html; then the
 --compare reports found there. spinlab-report rewrites it after every report, so it lists what
 is on disk at that moment; a run without a report yet is listed as such.
 """
@@ -9,6 +9,8 @@ import html
 import json
 import os
 import re
+
+from . import verdict
 
 INDEX = "index.html"
 
@@ -28,30 +30,36 @@ def spec_name(spec_text: str | None) -> str:
     return os.path.splitext(os.path.basename(m[1]))[0] if m else ""
 
 
-def _pct(x, nd=1):
-    return "—" if not isinstance(x, (int, float)) else f"{100.0 * x:.{nd}f}%"
-
-
-def verdict(summary: dict | None) -> str:
-    """One line: per phase against the baseline, the share of waits >= 2^20, the LHP share of
-    long waits and the throughput change; or why there is nothing to say."""
+def verdict_line(summary: dict | None) -> str:
+    """The report's verdict (summary.json "verdict", verdict.py) in one line: per phase against
+    the baseline, the rate of waits >= 2^20 as a ratio with its test, the share of attributable
+    long waits with a preempted holder, and the throughput change."""
     if not summary:
         return "no report yet"
-    base = summary.get("baseline_phase")
+    v = summary.get("verdict")
+    if not isinstance(v, dict) or not v.get("phases"):
+        return "no verdict in summary.json"
+    base, conf = v.get("baseline_phase"), v.get("confidence", 0.95)
     parts = []
-    for name, p in (summary.get("phases") or {}).items():
-        if not isinstance(p, dict) or p.get("status") == "missing":
-            parts.append(f"{name}: missing")
+    for phase, p in v["phases"].items():
+        if phase == base:
             continue
-        bits = [f"waits ≥ 2^20 {_pct(p.get('share_waits_ge_2^20'), 2)}"]
+        if p.get("status") == "missing":
+            parts.append(f"{phase}: missing")
+            continue
+        r = (p.get("per_second") or {}).get("vs_baseline") or {}
+        bits = [f"waits \u2265 2^{v.get('long_k', 20)} {verdict.g3(r.get('ratio'))}\u00d7 {base}"]
+        sig = verdict.significant(r, conf)
+        if sig is not None:
+            bits[0] += f" (p = {r['p']:.3f}{'' if sig else ', not significant'})"
         lhp = p.get("lhp") or {}
-        if lhp.get("long_waits"):
-            bits.append(f"LHP {_pct(lhp.get('share'), 0)} of {lhp.get('long_waits')}")
-        change = (p.get("throughput") or {}).get("change_vs_baseline_pct")
-        if name != base and isinstance(change, (int, float)):
-            bits.append(f"throughput {change:+.0f}% vs {base}")
-        parts.append(f"{name}: " + ", ".join(bits))
-    return "; ".join(parts) or "no phases"
+        if lhp.get("share") is not None:
+            bits.append(f"holder preempted {100 * lhp['share']:.0f}%")
+        t = p.get("throughput") or {}
+        if t.get("change_pct") is not None:
+            bits.append(f"throughput {t['change_pct']:+.0f}%")
+        parts.append(f"{phase}: " + ", ".join(bits))
+    return "; ".join(parts) or f"only the baseline ({base})"
 
 
 def run_row(results: str, name: str) -> dict | None:
@@ -69,7 +77,7 @@ def run_row(results: str, name: str) -> dict | None:
     return {"run": name, "date": str(meta.get("date") or ""), "spec": spec_name(spec_text),
             "phases": ", ".join(map(str, meta.get("phases") or [])),
             "state": str(status.get("state") or "unknown"),
-            "verdict": verdict(_json(os.path.join(d, "summary.json")) if has_report else None),
+            "verdict": verdict_line(_json(os.path.join(d, "summary.json")) if has_report else None),
             "report": f"{name}/report.html" if has_report else None}
 
 

@@ -1,4 +1,5 @@
 """results/index.html: every run, its state and verdict, links to the reports that exist."""
+import html
 import json
 import os
 import shutil
@@ -41,22 +42,25 @@ def test_report_writes_the_index_with_a_link_per_reported_run(tmp_path):
     assert [r["run"] for r in runs] == ["20260102-100000", "20260101-100000"]
     summary = json.loads((results / "latest" / "summary.json").read_text())
     assert runs[0]["state"] == summary["state"]
-    assert runs[0]["verdict"] == index.verdict(summary) != "no report yet"
-    assert index.verdict(summary) in page
+    assert runs[0]["verdict"] == index.verdict_line(summary)
+    assert runs[0]["verdict"].startswith("host-load: waits \u2265 2^20 ")
+    assert html.escape(runs[0]["verdict"]) in page
     assert compares == []
 
 
-def test_verdict_names_each_phase_against_the_baseline():
-    summary = {"baseline_phase": "idle-host", "phases": {
-        "idle-host": {"status": "ok", "share_waits_ge_2^20": 0.003, "lhp": {"long_waits": 0},
-                      "throughput": {"change_vs_baseline_pct": 0.0}},
-        "host-load": {"status": "ok", "share_waits_ge_2^20": 0.026,
-                      "lhp": {"long_waits": 205, "share": 0.85},
-                      "throughput": {"change_vs_baseline_pct": -51.2}},
-        "preempt-20ms": {"status": "missing"}}}
-    assert index.verdict(summary) == ("idle-host: waits ≥ 2^20 0.30%; host-load: waits ≥ 2^20 2.60%, "
-                                      "LHP 85% of 205, throughput -51% vs idle-host; preempt-20ms: missing")
-    assert index.verdict(None) == "no report yet"
+def test_verdict_line_names_each_phase_against_the_baseline():
+    summary = {"verdict": {"baseline_phase": "idle-host", "confidence": 0.95, "long_k": 20, "phases": {
+        "idle-host": {"status": "ok", "per_second": {"vs_baseline": None}},
+        "host-load": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 8.04, "p": 0.001}},
+                      "lhp": {"share": 0.85}, "throughput": {"change_pct": -51.2}},
+        "preempt-20ms": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 1.5, "p": 0.4}},
+                         "lhp": {"share": None}, "throughput": None},
+        "throttle-50%": {"status": "missing"}}}}
+    assert index.verdict_line(summary) == (
+        "host-load: waits \u2265 2^20 8.04\u00d7 idle-host (p = 0.001), holder preempted 85%, throughput -51%; "
+        "preempt-20ms: waits \u2265 2^20 1.50\u00d7 idle-host (p = 0.400, not significant); throttle-50%: missing")
+    assert index.verdict_line(None) == "no report yet"
+    assert index.verdict_line({"phases": {}}) == "no verdict in summary.json"
 
 
 def test_compare_report_is_listed(tmp_path):
