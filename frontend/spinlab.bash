@@ -15,7 +15,7 @@ _spinlab() {
     bindir=$(dirname "$(command -v "${COMP_WORDS[0]}" 2>/dev/null || echo .)")
     if [[ ${COMP_WORDS[0]##*/} == spinlab ]]; then
         if [[ $COMP_CWORD -eq 1 ]]; then
-            COMPREPLY=($(compgen -W "run report collect load vm trace selftest version help" -- "$cur"))
+            COMPREPLY=($(compgen -W "run report collect load vm trace selftest sweep version help" -- "$cur"))
             return
         fi
         tool=$bindir/spinlab-${COMP_WORDS[1]}

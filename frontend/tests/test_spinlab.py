@@ -56,7 +56,7 @@ def test_missing_tool_is_a_clear_error(bindir):
 def test_help_lists_every_subcommand_and_version(bindir):
     r = spinlab(bindir, "help")
     assert r.returncode == 0
-    for cmd in ("run", "report", "collect", "load", "vm", "trace", "selftest", "version", "help"):
+    for cmd in ("run", "report", "collect", "load", "vm", "trace", "selftest", "sweep", "version", "help"):
         assert f"\n  {cmd} " in r.stdout
     assert spinlab(bindir, "version").stdout == "spinlab 9.8.7 (git abc)\n"
     none = spinlab(bindir)
@@ -70,6 +70,6 @@ def test_help_of_a_subcommand_is_the_tools_help(bindir):
 
 def test_completion_offers_subcommands(bindir):
     script = os.path.join(os.path.dirname(SOURCE), "spinlab.bash")
-    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({bindir}/spinlab s); COMP_CWORD=1; "
+    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({bindir}/spinlab se); COMP_CWORD=1; "
                           "_spinlab; echo ${COMPREPLY[*]}"], capture_output=True, text=True).stdout
     assert out.split() == ["selftest"]
