@@ -42,9 +42,8 @@ struct Prcb {
 
     Tss tss;                 // rsp0: the running thread's kernel stack, for traps from ring 3
 
-    // Room for the instrumentation layers (lockstat, locktrace): owned by them.
+    // The instrumentation layer's per-CPU data (lockstat.h): owned by it.
     void* lockstat;
-    void* locktrace;
 };
 
 extern Prcb g_prcbs[kMaxCpus];
