@@ -1,7 +1,6 @@
 #include "host_clock.h"
 
 #include <time.h>
-#include <x86intrin.h>
 
 #include "fs_util.h"
 
@@ -11,14 +10,6 @@ uint64_t monotonic_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t read_tsc() {
-    // lfence keeps rdtsc from being hoisted above earlier loads (it is not serializing).
-    _mm_lfence();
-    uint64_t t = __rdtsc();
-    _mm_lfence();
-    return t;
 }
 
 ClockPair sample_clock_pair() {

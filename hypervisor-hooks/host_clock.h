@@ -5,10 +5,13 @@
 
 #include <cstdint>
 
+#include "collector/host_tsc.h"
+
 namespace spinlab::load {
 
 uint64_t monotonic_ns();
-uint64_t read_tsc();
+// The host TSC, read the one way every host tool reads it (collector/host_tsc.h).
+inline uint64_t read_tsc() { return collect::host_tsc(); }
 
 struct ClockPair {
     uint64_t mono_ns;

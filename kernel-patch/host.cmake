@@ -23,7 +23,7 @@ set(SPINLAB_SYSINFO_SOURCES
 # lockstat/: recording, merging, parameters, the table formatter (the collector links this
 # to print the same table as the guest).
 add_library(spinlab_lockstat STATIC ${SPINLAB_LOCKSTAT_SOURCES})
-target_link_libraries(spinlab_lockstat PUBLIC spinlab_spinlock)
+target_link_libraries(spinlab_lockstat PUBLIC spinlab_spinlock spinlab_klib)  # lib/format.cc
 
 # sysinfo/: the query/set handler.
 add_library(spinlab_sysinfo STATIC ${SPINLAB_SYSINFO_SOURCES})
@@ -38,6 +38,12 @@ target_link_libraries(spinlab_lockstat_freestanding_check PRIVATE spinlab_spinlo
 target_compile_options(spinlab_lockstat_freestanding_check PRIVATE
   -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
   -fno-threadsafe-statics -Werror)
+
+# SPINLOCK_INIT with a name that has no lock class is a compile error (kern/lockclass.h).
+add_test(NAME spinlock_init_unclassed_name_does_not_compile
+  COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DKP=${SPINLAB_KP}
+          -DOUT=${CMAKE_CURRENT_BINARY_DIR} -P ${SPINLAB_KP}/kern/unclassed_lock_check.cmake)
+set_tests_properties(spinlock_init_unclassed_name_does_not_compile PROPERTIES LABELS "unit")
 
 add_executable(spinlock_test ${SPINLAB_KP}/spinlock/spinlock_test.cc)
 target_link_libraries(spinlock_test PRIVATE spinlab_spinlock GTest::gtest_main Threads::Threads)
@@ -68,6 +74,34 @@ gtest_discover_tests(sysinfo_test DISCOVERY_TIMEOUT 30)
 # clocks. JSON: spinlock_benchmark --benchmark_out=FILE --benchmark_out_format=json
 add_executable(spinlock_benchmark ${SPINLAB_KP}/lockstat/instrumented_lock_benchmark.cc)
 target_link_libraries(spinlock_benchmark PRIVATE spinlab_lockstat benchmark::benchmark)
+
+# channel/: the frame codec, the region header, the clock area and the channel server, as the
+# kernel runs them; the collector speaks to the guest with the same code.
+set(SPINLAB_CHANNEL_SOURCES
+  ${SPINLAB_KP}/channel/crc32c.cc
+  ${SPINLAB_KP}/channel/frame_codec.cc
+  ${SPINLAB_KP}/channel/region_header.cc
+  ${SPINLAB_KP}/channel/clock_area.cc
+  ${SPINLAB_KP}/channel/channel_server.cc
+)
+add_library(spinlab_channel STATIC ${SPINLAB_CHANNEL_SOURCES})
+target_include_directories(spinlab_channel PUBLIC ${SPINLAB_KP})
+target_link_libraries(spinlab_channel PUBLIC spinlab_abi)
+
+# The same sources with the kernel's flags (as for lockstat above).
+add_library(spinlab_channel_freestanding_check OBJECT ${SPINLAB_CHANNEL_SOURCES})
+target_link_libraries(spinlab_channel_freestanding_check PRIVATE spinlab_abi)
+target_compile_options(spinlab_channel_freestanding_check PRIVATE
+  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
+  -fno-threadsafe-statics -Werror)
+
+add_executable(channel_test
+  ${SPINLAB_KP}/channel/frame_codec_test.cc
+  ${SPINLAB_KP}/channel/region_header_test.cc
+  ${SPINLAB_KP}/channel/channel_server_test.cc
+)
+target_link_libraries(channel_test PRIVATE spinlab_channel GTest::gtest_main)
+gtest_discover_tests(channel_test)
 
 # locktrace/: trace sessions: parameters, the per-CPU buffer writer, the host's drain, the
 # buffer parser and the trace file (spinlab/trace.h). The writer runs in the kernel too.

@@ -1,4 +1,4 @@
-"""spinlab-collect against the real kernel (issue 5's integration test).
+"""spinlab-collect against the real kernel, end to end (shared region and channel).
 
 Boots the kernel under TCG with lockbench on 2 vCPUs through spinlab-vm, then: queries while
 it runs (totals grow, the invariant holds), sends garbage to the control channel and checks

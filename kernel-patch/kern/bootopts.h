@@ -7,7 +7,7 @@ struct BootOptions {
     uint32_t hz;            // timer interrupts per second per CPU
     uint32_t maxcpus;       // start at most this many CPUs
     const char* init;       // "" = none; else the first program and its arguments
-    // Spinlocks (issue 4; kern/lockstat.h holds the live copy the lock paths read):
+    // Spinlocks (kern/lockstat.h holds the live copy the lock paths read):
     uint32_t lock;          // lock=tas|ticket|mcs|pv: spinlab::LockAlgorithm (same order)
     uint32_t clock;         // clock=lfence|rdtscp|cpuid: spinlab::ClockSource (same order)
     bool pause;             // pause=on|off: pause in spin loops

@@ -1,4 +1,4 @@
-// kern/sysinfo_glue.h: the kernel's system-information calls (issue 4): the transport-free
+// kern/sysinfo_glue.h: the kernel's system-information calls: the transport-free
 // handler of sysinfo/ (query/set, NtQuerySystemInformation-shaped, seed 000) bound to this
 // kernel's CPUs, lock classes, configuration and live parameters.
 //

@@ -1,6 +1,10 @@
 // lockstat/log2_table.cc: see log2_table.h.
 #include "log2_table.h"
 
+#include <stdarg.h>
+
+#include "../lib/format.h"
+
 namespace spinlab::lockstat {
 
 namespace {
@@ -9,37 +13,22 @@ constexpr int kLabelWidth = 12;  // "uncontended" fits with a space to spare
 constexpr int kCountWidth = 14;  // up to 10^14 acquisitions without breaking the columns
 constexpr int kPercentWidth = 8;
 
-// Appends to a fixed buffer, counting what it could not store (snprintf semantics).
+// Appends format()'s output to a fixed buffer, counting what it could not store: snprintf's
+// contract (the length the whole text needs; NUL-terminated when cap > 0) over several calls.
 class Out {
   public:
-    Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
+    Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {
+        if (cap_ > 0) buf_[0] = '\0';
+    }
 
-    void put(char ch) {
-        if (len_ + 1 < cap_) buf_[len_] = ch;
-        len_++;
+    void add(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+        va_list ap;
+        va_start(ap, fmt);
+        const bool room = len_ < cap_;
+        len_ += size_t(vformat(room ? buf_ + len_ : nullptr, room ? cap_ - len_ : 0, fmt, ap));
+        va_end(ap);
     }
-    void str(const char* s) {
-        while (*s) put(*s++);
-    }
-    void pad(int n) {
-        while (n-- > 0) put(' ');
-    }
-    void left(const char* s, int width) {
-        int n = 0;
-        while (s[n]) n++;
-        str(s);
-        pad(width - n);
-    }
-    void right(const char* s, int width) {
-        int n = 0;
-        while (s[n]) n++;
-        pad(width - n);
-        str(s);
-    }
-    size_t finish() {
-        if (cap_ > 0) buf_[len_ < cap_ ? len_ : cap_ - 1] = '\0';
-        return len_;
-    }
+    size_t finish() const { return len_; }
 
   private:
     char* buf_;
@@ -47,37 +36,17 @@ class Out {
     size_t len_ = 0;
 };
 
-// Decimal digits of v into s (at least 21 bytes); returns s.
-char* u64_to_str(uint64_t v, char* s) {
-    char tmp[21];
-    int n = 0;
-    do {
-        tmp[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (int i = 0; i < n; i++) s[i] = tmp[n - 1 - i];
-    s[n] = '\0';
-    return s;
-}
-
 void row(Out& out, const char* label, uint64_t count, uint64_t total) {
-    char num[21], pct[24];
-    out.left(label, kLabelWidth);
-    out.right(u64_to_str(count, num), kCountWidth);
+    char pct[24];
     format_percent(count, total, pct, sizeof pct);
-    out.right(pct, kPercentWidth);
-    out.put('\n');
+    out.add("%-*s%*llu%*s\n", kLabelWidth, label, kCountWidth, (unsigned long long)count,
+            kPercentWidth, pct);
 }
 
 // The header names what the % column divides by, so a table read on its own cannot be
 // mistaken for shares of contended acquisitions (spinlab-report prints the same header).
 void header(Out& out, const char* of) {
-    out.left("cycles", kLabelWidth);
-    out.right("count", kCountWidth);
-    out.right("%", kPercentWidth);
-    out.str("  of ");
-    out.str(of);
-    out.put('\n');
+    out.add("%-*s%*s%*s  of %s\n", kLabelWidth, "cycles", kCountWidth, "count", kPercentWidth, "%", of);
 }
 
 void bucket_rows(Out& out, const uint64_t* hist, uint64_t total) {
@@ -89,8 +58,8 @@ void bucket_rows(Out& out, const uint64_t* hist, uint64_t total) {
     }
     if (first < 0) return;
     for (int k = first; k <= last; k++) {
-        char label[8] = {'2', '^'};
-        u64_to_str(static_cast<uint64_t>(k), label + 2);
+        char label[8];
+        format(label, sizeof label, "2^%d", k);
         row(out, label, hist[k], total);
     }
 }
@@ -107,13 +76,8 @@ size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
         }
         bp = (count * 10000 + total / 2) / total;
     }
-    char whole[21],
-        frac[3] = {static_cast<char>('0' + bp % 100 / 10), static_cast<char>('0' + bp % 10), '\0'};
-    Out out(buf, cap);
-    out.str(u64_to_str(bp / 100, whole));
-    out.put('.');
-    out.str(frac);
-    return out.finish();
+    return size_t(format(buf, cap, "%llu.%02llu", (unsigned long long)(bp / 100),
+                         (unsigned long long)(bp % 100)));
 }
 
 size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap) {

@@ -1,4 +1,4 @@
-// selftest/lockstat_test.cc: the instrumented spinlock in the running kernel (issue 4).
+// selftest/lockstat_test.cc: the instrumented spinlock in the running kernel.
 // The algorithm is fixed per boot (lock=), so this suite tests the booted one; the harness
 // boots once per algorithm (scripts/test-all.sh). It also goes through the two sysinfo entry
 // points the system call and the host channel will use, with a kernel memory buffer.
