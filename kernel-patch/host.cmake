@@ -4,6 +4,17 @@
 # kernel-patch/CMakeLists.txt; paths are relative to this file.
 set(SPINLAB_KP ${CMAKE_CURRENT_LIST_DIR})
 
+# Sources compiled once more with the kernel's flags, so a libc call, a C++ library header,
+# floating point or a static constructor in them breaks the host build, not only the kernel's.
+function(spinlab_freestanding_check name link)
+  add_library(${name} OBJECT ${ARGN})
+  target_link_libraries(${name} PRIVATE ${link})
+  target_include_directories(${name} PRIVATE ${SPINLAB_KP})
+  target_compile_options(${name} PRIVATE
+    -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
+    -fno-threadsafe-statics -Werror)
+endfunction()
+
 # spinlock/: header-only (templates over the environment policy).
 add_library(spinlab_spinlock INTERFACE)
 target_include_directories(spinlab_spinlock INTERFACE ${SPINLAB_KP})
@@ -31,13 +42,8 @@ target_link_libraries(spinlab_sysinfo PUBLIC spinlab_lockstat)
 
 # The same sources with the kernel's flags, so a libc call, a C++ library header, floating
 # point or a static constructor breaks the host build, not only the kernel's.
-add_library(spinlab_lockstat_freestanding_check OBJECT
-  ${SPINLAB_LOCKSTAT_SOURCES} ${SPINLAB_SYSINFO_SOURCES}
-  ${SPINLAB_KP}/lockstat/freestanding_check.cc)
-target_link_libraries(spinlab_lockstat_freestanding_check PRIVATE spinlab_spinlock)
-target_compile_options(spinlab_lockstat_freestanding_check PRIVATE
-  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
-  -fno-threadsafe-statics -Werror)
+spinlab_freestanding_check(spinlab_lockstat_freestanding_check spinlab_spinlock
+  ${SPINLAB_LOCKSTAT_SOURCES} ${SPINLAB_SYSINFO_SOURCES} ${SPINLAB_KP}/lockstat/freestanding_check.cc)
 
 # SPINLOCK_INIT with a name that has no lock class is a compile error (kern/lockclass.h).
 add_test(NAME spinlock_init_unclassed_name_does_not_compile
@@ -88,12 +94,7 @@ add_library(spinlab_channel STATIC ${SPINLAB_CHANNEL_SOURCES})
 target_include_directories(spinlab_channel PUBLIC ${SPINLAB_KP})
 target_link_libraries(spinlab_channel PUBLIC spinlab_abi)
 
-# The same sources with the kernel's flags (as for lockstat above).
-add_library(spinlab_channel_freestanding_check OBJECT ${SPINLAB_CHANNEL_SOURCES})
-target_link_libraries(spinlab_channel_freestanding_check PRIVATE spinlab_abi)
-target_compile_options(spinlab_channel_freestanding_check PRIVATE
-  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
-  -fno-threadsafe-statics -Werror)
+spinlab_freestanding_check(spinlab_channel_freestanding_check spinlab_abi ${SPINLAB_CHANNEL_SOURCES})
 
 add_executable(channel_test
   ${SPINLAB_KP}/channel/frame_codec_test.cc
@@ -115,12 +116,8 @@ set(SPINLAB_LOCKTRACE_SOURCES
 add_library(spinlab_locktrace STATIC ${SPINLAB_LOCKTRACE_SOURCES})
 target_link_libraries(spinlab_locktrace PUBLIC spinlab_lockstat spinlab_channel)
 
-add_library(spinlab_locktrace_freestanding_check OBJECT ${SPINLAB_LOCKTRACE_SOURCES})
-target_link_libraries(spinlab_locktrace_freestanding_check PRIVATE spinlab_spinlock)
-target_include_directories(spinlab_locktrace_freestanding_check PRIVATE ${SPINLAB_KP})
-target_compile_options(spinlab_locktrace_freestanding_check PRIVATE
-  -ffreestanding -fno-exceptions -fno-rtti -nostdinc++ -mno-red-zone -mgeneral-regs-only
-  -fno-threadsafe-statics -Werror)
+spinlab_freestanding_check(spinlab_locktrace_freestanding_check spinlab_spinlock
+  ${SPINLAB_LOCKTRACE_SOURCES})
 
 add_executable(locktrace_test
   ${SPINLAB_KP}/locktrace/sampling_test.cc
