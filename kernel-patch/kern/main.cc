@@ -29,8 +29,7 @@
 #include "trap.h"
 
 void init_cpu() {
-    lockstat_init_cpu();   // PRCB perf data, zeroed
-    kvm_init_cpu();        // this CPU's steal time area registered, when KVM offers it
+    lockstat_init_cpu();   // PRCB perf data, zeroed; KVM steal time registered (if offered)
     gdt_init_cpu();        // segments and this CPU's TSS
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer

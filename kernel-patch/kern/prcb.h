@@ -42,8 +42,9 @@ struct Prcb {
 
     Tss tss;                 // rsp0: the running thread's kernel stack, for traps from ring 3
 
-    // The instrumentation layer's per-CPU data (lockstat.h): owned by it.
+    // Room for the instrumentation layers (lockstat, locktrace): owned by them.
     void* lockstat;
+    void* locktrace;
 };
 
 extern Prcb g_prcbs[kMaxCpus];
