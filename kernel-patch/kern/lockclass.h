@@ -1,4 +1,4 @@
-// kern/lockclass.h: the lock classes of lockstat (issue 4). Every spinlock belongs to one class;
+// kern/lockclass.h: the lock classes of lockstat. Every spinlock belongs to one class;
 // lockstat keeps its counters per CPU per class (abi/spinlab/perfdata.h), and the class table
 // (id, name, locks set up) is what sysinfo's kSpinlabLockClassTable answers.
 //

@@ -1,4 +1,4 @@
-// kern/lockstat.h: the kernel side of the spinlock instrumentation (issue 4): the boot-time
+// kern/lockstat.h: the kernel side of the spinlock instrumentation: the boot-time
 // lock configuration every spinlock reads, and the per-CPU perf data hung off the PRCB
 // (prcb->lockstat, a spinlab::CpuPerfData, the guest's PRCB->SpinLockPerfData of seed 001).
 //
@@ -11,7 +11,7 @@
 //                           CPU, before smp_init), so switching from the static default
 //                           algorithm (tas, whose free word is also a free ticket and MCS
 //                           lock) is safe. Constant afterwards.
-//   [lockstat_set_storage(base, size, stride)]  optional, issue 5: put the per-CPU blocks in
+//   [lockstat_set_storage(base, size, stride)]  optional (the shared region): put the blocks in
 //                           the ivshmem region, CPU i at base + i * stride. Must
 //                           come before the boot CPU's init_cpu().
 //   init_cpu()           -> lockstat_init_cpu() first: this CPU's block (from the storage
@@ -56,7 +56,7 @@ void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at 
 void lockstat_configure(const LockConfig& c);
 void lockstat_init_cpu();           // every CPU, first in init_cpu()
 
-// Issue 5's hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
+// The shared region.s hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
 // block can be mapped into a workload); base and stride 64-byte aligned.
 // Returns false (and changes nothing) if called too late or base is misaligned. A CPU whose
 // block would not fit in size gets fresh pages instead (and says so on the console).
