@@ -56,7 +56,7 @@ void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at 
 void lockstat_configure(const LockConfig& c);
 void lockstat_init_cpu();           // every CPU, first in init_cpu()
 
-// The shared region.s hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
+// The shared region's hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
 // block can be mapped into a workload); base and stride 64-byte aligned.
 // Returns false (and changes nothing) if called too late or base is misaligned. A CPU whose
 // block would not fit in size gets fresh pages instead (and says so on the console).
