@@ -17,6 +17,8 @@
 #   make test-slurm      the sweep's Slurm path on a one-node Slurm cluster started and stopped here
 #   make install PREFIX=/usr/local [DESTDIR=/tmp/stage]   the `spinlab` command and everything it
 #                        needs (see frontend/CMakeLists.txt); make uninstall removes exactly that
+#   make soak SOAK_MIN=10   the soak: 4 vCPUs under changing host conditions and hostile channel
+#                        frames, invariants checked every second; one line of figures at the end
 
 BUILD := build
 CPUS ?= 2
@@ -26,6 +28,7 @@ MEM ?= 256
 APPEND ?=
 FUZZ_SECONDS ?= 300
 SPEC ?= experiments/sweep-locks.ini
+SOAK_MIN ?= 10
 PY := /usr/bin/python3
 INSTRUMENT ?= 1
 KDIR := $(BUILD)/kernel$(if $(filter 0,$(INSTRUMENT)),-plain)$(if $(filter 2,$(INSTRUMENT)),-counters)
@@ -38,7 +41,7 @@ DESTDIR ?=
 KJOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 CONFIGURE = cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPINLAB_KERNEL_DIR=$(abspath $(KDIR)) >/dev/null
 
-.PHONY: all deps kernel host tools build test test-slurm selftest qemu iso bench fuzz run sweep install uninstall clean
+.PHONY: all deps kernel host tools build test test-slurm selftest qemu iso bench fuzz run soak sweep install uninstall clean
 
 all: build
 
@@ -95,6 +98,10 @@ install: kernel tools
 
 uninstall:
 	@DESTDIR="$(DESTDIR)" scripts/install.sh uninstall $(BUILD)/host "$(PREFIX)"
+
+soak: build
+	@$(BUILD)/host/bin/spinlab-soak --minutes $(SOAK_MIN) --kernel $(KERNEL) --initrd $(INITRD) \
+	    --out $(BUILD)/soak
 
 clean:
 	rm -rf $(BUILD)

@@ -8,6 +8,11 @@
 //
 // Prints operations per second per thread and in total, and the exact number of acquisitions
 // per lock class, so the counters can be checked against it (--verify does that itself).
+// With --rounds N (0: until the VM stops) it runs N timed rounds with --pause-ms between them;
+// each round's end prints the counts so far (and the verdict with --verify) while no thread
+// runs, and "lockbench: round R start" is printed before a round's threads exist. The soak
+// (experiments/soak) reads the counters from the host between those two lines, when every
+// workload class is quiescent.
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/build_level.h"
@@ -66,7 +71,7 @@ struct UserEnv {
 constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;
 
 uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_ms = 5000,
-         ops_limit = 0;
+         ops_limit = 0, rounds = 1, pause_ms = 1000;
 const char* pattern = "same";
 const char* algorithm = "booted";
 bool verify = false;
@@ -150,6 +155,65 @@ bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
     return true;
 }
 
+// One round: start the threads, let them run, join them, print (and with --verify check) the
+// counts so far. Returns the number of classes that disagreed, or -1 when a thread cannot start.
+int run_round(int n, uint64_t round) {
+    int tids[kMaxThreads];
+    stop = false;
+    for (int i = 0; i < n; i++) {
+        threads[i].index = i;
+        threads[i].cpu = uint32_t(i % sys::cpu_count());
+        tids[i] = thread_start(worker, &threads[i]);
+        if (tids[i] < 0) {
+            eprintf("lockbench: cannot start thread %d: %s\n", i, error_name(tids[i]));
+            for (int j = 0; j < i; j++) sys::thread_join(tids[j]);
+            return -1;
+        }
+    }
+    if (ops_limit == 0) {
+        if (duration_ms == 0)
+            for (;;) sys::sleep_us(1000000);  // until the VM is stopped
+        sys::sleep_us(duration_ms * 1000);
+        stop = true;
+    }
+    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {};
+    for (int i = 0; i < n; i++) {
+        sys::thread_join(tids[i]);
+        ThreadState& t = threads[i];
+        uint64_t ms = t.cycles / (hz / 1000 ? hz / 1000 : 1);
+        if (rounds == 1)
+            printf("lockbench: thread %3d cpu %2u: %10lu ops in %6lu ms, %10lu ops/s\n", i, t.cpu, t.ops, ms,
+                   ms ? t.ops * 1000 / ms : 0);
+        total_ops += t.ops;
+        for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
+    }
+    // Counts are totals since the start; a round's rate is the round's own.
+    uint64_t wall_ms = ops_limit ? 0 : duration_ms * (rounds == 1 ? 1 : round);
+    char head[32] = "lockbench:";
+    if (rounds != 1) format(head, sizeof head, "lockbench: round %lu:", round);
+    printf("%s total %lu ops%s", head, total_ops, wall_ms ? "" : "\n");
+    if (wall_ms) printf(", %lu ops/s\n", total_ops * 1000 / wall_ms);
+    uint64_t per_class[kMaxLockClasses] = {};
+    for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
+    int bad = 0;
+    for (uint32_t c = 0; c < kMaxLockClasses; c++) {
+        if (!per_class[c]) continue;
+        printf("%s class user%u (id %u): %lu acquisitions\n", head, c - map.first_user_class, c, per_class[c]);
+        if (verify) {
+            uint64_t counted = 0;
+            if (!query_class_acquisitions(c, &counted)) bad++;
+            else if (counted != per_class[c]) {
+                eprintf("%s class id %u: the kernel counted %lu acquisitions, lockbench made %lu\n",
+                        head, c, counted, per_class[c]);
+                bad++;
+            } else {
+                printf("%s class id %u: kernel counters agree (%lu)\n", head, c, counted);
+            }
+        }
+    }
+    return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +227,8 @@ int main(int argc, char** argv) {
         {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
         {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|mcs|pv, or booted (lock=)"},
         {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
+        {"--rounds", OptKind::kU64, &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"},
+        {"--pause-ms", OptKind::kU64, &pause_ms, "between rounds, no workload thread runs (default 1000)"},
     };
     if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
                     "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
@@ -219,52 +285,19 @@ int main(int argc, char** argv) {
     printf("lockbench: %d threads on %d CPUs, %lu locks (%s), cs %lu cycles, think %lu cycles, "
            "algorithm %s, %s\n", n, ncpu, nlocks, pattern, cs_cycles, think_cycles,
            lock_algorithm_name(algo), duration_ms ? "timed" : "until stopped");
-    int tids[kMaxThreads];
-    for (int i = 0; i < n; i++) {
-        threads[i].index = i;
-        threads[i].cpu = uint32_t(i % ncpu);
-        tids[i] = thread_start(worker, &threads[i]);
-        if (tids[i] < 0) {
-            eprintf("lockbench: cannot start thread %d: %s\n", i, error_name(tids[i]));
-            return 1;
-        }
+    if (rounds != 1 && (ops_limit || duration_ms == 0)) {
+        eprintf("lockbench: --rounds %lu needs a timed round: --duration-ms above 0 and no --ops\n", rounds);
+        return 2;
     }
-    if (ops_limit == 0) {
-        if (duration_ms == 0)
-            for (;;) sys::sleep_us(1000000);  // until the VM is stopped
-        sys::sleep_us(duration_ms * 1000);
-        stop = true;
-    }
-    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {};
-    for (int i = 0; i < n; i++) {
-        sys::thread_join(tids[i]);
-        ThreadState& t = threads[i];
-        uint64_t ms = t.cycles / (hz / 1000 ? hz / 1000 : 1);
-        printf("lockbench: thread %3d cpu %2u: %10lu ops in %6lu ms, %10lu ops/s\n", i, t.cpu, t.ops, ms,
-               ms ? t.ops * 1000 / ms : 0);
-        total_ops += t.ops;
-        for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
-    }
-    uint64_t wall_ms = ops_limit ? 0 : duration_ms;
-    printf("lockbench: total %lu ops%s", total_ops, wall_ms ? "" : "\n");
-    if (wall_ms) printf(", %lu ops/s\n", total_ops * 1000 / wall_ms);
-    uint64_t per_class[kMaxLockClasses] = {};
-    for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
     int bad = 0;
-    for (uint32_t c = 0; c < kMaxLockClasses; c++) {
-        if (!per_class[c]) continue;
-        printf("lockbench: class user%u (id %u): %lu acquisitions\n", c - map.first_user_class, c, per_class[c]);
-        if (verify) {
-            uint64_t counted = 0;
-            if (!query_class_acquisitions(c, &counted)) bad++;
-            else if (counted != per_class[c]) {
-                eprintf("lockbench: class id %u: the kernel counted %lu acquisitions, lockbench made %lu\n",
-                        c, counted, per_class[c]);
-                bad++;
-            } else {
-                printf("lockbench: class id %u: kernel counters agree (%lu)\n", c, counted);
-            }
+    for (uint64_t round = 1; rounds == 0 || round <= rounds; round++) {
+        if (rounds != 1) {
+            if (round > 1) sys::sleep_us(pause_ms * 1000);
+            printf("lockbench: round %lu start\n", round);  // before any thread of the round exists
         }
+        int r = run_round(n, round);
+        if (r < 0) return 1;
+        bad += r;
     }
     return bad ? 1 : 0;
 }
