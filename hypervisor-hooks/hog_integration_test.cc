@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <sstream>
 
 #include "fs_util.h"
@@ -26,7 +28,7 @@ std::vector<std::string> hog_args(const std::string& state, const std::string& r
 
 // Starts hogs; checks one per allowed CPU, each pinned to its own CPU; returns their pids.
 std::vector<int> expect_hogs_running(ChildProcess& cli, const std::string& ready) {
-    EXPECT_TRUE(eventually(5, [&] { return path_exists(ready); })) << cli.stderr_text();
+    EXPECT_TRUE(eventually(kEventuallyS, [&] { return path_exists(ready); })) << cli.stderr_text();
     std::vector<int> hogs = children_named(cli.pid(), "spinlab-hog");
     std::vector<int> cpus = allowed_cpus();
     EXPECT_EQ(hogs.size(), cpus.size());
@@ -42,13 +44,13 @@ std::vector<int> expect_hogs_running(ChildProcess& cli, const std::string& ready
 }
 
 void expect_all_gone(const std::vector<int>& hogs, int cli_pid, const std::string& state) {
-    EXPECT_TRUE(eventually(3, [&] {
+    EXPECT_TRUE(eventually(kEventuallyS, [&] {
         for (int pid : hogs) {
             if (process_alive(pid)) return false;
         }
         return true;
     })) << "a hog outlived spinlab-load";
-    EXPECT_TRUE(eventually(3, [&] { return !path_exists(state + "/spinlab-" + std::to_string(cli_pid) + "-ledger"); }))
+    EXPECT_TRUE(eventually(kEventuallyS, [&] { return !path_exists(state + "/spinlab-" + std::to_string(cli_pid) + "-ledger"); }))
         << "the ledger was not removed";
     EXPECT_TRUE(leftovers_of(cli_pid).empty());
 }
@@ -87,40 +89,52 @@ TEST(Hog, StopsWhenItsParentDies) {
     std::string cmd;
     for (const std::string& a : hog_args(dir + "/state", dir + "/ready")) cmd += "'" + a + "' ";
     ChildProcess runner({"/bin/sh", "-c", cmd + "; true"});
-    ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/ready"); }));
+    ASSERT_TRUE(eventually(kEventuallyS, [&] { return path_exists(dir + "/ready"); }));
     std::vector<int> cli = children_named(runner.pid(), "spinlab-load");
     ASSERT_EQ(cli.size(), 1u);
     std::vector<int> hogs = children_named(cli[0], "spinlab-hog");
     ASSERT_FALSE(hogs.empty());
     ::kill(runner.pid(), SIGKILL);
     runner.wait(5);
-    EXPECT_TRUE(eventually(5, [&] { return !process_alive(cli[0]); })) << "spinlab-load outlived its parent";
+    EXPECT_TRUE(eventually(kEventuallyS, [&] { return !process_alive(cli[0]); })) << "spinlab-load outlived its parent";
     expect_all_gone(hogs, cli[0], dir + "/state");
 }
 
+// /proc/PID/schedstat: nanoseconds on a CPU and nanoseconds runnable but waiting for one.
+std::pair<uint64_t, uint64_t> run_and_wait_ns(int pid) {
+    std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/schedstat"));
+    uint64_t run = 0, wait = 0;
+    in >> run >> wait;
+    return {run, wait};
+}
+
+// A 25 % hog runs at most 25 % of the time, and wants the CPU (runs or waits for it) at least
+// 25 % of the time. Both hold whatever else the host runs, which is why the test measures them
+// rather than CPU time alone. Measured on the 2-core build machine (load average ~21 from the
+// team's builds and VMs), 3 runs each: alone, it ran 7.0-11.1 % and was runnable 35.0-35.5 %;
+// with a `spinlab-load hog --cpus 0` beside it, it ran 4.1-4.8 % and was runnable 64.5-72.1 %
+// (a hog preempted at the end of its busy window stays runnable until it runs again). The old
+// bar, 25 % +- 12 % of CPU time, failed twice so in these runs (9 % and 10 %).
+// Tolerance: 3 % of the time either way, for the period edges (100 periods of 20 ms: a late
+// wake-up shortens a busy window).
 TEST(Hog, DutyCycleLimitsCpuUse) {
     std::string dir = temp_dir();
     ChildProcess cli({SPINLAB_LOAD_BIN, "hog", "--cpus", "0", "--duty", "25", "--period-ms", "20",
-                      "--duration", "3", "--state-dir", dir + "/state", "--ready-file", dir + "/ready"});
-    ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/ready"); }));
+                      "--duration", "30", "--state-dir", dir + "/state", "--ready-file", dir + "/ready"});
+    ASSERT_TRUE(eventually(kEventuallyS, [&] { return path_exists(dir + "/ready"); }));
     std::vector<int> hogs = children_named(cli.pid(), "spinlab-hog");
     ASSERT_EQ(hogs.size(), 1u);
-    auto cpu_ticks = [&] {
-        std::string stat = read_file("/proc/" + std::to_string(hogs[0]) + "/stat");
-        std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-        std::string f;
-        uint64_t utime = 0, stime = 0;
-        for (int i = 3; rest >> f; ++i) {
-            if (i == 14) utime = std::stoull(f);
-            if (i == 15) { stime = std::stoull(f); break; }
-        }
-        return utime + stime;
-    };
-    uint64_t before = cpu_ticks();
+    auto [run0, wait0] = run_and_wait_ns(hogs[0]);
+    auto t0 = std::chrono::steady_clock::now();
     ::usleep(2'000'000);
-    double used = static_cast<double>(cpu_ticks() - before) / ::sysconf(_SC_CLK_TCK) / 2.0;
-    EXPECT_NEAR(used, 0.25, 0.12) << "share of one CPU used by a 25% hog";
-    cli.wait(5);
+    auto [run1, wait1] = run_and_wait_ns(hogs[0]);
+    double elapsed = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    double ran = double(run1 - run0) / elapsed, runnable = double(run1 - run0 + wait1 - wait0) / elapsed;
+    std::printf("a 25%% hog ran %.1f%% and was runnable %.1f%% of the time\n", ran * 100, runnable * 100);
+    EXPECT_LE(ran, 0.28) << "share of the time a 25% hog ran";
+    EXPECT_GE(runnable, 0.22) << "share of the time a 25% hog ran or waited to run";
+    ::kill(cli.pid(), SIGTERM);
+    cli.wait(kEventuallyS);
 }
 
 }  // namespace

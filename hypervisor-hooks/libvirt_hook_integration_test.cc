@@ -40,11 +40,11 @@ TEST(LibvirtHook, StartsAndStopsTheLoadsTheDomainAsksFor) {
     int hog_cli = 0;
     in >> hog_cli;
     ASSERT_GT(hog_cli, 0) << pids;
-    ASSERT_TRUE(eventually(5, [&] { return children_named(hog_cli, "spinlab-hog").size() == 1; }))
+    ASSERT_TRUE(eventually(kEventuallyS, [&] { return children_named(hog_cli, "spinlab-hog").size() == 1; }))
         << slurp(dir + "/log/lab.log");
     std::vector<int> hogs = children_named(hog_cli, "spinlab-hog");
     EXPECT_EQ(run_hook(dir, "stopped", "end", xml), 0);
-    EXPECT_TRUE(eventually(5, [&] { return !process_alive(hog_cli) && !process_alive(hogs[0]); }));
+    EXPECT_TRUE(eventually(kEventuallyS, [&] { return !process_alive(hog_cli) && !process_alive(hogs[0]); }));
     EXPECT_FALSE(path_exists(dir + "/state/lab.pids"));
     EXPECT_NE(slurp(dir + "/log/lab.log").find("hog: stopped by"), std::string::npos);
 }

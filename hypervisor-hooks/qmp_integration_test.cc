@@ -24,9 +24,9 @@ TEST(QmpWithQemu, VcpuThreadsAgreeWithProcNames) {
     ChildProcess vm({qemu, "-M", "q35", "-smp", "2", "-accel", "tcg,thread=multi", "-nodefaults",
                      "-display", "none", "-S", "-name", "qmptest,debug-threads=on", "-qmp",
                      "unix:" + sock + ",server=on,wait=off"});
-    ASSERT_TRUE(eventually(10, [&] { return path_exists(sock); })) << vm.stderr_text();
+    ASSERT_TRUE(eventually(kEventuallyS, [&] { return path_exists(sock); })) << vm.stderr_text();
     std::vector<QmpCpu> cpus;
-    ASSERT_TRUE(eventually(5, [&] {
+    ASSERT_TRUE(eventually(kEventuallyS, [&] {
         try {
             cpus = query_vcpus_over_qmp(sock);
             return true;

@@ -47,32 +47,51 @@ def collect(g, *args, check=True):
     return r
 
 
+# A live reading copies a class's fields one after the other while its CPUs record: each CPU
+# can be inside one record of the class when the copy starts, and start a few more before the
+# copy of that class ends (a copy takes well under a microsecond, a record under TCG several).
+# So the live invariant may be off by a few per CPU, never by more; the exact check on
+# quiescent records is the soak's (experiments/soak) and lockbench --verify's.
+LIVE_SKEW_PER_CPU = 4
+
+
 def user_totals(g):
-    """Acquisitions of the workload classes, and whether every class keeps the invariant."""
+    """Acquisitions of the workload classes, and the classes whose invariant is off by more
+    than a live reading explains."""
     doc = json.loads(collect(g, "query", "--format", "json").stdout)
-    total, ok = 0, True
+    total, bad = 0, []
     for c in doc["classes"]:
         m = c["merged"]
         waits = sum(m["wait_hist"].values())
-        ok &= m["uncontended"] + waits + m["wait_overflow"] <= m["acquisitions"]
+        off = m["uncontended"] + waits + m["wait_overflow"] - m["acquisitions"]
+        if abs(off) > LIVE_SKEW_PER_CPU * 2:  # 2 vCPUs
+            bad.append(f"{c['name']}: off by {off}")
         if c["name"].startswith("user"):
             total += m["acquisitions"]
-    return total, ok
+    return total, bad
+
+
+def wait_for(what, predicate, seconds=60):
+    """Polls until predicate() is true: progress under TCG on a loaded host takes what the host
+    scheduler gives, so the bar is "it happens", with a deadline that only catches a hang."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"{what}: not within {seconds} s")
 
 
 def test_query_while_running_totals_grow(guest):
-    deadline = time.time() + 60
-    first = 0
-    while time.time() < deadline and first == 0:  # lockbench starts after boot
-        first, _ = user_totals(guest)
-        time.sleep(0.5)
-    assert first > 0, "lockbench's classes never counted anything"
-    time.sleep(1.0)
-    second, ok = user_totals(guest)
-    assert second > first
-    assert ok
-    # Exact invariant on a quiescent snapshot is checked in-guest (lockbench --verify);
-    # here the per-CPU records are read while being written, so at most a few in flight.
+    readings = []  # (total, classes off by more than the live skew), one per query
+
+    def total_above(floor):
+        readings.append(user_totals(guest))
+        return readings[-1][0] > floor
+    wait_for("lockbench's classes count something", lambda: total_above(0))  # it starts after boot
+    first = readings[-1][0]
+    wait_for("lockbench's totals grow", lambda: total_above(first))
+    assert not [off for _, bad in readings for off in bad]
 
 
 def test_garbage_frames_then_a_valid_query(guest):
@@ -100,7 +119,9 @@ def test_record_survives_the_vm_dying(guest):
     rec = subprocess.Popen([COLLECT, "record", "--vm", guest["name"], "--run-dir", guest["run_dir"],
                             "--interval", "0.3", "--output", out],
                            env=guest["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # Three snapshots kept, however long the loaded host takes to start spinlab-collect.
+    wait_for("record keeps 3 snapshots", lambda: os.path.exists(out) and
+             sum('"type": "snapshot"' in l or '"type":"snapshot"' in l for l in open(out)) >= 3)
     os.kill(guest["state"]["qemu_pid"], signal.SIGKILL)  # the VM dies mid-record
     _, err = rec.communicate(timeout=30)
     assert rec.returncode != 0, "record should say the guest went away"

@@ -53,7 +53,12 @@ void waiter(void*) {
 void sleep_wakeup() {
     chan_value = 0;
     Thread* w = thread_spawn("waiter", waiter, nullptr);
-    sleep_us(20000);  // let it go to sleep
+    // Let it go to sleep. Not a fixed 20 ms: the host may not run the waiter's vCPU for longer
+    // than that (seen under TCG on a loaded host); 5 s only catches a waiter that never sleeps.
+    const uint64_t deadline = arch::rdtsc_lfence() + g_tsc_hz * 5;
+    while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != ThreadState::kSleeping &&
+           arch::rdtsc_lfence() < deadline)
+        sleep_us(1000);
     TEST_CHECK(w->state == ThreadState::kSleeping);
     {
         SpinGuardIrq g(&chan_lock);
