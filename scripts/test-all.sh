@@ -27,22 +27,23 @@ run_step() {
     shift 2
     echo
     echo "=== $name"
-    local t0=$SECONDS ok=0
+    local t0=$SECONDS ok=0 note=""
     if "$@"; then
         ok=1
     elif [ -n "$retry" ]; then
         echo "RETRIED $name (the first attempt failed after $((SECONDS - t0)) s; once more)"
         retried=$((retried + 1))
         retried_names+=("$name")
+        note=", RETRIED"
         $retry && ok=1
     fi
     if [ $ok = 1 ]; then
         passed=$((passed + 1))
-        echo "=== $name: ok ($((SECONDS - t0)) s)"
+        echo "=== $name: ok ($((SECONDS - t0)) s$note)"
     else
         failed=$((failed + 1))
         failed_names+=("$name")
-        echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+        echo "=== $name: FAILED ($((SECONDS - t0)) s$note)"
     fi
 }
 step() { run_step "" "$@"; }

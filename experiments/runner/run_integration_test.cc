@@ -167,7 +167,11 @@ TEST(FakeGuest, EndToEndResultsAndReport) {
             ASSERT_TRUE(fs::exists(f)) << f;
             pt::ptree s = json(f);
             EXPECT_GT(s.get<uint64_t>("workload.lockbench.ops"), 0u) << f;
-            EXPECT_NEAR(s.get<double>("duration_s"), 1.0, 0.5) << f;
+            // The window covers at least the planned second (the runner waits until baseline +
+            // duration before it reads the end); how much more depends on when the host lets the
+            // runner read again, so above, only a window left open far too long fails.
+            EXPECT_GE(s.get<double>("duration_s"), 1.0) << f;
+            EXPECT_LT(s.get<double>("duration_s"), 6.0) << f;
         }
     EXPECT_TRUE(fs::exists(dir + "/spec.ini"));
     EXPECT_TRUE(fs::exists(dir + "/clock.json"));

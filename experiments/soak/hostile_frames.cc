@@ -56,7 +56,7 @@ HostileFrame HostileFrames::make(Hostile kind) {
     HostileFrame f{kind, {}};
     switch (kind) {
         case Hostile::kRandomBytes:
-            f.bytes = random_bytes(1 + uint32_t(random() % 256));
+            f.bytes = random_bytes(1 + uint32_t(random() % 64));
             break;
         case Hostile::kTruncated: {
             // A query of a real class with some input bytes: whole, it would be answered.
@@ -98,7 +98,7 @@ HostileFrame HostileFrames::make(Hostile kind) {
             // with a status, never act. A set is safe for the same reason.
             uint32_t cls = 0x5400u + uint32_t(random() % (0xffffffffu - 0x5400u));
             FrameOp op = random() % 2 ? FrameOp::kQuery : FrameOp::kSet;
-            std::vector<uint8_t> payload = random_bytes(uint32_t(random() % 65));
+            std::vector<uint8_t> payload = random_bytes(uint32_t(random() % 33));
             uint32_t length = uint32_t(payload.size());
             if (op == FrameOp::kQuery) length += uint32_t(random() % 4096);
             FrameHeader h = frame_request(op, id, cls, uint32_t(random()), length);

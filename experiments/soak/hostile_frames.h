@@ -12,7 +12,7 @@
 namespace spinlab::soak {
 
 enum class Hostile : uint8_t {
-    kRandomBytes,   // 1..256 random bytes (line noise)
+    kRandomBytes,   // 1..64 random bytes (line noise)
     kTruncated,     // a valid request cut short; the rest never comes
     kAbsurdLength,  // CRC-valid header whose lengths are above the limits or disagree
     kAbsurdClass,   // a complete, valid request for an information class that does not exist
@@ -30,9 +30,11 @@ struct HostileFrame {
 // requests from 1, so an answer to a hostile frame is never taken for the answer to a query.
 inline constexpr uint32_t kHostileIdBit = 0x80000000u;
 
-// The largest payload a truncated frame claims. Every other hostile frame is either complete or
+// Small frames: every byte costs the guest an emulated serial read, and on a loaded host a burst
+// of kilobytes delayed the next valid query by seconds; what makes a frame hostile is its defect,
+// not its size. The largest payload a truncated frame claims. Every other hostile frame is either complete or
 // rejected on its header alone (frame_check_header), before any payload is awaited.
-inline constexpr uint32_t kMaxTruncatedPayload = 256;
+inline constexpr uint32_t kMaxTruncatedPayload = 64;
 
 // What follows a burst of hostile frames, before the next valid query: zeros enough to complete
 // any frame a truncated one left the decoder waiting for. Without it the guest's decoder would

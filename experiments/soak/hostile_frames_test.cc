@@ -92,8 +92,12 @@ TEST(HostileFrames, WithoutTheFlushATruncatedFrameSwallowsTheQuery) {
     int swallowed = 0;
     for (int i = 0; i < 200; ++i) {
         HostileFrame f = h.make(Hostile::kTruncated);
-        if (f.bytes.size() <= kFrameHeaderSize + 40) continue;  // the query fits in its payload
         std::vector<uint8_t> q = valid_query();
+        if (f.bytes.size() < kFrameHeaderSize) continue;  // the header itself is cut: resync
+        FrameHeader hd;
+        std::memcpy(&hd, f.bytes.data(), sizeof hd);
+        // A frame the query's bytes complete is rejected, and the hunt finds the query inside.
+        if (kFrameHeaderSize + hd.payload_length - f.bytes.size() <= q.size()) continue;
         f.bytes.insert(f.bytes.end(), q.begin(), q.end());
         Decoded d = decode(f.bytes);
         swallowed += d.frames.empty();

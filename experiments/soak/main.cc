@@ -6,7 +6,7 @@
 // control channel; lockbench in rounds beside kmix, through /bin/par), cycles the host through
 // idle, a hog on every host CPU, freezes of vCPU 1 and CFS throttling of every vCPU with
 // `spinlab-load`, and once per tick (1 s):
-//   - sends a burst of hostile channel frames (hostile_frames.h), then half a tick later a valid
+//   - sends a burst of 1-3 hostile channel frames (hostile_frames.h), then half a tick later a valid
 //     query, which must be answered within 1 s;
 //   - reads the region and checks the per-class invariants where they must hold exactly
 //     (invariant_check.h: quiescent records only);
@@ -22,8 +22,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -49,6 +47,8 @@
 #include "invariant_check.h"
 #include "lockbench_log.h"
 #include "session.h"
+#include "signals.h"
+#include "vm.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -57,9 +57,6 @@ using spinlab::run::Child;
 
 namespace spinlab::soak {
 namespace {
-
-volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int s) { g_signal = s; }
 
 struct Options {
     double minutes = 10;
@@ -179,14 +176,9 @@ void Soak::violation(const std::string& what) {
     std::fprintf(stderr, "soak: VIOLATION: %s\n", what.c_str());
 }
 
-std::string run_dir() {
-    const char* e = std::getenv("SPINLAB_RUN_DIR");
-    return e && *e ? e : "/run/spinlab";
-}
-
 void Soak::start_vm() {
     name_ = "soak" + std::to_string(getpid());
-    vm_dir_ = run_dir() + "/vm/" + name_;
+    vm_dir_ = run::run_dir() + "/vm/" + name_;
     log_dir_ = o_.out;
     fs::create_directories(log_dir_);
     // lockbench in rounds of 2 s with 1.5 s pauses: each pause is a window in which every
@@ -201,26 +193,16 @@ void Soak::start_vm() {
                                  log_dir_ + "/console.log"},
         log_dir_ + "/vm.log");
     const auto deadline = Clock::now() + 120s;
-    namespace pt = boost::property_tree;
     for (;;) {
-        if (g_signal) throw std::runtime_error("interrupted while the VM started");
+        if (run::pending_signal()) throw std::runtime_error("interrupted while the VM started");
         if (!vm_->running())
             throw collect::CollectError(collect::kExitNoVm,
                                         "spinlab-vm run " + Child::describe(*vm_->poll()) + " (see " +
                                             log_dir_ + "/vm.log)");
-        try {
-            pt::ptree t;
-            std::ifstream in(vm_dir_ + "/vm.json");
-            if (in) {
-                pt::read_json(in, t);
-                auto ids = t.get_child_optional("vcpu_thread_ids");
-                if (t.get<std::string>("state", "") == "running" && ids && ids->size() == o_.cpus) {
-                    qemu_pid_ = t.get<uint64_t>("qemu_pid", 0);
-                    break;
-                }
-            }
-        } catch (const pt::ptree_error&) {
-            // being written
+        auto info = run::read_vm_json(vm_dir_ + "/vm.json");
+        if (info && info->state == "running" && info->vcpu_tids.size() == o_.cpus) {
+            qemu_pid_ = info->qemu_pid;
+            break;
         }
         if (Clock::now() > deadline) throw collect::CollectError(collect::kExitNoVm, "the VM did not start in 120 s");
         std::this_thread::sleep_for(100ms);
@@ -236,7 +218,7 @@ void Soak::wait_ready() {
     const auto deadline = Clock::now() + 180s;
     std::string last = "no answer";
     for (;;) {
-        if (g_signal) throw std::runtime_error("interrupted while the guest booted");
+        if (run::pending_signal()) throw std::runtime_error("interrupted while the guest booted");
         if (!vm_running()) throw collect::CollectError(collect::kExitNoVm, "the VM ended while booting: " + last);
         try {
             session_ = std::make_unique<collect::Session>(c);
@@ -317,7 +299,7 @@ void Soak::stop_all() {
 
 void Soak::tick_hostile() {
     std::vector<uint8_t> burst;
-    const uint32_t n = 1 + uint32_t(frames_.random() % 6);
+    const uint32_t n = 1 + uint32_t(frames_.random() % 3);
     for (uint32_t i = 0; i < n; ++i) {
         HostileFrame h = frames_.next();
         burst.insert(burst.end(), h.bytes.begin(), h.bytes.end());
@@ -392,12 +374,9 @@ void Soak::tick_check() {
 }
 
 int Soak::run() {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGHUP, on_signal);
-    std::signal(SIGPIPE, SIG_IGN);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);  // our parent dies: end in order like on Ctrl-C
-    if (getppid() == 1) g_signal = SIGTERM;
+    run::install_signal_handlers();    // SIGINT, SIGTERM, SIGHUP end the soak in order
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // and so does the death of our parent
+    if (getppid() == 1) std::raise(SIGTERM);
 
     std::string fatal;
     const double total_s = o_.minutes * 60;
@@ -414,7 +393,7 @@ int Soak::run() {
         start = Clock::now();
         const auto end = start + std::chrono::milliseconds(int64_t(total_s * 1000));
         int current = -1;
-        for (auto tick = start; Clock::now() < end && !g_signal;
+        for (auto tick = start; Clock::now() < end && !run::pending_signal();
              tick = std::max(tick + 1s, Clock::now())) {  // a slow tick delays, never bunches, the next
             const int phase = int(std::chrono::duration<double>(tick - start).count() / phase_s);
             if (phase != current) {
@@ -435,14 +414,14 @@ int Soak::run() {
             tick_check();
             std::this_thread::sleep_until(tick + 1s);
         }
-        if (!vm_running() && !g_signal) fatal = "the VM ended early: spinlab-vm run " + Child::describe(*vm_->poll());
+        if (!vm_running() && !run::pending_signal()) fatal = "the VM ended early: spinlab-vm run " + Child::describe(*vm_->poll());
     } catch (const std::exception& e) {
         fatal = e.what();
     }
     if (start != Clock::time_point{}) f_.minutes = std::chrono::duration<double>(Clock::now() - start).count() / 60;
     read_console();
     stop_all();
-    if (g_signal) fatal = std::string("interrupted by signal ") + std::to_string(int(g_signal));
+    if (run::pending_signal()) fatal = "interrupted by " + run::signal_name(run::pending_signal());
     if (fatal.empty() && f_.lockbench_checks == 0) fatal = "no quiescent lockbench window was seen: nothing compared";
     if (!fatal.empty()) std::fprintf(stderr, "soak: %s\n", fatal.c_str());
     std::printf("soak: %.1f minutes, %lu frames sent, %lu queries answered, %lu invariant checks, "
