@@ -183,6 +183,9 @@ void Soak::start_vm() {
     fs::create_directories(log_dir_);
     // lockbench in rounds of 2 s with 1.5 s pauses: each pause is a window in which every
     // workload class is quiescent, long enough for at least one 1 s tick to fall inside it.
+    // The boot's default lock (tas). With a fair lock (ticket, mcs) every handover waits for one
+    // particular vCPU; on a 2-core host at load ~20 the 4-vCPU guest then printed nothing for
+    // 40-60 s, and the channel's 1 s bar would measure the host's overload.
     const std::string init =
         "/bin/par /bin/lockbench --verify --rounds 0 --duration-ms 2000 --pause-ms 1500 --locks 4 "
         "--pattern random -- /bin/kmix --duration-ms 0";
