@@ -38,7 +38,7 @@ for pkg in vm-images/spinlab_vm analysis/spinlab_report; do
             fail "$f is not installed: add it to the module list in frontend/CMakeLists.txt"
     done
 done
-for t in spinlab spinlab-run spinlab-collect spinlab-load spinlab-vm spinlab-report spinlab-selftest; do
+for t in spinlab spinlab-run spinlab-collect spinlab-load spinlab-vm spinlab-report spinlab-selftest spinlab-sweep; do
     [ -x "$bin/$t" ] || fail "$bin/$t is missing"
     man --manpath="$root$prefix/share/man" "$t" 2>/dev/null | grep -q "^NAME" ||
         fail "man $t: no page under $root$prefix/share/man"
@@ -59,8 +59,10 @@ spinlab version | grep -q "^spinlab [0-9]"
 if spinlab rnu 2>err.txt; then exit 1; fi
 grep -q "did you mean 'spinlab run'" err.txt
 spinlab run --help | grep -q -- "--spec NAME|FILE"
+spinlab sweep sweep-locks --dry-run >sweep.txt
+grep -q "lock-tas_cpus-2: .*/bin/spinlab-run --spec .*--vm.lock tas --vm.cpus 2" sweep.txt
 spinlab selftest --cpus 2 --suite smp,user --accel tcg >selftest.txt
-spinlab run --vm.name install-test-\$\$ --vm.accel tcg --run.duration 4 --run.warmup 1 \
+spinlab run --vm.name install-test-\$\$ --vm.accel tcg --run.phases idle-host --run.duration 8 --run.warmup 2 \
     --run.repetitions 1 >run.txt 2>&1 || { cat run.txt; exit 1; }
 spinlab report results/latest >report.txt
 INNER

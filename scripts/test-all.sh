@@ -88,7 +88,7 @@ step "collector against the real guest (pytest)" pytest_dir collector/tests
 step "experiment sweeps through Snakemake (pytest)" pytest_dir experiments/sweep/tests
 step "spinlab front-end (pytest)" pytest_dir frontend/tests
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
-# hidden (selftest, a 10 s run, the report), make uninstall: about 1.5 min
+# hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min
 step "make install: installed spinlab runs without the source tree" scripts/install-test.sh
 for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \

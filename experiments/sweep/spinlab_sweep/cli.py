@@ -10,7 +10,11 @@ import tempfile
 from . import aggregate, cell, layout, spec, sweep_html, workflow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# In a source tree this is experiments/sweep/spinlab_sweep/, the tools are in build/host/bin and
+# analysis/; installed it is PREFIX/share/spinlab/sweep/spinlab_sweep/, the tools in PREFIX/bin.
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+PREFIX = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
+SPEC_DIRS = [os.path.join(REPO, "experiments"), os.path.join(PREFIX, "share", "spinlab", "experiments")]
 
 EPILOG = """\
 A sweep spec is an experiment spec (see `spinlab-run --help`) plus a [sweep] section whose keys
@@ -40,19 +44,35 @@ EXAMPLES:
 """
 
 
+def _first_executable(*paths):
+    return next((p for p in paths if p and os.access(p, os.X_OK)), None)
+
+
 def default_tools() -> dict:
-    built = os.path.join(REPO, "build", "host", "bin", "spinlab-run")
-    run = built if os.access(built, os.X_OK) else shutil.which("spinlab-run")
-    source_report = os.path.join(REPO, "analysis", "spinlab-report")
-    report = source_report if os.access(source_report, os.X_OK) else shutil.which("spinlab-report")
+    run = _first_executable(os.path.join(REPO, "build", "host", "bin", "spinlab-run"),
+                            os.path.join(PREFIX, "bin", "spinlab-run"), shutil.which("spinlab-run"))
+    report = _first_executable(os.path.join(REPO, "analysis", "spinlab-report"),
+                               os.path.join(PREFIX, "bin", "spinlab-report"), shutil.which("spinlab-report"))
     sweep = os.path.join(os.path.dirname(HERE), "spinlab-sweep")
     return {"run": run, "report": report, "sweep": [sys.executable, sweep]}
+
+
+def find_spec(name: str) -> str:
+    """A spec path as given, else a spec of that name among the shipped ones (sweep-locks)."""
+    if os.path.exists(name) or os.sep in name:
+        return name
+    for d in SPEC_DIRS:
+        for candidate in (os.path.join(d, name), os.path.join(d, name + ".ini")):
+            if os.path.exists(candidate):
+                return candidate
+    return name
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="spinlab-sweep", description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("spec", help="the sweep spec (an experiment spec with a [sweep] section)")
+    p.add_argument("spec", help="the sweep spec (an experiment spec with a [sweep] section), a path or the "
+                                "name of a shipped one (sweep-locks)")
     p.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
     p.add_argument("--output", default="results", help="where sweep-ID/ goes (default results)")
     p.add_argument("--id", help="the sweep's name (default: [sweep] id, else the spec file's name)")
@@ -93,6 +113,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["aggregate"] and len(argv) == 2:
         return do_aggregate(argv[1])
     args = parser().parse_args(argv)
+    args.spec = find_spec(args.spec)
     try:
         with open(args.spec) as f:
             text = f.read()

@@ -1,6 +1,7 @@
 """The one place the sweep reaches into spinlab_report (analysis/): its results loader.
 
-Installed, spinlab_report is importable as it is; in a source tree it sits in ../../analysis.
+In a source tree it sits in analysis/ at the top; installed, in share/spinlab/analysis beside
+share/spinlab/sweep.
 """
 import os
 import sys
@@ -8,7 +9,11 @@ import sys
 try:
     import spinlab_report  # noqa: F401
 except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "analysis"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(here, "..", "..", "..", "analysis"), os.path.join(here, "..", "..", "analysis")):
+        if os.path.isdir(os.path.join(d, "spinlab_report")):
+            sys.path.insert(0, d)
+            break
 
 from spinlab_report.aggregate import rep_hists  # noqa: E402
 from spinlab_report.buckets import count_at_or_above  # noqa: E402
