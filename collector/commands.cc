@@ -63,6 +63,7 @@ std::vector<uint32_t> classes_to_show(const Config& c, const ClassNames& names,
 }
 
 int run_command(const Config& c, std::ostream& out, std::ostream& err) {
+    if (c.command == "trace" && c.trace.action == "dump") return run_trace_dump(c, out, err);
     Session s(c);
     if (c.command == "query") return run_query(s, c, out, err);
     if (c.command == "set") return run_set(s, c, out, err);
@@ -70,6 +71,7 @@ int run_command(const Config& c, std::ostream& out, std::ostream& err) {
     if (c.command == "info") return run_info(s, c, out, err);
     if (c.command == "watch") return run_watch(s, c, out, err);
     if (c.command == "record") return run_record(s, c, out, err);
+    if (c.command == "trace") return run_trace(s, c, out, err);
     throw CollectError(kExitUsage, "unknown command '" + c.command + "'");
 }
 

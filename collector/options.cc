@@ -5,14 +5,17 @@
 #include <fstream>
 #include <sstream>
 
+#include <spinlab/trace.h>
+
 #include "error.h"
+#include "trace_text.h"
 
 namespace po = boost::program_options;
 
 namespace spinlab::collect {
 namespace {
 
-const char* const kCommands[] = {"query", "set", "reset", "info", "watch", "record"};
+const char* const kCommands[] = {"query", "set", "reset", "info", "watch", "record", "trace"};
 
 // Numbers are taken as strings and converted here, so "-1" or "12abc" get a sentence naming
 // the option instead of Boost's wrap-around or a generic message.
@@ -46,6 +49,7 @@ struct Descriptions {
     po::options_description params{"Parameters (set: EVENT_TRACE_SPINLOCK_INFORMATION)"};
     po::options_description reset{"Reset"};
     po::options_description series{"Series (watch, record)"};
+    po::options_description trace{"Trace sessions (trace start, trace record)"};
     po::options_description hidden;
     po::positional_options_description positional;
 
@@ -92,19 +96,30 @@ struct Descriptions {
              "seconds without a guest clock publication after which the guest counts as gone")
             ("clock-samples", po::value<std::string>()->default_value("8"),
              "info: clock publications to sample for the offset/drift fit");
-        hidden.add_options()("command", po::value<std::string>());
-        positional.add("command", 1);
+        trace.add_options()
+            ("buffer-size", po::value<std::string>(), "BufferSize: bytes per buffer, a multiple of 4096 (default 65536)")
+            ("min-buffers", po::value<std::string>(), "MinimumBuffers per CPU (default 4)")
+            ("max-buffers", po::value<std::string>(), "MaximumBuffers per CPU (default 64)")
+            ("flush-timer", po::value<std::string>(), "FlushTimer: ms before a partly filled buffer is published; 0 never (default 100)")
+            ("mode", po::value<std::string>(), "LoggerMode: real-time (default), circular or no-drop-stall")
+            ("enable", po::value<std::string>(),
+             "groups, comma-separated: all, spinlock, cswitch, ready, syscall, profile, process, "
+             "memory, longwait (default spinlock,longwait)")
+            ("profile-interval", po::value<std::string>(), "timer ticks between profile samples (default 1)");
+        hidden.add_options()("command", po::value<std::string>())
+            ("args", po::value<std::vector<std::string>>());
+        positional.add("command", 1).add("args", -1);
     }
 
     po::options_description visible() const {
         po::options_description all;
-        all.add(generic).add(attach).add(output).add(params).add(reset).add(series);
+        all.add(generic).add(attach).add(output).add(params).add(reset).add(series).add(trace);
         return all;
     }
     // What a config file may set: everything except --help and --config itself.
     po::options_description file_options() const {
         po::options_description all;
-        all.add(attach).add(output).add(params).add(reset).add(series);
+        all.add(attach).add(output).add(params).add(reset).add(series).add(trace);
         return all;
     }
 };
@@ -123,7 +138,12 @@ std::string usage_text() {
          "  info     the guest's configuration, the shared region, clock offset and drift\n"
          "  watch    print the interval's deltas every --interval seconds\n"
          "  record   write a snapshot every --interval seconds to --output (JSON lines,\n"
-         "           written as it goes: a guest that dies leaves every snapshot taken)\n\n"
+         "           written as it goes: a guest that dies leaves every snapshot taken)\n"
+         "  trace start|stop|status   a trace session (per-CPU event buffers in the region)\n"
+         "  trace record              start one if none runs, drain it into --output (a trace\n"
+         "           file; every whole buffer stays if the guest dies), live events/s, MB/s,\n"
+         "           lost; stop it at --duration or Ctrl-C if it started it\n"
+         "  trace dump FILE           a trace file as text, one event per line\n\n"
       << d.visible()
       << "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 no VM or no answer,\n"
          "4 ABI version mismatch, 5 the guest went away during watch/record.\n"
@@ -135,7 +155,10 @@ std::string usage_text() {
          "  spinlab-collect watch --socket /tmp/ch.sock --shm /dev/shm/spinlab-lab1 -i 2\n"
          "  spinlab-collect record --vm lab1 -i 0.5 --duration 60 -o results/run1/lockstat.jsonl\n"
          "  spinlab-collect info --vm lab1 --format json\n"
-         "  spinlab-collect record --config experiments/collect.ini\n";
+         "  spinlab-collect record --config experiments/collect.ini\n"
+         "  spinlab-collect trace record --vm lab1 --enable all --duration 10 -o run.trace\n"
+         "  spinlab-collect trace start --vm lab1 --mode circular --max-buffers 8\n"
+         "  spinlab-collect trace dump run.trace\n";
     return o.str();
 }
 
@@ -172,13 +195,13 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
     Config& c = out.config;
     if (!vm.count("command"))
         throw CollectError(kExitUsage, "no command given: one of query, set, reset, info, "
-                                       "watch, record");
+                                       "watch, record, trace");
     c.command = vm["command"].as<std::string>();
     bool known = false;
     for (const char* k : kCommands) known = known || c.command == k;
     if (!known)
         throw CollectError(kExitUsage, "unknown command '" + c.command +
-                                           "': one of query, set, reset, info, watch, record");
+                                           "': one of query, set, reset, info, watch, record, trace");
 
     auto str = [&](const char* k) -> std::string {
         return vm.count(k) ? vm[k].as<std::string>() : std::string();
@@ -221,6 +244,41 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
     c.stall_timeout_s = to_seconds("stall-timeout", str("stall-timeout"), false);
     c.clock_samples = to_u32("clock-samples", str("clock-samples"));
 
+    const std::vector<std::string> args =
+        vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    if (c.command == "trace") {
+        if (args.empty())
+            throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record or dump");
+        TraceOptions& t = c.trace;
+        t.action = args[0];
+        if (t.action != "start" && t.action != "stop" && t.action != "status" &&
+            t.action != "record" && t.action != "dump")
+            throw CollectError(kExitUsage, "unknown trace action '" + t.action +
+                                               "': start, stop, status, record or dump");
+        if (t.action == "dump") {
+            if (args.size() != 2) throw CollectError(kExitUsage, "trace dump needs one FILE");
+            t.file = args[1];
+        } else if (args.size() > 1) {
+            throw CollectError(kExitUsage, "trace " + t.action + " takes no argument '" + args[1] + "'");
+        }
+        opt_u32("buffer-size", t.buffer_size);
+        opt_u32("min-buffers", t.minimum_buffers);
+        opt_u32("max-buffers", t.maximum_buffers);
+        opt_u32("flush-timer", t.flush_timer_ms);
+        opt_u32("profile-interval", t.profile_interval);
+        if (vm.count("mode")) {
+            const std::string m = str("mode");
+            if (m == "real-time") t.logger_mode = uint32_t(TraceLoggerMode::kRealTime);
+            else if (m == "circular") t.logger_mode = uint32_t(TraceLoggerMode::kCircular);
+            else if (m == "no-drop-stall") t.logger_mode = uint32_t(TraceLoggerMode::kNoDropStall);
+            else throw CollectError(kExitUsage, "--mode must be real-time, circular or no-drop-stall, not '" + m + "'");
+        }
+        if (vm.count("enable")) t.enable_flags = parse_trace_groups(str("enable"));
+        if (t.action == "record" && c.output.empty())
+            throw CollectError(kExitUsage, "trace record needs --output FILE");
+    } else if (!args.empty()) {
+        throw CollectError(kExitUsage, c.command + " takes no argument '" + args[0] + "'");
+    }
     if (c.command == "set" && !c.spin_threshold && !c.acquire_sample_rate &&
         !c.contention_sample_rate && !c.hold_threshold)
         throw CollectError(kExitUsage, "set needs at least one of --spin-threshold, "

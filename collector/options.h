@@ -11,8 +11,21 @@
 
 namespace spinlab::collect {
 
+// `trace ACTION [FILE]`: unset parameters take the session defaults (locktrace/session.h).
+struct TraceOptions {
+    std::string action;  // start | stop | status | record | dump
+    std::string file;    // dump: the trace file
+    std::optional<uint32_t> buffer_size;
+    std::optional<uint32_t> minimum_buffers;
+    std::optional<uint32_t> maximum_buffers;
+    std::optional<uint32_t> flush_timer_ms;
+    std::optional<uint32_t> logger_mode;  // TraceLoggerMode
+    std::optional<uint32_t> enable_flags;
+    std::optional<uint32_t> profile_interval;
+};
+
 struct Config {
-    std::string command;  // query | set | reset | info | watch | record
+    std::string command;  // query | set | reset | info | watch | record | trace
     AttachOptions attach;
     uint32_t timeout_ms = 2000;
     std::string source = "auto";  // auto | region | channel
@@ -37,6 +50,7 @@ struct Config {
     bool fsync = false;          // record: fdatasync after every snapshot
     double stall_timeout_s = 5;  // record/watch: the guest is gone when its clock stalls this long
     uint32_t clock_samples = 8;  // info: clock publications sampled for the offset/drift fit
+    TraceOptions trace;
 };
 
 struct ParsedArgs {

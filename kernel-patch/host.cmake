@@ -38,7 +38,7 @@ target_link_libraries(spinlab_lockstat PUBLIC spinlab_spinlock spinlab_klib)  # 
 
 # sysinfo/: the query/set handler.
 add_library(spinlab_sysinfo STATIC ${SPINLAB_SYSINFO_SOURCES})
-target_link_libraries(spinlab_sysinfo PUBLIC spinlab_lockstat)
+target_link_libraries(spinlab_sysinfo PUBLIC spinlab_lockstat spinlab_locktrace)
 
 # The same sources with the kernel's flags, so a libc call, a C++ library header, floating
 # point or a static constructor breaks the host build, not only the kernel's.
@@ -116,6 +116,7 @@ spinlab_freestanding_check(spinlab_locktrace_freestanding_check spinlab_spinlock
 add_executable(locktrace_test
   ${SPINLAB_KP}/locktrace/sampling_test.cc
   ${SPINLAB_KP}/locktrace/session_test.cc
+  ${SPINLAB_KP}/locktrace/spinlock_event_test.cc
   ${SPINLAB_KP}/locktrace/trace_file_test.cc
   ${SPINLAB_KP}/locktrace/writer_test.cc
 )

@@ -16,6 +16,7 @@
 #include "lockclass.h"
 #include "channel.h"
 #include "lockstat.h"
+#include "locktrace.h"
 #include "lapic.h"
 #include "mem.h"
 #include "multiboot.h"
@@ -100,6 +101,7 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     init_cpu();            // per-CPU init for the boot CPU
     console_init_irq();    // COM1 receive interrupt to this CPU
     smp_init();            // start the other CPUs
+    locktrace_init();      // the trace area (the region's trace section, else private pages)
     sysinfo_init();        // query/set system information over every online CPU
     channel_init();        // the host's control channel on COM2 (same handler)
     proc_init();           // user processes: fault handler, reaper

@@ -68,3 +68,10 @@ void region_use_for_lockstat() {
     if (p && !lockstat_set_storage(p, stride * count, stride))
         kprintf("region: lockstat refused the perf data section (stride %lu)\n", stride);
 }
+
+void* region_trace(uint64_t* size) {
+    if (!base) return nullptr;
+    const auto& s = layout.section(spinlab::RegionSection::kTrace);
+    *size = s.size;
+    return s.size ? base + s.offset : nullptr;
+}

@@ -3,6 +3,7 @@
 // switches back to the idle thread; the idle thread picks the next runnable thread allowed on
 // this CPU and switches to it. sched_lock is held across every switch, so a thread's state and
 // its place in the run queue always change together.
+#include "locktrace.h"
 #include "sched.h"
 
 #include "../arch/x86.h"
@@ -58,6 +59,7 @@ void kick_for(const Thread* t) {
 }
 
 void make_runnable_locked(Thread* t) {
+    locktrace_ready_thread(t);
     t->state = ThreadState::kRunnable;
     t->wait_chan = nullptr;
     t->wake_tsc = 0;
@@ -137,7 +139,9 @@ void scheduler() {
         c->ctx_switches++;
         c->tss.rsp0 = uint64_t(t->kstack) + kKernelStackSize;
         as_activate(t->proc ? t->proc->as : nullptr);
+        locktrace_context_switch(c->idle, t);
         swtch(&c->sched_ctx, t->ctx);
+        locktrace_context_switch(t, c->idle);  // t's state and wait reason as it left
         // Back here when t called sched(); it may have run on other CPUs meanwhile. Back on
         // the kernel's own page tables: t's address space may be freed once sched_lock drops.
         as_activate(nullptr);
@@ -184,8 +188,15 @@ Thread* thread_create(const char* name, void (*fn)(void*), void* arg, int affini
 }
 
 void thread_start(Thread* t) {
+    locktrace_thread_event(spinlab::TraceEventType::kThreadStart, t);
     SpinGuardIrq g(&g_sched_lock);
     make_runnable_locked(t);
+}
+
+void sched_for_each_thread(void (*fn)(const Thread* t)) {
+    SpinGuardIrq g(&g_sched_lock);
+    for (Thread& t : threads)
+        if (t.state != ThreadState::kUnused && t.state != ThreadState::kZombie) fn(&t);
 }
 
 void thread_discard(Thread* t) {
@@ -203,6 +214,7 @@ Thread* thread_spawn(const char* name, void (*fn)(void*), void* arg, int affinit
 void thread_exit(int code) {
     Thread* t = current_thread();
     if (t == this_cpu()->idle) panic("thread_exit: the idle thread cannot exit");
+    locktrace_thread_event(spinlab::TraceEventType::kThreadEnd, t);
     (void)spin_lock_irqsave(&g_sched_lock);
     t->exit_code = code;
     t->state = ThreadState::kZombie;

@@ -53,6 +53,9 @@ Thread* current_thread();
 const char* thread_name(const Thread* t);
 void thread_set_affinity(int cpu);     // pin the calling thread (kAnyCpu to unpin); migrates now
 
+// Calls fn for every live thread under the scheduler lock (trace rundown).
+void sched_for_each_thread(void (*fn)(const Thread* t));
+
 void yield();
 void sched_tick();                     // timer interrupt: account, wake sleepers, maybe preempt
 void sleep_on(const void* chan, Spinlock* lk);  // lk held (irqsave'd by caller); re-taken

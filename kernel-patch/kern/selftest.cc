@@ -12,12 +12,12 @@
 #include "sched.h"
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
-    kSuiteLockstat;
+    kSuiteLockstat, kSuiteTrace;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp, &kSuiteSpinlock, &kSuiteSched, &kSuiteMem,
-                                         &kSuiteUser, &kSuiteLockstat};
+                                         &kSuiteUser, &kSuiteLockstat, &kSuiteTrace};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

@@ -8,6 +8,7 @@
 #include "console.h"
 #include "kvm.h"
 #include "lockstat.h"
+#include "locktrace.h"
 #include "sched.h"
 
 uint64_t g_lockup_reports;
@@ -98,6 +99,10 @@ struct KernelLockEnv {
     ls::StealSample steal(uint32_t cpu) const { return kvm_steal(cpu); }
     uint64_t irq_save() const { return ::irq_save(); }
     void irq_restore(uint64_t f) const { ::irq_restore(f); }
+    bool tracing() const { return locktrace_spin_tracing(); }
+    void trace_release(const sl::Lock& l, uint64_t release_tsc) const {
+        locktrace_spin_release(l, release_tsc);
+    }
 };
 
 constexpr spinlab::InstrumentLevel kLevel = ls::kBuildLevel;
@@ -120,7 +125,6 @@ inline void give(Spinlock* l) {
         panic("spinlock %s: released by cpu %u, not the holder", l->core.name, me);
     // The node must be read before the release: afterwards a successor owns mcs_owner.
     sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? l->core.mcs_owner : nullptr;
-    l->core.holder_site = nullptr;
     KernelLockEnv env;
     ls::lock_release<kLevel>(l->core, env);  // release store: the critical section stays above
     if (n) free_mcs_node(me, n);

@@ -37,7 +37,7 @@ struct Spinlock {
 // Static initialisation; the class comes from the name at compile time (lockclass.h).
 #define SPINLOCK_INIT(n)                                                                   \
     {                                                                                      \
-        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), lock_class_for_name(n), 0, 0}        \
+        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), lock_class_for_name(n), 0, 0, kNoCpu, {}} \
     }
 
 void spin_init(Spinlock* l, const char* name);  // class from the name

@@ -1,5 +1,6 @@
 // kern/syscall.cc: system-call dispatch. Every argument a program passes is checked here or in
 // the copy functions (kern/vm.h) before use; a bad one returns -spinlab::Error.
+#include "locktrace.h"
 #include "../arch/x86.h"
 #include "../lib/user_range.h"
 #include "console.h"
@@ -190,5 +191,8 @@ void syscall_dispatch(TrapFrame* tf) {
     Process* p = current_proc();
     if (!p) panic("system call from a thread with no process");
     proc_check_killed();
+    const uint64_t number = tf->rax;
+    locktrace_syscall_enter(number, tf->rdi, tf->rsi, tf->rdx);
     tf->rax = uint64_t(dispatch(p, tf));
+    locktrace_syscall_exit(number, tf->rax);
 }

@@ -11,6 +11,7 @@
 #include "lapic.h"
 #include "lockclass.h"
 #include "lockstat.h"
+#include "locktrace.h"
 #include "prcb.h"
 #include "spinlock.h"
 
@@ -91,6 +92,13 @@ void sysinfo_init() {
     ctx.params = &g_spinlock_params;
     ctx.reset = reset_on_cpu;
     ctx.reset_arg = nullptr;
+    if (kLocktraceBuilt) {  // INSTRUMENT=0: the session sub-class is refused
+        ctx.trace_control = [](void*, const spinlab::TraceSessionInformation& in) {
+            return locktrace_control(in);
+        };
+        ctx.trace_query = [](void*, spinlab::TraceSessionInformation* out) { locktrace_query(out); };
+    }
+    ctx.trace_arg = nullptr;
 }
 
 const spinlab::SystemConfiguration& sysinfo_config() { return config; }

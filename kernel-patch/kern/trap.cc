@@ -1,5 +1,6 @@
 // kern/trap.cc: IDT setup and trap dispatch. Exceptions in the kernel are fatal and reported
 // with every register and the CPU they happened on; device interrupts are acknowledged here.
+#include "locktrace.h"
 #include "trap.h"
 
 #include "../arch/x86.h"
@@ -98,6 +99,7 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
     case kVectorTimer:
         c->ticks++;
         lapic_eoi();
+        locktrace_tick(tf->rip, trap_from_user(tf));  // arm/disarm, FlushTimer, profile
         sched_tick();
         break;
     case kVectorCom1:

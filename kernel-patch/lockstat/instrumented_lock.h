@@ -21,6 +21,15 @@
 //                                          has none (TCG, not registered, cpu == kNoCpu)
 //   uint64_t irq_save(); void irq_restore(uint64_t);   around the long-wait ring push only
 //
+// and, optionally, the locktrace layer's two hooks (an Env without them compiles tracing away;
+// the kernel's has them, host tests may):
+//   bool tracing();                        a trace session wants spinlock facts on this CPU
+//   void trace_release(const spinlock::Lock&, uint64_t release_tsc);
+//                                          at release of a hold armed while tracing() was true:
+//                                          l.trace holds the facts; decide and write the event
+// With tracing() true (full level only) every acquisition is stamped, so that the hold rule can
+// see every hold: that is the price of a running session, paid only while it runs.
+//
 // The caller must not migrate between acquire and release (perf() is the releasing CPU's,
 // which must be the acquiring one): the kernel wrapper disables preemption or interrupts.
 #pragma once
@@ -37,6 +46,24 @@
 
 namespace spinlab::lockstat {
 
+template <class Env>
+concept TracingEnv = requires(Env& e, const spinlock::Lock& l) {
+    static_cast<bool>(e.tracing());
+    e.trace_release(l, uint64_t{0});
+};
+
+template <class Env>
+inline bool env_tracing(Env& env) {
+    if constexpr (TracingEnv<Env>) return env.tracing();
+    else return false;
+}
+
+inline uint64_t steal_delta(const StealSample& before, const StealSample& after) {
+    return before.valid && after.valid && after.steal_ns >= before.steal_ns
+               ? after.steal_ns - before.steal_ns
+               : 0;
+}
+
 // Stamps and steal samples of one contended acquisition, on the waiter's stack.
 template <InstrumentLevel L, class Env>
 class WaitTracer {
@@ -48,11 +75,12 @@ class WaitTracer {
         start_ = env.now();
     }
 
-    // The lock has just been taken: stamp, classify, record.
-    void acquired(spinlock::Lock& l, Env& env) {
+    // The lock has just been taken after `spins` spins: stamp, classify, record.
+    void acquired(spinlock::Lock& l, Env& env, uint64_t spins) {
         const uint64_t end = env.now();
-        const LhpClass lhp =
-            classify_wait(holder_before_, holder_steal(env), self_before_, env.steal(self_));
+        const StealSample holder_after = holder_steal(env);
+        const StealSample self_after = env.steal(self_);
+        const LhpClass lhp = classify_wait(holder_before_, holder_after, self_before_, self_after);
         CpuPerfData& p = *env.perf();
         const WaitRecord w = record_wait(p.classes[l.class_id], start_, end, lhp);
         if (!w.overflow && w.cycles >= p.long_waits.threshold_cycles) {
@@ -65,7 +93,22 @@ class WaitTracer {
             // Every contended acquisition's hold is timed, from the stamp we already have.
             l.hold_start = end;
             l.hold_timed = 1;
+            if (env_tracing(env)) [[unlikely]] {
+                spinlock::HoldTrace& t = l.trace;
+                t.acquire_tsc = end;
+                t.wait_cycles = w.cycles;
+                t.spins = 1 + spins;  // the failed try counts: >= 1 for every contended one
+                t.holder_steal_ns = steal_delta(holder_before_, holder_after);
+                t.waiter_steal_ns = steal_delta(self_before_, self_after);
+                t.holder_cpu_start = holder_;
+                t.holder_cpu_end = spinlock::load_relaxed(&l.released_by);
+                t.contended = 1;
+                t.wait_overflow = w.overflow;
+                t.lhp_class = static_cast<uint8_t>(lhp);
+                t.armed = 1;
+            }
         }
+        (void)spins;
     }
 
   private:
@@ -91,7 +134,7 @@ template <class Env>
 class WaitTracer<InstrumentLevel::kOff, Env> {
   public:
     constexpr WaitTracer(const spinlock::Lock&, Env&) {}
-    constexpr void acquired(spinlock::Lock&, Env&) {}
+    constexpr void acquired(spinlock::Lock&, Env&, uint64_t) {}
 };
 
 template <InstrumentLevel L, class Env>
@@ -103,6 +146,18 @@ inline void note_uncontended(spinlock::Lock& l, Env& env) {
             if (sample_uncontended_hold(p, param_acquire_sample_rate(env.params()))) [[unlikely]] {
                 l.hold_start = env.now();
                 l.hold_timed = 1;
+            }
+            if (env_tracing(env)) [[unlikely]] {
+                spinlock::HoldTrace& t = l.trace;
+                t.acquire_tsc = l.hold_timed ? l.hold_start : env.now();
+                t.wait_cycles = 0;
+                t.spins = 0;
+                t.holder_steal_ns = t.waiter_steal_ns = 0;
+                t.holder_cpu_start = t.holder_cpu_end = kNoCpu;
+                t.contended = 0;
+                t.wait_overflow = 0;
+                t.lhp_class = static_cast<uint8_t>(LhpClass::kUnknown);
+                t.armed = 1;
             }
         }
     }
@@ -116,21 +171,30 @@ inline void lock_acquire(spinlock::Lock& l, spinlock::McsNode* node, Env& env) {
         return;
     }
     WaitTracer<L, Env> tracer(l, env);
-    spinlock::acquire_contended(l, node, env);
-    tracer.acquired(l, env);
+    const uint64_t spins = spinlock::acquire_contended(l, node, env);
+    tracer.acquired(l, env, spins);
 }
 
-// spin_unlock's core: close a timed hold (full level), then release.
+// spin_unlock's core: close a timed hold (full level), hand a traced hold to locktrace, note
+// who released, then release.
 template <InstrumentLevel L, class Env>
 inline void lock_release(spinlock::Lock& l, Env& env) {
     if constexpr (L == InstrumentLevel::kFull) {
+        uint64_t end = 0;
         if (l.hold_timed) [[unlikely]] {
             l.hold_timed = 0;
-            const uint64_t end = env.now();
+            end = env.now();
             record_hold(env.perf()->classes[l.class_id], l.hold_start, end,
                         param_hold_threshold(env.params()));
         }
+        if constexpr (TracingEnv<Env>) {
+            if (l.trace.armed) [[unlikely]] {
+                l.trace.armed = 0;
+                env.trace_release(l, end ? end : env.now());
+            }
+        }
     }
+    if constexpr (L != InstrumentLevel::kOff) spinlock::store_relaxed(&l.released_by, env.cpu());
     spinlock::release(l, env);
 }
 

@@ -56,6 +56,12 @@ struct HostEnv {
     lockstat::StealSample steal(uint32_t) { return {0, 0, 0}; }  // no steal time on the host
     uint64_t irq_save() { return 0; }
     void irq_restore(uint64_t) {}
+
+    // locktrace's hooks (instrumented_lock.h): tracing while trace_fn is set.
+    void (*trace_fn)(void* arg, const Lock& l, uint64_t release_tsc) = nullptr;
+    void* trace_arg = nullptr;
+    bool tracing() const { return trace_fn != nullptr; }
+    void trace_release(const Lock& l, uint64_t release_tsc) { trace_fn(trace_arg, l, release_tsc); }
 };
 
 }  // namespace spinlab::spinlock

@@ -20,6 +20,22 @@ struct TicketHalves {
     uint16_t next;
 };
 
+// locktrace's facts of one hold, gathered at acquisition for the event written at release
+// (spinlab/trace.h's TraceSpinlockEvent). Written and read by the holder only.
+struct HoldTrace {
+    uint64_t acquire_tsc;
+    uint64_t wait_cycles;       // contended, measured
+    uint64_t spins;             // contended: 1 (the failed try) + the wait loop's spins
+    uint64_t holder_steal_ns;   // steal time of the holder's vCPU during the wait
+    uint64_t waiter_steal_ns;   // ours
+    uint32_t holder_cpu_start;  // holder when the wait began
+    uint32_t holder_cpu_end;    // the CPU whose release handed the lock over
+    uint8_t armed;              // 1: a trace session wanted this hold; release decides
+    uint8_t contended;
+    uint8_t wait_overflow;
+    uint8_t lhp_class;
+};
+
 struct Lock {
     // The lock word. Test-and-set and PV: bit 0 set = held. Ticket: the two halves. Queued:
     // unused. Only one algorithm runs per boot, so they can share it.
@@ -39,6 +55,10 @@ struct Lock {
     // lockstat's state of the current hold, written and read by the holder only:
     uint32_t hold_timed;  // 1: this hold's start was stamped; release records it
     uint64_t hold_start;
+    // The CPU that last released the lock (instrumented builds), so the next holder knows who
+    // handed it over. Written by the releasing holder just before it lets go.
+    uint32_t released_by;
+    HoldTrace trace;
 };
 
 constexpr uint64_t kSpinCheckInterval = 1u << 16;
@@ -53,6 +73,8 @@ inline void lock_init(Lock& l, const char* name, uint32_t class_id) {
     l.class_id = class_id < kMaxLockClasses ? class_id : 0;
     l.hold_timed = 0;
     l.hold_start = 0;
+    l.released_by = kNoCpu;
+    l.trace = HoldTrace{};
 }
 
 }  // namespace spinlab::spinlock

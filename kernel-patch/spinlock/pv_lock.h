@@ -11,8 +11,9 @@
 
 namespace spinlab::spinlock {
 
+// Returns the spins (reads of a held word, yields included).
 template <class Env>
-inline void pv_acquire_contended(Lock& l, Env& env) {
+inline uint64_t pv_acquire_contended(Lock& l, Env& env) {
     const uint32_t bound = env.pv_spin_bound();
     uint64_t spins = 0;
     uint32_t since_yield = 0;
@@ -27,7 +28,7 @@ inline void pv_acquire_contended(Lock& l, Env& env) {
             }
             if ((++spins & (kSpinCheckInterval - 1)) == 0) env.spin_check(l, spins);
         }
-        if (!test_and_set_bit0(&l.word.raw)) return;
+        if (!test_and_set_bit0(&l.word.raw)) return spins;
     }
 }
 

@@ -21,24 +21,26 @@ inline bool queued_try_acquire(Lock& l, McsNode* node) {
     return true;
 }
 
+// Returns the spins (reads of our node's flag while queued; 0 when the lock was free by then).
 template <class Env>
-inline void queued_acquire_contended(Lock& l, McsNode* node, Env& env) {
+inline uint64_t queued_acquire_contended(Lock& l, McsNode* node, Env& env) {
     node->next = nullptr;
     store_relaxed(&node->waiting, 1u);
     // lock xchg: append ourselves. Acq_rel: our node's fields are initialised before a
     // successor or predecessor can see the node, and the critical section stays below.
     McsNode* prev = __atomic_exchange_n(&l.mcs_tail, node, __ATOMIC_ACQ_REL);
+    uint64_t spins = 0;
     if (prev != nullptr) {
         // Link behind the predecessor; its release clears our flag (release store) and we
         // see everything it wrote in its critical section (acquire load).
         store_release(&prev->next, node);
-        uint64_t spins = 0;
         while (load_acquire(&node->waiting)) {
             env.relax();
             if ((++spins & (kSpinCheckInterval - 1)) == 0) env.spin_check(l, spins);
         }
     }
     l.mcs_owner = node;
+    return spins;
 }
 
 template <class Env>

@@ -61,25 +61,28 @@ inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
     return won;
 }
 
-// After a failed try_acquire(): returns holding the lock, holder_cpu recorded.
+// After a failed try_acquire(): returns holding the lock, holder_cpu recorded. The result is
+// the spin count of the algorithm's wait loop (the counter it keeps for spin_check anyway).
 template <class Env>
-inline void acquire_contended(Lock& l, McsNode* node, Env& env) {
+inline uint64_t acquire_contended(Lock& l, McsNode* node, Env& env) {
+    uint64_t spins;
     switch (env.algorithm()) {
         case LockAlgorithm::kTicket:
-            ticket_acquire_contended(l, env);
+            spins = ticket_acquire_contended(l, env);
             break;
         case LockAlgorithm::kQueued:
-            queued_acquire_contended(l, node, env);
+            spins = queued_acquire_contended(l, node, env);
             break;
         case LockAlgorithm::kParavirt:
-            pv_acquire_contended(l, env);
+            spins = pv_acquire_contended(l, env);
             break;
         case LockAlgorithm::kTestAndSet:
         default:
-            tas_acquire_contended(l, env);
+            spins = tas_acquire_contended(l, env);
             break;
     }
     store_relaxed(&l.holder_cpu, env.cpu());
+    return spins;
 }
 
 template <class Env>
@@ -90,6 +93,7 @@ inline void acquire(Lock& l, McsNode* node, Env& env) {
 template <class Env>
 inline void release(Lock& l, Env& env) {
     store_relaxed(&l.holder_cpu, kNoCpu);
+    l.holder_site = nullptr;
     switch (env.algorithm()) {
         case LockAlgorithm::kTicket:
             ticket_release(l);

@@ -22,12 +22,14 @@ inline void tas_spin_while_held(Lock& l, Env& env, uint64_t& spins) {
     }
 }
 
+// Returns the spins (reads of a held word).
 template <class Env>
-inline void tas_acquire_contended(Lock& l, Env& env) {
+inline uint64_t tas_acquire_contended(Lock& l, Env& env) {
     uint64_t spins = 0;
     do {
         tas_spin_while_held(l, env, spins);
     } while (test_and_set_bit0(&l.word.raw));
+    return spins;
 }
 
 // Clearing the word is the release; holder fields were cleared before it by the caller.

@@ -20,8 +20,9 @@ inline bool ticket_try_acquire(Lock& l) {
                                        __ATOMIC_RELAXED);
 }
 
+// Returns the spins (reads of "now serving" that were not our ticket).
 template <class Env>
-inline void ticket_acquire_contended(Lock& l, Env& env) {
+inline uint64_t ticket_acquire_contended(Lock& l, Env& env) {
     // lock xadd on the whole word adds to the high half only; it wraps at 2^16 tickets,
     // harmlessly, as long as fewer than 65536 CPUs wait at once.
     const uint16_t mine =
@@ -31,6 +32,7 @@ inline void ticket_acquire_contended(Lock& l, Env& env) {
         env.relax();
         if ((++spins & (kSpinCheckInterval - 1)) == 0) env.spin_check(l, spins);
     }
+    return spins;
 }
 
 // Serve the next ticket with a 16-bit store to the low half, so the increment never carries

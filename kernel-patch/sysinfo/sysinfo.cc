@@ -3,6 +3,7 @@
 
 #include "../lockstat/long_wait_ring.h"
 #include "../lockstat/perf_record.h"
+#include "../locktrace/session.h"
 
 namespace spinlab::sysinfo {
 
@@ -31,23 +32,28 @@ Answer ok(uint32_t written) {
 
 // --- SystemPerformanceTraceInformation / EventTraceSpinlockInformation ---------------------
 
-// Reads the sub-class; the answer is set when the caller must stop.
-bool read_trace_subclass(const Buffer& buf, Answer* stop) {
-    uint32_t sub;
-    if (buf.length < sizeof sub) {
-        *stop = mismatch(sizeof sub);
+// Reads the sub-class and checks the length for it; the answer is set when the caller must
+// stop. Sub-classes this context does not serve are kInvalidInfoClass.
+bool read_trace_subclass(const Buffer& buf, const Context& ctx, uint32_t* sub, Answer* stop) {
+    if (buf.length < sizeof *sub) {
+        *stop = mismatch(sizeof *sub);
         return false;
     }
-    if (!buf.copy_in(buf.ctx, 0, &sub, sizeof sub)) {
+    if (!buf.copy_in(buf.ctx, 0, sub, sizeof *sub)) {
         *stop = fail(Status::kAccessViolation);
         return false;
     }
-    if (sub != kSubClassSpinlock) {
+    uint32_t want;
+    if (*sub == kSubClassSpinlock) {
+        want = sizeof(EventTraceSpinlockInformation);
+    } else if (*sub == kSpinlabTraceSession && ctx.trace_control != nullptr) {
+        want = sizeof(TraceSessionInformation);
+    } else {
         *stop = fail(Status::kInvalidInfoClass);
         return false;
     }
-    if (buf.length != sizeof(EventTraceSpinlockInformation)) {
-        *stop = mismatch(sizeof(EventTraceSpinlockInformation));
+    if (buf.length != want) {
+        *stop = mismatch(want);
         return false;
     }
     return true;
@@ -55,7 +61,14 @@ bool read_trace_subclass(const Buffer& buf, Answer* stop) {
 
 Answer query_trace(const Buffer& buf, const Context& ctx) {
     Answer stop;
-    if (!read_trace_subclass(buf, &stop)) return stop;
+    uint32_t sub;
+    if (!read_trace_subclass(buf, ctx, &sub, &stop)) return stop;
+    if (sub == kSpinlabTraceSession) {
+        TraceSessionInformation out;
+        ctx.trace_query(ctx.trace_arg, &out);
+        if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+        return ok(sizeof out);
+    }
     const EventTraceSpinlockInformation out = lockstat::query_spinlock_params(*ctx.params);
     if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
     return ok(sizeof out);
@@ -63,7 +76,16 @@ Answer query_trace(const Buffer& buf, const Context& ctx) {
 
 Answer set_trace(const Buffer& buf, Context& ctx) {
     Answer stop;
-    if (!read_trace_subclass(buf, &stop)) return stop;
+    uint32_t sub;
+    if (!read_trace_subclass(buf, ctx, &sub, &stop)) return stop;
+    if (sub == kSpinlabTraceSession) {
+        TraceSessionInformation in;
+        if (!buf.copy_in(buf.ctx, 0, &in, sizeof in)) return fail(Status::kAccessViolation);
+        const bool start = in.command == static_cast<uint32_t>(TraceCommand::kStart);
+        if (start && locktrace::first_invalid_session_param(in) != nullptr)
+            return fail(Status::kInvalidParameter);
+        return {ctx.trace_control(ctx.trace_arg, in), 0};
+    }
     EventTraceSpinlockInformation in;
     if (!buf.copy_in(buf.ctx, 0, &in, sizeof in)) return fail(Status::kAccessViolation);
     return {lockstat::set_spinlock_params(*ctx.params, in), 0};

@@ -2,6 +2,9 @@
 // ABI), transport-free: the system call passes a Buffer whose copies check user pointers, the
 // host channel server one that copies from a frame; both get the same answers.
 //
+// Class 0x1F has two sub-classes: kEventTraceSpinlockInformation (the four sampling
+// parameters) and kSpinlabTraceSession (start/stop/flush a trace session, query its state).
+//
 // Order of checks (a failed check changes nothing and writes nothing to the caller):
 //   1. class (and sub-class) known in this direction        else kInvalidInfoClass
 //   2. set only: privileged caller                           else kAccessDenied
@@ -18,6 +21,7 @@
 #include <spinlab/perfdata.h>
 #include <spinlab/status.h>
 #include <spinlab/sysinfo.h>
+#include <spinlab/trace.h>
 #include <stdint.h>
 
 #include "../lockstat/params.h"
@@ -48,6 +52,13 @@ struct Context {
     // interrupts off. Called once per CPU selected; cpu is never kAllCpus.
     void (*reset)(void* arg, uint32_t cpu, uint32_t lock_class);
     void* reset_arg;
+    // Trace sessions (SystemPerformanceTraceInformation, sub-class kSpinlabTraceSession), or
+    // null when this kernel has none. trace_control gets a set whose parameters passed
+    // first_invalid_session_param (for a start) and returns its status; trace_query fills in
+    // the live session.
+    Status (*trace_control)(void* arg, const TraceSessionInformation& in);
+    void (*trace_query)(void* arg, TraceSessionInformation* out);
+    void* trace_arg;
 };
 
 // return_length may be null.

@@ -9,6 +9,7 @@
 
 #include "../lockstat/long_wait_ring.h"
 #include "../lockstat/perf_record.h"
+#include "../locktrace/session.h"
 #include "memory_buffer.h"
 
 namespace spinlab::sysinfo {
@@ -87,7 +88,10 @@ class SysinfoTest : public ::testing::Test {
                            self->resets_.push_back({cpu, cls});
                            lockstat::reset_cpu_perf(*self->perf_[cpu], cls);
                        },
-                       this};
+                       this,
+                       nullptr,
+                       nullptr,
+                       nullptr};
         // CPU 0: class 0 two uncontended, class 1 one 300-cycle wait; CPU 1: class 1 one
         // 5000-cycle wait and an overflow.
         lockstat::record_uncontended(perf_[0]->classes[0]);
@@ -388,6 +392,67 @@ TEST_F(SysinfoTest, LongWaits) {
     TestBuffer small(64);
     EXPECT_EQ(query(kLongWaits, small, &rl), Status::kInfoLengthMismatch);
     EXPECT_EQ(rl, sizeof(LongWaitsReply));
+}
+
+// Trace sessions: the sub-class is served only by a context with the hooks; a start's
+// parameters are checked before the hook sees them; the hook's status is the answer.
+struct SessionHooks {
+    std::vector<TraceSessionInformation> calls;
+    Status answer = Status::kSuccess;
+};
+
+TEST_F(SysinfoTest, TraceSessionNeedsTheHooks) {
+    TestBuffer b(sizeof(TraceSessionInformation));
+    TraceSessionInformation s = locktrace::default_session_params();
+    b.put(0, s);
+    uint32_t rl;
+    EXPECT_EQ(query(uint32_t(InfoClass::kSystemPerformanceTraceInformation), b, &rl),
+              Status::kInvalidInfoClass);
+    EXPECT_EQ(set(uint32_t(InfoClass::kSystemPerformanceTraceInformation), b, true),
+              Status::kInvalidInfoClass);
+}
+
+TEST_F(SysinfoTest, TraceSessionStartIsCheckedThenHandedToTheHook) {
+    SessionHooks hooks;
+    ctx_.trace_arg = &hooks;
+    ctx_.trace_control = [](void* arg, const TraceSessionInformation& in) {
+        auto* h = static_cast<SessionHooks*>(arg);
+        h->calls.push_back(in);
+        return h->answer;
+    };
+    ctx_.trace_query = [](void*, TraceSessionInformation* out) {
+        *out = locktrace::default_session_params();
+        out->state = uint32_t(TraceState::kRunning);
+        out->session_id = 77;
+    };
+    const uint32_t cls = uint32_t(InfoClass::kSystemPerformanceTraceInformation);
+    TraceSessionInformation s = locktrace::default_session_params();
+    s.command = uint32_t(TraceCommand::kStart);
+    s.buffer_size = 5000;  // not whole pages: refused here, the hook never sees it
+    TestBuffer bad(sizeof s);
+    bad.put(0, s);
+    EXPECT_EQ(set(cls, bad, true), Status::kInvalidParameter);
+    EXPECT_TRUE(hooks.calls.empty());
+    s.buffer_size = 8192;
+    TestBuffer good(sizeof s);
+    good.put(0, s);
+    EXPECT_EQ(set(cls, good, false), Status::kAccessDenied);
+    EXPECT_TRUE(hooks.calls.empty());
+    EXPECT_EQ(set(cls, good, true), Status::kSuccess);
+    ASSERT_EQ(hooks.calls.size(), 1u);
+    EXPECT_EQ(hooks.calls[0].buffer_size, 8192u);
+    hooks.answer = Status::kInvalidParameter;  // e.g. already running
+    EXPECT_EQ(set(cls, good, true), Status::kInvalidParameter);
+    TestBuffer shorter(sizeof s - 4);
+    shorter.put(0, kSpinlabTraceSession);
+    uint32_t rl;
+    EXPECT_EQ(query(cls, shorter, &rl), Status::kInfoLengthMismatch);
+    EXPECT_EQ(rl, sizeof(TraceSessionInformation));
+    TestBuffer q(sizeof s);
+    q.put(0, kSpinlabTraceSession);
+    EXPECT_EQ(query(cls, q, &rl), Status::kSuccess);
+    EXPECT_EQ(rl, sizeof s);
+    EXPECT_EQ(q.at<TraceSessionInformation>(0).session_id, 77u);
 }
 
 TEST(StatusName, EveryCodeAndUnknown) {

@@ -60,12 +60,15 @@ enum class EventTraceInformationClass : uint32_t {
 // is refused with kInvalidParameter and changes none of them.
 struct EventTraceSpinlockInformation {
     uint32_t event_trace_information_class;  // EventTraceInformationClass: must be 5
-    // SpinLockSpinThreshold: contended acquisitions that waited fewer cycles are not traced
-    // (spinlab measures wait in TSC cycles, not in spins: there is no counter in the spin loop).
+    // SpinLockSpinThreshold: contended acquisitions with fewer spins are not traced (spins:
+    // the failed first try plus the wait loop's iterations, the counter the loop keeps for the
+    // lockup detector anyway; so 1 traces every contended acquisition). See spinlab/trace.h.
     uint32_t spin_threshold;
-    // SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled (its hold timed).
+    // SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled (its hold timed,
+    // and with a trace session running, traced).
     uint32_t acquire_sample_rate;
-    // SpinLockContentionSampleRate: every Nth contended acquisition is traced (trace issue).
+    // SpinLockContentionSampleRate: every Nth contended acquisition (of those with at least
+    // SpinLockSpinThreshold spins) is traced.
     uint32_t contention_sample_rate;
     // SpinLockHoldThreshold: a timed hold longer than this many TSC cycles is a long hold.
     uint32_t hold_threshold;

@@ -1,0 +1,24 @@
+// collector/trace_text.h: trace events as text, one line per event (`spinlab-collect trace
+// dump`): for people and for tests. The line is stable: fields in a fixed order, `name=value`.
+//
+//   <tsc> cpu=<n> tid=<t> pid=<p> <type> <payload fields...>
+#pragma once
+#include <spinlab/trace.h>
+
+#include <cstdint>
+#include <string>
+
+namespace spinlab::collect {
+
+// One event (header already checked by the buffer parser; ev points at its first byte).
+std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev);
+
+// Trace enable flags as "spinlock,cswitch,..." and back (--enable; throws CollectError(kExitUsage)
+// naming an unknown group).
+std::string trace_groups_text(uint32_t flags);
+uint32_t parse_trace_groups(const std::string& text);
+
+// The loss counters as one line: "events_attempted=.. events_written=.. ...".
+std::string trace_counters_line(const TraceLossCounters& c);
+
+}  // namespace spinlab::collect

@@ -1,0 +1,357 @@
+// kern/locktrace.cc: see locktrace.h.
+#include "locktrace.h"
+
+#include <build_id.h>  // SPINLAB_BUILD_ID
+
+#include "../arch/x86.h"
+#include "../lib/format.h"
+#include "../lockstat/build_level.h"
+#include "../lockstat/clock.h"
+#include "../locktrace/session.h"
+#include "../locktrace/spinlock_event.h"
+#include "console.h"
+#include "kvm.h"
+#include "lapic.h"
+#include "lockstat.h"
+#include "mem.h"
+#include "proc.h"
+#include "region.h"
+#include "sched.h"
+
+namespace {
+
+namespace lt = spinlab::locktrace;
+using spinlab::TraceEventType;
+using spinlab::TraceState;
+
+LocktraceCpu cpus[kMaxCpus];
+
+// The trace area: the region's trace section, else private pages (no ivshmem: self-tests).
+uint8_t* area;
+uint64_t area_size;
+constexpr uint64_t kPrivateAreaPages = 1024;  // 4 MiB
+
+// The session as the ticks see it. Written by the controlling CPU (sysinfo set lock held),
+// read by every CPU's tick: whole fields, relaxed, `state` last on start (release).
+struct Published {
+    uint64_t id;
+    uint32_t state;     // TraceState
+    uint32_t stopping;  // 1: disarm at the next tick
+    uint32_t groups;
+    uint32_t profile_interval;
+    uint64_t flush_cycles;  // FlushTimer in clock cycles; 0: never
+} pub;
+
+spinlab::TraceSessionInformation last;  // parameters of the current or last session
+
+uint64_t now() { return spinlab::lockstat::read_clock(g_lockcfg.clock); }
+
+// No-drop-stall: a writer outside the lock paths waits for the host, at most a second.
+bool stall_for_host(void* arg) {
+    uint64_t* start = static_cast<uint64_t*>(arg);
+    const uint64_t t = arch::rdtsc_lfence();
+    if (*start == 0) *start = t;
+    if (t - *start > g_tsc_hz) return false;
+    arch::pause();
+    return true;
+}
+uint64_t stall_start[kMaxCpus];
+
+// This CPU, interrupts off.
+void arm_here(LocktraceCpu& c, uint32_t cpu) {
+    lt::writer_arm(c.writer, area, cpu);
+    stall_start[cpu] = 0;
+    c.writer.stall = stall_for_host;
+    c.writer.stall_arg = &stall_start[cpu];
+    c.countdowns = {};
+    c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
+    c.session_id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
+    __atomic_store_n(&c.groups, __atomic_load_n(&pub.groups, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+}
+
+void disarm_here(LocktraceCpu& c) {
+    __atomic_store_n(&c.groups, 0u, __ATOMIC_RELAXED);  // no new events from here on
+    lt::flush(c.writer, spinlab::kTraceBufferFinal);
+    __atomic_store_n(&c.session_id, c.session_id | (1ull << 63), __ATOMIC_RELEASE);  // "done"
+}
+
+uint32_t tid_of(const Thread* t) { return t ? uint32_t(t->tid) : 0; }
+uint32_t pid_of(const Thread* t) { return t && t->proc ? uint32_t(t->proc->pid) : 0; }
+
+// BeginWrite/EndWrite of one core event of type E on this CPU, interrupts off around it.
+template <class E, class Fill>
+bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill) {
+    const uint64_t f = irq_save();
+    const uint32_t cpu = cpu_number();
+    LocktraceCpu& c = cpus[cpu];
+    bool ok = false;
+    if (__atomic_load_n(&c.groups, __ATOMIC_RELAXED) & group) {
+        E* e = static_cast<E*>(lt::begin_write(c.writer, sizeof(E), may_stall));
+        stall_start[cpu] = 0;
+        if (e) {
+            const uint64_t tsc = now();
+            const Thread* t = this_cpu()->current;
+            lt::fill_header(e->h, sizeof(E), type, cpu, tid_of(t), pid_of(t), tsc);
+            fill(*e);
+            lt::end_write(c.writer, sizeof(E), tsc);
+            ok = true;
+        }
+    }
+    irq_restore(f);
+    return ok;
+}
+
+void copy_name(char* dst, const char* src) {
+    uint32_t i = 0;
+    for (; src && src[i] && i + 1 < spinlab::kTraceNameLen; i++) dst[i] = src[i];
+    for (; i < spinlab::kTraceNameLen; i++) dst[i] = 0;
+}
+
+void write_thread_event(TraceEventType type, const Thread* t) {
+    write_event<spinlab::TraceThreadEvent>(
+        spinlab::kTraceGroupProcessThread, type, false, [&](spinlab::TraceThreadEvent& e) {
+            e.thread_id = tid_of(t);
+            e.process_id = pid_of(t);
+            e.affinity_cpu = t->affinity < 0 ? kNoCpu : uint32_t(t->affinity);
+            e.reserved = 0;
+            copy_name(e.name, t->name);
+        });
+}
+
+void write_system_config() {
+    write_event<spinlab::TraceSystemConfigEvent>(
+        ~0u, TraceEventType::kSystemConfig, false, [](spinlab::TraceSystemConfigEvent& e) {
+            e.cpu_count = g_ncpus;
+            e.lock_algorithm = uint32_t(g_lockcfg.algorithm);
+            e.tsc_hz = g_tsc_hz;
+            e.clock_source = uint32_t(g_lockcfg.clock);
+            e.instrument_level = uint32_t(spinlab::lockstat::kBuildLevel);
+            format(e.hypervisor_signature, sizeof e.hypervisor_signature, "%s", g_kvm.signature);
+            format(e.build_id, sizeof e.build_id, "%s", SPINLAB_BUILD_ID);
+        });
+}
+
+// Waits (interrupts on) until every other online CPU satisfies done(cpu); false on timeout.
+template <class Done>
+bool wait_for_cpus(Done done) {
+    const uint64_t deadline = arch::rdtsc_lfence() + g_tsc_hz * 5;
+    for (uint32_t k = 0; k < g_ncpus; k++) {
+        while (!done(k)) {
+            if (arch::rdtsc_lfence() > deadline) {
+                kprintf("locktrace: cpu %u did not answer on its timer tick\n", k);
+                return false;
+            }
+            arch::pause();
+        }
+    }
+    return true;
+}
+
+spinlab::Status start(const spinlab::TraceSessionInformation& in) {
+    if (pub.state == uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
+    if (lt::first_invalid_session_param(in) != nullptr) return spinlab::Status::kInvalidParameter;
+    lt::SessionPlan plan;
+    if (!area || !lt::plan_session(in, area_size, g_ncpus, &plan))
+        return spinlab::Status::kInvalidParameter;  // fewer than MinimumBuffers fit
+    const uint64_t id = pub.id + 1;
+    lt::area_start(area, area_size, g_ncpus, in, plan, id, now());
+    last = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area))->session;
+    __atomic_store_n(&pub.groups, in.enable_flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.profile_interval, in.profile_interval, __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.flush_cycles, uint64_t(in.flush_timer_ms) * (g_tsc_hz / 1000),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.stopping, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.id, id, __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.state, uint32_t(TraceState::kRunning), __ATOMIC_RELEASE);
+    {
+        const uint64_t f = irq_save();
+        arm_here(cpus[cpu_number()], cpu_number());
+        irq_restore(f);
+    }
+    wait_for_cpus([&](uint32_t k) {
+        return __atomic_load_n(&cpus[k].session_id, __ATOMIC_ACQUIRE) == id;
+    });
+    // Rundown: the threads (and so processes) already running when the session started.
+    if (in.enable_flags & spinlab::kTraceGroupProcessThread)
+        sched_for_each_thread([](const Thread* t) {
+            write_thread_event(TraceEventType::kThreadRundown, t);
+        });
+    return spinlab::Status::kSuccess;
+}
+
+spinlab::Status stop() {
+    if (pub.state != uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
+    const uint64_t id = pub.id;
+    write_system_config();
+    __atomic_store_n(&pub.stopping, 1u, __ATOMIC_RELEASE);
+    {
+        const uint64_t f = irq_save();
+        disarm_here(cpus[cpu_number()]);
+        irq_restore(f);
+    }
+    wait_for_cpus([&](uint32_t k) {
+        return __atomic_load_n(&cpus[k].session_id, __ATOMIC_ACQUIRE) != id;
+    });
+    lt::area_stop(area, now());
+    last.state = uint32_t(TraceState::kStopped);
+    __atomic_store_n(&pub.state, uint32_t(TraceState::kStopped), __ATOMIC_RELEASE);
+    return spinlab::Status::kSuccess;
+}
+
+}  // namespace
+
+void locktrace_early_cpu(Prcb* p) { p->locktrace = &cpus[p->number]; }
+
+void locktrace_init() {
+    if (!kLocktraceBuilt) return;
+    uint64_t size = 0;
+    void* a = region_trace(&size);
+    if (a && size >= lt::trace_area_needed(spinlab::kTraceMinBufferSize, spinlab::kTraceMinBuffers, g_ncpus)) {
+        area = static_cast<uint8_t*>(a);
+        area_size = size;
+    } else if (uint64_t p = pages_alloc(kPrivateAreaPages)) {
+        area = reinterpret_cast<uint8_t*>(p);
+        area_size = kPrivateAreaPages * 4096;
+    }
+    last = lt::default_session_params();
+    last.state = uint32_t(TraceState::kIdle);
+    kprintf("locktrace: trace area %lu KiB (%s)\n", area_size >> 10,
+            a && area == a ? "shared region" : "private");
+}
+
+void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_tsc) {
+    const uint64_t f = irq_save();
+    const uint32_t cpu = cpu_number();
+    LocktraceCpu& c = cpus[cpu];
+    const uint32_t groups = __atomic_load_n(&c.groups, __ATOMIC_RELAXED);
+    if (groups) {
+        const Thread* t = this_cpu()->current;
+        const lt::ReleaseContext rc{&c.writer, &c.countdowns, &g_spinlock_params, groups,
+                                    g_lockcfg.long_wait_cycles, tid_of(t), pid_of(t)};
+        lt::trace_spinlock_release(rc, l, release_tsc);
+    }
+    irq_restore(f);
+}
+
+void locktrace_tick_impl(uint64_t rip, bool user_mode) {
+    const uint32_t cpu = cpu_number();
+    LocktraceCpu& c = cpus[cpu];
+    const uint32_t state = __atomic_load_n(&pub.state, __ATOMIC_ACQUIRE);
+    const uint64_t id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
+    const bool stopping = __atomic_load_n(&pub.stopping, __ATOMIC_RELAXED);
+    if (c.groups) {
+        if (stopping || c.session_id != id) {
+            disarm_here(c);
+            return;
+        }
+    } else if (state == uint32_t(TraceState::kRunning) && !stopping && c.session_id != id) {
+        arm_here(c, cpu);
+    }
+    if (!c.groups) return;
+    const uint64_t age = __atomic_load_n(&pub.flush_cycles, __ATOMIC_RELAXED);
+    if (age) lt::flush_if_older(c.writer, now(), age);
+    if ((c.groups & spinlab::kTraceGroupProfile) && --c.profile_left == 0) {
+        c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
+        write_event<spinlab::TraceProfileEvent>(spinlab::kTraceGroupProfile,
+                                                TraceEventType::kProfile, false,
+                                                [&](spinlab::TraceProfileEvent& e) {
+                                                    e.instruction_pointer = rip;
+                                                    e.user_mode = user_mode;
+                                                    e.reserved = 0;
+                                                });
+    }
+}
+
+spinlab::Status locktrace_control(const spinlab::TraceSessionInformation& in) {
+    switch (static_cast<spinlab::TraceCommand>(in.command)) {
+        case spinlab::TraceCommand::kStart:
+            return start(in);
+        case spinlab::TraceCommand::kStop:
+            return stop();
+        case spinlab::TraceCommand::kFlush: {
+            if (pub.state != uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
+            const uint64_t f = irq_save();  // this CPU now; the others at their FlushTimer
+            lt::flush(cpus[cpu_number()].writer, 0);
+            irq_restore(f);
+            return spinlab::Status::kSuccess;
+        }
+    }
+    return spinlab::Status::kInvalidParameter;
+}
+
+void locktrace_query(spinlab::TraceSessionInformation* out) {
+    *out = last;
+    out->event_trace_information_class = spinlab::kSpinlabTraceSession;
+    out->command = 0;
+    if (out->state != uint32_t(TraceState::kIdle)) {
+        const auto* h = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area));
+        out->stop_tsc = h->session.stop_tsc;
+        out->totals = lt::area_totals(area);
+    }
+}
+
+void locktrace_context_switch_impl(const Thread* prev, const Thread* next) {
+    write_event<spinlab::TraceContextSwitchEvent>(
+        spinlab::kTraceGroupContextSwitch, TraceEventType::kContextSwitch, false,
+        [&](spinlab::TraceContextSwitchEvent& e) {
+            e.old_thread_id = tid_of(prev);
+            e.new_thread_id = tid_of(next);
+            e.old_process_id = pid_of(prev);
+            e.new_process_id = pid_of(next);
+            spinlab::TraceThreadState s = spinlab::TraceThreadState::kReady;
+            spinlab::TraceWaitReason r = spinlab::TraceWaitReason::kNone;
+            switch (prev->state) {
+                case ThreadState::kRunning:
+                    s = spinlab::TraceThreadState::kRunning;
+                    break;
+                case ThreadState::kSleeping:
+                    s = spinlab::TraceThreadState::kSleeping;
+                    r = prev->wake_tsc ? spinlab::TraceWaitReason::kTimedSleep
+                                       : spinlab::TraceWaitReason::kSleep;
+                    break;
+                case ThreadState::kZombie:
+                    s = spinlab::TraceThreadState::kZombie;
+                    r = spinlab::TraceWaitReason::kExit;
+                    break;
+                default:
+                    break;
+            }
+            e.old_state = uint8_t(s);
+            e.wait_reason = uint8_t(r);
+            for (uint8_t& b : e.reserved) b = 0;
+        });
+}
+
+void locktrace_ready_thread_impl(const Thread* readied) {
+    write_event<spinlab::TraceReadyThreadEvent>(
+        spinlab::kTraceGroupReadyThread, TraceEventType::kReadyThread, false,
+        [&](spinlab::TraceReadyThreadEvent& e) {
+            e.readied_thread_id = tid_of(readied);
+            e.readied_process_id = pid_of(readied);
+        });
+}
+
+void locktrace_syscall_enter_impl(uint64_t number, uint64_t a0, uint64_t a1, uint64_t a2) {
+    write_event<spinlab::TraceSyscallEnterEvent>(
+        spinlab::kTraceGroupSyscall, TraceEventType::kSyscallEnter, true,
+        [&](spinlab::TraceSyscallEnterEvent& e) {
+            e.number = number;
+            e.args[0] = a0;
+            e.args[1] = a1;
+            e.args[2] = a2;
+        });
+}
+
+void locktrace_syscall_exit_impl(uint64_t number, uint64_t result) {
+    write_event<spinlab::TraceSyscallExitEvent>(
+        spinlab::kTraceGroupSyscall, TraceEventType::kSyscallExit, true,
+        [&](spinlab::TraceSyscallExitEvent& e) {
+            e.number = number;
+            e.result = result;
+        });
+}
+
+void locktrace_thread_event_impl(TraceEventType type, const Thread* t) { write_thread_event(type, t); }
+
+const void* locktrace_area() { return area; }
+uint64_t locktrace_area_size() { return area_size; }

@@ -1,0 +1,93 @@
+// kern/locktrace.h: trace sessions in the kernel (the locktrace layer: above lockstat, below
+// sysinfo). Per-CPU event writers over the trace area of the shared region (spinlab/trace.h,
+// locktrace/writer.h), sampled spinlock events and long waits at release, and core events.
+//
+// Per CPU (the PRCB's `locktrace` points at its LocktraceCpu from prcb_init_cpu on, so no
+// path tests for null): `groups` is the session's enable mask while this CPU is armed, 0
+// otherwise; every write happens on the owning CPU with interrupts off.
+//
+// Starting and stopping (sysinfo, set class 0x1F / kSpinlabTraceSession, serialised by the
+// sysinfo set lock): the caller lays out the area (no CPU writes: all are disarmed), publishes
+// the session, arms its own CPU and waits until every other CPU has armed itself on its next
+// timer tick. A stop publishes "stopping"; each CPU flushes its last buffer (final) and disarms
+// on its next tick; the caller writes the system configuration event, flushes its own, waits
+// for the others, then marks the area stopped. So a start and a stop bracket an exact window
+// on every CPU, and after a stop every CPU is quiescent: the loss accounting is exact.
+//
+// INSTRUMENT=0 builds none of the spinlock hooks (lockstat compiles them out); spinlock events
+// need the full level (INSTRUMENT=1): they ride on its hold timing.
+#pragma once
+#include <spinlab/status.h>
+#include <spinlab/trace.h>
+#include <stdint.h>
+
+#include "../lockstat/build_level.h"
+#include "../locktrace/sampling.h"
+#include "../locktrace/writer.h"
+#include "../spinlock/lock.h"
+#include "prcb.h"
+
+struct Thread;
+
+struct LocktraceCpu {
+    uint32_t groups;         // enable flags while armed, else 0 (read by this CPU's lock paths)
+    uint32_t profile_left;   // timer ticks until the next profile sample
+    uint64_t session_id;     // the session this CPU armed for
+    spinlab::locktrace::Writer writer;
+    spinlab::locktrace::SampleCountdowns countdowns;
+};
+
+void locktrace_early_cpu(Prcb* p);  // from prcb_init_cpu
+void locktrace_init();              // boot CPU after smp_init: the trace area (region or pages)
+
+inline LocktraceCpu* locktrace_this_cpu() {
+    return static_cast<LocktraceCpu*>(this_cpu()->locktrace);
+}
+inline bool locktrace_wants(uint32_t group) { return locktrace_this_cpu()->groups & group; }
+
+// The spinlock hooks (kern/spinlock.cc's Env).
+inline bool locktrace_spin_tracing() {
+    return locktrace_wants(spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait);
+}
+void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_tsc);
+
+// INSTRUMENT=0: no trace sessions (sysinfo refuses the sub-class) and every hook below is an
+// empty inline function.
+constexpr bool kLocktraceBuilt = spinlab::lockstat::kBuildLevel != spinlab::InstrumentLevel::kOff;
+
+// Every CPU's timer interrupt (interrupts off): arm/disarm, FlushTimer, profile samples.
+void locktrace_tick_impl(uint64_t rip, bool user_mode);
+inline void locktrace_tick(uint64_t rip, bool user_mode) {
+    if constexpr (kLocktraceBuilt) locktrace_tick_impl(rip, user_mode);
+}
+
+// Session control and status (sysinfo). Status values of spinlab/status.h.
+spinlab::Status locktrace_control(const spinlab::TraceSessionInformation& in);
+void locktrace_query(spinlab::TraceSessionInformation* out);
+
+// The trace area (for the self-tests, which read it as the host does).
+const void* locktrace_area();
+uint64_t locktrace_area_size();
+
+// Core events (each a no-op unless its group is enabled on this CPU).
+void locktrace_context_switch_impl(const Thread* prev, const Thread* next);
+void locktrace_ready_thread_impl(const Thread* readied);
+void locktrace_syscall_enter_impl(uint64_t number, uint64_t a0, uint64_t a1, uint64_t a2);
+void locktrace_syscall_exit_impl(uint64_t number, uint64_t result);
+void locktrace_thread_event_impl(spinlab::TraceEventType type, const Thread* t);
+
+inline void locktrace_context_switch(const Thread* prev, const Thread* next) {  // sched lock held
+    if constexpr (kLocktraceBuilt) locktrace_context_switch_impl(prev, next);
+}
+inline void locktrace_ready_thread(const Thread* readied) {
+    if constexpr (kLocktraceBuilt) locktrace_ready_thread_impl(readied);
+}
+inline void locktrace_syscall_enter(uint64_t number, uint64_t a0, uint64_t a1, uint64_t a2) {
+    if constexpr (kLocktraceBuilt) locktrace_syscall_enter_impl(number, a0, a1, a2);
+}
+inline void locktrace_syscall_exit(uint64_t number, uint64_t result) {
+    if constexpr (kLocktraceBuilt) locktrace_syscall_exit_impl(number, result);
+}
+inline void locktrace_thread_event(spinlab::TraceEventType type, const Thread* t) {
+    if constexpr (kLocktraceBuilt) locktrace_thread_event_impl(type, t);
+}

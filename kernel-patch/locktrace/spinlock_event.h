@@ -1,0 +1,73 @@
+// locktrace/spinlock_event.h: the spinlock event written at release (spinlab/trace.h's
+// TraceSpinlockEvent) from the facts the instrumented lock gathered at acquisition
+// (spinlock::HoldTrace), after the sampling rules (sampling.h) decided. Pure: the kernel's
+// spin_unlock and the host tests run the same code.
+#pragma once
+
+#include <spinlab/trace.h>
+#include <stdint.h>
+
+#include "../spinlock/lock.h"
+#include "sampling.h"
+#include "writer.h"
+
+namespace spinlab::locktrace {
+
+inline HoldFacts hold_facts(const spinlock::Lock& l, uint64_t release_tsc) {
+    const spinlock::HoldTrace& t = l.trace;
+    HoldFacts f;
+    f.contended = t.contended;
+    f.wait_overflow = t.wait_overflow;
+    f.hold_overflow = release_tsc < t.acquire_tsc;
+    f.spins = t.spins;
+    f.wait_cycles = t.wait_cycles;
+    f.hold_cycles = f.hold_overflow ? 0 : release_tsc - t.acquire_tsc;
+    return f;
+}
+
+// Everything the release of `l` needs; the kernel fills it from its per-CPU state.
+struct ReleaseContext {
+    Writer* writer;
+    SampleCountdowns* countdowns;
+    const lockstat::SpinlockParams* params;
+    uint32_t groups;            // the session's enable flags
+    uint64_t long_wait_cycles;  // longwait=
+    uint32_t thread_id;
+    uint32_t process_id;
+};
+
+// Decides and, if a rule fires, writes the event. Returns the rules that fired (0: none). The
+// caller runs it with interrupts off on the releasing CPU, before the lock is let go.
+inline uint8_t trace_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
+                                      uint64_t release_tsc) {
+    const HoldFacts f = hold_facts(l, release_tsc);
+    const uint8_t rules = sample_release(*c.countdowns, *c.params, c.groups, c.long_wait_cycles, f);
+    if (rules == 0) return 0;
+    constexpr uint32_t size = sizeof(TraceSpinlockEvent);
+    auto* e = static_cast<TraceSpinlockEvent*>(begin_write(*c.writer, size));
+    if (e == nullptr) return rules;  // lost, counted; never stall a lock
+    const spinlock::HoldTrace& t = l.trace;
+    fill_header(e->h, size, TraceEventType::kSpinlock, c.writer->cpu, c.thread_id, c.process_id,
+                release_tsc);
+    e->lock_address = reinterpret_cast<uintptr_t>(&l);
+    e->call_site = reinterpret_cast<uintptr_t>(l.holder_site);
+    e->acquire_tsc = t.acquire_tsc;
+    e->release_tsc = release_tsc;
+    e->wait_cycles = f.contended && !f.wait_overflow ? t.wait_cycles : 0;
+    e->spin_count = t.spins;
+    e->holder_steal_ns = t.holder_steal_ns;
+    e->waiter_steal_ns = t.waiter_steal_ns;
+    e->class_id = l.class_id;
+    e->holder_cpu_start = t.holder_cpu_start;
+    e->holder_cpu_end = t.holder_cpu_end;
+    e->lhp_class = t.lhp_class;
+    e->rules = rules;
+    e->flags = uint8_t((f.contended ? kTraceSpinContended : 0) |
+                       (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
+                       (f.hold_overflow ? kTraceSpinHoldOverflow : 0));
+    e->reserved = 0;
+    end_write(*c.writer, size, release_tsc);
+    return rules;
+}
+
+}  // namespace spinlab::locktrace

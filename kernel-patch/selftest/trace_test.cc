@@ -1,0 +1,322 @@
+// selftest/trace_test.cc: trace sessions in the running kernel: control through the sysinfo
+// handler, spinlock events against the counters for the same window, context switches pairing
+// up per CPU, a circular session keeping the newest events. The suite reads the trace area the
+// way the host does (locktrace/drain.h), after each session stops.
+#include <spinlab/perfdata.h>
+#include <spinlab/status.h>
+#include <spinlab/sysinfo.h>
+#include <spinlab/trace.h>
+
+#include "../arch/x86.h"
+#include "../kern/console.h"
+#include "../kern/lapic.h"
+#include "../kern/lockclass.h"
+#include "../kern/lockstat.h"
+#include "../kern/locktrace.h"
+#include "../kern/prcb.h"
+#include "../kern/sched.h"
+#include "../kern/selftest.h"
+#include "../kern/spinlock.h"
+#include "../kern/sysinfo_glue.h"
+#include "../locktrace/buffer_parser.h"
+#include "../locktrace/drain.h"
+#include "../locktrace/session.h"
+#include "../sysinfo/memory_buffer.h"
+
+namespace {
+
+using spinlab::InfoClass;
+using spinlab::Status;
+using spinlab::TraceSessionInformation;
+namespace si = spinlab::sysinfo;
+namespace lt = spinlab::locktrace;
+constexpr auto kLevel = spinlab::lockstat::kBuildLevel;
+// The lockstat suite's class: only self-tests take these locks, one test at a time.
+constexpr uint32_t kClass = kLockClassLockstatTest;
+Spinlock lock_t = SPINLOCK_INIT("lockstat_test");
+
+Status trace_set(TraceSessionInformation& s, bool privileged = true) {
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
+    uint32_t r;
+    return Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+                              si::memory_buffer(st), privileged, &r));
+}
+
+TraceSessionInformation trace_query() {
+    TraceSessionInformation s{};
+    s.event_trace_information_class = spinlab::kSpinlabTraceSession;
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
+    uint32_t r;
+    const Status q = Status(sysinfo_query(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+                                          si::memory_buffer(st), &r));
+    if (q != Status::kSuccess) selftest_fail(__FILE__, __LINE__, "query: %s", spinlab::status_name(q));
+    return s;
+}
+
+#define CHECK_STATUS(got, want)                                                           \
+    do {                                                                                  \
+        Status g_ = (got), w_ = (want);                                                   \
+        if (g_ != w_)                                                                     \
+            selftest_fail(__FILE__, __LINE__, "%s: %s, want %s", #got,                    \
+                          spinlab::status_name(g_), spinlab::status_name(w_));            \
+    } while (0)
+
+TraceSessionInformation params(uint32_t flags, spinlab::TraceLoggerMode mode) {
+    TraceSessionInformation s = lt::default_session_params();
+    s.command = uint32_t(spinlab::TraceCommand::kStart);
+    s.enable_flags = flags;
+    s.logger_mode = uint32_t(mode);
+    s.buffer_size = 16384;
+    s.minimum_buffers = 2;
+    s.maximum_buffers = 1024;
+    s.flush_timer_ms = 0;
+    return s;
+}
+
+void start(TraceSessionInformation s) { CHECK_STATUS(trace_set(s), Status::kSuccess); }
+void stop() {
+    TraceSessionInformation s{};
+    s.event_trace_information_class = spinlab::kSpinlabTraceSession;
+    s.command = uint32_t(spinlab::TraceCommand::kStop);
+    CHECK_STATUS(trace_set(s), Status::kSuccess);
+}
+
+void set_spin_params(uint32_t spin, uint32_t contention) {
+    spinlab::EventTraceSpinlockInformation p{5, spin, spinlab::kMinAcquireSampleRate, contention,
+                                             spinlab::kMinHoldThreshold};
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&p), sizeof p};
+    uint32_t r;
+    CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+                                    si::memory_buffer(st), true, &r)),
+                 Status::kSuccess);
+}
+
+// Every event the stopped session left on `cpu`, oldest first: f(header, event bytes).
+// Returns how many buffers failed their checks (must be 0).
+template <class F>
+uint64_t for_each_event_on(uint32_t cpu, F f) {
+    const void* area = locktrace_area();
+    spinlab::TraceAreaHeader h;
+    const char* why = lt::area_parse(area, locktrace_area_size(), &h);
+    if (why) {
+        selftest_fail(__FILE__, __LINE__, "trace area: %s", why);
+        return 1;
+    }
+    static uint8_t copy[1u << 20];  // BufferSize at most 1 MiB; tests run one at a time
+    struct Ctx {
+        F* f;
+    } ctx{&f};
+    return lt::read_in_place(area, h, cpu, copy,
+                             [](void* arg, const uint8_t* data, uint32_t len) {
+                                 lt::BufferView v;
+                                 if (lt::parse_buffer(data, len, &v) != lt::BufferError::kNone) return;
+                                 lt::for_each_event(v, [&](const spinlab::TraceEventHeader& e,
+                                                           const uint8_t* p) {
+                                     (*static_cast<Ctx*>(arg)->f)(e, p);
+                                 });
+                             },
+                             &ctx);
+}
+
+// --- tests ---------------------------------------------------------------------------------
+
+void control_through_sysinfo() {
+    if (!kLocktraceBuilt) {  // the baseline kernel has no trace sessions
+        TraceSessionInformation s = params(spinlab::kTraceGroupAll, spinlab::TraceLoggerMode::kRealTime);
+        CHECK_STATUS(trace_set(s), Status::kInvalidInfoClass);
+        return;
+    }
+    TraceSessionInformation bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    const uint64_t id_before = trace_query().session_id;
+    bad.buffer_size = 1000;  // not a multiple of 4096
+    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    bad = params(spinlab::kTraceGroupAll + 1, spinlab::TraceLoggerMode::kRealTime);
+    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    bad.minimum_buffers = 1000;  // far more than fit in the trace area
+    bad.buffer_size = 1u << 20;
+    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    TEST_CHECK(trace_query().state != uint32_t(spinlab::TraceState::kRunning));
+    TEST_CHECK_EQ(trace_query().session_id, id_before);  // nothing changed
+    TraceSessionInformation ok = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    CHECK_STATUS(trace_set(ok, false), Status::kAccessDenied);
+    start(ok);
+    TraceSessionInformation q = trace_query();
+    TEST_CHECK_EQ(q.state, uint32_t(spinlab::TraceState::kRunning));
+    TEST_CHECK_EQ(q.session_id, id_before + 1);
+    TEST_CHECK_EQ(q.cpu_count, g_ncpus);
+    TEST_CHECK(q.buffers_per_cpu >= 2);
+    CHECK_STATUS(trace_set(ok), Status::kInvalidParameter);  // one session at a time
+    stop();
+    q = trace_query();
+    TEST_CHECK_EQ(q.state, uint32_t(spinlab::TraceState::kStopped));
+    TEST_CHECK(q.stop_tsc >= q.start_tsc);
+    TEST_CHECK_EQ(q.totals.events_written + q.totals.events_lost, q.totals.events_attempted);
+    // Every CPU flushed and wrote its last buffer; the stopping CPU also the configuration.
+    uint64_t configs = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++)
+        TEST_CHECK_EQ(for_each_event_on(c, [&](const spinlab::TraceEventHeader& e, const uint8_t*) {
+                          configs += e.type == uint16_t(spinlab::TraceEventType::kSystemConfig);
+                      }), 0);
+    TEST_CHECK_EQ(configs, 1);
+}
+
+uint64_t deadline;
+// Start barrier: threads spawned one after another begin together. One thread per CPU, so the
+// barrier spins (a yield would convoy on the scheduler lock under a fair lock and TCG).
+uint32_t arrived;
+int hammer_threads;
+void hammer(int, void*) {
+    __atomic_fetch_add(&arrived, 1, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&arrived, __ATOMIC_RELAXED) < uint32_t(hammer_threads) &&
+           arch::rdtsc_lfence() < deadline)
+        arch::pause();
+    // A long critical section and none outside: the CPUs meet at the lock often.
+    for (int k = 0; k < 3000 && (k < 16 || arch::rdtsc_lfence() < deadline); k++) {
+        spin_lock(&lock_t);
+        for (int j = 0; j < 200; j++) arch::pause();
+        spin_unlock(&lock_t);
+    }
+}
+
+void contended_events_equal_counters() {
+    if (kLevel != spinlab::InstrumentLevel::kFull) return;  // spinlock events need full
+    set_spin_params(1, 1);  // every contended acquisition is an event
+    spinlab::ResetRequest r{spinlab::kAllCpus, kClass};
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&r), sizeof r};
+    uint32_t ret;
+    CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSpinlabResetCounters),
+                                    si::memory_buffer(st), true, &ret)),
+                 Status::kSuccess);
+    start(params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime));
+    deadline = arch::rdtsc_lfence() + g_tsc_hz * 3;
+    arrived = 0;
+    hammer_threads = int(g_ncpus);
+    run_on_cpus(hammer_threads, hammer, nullptr);
+    stop();
+    const TraceSessionInformation q = trace_query();
+    TEST_CHECK_EQ(q.totals.events_lost, 0);  // else the equality below cannot be exact
+    TEST_CHECK_EQ(q.totals.events_written, q.totals.events_attempted);
+    uint64_t acquisitions = 0, uncontended = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++) {
+        acquisitions += g_lockstat_cpus[c]->classes[kClass].acquisitions;
+        uncontended += g_lockstat_cpus[c]->classes[kClass].uncontended;
+    }
+    uint64_t contended_events = 0, bad_fields = 0, other = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++)
+        TEST_CHECK_EQ(for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+                          if (h.type != uint16_t(spinlab::TraceEventType::kSpinlock)) return;
+                          spinlab::TraceSpinlockEvent e;
+                          __builtin_memcpy(&e, p, sizeof e);
+                          if (e.class_id != kClass) {
+                              other++;
+                              return;
+                          }
+                          if (!(e.flags & spinlab::kTraceSpinContended)) return;
+                          contended_events++;
+                          // Sane fields: our lock, this CPU, rule (b), a spin, a handover.
+                          if (e.lock_address != uint64_t(&lock_t.core) || h.cpu != c ||
+                              !(e.rules & spinlab::kTraceRuleContention) || e.spin_count < 1 ||
+                              e.release_tsc < e.acquire_tsc || e.holder_cpu_end >= g_ncpus ||
+                              e.call_site == 0 || h.tsc != e.release_tsc)
+                              bad_fields++;
+                      }), 0);
+    kprintf("trace: %lu acquisitions, %lu contended, %lu contended events (%lu events of other "
+            "classes), %lu written, %lu buffers\n", acquisitions, acquisitions - uncontended,
+            contended_events, other, q.totals.events_written, q.totals.buffers_written);
+    if (g_ncpus > 1) TEST_CHECK(acquisitions - uncontended > 0);  // one CPU never waits
+    TEST_CHECK_EQ(contended_events, acquisitions - uncontended);
+    TEST_CHECK_EQ(bad_fields, 0);
+    set_spin_params(spinlab::kMinSpinThreshold, spinlab::kMinContentionSampleRate);
+}
+
+void switcher(int i, void*) {
+    for (int k = 0; k < 20; k++) {
+        if ((k + i) % 3 == 0) sleep_us(200);
+        else yield();
+    }
+}
+
+void context_switches_pair_per_cpu() {
+    if (!kLocktraceBuilt) return;
+    start(params(spinlab::kTraceGroupContextSwitch | spinlab::kTraceGroupReadyThread,
+                 spinlab::TraceLoggerMode::kRealTime));
+    run_on_cpus(int(g_ncpus) * 3, switcher, nullptr);
+    stop();
+    TEST_CHECK_EQ(trace_query().totals.events_lost, 0);
+    uint64_t pairs = 0, unpaired = 0, readies = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++) {
+        // Every CPU switches idle -> X -> idle: an "in" of X is followed by an "out" of X.
+        bool seen_in = false, open = false;
+        uint32_t open_tid = 0;
+        for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+            if (h.type == uint16_t(spinlab::TraceEventType::kReadyThread)) readies++;
+            if (h.type != uint16_t(spinlab::TraceEventType::kContextSwitch)) return;
+            spinlab::TraceContextSwitchEvent e;
+            __builtin_memcpy(&e, p, sizeof e);
+            const bool in = e.old_thread_id == 0;  // from the idle thread
+            if (!seen_in && !in) return;  // an "out" of a thread switched in before the start
+            seen_in = true;
+            if (in) {
+                if (open) unpaired++;
+                open = true;
+                open_tid = e.new_thread_id;
+            } else {
+                if (!open || e.old_thread_id != open_tid || e.new_thread_id != 0) unpaired++;
+                else pairs++;
+                open = false;
+            }
+        });
+    }
+    kprintf("trace: %lu context switch pairs, %lu unpaired, %lu ready events\n", pairs, unpaired,
+            readies);
+    TEST_CHECK(pairs >= g_ncpus * 3 * 20 / 2);
+    TEST_CHECK_EQ(unpaired, 0);
+    TEST_CHECK(readies > 0);
+}
+
+void circular_keeps_the_newest() {
+    if (!kLocktraceBuilt) return;
+    TraceSessionInformation s = params(spinlab::kTraceGroupSyscall, spinlab::TraceLoggerMode::kCircular);
+    s.buffer_size = 4096;
+    s.minimum_buffers = 2;
+    s.maximum_buffers = 4;
+    thread_set_affinity(0);
+    start(s);
+    constexpr uint64_t kEvents = 1000;  // 56-byte events, ~71 per buffer: ~14 buffers
+    for (uint64_t i = 0; i < kEvents; i++) locktrace_syscall_enter(1000000 + i, i, 0, 0);
+    stop();
+    thread_set_affinity(kAnyCpu);
+    const TraceSessionInformation q = trace_query();
+    TEST_CHECK_EQ(q.buffers_per_cpu, 4);
+    TEST_CHECK_EQ(q.totals.events_lost, 0);
+    TEST_CHECK(q.totals.log_buffers_lost >= 8);
+    uint64_t first = ~0ull, last = 0, n = 0, gaps = 0;
+    for_each_event_on(0, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+        if (h.type != uint16_t(spinlab::TraceEventType::kSyscallEnter)) return;
+        spinlab::TraceSyscallEnterEvent e;
+        __builtin_memcpy(&e, p, sizeof e);
+        if (e.number < 1000000) return;
+        const uint64_t v = e.number - 1000000;
+        if (n && v != last + 1) gaps++;
+        if (first == ~0ull) first = v;
+        last = v;
+        n++;
+    });
+    kprintf("trace: circular kept events %lu..%lu of 0..%lu\n", first, last, kEvents - 1);
+    TEST_CHECK_EQ(last, kEvents - 1);  // the newest survives
+    TEST_CHECK(first > 0);             // the oldest went
+    TEST_CHECK(n >= 3 * ((4096 - 64) / sizeof(spinlab::TraceSyscallEnterEvent)));
+    TEST_CHECK_EQ(gaps, 0);
+}
+
+const SelfTest kTests[] = {
+    {"control_through_sysinfo", control_through_sysinfo},
+    {"contended_events_equal_counters", contended_events_equal_counters},
+    {"context_switches_pair_per_cpu", context_switches_pair_per_cpu},
+    {"circular_keeps_the_newest", circular_keeps_the_newest},
+};
+
+}  // namespace
+
+extern const SelfTestSuite kSuiteTrace = {"trace", kTests, sizeof kTests / sizeof kTests[0]};
