@@ -20,6 +20,11 @@ $bin/collector_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates
     --benchmark_out="$out/collector.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu"
 
+echo "bench: trace events: cycles per spinlock event written (timestamp included); drain"
+echo "       throughput through a /dev/shm file (events/s, MB/s, lost) at several producer rates"
+$bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_format=json \
+    --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
+
 echo "bench: freeze latency (v1/v2 freezer, with and without a hog on the victim's CPU)"
 OUT="$out/freeze-latency.json" scripts/bench-freeze.sh
 
