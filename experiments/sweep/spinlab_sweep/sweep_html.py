@@ -102,7 +102,9 @@ def table_html(plan: dict, rows: list) -> str:
         for p in phases:
             f = r["phases"].get(p, {})
             change = f.get("throughput_change_pct")
-            cells += (f"<td>{_num(f.get('waits_ge_2^20'))} ({_pct(f.get('share_waits_ge_2^20'))})</td>"
+            waits = f.get("waits_ge_2^20")
+            share = "" if waits is None else f"{waits} ({_pct(f.get('share_waits_ge_2^20'))})"
+            cells += (f"<td>{share}</td>"
                       f"<td>{_pct(f.get('lhp_share'))}</td>"
                       f"<td>{_num(f.get('throughput'))}{'' if change is None else f' ({change:+.1f} %)'}</td>")
         body.append(f"<tr>{cells}</tr>")

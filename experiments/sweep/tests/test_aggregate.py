@@ -68,4 +68,5 @@ def test_html_has_the_table_links_and_both_figures(tmp_path):
     assert "1 of 2 cells complete" in page
     assert "cells/lock-tas/report.html" in page and "-45.0 %" in page
     assert page.count("data:image/png;base64,") == 2
+    assert "<td>()</td>" not in page  # a cell without figures shows empty cells
     assert os.path.getsize(os.path.join(root, "figures", "share_waits_ge_2^20.png")) > 1000
