@@ -24,8 +24,9 @@ SWEEP = config["sweep_command"]
 
 localrules: all, aggregate
 
+# The markers too: an aggregate written after a failed cell must not make the sweep look done.
 rule all:
-    input: "sweep.csv", "sweep.html"
+    input: expand("cells/{cell}.done", cell=CELLS), "sweep.csv", "sweep.html"
 
 rule cell:
     output: "cells/{cell}.done"

@@ -3,6 +3,7 @@ import csv
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -70,3 +71,20 @@ def test_html_has_the_table_links_and_both_figures(tmp_path):
     assert page.count("data:image/png;base64,") == 2
     assert "<td>()</td>" not in page  # a cell without figures shows empty cells
     assert os.path.getsize(os.path.join(root, "figures", "share_waits_ge_2^20.png")) > 1000
+
+
+def test_a_sweep_whose_aggregate_exists_still_runs_its_missing_cells(tmp_path):
+    """After a failed cell the aggregate is written anyway; the next run must still run that cell."""
+    from spinlab_sweep import spec, workflow
+    root = str(tmp_path / "sweep-t")
+    s = spec.parse("[vm]\ncpus = 2\n[sweep]\nvm.lock = tas, mcs\n", "t")
+    tools = {"run": "/bin/true", "report": "/bin/true", "sweep": ["/bin/true"]}
+    workflow.write(s, root, workflow.plan(s, root, tools))
+    open(layout.done_marker(root, "lock-tas"), "w").close()
+    for name in ("sweep.csv", "sweep.html"):
+        open(os.path.join(root, name), "w").close()
+    cmd = workflow.snakemake_command(root, False, 1, None)
+    out = subprocess.run(cmd[:1] + ["-n", "--quiet"] + cmd[1:], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cell" in out.stdout and "aggregate" in out.stdout, out.stdout  # the missing cell, then aggregation
+    assert "Nothing to be done" not in out.stdout + out.stderr
