@@ -68,26 +68,3 @@ def test_share_counts_threshold_and_unknowns():
     none = long_waits_share([Snapshot("p", 1, 1.0, 0, 1, {}, [], None, None, 0, "s")], None, None, 1)
     assert none["share"] is None and none["snapshots_without_list"] == 1
 
-
-def test_holder_off_fraction_is_the_measured_overlap():
-    """run-basic host-load r1: the 4.5M wait is [3300.001M, 3304.501M) in host TSC and its holder,
-    vCPU 1, is off [3302M, 3310M): 2.501M of the wait (see tests/data/README.md)."""
-    from conftest import BASIC
-    from spinlab_report import fig_holder_off, load
-    run = load.load_run(BASIC)
-    pts, missing, given = fig_holder_off.points(run, 1 << 20)
-    by_len = {q[1]: q[2] for q in pts}
-    assert by_len[4_500_000] == pytest.approx(2_501_000 / 4_500_000)
-    assert by_len[5_000_000] == 0.0 and by_len[17_000_000] == 0.0
-    # 7M wait of r2, holder vCPU 0 frozen [7105M, 7106M): 1M of 7M
-    assert by_len[7_000_000] == pytest.approx(1 / 7)
-    # the 30M wait runs past the timeline's end: no fraction
-    assert 30_000_000 not in by_len and missing == 1 and given == 0
-
-
-def test_holder_off_fraction_prefers_the_attributions_range():
-    from spinlab_report.fig_holder_off import attributed_fraction
-    w = {"wait_cycles": 1000, "holder_off_cycles": [400, 800]}
-    assert attributed_fraction(w) == (pytest.approx(0.6), 0.4, 0.8)
-    assert attributed_fraction({"wait_cycles": 1000, "holder_off_cycles": [900, 1200]})[2] == 1.0
-    assert attributed_fraction({"wait_cycles": 1000}) is None
