@@ -16,6 +16,13 @@ void LockbenchLog::feed(std::string_view bytes) {
     }
 }
 
+std::map<uint32_t, uint64_t> LockbenchLog::counts() const {
+    std::map<uint32_t, uint64_t> out;
+    for (const auto& [cls, rn] : counts_)
+        if (rn.first == ended_) out[cls] = rn.second;
+    return out;
+}
+
 void LockbenchLog::line(std::string_view l) {
     if (l.find("PANIC on cpu") != std::string_view::npos) {
         panics_.emplace_back(l);
@@ -41,7 +48,7 @@ void LockbenchLog::line(std::string_view l) {
         ended_ = round;
     }
     if (std::sscanf(rest, " class user%u (id %llu): %llu acquisitions", &user, &id, &n) == 3) {
-        counts_[uint32_t(id)] = n;
+        counts_[uint32_t(id)] = {round, n};
     } else if (std::sscanf(rest, " class id %llu: kernel counters agree (%llu)", &id, &n) == 2) {
         ++agreements_;
     } else if (s.find("the kernel counted") != std::string::npos || s.find("!=") != std::string::npos ||

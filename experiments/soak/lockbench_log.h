@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace spinlab::soak {
@@ -21,8 +22,9 @@ public:
     bool between_rounds() const { return ended_ > 0 && ended_ == started_; }
     uint64_t rounds_ended() const { return ended_; }
     // Acquisitions per class id that lockbench counted itself up to the end of round
-    // rounds_ended() (cumulative over rounds; lines of that round seen so far).
-    const std::map<uint32_t, uint64_t>& counts() const { return counts_; }
+    // rounds_ended() (cumulative over rounds): only the classes whose line of that round was
+    // seen already (the others still show an earlier round's count, which must not be compared).
+    std::map<uint32_t, uint64_t> counts() const;
     uint64_t agreements() const { return agreements_; }  // "kernel counters agree" verdicts
     // Lines that report a disagreement, a broken invariant or a failed query in the guest.
     const std::vector<std::string>& problems() const { return problems_; }
@@ -33,7 +35,7 @@ private:
 
     std::string partial_;
     uint64_t started_ = 0, ended_ = 0, agreements_ = 0;
-    std::map<uint32_t, uint64_t> counts_;
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> counts_;  // class -> (round, count)
     std::vector<std::string> problems_, panics_;
 };
 

@@ -29,6 +29,7 @@ TEST(LockbenchLog, FollowsRoundsAndCounts) {
     EXPECT_TRUE(log.between_rounds());
     EXPECT_EQ(log.rounds_ended(), 2u);
     EXPECT_EQ(log.counts().at(16), 1300u);
+    EXPECT_EQ(log.counts().count(17), 0u);  // round 1's count is not round 2's: not compared
     EXPECT_TRUE(log.problems().empty());
     EXPECT_TRUE(log.panics().empty());
 }
