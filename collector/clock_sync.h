@@ -1,11 +1,36 @@
-// collector/clock_sync.h: guest-TSC to host-TSC correlation.
+// collector/clock_sync.h: guest-TSC to host-TSC correlation with a stated error bound.
 //
-// The guest publishes its TSC in the shared region's ClockArea (spinlab/shm.h). The host polls
-// it, reading its own TSC around every poll, so each publication is bracketed: it became
-// visible after the last poll that still saw the previous one and before the poll that saw it.
-// A sample is (guest_tsc, [host_before, host_after]); the model is
-//     host_tsc = host_ref + slope * (guest_tsc - guest_ref) + intercept
-// fitted by weighted least squares on the bracket midpoints. Pure: tested on synthetic data.
+// The guest publishes its TSC in the shared region's ClockArea (spinlab/shm.h) on CPU 0's
+// tick. The host polls it, reading its own TSC around every poll, so each publication is
+// bracketed: it became visible after host_before and before host_after. Causality makes the
+// bracket one-sided: the guest read its TSC before the publication became visible, so
+//     host time of guest_tsc <= host_after                 always;
+//     host time of guest_tsc >= host_before                unless the publishing vCPU was
+//                                                          held up between rdtsc and store.
+// A sample therefore pins the offset (host - guest) into [host_before - guest, host_after -
+// guest], except a late publication, whose offset is too large.
+//
+// Why not one straight line: under QEMU TCG with several vCPUs reading the TSC, the guest TSC
+// is the host TSC plus an offset that QEMU raises in steps (its guard that keeps the guest
+// TSC monotonic across vCPU threads adds to the offset whenever a host TSC read comes out
+// lower than an earlier one). Measured here: steps of 0.4 to 1.6 M cycles every few seconds
+// with lockbench on 2 vCPUs, none with 1 vCPU or an idle guest. A single fitted line is
+// wrong by those steps; so the mapping is piecewise linear between narrow samples taken
+// throughout the run, and every mapped time carries the bound of its segment.
+//
+// Method "bracket-envelope":
+//   1. drop samples whose bracket runs backwards ("unordered") or is wider than max_bracket
+//      ("wide": the host poller was descheduled, the midpoint says little);
+//   2. drop late publications ("late"): a sample whose lower offset bound lies above the
+//      upper bounds of both neighbours (a step of the offset moves the level for good; a
+//      late publication is one isolated spike upwards);
+//   3. each remaining sample is a point (guest_tsc, offset = bracket middle - guest_tsc,
+//      half_width); between two points the offset is interpolated linearly, with the bound
+//          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
+//      which holds whenever the offset moved monotonically between the two (a step or a
+//      drift). Outside the first and last point there is no bound.
+// The straight-line summary (slope, drift_ppm, residual_rms) is a least-squares fit over the
+// points, for reporting; mapping uses the points. Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -20,18 +45,32 @@ struct ClockSample {
     uint64_t host_after;   // host TSC after the poll that saw guest_tsc
 };
 
+// One kept sample: host = guest_tsc + offset, to within half_width.
+struct ClockPoint {
+    uint64_t guest_tsc;
+    int64_t offset;     // host - guest at the bracket's middle
+    double half_width;  // host cycles
+};
+
 struct ClockFit {
     bool ok = false;
-    std::string error;       // why there is no fit (too few samples, no spread)
-    uint64_t guest_ref = 0;  // reference points (the first usable sample), so the doubles below
+    std::string error;  // why there is no fit (too few samples, no spread)
+    std::string method = "bracket-envelope";
+    uint64_t guest_ref = 0;  // reference points (the first kept sample), so the doubles below
     uint64_t host_ref = 0;   // only carry differences and keep their precision
-    double intercept = 0;    // host cycles at guest_ref, relative to host_ref
+    double intercept = 0;    // straight-line summary: host cycles at guest_ref, minus host_ref
     double slope = 1;        // host cycles per guest cycle
-    double drift_ppm = 0;    // (slope - 1) * 1e6: how fast the two TSCs run apart
-    double residual_rms = 0; // host cycles
-    double max_width = 0;    // widest bracket kept, host cycles (the accuracy bound)
-    size_t used = 0;         // samples kept after rejecting wide brackets and outliers
+    double drift_ppm = 0;    // (slope - 1) * 1e6
+    double residual_rms = 0; // of the points about the straight line, host cycles
+    double max_width = 0;    // widest bracket kept, host cycles
+    std::vector<ClockPoint> points;  // sorted by guest_tsc
+    double bound_max = 0;     // largest segment bound (host cycles) between first and last point
+    double bound_median = 0;  // median segment bound, weighted by the segment's guest length
+    size_t used = 0;          // points kept
     size_t total = 0;
+    size_t rejected_unordered = 0;
+    size_t rejected_wide = 0;
+    size_t rejected_late = 0;
 
     // host_tsc - guest_tsc at guest_ref (the "offset" people quote)
     double offset_at_ref() const {
@@ -39,14 +78,22 @@ struct ClockFit {
     }
 };
 
-// Weighted least squares over the samples, each weighted by 1/width^2 of its bracket (a
-// midpoint is only known to within half its bracket). Samples whose bracket is wider than 4x
-// the median width are dropped first (a preempted host poller), then, after a first fit,
-// samples whose residual exceeds max(4x the median absolute residual, half the median width)
-// are dropped and the fit repeated. At least 2 samples with distinct guest TSCs must remain.
-ClockFit fit_clock(std::span<const ClockSample> samples);
+// Brackets wider than this are dropped: 16384 cycles is 6.3 us at 2.6 GHz, so a kept point
+// is good to 3.2 us on its own.
+constexpr uint64_t kMaxClockBracket = 16384;
 
-// Maps a guest TSC value to the host TSC with a fit (ok must be true).
+ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket = kMaxClockBracket);
+
+// A guest time mapped to the host: host_tsc within +-bound host cycles. inside is false when
+// guest_tsc lies outside the sampled span (mapped with the nearest point, bound infinite).
+struct HostTime {
+    uint64_t host_tsc;
+    double bound;
+    bool inside;
+};
+HostTime map_guest(const ClockFit& fit, uint64_t guest_tsc);
+
+// map_guest(...).host_tsc (fit.ok must be true).
 uint64_t guest_to_host(const ClockFit& fit, uint64_t guest_tsc);
 
 }  // namespace spinlab::collect

@@ -1,84 +1,167 @@
-// Clock correlation on synthetic data with a known offset and drift.
+// Clock correlation on synthetic publications with a known offset: brackets of random width
+// and placement, late publications, wide brackets, offset steps (QEMU TCG) and a drift.
 #include "clock_sync.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
 namespace spinlab::collect {
 namespace {
 
-// Guest TSC published every `period` guest cycles; the host brackets each publication by
-// `width` cycles around its true host time, placed at a random point inside the bracket.
-std::vector<ClockSample> synth(uint64_t guest0, double offset, double slope, int n,
-                               uint64_t period, uint64_t width, uint32_t seed) {
+// True host time of a guest TSC value.
+using Truth = std::function<double(uint64_t)>;
+
+struct Synth {
+    std::vector<ClockSample> samples;
+    std::vector<size_t> late;  // indices of the late publications made
+};
+
+// A publication every `period` guest cycles. The host sees it `visible_delay` after the guest's
+// rdtsc (0 unless late) and brackets that moment by a width drawn up to `width`, placed at a
+// random point. Every `late_every`-th publication is held up by `late_by` cycles (the vCPU
+// descheduled between rdtsc and store); every `wide_every`-th bracket is `wide` cycles wide.
+Synth synth(const Truth& host_of, uint64_t guest0, int n, uint64_t period, uint64_t width,
+            uint32_t seed, int late_every = 0, uint64_t late_by = 0, int wide_every = 0,
+            uint64_t wide = 0) {
     std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> where(0.0, 1.0);
-    std::vector<ClockSample> out;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    Synth out;
     for (int i = 0; i < n; ++i) {
         uint64_t g = guest0 + uint64_t(i) * period;
-        // Integer arithmetic for the absolute values: doubles lose cycles near 2^62.
-        int64_t rel = int64_t(std::llround(offset + slope * double(g - guest0) -
-                                           where(rng) * double(width)));
-        uint64_t before = guest0 + uint64_t(rel);
-        out.push_back({g, before, before + width});
+        double visible = host_of(g);
+        if (late_every && i % late_every == late_every / 2) {
+            visible += double(late_by);
+            out.late.push_back(size_t(i));
+        }
+        double w = (wide_every && i % wide_every == 1) ? double(wide) : 50 + u(rng) * double(width);
+        double before = visible - u(rng) * w;
+        uint64_t b = uint64_t(std::llround(before));
+        out.samples.push_back({g, b, b + uint64_t(std::llround(w))});
     }
     return out;
 }
 
-TEST(ClockSync, RecoversOffsetAndDrift) {
-    const uint64_t guest0 = 5'000'000'000'000ull;  // TSC values of a machine up for ~30 min
-    const double offset = -1'234'567'890.0;
-    const double slope = 1.0 + 25e-6;  // 25 ppm
-    auto samples = synth(guest0, offset, slope, 50, 26'000'000, 2'000, 1);
-    ClockFit fit = fit_clock(samples);
-    ASSERT_TRUE(fit.ok) << fit.error;
-    EXPECT_NEAR(fit.drift_ppm, 25.0, 0.5);
-    EXPECT_NEAR(fit.offset_at_ref(), offset, 2'000);
-    EXPECT_EQ(fit.used, 50u);
-    // Mapping a guest time in the middle of the run lands within the bracket width.
-    uint64_t g = guest0 + 25 * 26'000'000ull;
-    double expected = double(guest0) + offset + slope * double(g - guest0);
-    EXPECT_NEAR(double(guest_to_host(fit, g)), expected, 2'000);
-    EXPECT_LE(fit.residual_rms, 2'000);
-}
-
-TEST(ClockSync, IgnoresWideBracketsAndOutliers) {
-    const uint64_t guest0 = 1'000'000;
-    auto samples = synth(guest0, 777'000, 1.0, 40, 1'000'000, 500, 2);
-    // A poller preempted for 5 ms: a huge bracket.
-    samples[5].host_after += 13'000'000;
-    // A guest publisher preempted between rdtsc and the store: its TSC is stale, so the
-    // bracket sits far later than the line predicts (narrow bracket, large residual).
-    samples[17].host_before += 3'000'000;
-    samples[17].host_after += 3'000'000;
-    ClockFit fit = fit_clock(samples);
-    ASSERT_TRUE(fit.ok) << fit.error;
-    EXPECT_EQ(fit.used, 38u);
-    EXPECT_NEAR(fit.slope, 1.0, 1e-6);
-    EXPECT_NEAR(fit.offset_at_ref(), 777'000, 500);
-}
-
-TEST(ClockSync, NarrowBracketsOutweighWideOnes) {
-    // An overloaded host: most polls were descheduled, giving wide brackets whose midpoints
-    // sit early; a few narrow ones carry the truth (offset 0, slope 1).
-    std::vector<ClockSample> s;
-    for (int i = 0; i < 40; ++i) {
-        uint64_t g = 1'000'000'000 + uint64_t(i) * 2'000'000;
-        if (i % 5 == 0)
-            s.push_back({g, g - 100, g + 100});
-        else
-            s.push_back({g, g - 2'400'000, g + 200'000});
+// Every mapped point lies within its stated bound of the truth; returns the largest error.
+double check_within_bound(const ClockFit& fit, const Truth& host_of, uint64_t from, uint64_t to) {
+    double worst = 0;
+    for (uint64_t g = from; g <= to; g += (to - from) / 997) {
+        HostTime h = map_guest(fit, g);
+        EXPECT_TRUE(h.inside);
+        double err = std::fabs(double(int64_t(h.host_tsc - uint64_t(std::llround(host_of(g))))));
+        EXPECT_LE(err, h.bound + 1) << "at guest " << g;
+        worst = std::max(worst, err);
     }
-    ClockFit fit = fit_clock(s);
-    ASSERT_TRUE(fit.ok) << fit.error;
-    EXPECT_NEAR(fit.offset_at_ref(), 0.0, 1'000);
-    EXPECT_NEAR(fit.drift_ppm, 0.0, 1.0);
+    return worst;
 }
 
-TEST(ClockSync, NeedsTwoDistinctGuestTimes) {
+constexpr uint64_t kGuest0 = 5'000'000'000'000ull;  // a machine up for ~30 min
+constexpr uint64_t kPeriod = 260'000'000;           // 100 ms at 2.6 GHz
+
+TEST(ClockSync, RecoversAConstantOffsetWithinTheBound) {
+    const int64_t offset = -1'234'567'890;
+    Truth t = [&](uint64_t g) { return double(g) + double(offset); };
+    Synth s = synth(t, kGuest0, 200, kPeriod, 4'000, 1);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.method, "bracket-envelope");
+    EXPECT_EQ(fit.used, 200u);
+    EXPECT_NEAR(fit.offset_at_ref(), double(offset), 2'100);
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 0.1);
+    EXPECT_LE(fit.bound_max, 2 * 4'050 + 1);  // half a bracket plus two half brackets of noise
+    check_within_bound(fit, t, kGuest0, kGuest0 + 199 * kPeriod);
+}
+
+TEST(ClockSync, LatePublicationsAreRejectedNotAveraged) {
+    // Every 7th publication became visible 3 ms after its rdtsc: least squares on midpoints
+    // would pull the line; the envelope drops them.
+    Truth t = [](uint64_t g) { return double(g) + 777'000; };
+    Synth s = synth(t, kGuest0, 140, kPeriod, 2'000, 2, 7, 7'800'000);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.rejected_late, s.late.size());
+    EXPECT_EQ(fit.used, 140 - s.late.size());
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 0.01);
+    EXPECT_LE(fit.bound_max, 4'100);
+    double worst = check_within_bound(fit, t, kGuest0, kGuest0 + 139 * kPeriod);
+    EXPECT_LE(worst, 2'100);
+}
+
+TEST(ClockSync, LatePublicationAtTheEndsIsRejected) {
+    Truth t = [](uint64_t g) { return double(g) + 5'000; };
+    Synth s = synth(t, kGuest0, 20, kPeriod, 1'000, 3);
+    s.samples.front().host_before += 5'000'000, s.samples.front().host_after += 5'000'000;
+    s.samples.back().host_before += 5'000'000, s.samples.back().host_after += 5'000'000;
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.rejected_late, 2u);
+    check_within_bound(fit, t, kGuest0 + kPeriod, kGuest0 + 18 * kPeriod);
+}
+
+TEST(ClockSync, WideBracketsAreRejected) {
+    // An overloaded host: most polls were descheduled, giving brackets of 1 ms; a few narrow
+    // ones carry the truth.
+    Truth t = [](uint64_t g) { return double(g); };
+    Synth s = synth(t, kGuest0, 60, kPeriod, 1'000, 4, 0, 0, 3, 2'600'000);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.rejected_wide, 20u);
+    EXPECT_EQ(fit.used, 40u);
+    EXPECT_LE(fit.max_width, 1'050);
+    check_within_bound(fit, t, kGuest0, kGuest0 + 59 * kPeriod);
+}
+
+TEST(ClockSync, OffsetStepsAreFollowedAndBoundTheirSegmentOnly) {
+    // QEMU TCG: the offset steps down (guest gains) by 1 M cycles at three unknown moments.
+    // A straight line would be ~ms wrong at the ends; the piecewise mapping stays within its
+    // bound everywhere and is tight away from the steps.
+    const uint64_t steps[] = {kGuest0 + 30 * kPeriod + 12345, kGuest0 + 61 * kPeriod + 7,
+                              kGuest0 + 90 * kPeriod + 99'999};
+    Truth t = [&](uint64_t g) {
+        double off = 3'000'000;
+        for (uint64_t s : steps)
+            if (g >= s) off -= 1'000'000;
+        return double(g) + off;
+    };
+    Synth s = synth(t, kGuest0, 120, kPeriod, 2'000, 5);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.rejected_late, 0u);  // a step is not a late publication
+    EXPECT_EQ(fit.used, 120u);
+    check_within_bound(fit, t, kGuest0, kGuest0 + 119 * kPeriod);
+    EXPECT_GE(fit.bound_max, 990'000);  // the segments holding a step say so
+    EXPECT_LE(fit.bound_median, 2'100);   // the rest are tight
+    HostTime away = map_guest(fit, kGuest0 + 45 * kPeriod + 1000);
+    EXPECT_LE(away.bound, 2'100);
+}
+
+TEST(ClockSync, FollowsADrift) {
+    const double slope = 1.0 + 25e-6;
+    Truth t = [&](uint64_t g) { return double(kGuest0) + 42 + slope * double(g - kGuest0); };
+    Synth s = synth(t, kGuest0, 100, kPeriod, 2'000, 6);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_NEAR(fit.drift_ppm, 25.0, 0.1);
+    EXPECT_EQ(fit.rejected_late, 0u);
+    check_within_bound(fit, t, kGuest0, kGuest0 + 99 * kPeriod);
+}
+
+TEST(ClockSync, OutsideTheSampledSpanThereIsNoBound) {
+    Truth t = [](uint64_t g) { return double(g) + 100; };
+    Synth s = synth(t, kGuest0, 10, kPeriod, 500, 7);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    HostTime before = map_guest(fit, kGuest0 - 1);
+    EXPECT_FALSE(before.inside);
+    EXPECT_TRUE(std::isinf(before.bound));
+    EXPECT_FALSE(map_guest(fit, kGuest0 + 9 * kPeriod + 1).inside);
+    EXPECT_TRUE(map_guest(fit, kGuest0 + 9 * kPeriod).inside);
+}
+
+TEST(ClockSync, NeedsTwoUsableSamples) {
     EXPECT_FALSE(fit_clock({}).ok);
     ClockSample one{100, 200, 210};
     ClockFit f1 = fit_clock(std::vector<ClockSample>{one});
@@ -86,23 +169,25 @@ TEST(ClockSync, NeedsTwoDistinctGuestTimes) {
     EXPECT_NE(f1.error.find("at least 2"), std::string::npos);
     ClockFit same = fit_clock(std::vector<ClockSample>{one, one, one});
     EXPECT_FALSE(same.ok);
-    EXPECT_NE(same.error.find("spread"), std::string::npos);
-}
-
-TEST(ClockSync, RejectsBracketsThatRunBackwards) {
-    std::vector<ClockSample> s = {{100, 300, 200}, {200, 400, 300}, {300, 600, 610}};
-    ClockFit fit = fit_clock(s);
-    EXPECT_FALSE(fit.ok);
+    EXPECT_NE(same.error.find("distinct"), std::string::npos);
+    std::vector<ClockSample> backwards = {{100, 300, 200}, {200, 400, 300}, {300, 600, 610}};
+    ClockFit fb = fit_clock(backwards);
+    EXPECT_FALSE(fb.ok);
+    EXPECT_EQ(fb.rejected_unordered, 2u);
+    EXPECT_NE(fb.error.find("2 unordered"), std::string::npos);
 }
 
 TEST(ClockSync, KeepsPrecisionNearTheTopOfTheRange) {
     // 2^62 cycles: far beyond what a double represents exactly as an absolute value.
     const uint64_t guest0 = 1ull << 62;
-    auto samples = synth(guest0, 1'000.0, 1.0, 20, 1'000'000, 10, 3);
-    ClockFit fit = fit_clock(samples);
-    ASSERT_TRUE(fit.ok);
-    uint64_t g = guest0 + 10 * 1'000'000ull;
-    EXPECT_NEAR(double(int64_t(guest_to_host(fit, g) - (g + 1'000))), 0.0, 20.0);
+    // The truth relative to guest0 (exact in a double), shifted back up in integers.
+    Synth s = synth([](uint64_t g) { return double(g - (1ull << 62)) + 1'000.0; }, guest0, 20,
+                    1'000'000, 10, 8);
+    for (ClockSample& c : s.samples) c.host_before += guest0, c.host_after += guest0;
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    uint64_t g = guest0 + 10 * 1'000'000ull + 17;
+    EXPECT_NEAR(double(int64_t(guest_to_host(fit, g) - (g + 1'000))), 0.0, 40.0);
 }
 
 }  // namespace

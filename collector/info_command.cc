@@ -129,14 +129,16 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                 row(t, "offset (host - guest)", b);
                 std::snprintf(b, sizeof b, "%.3f ppm (slope %.9f)", fit.drift_ppm, fit.slope);
                 row(t, "drift", b);
-                std::snprintf(b, sizeof b, "%.0f cycles rms, brackets up to %.0f cycles",
-                              fit.residual_rms, fit.max_width);
-                row(t, "accuracy", b);
+                std::snprintf(b, sizeof b, "+-%.0f cycles (median %.0f), brackets up to %.0f cycles",
+                              fit.bound_max, fit.bound_median, fit.max_width);
+                row(t, "error bound", b);
                 row(t, "samples used", std::to_string(fit.used) + " of " + std::to_string(fit.total));
                 j.field("ok", true).field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
                     .field("offset", fit.offset_at_ref()).field("slope", fit.slope)
                     .field("drift_ppm", fit.drift_ppm).field("residual_rms", fit.residual_rms)
-                    .field("max_width", fit.max_width).field("used", uint64_t(fit.used));
+                    .field("max_width", fit.max_width).field("used", uint64_t(fit.used))
+                    .field("method", fit.method).field("bound_max", fit.bound_max)
+                    .field("bound_median", fit.bound_median);
             } else {
                 row(t, "no fit", fit.error);
                 j.field("ok", false).field("error", fit.error);

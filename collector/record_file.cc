@@ -93,7 +93,8 @@ std::string record_end_json(const std::string& reason, uint64_t snapshots, const
         w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
             .field("intercept", fit.intercept).field("slope", fit.slope)
             .field("drift_ppm", fit.drift_ppm).field("residual_rms", fit.residual_rms)
-            .field("used", uint64_t(fit.used));
+            .field("method", fit.method).field("bound_max", fit.bound_max)
+            .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
     else
         w.field("error", fit.error);
     w.end_object().end_object();

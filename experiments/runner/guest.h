@@ -41,6 +41,7 @@ public:
     // a ring holds only the last kLongWaitRingSize waits. False when the channel failed.
     bool collect_long_waits(const collect::ClassNames& names, std::vector<uint64_t>& next_seq,
                             LongWaits& out);
+    const std::string& region_path() { return session_.region().path(); }
     // The region file was removed (the VM is gone).
     bool region_gone();
 

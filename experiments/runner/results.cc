@@ -177,13 +177,31 @@ std::string clock_json(const collect::ClockFit& fit) {
     JsonWriter j;
     j.begin_object();
     j.field("format", kResultsFormat);
+    j.field("method", fit.method);
     j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
     j.field("drift_ppm", fit.drift_ppm);
     j.field("ref_guest_tsc", fit.guest_ref);
+    j.field("bound_max_cycles", fit.bound_max);
+    j.field("bound_median_cycles", fit.bound_median);
     j.field("samples", uint64_t(fit.used));
+    j.field("samples_taken", uint64_t(fit.total));
+    j.key("rejected").begin_object();
+    j.field("unordered", uint64_t(fit.rejected_unordered));
+    j.field("wide", uint64_t(fit.rejected_wide));
+    j.field("late", uint64_t(fit.rejected_late));
+    j.end_object();
     j.field("residual_cycles", fit.residual_rms);
     j.field("max_bracket_cycles", fit.max_width);
-    j.field("samples_taken", uint64_t(fit.total));
+    // The piecewise mapping itself: [guest_tsc, host - guest, half bracket] per kept sample.
+    j.key("points").begin_array();
+    for (const collect::ClockPoint& p : fit.points) {
+        j.begin_array();
+        j.value(p.guest_tsc);
+        j.value(p.offset);
+        j.value(p.half_width);
+        j.end_array();
+    }
+    j.end_array();
     j.end_object();
     return j.take() + "\n";
 }
