@@ -100,13 +100,14 @@ def class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
 
 
 def _long_wait(w: dict, where: str) -> dict:
-    holder = w.get("holder_cpu")
+    holder, holder_end = w.get("holder_cpu"), w.get("holder_end_cpu")
     lhp_class = w.get("lhp_class", "unknown")
     if lhp_class not in c.LHP_CLASSES:
         raise c.ContractError(f"{where}: lhp_class {lhp_class!r} is none of {', '.join(c.LHP_CLASSES)}")
     return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
             "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
             "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
+            "holder_end_cpu": holder_end if isinstance(holder_end, int) and holder_end >= 0 else None,
             "lhp_class": lhp_class}
 
 
@@ -197,7 +198,16 @@ def _read_clock(path: str) -> dict | None:
     d = c.read_json(path, required=False)
     if d is None:
         return None
+    points = d.get("points", [])
+    if not isinstance(points, list) or any(
+            not isinstance(p, list) or len(p) != 3 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                              for x in p) for p in points):
+        raise c.ContractError(f"{c.CLOCK}: field 'points' must be a list of [guest_tsc, offset, half_width]")
+    bound = d.get("bound_max_cycles")
     return {"offset_cycles": c.need(d, "offset_cycles", int, c.CLOCK),
             "drift_ppm": float(c.need(d, "drift_ppm", (int, float), c.CLOCK)),
             "ref_guest_tsc": d.get("ref_guest_tsc", 0) if isinstance(d.get("ref_guest_tsc"), int) else 0,
-            "samples": d.get("samples"), "residual_cycles": d.get("residual_cycles")}
+            "samples": d.get("samples"), "residual_cycles": d.get("residual_cycles"),
+            "method": d.get("method"), "points": sorted(points),
+            "bound_max_cycles": bound if isinstance(bound, (int, float)) else None,
+            "bound_median_cycles": d.get("bound_median_cycles")}

@@ -1,11 +1,14 @@
-"""The LHP join on a synthetic timeline whose answers are known by construction."""
+"""The LHP measurement on a synthetic timeline whose answers are known by construction."""
 import pandas as pd
 import pytest
 
-from spinlab_report.lhp import classify, guest_to_host, long_waits_share, off_during, off_index
+from spinlab_report.lhp import (ClockMap, classify, fraction_table, guest_to_host, holder_off_range,
+                                long_waits_share, measure, off_cycles, off_during, off_index)
 from spinlab_report.load import Snapshot
 
-CLOCK = {"offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0}
+# host = guest + 1000, to within +-10 cycles, over guest [0, 10M]
+CLOCK = {"offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0, "bound_max_cycles": 10.0,
+         "points": [[0, 1000, 10.0], [10_000_000, 1000, 10.0]]}
 # host TSC; vCPU 0 off [100k, 200k) and frozen [500k, 510k); vCPU 1 off [300k, 400k); both covered 0..1M
 ROWS = [(0, "on", 0, 100_000), (0, "off", 100_000, 200_000), (0, "on", 200_000, 500_000),
         (0, "frozen", 500_000, 510_000), (0, "on", 510_000, 1_000_000),
@@ -14,57 +17,117 @@ TL = pd.DataFrame([(v, 10 + v, s, a, b, "host-load", 1) for v, s, a, b in ROWS],
                   columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
 
 
-def wait(cpu, holder, start_guest, cycles, cls="unknown"):
+def wait(cpu, holder, start_guest, cycles, cls="unknown", holder_end=None):
     return {"cpu": cpu, "class": "x", "start_tsc": start_guest, "wait_cycles": cycles, "holder_cpu": holder,
-            "lhp_class": cls}
+            "holder_end_cpu": holder_end, "lhp_class": cls}
 
 
-def test_off_during_edges():
+def test_off_cycles_and_edges():
     idx = off_index(TL)
-    assert off_during(idx, 0, 150_000, 160_000) is True      # inside an off interval
-    assert off_during(idx, 0, 90_000, 100_001) is True       # overlaps its first cycle
-    assert off_during(idx, 0, 200_000, 300_000) is False     # starts exactly when it ends: ran throughout
-    assert off_during(idx, 0, 50_000, 100_000) is False      # ends exactly when it starts
-    assert off_during(idx, 0, 505_000, 505_001) is True      # frozen counts as off
-    assert off_during(idx, 0, 0, 1_000_000) is True          # spans several intervals
-    assert off_during(idx, 1, 990_000, 1_100_000) is None    # runs past the recorded span
-    assert off_during(idx, 7, 0, 10) is None and off_during(idx, None, 0, 10) is None
+    assert off_cycles(idx, 0, 150_000, 160_000) == 10_000       # inside an off interval
+    assert off_cycles(idx, 0, 90_000, 100_001) == 1             # overlaps its first cycle
+    assert off_cycles(idx, 0, 200_000, 300_000) == 0            # starts exactly when it ends
+    assert off_cycles(idx, 0, 0, 1_000_000) == 110_000          # off and frozen added
+    assert off_during(idx, 0, 505_000, 505_001) is True         # frozen counts as off
+    assert off_during(idx, 0, 50_000, 100_000) is False
+    assert off_cycles(idx, 1, 990_000, 1_100_000) is None       # runs past the recorded span
+    assert off_cycles(idx, 7, 0, 10) is None and off_cycles(idx, None, 0, 10) is None
 
 
-def test_clock_mapping_with_drift():
+def test_overlapping_off_and_frozen_rows_count_once():
+    rows = [(0, "on", 0, 100), (0, "off", 100, 300), (0, "frozen", 150, 250), (0, "frozen", 280, 400),
+            (0, "on", 400, 1000)]
+    tl = pd.DataFrame([(v, 10, s, a, b, "p", 1) for v, s, a, b in rows],
+                      columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
+    assert off_cycles(off_index(tl), 0, 0, 1000) == 300
+
+
+def test_clock_map_points_and_bounds():
+    m = ClockMap({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
+                  "points": [[1000, 500, 5.0], [2000, 500, 7.0], [3000, 300, 4.0]]})
+    assert m.map(1500) == (2000.0, 7.0)                 # flat segment: the wider half bracket
+    host, bound = m.map(2500)                            # a step of 200 somewhere in (2000, 3000)
+    assert host == pytest.approx(2900.0) and bound == pytest.approx(207.0)
+    assert m.map(999)[1] == float("inf") and m.map(3001)[1] == float("inf")
+    # a straight line without points states no bound unless clock.json gives one
+    assert ClockMap({"offset_cycles": 5, "drift_ppm": 0.0, "ref_guest_tsc": 0}).map(10) == (15.0, float("inf"))
     assert guest_to_host(5000, CLOCK) == 6000
     drift = {"offset_cycles": 0, "drift_ppm": 100.0, "ref_guest_tsc": 1_000_000}
     assert guest_to_host(2_000_000, drift) == pytest.approx(2_000_100)
-    assert guest_to_host(1_000_000, drift) == pytest.approx(1_000_000)
 
 
-def test_classify_through_the_clock():
+def test_half_of_the_wait_is_the_threshold():
     idx = off_index(TL, "host-load", 1)
-    # guest [98_000, 108_000) -> host [99_000, 109_000): holder 0 off, waiter 1 on
+    # host [99_000, 109_000): holder 0 off 9_000 of 10_000 -> holder-preempted; waiter 1 on
     assert classify(wait(1, 0, 98_000, 10_000), idx, CLOCK) == ("holder-preempted", "timeline")
-    # without the 1000-cycle offset this wait would end before vCPU 0's off interval began
-    assert classify(wait(1, 0, 89_500, 10_000), idx, CLOCK) == ("holder-preempted", "timeline")
-    assert classify(wait(1, 0, 88_000, 10_000), idx, CLOCK) == ("neither", "timeline")
-    assert classify(wait(0, 1, 140_000, 200_000), idx, CLOCK) == ("both", "timeline")
-    assert classify(wait(0, 1, 600_000, 1000), idx, CLOCK) == ("neither", "timeline")
+    # host [90_500, 100_500): holder off only 500 of 10_000 -> neither (any overlap is not LHP)
+    assert classify(wait(1, 0, 89_500, 10_000), idx, CLOCK) == ("neither", "timeline")
+    # host [141_000, 341_000): holder 1 off 41_000 of 200_000, waiter 0 off 59_000 -> neither
+    assert classify(wait(0, 1, 140_000, 200_000), idx, CLOCK) == ("neither", "timeline")
+    # host [151_000, 152_000): waiter 0 off throughout
     assert classify(wait(0, 1, 150_000, 1000), idx, CLOCK) == ("waiter-preempted", "timeline")
+    # host [299_000, 401_000) for 1, wait from 0 whose vCPU ran: holder 1 off 100/102 -> holder
+    assert classify(wait(0, 1, 298_000, 102_000), idx, CLOCK) == ("holder-preempted", "timeline")
     assert classify(wait(0, None, 150_000, 1000), idx, CLOCK) == ("unknown", "none")
     assert classify(wait(0, 1, 150_000, 1000), None, None) == ("unknown", "none")
     # the guest's own class wins over the timeline
     assert classify(wait(1, 0, 88_000, 10_000, "both"), idx, CLOCK) == ("both", "guest")
 
 
-def test_share_counts_threshold_and_unknowns():
-    waits = [wait(1, 0, 98_000, 2 ** 20),             # holder 0 off at [99k..) -> off
-             wait(0, 1, 600_000, 2 ** 20 - 1),        # below the threshold: ignored
-             wait(0, 1, 600_000, 2 ** 21),            # host [601k, 2.7M) runs past the span -> unknown
+def test_a_wait_whose_class_depends_on_the_clock_bound_is_uncertain():
+    idx = off_index(TL, "host-load", 1)
+    # host [100_000 - 5_000, +10_000): holder 0 off exactly 5_000 = half; +-10 cycles decide it
+    w = wait(1, 0, 94_000, 10_000)
+    r = measure(w, idx, ClockMap(CLOCK))
+    assert r["lhp"] == "uncertain"
+    assert r["holder_off_cycles"] == [4990.0, 5010.0]
+    # with a tighter clock (+-0) the same wait is exactly half: holder off
+    exact = dict(CLOCK, points=[[0, 1000, 0.0], [10_000_000, 1000, 0.0]])
+    assert measure(w, idx, ClockMap(exact))["lhp"] == "holder-preempted"
+    # 100 cycles away from the threshold, +-10 cycles do not matter
+    assert measure(wait(1, 0, 94_100, 10_000), idx, ClockMap(CLOCK))["lhp"] == "holder-preempted"
+    assert measure(wait(1, 0, 93_900, 10_000), idx, ClockMap(CLOCK))["lhp"] == "neither"
+    # outside the clock's sampled span the wait cannot be placed
+    assert measure(wait(1, 0, 20_000_000, 10_000), idx, ClockMap(CLOCK))["lhp"] == "unknown"
+
+
+def test_holder_change_is_attributed_in_order():
+    # vCPU 2 waits while it runs throughout; the holder is vCPU 0 and then, from an unknown
+    # moment, vCPU 1. Host [151k, 351k): vCPU 0 off [151k, 200k) = 49k, vCPU 1 off [300k, 351k) = 51k.
+    tl = pd.concat([TL, pd.DataFrame([(2, 12, "on", 0, 1_000_000, "host-load", 1)], columns=TL.columns)])
+    idx = off_index(tl, "host-load", 1)
+    # switch at 351k: all on 0 -> 49k (the least); anywhere in [200k, 300k]: 49k + 51k (the most)
+    assert holder_off_range(idx, [0, 1], 151_000, 351_000, 0) == (49_000, 100_000)
+    assert holder_off_range(idx, [0], 151_000, 351_000, 0) == (49_000, 49_000)
+    m = measure(wait(2, 0, 150_000, 200_000, holder_end=1), idx, ClockMap(CLOCK))
+    assert m["holders"] == [0, 1]
+    assert m["lhp"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
+    # the first holder alone would have been a clear 'neither'
+    assert measure(wait(2, 0, 150_000, 200_000), idx, ClockMap(CLOCK))["lhp"] == "neither"
+    same = measure(wait(1, 0, 98_000, 10_000, holder_end=0), idx, ClockMap(CLOCK))
+    assert same["holders"] == [0] and same["lhp"] == "holder-preempted"
+
+
+def test_share_counts_threshold_uncertain_and_unknowns():
+    waits = [wait(1, 0, 98_000, 2 ** 20),             # host [99k, 1.15M) runs past the span -> unknown
+             wait(1, 0, 98_000, 10_000),              # below the threshold: ignored
              wait(1, 0, 10, 2 ** 20, "neither"),      # guest says holder ran
              wait(1, 0, 10, 2 ** 20, "holder-preempted")]
     snap = Snapshot("host-load", 1, 1.0, 0, 10 ** 6, {}, [], waits, 2 ** 19, 0, "s")
     r = long_waits_share([snap], TL, CLOCK, 2 ** 20)
-    assert (r["long_waits"], r["holder_off"], r["holder_on"], r["unknown"]) == (4, 2, 1, 1)
-    assert (r["from_guest"], r["from_timeline"]) == (2, 1)
-    assert r["share"] == pytest.approx(2 / 3)
+    assert (r["long_waits"], r["holder_off"], r["holder_on"], r["unknown"], r["uncertain"]) == (3, 1, 1, 1, 0)
+    assert (r["from_guest"], r["from_timeline"]) == (2, 0)
+    assert r["share"] == pytest.approx(1 / 2)
+    assert r["thresholds"] == {"holder_off_min_fraction": 0.5, "waiter_off_min_fraction": 0.5}
     none = long_waits_share([Snapshot("p", 1, 1.0, 0, 1, {}, [], None, None, 0, "s")], None, None, 1)
     assert none["share"] is None and none["snapshots_without_list"] == 1
 
+
+def test_fraction_table_bins_by_wait_octave():
+    waits = [{"wait_cycles": 2 ** 20, "holder_off_cycles": [0.0, 0.0]},
+             {"wait_cycles": 2 ** 20 + 5, "holder_off_cycles": [2 ** 20, 2 ** 20]},
+             {"wait_cycles": 2 ** 22, "holder_off_cycles": [2 ** 20, 2 ** 21]},   # middle 3/8
+             {"wait_cycles": 2 ** 22, "holder_off_cycles": None}]
+    t = fraction_table(waits)
+    assert t["fraction_edges"] == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+    assert t["by_wait_octave"] == {"2^20": [1, 0, 0, 0, 0, 1], "2^22": [0, 0, 1, 0, 0, 0]}

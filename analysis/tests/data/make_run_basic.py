@@ -67,7 +67,7 @@ SNAPS = [
 # host TSC = guest TSC + 1000. vcpu, state, start, end (host TSC); "on" fills the rest.
 OFF = {("host-load", 1): [(1, "off", 3_302_000_000, 3_310_000_000), (1, "off", 3_490_000_000, 3_500_001_000),
                           (0, "off", 3_505_000_000, 3_515_000_000)],
-       ("host-load", 2): [(0, "frozen", 7_105_000_000, 7_106_000_000), (1, "off", 7_100_000_000, 7_100_500_000)]}
+       ("host-load", 2): [(0, "frozen", 7_101_000_000, 7_106_000_000), (1, "off", 7_100_000_000, 7_100_500_000)]}
 
 
 def timeline_rows(phase, rep, start):
@@ -93,8 +93,12 @@ def main():
     dump("meta.json", meta)
     dump("status.json", {"format": 1, "state": "complete", "reason": "",
                          "done": [[p, r] for p, r, *_ in SNAPS]})
-    dump("clock.json", {"format": 1, "offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0,
-                        "samples": 16, "residual_cycles": 40.0})
+    # Two kept samples 9 s apart, each bracketed to +-20 cycles: every mapping is good to 20.
+    dump("clock.json", {"format": 1, "method": "bracket-envelope", "offset_cycles": 1000, "drift_ppm": 0.0,
+                        "ref_guest_tsc": 0, "bound_max_cycles": 20.0, "bound_median_cycles": 20.0,
+                        "samples": 2, "samples_taken": 3, "rejected": {"unordered": 0, "wide": 1, "late": 0},
+                        "residual_cycles": 0.0, "max_bracket_cycles": 40.0,
+                        "points": [[0, 1000, 20.0], [9 * GHZ, 1000, 20.0]]})
     open(os.path.join(OUT, "spec.ini"), "w").write(
         "[vm]\nvcpus = 2\naccel = tcg\nlock = tas\n\n[run]\nphases = idle-host,host-load\nrepetitions = 2\n")
     rows = ["vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep"]
