@@ -9,9 +9,9 @@ namespace spinlab::collect {
 namespace {
 
 // The offset may move between two samples by drift alone; a late publication must stand out
-// by more than that. 100 ppm is far above any TSC pair measured here (QEMU's steps aside,
+// by more than that. 10 ppm is above any TSC pair measured here (QEMU's steps aside,
 // which move the level for good and so never look like a spike).
-constexpr double kDriftAllowancePpm = 100;
+constexpr double kDriftAllowancePpm = 10;
 
 struct Candidate {
     uint64_t g;
@@ -23,23 +23,14 @@ bool above(const Candidate& c, const Candidate& n) {
     return double(c.lo - n.hi) > gap * kDriftAllowancePpm * 1e-6;
 }
 
-// Least squares y = a + b x over the points (x, y relative to the references).
-bool least_squares(const std::vector<double>& xs, const std::vector<double>& ys, double* a,
-                   double* b) {
-    const size_t n = xs.size();
-    if (n < 2) return false;
-    double mx = 0, my = 0;
-    for (size_t i = 0; i < n; ++i) mx += xs[i], my += ys[i];
-    mx /= double(n), my /= double(n);
-    double sxx = 0, sxy = 0;
-    for (size_t i = 0; i < n; ++i) {
-        sxx += (xs[i] - mx) * (xs[i] - mx);
-        sxy += (xs[i] - mx) * (ys[i] - my);
-    }
-    if (!(sxx > 0)) return false;
-    *b = sxy / sxx;
-    *a = my - *b * mx;
-    return true;
+// The value at which half of the total weight lies below (values sorted in place).
+double weighted_median(std::vector<std::pair<double, double>>& v) {
+    std::sort(v.begin(), v.end());
+    double total = 0, acc = 0;
+    for (const auto& [x, w] : v) total += w;
+    for (const auto& [x, w] : v)
+        if ((acc += w) >= total / 2) return x;
+    return v.empty() ? 0 : v.back().first;
 }
 
 double segment_bound(const ClockPoint& p, const ClockPoint& q) {
@@ -48,8 +39,11 @@ double segment_bound(const ClockPoint& p, const ClockPoint& q) {
 
 }  // namespace
 
-ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket) {
+namespace {
+
+ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     ClockFit fit;
+    fit.max_bracket = max_bracket;
     fit.total = samples.size();
     std::vector<Candidate> cand;
     for (const ClockSample& s : samples) {
@@ -66,14 +60,20 @@ ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket) {
     }
     std::sort(cand.begin(), cand.end(), [](const Candidate& x, const Candidate& y) { return x.g < y.g; });
 
-    // A late publication stands above its neighbours on both sides (at the ends: above the
-    // next two on its one side).
+    // A late publication stands above its neighbours on both sides. At the ends, where there
+    // is one side only, above the line through the next two (a drift continues that line).
     std::vector<bool> late(cand.size(), false);
-    for (size_t i = 0; i < cand.size(); ++i) {
-        bool prev = i >= 1 ? above(cand[i], cand[i - 1]) : (i + 2 < cand.size() && above(cand[i], cand[i + 2]));
-        bool next = i + 1 < cand.size() ? above(cand[i], cand[i + 1])
-                                        : (i >= 2 && above(cand[i], cand[i - 2]));
-        late[i] = cand.size() >= 3 && prev && next;
+    for (size_t i = 0; cand.size() >= 3 && i < cand.size(); ++i) {
+        if (i == 0 || i + 1 == cand.size()) {
+            const Candidate& n1 = cand[i == 0 ? 1 : i - 1];
+            const Candidate& n2 = cand[i == 0 ? 2 : i - 2];
+            double slope = double(n1.hi - n2.hi) / double(int64_t(n1.g - n2.g));
+            double predicted_hi = double(n1.hi) + slope * double(int64_t(cand[i].g - n1.g));
+            double gap = std::fabs(double(int64_t(cand[i].g - n1.g)));
+            late[i] = double(cand[i].lo) - predicted_hi > gap * kDriftAllowancePpm * 1e-6;
+        } else {
+            late[i] = above(cand[i], cand[i - 1]) && above(cand[i], cand[i + 1]);
+        }
     }
     for (size_t i = 0; i < cand.size(); ++i) {
         if (late[i]) {
@@ -99,20 +99,31 @@ ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket) {
 
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
-    std::vector<double> xs, ys;
-    for (const ClockPoint& p : fit.points) {
-        double x = double(p.guest_tsc - fit.guest_ref);
-        xs.push_back(x);
-        ys.push_back(x + double(p.offset - fit.points.front().offset));
+    // The rate: the median (by guest length) of the segments' slopes. QEMU's steps move a few
+    // segments only; a least-squares line through the points would turn them into a drift.
+    std::vector<std::pair<double, double>> slopes;  // (offset change per guest cycle, length)
+    for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
+        double len = double(fit.points[i + 1].guest_tsc - fit.points[i].guest_tsc);
+        slopes.push_back({double(fit.points[i + 1].offset - fit.points[i].offset) / len, len});
     }
-    double a = 0, b = 1;
-    least_squares(xs, ys, &a, &b);  // xs are distinct and >= 2, so this cannot fail
+    double rate = weighted_median(slopes);
+    fit.slope = 1 + rate;
+    fit.drift_ppm = rate * 1e6;
+    // The line's offset at guest_ref: the median of the points' offsets along that rate.
+    std::vector<std::pair<double, double>> at_ref;
+    for (const ClockPoint& p : fit.points)
+        at_ref.push_back({double(p.offset - fit.points.front().offset) -
+                              rate * double(p.guest_tsc - fit.guest_ref), 1.0});
+    fit.intercept = weighted_median(at_ref);
     double ss = 0;
-    for (size_t i = 0; i < xs.size(); ++i) ss += (ys[i] - a - b * xs[i]) * (ys[i] - a - b * xs[i]);
-    fit.intercept = a;
-    fit.slope = b;
-    fit.drift_ppm = (b - 1) * 1e6;
-    fit.residual_rms = std::sqrt(ss / double(xs.size()));
+    for (const auto& [r, w] : at_ref) ss += (r - fit.intercept) * (r - fit.intercept);
+    fit.residual_rms = std::sqrt(ss / double(at_ref.size()));
+    // Steps: offset changes beyond the segments' brackets and the rate.
+    for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
+        const ClockPoint &p = fit.points[i], &q = fit.points[i + 1];
+        double moved = std::fabs(double(q.offset - p.offset) - rate * slopes[i].second);
+        fit.offset_steps += std::max(0.0, moved - p.half_width - q.half_width);
+    }
 
     // Segment bounds: the largest, and the median weighted by how much guest time each covers.
     std::vector<std::pair<double, double>> seg;  // (bound, guest length)
@@ -131,6 +142,18 @@ ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket) {
         }
     }
     fit.ok = true;
+    return fit;
+}
+
+}  // namespace
+
+ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket) {
+    // Too few narrow brackets (a host so loaded that the poller was descheduled across nearly
+    // every publication): accept wider ones, 8x at a time up to 4096x, and say so through
+    // max_bracket and the bound, rather than give no correlation at all.
+    ClockFit fit = fit_with(samples, max_bracket);
+    for (int i = 0; i < 4 && !fit.ok && fit.rejected_wide > 0; ++i)
+        fit = fit_with(samples, fit.max_bracket * 8);
     return fit;
 }
 

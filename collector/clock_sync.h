@@ -29,8 +29,9 @@
 //          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
 //      which holds whenever the offset moved monotonically between the two (a step or a
 //      drift). Outside the first and last point there is no bound.
-// The straight-line summary (slope, drift_ppm, residual_rms) is a least-squares fit over the
-// points, for reporting; mapping uses the points. Pure: tested on synthetic data.
+// The straight-line summary is for reporting; mapping uses the points. Its slope is the median
+// (by guest length) of the segments' slopes: the rate at which the two TSCs run apart, which
+// QEMU's steps do not change; offset_steps adds up the steps. Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -59,10 +60,12 @@ struct ClockFit {
     uint64_t guest_ref = 0;  // reference points (the first kept sample), so the doubles below
     uint64_t host_ref = 0;   // only carry differences and keep their precision
     double intercept = 0;    // straight-line summary: host cycles at guest_ref, minus host_ref
-    double slope = 1;        // host cycles per guest cycle
-    double drift_ppm = 0;    // (slope - 1) * 1e6
+    double slope = 1;        // host cycles per guest cycle: the median segment's
+    double drift_ppm = 0;    // (slope - 1) * 1e6: how fast the TSCs run apart, steps aside
     double residual_rms = 0; // of the points about the straight line, host cycles
+    double offset_steps = 0; // total offset change beyond brackets and drift (QEMU's steps)
     double max_width = 0;    // widest bracket kept, host cycles
+    uint64_t max_bracket = 0;  // the limit applied (wider brackets were rejected)
     std::vector<ClockPoint> points;  // sorted by guest_tsc
     double bound_max = 0;     // largest segment bound (host cycles) between first and last point
     double bound_median = 0;  // median segment bound, weighted by the segment's guest length
@@ -79,7 +82,8 @@ struct ClockFit {
 };
 
 // Brackets wider than this are dropped: 16384 cycles is 6.3 us at 2.6 GHz, so a kept point
-// is good to 3.2 us on its own.
+// is good to 3.2 us on its own. With fewer than 2 such samples, the limit is raised 8x at a
+// time (up to 4096x, ~26 ms at 2.6 GHz) until 2 remain; fit.max_bracket says which applied.
 constexpr uint64_t kMaxClockBracket = 16384;
 
 ClockFit fit_clock(std::span<const ClockSample> samples, uint64_t max_bracket = kMaxClockBracket);

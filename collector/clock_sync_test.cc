@@ -69,8 +69,11 @@ TEST(ClockSync, RecoversAConstantOffsetWithinTheBound) {
     ASSERT_TRUE(fit.ok) << fit.error;
     EXPECT_EQ(fit.method, "bracket-envelope");
     EXPECT_EQ(fit.used, 200u);
-    EXPECT_NEAR(fit.offset_at_ref(), double(offset), 2'100);
-    EXPECT_NEAR(fit.drift_ppm, 0.0, 0.1);
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 2.0);  // each segment's slope is +-15 ppm of bracket noise
+    // The summary line's offset carries the rate's error over half the run (2.6e10 cycles);
+    // the mapping itself (below) is checked against each point's bound.
+    EXPECT_NEAR(fit.offset_at_ref(), double(offset), 2'100 + 2e-6 * 2.6e10);
+    EXPECT_LE(fit.offset_steps, 1'000);
     EXPECT_LE(fit.bound_max, 2 * 4'050 + 1);  // half a bracket plus two half brackets of noise
     check_within_bound(fit, t, kGuest0, kGuest0 + 199 * kPeriod);
 }
@@ -84,7 +87,7 @@ TEST(ClockSync, LatePublicationsAreRejectedNotAveraged) {
     ASSERT_TRUE(fit.ok) << fit.error;
     EXPECT_EQ(fit.rejected_late, s.late.size());
     EXPECT_EQ(fit.used, 140 - s.late.size());
-    EXPECT_NEAR(fit.drift_ppm, 0.0, 0.01);
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 2.0);
     EXPECT_LE(fit.bound_max, 4'100);
     double worst = check_within_bound(fit, t, kGuest0, kGuest0 + 139 * kPeriod);
     EXPECT_LE(worst, 2'100);
@@ -114,6 +117,16 @@ TEST(ClockSync, WideBracketsAreRejected) {
     check_within_bound(fit, t, kGuest0, kGuest0 + 59 * kPeriod);
 }
 
+TEST(ClockSync, OnlyWideBracketsGiveAWiderBoundNotNone) {
+    Truth t = [](uint64_t g) { return double(g) + 123; };
+    Synth s = synth(t, kGuest0, 10, kPeriod, 100'000, 9);  // every bracket 50..100k cycles
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.max_bracket, kMaxClockBracket * 8);
+    EXPECT_GT(fit.bound_max, double(kMaxClockBracket) / 2);
+    check_within_bound(fit, t, kGuest0, kGuest0 + 9 * kPeriod);
+}
+
 TEST(ClockSync, OffsetStepsAreFollowedAndBoundTheirSegmentOnly) {
     // QEMU TCG: the offset steps down (guest gains) by 1 M cycles at three unknown moments.
     // A straight line would be ~ms wrong at the ends; the piecewise mapping stays within its
@@ -133,6 +146,8 @@ TEST(ClockSync, OffsetStepsAreFollowedAndBoundTheirSegmentOnly) {
     EXPECT_EQ(fit.used, 120u);
     check_within_bound(fit, t, kGuest0, kGuest0 + 119 * kPeriod);
     EXPECT_GE(fit.bound_max, 990'000);  // the segments holding a step say so
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 2.0);  // steps are not a drift
+    EXPECT_NEAR(fit.offset_steps, 3'000'000, 10'000);
     EXPECT_LE(fit.bound_median, 2'100);   // the rest are tight
     HostTime away = map_guest(fit, kGuest0 + 45 * kPeriod + 1000);
     EXPECT_LE(away.bound, 2'100);
@@ -144,7 +159,7 @@ TEST(ClockSync, FollowsADrift) {
     Synth s = synth(t, kGuest0, 100, kPeriod, 2'000, 6);
     ClockFit fit = fit_clock(s.samples);
     ASSERT_TRUE(fit.ok) << fit.error;
-    EXPECT_NEAR(fit.drift_ppm, 25.0, 0.1);
+    EXPECT_NEAR(fit.drift_ppm, 25.0, 2.0);
     EXPECT_EQ(fit.rejected_late, 0u);
     check_within_bound(fit, t, kGuest0, kGuest0 + 99 * kPeriod);
 }

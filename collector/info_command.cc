@@ -112,12 +112,13 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
         j.end_object();
 
         if (c.clock_samples >= 2) {
-            // Each sample waits for one publication; bound the wait by the publication period.
+            // Each sample waits for publications until one is bracketed narrowly enough for the
+            // fit (a loaded host deschedules the poller across many): up to 20 periods.
             auto ck = r.clock();
             uint32_t period_ms = ck && ck->period_us ? ck->period_us / 1000 + 1 : 100;
             std::vector<ClockSample> samples;
             for (uint32_t i = 0; i < c.clock_samples; ++i)
-                if (auto smp = r.sample_clock(std::chrono::milliseconds(10 * period_ms + 10)))
+                if (auto smp = r.sample_clock(std::chrono::milliseconds(20 * period_ms + 50)))
                     samples.push_back(*smp);
             ClockFit fit = fit_clock(samples);
             t << "clock correlation (guest TSC -> host TSC)\n";

@@ -40,7 +40,7 @@ public:
     // wide, returning the narrowest seen. nullopt when nothing was published within max_wait.
     std::optional<ClockSample> sample_clock(std::chrono::milliseconds max_wait,
                                             uint64_t good_width = kGoodClockBracket);
-    static constexpr uint64_t kGoodClockBracket = 20'000;  // ~10 us at 2 GHz
+    static constexpr uint64_t kGoodClockBracket = kMaxClockBracket;  // what fit_clock keeps
 
     ChannelServerStats channel_stats() const;
 

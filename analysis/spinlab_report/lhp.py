@@ -175,7 +175,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
     """Host-timeline measurement of one wait: the class and what it rests on."""
     w = float(wait["wait_cycles"])
     a, bound = cmap.map(wait["start_tsc"])
-    out = {"bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
+    out = {"host_start": a, "bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
            "waiter_off_cycles": None, "holders": holders_of(wait)}
     if not np.isfinite(bound) or out["holders"] is None:
         return {**out, "lhp": "unknown"}
@@ -238,7 +238,7 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
         for w in s.long_waits:
             if w["wait_cycles"] < threshold:
                 continue
-            m = {"lhp": "unknown", "bound_cycles": None, "holder_off_cycles": None, "waiter_off_cycles": None,
+            m = {"lhp": "unknown", "host_start": None, "bound_cycles": None, "holder_off_cycles": None, "waiter_off_cycles": None,
                  "holders": holders_of(w)}
             if w["lhp_class"] != "unknown":
                 m["lhp"], source = w["lhp_class"], "guest"

@@ -99,21 +99,43 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
 
 
 def lhp_section(summary: dict, figs: dict, opts) -> list:
-    rows = []
+    rows, frac_rows = [], []
+    edges = None
     for phase, s in summary["phases"].items():
         if s["status"] == "missing":
-            rows.append([phase, "missing", "—", "—", "—", "—"])
+            rows.append([phase, "missing", "—", "—", "—", "—", "—"])
             continue
         l = s["lhp"]
-        rows.append([phase, str(l["long_waits"]), str(l["holder_off"]), str(l["holder_on"]), str(l["unknown"]),
-                     f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
-    return [("h2", "Long waits and lock-holder preemption"),
-            ("p", f"A long wait is one of at least {opts.threshold} cycles. It counts as lock-holder preemption "
-                  "when the holder's vCPU was off-CPU during the wait: from the guest's steal-time class where it "
-                  "is known, else from the host timeline joined through the clock correlation. The share is "
-                  "over long waits whose holder state is known."),
-            ("table", ["phase", "long waits", "holder off-CPU", "holder running", "unknown", "LHP share"], rows),
-            ("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
+        rows.append([phase, str(l["long_waits"]), str(l["holder_off"]), str(l["holder_on"]), str(l["uncertain"]),
+                     str(l["unknown"]), f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
+        ft = l.get("holder_off_fraction") or {}
+        edges = ft.get("fraction_edges", edges)
+        for octave, counts in ft.get("by_wait_octave", {}).items():
+            frac_rows.append([phase, octave] + [str(c) for c in counts])
+    t = l_thresholds(summary)
+    out = [("h2", "Long waits and lock-holder preemption"),
+           ("p", f"A long wait is one of at least {opts.threshold} cycles. From the guest's steal-time class where "
+                 "it is known; else measured on the host timeline through the clock correlation: the cycles of the "
+                 "wait during which the holder's (and the waiter's) vCPU was off-CPU, as a range over the clock's "
+                 f"error bound. Holder off-CPU means off for at least {t[0]:.0%} of the wait (waiter: {t[1]:.0%}); a "
+                 "wait whose range straddles a threshold is uncertain. The share is over waits that are neither "
+                 "uncertain nor unknown."),
+           ("table", ["phase", "long waits", "holder off-CPU", "holder running", "uncertain", "unknown", "LHP share"],
+            rows)]
+    if frac_rows and edges:
+        bins = [f"{int(a * 100)}–{int(b * 100)}%" for a, b in zip(edges[:-1], edges[1:])]
+        out += [("p", "Holder off-CPU fraction of the wait against wait length (timeline-measured waits; "
+                      "the middle of each wait's range):"),
+                ("table", ["phase", "wait ≥"] + bins, frac_rows)]
+    return out + [("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
+
+
+def l_thresholds(summary: dict) -> tuple:
+    for s in summary["phases"].values():
+        th = s.get("lhp", {}).get("thresholds") if s.get("status") != "missing" else None
+        if th:
+            return th["holder_off_min_fraction"], th["waiter_off_min_fraction"]
+    return 0.5, 0.5
 
 
 def throughput_section(summary: dict, figs: dict) -> list:

@@ -181,6 +181,7 @@ std::string clock_json(const collect::ClockFit& fit) {
     j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
     j.field("drift_ppm", fit.drift_ppm);
     j.field("ref_guest_tsc", fit.guest_ref);
+    j.field("offset_steps_cycles", fit.offset_steps);
     j.field("bound_max_cycles", fit.bound_max);
     j.field("bound_median_cycles", fit.bound_median);
     j.field("samples", uint64_t(fit.used));
@@ -192,6 +193,7 @@ std::string clock_json(const collect::ClockFit& fit) {
     j.end_object();
     j.field("residual_cycles", fit.residual_rms);
     j.field("max_bracket_cycles", fit.max_width);
+    j.field("bracket_limit_cycles", fit.max_bracket);
     // The piecewise mapping itself: [guest_tsc, host - guest, half bracket] per kept sample.
     j.key("points").begin_array();
     for (const collect::ClockPoint& p : fit.points) {
