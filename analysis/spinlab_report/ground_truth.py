@@ -7,7 +7,7 @@ classifier reads. Two sets of long waits on another vCPU whose holder is the fro
 (the same holder at start and end):
 
 - frozen: the effective freezes cover more than half of the wait, wherever inside the clock's
-  bound it lies. Each must be classed holder-off (holder_preempted, or both when the waiter
+  bound it lies. Each must be classed holder-off (holder-preempted, or both when the waiter
   too was off for half of it).
 - running: no freeze touches the wait (with the bound) and the timeline shows the holder's
   vCPU on-CPU throughout. Each must be classed holder-on.
@@ -48,7 +48,7 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
         out[key + "_classes"][w["lhp"]] = out[key + "_classes"].get(w["lhp"], 0) + 1
         if w["lhp"] in HOLDER_OFF:
             out[key + "_holder_off"] += 1
-        if key == "frozen" and w["lhp"] == "holder_preempted":
+        if key == "frozen" and w["lhp"] == "holder-preempted":
             out["frozen_holder_preempted"] += 1
     out["frozen_rate"] = out["frozen_holder_off"] / out["frozen"] if out["frozen"] else None
     out["running_rate"] = out["running_holder_off"] / out["running"] if out["running"] else None
