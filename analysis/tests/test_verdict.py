@@ -57,8 +57,8 @@ def test_basic_rates_by_hand():
     # throughput: geometric means sqrt(500 * 600) vs sqrt(1000 * 1100)
     assert load_["throughput"]["change_pct"] == pytest.approx((math.sqrt(3e5 / 1.1e6) - 1) * 100)
     assert idle["throughput"] is None and idle["per_second"]["vs_baseline"] is None
-    # timeline: host-load off 8M + 10.001M + 10M (r1) + 1M + 0.5M (r2) of 4 x 1e9 covered
-    assert load_["vcpu_off_share"] == pytest.approx(29.501e6 / 4e9) and idle["vcpu_off_share"] == 0.0
+    # timeline: host-load off 8M + 10.001M + 10M (r1) + 5M + 0.5M (r2) of 4 x 1e9 covered
+    assert load_["vcpu_off_share"] == pytest.approx(33.501e6 / 4e9) and idle["vcpu_off_share"] == 0.0
 
 
 def test_basic_verdict_says_not_significant():
