@@ -127,3 +127,10 @@ gtest_discover_tests(locktrace_test DISCOVERY_TIMEOUT 30)
 add_executable(locktrace_benchmark ${SPINLAB_KP}/locktrace/writer_benchmark.cc)
 target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
   Threads::Threads)
+
+# The kernel Makefile's dependency files: a header change rebuilds the objects that include it,
+# also when the compiler is handed the object path relative (ccache's base_dir does that).
+# Compiles one kernel object twice at most (a few seconds).
+add_test(NAME kernel_header_deps
+  COMMAND ${SPINLAB_KP}/header_deps_test.sh ${SPINLAB_KP} ${CMAKE_CURRENT_BINARY_DIR}/header-deps)
+set_tests_properties(kernel_header_deps PROPERTIES TIMEOUT 120)
