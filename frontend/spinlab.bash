@@ -43,4 +43,4 @@ _spinlab() {
     fi
 }
 complete -F _spinlab spinlab spinlab-run spinlab-report spinlab-collect spinlab-load spinlab-vm \
-    spinlab-trace spinlab-selftest
+    spinlab-selftest spinlab-sweep

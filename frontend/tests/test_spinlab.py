@@ -47,10 +47,18 @@ def test_unknown_subcommand_names_the_closest(bindir):
 
 
 def test_missing_tool_is_a_clear_error(bindir):
-    r = spinlab(bindir, "trace", "record")
+    r = spinlab(bindir, "load", "hog")
     assert r.returncode == 127
-    assert r.stderr.strip() == (f"spinlab: 'trace' needs spinlab-trace, which is not installed beside "
-                                f"spinlab (no {bindir}/spinlab-trace)")
+    assert r.stderr.strip() == (f"spinlab: 'load' needs spinlab-load, which is not installed beside "
+                                f"spinlab (no {bindir}/spinlab-load)")
+
+
+def test_trace_is_the_collectors_trace_subcommand(bindir):
+    (bindir / "spinlab-collect").write_text('#!/bin/sh\necho "argv0=$0"; for a; do echo "arg=$a"; done\n')
+    (bindir / "spinlab-collect").chmod(stat.S_IRWXU)
+    r = spinlab(bindir, "trace", "dump", "f.trace")
+    assert r.returncode == 0
+    assert r.stdout.splitlines() == [f"argv0={bindir}/spinlab-collect", "arg=trace", "arg=dump", "arg=f.trace"]
 
 
 def test_help_lists_every_subcommand_and_version(bindir):
