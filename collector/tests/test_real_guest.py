@@ -8,35 +8,20 @@ keeps every snapshot taken before. Needs `make build` (kernel and host tools) an
 """
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-COLLECT = os.path.join(ROOT, "build", "host", "bin", "spinlab-collect")
-VM = os.path.join(ROOT, "vm-images", "spinlab-vm")
+from real_guest import COLLECT, lockbench_guest
 
 
 @pytest.fixture(scope="module")
 def guest():
-    for p in (COLLECT, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
-        if not os.path.exists(p):
-            pytest.fail(f"{p} missing: run `make build` first")
-    run_dir = tempfile.mkdtemp(prefix="spinlab-rg-")
-    env = dict(os.environ, SPINLAB_RUN_DIR=run_dir)
-    name = f"rg{os.getpid()}"
-    subprocess.run([VM, "start", name, "--cpus", "2", "--accel", "tcg",
-                    "--append", "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
-    yield {"name": name, "env": env, "run_dir": run_dir, "state": state}
-    subprocess.run([VM, "stop", name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    with lockbench_guest("rg") as g:
+        yield g
 
 
 def collect(g, *args, check=True):

@@ -7,42 +7,25 @@ file's per-CPU loss counters agree with the guest's (the session is stopped, so 
 QEMU is killed in the middle of a `trace record` and every whole buffer before the kill is
 still readable. Needs `make build` and root for /dev/shm; TCG, no KVM needed.
 """
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-COLLECT = os.path.join(ROOT, "build", "host", "bin", "spinlab-collect")
-VM = os.path.join(ROOT, "vm-images", "spinlab-vm")
+from real_guest import COLLECT, lockbench_guest
 
 
 @pytest.fixture(scope="module")
 def guest():
-    for p in (COLLECT, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
-        if not os.path.exists(p):
-            pytest.fail(f"{p} missing: run `make build` first")
-    run_dir = tempfile.mkdtemp(prefix="spinlab-tr-")
-    env = dict(os.environ, SPINLAB_RUN_DIR=run_dir)
-    name = f"tr{os.getpid()}"
-    subprocess.run([VM, "start", name, "--cpus", "2", "--accel", "tcg",
-                    "--append", "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
-    g = {"name": name, "env": env, "run_dir": run_dir, "state": state}
-    deadline = time.time() + 120
-    while collect(g, "trace", "status", check=False).returncode != 0:  # still booting
-        assert time.time() < deadline, "the guest never answered"
-        time.sleep(0.5)
-    yield g
-    subprocess.run([VM, "stop", name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    with lockbench_guest("tr") as g:
+        deadline = time.time() + 120
+        while collect(g, "trace", "status", check=False).returncode != 0:  # still booting
+            assert time.time() < deadline, "the guest never answered"
+            time.sleep(0.5)
+        yield g
 
 
 def collect(g, *args, check=True, timeout=120):

@@ -1,0 +1,34 @@
+"""The guest both real-guest test files boot: the kernel under TCG with lockbench on 2 vCPUs,
+started through spinlab-vm in a run directory of its own, stopped and removed afterwards."""
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+COLLECT = os.path.join(ROOT, "build", "host", "bin", "spinlab-collect")
+VM = os.path.join(ROOT, "vm-images", "spinlab-vm")
+
+
+@contextlib.contextmanager
+def lockbench_guest(prefix: str):
+    """Yields {name, env, run_dir, state} of a running guest; `spinlab-vm stop` at the end."""
+    for p in (COLLECT, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
+        if not os.path.exists(p):
+            pytest.fail(f"{p} missing: run `make build` first")
+    run_dir = tempfile.mkdtemp(prefix=f"spinlab-{prefix}-")
+    env = dict(os.environ, SPINLAB_RUN_DIR=run_dir)
+    name = f"{prefix}{os.getpid()}"
+    try:
+        subprocess.run([VM, "start", name, "--cpus", "2", "--accel", "tcg",
+                        "--append", "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
+                       env=env, check=True, stdout=subprocess.DEVNULL)
+        state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
+        yield {"name": name, "env": env, "run_dir": run_dir, "state": state}
+    finally:
+        subprocess.run([VM, "stop", name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(run_dir, ignore_errors=True)
