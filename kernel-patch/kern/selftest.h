@@ -4,6 +4,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "spinlab/status.h"
+
 struct SelfTest {
     const char* name;
     void (*fn)();
@@ -28,6 +30,14 @@ void selftest_fail(const char* file, int line, const char* fmt, ...)
         uint64_t a_ = uint64_t(a), b_ = uint64_t(b);                                 \
         if (a_ != b_)                                                                \
             selftest_fail(__FILE__, __LINE__, "%s == %s: %lu != %lu", #a, #b, a_, b_); \
+    } while (0)
+// A system-information status, named on failure (kSuccess, kAccessDenied, ...).
+#define TEST_CHECK_STATUS(got, want)                                                 \
+    do {                                                                             \
+        spinlab::Status g_ = (got), w_ = (want);                                     \
+        if (g_ != w_)                                                                \
+            selftest_fail(__FILE__, __LINE__, "%s: %s, want %s", #got,               \
+                          spinlab::status_name(g_), spinlab::status_name(w_));       \
     } while (0)
 
 // Run fn(i) on n threads, thread i pinned to CPU i % ncpus; returns when all have finished.

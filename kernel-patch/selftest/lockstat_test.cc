@@ -67,17 +67,9 @@ Status set(InfoClass c, void* data, uint32_t len, bool privileged, uint32_t* ret
     return s;
 }
 
-#define CHECK_STATUS(got, want)                                                           \
-    do {                                                                                  \
-        Status g_ = (got), w_ = (want);                                                   \
-        if (g_ != w_)                                                                     \
-            selftest_fail(__FILE__, __LINE__, "%s: %s, want %s", #got,                    \
-                          spinlab::status_name(g_), spinlab::status_name(w_));            \
-    } while (0)
-
 void reset_class(uint32_t cls) {
     spinlab::ResetRequest r{spinlab::kAllCpus, cls};
-    CHECK_STATUS(set(InfoClass::kSpinlabResetCounters, &r, sizeof r, true), Status::kSuccess);
+    TEST_CHECK_STATUS(set(InfoClass::kSpinlabResetCounters, &r, sizeof r, true), Status::kSuccess);
 }
 
 // One class summed over CPUs (cpu = kAllCpus) or one CPU's, through the query.
@@ -93,7 +85,7 @@ bool query_class(uint32_t cpu, uint32_t cls, spinlab::LockClassPerf* out) {
     a.head.flags = cpu == spinlab::kAllCpus ? spinlab::kPerfMergeCpus : 0;
     uint32_t ret;
     Status s = query(InfoClass::kSpinlabSpinlockPerfData, &a, sizeof a, &ret);
-    CHECK_STATUS(s, Status::kSuccess);
+    TEST_CHECK_STATUS(s, Status::kSuccess);
     TEST_CHECK_EQ(ret, sizeof a);
     TEST_CHECK_EQ(a.head.record_count, 1);
     *out = a.rec.perf;
@@ -103,7 +95,7 @@ bool query_class(uint32_t cpu, uint32_t cls, spinlab::LockClassPerf* out) {
 spinlab::EventTraceSpinlockInformation params_now() {
     spinlab::EventTraceSpinlockInformation p{};
     p.event_trace_information_class = 5;
-    CHECK_STATUS(query(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p),
+    TEST_CHECK_STATUS(query(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p),
                  Status::kSuccess);
     return p;
 }
@@ -241,12 +233,12 @@ void params_round_trip() {
     const auto before = params_now();
     TEST_CHECK(same_params(before, default_params()));
     spinlab::EventTraceSpinlockInformation p = {5, 7, 2000, 3, 5000000};
-    CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, true),
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, true),
                  Status::kSuccess);
     TEST_CHECK(same_params(params_now(), p));
     TEST_CHECK_EQ(g_spinlock_params.hold_threshold, 5000000);
     auto d = default_params();
-    CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &d, sizeof d, true),
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &d, sizeof d, true),
                  Status::kSuccess);
     TEST_CHECK(same_params(params_now(), d));
 }
@@ -254,7 +246,7 @@ void params_round_trip() {
 void unprivileged_set_denied() {
     const auto before = params_now();
     spinlab::EventTraceSpinlockInformation p = {5, 7, 2000, 3, 5000000};
-    CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, false),
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, false),
                  Status::kAccessDenied);
     TEST_CHECK(same_params(params_now(), before));
     // A reset is a set too: denied, and the counters stay.
@@ -263,7 +255,7 @@ void unprivileged_set_denied() {
     spinlab::LockClassPerf a, b;
     if (!query_class(spinlab::kAllCpus, kClass, &a)) return;
     spinlab::ResetRequest r{spinlab::kAllCpus, kClass};
-    CHECK_STATUS(set(InfoClass::kSpinlabResetCounters, &r, sizeof r, false), Status::kAccessDenied);
+    TEST_CHECK_STATUS(set(InfoClass::kSpinlabResetCounters, &r, sizeof r, false), Status::kAccessDenied);
     if (!query_class(spinlab::kAllCpus, kClass, &b)) return;
     TEST_CHECK_EQ(b.acquisitions, a.acquisitions);
     if (kLevel != spinlab::InstrumentLevel::kOff) TEST_CHECK(b.acquisitions > 0);
@@ -279,7 +271,7 @@ void below_minimum_refused() {
         if (field == 1) p.acquire_sample_rate = spinlab::kMinAcquireSampleRate - 1;
         if (field == 2) p.contention_sample_rate = spinlab::kMinContentionSampleRate - 1;
         if (field == 3) p.hold_threshold = spinlab::kMinHoldThreshold - 1;
-        CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, true),
+        TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, true),
                      Status::kInvalidParameter);
         TEST_CHECK(same_params(params_now(), before));
     }
@@ -288,33 +280,33 @@ void below_minimum_refused() {
 void short_buffers_get_needed_length() {
     uint8_t buf[64] = {};
     uint32_t ret;
-    CHECK_STATUS(query(InfoClass::kSpinlabSystemConfiguration, buf, 64, &ret),
+    TEST_CHECK_STATUS(query(InfoClass::kSpinlabSystemConfiguration, buf, 64, &ret),
                  Status::kInfoLengthMismatch);
     TEST_CHECK_EQ(ret, sizeof(spinlab::SystemConfiguration));
     spinlab::EventTraceSpinlockInformation p = default_params();
-    CHECK_STATUS(query(InfoClass::kSystemPerformanceTraceInformation, &p, 8, &ret),
+    TEST_CHECK_STATUS(query(InfoClass::kSystemPerformanceTraceInformation, &p, 8, &ret),
                  Status::kInfoLengthMismatch);
     TEST_CHECK_EQ(ret, sizeof p);
-    CHECK_STATUS(query(InfoClass::kSpinlabLockClassTable, buf, 8, &ret),
+    TEST_CHECK_STATUS(query(InfoClass::kSpinlabLockClassTable, buf, 8, &ret),
                  Status::kInfoLengthMismatch);
     TEST_CHECK_EQ(ret, sizeof(spinlab::LockClassTableReply) +
                            kLockClassCount * sizeof(spinlab::LockClassEntry));
     spinlab::SpinlockPerfRequest req{spinlab::kAllCpus, kClass, 0, 0, 0, {}};
-    CHECK_STATUS(query(InfoClass::kSpinlabSpinlockPerfData, &req, sizeof req, &ret),
+    TEST_CHECK_STATUS(query(InfoClass::kSpinlabSpinlockPerfData, &req, sizeof req, &ret),
                  Status::kInfoLengthMismatch);
     TEST_CHECK_EQ(ret, sizeof req + g_ncpus * sizeof(spinlab::SpinlockPerfRecord));
     // And the set side: the parameters want exactly their struct.
     auto d = default_params();
-    CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &d, sizeof d - 4, true, &ret),
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &d, sizeof d - 4, true, &ret),
                  Status::kInfoLengthMismatch);
     TEST_CHECK_EQ(ret, sizeof d);
-    CHECK_STATUS(query(InfoClass(0x5399), buf, sizeof buf, &ret), Status::kInvalidInfoClass);
+    TEST_CHECK_STATUS(query(InfoClass(0x5399), buf, sizeof buf, &ret), Status::kInvalidInfoClass);
 }
 
 void configuration_and_class_table() {
     spinlab::SystemConfiguration c{};
     uint32_t ret;
-    CHECK_STATUS(query(InfoClass::kSpinlabSystemConfiguration, &c, sizeof c, &ret),
+    TEST_CHECK_STATUS(query(InfoClass::kSpinlabSystemConfiguration, &c, sizeof c, &ret),
                  Status::kSuccess);
     TEST_CHECK_EQ(ret, sizeof c);
     TEST_CHECK_EQ(c.abi_version, spinlab::kSysinfoAbiVersion);
@@ -341,7 +333,7 @@ void configuration_and_class_table() {
     Spinlock l;
     spin_init(&l, "lockstat_test");  // counted; statically initialised locks are not
     TEST_CHECK_EQ(spin_class(&l), kClass);
-    CHECK_STATUS(query(InfoClass::kSpinlabLockClassTable, &t, sizeof t, &ret), Status::kSuccess);
+    TEST_CHECK_STATUS(query(InfoClass::kSpinlabLockClassTable, &t, sizeof t, &ret), Status::kSuccess);
     TEST_CHECK_EQ(t.head.count, kLockClassCount);
     TEST_CHECK_EQ(t.e[kClass].lock_count, before + 1);
     auto named = [&](uint32_t id, const char* name) {

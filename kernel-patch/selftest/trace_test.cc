@@ -53,14 +53,6 @@ TraceSessionInformation trace_query() {
     return s;
 }
 
-#define CHECK_STATUS(got, want)                                                           \
-    do {                                                                                  \
-        Status g_ = (got), w_ = (want);                                                   \
-        if (g_ != w_)                                                                     \
-            selftest_fail(__FILE__, __LINE__, "%s: %s, want %s", #got,                    \
-                          spinlab::status_name(g_), spinlab::status_name(w_));            \
-    } while (0)
-
 TraceSessionInformation params(uint32_t flags, spinlab::TraceLoggerMode mode) {
     TraceSessionInformation s = lt::default_session_params();
     s.command = uint32_t(spinlab::TraceCommand::kStart);
@@ -73,12 +65,12 @@ TraceSessionInformation params(uint32_t flags, spinlab::TraceLoggerMode mode) {
     return s;
 }
 
-void start(TraceSessionInformation s) { CHECK_STATUS(trace_set(s), Status::kSuccess); }
+void start(TraceSessionInformation s) { TEST_CHECK_STATUS(trace_set(s), Status::kSuccess); }
 void stop() {
     TraceSessionInformation s{};
     s.event_trace_information_class = spinlab::kSpinlabTraceSession;
     s.command = uint32_t(spinlab::TraceCommand::kStop);
-    CHECK_STATUS(trace_set(s), Status::kSuccess);
+    TEST_CHECK_STATUS(trace_set(s), Status::kSuccess);
 }
 
 void set_spin_params(uint32_t spin, uint32_t contention) {
@@ -86,7 +78,7 @@ void set_spin_params(uint32_t spin, uint32_t contention) {
                                              spinlab::kMinHoldThreshold};
     si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&p), sizeof p};
     uint32_t r;
-    CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+    TEST_CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
                                     si::memory_buffer(st), true, &r)),
                  Status::kSuccess);
 }
@@ -123,30 +115,30 @@ uint64_t for_each_event_on(uint32_t cpu, F f) {
 void control_through_sysinfo() {
     if (!kLocktraceBuilt) {  // the baseline kernel has no trace sessions
         TraceSessionInformation s = params(spinlab::kTraceGroupAll, spinlab::TraceLoggerMode::kRealTime);
-        CHECK_STATUS(trace_set(s), Status::kInvalidInfoClass);
+        TEST_CHECK_STATUS(trace_set(s), Status::kInvalidInfoClass);
         return;
     }
     TraceSessionInformation bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
     const uint64_t id_before = trace_query().session_id;
     bad.buffer_size = 1000;  // not a multiple of 4096
-    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
     bad = params(spinlab::kTraceGroupAll + 1, spinlab::TraceLoggerMode::kRealTime);
-    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
     bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
     bad.minimum_buffers = 1000;  // far more than fit in the trace area
     bad.buffer_size = 1u << 20;
-    CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
     TEST_CHECK(trace_query().state != uint32_t(spinlab::TraceState::kRunning));
     TEST_CHECK_EQ(trace_query().session_id, id_before);  // nothing changed
     TraceSessionInformation ok = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
-    CHECK_STATUS(trace_set(ok, false), Status::kAccessDenied);
+    TEST_CHECK_STATUS(trace_set(ok, false), Status::kAccessDenied);
     start(ok);
     TraceSessionInformation q = trace_query();
     TEST_CHECK_EQ(q.state, uint32_t(spinlab::TraceState::kRunning));
     TEST_CHECK_EQ(q.session_id, id_before + 1);
     TEST_CHECK_EQ(q.cpu_count, g_ncpus);
     TEST_CHECK(q.buffers_per_cpu >= 2);
-    CHECK_STATUS(trace_set(ok), Status::kInvalidParameter);  // one session at a time
+    TEST_CHECK_STATUS(trace_set(ok), Status::kInvalidParameter);  // one session at a time
     stop();
     q = trace_query();
     TEST_CHECK_EQ(q.state, uint32_t(spinlab::TraceState::kStopped));
@@ -185,7 +177,7 @@ void contended_events_equal_counters() {
     spinlab::ResetRequest r{spinlab::kAllCpus, kClass};
     si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&r), sizeof r};
     uint32_t ret;
-    CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSpinlabResetCounters),
+    TEST_CHECK_STATUS(Status(sysinfo_set(uint32_t(InfoClass::kSpinlabResetCounters),
                                     si::memory_buffer(st), true, &ret)),
                  Status::kSuccess);
     start(params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime));
