@@ -34,12 +34,12 @@ def test_sweep_runs_every_cell_as_an_exclusive_slurm_job(cluster, tmp_path):
                         "--runtime-min", "10"], env=cluster.env, capture_output=True, text=True, timeout=900)
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-4000:] + cluster.logs()
-    assert "--exclusive" in log or "slurm_extra" in log or "SLURM jobid" in log, log[-3000:]
     submitted = [line for line in log.splitlines() if "has been submitted with SLURM jobid" in line]
     assert len(submitted) == 2, log[-3000:]
     jobs = subprocess.run(["scontrol", "show", "job", "-o"], env=cluster.env, capture_output=True, text=True).stdout
     cell_jobs = [j for j in jobs.splitlines() if "JobName=" in j and "OverSubscribe=NO" in j]
-    assert len(cell_jobs) >= 2, jobs  # --exclusive: the job does not share its node
+    # --exclusive shows as OverSubscribe=NO (a job submitted without it says OverSubscribe=OK)
+    assert len(cell_jobs) >= 2, jobs
     assert all("JobState=COMPLETED" in j for j in cell_jobs), jobs
     root = os.path.join(out, "sweep-tiny")
     with open(os.path.join(root, "sweep.csv")) as f:
