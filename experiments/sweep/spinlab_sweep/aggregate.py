@@ -9,6 +9,7 @@ import json
 import os
 
 from . import layout
+from .cell import run_state
 from .report_lib import long_wait_shares
 
 THRESHOLD_K = 20  # waits of 2^20 cycles and more: the report's long-wait threshold
@@ -34,11 +35,7 @@ def phase_figures(summary_phase: dict, rep_shares: list) -> dict:
 def cell_state(root: str, cell_id: str) -> str:
     if os.path.exists(layout.done_marker(root, cell_id)):
         return "complete"
-    try:
-        with open(os.path.join(layout.cell_dir(root, cell_id), "status.json")) as f:
-            return json.load(f).get("state", "unknown")
-    except (OSError, ValueError):
-        return "missing"
+    return run_state(layout.cell_dir(root, cell_id))
 
 
 def cell_row(root: str, cell_id: str, cell: dict) -> dict:

@@ -42,7 +42,8 @@ def _run_forwarding_signals(cmd: list) -> int:
             signal.signal(s, h)
 
 
-def _state(cell_dir: str) -> str:
+def run_state(cell_dir: str) -> str:
+    """The run's state from its status.json (complete, partial), or missing."""
     try:
         with open(os.path.join(cell_dir, "status.json")) as f:
             return json.load(f).get("state", "unknown")
@@ -67,7 +68,7 @@ def run_cell(root: str, cell_id: str) -> int:
         print(f"spinlab-sweep: earlier attempt of {cell_id} kept as {aside}", flush=True)
     t0 = time.time()
     status = _run_forwarding_signals(cell["run"])
-    state = _state(out)
+    state = run_state(out)
     if os.path.exists(os.path.join(out, "meta.json")) and plan.get("cell_report", True):
         report = subprocess.call(cell["report"])
         if report != 0:
