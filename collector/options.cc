@@ -71,7 +71,7 @@ struct Descriptions {
              "where counters come from: region (shared memory, no guest involvement), channel "
              "(a query through the guest's handler) or auto (region when available)");
         output.add_options()
-            ("format", po::value<std::string>()->default_value("table"), "table, csv or json")
+            ("format", po::value<std::string>()->default_value("table"), "table, csv or json; trace export: ctf or perfetto")
             ("per-cpu", po::bool_switch(), "also print every CPU's histograms")
             ("class", po::value<std::vector<std::string>>()->composing(),
              "only this lock class (name or id); repeatable")
@@ -105,7 +105,11 @@ struct Descriptions {
             ("enable", po::value<std::string>(),
              "groups, comma-separated: all, spinlock, cswitch, ready, syscall, profile, process, "
              "memory, longwait (default spinlock,longwait)")
-            ("profile-interval", po::value<std::string>(), "timer ticks between profile samples (default 1)");
+            ("profile-interval", po::value<std::string>(), "timer ticks between profile samples (default 1)")
+            ("clock", po::value<std::string>(),
+             "export: the run's clock.json; times become host TSC time (CTF clock offset, Perfetto axis)")
+            ("timeline", po::value<std::string>(),
+             "export --format perfetto: the run's timeline.csv (host vCPU on/off tracks; needs --clock)");
         hidden.add_options()("command", po::value<std::string>())
             ("args", po::value<std::vector<std::string>>());
         positional.add("command", 1).add("args", -1);
@@ -143,7 +147,10 @@ std::string usage_text() {
          "  trace record              start one if none runs, drain it into --output (a trace\n"
          "           file; every whole buffer stays if the guest dies), live events/s, MB/s,\n"
          "           lost; stop it at --duration or Ctrl-C if it started it\n"
-         "  trace dump FILE           a trace file as text, one event per line\n\n"
+         "  trace dump FILE           a trace file as text, one event per line\n"
+         "  trace export FILE         as CTF 1.8 (--format ctf -o DIR, for babeltrace2) or Chrome\n"
+         "                            trace-event JSON (--format perfetto -o FILE.json, for the\n"
+         "                            Perfetto UI); --clock clock.json, --timeline timeline.csv\n\n"
       << d.visible()
       << "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 no VM or no answer,\n"
          "4 ABI version mismatch, 5 the guest went away during watch/record.\n"
@@ -158,7 +165,8 @@ std::string usage_text() {
          "  spinlab-collect record --config experiments/collect.ini\n"
          "  spinlab-collect trace record --vm lab1 --enable all --duration 10 -o run.trace\n"
          "  spinlab-collect trace start --vm lab1 --mode circular --max-buffers 8\n"
-         "  spinlab-collect trace dump run.trace\n";
+         "  spinlab-collect trace dump run.trace\n"
+         "  spinlab-collect trace export run.trace --format ctf -o run.ctf --clock clock.json\n";
     return o.str();
 }
 
@@ -217,9 +225,10 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         throw CollectError(kExitUsage,
                            "--source must be auto, region or channel, not '" + c.source + "'");
     c.format = str("format");
-    if (c.format != "table" && c.format != "csv" && c.format != "json")
-        throw CollectError(kExitUsage,
-                           "--format must be table, csv or json, not '" + c.format + "'");
+    const bool export_format = c.format == "ctf" || c.format == "perfetto";
+    if (c.format != "table" && c.format != "csv" && c.format != "json" && !export_format)
+        throw CollectError(kExitUsage, "--format must be table, csv or json (trace export: ctf or "
+                                       "perfetto), not '" + c.format + "'");
     c.per_cpu = vm["per-cpu"].as<bool>();
     c.all_classes = vm["all-classes"].as<bool>();
     if (vm.count("class")) c.classes = vm["class"].as<std::vector<std::string>>();
@@ -252,11 +261,11 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         TraceOptions& t = c.trace;
         t.action = args[0];
         if (t.action != "start" && t.action != "stop" && t.action != "status" &&
-            t.action != "record" && t.action != "dump")
+            t.action != "record" && t.action != "dump" && t.action != "export")
             throw CollectError(kExitUsage, "unknown trace action '" + t.action +
-                                               "': start, stop, status, record or dump");
-        if (t.action == "dump") {
-            if (args.size() != 2) throw CollectError(kExitUsage, "trace dump needs one FILE");
+                                               "': start, stop, status, record, dump or export");
+        if (t.action == "dump" || t.action == "export") {
+            if (args.size() != 2) throw CollectError(kExitUsage, "trace " + t.action + " needs one FILE");
             t.file = args[1];
         } else if (args.size() > 1) {
             throw CollectError(kExitUsage, "trace " + t.action + " takes no argument '" + args[1] + "'");
@@ -276,9 +285,23 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         if (vm.count("enable")) t.enable_flags = parse_trace_groups(str("enable"));
         if (t.action == "record" && c.output.empty())
             throw CollectError(kExitUsage, "trace record needs --output FILE");
+        if (vm.count("clock")) t.clock_json = str("clock");
+        if (vm.count("timeline")) t.timeline_csv = str("timeline");
+        if (t.action == "export") {
+            if (c.format != "ctf" && c.format != "perfetto")
+                throw CollectError(kExitUsage, "trace export needs --format ctf or --format perfetto");
+            if (c.output.empty())
+                throw CollectError(kExitUsage, "trace export needs --output DIR (ctf) or FILE.json (perfetto)");
+            if (!t.timeline_csv.empty() && c.format != "perfetto")
+                throw CollectError(kExitUsage, "--timeline is for --format perfetto");
+            if (!t.timeline_csv.empty() && t.clock_json.empty())
+                throw CollectError(kExitUsage, "--timeline needs --clock: host intervals are placed through it");
+        }
     } else if (!args.empty()) {
         throw CollectError(kExitUsage, c.command + " takes no argument '" + args[0] + "'");
     }
+    if (export_format && !(c.command == "trace" && c.trace.action == "export"))
+        throw CollectError(kExitUsage, "--format " + c.format + " is for trace export only");
     if (c.command == "set" && !c.spin_threshold && !c.acquire_sample_rate &&
         !c.contention_sample_rate && !c.hold_threshold)
         throw CollectError(kExitUsage, "set needs at least one of --spin-threshold, "

@@ -13,8 +13,10 @@ namespace spinlab::collect {
 
 // `trace ACTION [FILE]`: unset parameters take the session defaults (locktrace/session.h).
 struct TraceOptions {
-    std::string action;  // start | stop | status | record | dump
-    std::string file;    // dump: the trace file
+    std::string action;  // start | stop | status | record | dump | export
+    std::string file;    // dump, export: the trace file
+    std::string clock_json;    // export: the run's clock.json (guest TSC -> host TSC)
+    std::string timeline_csv;  // export: the run's timeline.csv (host vCPU on/off intervals)
     std::optional<uint32_t> buffer_size;
     std::optional<uint32_t> minimum_buffers;
     std::optional<uint32_t> maximum_buffers;

@@ -19,6 +19,7 @@ pkgs=(
   snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
   help2man man-db bash-completion            # man pages from --help (build), man, completion
   strace                                     # the install test: nothing reads the source tree
+  babeltrace2 python3-bt2                    # trace export: CTF read back (tests), trace analysis
 )
 if [ "${1:-all}" = slurm ]; then
   pkgs=(slurm-wlm munge)                     # slurmctld, slurmd, sbatch...; munged

@@ -57,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
                    help="results directory of one run (default: results/latest)")
     p.add_argument("--compare", nargs="+", metavar="RUN", help="compare these results directories "
                    "(two or more; differences are relative to the first)")
+    p.add_argument("--trace", metavar="FILE", help="report on one trace (a trace file of spinlab-collect trace "
+                   "record, or its CTF export directory): the Trace section alone, into --out (default FILE.report/); "
+                   "a trace in a results directory's snapshots/ uses the run's clock.json and timeline.csv")
     p.add_argument("--out", help="output directory (default: the results directory; with --compare: "
                    "compare-<first>-vs-<second> next to the first run)")
     p.add_argument("--threshold", type=cycles_arg, default=1 << 20,
@@ -68,12 +71,32 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def trace_report(args) -> dict:
+    from . import report
+    if not os.path.exists(args.trace):
+        raise ContractError(f"{args.trace}: no such trace")
+    run_dir = os.path.dirname(os.path.dirname(os.path.abspath(args.trace)))
+    clock = timeline = None
+    if os.path.basename(os.path.dirname(os.path.abspath(args.trace))) == "snapshots" and \
+            os.path.exists(os.path.join(run_dir, "meta.json")):
+        run = load.load_run(run_dir)
+        if run.clock is not None and run.timeline is not None:
+            clock, timeline = run.clock, run.timeline.to_dict("records")
+    try:
+        return report.generate_trace(args.trace, args.out or args.trace.rstrip("/") + ".report", clock, timeline,
+                                      args.threshold)
+    except (ValueError, FileNotFoundError) as e:
+        raise ContractError(f"{args.trace}: {e}") from e
+
+
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     opts = Options(args.threshold, args.confidence, args.baseline)
     try:
-        if args.compare is not None:
+        if args.trace is not None:
+            paths = trace_report(args)
+        elif args.compare is not None:
             if len(args.compare) < 2:
                 p.error("--compare needs at least two results directories")
             runs = [load.load_run(d) for d in args.compare]
@@ -92,6 +115,8 @@ def main(argv=None) -> int:
         print(f"spinlab-report: cannot write the report: {e}", file=sys.stderr)
         return 2
     print(os.path.abspath(paths["html"]))
+    if args.trace is not None:
+        return 0
     # The list of every run sits beside the runs: refreshed when the report lands in its run (or
     # the default compare) directory, which is one entry of results/; not for an --out elsewhere.
     if not args.out:

@@ -3,7 +3,7 @@ report.md, report.html."""
 import json
 import os
 
-from . import aggregate, render_html, render_md, report_doc, summary, table, verdict
+from . import aggregate, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, verdict
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
 
@@ -43,6 +43,22 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     write(paths["summary"], json.dumps(summ, indent=1) + "\n")
     figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
     doc = report_doc.build(run, summ, text, figs, opts)
+    traces = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
+    if traces:  # before the run's settings, which close the report
+        at = next((i for i, b in enumerate(doc) if b == ("h2", "The run")), len(doc))
+        doc[at:at] = traces
+    write(paths["md"], render_md.render(doc, outdir))
+    write(paths["html"], render_html.render(doc))
+    return paths
+
+
+def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait=trace_replay.LONG_WAIT_DEFAULT) -> dict:
+    """`spinlab-report --trace FILE`: the Trace section alone, as report.md and report.html."""
+    os.makedirs(outdir, exist_ok=True)
+    a = trace_replay.replay(path, long_wait=long_wait, timeline=timeline, clock=clock)
+    doc = [("h1", f"spinlab trace report: {os.path.basename(path)}")]
+    doc += trace_section.blocks(a, os.path.join(outdir, "figures"), os.path.basename(path))
+    paths = {"md": os.path.join(outdir, "report.md"), "html": os.path.join(outdir, "report.html")}
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))
     return paths

@@ -5,8 +5,10 @@ guest refuses names the parameter and leaves no session running; `trace record` 
 session with every group enabled into a trace file, `trace dump` prints its events, and the
 file's per-CPU loss counters agree with the guest's (the session is stopped, so exactly); then
 QEMU is killed in the middle of a `trace record` and every whole buffer before the kill is
-still readable. Needs `make build` and root for /dev/shm; TCG, no KVM needed.
+still readable. A short recording is also exported (trace export) to CTF, read back with
+babeltrace2, and to Chrome trace-event JSON. Needs `make build` and root for /dev/shm; TCG.
 """
+import json
 import os
 import re
 import signal
@@ -15,6 +17,7 @@ import time
 
 import pytest
 
+import trace_export_check as tx
 from real_guest import COLLECT, lockbench_guest
 
 
@@ -84,6 +87,42 @@ def test_record_then_dump_with_exact_counters(guest):
     assert int(s["BuffersWritten"]) == sum(int(c["buffers_written"]) for c in per_cpu)
     # Real-time mode, everything drained: every event written is in the file.
     assert len(events) == written, f"{len(events)} events dumped, {written} written, {lost} lost"
+
+
+def test_export_of_a_real_trace_reads_back_in_babeltrace2_and_perfetto(guest):
+    """trace export on a real recording: babeltrace2 reads every event with the native values,
+    losses (if any) as discarded events, and the Chrome JSON follows the documented format."""
+    out = os.path.join(guest["run_dir"], "export.trace")
+    collect(guest, "trace", "record", "--enable", "all", "--duration", "2", "--flush-timer", "50", "-o", out)
+    native, counters = tx.dump(out)
+    ctf_dir = os.path.join(guest["run_dir"], "export.ctf")
+    r = tx.export(out, "ctf", ctf_dir)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    got = tx.read_ctf(ctf_dir)
+    assert sorted((e["tsc"], e["cpu"], e["tid"], e["pid"], e["name"]) for e in got["events"]) == sorted(native)
+    lost = {}
+    for cpu, n in got["discarded_events"]:
+        lost[cpu] = lost.get(cpu, 0) + n
+    assert {c: v for c, v in lost.items() if v} == {c: v["events_lost"] for c, v in counters.items() if v["events_lost"]}
+    # Field values: the spinlock events as trace dump prints them.
+    dumped = subprocess.run([COLLECT, "trace", "dump", out], capture_output=True, text=True, timeout=120).stdout
+    want = sorted((int(m[1]), int(m[2]), int(m[3], 16), int(m[4]), int(m[5]))
+                  for m in re.finditer(r"^(\d+) cpu=(\d+) .* spinlock lock=0x([0-9a-f]+) .* wait=(\d+) spins=(\d+)",
+                                       dumped, re.M))
+    assert want and sorted((e["tsc"], e["cpu"], e["fields"]["lock_address"], e["fields"]["wait_cycles"],
+                            e["fields"]["spin_count"]) for e in got["events"] if e["name"] == "spinlock") == want
+    text = subprocess.run(["babeltrace2", ctf_dir], capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0 and text.stderr == "", text.stderr
+    others = [line for line in text.stdout.splitlines() if not line.startswith("[")]
+    assert len(text.stdout.splitlines()) - len(others) == len(native)
+    assert all("discarded" in line for line in others if line.strip()), others[:3]
+    js = os.path.join(guest["run_dir"], "export.json")
+    r = tx.export(out, "perfetto", js)
+    assert r.returncode == 0, r.stderr
+    doc = json.load(open(js))
+    assert tx.check_trace_events(doc) == []
+    cpus = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 1}
+    assert cpus == {0, 1}, "thread slices on both CPUs from the context switches"
 
 
 def test_record_keeps_every_whole_buffer_when_the_vm_dies(guest):
