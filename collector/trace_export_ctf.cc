@@ -18,10 +18,10 @@ constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
 
 // Byte-aligned integers: the payload is copied as the ABI lays it out, and the ABI's own
 // padding members (reserved) are fields, so no CTF alignment is needed.
-std::string int_type(uint32_t width, bool is_signed, bool text = false) {
+std::string int_type(uint32_t width, bool is_signed, bool text = false, bool hex = false) {
     std::ostringstream o;
     o << "integer { size = " << width * 8 << "; align = 8; signed = " << (is_signed ? "true" : "false")
-      << "; byte_order = le;" << (text ? " encoding = UTF8;" : "") << " }";
+      << "; byte_order = le;" << (text ? " encoding = UTF8;" : "") << (hex ? " base = 16;" : "") << " }";
     return o.str();
 }
 
@@ -29,7 +29,7 @@ std::string payload_struct(std::span<const PayloadField> fields) {
     std::ostringstream o;
     o << "struct {\n";
     for (const PayloadField& f : fields) {
-        o << "\t\t" << int_type(f.width, f.is_signed, f.text) << " " << f.name;
+        o << "\t\t" << int_type(f.width, f.is_signed, f.text, shown_in_hex(f.name)) << " " << f.name;
         if (f.count > 1 || f.text) o << "[" << f.count << "]";
         o << ";\n";
     }

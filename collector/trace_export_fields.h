@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <span>
+#include <string_view>
 #include <type_traits>
 
 namespace spinlab::collect {
@@ -119,6 +120,12 @@ inline constexpr PayloadField kSystemConfigFields[] = {
 };
 
 #undef SPINLAB_PAYLOAD_FIELD
+
+// Addresses, shown in hex by the viewers (a display hint the ABI does not carry).
+constexpr bool shown_in_hex(std::string_view name) {
+    return name == "lock_address" || name == "call_site" || name == "instruction_pointer" ||
+           name == "virtual_address";
+}
 
 // The payload fields of an event type (empty for an unknown type).
 constexpr std::span<const PayloadField> payload_fields(uint16_t type) {

@@ -5,6 +5,8 @@ The window: around the longest long wait (the wait and as much again on each sid
 first 10 ms of the trace."""
 from .plotting import PALETTE, Figure, plt, save
 
+THREAD_COLORS = [c for c in PALETTE if c != "#d62728"]  # red marks long waits
+
 NAME, TITLE = "trace_timeline", "Per-CPU timeline of a trace window"
 
 
@@ -27,7 +29,7 @@ def make(a, outdir: str, name: str = NAME) -> Figure:
             s, e = max(s, lo), min(e, hi)
             if e <= s or tid is None:
                 continue
-            c = "#dddddd" if tid == 0 else colors.setdefault(tid, PALETTE[len(colors) % len(PALETTE)])
+            c = "#dddddd" if tid == 0 else colors.setdefault(tid, THREAD_COLORS[len(colors) % len(THREAD_COLORS)])
             label = ("idle" if tid == 0 else f"thread {tid}") if tid not in labels else None
             labels.add(tid)
             ax.broken_barh([(us(s), us(e) - us(s))], (cpu - 0.3, 0.6), color=c, label=label)

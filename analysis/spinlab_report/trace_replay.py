@@ -72,8 +72,10 @@ class TraceAnalysis:
 
 def _find_collect() -> str:
     here = os.path.dirname(os.path.realpath(__file__))
+    # The source tree's build, else the installed layout (share/spinlab/analysis/spinlab_report
+    # beside bin/), else PATH.
     for p in (os.path.join(here, "..", "..", "build", "host", "bin", "spinlab-collect"),
-              os.path.join(here, "..", "..", "..", "bin", "spinlab-collect")):
+              os.path.join(here, "..", "..", "..", "..", "bin", "spinlab-collect")):
         if os.access(p, os.X_OK):
             return os.path.abspath(p)
     found = shutil.which("spinlab-collect")
