@@ -16,6 +16,9 @@ namespace spinlab::collect {
 namespace {
 
 constexpr int kPidCpus = 1, kPidThreads = 2, kPidHost = 3;
+// Waits with no thread (thread_id 0: interrupt or scheduler context) go on a track per CPU, so
+// waits of different CPUs never overlap on one track.
+constexpr int64_t kNoThreadTrack = 1000000000;
 
 template <class E>
 E load(const uint8_t* ev) {
@@ -116,7 +119,7 @@ std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
 
     uint64_t flow_id = 0;
     double first_us = INFINITY, last_us = -INFINITY;
-    std::map<uint32_t, bool> waiters;
+    std::map<int64_t, bool> waiters;
     std::map<uint32_t, std::map<int64_t, uint64_t>> contended;  // class -> bin -> waits
     for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++) {
         const auto& evs = cpus[cpu];
@@ -147,10 +150,11 @@ std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
                 const uint64_t begin = s.acquire_tsc - s.wait_cycles;
                 const double b = out.guest_us(begin), en = out.guest_us(s.acquire_tsc);
                 contended[s.class_id][int64_t(std::floor(b / kPerfettoCounterBinUs))]++;
-                waiters[e.h.thread_id] = true;
+                const int64_t track = e.h.thread_id ? int64_t(e.h.thread_id) : kNoThreadTrack + e.h.cpu;
+                waiters[track] = true;
                 char lock[24];
                 snprintf(lock, sizeof lock, "0x%llx", static_cast<unsigned long long>(s.lock_address));
-                out.complete(kPidThreads, e.h.thread_id, "spinlock wait, class " + std::to_string(s.class_id),
+                out.complete(kPidThreads, track, "spinlock wait, class " + std::to_string(s.class_id),
                              "spinlock", b, en - b)
                     .key("args").begin_object().field("lock", lock).field("class_id", s.class_id)
                     .field("cpu", uint32_t(e.h.cpu)).field("wait_cycles", s.wait_cycles)
@@ -162,14 +166,17 @@ std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
                 const uint32_t holder = s.holder_cpu_end != kNoCpu ? s.holder_cpu_end : s.holder_cpu_start;
                 if (holder != kNoCpu && holder < t.header.cpu_count) {
                     ++flow_id;
-                    out.flow("s", flow_id, kPidThreads, e.h.thread_id, b);
+                    out.flow("s", flow_id, kPidThreads, track, b);
                     out.flow("f", flow_id, kPidCpus, holder, en);
                 }
             }
         }
         close(evs.back().h.tsc);
     }
-    for (const auto& [tid, _] : waiters) out.meta(kPidThreads, tid, "thread_name", thread_name(tid));
+    for (const auto& [track, _] : waiters)
+        out.meta(kPidThreads, track, "thread_name",
+                 track >= kNoThreadTrack ? "CPU " + std::to_string(track - kNoThreadTrack) + ", no thread"
+                                         : thread_name(uint32_t(track)));
 
     // Counters: every class in every bin from the first to the last, so a rate falls back to 0.
     if (!contended.empty()) {

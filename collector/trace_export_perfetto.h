@@ -5,7 +5,8 @@
 //   pid 1 "guest CPUs", tid = CPU       complete slices ("X") of the thread running, from the
 //                                       context switches; counter "contended waits/s" ("C"),
 //                                       one series per lock class, over 10 ms of trace time
-//   pid 2 "guest threads", tid = thread  spinlock waits as "X" slices on the waiter's track,
+//   pid 2 "guest threads", tid = thread  spinlock waits as "X" slices on the waiter's track (no
+//                                       thread: a track per CPU, tid 1e9 + CPU),
 //                                       each with a flow ("s" at the wait's start, "f" bound to
 //                                       the enclosing slice on the holder CPU's track when the
 //                                       lock was handed over)

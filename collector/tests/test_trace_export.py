@@ -180,11 +180,22 @@ def test_perfetto_json_has_guest_and_host_tracks_on_one_axis(trace, tmp_path):
     assert {n for _, n in names} >= {"guest CPUs", "host vCPUs"}
 
 
+def test_waits_without_a_thread_get_a_track_per_cpu(trace, tmp_path):
+    out = str(tmp_path / "n.json")
+    assert export(trace("nothread"), "perfetto", out).returncode == 0
+    doc = json.load(open(out))
+    assert check_trace_events(doc) == []
+    waits = sorted((e["tid"], e["ts"]) for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 2)
+    assert waits == [(10**9, 1.0), (10**9 + 1, 1.5)]
+
+
 def test_the_format_check_catches_broken_json():
     assert check_trace_events({"traceEvents": [{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 5}]})
     assert check_trace_events({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5}]})
     assert check_trace_events({"traceEvents": [{"ph": "s", "id": 1, "name": "a", "pid": 1, "tid": 1, "ts": 5}]})
     assert check_trace_events({"traceEvents": [{"ph": "Q", "name": "a", "pid": 1, "tid": 1, "ts": 5}]})
+    assert check_trace_events({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 10},
+                                               {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 8, "dur": 10}]})
 
 
 def test_damage_is_named_and_the_rest_exported(trace, tmp_path):

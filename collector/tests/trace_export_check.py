@@ -159,6 +159,19 @@ def check_trace_events(doc) -> list:
         if ph == "M" and e.get("name") not in ("process_name", "process_labels", "process_sort_index",
                                               "thread_name", "thread_sort_index"):
             bad.append(f"event {i}: unknown metadata {e.get('name')!r}")
+    # Complete events on one track must nest (Perfetto drops or misdraws partial overlaps).
+    tracks = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float)):
+            tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"], e.get("name")))
+    for k, slices in tracks.items():
+        stack = []
+        for a, b, name in sorted(slices, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1] <= a + 1e-6:
+                stack.pop()
+            if stack and b > stack[-1] + 1e-6:
+                bad.append(f"track {k}: {name!r} at {a} overlaps an enclosing slice partially")
+            stack.append(b)
     for k, stack in open_b.items():
         if stack:
             bad.append(f"{len(stack)} B events on {k} never end")
