@@ -99,12 +99,17 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
 
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
-    // The rate: the median (by guest length) of the segments' slopes. QEMU's steps move a few
-    // segments only; a least-squares line through the points would turn them into a drift.
-    std::vector<std::pair<double, double>> slopes;  // (offset change per guest cycle, length)
+    // The rate: the median of the segments' slopes, each segment counted once. A step of the
+    // offset is an instant and moves only the segment it falls in; a least-squares line would
+    // turn the steps into a drift, and so would a median weighted by length, because the long
+    // segments (where narrow samples were scarce: a loaded host, when QEMU steps most) are
+    // the ones that hold steps. Measured on one 75 s run: -35.9 ppm weighted, -2.2 unweighted.
+    std::vector<std::pair<double, double>> slopes;  // (offset change per guest cycle, 1)
+    std::vector<double> lengths;
     for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
         double len = double(fit.points[i + 1].guest_tsc - fit.points[i].guest_tsc);
-        slopes.push_back({double(fit.points[i + 1].offset - fit.points[i].offset) / len, len});
+        slopes.push_back({double(fit.points[i + 1].offset - fit.points[i].offset) / len, 1.0});
+        lengths.push_back(len);
     }
     double rate = weighted_median(slopes);
     fit.slope = 1 + rate;
@@ -121,7 +126,7 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     // Steps: offset changes beyond the segments' brackets and the rate.
     for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
         const ClockPoint &p = fit.points[i], &q = fit.points[i + 1];
-        double moved = std::fabs(double(q.offset - p.offset) - rate * slopes[i].second);
+        double moved = std::fabs(double(q.offset - p.offset) - rate * lengths[i]);
         fit.offset_steps += std::max(0.0, moved - p.half_width - q.half_width);
     }
 

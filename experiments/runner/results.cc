@@ -173,7 +173,7 @@ std::string status_json(bool complete, const std::string& reason, const std::vec
     return j.take() + "\n";
 }
 
-std::string clock_json(const collect::ClockFit& fit) {
+std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     JsonWriter j;
     j.begin_object();
     j.field("format", kResultsFormat);
@@ -186,6 +186,8 @@ std::string clock_json(const collect::ClockFit& fit) {
     j.field("bound_median_cycles", fit.bound_median);
     j.field("samples", uint64_t(fit.used));
     j.field("samples_taken", uint64_t(fit.total));
+    // Attempts that saw no publication within their wait: not samples, so not in samples_taken.
+    j.field("samples_missed", samples_missed);
     j.key("rejected").begin_object();
     j.field("unordered", uint64_t(fit.rejected_unordered));
     j.field("wide", uint64_t(fit.rejected_wide));

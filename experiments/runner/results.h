@@ -72,7 +72,7 @@ struct Done {
 std::string status_json(bool complete, const std::string& reason, const std::vector<Done>& done);
 
 // clock.json from a fit (fit.ok must hold).
-std::string clock_json(const collect::ClockFit& fit);
+std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed);
 
 // One freeze of a vCPU thread, host TSC, from spinlab-load preempt's CSV.
 struct Freeze {

@@ -117,8 +117,9 @@ TEST(Results, StatusAndClock) {
     fit.intercept = 10;
     fit.drift_ppm = 2.5;
     fit.used = 8;
-    pt::ptree c = parse_json(clock_json(fit));
+    pt::ptree c = parse_json(clock_json(fit, 3));
     EXPECT_EQ(c.get<int64_t>("offset_cycles"), 5010);
+    EXPECT_EQ(c.get<int>("samples_missed"), 3);
     EXPECT_DOUBLE_EQ(c.get<double>("drift_ppm"), 2.5);
     EXPECT_EQ(c.get<uint64_t>("ref_guest_tsc"), 1000u);
     EXPECT_EQ(c.get<int>("samples"), 8);
@@ -196,7 +197,7 @@ TEST(Results, SpinlabReportAcceptsIt) {
     collect::ClockFit fit;
     fit.ok = true;
     fit.used = 4;
-    write_file(dir + "/clock.json", clock_json(fit));
+    write_file(dir + "/clock.json", clock_json(fit, 0));
     write_file(dir + "/status.json", status_json(true, "all 4 repetitions done", done));
     std::string cmd = report + " " + dir + " > " + out + "/report.out 2>&1";
     int rc = std::system(cmd.c_str());

@@ -109,10 +109,13 @@ void Experiment::write_status(bool complete, const std::string& reason) {
 }
 
 void Experiment::write_clock() {
-    if (clock_samples_.size() < 2) return;
-    collect::ClockFit fit = collect::fit_clock(clock_samples_);
+    std::vector<collect::ClockSample> all = clock_samples_;  // at the ends of each window
+    auto more = vm_->clock_samples();                          // throughout the run
+    all.insert(all.end(), more.begin(), more.end());
+    if (all.size() < 2) return;
+    collect::ClockFit fit = collect::fit_clock(all);
     if (!fit.ok) return;
-    write_file(dir_ + "/clock.json", clock_json(fit));
+    write_file(dir_ + "/clock.json", clock_json(fit, vm_->clock_samples_missed()));
 }
 
 Stop Experiment::wait(Clock::time_point until, Condition* cond, const std::function<void()>& tick) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "child.h"
+#include "clock_sampler.h"
 #include "guest.h"
 #include "spec.h"
 
@@ -56,6 +57,11 @@ public:
     const VmInfo& info() const { return info_; }
     bool has_guest() const { return guest_ != nullptr; }
     Guest& guest() { return *guest_; }
+    // Clock samples taken since the guest became ready, about every 100 ms (clock_sampler.h).
+    std::vector<collect::ClockSample> clock_samples() const {
+        return clock_sampler_ ? clock_sampler_->samples() : std::vector<collect::ClockSample>{};
+    }
+    size_t clock_samples_missed() const { return clock_sampler_ ? clock_sampler_->missed() : 0; }
 
 private:
     const Spec& spec_;
@@ -64,6 +70,7 @@ private:
     std::unique_ptr<Child> child_;
     VmInfo info_;
     std::unique_ptr<Guest> guest_;
+    std::unique_ptr<collect::ClockSampler> clock_sampler_;
 };
 
 }  // namespace spinlab::run
