@@ -30,8 +30,9 @@
 //      which holds whenever the offset moved monotonically between the two (a step or a
 //      drift). Outside the first and last point there is no bound.
 // The straight-line summary is for reporting; mapping uses the points. Its slope is the median
-// of the segments' slopes, each segment counted once: the rate at which the two TSCs run apart,
-// which QEMU's steps do not change; offset_steps adds up the steps. Pure: tested on synthetic data.
+// slope of the shorter half of the segments (the likeliest to hold no step): the rate at which
+// the two TSCs run apart, which QEMU's steps do not change; offset_steps adds up the steps.
+// Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -60,7 +61,7 @@ struct ClockFit {
     uint64_t guest_ref = 0;  // reference points (the first kept sample), so the doubles below
     uint64_t host_ref = 0;   // only carry differences and keep their precision
     double intercept = 0;    // straight-line summary: host cycles at guest_ref, minus host_ref
-    double slope = 1;        // host cycles per guest cycle: the median segment slope's
+    double slope = 1;        // host cycles per guest cycle (the rate, steps aside)
     double drift_ppm = 0;    // (slope - 1) * 1e6: how fast the TSCs run apart, steps aside
     double residual_rms = 0; // of the points about the straight line, host cycles
     double offset_steps = 0; // total offset change beyond brackets and drift (QEMU's steps)

@@ -157,7 +157,7 @@ TEST(ClockSync, StepsWhereNarrowSamplesAreScarceAreNotADrift) {
     // On a loaded host QEMU steps most when the poller is descheduled most: for 6 s the offset
     // steps down by 200 k cycles every 50 ms and only every 10th bracket there is narrow. The
     // few long segments across that stretch cover most of the run's guest time; the rate is
-    // still that of the step-free segments (the median over segments, not over guest time).
+    // still that of the step-free segments (the median slope of the shorter half of them).
     const uint64_t from = kGuest0 + 20 * kPeriod, to = kGuest0 + 80 * kPeriod;
     Truth t = [&](uint64_t g) {
         double off = 50'000'000;
