@@ -45,6 +45,12 @@ target_link_libraries(spinlab_sysinfo PUBLIC spinlab_lockstat spinlab_locktrace)
 spinlab_freestanding_check(spinlab_lockstat_freestanding_check spinlab_spinlock
   ${SPINLAB_LOCKSTAT_SOURCES} ${SPINLAB_SYSINFO_SOURCES} ${SPINLAB_KP}/lockstat/freestanding_check.cc)
 
+# SPINLOCK_INIT with a name that has no lock class is a compile error (kern/lockclass.h).
+add_test(NAME spinlock_init_unclassed_name_does_not_compile
+  COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DKP=${SPINLAB_KP}
+          -DOUT=${CMAKE_CURRENT_BINARY_DIR} -P ${SPINLAB_KP}/kern/unclassed_lock_check.cmake)
+set_tests_properties(spinlock_init_unclassed_name_does_not_compile PROPERTIES LABELS "unit")
+
 add_executable(spinlock_test ${SPINLAB_KP}/spinlock/spinlock_test.cc)
 target_link_libraries(spinlock_test PRIVATE spinlab_spinlock GTest::gtest_main Threads::Threads)
 gtest_discover_tests(spinlock_test DISCOVERY_TIMEOUT 30)

@@ -4,7 +4,12 @@
 #include "../lockstat/perf_record.h"
 #include "console.h"
 #include "kvm.h"
+#include "lockclass.h"
 #include "mem.h"
+#include "proc.h"
+#include "spinlab/syscall.h"
+#include "spinlock.h"
+#include "vm.h"
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
                         true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true};
@@ -67,5 +72,36 @@ void lockstat_init_cpu() {
     c->lockstat = p;
     irq_restore(f);
     __atomic_store_n(&g_lockstat_cpus[cpu], p, __ATOMIC_RELEASE);
-    kvm_init_cpu();  // register this CPU's steal time area, when KVM offers it
+}
+
+// One mapping per process, made by its first caller: every CPU's perf data read-write, then
+// the steal-time page read-only, at kUserLockstatBase.
+int64_t lockstat_map_into(Process* p, uint64_t uout) {
+    using namespace spinlab;
+    constexpr uint64_t kStride = (sizeof(CpuPerfData) + 4095) & ~4095ull;
+    LockstatMapping m{};
+    m.perf_base = kUserLockstatBase;
+    m.perf_stride = kStride;
+    m.cpu_count = g_ncpus;
+    m.first_user_class = kFirstUserLockClass;
+    m.user_class_count = kUserLockClassCount;
+    m.algorithm = uint32_t(g_lockcfg.algorithm);
+    m.clock_source = uint32_t(g_lockcfg.clock);
+    m.pause = g_lockcfg.pause ? 1 : 0;
+    m.pv_spin_bound = g_lockcfg.pv_spin_bound;
+    m.instrument_level = uint32_t(lockstat::kBuildLevel);
+    SpinGuard g(&g_proc_lock);  // lock order: proc_table, then address_space (as_map_shared)
+    if (!p->lockstat_mapped) {
+        for (uint32_t i = 0; i < g_ncpus; i++) {
+            uint64_t pa = uint64_t(g_lockstat_cpus[i]);
+            if (!pa || (pa & 4095) || !as_map_shared(p->as, m.perf_base + i * kStride, pa, kStride, true))
+                return -kErrNoMem;
+        }
+        if (uint64_t st = kvm_steal_areas_page())
+            if (!as_map_shared(p->as, m.perf_base + kMaxCpus * kStride, st, 4096, false)) return -kErrNoMem;
+        p->lockstat_mapped = true;
+    }
+    if (kvm_steal_areas_page()) m.steal_base = m.perf_base + kMaxCpus * kStride;
+    if (int64_t r = copy_to_user(p->as, uout, &m, sizeof m)) return r;
+    return 0;
 }

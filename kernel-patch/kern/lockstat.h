@@ -17,7 +17,8 @@
 //   init_cpu()           -> lockstat_init_cpu() first: this CPU's block (from the storage
 //                           region, else fresh zeroed pages), zeroed and stamped
 //                           (lockstat::init_cpu_perf), then published in the PRCB and in
-//                           g_lockstat_cpus[]; then KVM steal time registration (kvm.h).
+//                           g_lockstat_cpus[]. KVM steal time registration follows in
+//                           init_cpu() (kvm_init_cpu, kvm.h).
 #pragma once
 #include <spinlab/perfdata.h>
 #include <spinlab/sysinfo.h>
@@ -55,6 +56,12 @@ constexpr uint32_t kDefaultPvSpinBound = 1u << 15;      // as Linux's pv qspinlo
 void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at the scratch block
 void lockstat_configure(const LockConfig& c);
 void lockstat_init_cpu();           // every CPU, first in init_cpu()
+
+struct Process;
+// sys_map_lockstat, its arguments checked (privileged caller, uout a user range): maps every
+// CPU's perf data and the steal-time page into p and writes the LockstatMapping to uout.
+// 0 or -spinlab::Error.
+int64_t lockstat_map_into(Process* p, uint64_t uout);
 
 // The shared region's hook: per-CPU blocks at base + i * stride (the region's layout, page-aligned so a
 // block can be mapped into a workload); base and stride 64-byte aligned.

@@ -30,7 +30,8 @@
 #include "trap.h"
 
 void init_cpu() {
-    lockstat_init_cpu();   // PRCB perf data, zeroed; KVM steal time registered (if offered)
+    lockstat_init_cpu();   // PRCB perf data, zeroed
+    kvm_init_cpu();        // this CPU's steal time area registered, when KVM offers it
     gdt_init_cpu();        // segments and this CPU's TSS
     trap_init_cpu();       // load the IDT
     lapic_init_cpu();      // enable the local APIC, start the periodic timer

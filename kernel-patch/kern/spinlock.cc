@@ -12,6 +12,8 @@
 #include "sched.h"
 
 uint64_t g_lockup_reports;
+bool g_lock_order_checks;
+LockOrderReport* volatile g_lock_order_capture;
 
 namespace {
 
@@ -80,6 +82,75 @@ __attribute__((noinline, cold)) void lockup_check(const sl::Lock& l, uint64_t sp
     else console_write(buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
 }
 
+// --- lock order (lockclass.h) ----------------------------------------------------------------
+// The locks each CPU holds, in no order (releases need not mirror acquisitions). Only the
+// owning CPU touches its set. An interrupt handler may take and drop locks between any two of
+// our instructions, but it leaves the set as it found it, so each update is ordered to be
+// safe against that (a slot is claimed before it is filled; an empty slot reads as nullptr)
+// rather than made with interrupts off. Locks taken before the checks were switched on are
+// not in the set.
+struct HeldLocks {
+    const Spinlock* locks[kMcsNodesPerCpu];
+    uint32_t count;
+};
+HeldLocks held_locks[kMaxCpus];
+
+__attribute__((noinline, cold)) void lock_order_violation(const Spinlock* held, const Spinlock* l,
+                                                         const void* site) {
+    const uint32_t hc = spin_class(held), lc = spin_class(l);
+    LockOrderReport r{spin_name(held), spin_holder_site(held), spin_name(l), site, {}};
+    format(r.message, sizeof r.message,
+           "lock order: cpu %u takes '%s' (class %s, rank %u) at %p while holding '%s' (class %s,"
+           " rank %u) taken at %p",
+           cpu_number(), spin_name(l), g_lock_classes[lc].name, lock_class_rank(lc), site,
+           spin_name(held), g_lock_classes[hc].name, lock_class_rank(hc), spin_holder_site(held));
+    if (LockOrderReport* c = g_lock_order_capture) {
+        if (!c->taken) *c = r;
+        return;
+    }
+    panic("%s", r.message);
+}
+
+// Before taking l: every lock this CPU holds must rank below it (or be unranked, or of l's class).
+void check_order(const Spinlock* l, const void* site, uint32_t me) {
+    const uint8_t rank = lock_class_rank(spin_class(l));
+    if (!rank) return;
+    const HeldLocks& h = held_locks[me];
+    const uint32_t n = __atomic_load_n(&h.count, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < n && i < kMcsNodesPerCpu; i++) {
+        const Spinlock* held = __atomic_load_n(&h.locks[i], __ATOMIC_RELAXED);
+        if (held && lock_class_rank(spin_class(held)) > rank && spin_class(held) != spin_class(l)) {
+            lock_order_violation(held, l, site);
+            return;
+        }
+    }
+}
+
+void note_held(const Spinlock* l, uint32_t me) {
+    HeldLocks& h = held_locks[me];
+    const uint32_t i = __atomic_load_n(&h.count, __ATOMIC_RELAXED);
+    if (i >= kMcsNodesPerCpu) return;
+    __atomic_store_n(&h.locks[i], nullptr, __ATOMIC_RELAXED);
+    __atomic_store_n(&h.count, i + 1, __ATOMIC_RELAXED);  // claim the slot, then fill it
+    arch::barrier();
+    __atomic_store_n(&h.locks[i], l, __ATOMIC_RELAXED);
+}
+
+void note_released(const Spinlock* l, uint32_t me) {
+    HeldLocks& h = held_locks[me];
+    const uint32_t n = __atomic_load_n(&h.count, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < n && i < kMcsNodesPerCpu; i++)
+        if (__atomic_load_n(&h.locks[i], __ATOMIC_RELAXED) == l) {
+            // Move the last entry here, then drop the last slot: a handler in between sees the
+            // last lock twice, which changes no check.
+            __atomic_store_n(&h.locks[i], __atomic_load_n(&h.locks[n - 1], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+            arch::barrier();
+            __atomic_store_n(&h.count, n - 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&h.locks[n - 1], nullptr, __ATOMIC_RELAXED);
+            return;
+        }
+}
+
 // --- the Env (spinlock/spinlock.h and lockstat/instrumented_lock.h list the methods) ---------
 struct KernelLockEnv {
     uint64_t spin_start = 0;  // lockup detector: TSC at this wait's first check
@@ -113,10 +184,13 @@ inline void take(Spinlock* l, const void* site) {
     // and clear it before letting go), so this is exact, and it keeps an MCS node from being
     // queued behind itself.
     if (spin_holder_cpu(l) == me) panic("spinlock %s: recursive acquisition", l->core.name);
+    const bool checks = __atomic_load_n(&g_lock_order_checks, __ATOMIC_RELAXED);
+    if (checks) check_order(l, site, me);
     sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? alloc_mcs_node(me) : nullptr;
     KernelLockEnv env;
     ls::lock_acquire<kLevel>(l->core, n, env);
     l->core.holder_site = site;
+    if (checks) note_held(l, me);
 }
 
 inline void give(Spinlock* l) {
@@ -125,6 +199,7 @@ inline void give(Spinlock* l) {
         panic("spinlock %s: released by cpu %u, not the holder", l->core.name, me);
     // The node must be read before the release: afterwards a successor owns mcs_owner.
     sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? l->core.mcs_owner : nullptr;
+    if (__atomic_load_n(&g_lock_order_checks, __ATOMIC_RELAXED)) note_released(l, me);
     KernelLockEnv env;
     ls::lock_release<kLevel>(l->core, env);  // release store: the critical section stays above
     if (n) free_mcs_node(me, n);

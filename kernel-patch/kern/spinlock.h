@@ -34,10 +34,11 @@ struct Spinlock {
     spinlab::spinlock::Lock core;  // word, holder_cpu, holder_site, name, class_id: lock.h
 };
 
-// Static initialisation; the class comes from the name at compile time (lockclass.h).
+// Static initialisation; the class comes from the name at compile time, and a name that has
+// no class in lockclass.h does not compile.
 #define SPINLOCK_INIT(n)                                                                   \
     {                                                                                      \
-        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), lock_class_for_name(n), 0, 0, kNoCpu, {}} \
+        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), static_lock_class(n), 0, 0, kNoCpu, {}} \
     }
 
 void spin_init(Spinlock* l, const char* name);  // class from the name
@@ -67,6 +68,21 @@ void spin_release_raw(Spinlock* l);
 void spin_acquire_raw(Spinlock* l);
 
 extern uint64_t g_lockup_reports;   // lockup detector reports since boot (all CPUs)
+
+// Lock order (lockclass.h): checked on every acquisition while g_lock_order_checks is set (the
+// self-test kernel sets it before its first test). A violation panics with both locks' names,
+// classes and acquisition sites.
+extern bool g_lock_order_checks;
+struct LockOrderReport {
+    const char* held;           // the lock this CPU held, of the higher rank
+    const void* held_site;
+    const char* taken;          // the lock it took
+    const void* taken_site;
+    char message[240];          // what the panic would have said
+};
+// For the one self-test that breaks the order on purpose: while set, a violation is written
+// here (the first one) instead of panicking, and the acquisition goes ahead.
+extern LockOrderReport* volatile g_lock_order_capture;
 
 class [[nodiscard]] SpinGuard {
 public:

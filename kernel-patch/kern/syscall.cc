@@ -12,8 +12,6 @@
 #include "spinlab/status.h"
 #include "spinlab/syscall.h"
 #include "trap.h"
-#include "kvm.h"
-#include "lockclass.h"
 #include "lockstat.h"
 #include "sysinfo_glue.h"
 
@@ -114,39 +112,6 @@ int64_t sys_sysinfo(Process* p, bool set, uint64_t cls, uint64_t buf, uint64_t l
     return st;
 }
 
-// Maps every CPU's perf data (read-write) and the steal-time page (read-only) into a
-// privileged workload, so its ring-3 locks are counted beside the kernel's.
-int64_t sys_map_lockstat(Process* p, uint64_t uout) {
-    if (!p->privileged) return -kErrPerm;
-    if (!user_range_ok(uout, sizeof(LockstatMapping))) return -kErrFault;
-    constexpr uint64_t kStride = (sizeof(CpuPerfData) + 4095) & ~4095ull;
-    LockstatMapping m{};
-    m.perf_base = kUserLockstatBase;
-    m.perf_stride = kStride;
-    m.cpu_count = g_ncpus;
-    m.first_user_class = kFirstUserLockClass;
-    m.user_class_count = kUserLockClassCount;
-    m.algorithm = uint32_t(g_lockcfg.algorithm);
-    m.clock_source = uint32_t(g_lockcfg.clock);
-    m.pause = g_lockcfg.pause ? 1 : 0;
-    m.pv_spin_bound = g_lockcfg.pv_spin_bound;
-    m.instrument_level = SPINLAB_INSTRUMENT;
-    SpinGuard g(&g_proc_lock);  // one mapping per process: the first caller makes it
-    if (!p->lockstat_mapped) {
-        for (uint32_t i = 0; i < g_ncpus; i++) {
-            uint64_t pa = uint64_t(g_lockstat_cpus[i]);
-            if (!pa || (pa & 4095) || !as_map_shared(p->as, m.perf_base + i * kStride, pa, kStride, true))
-                return -kErrNoMem;
-        }
-        if (uint64_t st = kvm_steal_areas_page())
-            if (!as_map_shared(p->as, m.perf_base + kMaxCpus * kStride, st, 4096, false)) return -kErrNoMem;
-        p->lockstat_mapped = true;
-    }
-    if (kvm_steal_areas_page()) m.steal_base = m.perf_base + kMaxCpus * kStride;
-    if (int64_t r = copy_to_user(p->as, uout, &m, sizeof m)) return r;
-    return 0;
-}
-
 int64_t dispatch(Process* p, TrapFrame* tf) {
     uint64_t a0 = tf->rdi, a1 = tf->rsi, a2 = tf->rdx, a3 = tf->r10;
     switch (tf->rax) {
@@ -178,7 +143,10 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
     }
     case kSysQuerySystemInformation: return sys_sysinfo(p, false, a0, a1, a2, a3);
     case kSysSetSystemInformation: return sys_sysinfo(p, true, a0, a1, a2, 0);
-    case kSysMapLockstat: return sys_map_lockstat(p, a0);
+    case kSysMapLockstat:
+        if (!p->privileged) return -kErrPerm;
+        if (!user_range_ok(a0, sizeof(LockstatMapping))) return -kErrFault;
+        return lockstat_map_into(p, a0);
     default: return -kErrNoSys;
     }
 }

@@ -40,7 +40,7 @@ void preemption() {
     TEST_CHECK(a->switches_in + b->switches_in >= 3);  // at least one preemption happened
 }
 
-Spinlock chan_lock = SPINLOCK_INIT("test_chan");
+Spinlock chan_lock = SPINLOCK_INIT("selftest");
 int chan_value;  // chan_lock must be held
 
 void waiter(void*) {

@@ -1,5 +1,6 @@
 // selftest/spinlock_test.cc: the kernel spinlock keeps mutual exclusion on every CPU.
 #include "../arch/x86.h"
+#include "../kern/console.h"
 #include "../kern/lapic.h"
 #include "../kern/prcb.h"
 #include "../kern/sched.h"
@@ -10,7 +11,7 @@ void preempt_count_survives_migration_at_every_boundary();  // preempt_test.cc
 
 namespace {
 
-Spinlock counter_lock = SPINLOCK_INIT("test_counter");
+Spinlock counter_lock = SPINLOCK_INIT("selftest");
 volatile uint64_t counter;   // counter_lock must be held; updated non-atomically on purpose
 volatile uint32_t inside;    // threads inside the critical section: must never exceed 1
 constexpr int kIters = 20000;
@@ -72,10 +73,49 @@ void records_holder_and_restores_irqs() {
     spin_unlock(&l);
 }
 
+// Two locks of classes the order puts proc_table first, sched second (lockclass.h); only this
+// test takes them, so taking them the wrong way round is safe.
+Spinlock order_first = SPINLOCK_INIT("proc_table");
+Spinlock order_second = SPINLOCK_INIT("sched");
+
+bool contains(const char* s, const char* part) {
+    for (; *s; s++) {
+        const char *a = s, *b = part;
+        while (*a && *b && *a == *b) a++, b++;
+        if (!*b) return true;
+    }
+    return false;
+}
+
+void lock_order_is_checked() {
+    TEST_CHECK(g_lock_order_checks);
+    LockOrderReport r{};
+    g_lock_order_capture = &r;
+    spin_lock(&order_first);  // in order: nothing to report
+    spin_lock(&order_second);
+    spin_unlock(&order_second);
+    spin_unlock(&order_first);
+    TEST_CHECK(r.taken == nullptr);
+    spin_lock(&order_second);  // against the order: reported, with both names and sites
+    spin_lock(&order_first);
+    spin_unlock(&order_first);
+    spin_unlock(&order_second);
+    g_lock_order_capture = nullptr;
+    TEST_CHECK(r.taken != nullptr);
+    if (!r.taken) return;
+    kprintf("  reported: %s\n", r.message);
+    TEST_CHECK(contains(r.taken, "proc_table"));
+    TEST_CHECK(contains(r.held, "sched"));
+    TEST_CHECK(r.taken_site != nullptr && r.held_site != nullptr && r.taken_site != r.held_site);
+    TEST_CHECK(contains(r.message, "takes 'proc_table' (class proc_table, rank 40)"));
+    TEST_CHECK(contains(r.message, "while holding 'sched' (class sched, rank 60)"));
+}
+
 const SelfTest kTests[] = {
     {"mutual_exclusion_plain", mutual_exclusion_plain},
     {"mutual_exclusion_irqsave", mutual_exclusion_irqsave},
     {"records_holder_and_restores_irqs", records_holder_and_restores_irqs},
+    {"lock_order_is_checked", lock_order_is_checked},
     {"preempt_count_survives_migration_at_every_boundary", preempt_count_survives_migration_at_every_boundary},
 };
 
