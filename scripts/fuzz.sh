@@ -3,4 +3,4 @@
 # make test runs them 20 s each; make fuzz longer (FUZZ_SECONDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec collector/fuzz/run.sh "${1:-20}" build/fuzz
+exec kernel-patch/fuzz.sh "${1:-20}" build/fuzz

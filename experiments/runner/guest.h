@@ -12,7 +12,7 @@
 
 #include "clock_sync.h"
 #include "results.h"
-#include "session.h"
+#include "collector/session.h"
 
 namespace spinlab::run {
 

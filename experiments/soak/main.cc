@@ -46,7 +46,7 @@
 #include "hostile_frames.h"
 #include "invariant_check.h"
 #include "lockbench_log.h"
-#include "session.h"
+#include "collector/session.h"
 #include "signals.h"
 #include "vm.h"
 

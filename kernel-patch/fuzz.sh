@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Build the collector's libFuzzer targets (and the trace file reader's) with clang and run each for a bounded time.
-# Usage: collector/fuzz/run.sh [SECONDS_EACH] [BUILD_DIR]
+# Build kernel-patch's libFuzzer targets (the channel's frame decoder and server, the shared-region
+# header parser, the trace file reader: the code the host collector runs on guest-written bytes)
+# with clang, ASan and UBSan, whatever compiler CMake uses, and run each for a bounded time.
+# Usage: kernel-patch/fuzz.sh [SECONDS_EACH] [BUILD_DIR]   (scripts/fuzz.sh, make fuzz, make test)
 #   SECONDS_EACH  default 20 (what `make test` uses; `make fuzz` passes more)
 #   BUILD_DIR     default build/fuzz under the repository root
 # Exit status: 0 when no target found a crash; the crashing input is left in BUILD_DIR.
 set -euo pipefail
 secs=${1:-20}
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(realpath -m "${2:-$root/build/fuzz}")
 mkdir -p "$out"
 kp=$root/kernel-patch
