@@ -129,7 +129,12 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
             ("out", po::value(&c.timeline.out_csv), "CSV of run intervals (default stdout)")
             ("trace-clock", po::value(&c.timeline.clock)->default_value("x86-tsc"), "x86-tsc or mono")
             ("buffer-kb", po::value(&c.timeline.buffer_kb)->default_value(2048), "per-CPU trace buffer")
-            ("raw-out", po::value(&c.timeline.raw_out), "also save the raw trace text here");
+            ("raw-out", po::value(&c.timeline.raw_out), "also save the raw trace text here")
+            ("phase", po::value(&c.timeline.phase), "phase name written in every row (spinlab-run's results)")
+            ("rep", po::value(&c.timeline.rep)->default_value(0), "repetition written in every row")
+            ("freezes", po::value(&c.timeline.freezes),
+             "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
+             "written as state frozen; read when the timeline ends");
         all.add(g);
     }
     return all;
@@ -165,6 +170,8 @@ const char* examples(const std::string& name) {
     }
     if (name == "timeline") {
         return "  spinlab-load timeline --qemu-pid 4242 --duration 8 --out timeline.csv\n"
+               "  spinlab-load timeline --qemu-pid 4242 --freezes preempt.csv --phase preempt-30ms --rep 1 \\\n"
+               "      --out timeline.csv   # stop preempt first: its effective windows become state frozen\n"
                "  spinlab-load timeline --qmp /run/vm.qmp --trace-clock mono --out t.csv\n";
     }
     if (name == "cleanup") return "  spinlab-load cleanup\n";

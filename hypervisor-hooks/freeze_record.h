@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "effective_window.h"
 
@@ -32,5 +33,19 @@ struct FreezeRecord {
 std::string freeze_record_header();
 // One row (with newline); `to_ns` maps a TSC value to CLOCK_MONOTONIC ns (0 stays 0).
 std::string format_freeze_record(const FreezeRecord& r, const std::function<uint64_t(uint64_t)>& to_ns);
+
+// A window during which a thread ran no user code because it was frozen: one freeze's
+// effective window [stopped, resumed).
+struct FrozenSpan {
+    int tid;
+    uint64_t stopped;
+    uint64_t resumed;  // UINT64_MAX: not seen running again before tracing ended
+};
+
+// The effective windows of a preempt record (the text this file's writer produced): `ok` rows
+// give [stopped, resumed); `not-resumed` rows [stopped, forever); rows whose freeze never took
+// effect or whose thread had no events give none. Throws LoadError naming the line and column
+// that do not parse.
+std::vector<FrozenSpan> read_frozen_spans(const std::string& record_csv);
 
 }  // namespace spinlab::load

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "fs_util.h"
+
 namespace spinlab::load {
 namespace {
 
@@ -29,6 +33,46 @@ TEST(FreezeRecord, UnknownEffectiveEndsAreZeroWithTheirStatus) {
     r.effective = {EffectiveStatus::kNeverStopped, 0, 0};
     std::string row = format_freeze_record(r, [](uint64_t tsc) { return tsc + 7; });
     EXPECT_NE(row.find(",0,0,never-stopped,"), std::string::npos) << row;
+}
+
+TEST(FreezeRecord, EffectiveWindowsAreReadBackFromTheWritersRows) {
+    auto row = [](int tid, EffectiveStatus status, uint64_t stopped, uint64_t resumed) {
+        FreezeRecord r;
+        r.tid = tid;
+        r.effective = {status, stopped, resumed};
+        return format_freeze_record(r, [](uint64_t tsc) { return tsc; });
+    };
+    std::string csv = freeze_record_header() + row(5, EffectiveStatus::kOk, 100, 200) +
+                      row(5, EffectiveStatus::kNeverStopped, 0, 0) + row(6, EffectiveStatus::kNotResumed, 300, 0) +
+                      row(6, EffectiveStatus::kNoEvents, 0, 0);
+    auto spans = read_frozen_spans(csv);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(spans[0].tid, 5);
+    EXPECT_EQ(spans[0].stopped, 100u);
+    EXPECT_EQ(spans[0].resumed, 200u);
+    EXPECT_EQ(spans[1].tid, 6);
+    EXPECT_EQ(spans[1].stopped, 300u);
+    EXPECT_EQ(spans[1].resumed, UINT64_MAX);
+    EXPECT_TRUE(read_frozen_spans("").empty());
+    EXPECT_TRUE(read_frozen_spans(freeze_record_header()).empty());
+}
+
+TEST(FreezeRecord, BadRecordsNameTheLineAndColumn) {
+    auto error_of = [](const std::string& csv) {
+        try {
+            read_frozen_spans(csv);
+        } catch (const LoadError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error_of("seq,tid\n1,2\n"), "the preempt record has no column stopped_tsc");
+    std::string ok = "0,5,0,0,0,0,0,0,0,100,200,ok,0,0,0,0,0,0,0,0\n";
+    EXPECT_EQ(error_of(freeze_record_header() + ok + "0,5,0,0,0,0,0,0,0,1x0,200,ok,0,0,0,0,0,0,0,0\n"),
+              "the preempt record, line 3: stopped_tsc '1x0' is not a number");
+    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0\n"), "the preempt record, line 2: 3 fields, the header has 20");
+    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0,0,0,0,0,0,0,100,200,maybe,0,0,0,0,0,0,0,0\n"),
+              "the preempt record, line 2: unknown effective status 'maybe'");
 }
 
 }  // namespace

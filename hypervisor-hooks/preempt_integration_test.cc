@@ -28,7 +28,7 @@ uint64_t on_time(const Rows& timeline, uint64_t from, uint64_t to) {
     uint64_t total = 0;
     for (const auto& r : timeline) {
         if (r.at("state") != "on") continue;
-        uint64_t s = std::max(u64(r, "start_tsc"), from), e = std::min(u64(r, "end_tsc"), to);
+        uint64_t s = std::max(u64(r, "start_host_tsc"), from), e = std::min(u64(r, "end_host_tsc"), to);
         if (e > s) total += e - s;
     }
     return total;
@@ -37,7 +37,7 @@ uint64_t on_time(const Rows& timeline, uint64_t from, uint64_t to) {
 // The timeline's off interval containing `tsc`, or nullptr.
 const std::map<std::string, std::string>* off_at(const Rows& timeline, uint64_t tsc) {
     for (const auto& r : timeline) {
-        if (r.at("state") == "off" && u64(r, "start_tsc") <= tsc && tsc < u64(r, "end_tsc")) return &r;
+        if (r.at("state") == "off" && u64(r, "start_host_tsc") <= tsc && tsc < u64(r, "end_host_tsc")) return &r;
     }
     return nullptr;
 }
@@ -123,14 +123,14 @@ void run_and_match(const std::string& cgroup) {
         if (resumed == end) {
             EXPECT_EQ(off_at(intervals, end), nullptr) << seq << ": off CPU at the thaw, yet resumed then";
         } else {
-            end_diff = on_edge("start_tsc", resumed);
+            end_diff = on_edge("start_host_tsc", resumed);
             EXPECT_LE(end_diff, kSameEventMs) << seq << ": effective end vs the timeline's switch-in";
         }
         const uint64_t marked = u64(f, "marked_tsc");
         double start_diff = 0;
         if (stopped > marked) {
             // On CPU when the mark landed: stopped is its next switch-out, soon.
-            start_diff = on_edge("end_tsc", stopped);
+            start_diff = on_edge("end_host_tsc", stopped);
             EXPECT_LE(start_diff, kSameEventMs) << seq << ": effective start vs the timeline's switch-out";
             const double stop_ms = ms_between(marked, stopped, ticks_per_ms);
             slow_stops += stop_ms > kStopMs;

@@ -31,7 +31,9 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     std::vector<RunInterval> out;
     auto emit = [&](ThreadState& s, bool on, uint64_t start, uint64_t end, std::string reason,
                     int cpu) {
-        if (end > start) out.push_back({s.thread->tid, s.thread->vcpu, on, start, end, reason, cpu});
+        if (end > start)
+            out.push_back({s.thread->tid, s.thread->vcpu, on ? RunState::kOn : RunState::kOff, start, end,
+                           reason, cpu});
     };
     for (const SchedSwitch* e : sorted) {
         uint64_t ts = std::clamp(e->ts, window_start, window_end);
@@ -71,12 +73,62 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     return out;
 }
 
-std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals,
-                                     const std::function<uint64_t(uint64_t)>& to_ns) {
-    std::string csv = "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu\n";
+std::vector<RunInterval> mark_frozen(const std::vector<RunInterval>& intervals,
+                                     const std::vector<FrozenSpan>& spans) {
+    std::vector<RunInterval> out;
     for (const RunInterval& r : intervals) {
-        csv += std::to_string(r.tid) + "," + std::to_string(r.vcpu) + "," + (r.on ? "on" : "off") +
-               "," + std::to_string(r.start) + "," + std::to_string(r.end) + ",";
+        // The spans of this thread that overlap r, in time order, clipped to r.
+        std::vector<std::pair<uint64_t, uint64_t>> cuts;
+        for (const FrozenSpan& f : spans)
+            if (f.tid == r.tid && f.stopped < r.end && r.start < f.resumed)
+                cuts.push_back({std::max(f.stopped, r.start), std::min(f.resumed, r.end)});
+        std::sort(cuts.begin(), cuts.end());
+        std::vector<std::pair<uint64_t, uint64_t>> merged;  // overlapping spans make one piece
+        for (auto c : cuts) {
+            if (!merged.empty() && c.first <= merged.back().second)
+                merged.back().second = std::max(merged.back().second, c.second);
+            else
+                merged.push_back(c);
+        }
+        uint64_t at = r.start;
+        auto piece = [&](RunState state, uint64_t start, uint64_t end) {
+            if (end <= start) return;
+            RunInterval p = r;
+            p.state = state;
+            p.start = start;
+            p.end = end;
+            out.push_back(p);
+        };
+        for (auto [from, to] : merged) {
+            piece(r.state, at, from);
+            piece(RunState::kFrozen, from, to);
+            at = to;
+        }
+        piece(r.state, at, r.end);
+    }
+    return out;
+}
+
+const char* run_state_name(RunState s) {
+    switch (s) {
+        case RunState::kOn: return "on";
+        case RunState::kOff: return "off";
+        case RunState::kFrozen: return "frozen";
+    }
+    return "?";
+}
+
+std::string run_intervals_csv_header() {
+    return "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu\n";
+}
+
+std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals, const TimelineLabel& label,
+                                     const std::function<uint64_t(uint64_t)>& to_ns) {
+    std::string csv;
+    for (const RunInterval& r : intervals) {
+        csv += std::to_string(r.vcpu) + "," + std::to_string(r.tid) + "," + run_state_name(r.state) + "," +
+               std::to_string(r.start) + "," + std::to_string(r.end) + "," + label.phase + "," +
+               std::to_string(label.rep) + ",";
         if (to_ns) csv += std::to_string(to_ns(r.start)) + "," + std::to_string(to_ns(r.end));
         else csv += ",";
         csv += "," + r.reason + "," + std::to_string(r.cpu) + "\n";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "freeze_record.h"
 #include "sched_switch_parse.h"
 
 namespace spinlab::load {
@@ -23,10 +24,13 @@ struct TimelineThread {
     std::optional<bool> initial_on;  // hint for a thread without events
 };
 
+enum class RunState { kOn, kOff, kFrozen };
+const char* run_state_name(RunState s);  // "on", "off", "frozen": the results' timeline states
+
 struct RunInterval {
     int tid;
     int vcpu;
-    bool on;
+    RunState state;
     uint64_t start;
     uint64_t end;
     // Off intervals: the prev_state it left with ("R+" preempted, "S" sleeping, "D" frozen by
@@ -41,9 +45,26 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
                                              const std::vector<TimelineThread>& threads,
                                              uint64_t window_start, uint64_t window_end);
 
-// CSV with header "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu"; ns columns
-// come from `to_ns` (may be empty: then they are left empty).
-std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals,
+// Every part of a thread's intervals inside one of its frozen spans becomes kFrozen (split at
+// the span's edges; reason and cpu kept). Inside an effective window the thread may be on CPU
+// only on the kernel's path into the freezer, so `on` parts there become frozen too: the vCPU
+// ran no guest code. Order (by tid, then start) and the tiling are kept.
+std::vector<RunInterval> mark_frozen(const std::vector<RunInterval>& intervals,
+                                     const std::vector<FrozenSpan>& spans);
+
+// Where the rows belong in the results (a phase and repetition of spinlab-run); empty and 0
+// when the timeline is taken on its own.
+struct TimelineLabel {
+    std::string phase;
+    uint32_t rep = 0;
+};
+
+// The timeline CSV, the one format for a standalone timeline and the results' timeline.csv:
+//   vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu
+// The first seven columns are the results contract's (analysis/README.md); ns columns come
+// from `to_ns` (may be empty: then they are left empty).
+std::string run_intervals_csv_header();
+std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals, const TimelineLabel& label,
                                      const std::function<uint64_t(uint64_t)>& to_ns);
 
 }  // namespace spinlab::load

@@ -16,16 +16,16 @@ TEST(RunIntervals, FirstEventTellsTheStateBeforeIt) {
     std::vector<SchedSwitch> ev = {sw(300, 0, "R", 7, 1), sw(150, 7, "R+", 0), sw(700, 7, "S", 9, 1)};
     auto r = build_run_intervals(ev, {{7, 0, std::nullopt}}, 100, 1000);
     ASSERT_EQ(r.size(), 4u);
-    EXPECT_TRUE(r[0].on);
+    EXPECT_EQ(r[0].state, RunState::kOn);
     EXPECT_EQ(r[0].start, 100u);
     EXPECT_EQ(r[0].end, 150u);
-    EXPECT_FALSE(r[1].on);
+    EXPECT_EQ(r[1].state, RunState::kOff);
     EXPECT_EQ(r[1].reason, "R+");
     EXPECT_EQ(r[1].end, 300u);
-    EXPECT_TRUE(r[2].on);
+    EXPECT_EQ(r[2].state, RunState::kOn);
     EXPECT_EQ(r[2].cpu, 1);
     EXPECT_EQ(r[2].end, 700u);
-    EXPECT_FALSE(r[3].on);
+    EXPECT_EQ(r[3].state, RunState::kOff);
     EXPECT_EQ(r[3].reason, "S");
     EXPECT_EQ(r[3].end, 1000u);
 }
@@ -33,20 +33,20 @@ TEST(RunIntervals, FirstEventTellsTheStateBeforeIt) {
 TEST(RunIntervals, OffAtStartWhenTheFirstEventSwitchesIn) {
     auto r = build_run_intervals({sw(400, 0, "R", 7)}, {{7, 2, std::nullopt}}, 100, 1000);
     ASSERT_EQ(r.size(), 2u);
-    EXPECT_FALSE(r[0].on);
+    EXPECT_EQ(r[0].state, RunState::kOff);
     EXPECT_EQ(r[0].reason, "start");
     EXPECT_EQ(r[0].vcpu, 2);
-    EXPECT_TRUE(r[1].on);
+    EXPECT_EQ(r[1].state, RunState::kOn);
     EXPECT_EQ(r[1].start, 400u);
 }
 
 TEST(RunIntervals, TwoTracedThreadsSwitchingWithEachOther) {
     auto r = build_run_intervals({sw(500, 7, "R+", 8)}, {{7, 0, {}}, {8, 1, {}}}, 0, 1000);
     ASSERT_EQ(r.size(), 4u);
-    EXPECT_TRUE(r[0].on);   // 7 on [0,500)
-    EXPECT_FALSE(r[1].on);  // 7 off [500,1000)
-    EXPECT_FALSE(r[2].on);  // 8 off [0,500)
-    EXPECT_TRUE(r[3].on);   // 8 on [500,1000)
+    EXPECT_EQ(r[0].state, RunState::kOn);   // 7 on [0,500)
+    EXPECT_EQ(r[1].state, RunState::kOff);  // 7 off [500,1000)
+    EXPECT_EQ(r[2].state, RunState::kOff);  // 8 off [0,500)
+    EXPECT_EQ(r[3].state, RunState::kOn);   // 8 on [500,1000)
     EXPECT_EQ(r[3].tid, 8);
 }
 
@@ -58,12 +58,12 @@ TEST(RunIntervals, IntervalsTileTheWindowWithoutGaps) {
     }
     auto r = build_run_intervals(ev, {{7, 0, {}}}, 0, 1000);
     uint64_t at = 0;
-    bool last_on = !r.front().on;
+    bool last_on = r.front().state != RunState::kOn;
     for (const RunInterval& i : r) {
         EXPECT_EQ(i.start, at);
-        EXPECT_NE(i.on, last_on) << "states alternate";
+        EXPECT_NE(i.state == RunState::kOn, last_on) << "states alternate";
         at = i.end;
-        last_on = i.on;
+        last_on = i.state == RunState::kOn;
     }
     EXPECT_EQ(at, 1000u);
 }
@@ -71,9 +71,9 @@ TEST(RunIntervals, IntervalsTileTheWindowWithoutGaps) {
 TEST(RunIntervals, NoEventsUseTheHintAndSaySo) {
     auto r = build_run_intervals({}, {{7, 0, true}, {8, 1, std::nullopt}}, 0, 50);
     ASSERT_EQ(r.size(), 2u);
-    EXPECT_TRUE(r[0].on);
+    EXPECT_EQ(r[0].state, RunState::kOn);
     EXPECT_EQ(r[0].reason, "no-switch");
-    EXPECT_FALSE(r[1].on);
+    EXPECT_EQ(r[1].state, RunState::kOff);
 }
 
 TEST(RunIntervals, EventsOfOtherThreadsAreIgnoredAndBadWindowRejected) {
@@ -82,13 +82,49 @@ TEST(RunIntervals, EventsOfOtherThreadsAreIgnoredAndBadWindowRejected) {
     EXPECT_THROW(build_run_intervals({}, {}, 10, 5), LoadError);
 }
 
-TEST(RunIntervals, CsvHasBothClocks) {
+TEST(RunIntervals, CsvIsTheResultsTimelineWithBothClocks) {
     auto r = build_run_intervals({sw(500, 7, "R+", 0)}, {{7, 0, {}}}, 0, 1000);
-    std::string csv = format_run_intervals_csv(r, [](uint64_t tsc) { return tsc * 2; });
+    std::string csv = run_intervals_csv_header() +
+                      format_run_intervals_csv(r, {"host-load", 2}, [](uint64_t tsc) { return tsc * 2; });
     EXPECT_EQ(csv,
-              "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu\n"
-              "7,0,on,0,500,0,1000,,0\n"
-              "7,0,off,500,1000,1000,2000,R+,-1\n");
+              "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu\n"
+              "0,7,on,0,500,host-load,2,0,1000,,0\n"
+              "0,7,off,500,1000,host-load,2,1000,2000,R+,-1\n");
+    EXPECT_EQ(format_run_intervals_csv(r, {}, {}), "0,7,on,0,500,,0,,,,0\n0,7,off,500,1000,,0,,,R+,-1\n");
+}
+
+// Thread 7: on [0,100) off [100,400) on [400,1000); thread 8 off the whole window.
+std::vector<RunInterval> two_threads() {
+    return build_run_intervals({sw(100, 7, "S", 9), sw(400, 9, "R", 7)}, {{7, 0, true}, {8, 1, false}}, 0,
+                               1000);
+}
+
+std::string states(const std::vector<RunInterval>& r) {
+    std::string s;
+    for (const RunInterval& i : r)
+        s += std::to_string(i.tid) + ":" + run_state_name(i.state) + "[" + std::to_string(i.start) + "," +
+             std::to_string(i.end) + ") ";
+    return s;
+}
+
+TEST(RunIntervals, FrozenSpanSplitsOffAndOnParts) {
+    // Effective window [120, 450): the off interval's part inside it is frozen, and so is the
+    // on part up to 450 (the kernel's path into the freezer, no guest code).
+    auto r = mark_frozen(two_threads(), {{7, 120, 450}});
+    EXPECT_EQ(states(r), "7:on[0,100) 7:off[100,120) 7:frozen[120,400) 7:frozen[400,450) 7:on[450,1000) "
+                         "8:off[0,1000) ");
+}
+
+TEST(RunIntervals, FrozenSpansOfOtherThreadsAndOutsideTheWindowChangeNothing) {
+    auto before = two_threads();
+    EXPECT_EQ(states(mark_frozen(before, {{9, 0, 1000}, {7, 1000, 2000}})), states(before));
+}
+
+TEST(RunIntervals, OverlappingAndUnendedSpans) {
+    // Two overlapping spans count once; an unended span (not resumed) runs to the window end.
+    auto r = mark_frozen(two_threads(), {{8, 200, 300}, {8, 250, 350}, {7, 900, UINT64_MAX}});
+    EXPECT_EQ(states(r), "7:on[0,100) 7:off[100,400) 7:on[400,900) 7:frozen[900,1000) "
+                         "8:off[0,200) 8:frozen[200,350) 8:off[350,1000) ");
 }
 
 }  // namespace

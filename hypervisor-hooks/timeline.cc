@@ -49,6 +49,9 @@ void validate_timeline(const TimelineConfig& c) {
     if (c.buffer_kb < 64 || c.buffer_kb > 1 << 20) {
         throw LoadError("--buffer-kb " + std::to_string(c.buffer_kb) + " must be in [64, 1048576]");
     }
+    if (c.phase.find_first_of(",\n\"") != std::string::npos)
+        throw LoadError("--phase '" + c.phase + "' must not contain a comma, quote or newline (a CSV field)");
+
 }
 
 int run_timeline(Session& session, const TimelineConfig& c) {
@@ -104,12 +107,23 @@ int run_timeline(Session& session, const TimelineConfig& c) {
             r.end = map.to_tsc(r.end);
         }
     }
-    write_text(c.out_csv, format_run_intervals_csv(intervals, [&](uint64_t tsc) { return map.to_ns(tsc); }));
+    int code = 0;
+    if (!c.freezes.empty()) {
+        try {
+            intervals = mark_frozen(intervals, read_frozen_spans(read_file(c.freezes)));
+        } catch (const LoadError& e) {
+            std::fprintf(stderr, "timeline: WARNING frozen time is not marked: %s\n", e.what());
+            code = 2;
+        }
+    }
+    const std::string rows =
+        format_run_intervals_csv(intervals, {c.phase, c.rep}, [&](uint64_t tsc) { return map.to_ns(tsc); });
+    write_text(c.out_csv, run_intervals_csv_header() + rows);
     if (!c.raw_out.empty()) write_text(c.raw_out, raw);
 
     std::map<int, std::pair<uint64_t, uint64_t>> on_off;
     for (const RunInterval& r : intervals) {
-        (r.on ? on_off[r.tid].first : on_off[r.tid].second) += r.end - r.start;
+        (r.state == RunState::kOn ? on_off[r.tid].first : on_off[r.tid].second) += r.end - r.start;
     }
     for (const auto& [tid, t] : on_off) {
         std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms\n", tid,
@@ -123,7 +137,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
                      static_cast<unsigned long long>(parser.lost_events()));
         return 2;
     }
-    return 0;
+    return code;
 }
 
 }  // namespace spinlab::load

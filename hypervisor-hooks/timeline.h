@@ -4,7 +4,10 @@
 // `mono` is the alternative (CLOCK_MONOTONIC ns). Both clocks are written: the other one through
 // a linear map fitted from (CLOCK_MONOTONIC, TSC) pairs sampled at start and at end.
 //
-// Output CSV (see run_intervals.h): tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu
+// Output CSV (run_intervals.h), the results' timeline.csv itself:
+//   vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu
+// Given the preempt record (--freezes), the time inside each freeze's effective window is
+// `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
 #pragma once
 
 #include <string>
@@ -21,6 +24,9 @@ struct TimelineConfig {
     std::string out_csv;            // "-" or empty: stdout
     std::string raw_out;            // optional: the raw trace text as read
     int buffer_kb = 2048;           // per-CPU ring buffer of the instance
+    std::string phase;              // written in every row (spinlab-run's phase), may be empty
+    uint32_t rep = 0;               // written in every row (spinlab-run's repetition)
+    std::string freezes;            // optional: spinlab-load preempt's record, read at the end
 };
 
 void validate_timeline(const TimelineConfig& c);

@@ -1,7 +1,8 @@
 // experiments/runner/contract_test.cc: the contract across the language boundary. The C++
 // writers (the runner's results files, the collector's `query --format json` and record file)
 // write known counters; analysis/tests/contract_check.py reads them with analysis's loader and
-// checks every field against the same known counters, derived there independently. A field
+// checks every field against the same known counters, derived there independently. The
+// results' timeline.csv comes from its one writer, hypervisor-hooks (spinlab-load timeline). A field
 // renamed on one side fails here, rather than leaving a figure empty.
 #include <gtest/gtest.h>
 #include <spinlab/sysinfo.h>
@@ -14,6 +15,7 @@
 #include "report_format.h"
 #include "results.h"
 #include "results_testing.h"
+#include "hypervisor-hooks/run_intervals.h"  // the one writer of timeline.csv
 #include "text.h"
 
 namespace fs = std::filesystem;
@@ -85,6 +87,15 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     write_file(dir + "/meta.json", meta_json(m));
     write_file(dir + "/snapshots/" + rec.phase + "-r2.json", snapshot_json(rec));
     write_file(dir + "/status.json", status_json(true, "done", {{rec.phase, 2}}));
+    // Every state of the timeline; contract_check.py expects these rows.
+    using load::RunState;
+    const std::vector<load::RunInterval> timeline{{501, 0, RunState::kOn, 100, 200, "", 0},
+                                                  {501, 0, RunState::kOff, 200, 300, "R+", -1},
+                                                  {501, 0, RunState::kFrozen, 300, 400, "S", -1},
+                                                  {502, 1, RunState::kOn, 100, 400, "", 1}};
+    write_file(dir + "/timeline.csv",
+               load::run_intervals_csv_header() +
+                   load::format_run_intervals_csv(timeline, {rec.phase, 2}, [](uint64_t t) { return 2 * t; }));
 
     // The collector's two writers of the same counters.
     collect::QueryView v{&rec.counters, &rec.names, {0, 1}, true, ""};

@@ -45,35 +45,6 @@ bool starts_with_any(const std::string& s, const std::vector<std::string>& prefi
     return false;
 }
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : line) {
-        if (c == ',') {
-            out.push_back(cur);
-            cur.clear();
-        } else if (c != '\r') {
-            cur += c;
-        }
-    }
-    out.push_back(cur);
-    return out;
-}
-
-uint64_t csv_u64(const std::string& v, size_t line_no, const char* what) {
-    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
-        throw std::runtime_error("line " + std::to_string(line_no) + ": " + what +
-                                 " is not a whole number: '" + v + "'");
-    return std::stoull(v);
-}
-
-// Column index of `name` in a CSV header, or throws.
-size_t column(const std::vector<std::string>& header, const char* name, const char* file) {
-    for (size_t i = 0; i < header.size(); ++i)
-        if (header[i] == name) return i;
-    throw std::runtime_error(std::string(file) + " has no column '" + name + "'");
-}
-
 }  // namespace
 
 std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
@@ -210,86 +181,6 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     return j.take() + "\n";
 }
 
-namespace {
-
-// A CSV whose first line is its header: every non-empty row after it, each with as many fields
-// as the header has (else an error naming `what` and the line).
-struct CsvRow {
-    size_t line;
-    std::vector<std::string> fields;
-};
-struct Csv {
-    std::vector<std::string> header;
-    std::vector<CsvRow> rows;
-};
-
-Csv read_csv(const std::string& text, const char* what) {
-    Csv csv;
-    std::istringstream in(text);
-    std::string line;
-    for (size_t n = 1; std::getline(in, line); ++n) {
-        if (line.empty()) continue;
-        auto f = split_csv_line(line);
-        if (csv.header.empty()) {
-            csv.header = std::move(f);
-            continue;
-        }
-        if (f.size() != csv.header.size())
-            throw std::runtime_error(std::string(what) + ", line " + std::to_string(n) + ": " +
-                                     std::to_string(f.size()) + " fields, the header has " +
-                                     std::to_string(csv.header.size()));
-        csv.rows.push_back({n, std::move(f)});
-    }
-    return csv;
-}
-
-}  // namespace
-
-std::vector<Freeze> parse_preempt_csv(const std::string& text) {
-    const char* what = "the preempt CSV";
-    Csv csv = read_csv(text, what);
-    std::vector<Freeze> out;
-    if (csv.header.empty()) return out;
-    const size_t tid = column(csv.header, "tid", what), begin = column(csv.header, "begin_tsc", what),
-                 end = column(csv.header, "end_tsc", what);
-    for (const CsvRow& r : csv.rows)
-        out.push_back({csv_u64(r.fields[tid], r.line, "tid"), csv_u64(r.fields[begin], r.line, "begin_tsc"),
-                       csv_u64(r.fields[end], r.line, "end_tsc")});
-    return out;
-}
-
-std::string convert_timeline(const std::string& load_csv, const std::string& phase, uint32_t rep,
-                             const std::vector<Freeze>& freezes) {
-    const char* what = "the timeline CSV";
-    Csv csv = read_csv(load_csv, what);
-    if (csv.header.empty()) throw std::runtime_error("the timeline CSV is empty (no header)");
-    const size_t c_tid = column(csv.header, "tid", what), c_vcpu = column(csv.header, "vcpu", what),
-                 c_state = column(csv.header, "state", what),
-                 c_start = column(csv.header, "start_tsc", what),
-                 c_end = column(csv.header, "end_tsc", what);
-    std::ostringstream out;
-    for (const CsvRow& r : csv.rows) {
-        const auto& f = r.fields;
-        const size_t n = r.line;
-        uint64_t tid = csv_u64(f[c_tid], n, "tid");
-        uint64_t vcpu = csv_u64(f[c_vcpu], n, "vcpu");
-        uint64_t start = csv_u64(f[c_start], n, "start_tsc");
-        uint64_t end = csv_u64(f[c_end], n, "end_tsc");
-        std::string state = f[c_state];
-        if (state != "on" && state != "off")
-            throw std::runtime_error("the timeline CSV, line " + std::to_string(n) +
-                                     ": state must be on or off, not '" + state + "'");
-        if (state == "off")
-            for (const Freeze& z : freezes)
-                if (z.tid == tid && z.begin_tsc < end && start < z.end_tsc) {
-                    state = "frozen";
-                    break;
-                }
-        out << vcpu << "," << tid << "," << state << "," << start << "," << end << "," << phase
-            << "," << rep << "\n";
-    }
-    return out.str();
-}
 
 std::string meta_json(const Meta& m) {
     JsonWriter j;

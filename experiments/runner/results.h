@@ -74,23 +74,6 @@ std::string status_json(bool complete, const std::string& reason, const std::vec
 // clock.json from a fit (fit.ok must hold).
 std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed);
 
-// One freeze of a vCPU thread, host TSC, from spinlab-load preempt's CSV.
-struct Freeze {
-    uint64_t tid = 0;
-    uint64_t begin_tsc = 0;
-    uint64_t end_tsc = 0;
-};
-std::vector<Freeze> parse_preempt_csv(const std::string& text);
-
-// spinlab-load timeline's CSV (tid,vcpu,state,start_tsc,end_tsc,...) to the contract's rows
-// (vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep), no header. An `off` interval that
-// overlaps a freeze of its thread becomes `frozen`. Throws std::runtime_error naming the line
-// that does not parse.
-std::string convert_timeline(const std::string& load_csv, const std::string& phase, uint32_t rep,
-                             const std::vector<Freeze>& freezes);
-inline constexpr const char* kTimelineHeader =
-    "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep\n";
-
 struct HostInfo {
     std::string cpu_model;
     std::string kernel;

@@ -1,8 +1,9 @@
 // experiments/runner/results_test.cc: the results directory against the analysis contract
-// (analysis/README.md): the JSON texts' fields, the timeline conversion, and a whole directory
+// (analysis/README.md): the JSON texts' fields and a whole directory
 // written by these functions that analysis/spinlab-report reads without complaint.
 #include "results.h"
 #include "results_testing.h"
+#include "hypervisor-hooks/run_intervals.h"
 
 #include <gtest/gtest.h>
 #include <spinlab/sysinfo.h>
@@ -125,32 +126,6 @@ TEST(Results, StatusAndClock) {
     EXPECT_EQ(c.get<int>("samples"), 8);
 }
 
-TEST(Results, TimelineConversion) {
-    const std::string load =
-        "tid,vcpu,state,start_tsc,end_tsc,start_ns,end_ns,reason,cpu\n"
-        "501,0,on,100,200,1,2,,0\n"
-        "501,0,off,200,300,2,3,R,0\n"
-        "502,1,off,150,400,1,4,S,1\n"
-        "501,0,off,500,600,5,6,D,0\n";
-    std::vector<Freeze> freezes = parse_preempt_csv(
-        "seq,tid,vcpu,planned_ns,begin_ns,begin_tsc,frozen_ns,frozen_tsc,end_ns,end_tsc\n"
-        "0,501,0,0,0,490,0,495,0,610\n");
-    ASSERT_EQ(freezes.size(), 1u);
-    EXPECT_EQ(convert_timeline(load, "preempt-10ms", 3, freezes),
-              "0,501,on,100,200,preempt-10ms,3\n"
-              "0,501,off,200,300,preempt-10ms,3\n"
-              "1,502,off,150,400,preempt-10ms,3\n"
-              "0,501,frozen,500,600,preempt-10ms,3\n");
-    try {
-        convert_timeline("tid,vcpu,state,start_tsc,end_tsc\n1,0,maybe,1,2\n", "x", 1, {});
-        FAIL();
-    } catch (const std::runtime_error& e) {
-        EXPECT_EQ(std::string(e.what()), "the timeline CSV, line 2: state must be on or off, not 'maybe'");
-    }
-    EXPECT_THROW(convert_timeline("tid,state\n", "x", 1, {}), std::runtime_error);
-    EXPECT_THROW(convert_timeline("", "x", 1, {}), std::runtime_error);
-}
-
 TEST(Results, RunDirAndLatest) {
     std::string out = testing::TempDir() + "results_test_" + std::to_string(getpid());
     fs::remove_all(out);
@@ -191,9 +166,13 @@ TEST(Results, SpinlabReportAcceptsIt) {
         done.push_back({"idle-host", rep});
         done.push_back({"host-load", rep});
     }
-    write_file(dir + "/timeline.csv", std::string(kTimelineHeader) + "0,501,on,0,4000,host-load,1\n"
-                                                                     "0,501,off,4000,9000,host-load,1\n"
-                                                                     "1,502,on,0,9000,host-load,1\n");
+    using load::RunState;
+    write_file(dir + "/timeline.csv",
+               load::run_intervals_csv_header() +
+                   load::format_run_intervals_csv({{501, 0, RunState::kOn, 0, 4000, "", 0},
+                                                   {501, 0, RunState::kOff, 4000, 9000, "R+", -1},
+                                                   {502, 1, RunState::kOn, 0, 9000, "", 1}},
+                                                  {"host-load", 1}, {}));
     collect::ClockFit fit;
     fit.ok = true;
     fit.used = 4;

@@ -260,8 +260,12 @@ TEST(RealVm, ShortExperimentUnderTcg) {
     pt::ptree s = json(dir + "/snapshots/host-load-r1.json");
     EXPECT_GT(s.get<uint64_t>("workload.lockbench.ops"), 0u);
     std::string tl = read_text(dir + "/timeline.csv");
-    EXPECT_EQ(tl.rfind("vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep\n", 0), 0u);
+    // spinlab-load timeline's own format: the contract's columns first, each repetition's rows once.
+    EXPECT_EQ(tl.rfind("vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,", 0), 0u);
     EXPECT_NE(tl.find(",on,"), std::string::npos);
+    EXPECT_NE(tl.find(",idle-host,1,"), std::string::npos);
+    EXPECT_NE(tl.find(",host-load,1,"), std::string::npos);
+    EXPECT_EQ(tl.find("vcpu,tid", 1), std::string::npos) << "one header";
     EXPECT_EQ(run_report(dir), 0) << read_text(dir + "/report.out");
     EXPECT_FALSE(fs::exists(d + "/run/vm/it" + std::to_string(getpid()))) << "VM state left";
     fs::remove_all(d);

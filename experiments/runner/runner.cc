@@ -150,7 +150,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     check_condition(s, cond, at, "during the warm-up");
     if (s != Stop::kNone) return s;
 
-    if (std::string failed = timeline_->start(phase, rep, vm_->info()); !failed.empty())
+    if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv); !failed.empty())
         note(failed + " (continuing without it)");
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_);
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
@@ -162,11 +162,12 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     if (s != Stop::kNone) return s;
     SnapshotRecord rec = window.close();
 
-    timeline_->stop();
+    // The condition first: its freeze record is complete once it has ended, and the timeline
+    // reads it when it stops.
     if (cond.child) cond.child->stop();
+    timeline_->stop();
     write_file(dir_ + "/snapshots/" + phase + "-r" + std::to_string(rep) + ".json", snapshot_json(rec));
-    if (std::string problem = timeline_->append(phase, rep, cond.preempt_csv); !problem.empty())
-        note(problem);
+    if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
     done_.push_back({phase, rep});
     write_clock();
     return Stop::kNone;

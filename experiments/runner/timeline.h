@@ -1,8 +1,10 @@
 // experiments/runner/timeline.h: the run's timeline.csv: for each repetition, a
-// `spinlab-load timeline` child records when each vCPU thread ran (sched_switch), and its rows
-// are appended to results/<run-id>/timeline.csv once the repetition ends. The timeline is
-// optional evidence: when it cannot start (no root, no tracefs) the run goes on without it and
-// says so once.
+// `spinlab-load timeline` child records when each vCPU thread ran (sched_switch) and writes
+// its rows, in the results' own format and with the condition's freezes marked `frozen`, to
+// logs/timeline-<phase>-r<rep>.csv; once the repetition has ended those rows are added to
+// results/<run-id>/timeline.csv unchanged (spinlab-load is the one writer of the format). The
+// timeline is optional evidence: when it cannot start (no root, no tracefs) the run goes on
+// without it and says so once.
 #pragma once
 #include <memory>
 #include <string>
@@ -18,14 +20,16 @@ public:
     Timeline(bool on, std::string spinlab_load, std::string results_dir)
         : on_(on), spinlab_load_(std::move(spinlab_load)), results_dir_(std::move(results_dir)) {}
 
-    // Starts recording the VM's vCPU threads for phase/rep. Returns "", or, the one time it
-    // cannot start, why: the timeline is off for the rest of the run (off_reason()).
-    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm);
-    // Stops the recording (no-op when none runs).
+    // Starts recording the VM's vCPU threads for phase/rep; `preempt_csv` (may be empty) is the
+    // condition's freeze record, read by the recorder when it stops, so the condition must be
+    // stopped first. Returns "", or, the one time it cannot start, why: the timeline is off for
+    // the rest of the run (off_reason()).
+    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm, const std::string& preempt_csv);
+    // Stops the recording, which then writes its rows (no-op when none runs).
     void stop();
-    // Appends the stopped recording's rows to timeline.csv; `preempt_csv` (may be empty) is the
-    // condition's freeze record. Returns "" or what went wrong.
-    std::string append(const std::string& phase, uint32_t rep, const std::string& preempt_csv);
+    // After stop(): adds the finished repetition's rows to timeline.csv. Returns "" or what went
+    // wrong (rows left out, or written with a warning such as lost trace events).
+    std::string keep(const std::string& phase, uint32_t rep);
 
     const std::string& off_reason() const { return off_reason_; }
 
@@ -33,7 +37,9 @@ private:
     bool on_;
     std::string spinlab_load_, results_dir_;
     std::unique_ptr<Child> child_;
+    int status_ = 0;   // the stopped recorder's wait status
     std::string csv_;  // the recording of the current repetition
+    std::string log_;  // its stderr
     std::string off_reason_;
 };
 
