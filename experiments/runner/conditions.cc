@@ -41,6 +41,7 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
             add({"--freeze-ms", std::to_string(p.freeze_ms), "--period-ms",
                  std::to_string(run.preempt_period_ms), "--seed", std::to_string(run.seed), "--out",
                  preempt_csv});
+            if (run.preempt_rt_priority) add({"--rt-priority", std::to_string(run.preempt_rt_priority)});
             break;
         case PhaseKind::kThrottle:
             argv.push_back("throttle");

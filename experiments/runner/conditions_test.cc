@@ -43,7 +43,8 @@ TEST(ConditionArgv, PreemptFreezesTheChosenVcpusWithTheSpecsPeriodAndSeed) {
                             "/r/preempt/preempt-20ms-r2.csv", "/r/logs/.ready");
     EXPECT_EQ(a, (Args{"/bin/spinlab-load", "preempt", "--qemu-pid", "4242", "--vcpus", "1",
                        "--freeze-ms", "20", "--period-ms", "250", "--seed", "99", "--out",
-                       "/r/preempt/preempt-20ms-r2.csv", "--ready-file", "/r/logs/.ready"}));
+                       "/r/preempt/preempt-20ms-r2.csv", "--rt-priority", "10", "--ready-file", "/r/logs/.ready"}));
+    run.preempt_rt_priority = 0;
     Args by_tid = condition_argv(parse_phase("preempt-5ms"), run, "L", vm_without_pid(), "p.csv", "r");
     EXPECT_EQ(by_tid, (Args{"L", "preempt", "--tid", "102", "--freeze-ms", "5", "--period-ms", "250",
                             "--seed", "99", "--out", "p.csv", "--ready-file", "r"}));

@@ -12,20 +12,20 @@
 namespace spinlab::run {
 namespace {
 
-collect::Config attach_config(const std::string& vm_name, const std::string& run_dir) {
+collect::Config attach_config(const std::string& vm_name, const std::string& run_dir, double timeout_s) {
     collect::Config c;
     c.command = "record";
     c.attach.vm = vm_name;
     c.attach.run_dir = run_dir;
     c.source = "region";
-    c.timeout_ms = 5000;  // one channel call under TCG takes milliseconds; a stalled guest, more
+    c.timeout_ms = static_cast<int>(timeout_s * 1000);  // [vm] channel-timeout
     return c;
 }
 
 }  // namespace
 
-Guest::Guest(const std::string& vm_name, const std::string& run_dir)
-    : session_(attach_config(vm_name, run_dir)) {}
+Guest::Guest(const std::string& vm_name, const std::string& run_dir, double channel_timeout_s)
+    : session_(attach_config(vm_name, run_dir, channel_timeout_s)) {}
 
 void Guest::wait_ready(std::chrono::milliseconds timeout, const std::function<bool()>& alive) {
     using collect::CollectError;

@@ -19,7 +19,8 @@ namespace spinlab::run {
 class Guest {
 public:
     // Attaches to the VM NAME in `run_dir` (empty: $SPINLAB_RUN_DIR or /run/spinlab).
-    Guest(const std::string& vm_name, const std::string& run_dir);
+    // `channel_timeout_s`: how long one channel request may take ([vm] channel-timeout).
+    Guest(const std::string& vm_name, const std::string& run_dir, double channel_timeout_s);
 
     // Waits until the guest has laid its region out and answers on the channel, checking the
     // ABI versions of both. `alive` is polled: once it says no, waiting stops. Throws

@@ -38,6 +38,8 @@ const Key kKeys[] = {
     {"vm", "initrd", "initrd holding the workload (default: build/kernel/initrd.tar)"},
     {"vm", "append", "more kernel options, put before init="},
     {"vm", "boot-timeout", "seconds to wait for the guest's region and channel (default 60)"},
+    {"vm", "channel-timeout", "seconds one channel request may take before the guest counts as not answering "
+                              "(default 5; raise it for fair locks on an oversubscribed host)"},
     {"workload", "program", "guest program run as init, from /bin (default user: lockbench's classes user0..user15)"},
     {"workload", "args", "its arguments"},
     {"workload", "kmix", "also run kmix, the kernel workload: on or off (default on)"},
@@ -51,6 +53,8 @@ const Key kKeys[] = {
     {"run", "seed", "seed of the shuffle order and of nothing else (default 1)"},
     {"run", "order", "abba (forward, backward, ...) or shuffle (seeded) (default abba)"},
     {"run", "preempt-period-ms", "preempt-Nms: one freeze every this many ms (default 100)"},
+    {"run", "preempt-rt-priority", "preempt-Nms: the freeze injector's SCHED_FIFO priority, 0 for none "
+                                   "(default 10: it wakes on time on a busy host)"},
     {"run", "preempt-vcpus", "preempt-Nms: vCPUs frozen (default 0)"},
     {"run", "throttle-vcpus", "throttle-P%: vCPUs throttled (default: all)"},
     {"run", "hog-cpus", "host-load: host CPUs loaded (default: all)"},
@@ -341,6 +345,9 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     }
     if (has("vm.boot-timeout"))
         vm.boot_timeout_s = to_seconds(where("vm.boot-timeout"), str("vm.boot-timeout"), 1, 3600, true);
+    if (has("vm.channel-timeout"))
+        vm.channel_timeout_s =
+            to_seconds(where("vm.channel-timeout"), str("vm.channel-timeout"), 0.1, 600, true);
 
     WorkloadSpec& w = s.workload;
     if (has("workload.program")) {
@@ -398,6 +405,9 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
             bad(where("run.order"), str("run.order"), "must be abba or shuffle");
         }
     }
+    if (has("run.preempt-rt-priority"))
+        r.preempt_rt_priority =
+            uint32_t(to_u64(where("run.preempt-rt-priority"), str("run.preempt-rt-priority"), 0, 99));
     if (has("run.preempt-period-ms"))
         r.preempt_period_ms =
             uint32_t(to_u64(where("run.preempt-period-ms"), str("run.preempt-period-ms"), 2, 60000));
@@ -479,7 +489,8 @@ std::string to_ini(const Spec& s) {
       << "\nbackend = " << s.vm.backend << "\nlock = " << s.vm.lock << "\nclock = " << s.vm.clock
       << "\npause = " << onoff(s.vm.pause) << "\nhz = " << s.vm.hz << "\npin = " << join(s.vm.pin)
       << "\nkernel = " << s.vm.kernel << "\ninitrd = " << s.vm.initrd << "\nappend = " << s.vm.append
-      << "\nboot-timeout = " << s.vm.boot_timeout_s << "\n\n[workload]\nprogram = "
+      << "\nboot-timeout = " << s.vm.boot_timeout_s << "\nchannel-timeout = " << s.vm.channel_timeout_s
+      << "\n\n[workload]\nprogram = "
       << s.workload.program << "\nargs = " << s.workload.args << "\nkmix = " << onoff(s.workload.kmix)
       << "\nkmix-args = " << s.workload.kmix_args
       << "\nthroughput-classes = " << join(s.workload.throughput_classes) << "\n\n[run]\nphases = ";
@@ -488,6 +499,7 @@ std::string to_ini(const Spec& s) {
     o << join(names) << "\nduration = " << s.run.duration_s << "\nwarmup = " << s.run.warmup_s
       << "\nrepetitions = " << s.run.repetitions << "\nseed = " << s.run.seed
       << "\norder = " << order_name(s.run.order) << "\npreempt-period-ms = " << s.run.preempt_period_ms
+      << "\npreempt-rt-priority = " << s.run.preempt_rt_priority
       << "\npreempt-vcpus = " << join(s.run.preempt_vcpus)
       << "\nthrottle-vcpus = " << join(s.run.throttle_vcpus) << "\nhog-cpus = " << join(s.run.hog_cpus)
       << "\nclock-samples = " << s.run.clock_samples << "\ntimeline = " << onoff(s.run.timeline)

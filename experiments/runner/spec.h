@@ -35,6 +35,10 @@ struct VmSpec {
     std::string initrd;
     std::string append;             // more kernel options, before init=
     double boot_timeout_s = 60;     // until the region is laid out and the channel answers
+    // One channel request: under TCG it takes milliseconds, but a guest whose vCPUs wait for a
+    // FIFO lock handed to a descheduled vCPU (ticket, mcs on an oversubscribed host) can take
+    // tens of seconds to answer (measured: 40-100 s at 4 vCPUs on a loaded 2-core host).
+    double channel_timeout_s = 5;
 };
 
 struct WorkloadSpec {
@@ -54,6 +58,9 @@ struct RunSpec {
     uint64_t seed = 1;
     Order order = Order::kAbba;
     uint32_t preempt_period_ms = 100;
+    // The freeze injector's SCHED_FIFO priority (0: an ordinary thread). On a busy host an
+    // ordinary injector wakes late (3.2 ms once in 960 freezes measured), moving the schedule.
+    uint32_t preempt_rt_priority = 10;
     std::vector<uint32_t> preempt_vcpus{0};  // vCPU indexes frozen by preempt-Nms
     std::vector<uint32_t> throttle_vcpus;    // empty: every vCPU
     std::vector<uint32_t> hog_cpus;          // empty: every host CPU

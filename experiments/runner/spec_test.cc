@@ -50,6 +50,7 @@ TEST(SpecParse, Defaults) {
     EXPECT_EQ(p.spec.run.order, Order::kAbba);
     ASSERT_EQ(p.spec.run.phases.size(), 1u);
     EXPECT_EQ(p.spec.run.phases[0].name(), "idle-host");
+    EXPECT_DOUBLE_EQ(p.spec.vm.channel_timeout_s, 5);
 }
 
 TEST(SpecParse, FileAndCommandLineOverride) {
@@ -57,7 +58,8 @@ TEST(SpecParse, FileAndCommandLineOverride) {
         "[vm]\ncpus = 4\nlock = ticket\npin = 0,1,0,1\n[run]\nphases = idle-host, host-load, "
         "preempt-10ms, throttle-50%\nduration = 1.5\nrepetitions = 2\norder = shuffle\nseed = 9\n"
         "[workload]\nargs = --locks 2\n[output]\ndir = /tmp/x\n");
-    ParsedSpec p = parse({"--spec", f, "--vm.lock", "mcs", "--vm.pin", "1,1,1,1"});
+    ParsedSpec p = parse({"--spec", f, "--vm.lock", "mcs", "--vm.pin", "1,1,1,1", "--vm.channel-timeout", "60"});
+    EXPECT_DOUBLE_EQ(p.spec.vm.channel_timeout_s, 60);
     EXPECT_EQ(p.spec.vm.cpus, 4u);
     EXPECT_EQ(p.spec.vm.lock, "mcs");  // the command line wins
     EXPECT_EQ(p.spec.vm.pin, (std::vector<uint32_t>{1, 1, 1, 1}));  // sharing a host CPU is fine
@@ -116,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{}, "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
         Golden{{"--vm.cpu", "2"},
                "unknown key 'cpu' in section [vm]; its keys are name, attach, cpus, memory, "
-               "accel, backend, lock, clock, pause, hz, pin, kernel, initrd, append, boot-timeout"},
+               "accel, backend, lock, clock, pause, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout"},
         Golden{{"--cpus", "2"}, "unknown option '--cpus'; see --help"},
         Golden{{kPhases, "--vm.cpus", "0"}, "--vm.cpus = '0': must be a whole number from 1 to 64"},
         Golden{{kPhases, "--vm.cpus", "65"}, "--vm.cpus = '65': must be a whole number from 1 to 64"},
@@ -144,6 +146,8 @@ INSTANTIATE_TEST_SUITE_P(
                "--vm.append = 'init=/bin/sh': must not set init=: the workload section does"},
         Golden{{kPhases, "--vm.boot-timeout", "0"},
                "--vm.boot-timeout = '0': must be a number of seconds from 1 to 3600"},
+        Golden{{kPhases, "--vm.channel-timeout", "0.05"},
+               "--vm.channel-timeout = '0.05': must be a number of seconds from 0.1 to 600"},
         Golden{{kPhases, "--workload.program", "/bin/lockbench"},
                "--workload.program = '/bin/lockbench': must be a program name from the guest's "
                "/bin, e.g. lockbench"},
@@ -211,7 +215,7 @@ TEST(SpecFileErrors, NameTheFileAndSection) {
     EXPECT_EQ(error_of({"--spec", f}),
               "unknown key 'cpu' in section [vm] in " + f +
                   "; its keys are name, attach, cpus, memory, accel, backend, lock, clock, pause, "
-                  "hz, pin, kernel, initrd, append, boot-timeout");
+                  "hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
     f = write_spec("[vmm]\ncpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +
                                            ": the sections are [vm], [workload], [run] and [output]");

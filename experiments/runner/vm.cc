@@ -106,7 +106,7 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
     note("VM " + name_ + ": " + std::to_string(spec_.vm.cpus) + " vCPUs (threads " +
          join_ids(info_.vcpu_tids) + "), " + info_.accel + ", " + info_.backend +
          "; waiting for the guest");
-    guest_ = std::make_unique<Guest>(name_, run_dir());
+    guest_ = std::make_unique<Guest>(name_, run_dir(), spec_.vm.channel_timeout_s);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     guest_->wait_ready(std::max(left, std::chrono::milliseconds(1000)), [&] {
         return !pending_signal() && (!child_ || child_->running()) && fs::exists(dir_ + "/vm.json");
