@@ -90,8 +90,11 @@ void threads() {
 // A process has at most kMaxProcThreads threads: the next create is refused with -ENOMEM (and
 // the kernel gives back what it prepared for it), and every created thread still runs and joins.
 volatile bool release_all;
+// Sleeps, not yields: 63 threads yielding in a loop take the scheduler's lock thousands of times
+// a second, and with a fair lock (ticket, mcs) on an oversubscribed host every hand-over to a
+// descheduled vCPU waits for the host to run it: this test then took 44-54 s at 4 vCPUs.
 void wait_for_release(void*) {
-    while (!release_all) sys::yield();
+    while (!release_all) sys::sleep_us(50 * 1000);
 }
 
 void thread_limit() {
