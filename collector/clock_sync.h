@@ -29,9 +29,10 @@
 //          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
 //      which holds whenever the offset moved monotonically between the two (a step or a
 //      drift). Outside the first and last point there is no bound.
-// The straight-line summary is for reporting; mapping uses the points. Its slope is the median
-// slope of the shorter half of the segments (the likeliest to hold no step): the rate at which
-// the two TSCs run apart, which QEMU's steps do not change; offset_steps adds up the steps.
+// The straight-line summary is for reporting; mapping uses the points. Its slope is the upper
+// quartile of the segments' slopes (QEMU's steps only lower the offset, so the step-free
+// segments are the upper ones): the rate at which the two TSCs run apart, which the steps do
+// not change; offset_steps adds up the steps.
 // Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>

@@ -69,11 +69,13 @@ TEST(ClockSync, RecoversAConstantOffsetWithinTheBound) {
     ASSERT_TRUE(fit.ok) << fit.error;
     EXPECT_EQ(fit.method, "bracket-envelope");
     EXPECT_EQ(fit.used, 200u);
-    EXPECT_NEAR(fit.drift_ppm, 0.0, 2.0);  // each segment's slope is +-15 ppm of bracket noise
+    // Each segment's slope is +-15 ppm of bracket noise; the upper quartile of them lies about
+    // 2 ppm above the rate (real brackets here are ~600 cycles wide, not up to 4000).
+    EXPECT_NEAR(fit.drift_ppm, 0.0, 3.0);
     // The summary line's offset carries the rate's error over half the run (2.6e10 cycles);
     // the mapping itself (below) is checked against each point's bound.
-    EXPECT_NEAR(fit.offset_at_ref(), double(offset), 2'100 + 2e-6 * 2.6e10);
-    EXPECT_LE(fit.offset_steps, 1'000);
+    EXPECT_NEAR(fit.offset_at_ref(), double(offset), 2'100 + 3e-6 * 2.6e10);
+    EXPECT_LE(fit.offset_steps, 3'000);  // that rate error, seen as tiny steps: ~1 us in 20 s
     EXPECT_LE(fit.bound_max, 2 * 4'050 + 1);  // half a bracket plus two half brackets of noise
     check_within_bound(fit, t, kGuest0, kGuest0 + 199 * kPeriod);
 }
@@ -157,7 +159,7 @@ TEST(ClockSync, StepsWhereNarrowSamplesAreScarceAreNotADrift) {
     // On a loaded host QEMU steps most when the poller is descheduled most: for 6 s the offset
     // steps down by 200 k cycles every 50 ms and only every 10th bracket there is narrow. The
     // few long segments across that stretch cover most of the run's guest time; the rate is
-    // still that of the step-free segments (the median slope of the shorter half of them).
+    // still that of the step-free segments (the upper quartile of the slopes).
     const uint64_t from = kGuest0 + 20 * kPeriod, to = kGuest0 + 80 * kPeriod;
     Truth t = [&](uint64_t g) {
         double off = 50'000'000;

@@ -90,6 +90,10 @@ step "spinlab front-end (pytest)" pytest_dir frontend/tests
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
 # hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min
 step "make install: installed spinlab runs without the source tree" scripts/install-test.sh
+# One 20 s preempt run under TCG (~35 s): the clock's drift and bound, the clock against the
+# host's off-CPU records, LHP classes against the effective freeze windows (both rates printed).
+step "LHP ground truth and clock on a real guest (pytest, TCG)" \
+    bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider"
 for n in 1 2 4 8; do
     step "in-guest self-tests, $n vCPUs (TCG)" \
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus $n --accel tcg --log build/selftest-$n.log

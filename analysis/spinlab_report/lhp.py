@@ -18,9 +18,10 @@ clock correlation (clock.json) and measured against the host timeline of vCPU ru
   second after it; the off cycles are then the range over every such moment.
 
 A wait whose vCPUs' timeline does not cover [a-e, b+e), whose holder is not known, or that the
-clock cannot place (outside the sampled span) is 'unknown'. Shares leave out unknown and
-uncertain waits and say how many there were. Guest CPU n is vCPU n in the timeline (the
-runner checks this against QEMU's APIC ids).
+clock cannot place (outside the sampled span) is 'unknown'. Shares leave out unknown waits and
+those whose holder side is uncertain (a wait whose waiter side alone straddles its threshold is
+class 'uncertain' but counts as holder off or on), and say how many there were. Guest CPU n is
+vCPU n in the timeline (the runner checks this against QEMU's APIC ids).
 """
 import numpy as np
 
@@ -176,7 +177,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
     w = float(wait["wait_cycles"])
     a, bound = cmap.map(wait["start_tsc"])
     out = {"host_start": a, "bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
-           "waiter_off_cycles": None, "holders": holders_of(wait)}
+           "waiter_off_cycles": None, "holders": holders_of(wait), "holder_side": None}
     if not np.isfinite(bound) or out["holders"] is None:
         return {**out, "lhp": "unknown"}
     b = a + w
@@ -186,6 +187,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
         return {**out, "lhp": "unknown"}
     out["holder_off_cycles"], out["waiter_off_cycles"] = list(h), list(wr)
     holder, waiter = _side(h, w, HOLDER_OFF_MIN), _side(wr, w, WAITER_OFF_MIN)
+    out["holder_side"] = holder
     if holder is None or waiter is None:
         return {**out, "lhp": "uncertain"}
     cls = {("off", "off"): "both", ("off", "on"): "holder-preempted",
@@ -239,9 +241,10 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
             if w["wait_cycles"] < threshold:
                 continue
             m = {"lhp": "unknown", "host_start": None, "bound_cycles": None, "holder_off_cycles": None, "waiter_off_cycles": None,
-                 "holders": holders_of(w)}
+                 "holders": holders_of(w), "holder_side": None}
             if w["lhp_class"] != "unknown":
                 m["lhp"], source = w["lhp_class"], "guest"
+                m["holder_side"] = "off" if w["lhp_class"] in HOLDER_OFF else "on"
             elif index is not None and cmap is not None:
                 m = measure(w, index, cmap)
                 source = "none" if m["lhp"] == "unknown" else "timeline"
@@ -253,7 +256,10 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
                 out["from_" + source] += 1
             if m["holders"] is not None and len(m["holders"]) > 1:
                 out["holder_changed"] += 1
-            key = cls if cls in ("unknown", "uncertain") else ("holder_off" if cls in HOLDER_OFF else "holder_on")
+            # The share is about the holder: a wait whose holder side is certain counts even
+            # when its waiter side (and so its class) is uncertain.
+            side = m["holder_side"]
+            key = "unknown" if cls == "unknown" else {"off": "holder_off", "on": "holder_on"}.get(side, "uncertain")
             out[key] += 1
             out["waits"].append({**w, "rep": s.rep, **m, "source": source})
     known = out["holder_off"] + out["holder_on"]

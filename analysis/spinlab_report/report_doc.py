@@ -118,8 +118,8 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
                  "it is known; else measured on the host timeline through the clock correlation: the cycles of the "
                  "wait during which the holder's (and the waiter's) vCPU was off-CPU, as a range over the clock's "
                  f"error bound. Holder off-CPU means off for at least {t[0]:.0%} of the wait (waiter: {t[1]:.0%}); a "
-                 "wait whose range straddles a threshold is uncertain. The share is over waits that are neither "
-                 "uncertain nor unknown."),
+                 "wait whose range straddles a threshold is uncertain. The share is over waits whose holder side "
+                 "is known and certain (the uncertain column counts those whose holder side straddles its threshold)."),
            ("table", ["phase", "long waits", "holder off-CPU", "holder running", "uncertain", "unknown", "LHP share"],
             rows)]
     if frac_rows and edges:

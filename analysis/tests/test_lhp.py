@@ -131,3 +131,17 @@ def test_fraction_table_bins_by_wait_octave():
     t = fraction_table(waits)
     assert t["fraction_edges"] == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
     assert t["by_wait_octave"] == {"2^20": [1, 0, 0, 0, 0, 1], "2^22": [0, 0, 1, 0, 0, 0]}
+
+
+def test_a_certain_holder_side_counts_in_the_share_when_only_the_waiter_side_is_uncertain():
+    # holder 0 frozen [1000, 3000); waiter 1 off [2000, 3000); the wait is host [1000, 3000) +-10:
+    # the holder was off for all of it, the waiter for 990 to 1000 of 2000 cycles (half: 1000)
+    rows = [(0, "on", 0, 1000), (0, "frozen", 1000, 3000), (0, "on", 3000, 10_000),
+            (1, "on", 0, 2000), (1, "off", 2000, 3000), (1, "on", 3000, 10_000)]
+    tl = pd.DataFrame([(v, 10 + v, s, a, b, "p", 1) for v, s, a, b in rows],
+                      columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
+    m = measure(wait(1, 0, 0, 2000), off_index(tl), ClockMap(CLOCK))
+    assert (m["lhp"], m["holder_side"]) == ("uncertain", "off")
+    r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 4, {}, [], [wait(1, 0, 0, 2000)], 1000, 0, "s")],
+                         tl, CLOCK, 1000)
+    assert (r["holder_off"], r["uncertain"], r["share"]) == (1, 0, 1.0)
