@@ -127,17 +127,13 @@ std::string trace_counters_line(const TraceLossCounters& c) {
 }
 
 std::string trace_groups_text(uint32_t flags) {
-    static const char* const names[kTraceGroupCount] = {"spinlock", "cswitch", "ready", "syscall",
-                                                        "profile", "process", "memory", "longwait"};
     std::string s;
     for (uint32_t i = 0; i < kTraceGroupCount; i++)
-        if (flags & (1u << i)) s += (s.empty() ? "" : ",") + std::string(names[i]);
+        if (flags & (1u << i)) s += (s.empty() ? "" : ",") + std::string(trace_group_name(i));
     return s.empty() ? "none" : s;
 }
 
-uint32_t parse_trace_groups(const std::string& text) {
-    static const char* const names[kTraceGroupCount] = {"spinlock", "cswitch", "ready", "syscall",
-                                                        "profile", "process", "memory", "longwait"};
+uint32_t parse_trace_groups(const std::string& text, const std::string& what) {
     uint32_t flags = 0;
     size_t pos = 0;
     while (pos <= text.size()) {
@@ -146,9 +142,9 @@ uint32_t parse_trace_groups(const std::string& text) {
         bool known = false;
         if (w == "all") flags |= kTraceGroupAll, known = true;
         for (uint32_t i = 0; i < kTraceGroupCount && !known; i++)
-            if (w == names[i]) flags |= 1u << i, known = true;
+            if (w == trace_group_name(i)) flags |= 1u << i, known = true;
         if (!known)
-            throw CollectError(kExitUsage, "--enable: unknown group '" + w +
+            throw CollectError(kExitUsage, what + ": unknown group '" + w +
                                                "'; groups: all, spinlock, cswitch, ready, syscall, "
                                                "profile, process, memory, longwait");
         if (end == std::string::npos) break;

@@ -13,10 +13,10 @@ namespace spinlab::collect {
 // One event (header already checked by the buffer parser; ev points at its first byte).
 std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev);
 
-// Trace enable flags as "spinlock,cswitch,..." and back (--enable; throws CollectError(kExitUsage)
-// naming an unknown group).
+// Trace enable flags as "spinlock,cswitch,..." ("none" for 0) and back (throws
+// CollectError(kExitUsage) naming `what`, the option or key, and the unknown group).
 std::string trace_groups_text(uint32_t flags);
-uint32_t parse_trace_groups(const std::string& text);
+uint32_t parse_trace_groups(const std::string& text, const std::string& what = "--enable");
 
 // The loss counters as one line: "events_attempted=.. events_written=.. ...".
 std::string trace_counters_line(const TraceLossCounters& c);

@@ -18,6 +18,13 @@ CLASS_COUNTS = ("acquisitions", "uncontended", "wait_overflow")
 CLASS_OPTIONAL_COUNTS = ("wait_cycles_sum", "wait_cycles_max", "holds_timed", "hold_overflow",
                          "hold_cycles_sum", "hold_cycles_max", "long_holds")
 CLASS_HISTOGRAMS = ("wait_hist", "hold_hist")
+# A snapshot's trace session (the runner's "trace" object): the loss counters under the ABI's
+# names (spinlab/trace.h TraceLossCounters: EventsLost, BuffersWritten, LogBuffersLost,
+# RealTimeBuffersLost, and the attempted/written pair), in total ("loss") and per CPU ("cpus").
+TRACE_LOSS_COUNTS = ("events_attempted", "events_written", "events_lost", "buffers_written",
+                     "log_buffers_lost", "realtime_buffers_lost")
+TRACE_COUNTS = ("session_id", "buffer_size", "minimum_buffers", "maximum_buffers", "flush_timer_ms",
+                "profile_interval", "buffers_per_cpu", "events", "buffers", "damaged_frames")
 TIMELINE_COLUMNS = ("vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep")
 OFF_STATES = ("off", "frozen")  # a vCPU thread in these states was not running guest code
 

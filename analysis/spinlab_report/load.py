@@ -45,6 +45,7 @@ class Snapshot:
     long_waits_min_cycles: int | None
     long_waits_dropped: int
     name: str
+    trace: dict | None = None  # the repetition's trace session (_trace); None: no trace
 
 
 @dataclass
@@ -111,6 +112,27 @@ def _long_wait(w: dict, where: str) -> dict:
             "lhp_class": lhp_class}
 
 
+def _loss(d: dict, where: str) -> dict:
+    loss = {k: c.need_count(d, k, where) for k in c.TRACE_LOSS_COUNTS}
+    if loss["events_written"] + loss["events_lost"] != loss["events_attempted"]:
+        raise c.ContractError(f"{where}: events_written + events_lost != events_attempted "
+                              f"({loss['events_written']} + {loss['events_lost']} != {loss['events_attempted']})")
+    return loss
+
+
+def _trace(d: dict, where: str) -> dict:
+    """A snapshot's "trace" object: the session's parameters, what its file holds, its losses."""
+    out = {k: c.need_count(d, k, where) for k in c.TRACE_COUNTS}
+    out.update({k: c.need(d, k, str, where) for k in ("file", "enable_flags", "logger_mode")})
+    out["counters_found"] = c.need(d, "counters_found", bool, where)
+    out["loss"] = _loss(c.need(d, "loss", dict, where), f"{where}.loss")
+    out["cpus"] = []
+    for i, cpu in enumerate(c.need(d, "cpus", list, where)):
+        w = f"{where}.cpus[{i}]"
+        out["cpus"].append({"cpu": c.need_count(cpu, "cpu", w), "loss": _loss(c.need(cpu, "loss", dict, w), f"{w}.loss")})
+    return out
+
+
 def read_snapshot(path: str) -> Snapshot:
     name = os.path.join(c.SNAPSHOT_DIR, os.path.basename(path))
     d = c.read_json(path)
@@ -128,7 +150,8 @@ def read_snapshot(path: str) -> Snapshot:
     return Snapshot(c.need(d, "phase", str, name), c.need(d, "rep", int, name),
                     float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc("start"), tsc("end"),
                     d.get("workload") if isinstance(d.get("workload"), dict) else {}, stats, lws,
-                    d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name)
+                    d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name,
+                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None)
 
 
 def read_timeline(path: str) -> pd.DataFrame:

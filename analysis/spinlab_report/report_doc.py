@@ -103,11 +103,12 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
     edges = None
     for phase, s in summary["phases"].items():
         if s["status"] == "missing":
-            rows.append([phase, "missing", "—", "—", "—", "—", "—"])
+            rows.append([phase, "missing", "—", "—", "—", "—", "—", "—"])
             continue
         l = s["lhp"]
-        rows.append([phase, str(l["long_waits"]), str(l["holder_off"]), str(l["holder_on"]), str(l["uncertain"]),
-                     str(l["unknown"]), f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
+        rows.append([phase, str(l["long_waits"]), lost_text(l, s.get("trace")), str(l["holder_off"]), str(l["holder_on"]),
+                     str(l["uncertain"]), str(l["unknown"]),
+                     f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
         ft = l.get("holder_off_fraction") or {}
         edges = ft.get("fraction_edges", edges)
         for octave, counts in ft.get("by_wait_octave", {}).items():
@@ -120,14 +121,27 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
                  f"error bound. Holder off-CPU means off for at least {t[0]:.0%} of the wait (waiter: {t[1]:.0%}); a "
                  "wait whose range straddles a threshold is uncertain. The share is over waits whose holder side "
                  "is known and certain (the uncertain column counts those whose holder side straddles its threshold)."),
-           ("table", ["phase", "long waits", "holder off-CPU", "holder running", "uncertain", "unknown", "LHP share"],
-            rows)]
+           ("p", "Lost: long waits missing from the list, from the trace sessions' exact loss counters "
+                 "(EventsLost; buffers lost whole are named in the problems above)."),
+           ("table", ["phase", "long waits", "lost", "holder off-CPU", "holder running", "uncertain", "unknown",
+                      "LHP share"], rows)]
     if frac_rows and edges:
         bins = [f"{int(a * 100)}–{int(b * 100)}%" for a, b in zip(edges[:-1], edges[1:])]
         out += [("p", "Holder off-CPU fraction of the wait against wait length (timeline-measured waits; "
                       "the middle of each wait's range):"),
                 ("table", ["phase", "wait ≥"] + bins, frac_rows)]
     return out + [("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
+
+
+def lost_text(l: dict, trace: dict | None) -> str:
+    """How many long waits the list misses: "0" is a count, never a default."""
+    if l["snapshots_without_list"]:
+        return f"{l['dropped']} (+{l['snapshots_without_list']} repetition(s) without a list)"
+    if trace is not None:
+        loss = trace["loss"]
+        if loss["log_buffers_lost"] or loss["realtime_buffers_lost"] or trace["damaged_frames"]:
+            return f"≥ {l['dropped']} (buffers lost)"
+    return str(l["dropped"])
 
 
 def l_thresholds(summary: dict) -> tuple:

@@ -7,6 +7,7 @@ log2 bucket, see cdf.py), the share of timed waits >= 2^20 cycles, the LHP share
 from dataclasses import dataclass
 
 from . import aggregate, cdf, lhp, throughput
+from . import contract as c
 
 FIXED_LONG_K = 20  # the issue asks for the share of waits >= 2^20 whatever the LHP threshold
 
@@ -50,7 +51,22 @@ def phase_summary(run, phase: str, opts: Options) -> dict:
         "share_waits_ge_2^20": _r(cdf.share_at_or_above(t.wait, FIXED_LONG_K)),
         "lhp": lw,
         "throughput": throughput.phase_throughput(snaps, opts.confidence),
+        "trace": trace_loss(snaps),
     }
+
+
+def trace_loss(snaps) -> dict | None:
+    """The trace sessions' loss counters of a phase: summed over its traced repetitions, and per
+    repetition and CPU (exact: read after each session stopped). None when nothing was traced."""
+    traced = [s for s in snaps if s.trace is not None]
+    if not traced:
+        return None
+    total = {k: sum(s.trace["loss"][k] for s in traced) for k in c.TRACE_LOSS_COUNTS}
+    return {"repetitions": [s.rep for s in traced], "loss": total,
+            "damaged_frames": sum(s.trace["damaged_frames"] for s in traced),
+            "per_repetition": [{"rep": s.rep, "file": s.trace["file"], "enable_flags": s.trace["enable_flags"],
+                                "logger_mode": s.trace["logger_mode"], "events": s.trace["events"],
+                                "loss": s.trace["loss"], "cpus": s.trace["cpus"]} for s in traced]}
 
 
 def _rounded_throughput(t: dict) -> dict:
@@ -83,7 +99,17 @@ def lhp_problems(run, opts: Options) -> list:
             out.append(f"{s.name}: the guest listed only waits >= {s.long_waits_min_cycles} cycles, above the "
                        f"threshold {opts.threshold}; shorter long waits are not attributed.")
         if s.long_waits_dropped:
-            out.append(f"{s.name}: {s.long_waits_dropped} long wait(s) were dropped by the guest (list full).")
+            out.append(f"{s.name}: {s.long_waits_dropped} long wait(s) are missing from its list: the trace lost "
+                       "that many events (EventsLost; with groups other than longwait traced, at most that many).")
+        if s.trace is not None:
+            t, loss = s.trace, s.trace["loss"]
+            if loss["log_buffers_lost"] or loss["realtime_buffers_lost"] or t["damaged_frames"]:
+                out.append(f"{s.name}: the trace lost whole buffers (LogBuffersLost {loss['log_buffers_lost']}, "
+                           f"RealTimeBuffersLost {loss['realtime_buffers_lost']}, damaged frames "
+                           f"{t['damaged_frames']}): an unknown number of long waits is missing from its list.")
+            if not t["counters_found"]:
+                out.append(f"{s.name}: its trace file {t['file']} has no loss counters (cut short): "
+                           "its losses are unknown.")
     unknown = any(w["lhp_class"] == "unknown" for s in run.snapshots for w in (s.long_waits or []))
     if unknown and run.timeline is None:
         out.append("No host timeline (timeline.csv): long waits the guest could not classify stay unknown.")

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from spinlab_report import contract as c  # noqa: E402
 from spinlab_report import load  # noqa: E402
+from spinlab_report import summary  # noqa: E402
 from spinlab_report.buckets import NBUCKETS  # noqa: E402
 
 # LhpClass values 0 .. 4 in the ABI's order (perfdata.h); the names are lhp_class_name()'s.
@@ -86,8 +87,7 @@ def check_results(path):
     expect("long waits", s.long_waits,
            [{"cpu": l % 2, "class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
              "wait_cycles": (1 << 21) + l, "holder_cpu": None if l == 0 else 1 - l % 2,
-             # the guest's long-wait record has no end holder yet: the loader says unknown
-             "holder_end_cpu": None, "lhp_class": name}
+             "holder_end_cpu": None if l == 4 else l % 2, "lhp_class": name}
             for l, name in enumerate(ABI_LHP)])
     tl = run.timeline
     expect("timeline rows", None if tl is None else
@@ -95,6 +95,31 @@ def check_results(path):
            [(0, 501, "on", 100, 200, "preempt-10ms", 2), (0, 501, "off", 200, 300, "preempt-10ms", 2),
             (0, 501, "frozen", 300, 400, "preempt-10ms", 2), (1, 502, "on", 100, 400, "preempt-10ms", 2)])
     expect("long waits min, dropped", (s.long_waits_min_cycles, s.long_waits_dropped), (1 << 20, 3))
+    session = known_session()
+    expect("meta trace", run.meta["trace"], session)
+    expect("snapshot trace fields the loader does not know", sorted(set(raw["trace"]) - set(s.trace)), [])
+    expect("snapshot trace", s.trace, known_trace(session))
+    lost = summary.trace_loss([s])
+    expect("summary trace loss", (lost["repetitions"], lost["loss"], lost["damaged_frames"]),
+           ([2], known_trace(session)["loss"], 2))
+
+
+def known_session():
+    """contract_test.cc:known_session(), as [trace] names it."""
+    return {"enable_flags": "spinlock,longwait", "buffer_size": 8192, "minimum_buffers": 3, "maximum_buffers": 50,
+            "flush_timer_ms": 20, "logger_mode": "no-drop-stall", "profile_interval": 5}
+
+
+def known_trace(session):
+    """contract_test.cc's TraceRecord: per CPU b = 100 (cpu + 1), attempted b + 10, written b + 7, lost 3,
+    buffers written b + 1, log buffers lost b + 2, real-time buffers lost b + 4."""
+    cpus = []
+    for cpu in (0, 1):
+        b = 100 * (cpu + 1)
+        cpus.append({"cpu": cpu, "loss": dict(zip(c.TRACE_LOSS_COUNTS, (b + 10, b + 7, 3, b + 1, b + 2, b + 4)))})
+    total = {k: sum(x["loss"][k] for x in cpus) for k in c.TRACE_LOSS_COUNTS}
+    return {**session, "file": "snapshots/preempt-10ms-r2.trace", "session_id": 77, "buffers_per_cpu": 48,
+            "events": 900, "buffers": 31, "damaged_frames": 2, "counters_found": True, "loss": total, "cpus": cpus}
 
 
 def check_query(path):

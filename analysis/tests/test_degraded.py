@@ -120,3 +120,49 @@ def test_unusable_directory_is_a_clear_error(run_copy, tmp_path):
     assert "field 'phases' must be a non-empty list" in run_tool(bad).stderr
     p = run_tool(tmp_path / "nope")
     assert p.returncode == 2 and "no such results directory" in p.stderr
+
+
+def trace_object(rep, lost=0, log_lost=0):
+    cpus = [{"cpu": k, "loss": {"events_attempted": 10 + lost * k, "events_written": 10, "events_lost": lost * k,
+                                "buffers_written": 3, "log_buffers_lost": log_lost * k, "realtime_buffers_lost": 0}}
+            for k in (0, 1)]
+    total = {key: sum(x["loss"][key] for x in cpus) for key in cpus[0]["loss"]}
+    return {"file": f"snapshots/host-load-r{rep}.trace", "session_id": rep, "enable_flags": "longwait",
+            "buffer_size": 65536, "minimum_buffers": 4, "maximum_buffers": 64, "flush_timer_ms": 100,
+            "logger_mode": "real-time", "profile_interval": 1, "buffers_per_cpu": 64, "events": 20, "buffers": 6,
+            "damaged_frames": 0, "counters_found": True, "loss": total, "cpus": cpus}
+
+
+def test_trace_losses_are_counted_and_stated(run_copy):
+    # r1: 4 events lost (a count of missing long waits); r2: whole buffers lost (a number unknown).
+    def traced(rep, lost, log_lost):
+        def edit(d):
+            d["trace"] = trace_object(rep, lost, log_lost)
+            d["long_waits_dropped"] = d["trace"]["loss"]["events_lost"]
+        return edit
+    edit_json(run_copy / "snapshots" / "host-load-r1.json", traced(1, 4, 0))
+    edit_json(run_copy / "snapshots" / "host-load-r2.json", traced(2, 0, 2))
+    p = run_tool(run_copy)
+    assert p.returncode == 0, p.stderr
+    md, html, s = report_texts(run_copy)
+    t = s["phases"]["host-load"]["trace"]
+    assert t["repetitions"] == [1, 2]
+    assert t["loss"]["events_lost"] == 4 and t["loss"]["log_buffers_lost"] == 2
+    assert [r["rep"] for r in t["per_repetition"]] == [1, 2]
+    assert s["phases"]["idle-host"]["trace"] is None
+    assert s["phases"]["host-load"]["lhp"]["dropped"] == 4
+    assert any("host-load-r1.json: 4 long wait(s) are missing" in x for x in s["problems"])
+    assert any("host-load-r2.json: the trace lost whole buffers (LogBuffersLost 2" in x for x in s["problems"])
+    assert "| host-load | 7 | ≥ 4 (buffers lost) |" in md
+
+
+def test_trace_loss_invariant_broken_is_named(run_copy):
+    def broken(d):
+        d["trace"] = trace_object(1)
+        d["trace"]["cpus"][1]["loss"]["events_written"] = 9
+    edit_json(run_copy / "snapshots" / "host-load-r1.json", broken)
+    p = run_tool(run_copy)
+    assert p.returncode == 0, p.stderr
+    md, html, s = report_texts(run_copy)
+    assert any("host-load-r1.json: trace.cpus[1].loss: events_written + events_lost != events_attempted (9 + 0 != 10)"
+               in x for x in s["problems"]), s["problems"]

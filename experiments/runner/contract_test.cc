@@ -52,6 +52,19 @@ LockClassPerf known_perf(uint32_t cpu, uint32_t id) {
     return p;
 }
 
+// The session's parameters as [trace] would ask for them.
+TraceSessionInformation known_session() {
+    TraceSessionInformation p{};
+    p.enable_flags = kTraceGroupLongWait | kTraceGroupSpinlock;
+    p.buffer_size = 8192;
+    p.minimum_buffers = 3;
+    p.maximum_buffers = 50;
+    p.flush_timer_ms = 20;
+    p.logger_mode = uint32_t(TraceLoggerMode::kNoDropStall);
+    p.profile_interval = 5;
+    return p;
+}
+
 // Two CPUs, classes 0 "lockbench.0" and 1 "sched"; one long wait of each LHP class.
 SnapshotRecord known_record() {
     SnapshotRecord r = framed_record("preempt-10ms", 2);
@@ -67,8 +80,31 @@ SnapshotRecord known_record() {
     lw.dropped = 3;
     for (uint32_t l = 0; l < kLhpClassCount; ++l)
         lw.entries.push_back({l % 2, l % 2 ? "sched" : "lockbench.0", 5000 + l, (uint64_t(1) << 21) + l,
-                              l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2), l});
+                              l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2),
+                              l == 4 ? std::nullopt : std::optional<uint32_t>(l % 2), l});
     r.long_waits = lw;
+    // The trace session: contract_check.py:known_trace() is the same recipe.
+    TraceRecord t;
+    t.file = "snapshots/preempt-10ms-r2.trace";
+    t.session = known_session();
+    t.session.session_id = 77;
+    t.session.buffers_per_cpu = 48;
+    t.events = 900;
+    t.buffers = 31;
+    t.damaged_frames = 2;
+    t.counters_found = true;
+    for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+        const uint64_t b = 100 * (cpu + 1);
+        TraceCpuCounters k{cpu, 0, {b + 10, b + 7, 3, b + 1, b + 2, b + 4}};
+        t.cpus.push_back(k);
+        t.totals.events_attempted += k.counters.events_attempted;
+        t.totals.events_written += k.counters.events_written;
+        t.totals.events_lost += k.counters.events_lost;
+        t.totals.buffers_written += k.counters.buffers_written;
+        t.totals.log_buffers_lost += k.counters.log_buffers_lost;
+        t.totals.realtime_buffers_lost += k.counters.realtime_buffers_lost;
+    }
+    r.trace = t;
     return r;
 }
 
@@ -83,6 +119,7 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     m.lock = spinlab::lock_algorithm_name(spinlab::LockAlgorithm::kQueued);
     m.clock = spinlab::clock_source_name(spinlab::ClockSource::kCpuidRdtsc);
     m.phases = {rec.phase};
+    m.trace = known_session();
     m.repetitions = 2;
     write_file(dir + "/meta.json", meta_json(m));
     write_file(dir + "/snapshots/" + rec.phase + "-r2.json", snapshot_json(rec));

@@ -3,11 +3,10 @@
 
 #include <spinlab/status.h>
 
-#include <algorithm>
-#include <cstring>
 #include <thread>
 
 #include "error.h"
+#include "trace_control.h"
 
 namespace spinlab::run {
 namespace {
@@ -88,43 +87,23 @@ std::optional<collect::ClockSample> Guest::clock_sample() {
     return session_.region().sample_clock(std::chrono::milliseconds(500));
 }
 
-bool Guest::collect_long_waits(const collect::ClassNames& names, std::vector<uint64_t>& next_seq,
-                               LongWaits& out) {
-    next_seq.resize(cpus_, 0);
-    for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
-        uint32_t head[1] = {cpu};
-        collect::CallResult r;
-        try {
-            r = session_.channel().query(uint32_t(InfoClass::kSpinlabLongWaits), 0,
-                                         {reinterpret_cast<const uint8_t*>(head), sizeof head},
-                                         sizeof(LongWaitsReply));
-        } catch (const collect::CollectError&) {
-            session_.drop_channel();
-            return false;
-        }
-        if (r.status != uint32_t(Status::kSuccess) || r.data.size() != sizeof(LongWaitsReply))
-            return false;
-        LongWaitsReply reply;
-        std::memcpy(&reply, r.data.data(), sizeof reply);
-        out.min_cycles = reply.threshold_cycles;
-        // entries[i] has ring index first_index + i; skip what we took last time, count what
-        // was overwritten before we came back.
-        if (reply.first_index > next_seq[cpu]) out.dropped += reply.first_index - next_seq[cpu];
-        for (uint32_t i = 0; i < reply.count && i < kLongWaitRingSize; ++i) {
-            if (reply.first_index + i < next_seq[cpu]) continue;
-            const LongWait& w = reply.entries[i];
-            LongWaitEntry e;
-            e.cpu = w.waiter_cpu == kNoCpu ? cpu : w.waiter_cpu;
-            e.class_name = names.name(w.class_id);
-            e.start_tsc = w.start_tsc;
-            e.wait_cycles = w.wait_cycles;
-            if (w.holder_cpu != kNoCpu) e.holder_cpu = w.holder_cpu;
-            e.lhp_class = w.lhp_class < kLhpClassCount ? w.lhp_class : uint32_t(LhpClass::kUnknown);
-            out.entries.push_back(e);
-        }
-        next_seq[cpu] = std::max(next_seq[cpu], reply.first_index + reply.count);
-    }
-    return true;
+void Guest::start_trace(const TraceSessionInformation& params) {
+    const Status st = collect::start_trace_session(session_, params);
+    if (st == Status::kSuccess) return;
+    std::string why = collect::start_refusal(session_, params, st);
+    if (st == Status::kInvalidParameter)
+        why += " (trace.buffer-size, trace.min-buffers)";
+    else if (st == Status::kInvalidInfoClass)
+        why += " (this kernel has no trace sessions: built with INSTRUMENT=0?; [trace] enable = none runs without)";
+    throw std::runtime_error("the guest refused the trace session: " + why);
+}
+
+void Guest::stop_trace() {
+    const Status st = collect::stop_trace_session(session_);
+    if (st != Status::kSuccess)
+        throw collect::CollectError(collect::kExitFailure,
+                                    std::string("the guest refused to stop the trace session: ") +
+                                        status_name(uint32_t(st)));
 }
 
 bool Guest::region_gone() { return session_.region().unlinked(); }

@@ -1,8 +1,9 @@
 // experiments/runner/guest.h: the runner's view of a running guest, through the collector's
 // library: the shared region (counters, clock publications; read without disturbing the guest)
-// and the control channel (reset, lock class names, configuration, long waits).
+// and the control channel (reset, lock class names, configuration, trace sessions).
 #pragma once
 #include <spinlab/sysinfo.h>
+#include <spinlab/trace.h>
 
 #include <chrono>
 #include <functional>
@@ -31,17 +32,16 @@ public:
     const SystemConfiguration& configuration() const { return config_; }
     uint64_t tsc_hz() const;  // the region header's, else the configuration's
 
-    void reset_counters();                   // every CPU, every class, and the long-wait rings
+    void reset_counters();                   // every CPU, every class
     collect::Snapshot snapshot();            // from the region
     collect::ClassNames class_names();       // asked again each time: workloads register late
     std::optional<uint64_t> guest_tsc_now();  // the latest clock publication
     std::optional<collect::ClockSample> clock_sample();
-    // Appends to `out` the long waits each CPU recorded since the last call (next_seq[cpu] is
-    // the ring index to continue from; start with zeros right after a reset) and counts in
-    // out.dropped those overwritten before they could be read. Poll it often during a window:
-    // a ring holds only the last kLongWaitRingSize waits. False when the channel failed.
-    bool collect_long_waits(const collect::ClassNames& names, std::vector<uint64_t>& next_seq,
-                            LongWaits& out);
+    // Trace sessions (class 0x1F): start with `params` (throws std::runtime_error saying why the
+    // guest refused, naming the [trace] key where one is to blame) and stop (throws
+    // collect::CollectError when the guest refuses or does not answer).
+    void start_trace(const TraceSessionInformation& params);
+    void stop_trace();
     const std::string& region_path() { return session_.region().path(); }
     // The region file was removed (the VM is gone).
     bool region_gone();

@@ -87,6 +87,7 @@ Meta make_meta(const MetaSources& s) {
     m.guest_hypervisor = std::string(c.hypervisor_signature,
                                      strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));
     m.runner_version = "spinlab-run format 1";
+    if (spec.trace.enabled()) m.trace = spec.trace.params;
     return m;
 }
 

@@ -17,6 +17,7 @@
 
 #include "json_writer.h"
 #include "report_format.h"
+#include "trace_text.h"
 
 namespace fs = std::filesystem;
 
@@ -45,7 +46,30 @@ bool starts_with_any(const std::string& s, const std::vector<std::string>& prefi
     return false;
 }
 
+// The loss counters under TraceLossCounters' names (seed 002's EventsLost, BuffersWritten,
+// LogBuffersLost, RealTimeBuffersLost, and the attempted/written pair of the invariant).
+void loss_json(JsonWriter& j, const TraceLossCounters& c) {
+    j.begin_object();
+    j.field("events_attempted", c.events_attempted);
+    j.field("events_written", c.events_written);
+    j.field("events_lost", c.events_lost);
+    j.field("buffers_written", c.buffers_written);
+    j.field("log_buffers_lost", c.log_buffers_lost);
+    j.field("realtime_buffers_lost", c.realtime_buffers_lost);
+    j.end_object();
+}
+
 }  // namespace
+
+void trace_session_fields(JsonWriter& j, const TraceSessionInformation& p) {
+    j.field("enable_flags", collect::trace_groups_text(p.enable_flags));
+    j.field("buffer_size", p.buffer_size);
+    j.field("minimum_buffers", p.minimum_buffers);
+    j.field("maximum_buffers", p.maximum_buffers);
+    j.field("flush_timer_ms", p.flush_timer_ms);
+    j.field("logger_mode", trace_logger_mode_name(TraceLoggerMode(p.logger_mode)));
+    j.field("profile_interval", p.profile_interval);
+}
 
 std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
                                                 const collect::ClassNames& names,
@@ -115,12 +139,41 @@ std::string snapshot_json(const SnapshotRecord& r) {
                 j.value(*w.holder_cpu);
             else
                 null_value(j);
+            j.key("holder_end_cpu");
+            if (w.holder_end_cpu)
+                j.value(*w.holder_end_cpu);
+            else
+                null_value(j);
             j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
             j.end_object();
         }
         j.end_array();
         j.field("long_waits_min_cycles", r.long_waits->min_cycles);
         j.field("long_waits_dropped", r.long_waits->dropped);
+    }
+    if (r.trace) {
+        const TraceRecord& t = *r.trace;
+        j.key("trace").begin_object();
+        j.field("file", t.file);
+        j.field("session_id", t.session.session_id);
+        trace_session_fields(j, t.session);
+        j.field("buffers_per_cpu", t.session.buffers_per_cpu);
+        j.field("events", t.events);
+        j.field("buffers", t.buffers);
+        j.field("damaged_frames", t.damaged_frames);
+        j.field("counters_found", t.counters_found);
+        j.key("loss");
+        loss_json(j, t.totals);
+        j.key("cpus").begin_array();
+        for (const TraceCpuCounters& c : t.cpus) {
+            j.begin_object();
+            j.field("cpu", c.cpu);
+            j.key("loss");
+            loss_json(j, c.counters);
+            j.end_object();
+        }
+        j.end_array();
+        j.end_object();
     }
     j.end_object();
     return j.take() + "\n";
@@ -235,6 +288,14 @@ std::string meta_json(const Meta& m) {
     j.field("guest_build_id", m.guest_build_id);
     j.field("guest_hypervisor", m.guest_hypervisor);
     j.field("runner", m.runner_version);
+    j.key("trace");
+    if (m.trace) {
+        j.begin_object();
+        trace_session_fields(j, *m.trace);
+        j.end_object();
+    } else {
+        null_value(j);
+    }
     j.end_object();
     return j.take() + "\n";
 }

@@ -4,6 +4,7 @@
 // whole to a temporary name and renamed, so a reader (or a crash) never sees half a file.
 #pragma once
 #include <spinlab/perfdata.h>
+#include <spinlab/trace.h>
 
 #include <cstdint>
 #include <map>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "clock_sync.h"
+#include "json_writer.h"
 #include "snapshot.h"
 
 namespace spinlab::run {
@@ -28,14 +30,31 @@ struct LongWaitEntry {
     std::string class_name;
     uint64_t start_tsc = 0;
     uint64_t wait_cycles = 0;
-    std::optional<uint32_t> holder_cpu;
+    std::optional<uint32_t> holder_cpu;      // when the wait began
+    std::optional<uint32_t> holder_end_cpu;  // whose release handed the lock over
     uint32_t lhp_class = uint32_t(LhpClass::kUnknown);
 };
 
 struct LongWaits {
     std::vector<LongWaitEntry> entries;
     uint64_t min_cycles = 0;
+    // Long waits known to be missing from entries: the trace's EventsLost. Exact when the
+    // session traced long waits only; with other groups it counts their lost events too (an
+    // upper bound). Buffers lost whole (TraceRecord's log/realtime_buffers_lost) are not in it.
     uint64_t dropped = 0;
+};
+
+// A repetition's trace session: its file (relative to the results directory), parameters as
+// the guest ran them, what the file holds and the exact loss counters at the stop.
+struct TraceRecord {
+    std::string file;
+    TraceSessionInformation session{};  // parameters, buffers_per_cpu, session_id
+    uint64_t events = 0;                // events in the file
+    uint64_t buffers = 0;               // buffer frames in the file
+    uint64_t damaged_frames = 0;        // frames that failed their checks (skipped)
+    bool counters_found = false;        // the file ends with its counters frame
+    std::vector<TraceCpuCounters> cpus; // per CPU (the counters frame)
+    TraceLossCounters totals{};         // summed over cpus
 };
 
 struct WorkloadOps {
@@ -52,10 +71,15 @@ struct SnapshotRecord {
     collect::Snapshot counters;  // the repetition's counts (a delta since the reset)
     collect::ClassNames names;
     std::optional<LongWaits> long_waits;  // nullopt: the guest could not list them (key omitted)
+    std::optional<TraceRecord> trace;     // nullopt: no trace session ([trace] enable = none)
 };
 
 // Each lock class's counters in the collector's form (collector/report_format.h perf_json).
 std::string snapshot_json(const SnapshotRecord& r);
+
+// A trace session's parameters as JSON fields (TraceSessionInformation's names; the enable
+// flags and the logger mode as the tools spell them), into an open object.
+void trace_session_fields(collect::JsonWriter& j, const TraceSessionInformation& p);
 
 // Throughput per workload: acquisitions of classes whose name starts with one of `prefixes`,
 // reported under `program`'s name.
@@ -104,6 +128,7 @@ struct Meta {
     std::vector<uint64_t> vcpu_thread_ids;
     std::string guest_build_id, guest_hypervisor;
     std::string runner_version;
+    std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none
 };
 std::string meta_json(const Meta& m);
 

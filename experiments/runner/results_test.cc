@@ -47,8 +47,9 @@ SnapshotRecord record(const std::string& phase, uint32_t rep, int k, uint64_t wa
     r.workload = workload_ops(r.counters, r.names, "lockbench", {"lockbench"}, r.duration_s);
     LongWaits lw;
     lw.min_cycles = 1 << 20;
-    lw.entries.push_back({0, "lockbench.0", 5000, uint64_t(1) << 23, 1, uint32_t(LhpClass::kUnknown)});
-    lw.entries.push_back({1, "lockbench.0", 6000, uint64_t(1) << 22, std::nullopt, uint32_t(LhpClass::kHolderPreempted)});
+    lw.entries.push_back({0, "lockbench.0", 5000, uint64_t(1) << 23, 1, 0, uint32_t(LhpClass::kUnknown)});
+    lw.entries.push_back({1, "lockbench.0", 6000, uint64_t(1) << 22, std::nullopt, std::nullopt,
+                          uint32_t(LhpClass::kHolderPreempted)});
     r.long_waits = lw;
     return r;
 }
@@ -89,9 +90,11 @@ TEST(Results, SnapshotFollowsTheContract) {
     EXPECT_EQ(t.get_child("long_waits").size(), 2u);
     auto lw = t.get_child("long_waits").begin();
     EXPECT_EQ(lw->second.get<int>("holder_cpu"), 1);
+    EXPECT_EQ(lw->second.get<int>("holder_end_cpu"), 0);
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "unknown");
     ++lw;
     EXPECT_EQ(lw->second.get<std::string>("holder_cpu"), "null");
+    EXPECT_EQ(lw->second.get<std::string>("holder_end_cpu"), "null");
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "holder-preempted");
     EXPECT_EQ(t.get<uint64_t>("long_waits_min_cycles"), 1u << 20);
 }

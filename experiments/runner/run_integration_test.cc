@@ -143,7 +143,9 @@ std::vector<std::string> fake_args(const std::string& out, const std::string& ph
     return {"--vm.attach", "fake", "--run.phases", phases, "--run.repetitions",
             std::to_string(reps), "--run.duration", duration, "--run.warmup", "0.3",
             "--run.timeline", geteuid() == 0 ? "on" : "off", "--workload.throughput-classes",
-            "bench", "--output.dir", out, "--output.run-id", "t"};
+            "bench", "--output.dir", out, "--output.run-id", "t",
+            // The fake guest has no trace sessions (its sysinfo refuses the sub-class).
+            "--trace.enable", "none"};
 }
 
 TEST(FakeGuest, EndToEndResultsAndReport) {
@@ -259,6 +261,18 @@ TEST(RealVm, ShortExperimentUnderTcg) {
     EXPECT_EQ(json(dir + "/status.json").get<std::string>("state"), "complete");
     pt::ptree s = json(dir + "/snapshots/host-load-r1.json");
     EXPECT_GT(s.get<uint64_t>("workload.lockbench.ops"), 0u);
+    // default.ini's trace: the long waits come from it, with its exact loss counters, and its
+    // file is beside the snapshot.
+    EXPECT_EQ(s.get<std::string>("trace.file"), "snapshots/host-load-r1.trace");
+    EXPECT_TRUE(fs::exists(dir + "/snapshots/host-load-r1.trace"));
+    EXPECT_EQ(s.get<std::string>("trace.enable_flags"), "longwait");
+    EXPECT_TRUE(s.get<bool>("trace.counters_found"));
+    EXPECT_EQ(s.get_child("trace.cpus").size(), 2u);
+    EXPECT_EQ(s.get<uint64_t>("trace.loss.events_written") + s.get<uint64_t>("trace.loss.events_lost"),
+              s.get<uint64_t>("trace.loss.events_attempted"));
+    EXPECT_EQ(s.get<uint64_t>("long_waits_dropped"), s.get<uint64_t>("trace.loss.events_lost"));
+    EXPECT_EQ(s.get_child("long_waits").size(), s.get<uint64_t>("trace.loss.events_written"));
+    EXPECT_EQ(json(dir + "/meta.json").get<std::string>("trace.logger_mode"), "real-time");
     std::string tl = read_text(dir + "/timeline.csv");
     // spinlab-load timeline's own format: the contract's columns first, each repetition's rows once.
     EXPECT_EQ(tl.rfind("vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,", 0), 0u);

@@ -19,6 +19,7 @@
 #include "results.h"
 #include "signals.h"
 #include "timeline.h"
+#include "trace_text.h"
 #include "vm.h"
 #include "window.h"
 
@@ -152,7 +153,8 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
 
     if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv); !failed.empty())
         note(failed + " (continuing without it)");
-    Window window(vm_->guest(), spec_, phase, rep, clock_samples_);
+    const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
+    Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
         live_ops_ = window.live_ops_per_s();
@@ -161,12 +163,16 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     check_condition(s, cond, at, "while measuring");
     if (s != Stop::kNone) return s;
     SnapshotRecord rec = window.close();
+    if (rec.trace && (rec.trace->totals.events_lost || rec.trace->totals.log_buffers_lost ||
+                      rec.trace->totals.realtime_buffers_lost || rec.trace->damaged_frames))
+        note(at + ": the trace lost events: " + collect::trace_counters_line(rec.trace->totals) +
+             (rec.trace->damaged_frames ? ", " + std::to_string(rec.trace->damaged_frames) + " damaged frames" : ""));
 
     // The condition first: its freeze record is complete once it has ended, and the timeline
     // reads it when it stops.
     if (cond.child) cond.child->stop();
     timeline_->stop();
-    write_file(dir_ + "/snapshots/" + phase + "-r" + std::to_string(rep) + ".json", snapshot_json(rec));
+    write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
     done_.push_back({phase, rep});
     write_clock();

@@ -11,6 +11,10 @@
 #include <set>
 #include <sstream>
 
+#include "error.h"
+#include "locktrace/session.h"
+#include "trace_text.h"
+
 namespace po = boost::program_options;
 
 namespace spinlab::run {
@@ -60,6 +64,15 @@ const Key kKeys[] = {
     {"run", "hog-cpus", "host-load: host CPUs loaded (default: all)"},
     {"run", "clock-samples", "guest/host TSC samples per repetition, 0 to 64 (default 4)"},
     {"run", "timeline", "record the vCPU threads' sched_switch timeline: on or off (default on)"},
+    {"trace", "enable",
+     "event groups of the session, comma-separated: all, spinlock, cswitch, ready, syscall, "
+     "profile, process, memory, longwait; none: no trace (default longwait: every wait >= longwait=)"},
+    {"trace", "buffer-size", "BufferSize: bytes per buffer, a multiple of 4096 from 4096 to 1048576 (default 65536)"},
+    {"trace", "min-buffers", "MinimumBuffers per CPU, 2 to 1024 (default 4)"},
+    {"trace", "max-buffers", "MaximumBuffers per CPU, 2 to 1024 (default 64)"},
+    {"trace", "flush-timer", "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)"},
+    {"trace", "mode", "LoggerMode: real-time, circular or no-drop-stall (default real-time)"},
+    {"trace", "profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)"},
     {"output", "dir", "where results/<run-id>/ and results/latest go (default results)"},
     {"output", "run-id", "the run's directory name (default: UTC date and time)"},
 };
@@ -186,7 +199,7 @@ void check_word(const std::string& where, const std::string& v, bool spaces_ok) 
 
 po::options_description key_options() {
     po::options_description all;
-    for (const char* section : {"vm", "workload", "run", "output"}) {
+    for (const char* section : {"vm", "workload", "run", "trace", "output"}) {
         po::options_description group(std::string("[") + section + "]");
         for (const Key& k : kKeys)
             if (std::string(k.section) == section)
@@ -221,13 +234,76 @@ std::string unknown_key_message(const std::string& name, const std::string& file
         return file.empty() ? "unknown option '--" + name + "'; see --help"
                             : "'" + name + "'" + in +
                                   " is outside any section: put it under [vm], [workload], "
-                                  "[run] or [output]";
+                                  "[run], [trace] or [output]";
     std::string section = name.substr(0, dot);
     if (known_keys(section).empty())
         return "unknown section [" + section + "]" + in + ": the sections are [vm], [workload], "
-               "[run] and [output]";
+               "[run], [trace] and [output]";
     return "unknown key '" + name.substr(dot + 1) + "' in section [" + section + "]" + in +
            "; its keys are " + known_keys(section);
+}
+
+// [trace] key -> the session parameter it sets (TraceSessionInformation's seed name).
+struct TraceKey {
+    const char* key;
+    const char* param;  // locktrace::kSessionParamInfo's name
+    uint32_t TraceSessionInformation::*field;
+};
+const TraceKey kTraceKeys[] = {
+    {"trace.enable", "EnableFlags", &TraceSessionInformation::enable_flags},
+    {"trace.buffer-size", "BufferSize", &TraceSessionInformation::buffer_size},
+    {"trace.min-buffers", "MinimumBuffers", &TraceSessionInformation::minimum_buffers},
+    {"trace.max-buffers", "MaximumBuffers", &TraceSessionInformation::maximum_buffers},
+    {"trace.flush-timer", "FlushTimer", &TraceSessionInformation::flush_timer_ms},
+    {"trace.mode", "LoggerMode", &TraceSessionInformation::logger_mode},
+    {"trace.profile-interval", "ProfileInterval", &TraceSessionInformation::profile_interval},
+};
+
+std::string trace_value_text(const TraceSessionInformation& p, const TraceKey& k) {
+    if (k.field == &TraceSessionInformation::logger_mode)
+        return trace_logger_mode_name(TraceLoggerMode(p.logger_mode));
+    if (k.field == &TraceSessionInformation::enable_flags) return collect::trace_groups_text(p.enable_flags);
+    return std::to_string(p.*k.field);
+}
+
+template <class Has, class Str, class Where>
+void parse_trace(TraceSpec& t, const Has& has, const Str& str, const Where& where) {
+    TraceSessionInformation& p = t.params;
+    for (const TraceKey& k : kTraceKeys) {
+        if (!has(k.key)) continue;
+        const std::string v = str(k.key);
+        if (k.field == &TraceSessionInformation::logger_mode) {
+            p.logger_mode = uint32_t(TraceLoggerMode::kRealTime);
+            const std::string m = to_choice(where(k.key), v, {"real-time", "circular", "no-drop-stall"});
+            for (uint32_t i = 0; i < kTraceLoggerModeCount; ++i)
+                if (m == trace_logger_mode_name(TraceLoggerMode(i))) p.logger_mode = i;
+        } else if (k.field == &TraceSessionInformation::enable_flags) {
+            if (v == "none" || v == "off") {
+                p.enable_flags = 0;
+                continue;
+            }
+            try {
+                p.enable_flags = collect::parse_trace_groups(join(split(v)), where(k.key));
+            } catch (const collect::CollectError& e) {
+                bad(where(k.key), v, std::string(e.what()).substr(where(k.key).size() + 2) +
+                                         ", or none for no trace");
+            }
+        } else {
+            for (const locktrace::SessionParamInfo& info : locktrace::kSessionParamInfo)
+                if (std::string(info.name) == k.param)
+                    p.*k.field = uint32_t(to_u64(where(k.key), v, info.minimum, info.maximum));
+        }
+    }
+    if (!t.enabled()) return;
+    // What the guest would refuse (kInvalidParameter), said here with the key's name.
+    if (const locktrace::SessionParamInfo* info = locktrace::first_invalid_session_param(p))
+        for (const TraceKey& k : kTraceKeys)
+            if (std::string(info->name) == k.param) {
+                std::string what = std::string(info->name) + " must be " + info->rule;
+                if (k.field == &TraceSessionInformation::minimum_buffers)
+                    what += " (trace.max-buffers = " + std::to_string(p.maximum_buffers) + ")";
+                bad(where(k.key), trace_value_text(p, k), what);
+            }
 }
 
 }  // namespace
@@ -421,6 +497,8 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
         r.clock_samples = uint32_t(to_u64(where("run.clock-samples"), str("run.clock-samples"), 0, 64));
     if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
 
+    parse_trace(s.trace, has, str, where);
+
     if (has("output.dir")) {
         s.output.dir = str("output.dir");
         if (s.output.dir.empty()) bad(where("output.dir"), "", "must name a directory");
@@ -459,6 +537,12 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
         throw SpecError("vm.attach and vm.name both given: attach names the running VM to use, "
                         "name the VM to start; give one");
     return out;
+}
+
+TraceSessionInformation TraceSpec::default_params() {
+    TraceSessionInformation p = locktrace::default_session_params();
+    p.enable_flags = kTraceGroupLongWait;
+    return p;
 }
 
 std::string init_line(const WorkloadSpec& w) {
@@ -503,7 +587,10 @@ std::string to_ini(const Spec& s) {
       << "\npreempt-vcpus = " << join(s.run.preempt_vcpus)
       << "\nthrottle-vcpus = " << join(s.run.throttle_vcpus) << "\nhog-cpus = " << join(s.run.hog_cpus)
       << "\nclock-samples = " << s.run.clock_samples << "\ntimeline = " << onoff(s.run.timeline)
-      << "\n\n[output]\ndir = " << s.output.dir << "\n";
+      << "\n\n[trace]\n";
+    for (const TraceKey& k : kTraceKeys)
+        o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";
+    o << "\n[output]\ndir = " << s.output.dir << "\n";
     if (!s.output.run_id.empty()) o << "run-id = " << s.output.run_id << "\n";
     return o.str();
 }

@@ -4,6 +4,8 @@
 // command line wins. Parsed into a Spec returned by value; every bad key, value or range is a
 // SpecError whose message names the key (and the file when it came from one).
 #pragma once
+#include <spinlab/trace.h>
+
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -68,6 +70,16 @@ struct RunSpec {
     bool timeline = true;                    // record sched_switch (needs root and tracefs)
 };
 
+// [trace]: a trace session per repetition (spinlab/trace.h), its parameters as the collector's
+// `trace start` options name them. Every contended wait >= longwait= is a long-wait event, so
+// the long waits of a snapshot come from the trace; enable = none runs no session (and lists no
+// long waits).
+struct TraceSpec {
+    TraceSessionInformation params = default_params();
+    bool enabled() const { return params.enable_flags != 0; }
+    static TraceSessionInformation default_params();  // the collector's defaults, enable = longwait
+};
+
 struct OutputSpec {
     std::string dir = "results";
     std::string run_id;  // empty: <UTC date>-<time>
@@ -78,6 +90,7 @@ struct Spec {
     VmSpec vm;
     WorkloadSpec workload;
     RunSpec run;
+    TraceSpec trace;
     OutputSpec output;
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstring>
 
 #include <fstream>
 #include <initializer_list>
@@ -82,6 +83,36 @@ TEST(SpecParse, ToIniReadsBack) {
     EXPECT_EQ(b.spec.vm.pin, a.spec.vm.pin);
     EXPECT_FALSE(b.spec.vm.pause);
     EXPECT_EQ(b.spec.workload.args, "--locks 4 --pattern spread");
+}
+
+TEST(SpecParse, TraceSection) {
+    // The default: a real-time session of long waits only, the collector's buffer defaults.
+    ParsedSpec d = parse({kPhases});
+    EXPECT_TRUE(d.spec.trace.enabled());
+    EXPECT_EQ(d.spec.trace.params.enable_flags, kTraceGroupLongWait);
+    EXPECT_EQ(d.spec.trace.params.buffer_size, 65536u);
+    EXPECT_EQ(d.spec.trace.params.logger_mode, uint32_t(TraceLoggerMode::kRealTime));
+    std::string f = write_spec("[trace]\nenable = spinlock, longwait,cswitch\nbuffer-size = 8192\n"
+                               "min-buffers = 3\nmax-buffers = 9\nflush-timer = 0\nmode = circular\n"
+                               "profile-interval = 7\n");
+    ParsedSpec p = parse({"--spec", f, kPhases, "--trace.max-buffers", "12"});
+    const TraceSessionInformation& t = p.spec.trace.params;
+    EXPECT_EQ(t.enable_flags, kTraceGroupSpinlock | kTraceGroupLongWait | kTraceGroupContextSwitch);
+    EXPECT_EQ(t.buffer_size, 8192u);
+    EXPECT_EQ(t.minimum_buffers, 3u);
+    EXPECT_EQ(t.maximum_buffers, 12u);  // the command line wins
+    EXPECT_EQ(t.flush_timer_ms, 0u);
+    EXPECT_EQ(t.logger_mode, uint32_t(TraceLoggerMode::kCircular));
+    EXPECT_EQ(t.profile_interval, 7u);
+    // to_ini reads back to the same session.
+    ParsedSpec b = parse({"--spec", write_spec(to_ini(p.spec))});
+    EXPECT_EQ(std::memcmp(&b.spec.trace.params, &t, sizeof t), 0) << to_ini(p.spec);
+    EXPECT_NE(to_ini(p.spec).find("[trace]\nenable = spinlock,cswitch,longwait\nbuffer-size = 8192\n"),
+              std::string::npos);
+    // none: no session; the buffer keys are not checked against each other then.
+    ParsedSpec n = parse({kPhases, "--trace.enable", "none", "--trace.min-buffers", "9", "--trace.max-buffers", "4"});
+    EXPECT_FALSE(n.spec.trace.enabled());
+    EXPECT_FALSE(parse({"--spec", write_spec(to_ini(n.spec))}).spec.trace.enabled());
 }
 
 TEST(SpecParse, KernelCommandLine) {
@@ -201,6 +232,24 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--vm.attach", "lab1", "--vm.name", "x"},
                "vm.attach and vm.name both given: attach names the running VM to use, name the "
                "VM to start; give one"},
+        Golden{{kPhases, "--trace.enable", "longwait,locks"},
+               "--trace.enable = 'longwait,locks': unknown group 'locks'; groups: all, spinlock, "
+               "cswitch, ready, syscall, profile, process, memory, longwait, or none for no trace"},
+        Golden{{kPhases, "--trace.buffer-size", "1000"},
+               "--trace.buffer-size = '1000': must be a whole number from 4096 to 1048576"},
+        Golden{{kPhases, "--trace.buffer-size", "5000"},
+               "--trace.buffer-size = '5000': BufferSize must be a multiple of 4096"},
+        Golden{{kPhases, "--trace.min-buffers", "1"},
+               "--trace.min-buffers = '1': must be a whole number from 2 to 1024"},
+        Golden{{kPhases, "--trace.min-buffers", "8", "--trace.max-buffers", "4"},
+               "--trace.min-buffers = '8': MinimumBuffers must be at most MaximumBuffers "
+               "(trace.max-buffers = 4)"},
+        Golden{{kPhases, "--trace.flush-timer", "60001"},
+               "--trace.flush-timer = '60001': must be a whole number from 0 to 60000"},
+        Golden{{kPhases, "--trace.mode", "ring"},
+               "--trace.mode = 'ring': must be one of real-time, circular, no-drop-stall"},
+        Golden{{kPhases, "--trace.profile-interval", "0"},
+               "--trace.profile-interval = '0': must be a whole number from 1 to 1000"},
         Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}),
     // Readable test names (ctest lists them): the options, letters and digits only.
     [](const testing::TestParamInfo<Golden>& info) {
@@ -218,10 +267,10 @@ TEST(SpecFileErrors, NameTheFileAndSection) {
                   "hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
     f = write_spec("[vmm]\ncpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +
-                                           ": the sections are [vm], [workload], [run] and [output]");
+                                           ": the sections are [vm], [workload], [run], [trace] and [output]");
     f = write_spec("cpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}),
-              "'cpus' in " + f + " is outside any section: put it under [vm], [workload], [run] or [output]");
+              "'cpus' in " + f + " is outside any section: put it under [vm], [workload], [run], [trace] or [output]");
     f = write_spec("[vm]\ncpus = 2\ncpus = 3\n[run]\nphases = idle-host\n");
     EXPECT_EQ(error_of({"--spec", f}), f + ": 'cpus' appears twice in [vm]");
     f = write_spec("[vm]\ncpus = 100\n[run]\nphases = idle-host\n");

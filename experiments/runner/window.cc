@@ -1,12 +1,18 @@
 // experiments/runner/window.cc: see window.h.
 #include "window.h"
 
+#include "trace_results.h"
+
 namespace spinlab::run {
 
 Window::Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_t rep,
-               std::vector<collect::ClockSample>& clock_samples)
-    : guest_(guest), spec_(spec), clock_samples_(clock_samples) {
+               std::vector<collect::ClockSample>& clock_samples, const std::string& results_dir,
+               const std::string& trace_file)
+    : guest_(guest), spec_(spec), clock_samples_(clock_samples),
+      trace_path_(results_dir + "/" + trace_file), trace_file_(trace_file) {
     guest_.reset_counters();
+    if (spec_.trace.enabled())
+        trace_ = std::make_unique<TraceRecording>(guest_, spec_.trace.params, trace_path_);
     baseline_ = guest_.snapshot();
     rec_.phase = phase;
     rec_.rep = rep;
@@ -14,9 +20,10 @@ Window::Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_
     t0_ = Clock::now();
     take_clock_samples((spec_.run.clock_samples + 1) / 2);
     names_ = guest_.class_names();
-    long_waits_ok_ = guest_.collect_long_waits(names_, long_wait_seq_, long_waits_);
-    last_tick_ = last_poll_ = Clock::now();
+    last_tick_ = Clock::now();
 }
+
+Window::~Window() = default;
 
 void Window::take_clock_samples(uint32_t n) {
     for (uint32_t i = 0; i < n; ++i)
@@ -24,10 +31,6 @@ void Window::take_clock_samples(uint32_t n) {
 }
 
 void Window::poll() {
-    if (long_waits_ok_ && Clock::now() - last_poll_ >= std::chrono::milliseconds(250)) {
-        last_poll_ = Clock::now();
-        long_waits_ok_ = guest_.collect_long_waits(names_, long_wait_seq_, long_waits_);
-    }
     if (Clock::now() - last_tick_ >= std::chrono::seconds(1)) {
         last_tick_ = Clock::now();
         collect::Snapshot now = guest_.snapshot();
@@ -44,8 +47,16 @@ SnapshotRecord Window::close() {
     rec_.end = {guest_.guest_tsc_now(), iso_utc(end.host_ns)};
     names_ = guest_.class_names();
     rec_.names = names_;
-    if (long_waits_ok_ && guest_.collect_long_waits(names_, long_wait_seq_, long_waits_))
-        rec_.long_waits = long_waits_;
+    if (trace_) {
+        // Stopped after the end snapshot: a wait counted before it is released (and written)
+        // before the stop.
+        trace_->stop();
+        trace_.reset();
+        LongWaits lw;
+        lw.min_cycles = guest_.configuration().long_wait_threshold;
+        rec_.trace = read_trace_file(trace_path_, trace_file_, names_, &lw);
+        if (rec_.trace->session.enable_flags & kTraceGroupLongWait) rec_.long_waits = lw;
+    }
     take_clock_samples(spec_.run.clock_samples / 2);
     rec_.counters = collect::snapshot_delta(end, baseline_);
     // The host's clock measures the window the counters cover (baseline to end reading); the

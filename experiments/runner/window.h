@@ -1,13 +1,15 @@
 // experiments/runner/window.h: the measured window of one repetition, read from the guest.
 //
-//   open:   reset the counters (channel), baseline snapshot (region), the first half of the
-//           clock samples, the long waits so far
-//   poll:   the long-wait rings every 250 ms (they hold only the last few waits per CPU), the
-//           live throughput every second (for the progress line)
-//   close:  end snapshot, the long waits, the second half of the clock samples; the counts are
-//           end - baseline over the host's measure of baseline to end
+//   open:   reset the counters (channel), start the trace session ([trace]; its file beside the
+//           snapshot, drained by TraceRecording's thread), baseline snapshot (region), the first
+//           half of the clock samples
+//   poll:   the live throughput every second (for the progress line)
+//   close:  end snapshot, stop the trace session, the second half of the clock samples; the
+//           counts are end - baseline over the host's measure of baseline to end; the long
+//           waits and the trace's loss counters come from the trace file
 #pragma once
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "guest.h"
 #include "results.h"
 #include "spec.h"
+#include "trace_recording.h"
 
 namespace spinlab::run {
 
@@ -22,9 +25,12 @@ class Window {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // Opens the window; clock samples are appended to `clock_samples`.
+    // Opens the window; clock samples are appended to `clock_samples`. With a trace, its file is
+    // `results_dir`/`trace_file`.
     Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_t rep,
-           std::vector<collect::ClockSample>& clock_samples);
+           std::vector<collect::ClockSample>& clock_samples, const std::string& results_dir,
+           const std::string& trace_file);
+    ~Window();
 
     Clock::time_point opened() const { return t0_; }
     void poll();
@@ -43,11 +49,9 @@ private:
     collect::Snapshot baseline_;
     collect::ClassNames names_;
     Clock::time_point t0_;
-    // A failed read leaves the record without long waits rather than with half of them.
-    std::vector<uint64_t> long_wait_seq_;
-    LongWaits long_waits_;
-    bool long_waits_ok_ = false;
-    Clock::time_point last_tick_, last_poll_;
+    std::string trace_path_, trace_file_;
+    std::unique_ptr<TraceRecording> trace_;
+    Clock::time_point last_tick_;
     double live_ops_ = -1;
 };
 

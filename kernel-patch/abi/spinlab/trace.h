@@ -105,6 +105,13 @@ inline constexpr uint32_t kTraceGroupLongWait = 1u << 7;       // every wait >= 
 inline constexpr uint32_t kTraceGroupAll = (1u << 8) - 1;
 inline constexpr uint32_t kTraceGroupCount = 8;
 
+// The group of bit i (1u << i) as the tools spell it (--enable, [trace] enable, dumps).
+constexpr const char* trace_group_name(uint32_t bit) {
+    constexpr const char* names[kTraceGroupCount] = {"spinlock", "cswitch", "ready",  "syscall",
+                                                     "profile",  "process", "memory", "longwait"};
+    return bit < kTraceGroupCount ? names[bit] : "invalid";
+}
+
 // Limits of the parameters (a start outside them is refused with kInvalidParameter, naming the
 // field, and changes nothing).
 inline constexpr uint32_t kTraceMinBufferSize = 4096;

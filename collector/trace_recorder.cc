@@ -1,0 +1,200 @@
+// collector/trace_recorder.cc: see trace_recorder.h.
+#include "trace_recorder.h"
+
+#include <fcntl.h>
+#include <spinlab/shm.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "channel/region_header.h"
+#include "error.h"
+#include "locktrace/drain.h"
+#include "locktrace/session.h"
+#include "locktrace/trace_file.h"
+
+namespace spinlab::collect {
+namespace {
+
+namespace lt = locktrace;
+
+// The shared region mapped read-write, and its trace section.
+class TraceRegion {
+public:
+    explicit TraceRegion(const std::string& path) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd_ < 0) throw CollectError(kExitNoVm, "cannot open the shared region " + path);
+        struct stat st;
+        if (::fstat(fd_, &st) != 0 || st.st_size <= 0)
+            throw CollectError(kExitNoVm, "shared region " + path + " is empty");
+        size_ = size_t(st.st_size);
+        void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (p == MAP_FAILED) throw CollectError(kExitFailure, "cannot map " + path + " read-write");
+        base_ = static_cast<uint8_t*>(p);
+        RegionLayout layout;
+        const RegionError e = region_parse(base_, size_, &layout);
+        if (e != RegionError::kNone)
+            throw CollectError(kExitFailure, std::string("shared region ") + path + ": " +
+                                                 region_error_name(e));
+        const RegionSectionEntry& t = layout.section(RegionSection::kTrace);
+        area_ = base_ + t.offset;
+        area_size_ = t.size;
+        tsc_hz_ = layout.tsc_hz;
+    }
+    ~TraceRegion() {
+        if (base_) ::munmap(base_, size_);
+        if (fd_ >= 0) ::close(fd_);
+    }
+    TraceRegion(const TraceRegion&) = delete;
+    TraceRegion& operator=(const TraceRegion&) = delete;
+
+    void* area() const { return area_; }
+    uint64_t area_size() const { return area_size_; }
+    uint64_t tsc_hz() const { return tsc_hz_; }
+    bool unlinked() const {
+        struct stat st;
+        return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+    }
+
+private:
+    int fd_ = -1;
+    uint8_t* base_ = nullptr;
+    size_t size_ = 0;
+    uint8_t* area_ = nullptr;
+    uint64_t area_size_ = 0;
+    uint64_t tsc_hz_ = 0;
+};
+
+// The trace file, each frame written with one write(2).
+class TraceFileWriter {
+public:
+    TraceFileWriter(const std::string& path, bool fsync_each) : path_(path), fsync_(fsync_each) {
+        fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw CollectError(kExitFailure, "cannot create " + path);
+    }
+    ~TraceFileWriter() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    TraceFileWriter(const TraceFileWriter&) = delete;
+    TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+    void write_bytes(const void* data, size_t n) {
+        const uint8_t* p = static_cast<const uint8_t*>(data);
+        while (n > 0) {
+            const ssize_t w = ::write(fd_, p, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) throw CollectError(kExitFailure, "cannot write " + path_);
+            p += w;
+            n -= size_t(w);
+        }
+        if (fsync_) ::fdatasync(fd_);
+    }
+    void frame(TraceFrameKind kind, const void* payload, uint32_t len) {
+        scratch_.resize(sizeof(TraceFrameHeader) + len);
+        const TraceFrameHeader h = lt::make_frame_header(kind, payload, len);
+        std::memcpy(scratch_.data(), &h, sizeof h);
+        std::memcpy(scratch_.data() + sizeof h, payload, len);
+        write_bytes(scratch_.data(), scratch_.size());
+    }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    bool fsync_;
+    std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+struct TraceRecorder::Impl {
+    Impl(const std::string& region_path, const std::string& file, bool fsync_each)
+        : region(region_path), out(file, fsync_each) {}
+    TraceRegion region;
+    TraceFileWriter out;
+    TraceAreaHeader h{};
+    std::vector<uint8_t> buf;
+    uint64_t buffers = 0, events = 0, bytes = 0, damaged = 0;
+
+    void write_buffer(const uint8_t* data, uint32_t len) {
+        out.frame(TraceFrameKind::kBuffer, data, len);
+        buffers++;
+        bytes += len;
+        events += reinterpret_cast<const TraceBufferHeader*>(data)->event_count;
+    }
+};
+
+TraceRecorder::TraceRecorder(const std::string& region_path, const std::string& file,
+                             bool fsync_each)
+    : impl_(std::make_unique<Impl>(region_path, file, fsync_each)) {
+    Impl& m = *impl_;
+    const char* why = "busy";
+    for (int i = 0; i < 100 && why && std::strcmp(why, "busy") == 0; i++)
+        why = lt::area_parse(m.region.area(), m.region.area_size(), &m.h);
+    if (why) throw CollectError(kExitFailure, std::string("trace area: ") + why);
+    m.buf.resize(m.h.session.buffer_size);
+    const TraceFileHeader fh = lt::make_file_header(m.h.session, m.h.session.cpu_count, m.region.tsc_hz());
+    m.out.write_bytes(&fh, sizeof fh);
+}
+
+TraceRecorder::~TraceRecorder() = default;
+
+bool TraceRecorder::drain() {
+    Impl& m = *impl_;
+    if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) return false;
+    bool any = false;
+    for (uint32_t k = 0; k < m.h.session.cpu_count; k++) {
+        uint32_t len;
+        for (;;) {
+            const lt::TakeResult r = lt::take_buffer(m.region.area(), m.h, k, m.buf.data(), &len);
+            if (r == lt::TakeResult::kEmpty) break;
+            any = true;
+            if (r == lt::TakeResult::kBad) {
+                m.damaged++;
+                continue;
+            }
+            m.write_buffer(m.buf.data(), len);
+        }
+    }
+    return any;
+}
+
+void TraceRecorder::finish() {
+    Impl& m = *impl_;
+    if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) {
+        for (uint32_t k = 0; k < m.h.session.cpu_count; k++)
+            lt::read_in_place(m.region.area(), m.h, k, m.buf.data(),
+                              [](void* arg, const uint8_t* data, uint32_t len) {
+                                  static_cast<Impl*>(arg)->write_buffer(data, len);
+                              },
+                              &m);
+    } else {
+        while (drain()) {}
+    }
+    const std::vector<TraceCpuCounters> v = counters();
+    m.out.frame(TraceFrameKind::kCounters, v.data(), uint32_t(v.size() * sizeof v[0]));
+}
+
+const TraceSessionInformation& TraceRecorder::session() const { return impl_->h.session; }
+uint32_t TraceRecorder::cpu_count() const { return impl_->h.session.cpu_count; }
+uint64_t TraceRecorder::buffers() const { return impl_->buffers; }
+uint64_t TraceRecorder::events() const { return impl_->events; }
+uint64_t TraceRecorder::bytes() const { return impl_->bytes; }
+uint64_t TraceRecorder::damaged() const { return impl_->damaged; }
+bool TraceRecorder::region_unlinked() const { return impl_->region.unlinked(); }
+
+std::vector<TraceCpuCounters> TraceRecorder::counters() const {
+    std::vector<TraceCpuCounters> v(cpu_count());
+    for (uint32_t k = 0; k < v.size(); k++) {
+        const TraceCpuControl* c = lt::area_control(impl_->region.area(), k);
+        v[k].cpu = k;
+        v[k].reserved = 0;
+        v[k].counters = {c->events_attempted, c->events_written, c->events_lost,
+                         c->buffers_written, c->log_buffers_lost, c->realtime_buffers_lost};
+    }
+    return v;
+}
+
+TraceLossCounters TraceRecorder::totals() const { return lt::area_totals(impl_->region.area()); }
+
+}  // namespace spinlab::collect

@@ -1,0 +1,53 @@
+// collector/trace_recorder.h: drains a trace session from the shared region's trace area into a
+// trace file (spinlab/trace.h's file format). The region is mapped read-write: taking a buffer
+// gives it back to its CPU. Every frame goes to disk with one write(2) as soon as its buffer is
+// taken, so a guest (or recorder) that dies leaves every whole buffer already taken readable.
+// Used by `spinlab-collect trace record` and by spinlab-run (one file per repetition).
+//
+//   TraceRecorder r(region, file)  - after the session started: the file header
+//   r.drain() ... r.drain()        - real-time/no-drop-stall: whatever the CPUs published
+//   (stop the session)
+//   r.finish()                     - the rest (circular: the newest buffers, read in place) and
+//                                    the counters frame: the per-CPU loss counters
+#pragma once
+#include <spinlab/trace.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace spinlab::collect {
+
+class TraceRecorder {
+public:
+    // Maps `region_path` read-write, reads the trace area's header (retrying while a start is
+    // in progress) and writes the file header to `file`. Throws CollectError.
+    TraceRecorder(const std::string& region_path, const std::string& file, bool fsync_each = false);
+    ~TraceRecorder();
+    TraceRecorder(const TraceRecorder&) = delete;
+    TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+    // Takes every published buffer of every CPU into the file; true when there was any. Does
+    // nothing in circular mode (the CPUs overwrite; finish() reads what is left).
+    bool drain();
+    // After the session stopped (or the guest died): the last buffers, then the counters frame.
+    void finish();
+
+    const TraceSessionInformation& session() const;  // as the area described it at the start
+    uint32_t cpu_count() const;
+    uint64_t buffers() const;   // frames of buffers written
+    uint64_t events() const;    // events in them
+    uint64_t bytes() const;     // buffer bytes written
+    uint64_t damaged() const;   // buffers taken but not written: bad header (RealTimeBuffersLost)
+    // The CPUs' loss counters now (exact once the session stopped).
+    std::vector<TraceCpuCounters> counters() const;
+    TraceLossCounters totals() const;
+    bool region_unlinked() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spinlab::collect

@@ -1,0 +1,67 @@
+// experiments/runner/trace_recording.cc: see trace_recording.h.
+#include "trace_recording.h"
+
+#include <spinlab/status.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "error.h"
+
+namespace spinlab::run {
+
+TraceRecording::TraceRecording(Guest& guest, const TraceSessionInformation& params,
+                               const std::string& path)
+    : guest_(guest) {
+    guest_.start_trace(params);
+    session_running_ = true;
+    try {
+        recorder_ = std::make_unique<collect::TraceRecorder>(guest_.region_path(), path);
+    } catch (...) {
+        guest_.stop_trace();
+        session_running_ = false;
+        throw;
+    }
+    drainer_ = std::thread([this] {
+        try {
+            while (!stop_drainer_.load(std::memory_order_relaxed))
+                if (!recorder_->drain()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        } catch (const std::exception& e) {
+            drain_error_ = e.what();  // the file cannot be written: stop() says so
+        }
+    });
+}
+
+void TraceRecording::halt_drainer() {
+    stop_drainer_.store(true);
+    if (drainer_.joinable()) drainer_.join();
+}
+
+void TraceRecording::stop() {
+    if (finished_) return;
+    finished_ = true;
+    // The session stops first so that its last buffers (flushed by every CPU) reach the file.
+    std::exception_ptr failed;
+    if (session_running_) {
+        session_running_ = false;
+        try {
+            guest_.stop_trace();
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }
+    halt_drainer();
+    if (drain_error_.empty()) recorder_->finish();
+    if (failed) std::rethrow_exception(failed);
+    if (!drain_error_.empty()) throw std::runtime_error("trace: " + drain_error_);
+}
+
+TraceRecording::~TraceRecording() {
+    try {
+        stop();
+    } catch (...) {
+        halt_drainer();  // the guest is gone or the file failed; the status says why elsewhere
+    }
+}
+
+}  // namespace spinlab::run
