@@ -66,11 +66,15 @@ void arm_here(LocktraceCpu& c, uint32_t cpu) {
     c.countdowns = {};
     c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
     c.session_id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
-    __atomic_store_n(&c.groups, __atomic_load_n(&pub.groups, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+    const uint32_t groups = __atomic_load_n(&pub.groups, __ATOMIC_RELAXED);
+    __atomic_store_n(&c.groups, groups, __ATOMIC_RELEASE);
+    // Ring-3 lock code on this CPU (lockbench) sees the session here.
+    __atomic_store_n(&lockstat_this_cpu()->trace_groups, groups, __ATOMIC_RELEASE);
 }
 
 void disarm_here(LocktraceCpu& c) {
     __atomic_store_n(&c.groups, 0u, __ATOMIC_RELAXED);  // no new events from here on
+    __atomic_store_n(&lockstat_this_cpu()->trace_groups, 0u, __ATOMIC_RELAXED);
     lt::flush(c.writer, spinlab::kTraceBufferFinal);
     __atomic_store_n(&c.session_id, c.session_id | (1ull << 63), __ATOMIC_RELEASE);  // "done"
 }
@@ -231,6 +235,28 @@ void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_t
         lt::trace_spinlock_release(rc, l, release_tsc);
     }
     irq_restore(f);
+}
+
+bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
+    const uint64_t f = irq_save();
+    const uint32_t cpu = cpu_number();
+    LocktraceCpu& c = cpus[cpu];
+    const uint8_t rules = lt::rules_enabled(in.rules, __atomic_load_n(&c.groups, __ATOMIC_RELAXED));
+    if (rules) {
+        constexpr uint32_t size = sizeof(spinlab::TraceSpinlockEvent);
+        auto* e = static_cast<spinlab::TraceSpinlockEvent*>(lt::begin_write(c.writer, size));
+        if (e) {  // else lost, counted
+            *e = in;
+            const Thread* t = this_cpu()->current;
+            lt::fill_header(e->h, size, TraceEventType::kSpinlock, cpu, tid_of(t), pid_of(t),
+                            in.release_tsc);
+            e->rules = rules;
+            e->reserved = 0;
+            lt::end_write(c.writer, size, in.release_tsc);
+        }
+    }
+    irq_restore(f);
+    return rules != 0;
 }
 
 void locktrace_tick_impl(uint64_t rip, bool user_mode) {

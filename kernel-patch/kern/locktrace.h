@@ -88,6 +88,13 @@ inline void locktrace_syscall_enter(uint64_t number, uint64_t a0, uint64_t a1, u
 inline void locktrace_syscall_exit(uint64_t number, uint64_t result) {
     if constexpr (kLocktraceBuilt) locktrace_syscall_exit_impl(number, result);
 }
+// A ring-3 lock's spinlock event (kSysTraceSpinlock): payload and rules from the caller, the
+// header from here; rules the session does not enable are dropped. False: nothing to write.
+bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& e);
+inline bool locktrace_user_spinlock(const spinlab::TraceSpinlockEvent& e) {
+    if constexpr (kLocktraceBuilt) return locktrace_user_spinlock_impl(e);
+    else return false;
+}
 inline void locktrace_thread_event(spinlab::TraceEventType type, const Thread* t) {
     if constexpr (kLocktraceBuilt) locktrace_thread_event_impl(type, t);
 }

@@ -112,6 +112,18 @@ int64_t sys_sysinfo(Process* p, bool set, uint64_t cls, uint64_t buf, uint64_t l
     return st;
 }
 
+// kSysTraceSpinlock: only a process whose locks are counted as the kernel's (kSysMapLockstat)
+// writes spinlock events, which the host reads as the kernel's own.
+int64_t sys_trace_spinlock(Process* p, uint64_t uevent) {
+    if (!p->lockstat_mapped) return -kErrPerm;
+    if (!user_range_ok(uevent, sizeof(spinlab::TraceSpinlockEvent))) return -kErrFault;
+    spinlab::TraceSpinlockEvent e;
+    if (int64_t r = copy_from_user(p->as, &e, uevent, sizeof e)) return r;
+    if (e.rules == 0) return -kErrInval;
+    locktrace_user_spinlock(e);
+    return 0;
+}
+
 int64_t dispatch(Process* p, TrapFrame* tf) {
     uint64_t a0 = tf->rdi, a1 = tf->rsi, a2 = tf->rdx, a3 = tf->r10;
     switch (tf->rax) {
@@ -147,6 +159,7 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
         if (!p->privileged) return -kErrPerm;
         if (!user_range_ok(a0, sizeof(LockstatMapping))) return -kErrFault;
         return lockstat_map_into(p, a0);
+    case kSysTraceSpinlock: return sys_trace_spinlock(p, a0);
     default: return -kErrNoSys;
     }
 }

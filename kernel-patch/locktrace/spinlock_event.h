@@ -36,6 +36,39 @@ struct ReleaseContext {
     uint32_t process_id;
 };
 
+// The payload of the event for the hold of `l` that ends at release_tsc (the header is the
+// writer's: the kernel's for its own locks and for ring-3 ones, kSysTraceSpinlock).
+inline void fill_spinlock_payload(TraceSpinlockEvent& e, const spinlock::Lock& l,
+                                  const HoldFacts& f, uint64_t release_tsc, uint8_t rules) {
+    const spinlock::HoldTrace& t = l.trace;
+    e.lock_address = reinterpret_cast<uintptr_t>(&l);
+    e.call_site = reinterpret_cast<uintptr_t>(l.holder_site);
+    e.acquire_tsc = t.acquire_tsc;
+    e.release_tsc = release_tsc;
+    e.wait_cycles = f.contended && !f.wait_overflow ? t.wait_cycles : 0;
+    e.spin_count = t.spins;
+    e.holder_steal_ns = t.holder_steal_ns;
+    e.waiter_steal_ns = t.waiter_steal_ns;
+    e.class_id = l.class_id;
+    e.holder_cpu_start = t.holder_cpu_start;
+    e.holder_cpu_end = t.holder_cpu_end;
+    e.lhp_class = t.lhp_class;
+    e.rules = rules;
+    e.flags = uint8_t((f.contended ? kTraceSpinContended : 0) |
+                      (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
+                      (f.hold_overflow ? kTraceSpinHoldOverflow : 0));
+    e.reserved = 0;
+}
+
+// The rules of `rules` that the session's enable flags allow: the long-wait rule needs the
+// long-wait group, the three sampling rules the spinlock group.
+constexpr uint8_t rules_enabled(uint8_t rules, uint32_t groups) {
+    return uint8_t(rules & (((groups & kTraceGroupLongWait) ? kTraceRuleLongWait : 0) |
+                            ((groups & kTraceGroupSpinlock)
+                                 ? (kTraceRuleAcquireSample | kTraceRuleContention | kTraceRuleHold)
+                                 : 0)));
+}
+
 // Decides and, if a rule fires, writes the event. Returns the rules that fired (0: none). The
 // caller runs it with interrupts off on the releasing CPU, before the lock is let go.
 inline uint8_t trace_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
@@ -46,26 +79,9 @@ inline uint8_t trace_spinlock_release(const ReleaseContext& c, const spinlock::L
     constexpr uint32_t size = sizeof(TraceSpinlockEvent);
     auto* e = static_cast<TraceSpinlockEvent*>(begin_write(*c.writer, size));
     if (e == nullptr) return rules;  // lost, counted; never stall a lock
-    const spinlock::HoldTrace& t = l.trace;
     fill_header(e->h, size, TraceEventType::kSpinlock, c.writer->cpu, c.thread_id, c.process_id,
                 release_tsc);
-    e->lock_address = reinterpret_cast<uintptr_t>(&l);
-    e->call_site = reinterpret_cast<uintptr_t>(l.holder_site);
-    e->acquire_tsc = t.acquire_tsc;
-    e->release_tsc = release_tsc;
-    e->wait_cycles = f.contended && !f.wait_overflow ? t.wait_cycles : 0;
-    e->spin_count = t.spins;
-    e->holder_steal_ns = t.holder_steal_ns;
-    e->waiter_steal_ns = t.waiter_steal_ns;
-    e->class_id = l.class_id;
-    e->holder_cpu_start = t.holder_cpu_start;
-    e->holder_cpu_end = t.holder_cpu_end;
-    e->lhp_class = t.lhp_class;
-    e->rules = rules;
-    e->flags = uint8_t((f.contended ? kTraceSpinContended : 0) |
-                       (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
-                       (f.hold_overflow ? kTraceSpinHoldOverflow : 0));
-    e->reserved = 0;
+    fill_spinlock_payload(*e, l, f, release_tsc, rules);
     end_write(*c.writer, size, release_tsc);
     return rules;
 }

@@ -153,12 +153,18 @@ struct CpuPerfData {
     uint32_t acquire_sample_countdown;
     uint32_t reserved0;
     uint64_t resets;  // how many times these counters were reset (readers spot a reset)
-    uint64_t reserved[4];
+    // Enable flags (spinlab/trace.h kTraceGroup*) of the trace session armed on this CPU, 0
+    // when none: written by the owning CPU when it arms and disarms, read by ring-3 lock code
+    // (lockbench) to know whether its holds are to be traced (kSysTraceSpinlock).
+    uint32_t trace_groups;
+    uint32_t reserved1;
+    uint64_t reserved[3];
     LockClassPerf classes[kMaxLockClasses];
     LongWaitRing long_waits;
 };
 static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
 static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
+static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
 static_assert(offsetof(CpuPerfData, long_waits) == 64 + 1216 * kMaxLockClasses, "ABI");
 static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64 + 32 * kLongWaitRingSize,

@@ -32,6 +32,12 @@ enum Syscall : uint64_t {
     kSysSetSystemInformation = 20,    // (class, buf, len) -> NTSTATUS
     kSysMapLockstat = 21,   // (LockstatMapping* out) -> 0; privileged: map the per-CPU perf
                             // data (and steal time) so ring-3 locks are counted as kernel ones
+    kSysTraceSpinlock = 22, // (const TraceSpinlockEvent* e) -> 0; after kSysMapLockstat: a ring-3
+                            // lock's spinlock event (spinlab/trace.h), payload filled and rules
+                            // decided by the caller (locktrace/sampling.h); the kernel writes the
+                            // header (this CPU, thread, release_tsc) into this CPU's trace buffer.
+                            // Rules of groups the CPU's session does not enable are dropped; none
+                            // left: nothing written. -EINVAL: no rule given.
     kSysCount
 };
 
@@ -73,8 +79,9 @@ struct LockstatMapping {
     uint32_t pause;              // 1: spin loops execute pause (pause=)
     uint32_t pv_spin_bound;      // pvspin=
     uint32_t instrument_level;   // the kernel's INSTRUMENT level
+    uint64_t long_wait_cycles;   // longwait=: contended waits at least this long are long waits
 };
-static_assert(sizeof(LockstatMapping) == 56);
+static_assert(sizeof(LockstatMapping) == 64);
 constexpr uint64_t kUserLockstatBase = 0x0000700000000000ull;  // where the mapping goes
 
 inline const char* error_name(int64_t e) {

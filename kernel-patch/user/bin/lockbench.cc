@@ -18,6 +18,7 @@
 #include "lockstat/build_level.h"
 #include "lockstat/clock.h"
 #include "lockstat/instrumented_lock.h"
+#include "locktrace/spinlock_event.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
 
@@ -66,6 +67,23 @@ struct UserEnv {
     }
     uint64_t irq_save() { return 0; }   // ring 3: the kernel keeps its own records apart
     void irq_restore(uint64_t) {}
+
+    // Trace sessions (spinlab/trace.h): this CPU's session shows in its counters' trace_groups.
+    // The sampling rules run here, per thread (so "the Nth" counts this thread's
+    // acquisitions); an event that fires goes to the kernel, which writes it into this CPU's
+    // trace buffer: one system call per event, none per acquisition.
+    locktrace::SampleCountdowns countdowns{};
+    uint32_t trace_groups() { return __atomic_load_n(&perf()->trace_groups, __ATOMIC_ACQUIRE); }
+    bool tracing() { return trace_groups() & (kTraceGroupSpinlock | kTraceGroupLongWait); }
+    void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
+        const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
+        const uint8_t rules = locktrace::sample_release(countdowns, params_copy, trace_groups(),
+                                                        map.long_wait_cycles, f);
+        if (rules == 0) return;
+        TraceSpinlockEvent e{};
+        locktrace::fill_spinlock_payload(e, l, f, release_tsc, rules);
+        sys::trace_spinlock(&e);
+    }
 };
 
 constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;

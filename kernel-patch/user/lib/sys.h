@@ -45,6 +45,8 @@ inline void* map_anon(size_t n) {
     return r < 0 ? nullptr : reinterpret_cast<void*>(r);
 }
 
+inline int64_t trace_spinlock(const void* event) { return call(spinlab::kSysTraceSpinlock, uint64_t(event)); }
+
 // The system-information calls return an NTSTATUS (spinlab/status.h), as Windows' do.
 inline uint32_t query_system_information(uint32_t cls, void* buf, uint32_t len, uint32_t* ret_len) {
     return uint32_t(call(spinlab::kSysQuerySystemInformation, cls, uint64_t(buf), len, uint64_t(ret_len)));
