@@ -247,12 +247,13 @@ bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
         auto* e = static_cast<spinlab::TraceSpinlockEvent*>(lt::begin_write(c.writer, size));
         if (e) {  // else lost, counted
             *e = in;
+            // Now, not release_tsc: other events (the system call's own) came in between.
+            const uint64_t tsc = now();
             const Thread* t = this_cpu()->current;
-            lt::fill_header(e->h, size, TraceEventType::kSpinlock, cpu, tid_of(t), pid_of(t),
-                            in.release_tsc);
+            lt::fill_header(e->h, size, TraceEventType::kSpinlock, cpu, tid_of(t), pid_of(t), tsc);
             e->rules = rules;
             e->reserved = 0;
-            lt::end_write(c.writer, size, in.release_tsc);
+            lt::end_write(c.writer, size, tsc);
         }
     }
     irq_restore(f);

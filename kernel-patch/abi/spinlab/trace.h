@@ -297,7 +297,9 @@ inline constexpr uint8_t kTraceSpinContended = 1u << 0;     // the first try fai
 inline constexpr uint8_t kTraceSpinWaitOverflow = 1u << 1;  // the wait could not be measured
 inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp before acquire stamp
 
-// Written at release (seed 000's WMI_SPINLOCK). Header tsc == release_tsc.
+// Written at release (seed 000's WMI_SPINLOCK). Header tsc == release_tsc for the kernel's
+// locks; for ring-3 locks (kSysTraceSpinlock) the header has the time the kernel wrote it, a
+// little after release_tsc, so that a CPU's events stay in time order.
 struct TraceSpinlockEvent {
     TraceEventHeader h;
     uint64_t lock_address;
