@@ -134,6 +134,24 @@ add_executable(locktrace_benchmark ${SPINLAB_KP}/locktrace/writer_benchmark.cc)
 target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
   Threads::Threads)
 
+# stackwalk/: call stacks by frame pointer and the stack cache (seed 003). Pure; the kernel's
+# trace layer is to use it for stacks on events.
+set(SPINLAB_STACKWALK_SOURCES
+  ${SPINLAB_KP}/stackwalk/frame_walk.cc
+  ${SPINLAB_KP}/stackwalk/stack_cache.cc
+)
+add_library(spinlab_stackwalk STATIC ${SPINLAB_STACKWALK_SOURCES})
+target_include_directories(spinlab_stackwalk PUBLIC ${SPINLAB_KP})
+
+spinlab_freestanding_check(spinlab_stackwalk_freestanding_check spinlab_abi ${SPINLAB_STACKWALK_SOURCES})
+
+add_executable(stackwalk_test
+  ${SPINLAB_KP}/stackwalk/frame_walk_test.cc
+  ${SPINLAB_KP}/stackwalk/stack_cache_test.cc
+)
+target_link_libraries(stackwalk_test PRIVATE spinlab_stackwalk GTest::gtest_main)
+gtest_discover_tests(stackwalk_test DISCOVERY_TIMEOUT 30)
+
 # The kernel Makefile's dependency files: a header change rebuilds the objects that include it,
 # also when the compiler is handed the object path relative (ccache's base_dir does that).
 # Compiles one kernel object twice at most (a few seconds).
