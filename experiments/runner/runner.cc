@@ -19,6 +19,7 @@
 #include "results.h"
 #include "signals.h"
 #include "timeline.h"
+#include "trace_exports.h"
 #include "trace_text.h"
 #include "vm.h"
 #include "window.h"
@@ -55,7 +56,7 @@ private:
     Stop wait(Clock::time_point until, Condition* cond, const std::function<void()>& tick);
     void check_condition(Stop s, const Condition& cond, const std::string& at, const char* when);
     void write_status(bool complete, const std::string& reason);
-    void write_clock();
+    collect::ClockFit write_clock();  // also returns the fit (ok false: none yet)
     void note(const std::string& line) { progress_.message("spinlab-run: " + line); }
     ProgressState progress_state(const std::string& step) const;
     double elapsed() const {
@@ -109,14 +110,15 @@ void Experiment::write_status(bool complete, const std::string& reason) {
     }
 }
 
-void Experiment::write_clock() {
+collect::ClockFit Experiment::write_clock() {
     std::vector<collect::ClockSample> all = clock_samples_;  // at the ends of each window
     auto more = vm_->clock_samples();                          // throughout the run
     all.insert(all.end(), more.begin(), more.end());
-    if (all.size() < 2) return;
+    if (all.size() < 2) return {};
     collect::ClockFit fit = collect::fit_clock(all);
-    if (!fit.ok) return;
+    if (!fit.ok) return fit;
     write_file(dir_ + "/clock.json", clock_json(fit, vm_->clock_samples_missed()));
+    return fit;
 }
 
 Stop Experiment::wait(Clock::time_point until, Condition* cond, const std::function<void()>& tick) {
@@ -175,7 +177,12 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
     done_.push_back({phase, rep});
-    write_clock();
+    const collect::ClockFit fit = write_clock();
+    if (rec.trace && !spec_.trace.exports.empty()) {
+        const std::string name = phase + "-r" + std::to_string(rep);
+        if (std::string problem = export_repetition(dir_, name, spec_.trace.exports, &fit); !problem.empty())
+            note(at + ": trace export: " + problem);
+    }
     return Stop::kNone;
 }
 

@@ -5,6 +5,7 @@
 // name, where it came from and what is accepted, instead of Boost's generic messages.
 #include "spec.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <map>
@@ -73,6 +74,9 @@ const Key kKeys[] = {
     {"trace", "flush-timer", "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)"},
     {"trace", "mode", "LoggerMode: real-time, circular or no-drop-stall (default real-time)"},
     {"trace", "profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)"},
+    {"trace", "export",
+     "export every repetition's trace, comma-separated: ctf (trace-export/<phase>-r<rep>.ctf/, for "
+     "babeltrace2), perfetto (trace-export/<phase>-r<rep>.json, for the Perfetto UI); none (default)"},
     {"output", "dir", "where results/<run-id>/ and results/latest go (default results)"},
     {"output", "run-id", "the run's directory name (default: UTC date and time)"},
 };
@@ -498,6 +502,21 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
 
     parse_trace(s.trace, has, str, where);
+    if (has("trace.export")) {
+        const std::string v = str("trace.export");
+        s.trace.exports.clear();
+        if (v != "none") {
+            for (const std::string& item : split(v)) {
+                const std::string f = to_choice(where("trace.export"), item, {"ctf", "perfetto"});
+                if (std::find(s.trace.exports.begin(), s.trace.exports.end(), f) != s.trace.exports.end())
+                    bad(where("trace.export"), v, "names " + f + " twice");
+                s.trace.exports.push_back(f);
+            }
+            if (s.trace.exports.empty()) bad(where("trace.export"), v, "must name ctf, perfetto or none");
+            if (!s.trace.enabled())
+                bad(where("trace.export"), v, "needs a trace (trace.enable is none)");
+        }
+    }
 
     if (has("output.dir")) {
         s.output.dir = str("output.dir");
@@ -590,6 +609,7 @@ std::string to_ini(const Spec& s) {
       << "\n\n[trace]\n";
     for (const TraceKey& k : kTraceKeys)
         o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";
+    o << "export = " << (s.trace.exports.empty() ? std::string("none") : join(s.trace.exports)) << "\n";
     o << "\n[output]\ndir = " << s.output.dir << "\n";
     if (!s.output.run_id.empty()) o << "run-id = " << s.output.run_id << "\n";
     return o.str();

@@ -76,6 +76,9 @@ struct RunSpec {
 // long waits).
 struct TraceSpec {
     TraceSessionInformation params = default_params();
+    // export: formats each repetition's trace is exported to ("ctf", "perfetto"; in the order
+    // given), beside the results (trace-export/<phase>-r<rep>.ctf/ and .json). Empty: none.
+    std::vector<std::string> exports;
     bool enabled() const { return params.enable_flags != 0; }
     static TraceSessionInformation default_params();  // the collector's defaults, enable = longwait
 };

@@ -113,6 +113,13 @@ TEST(SpecParse, TraceSection) {
     ParsedSpec n = parse({kPhases, "--trace.enable", "none", "--trace.min-buffers", "9", "--trace.max-buffers", "4"});
     EXPECT_FALSE(n.spec.trace.enabled());
     EXPECT_FALSE(parse({"--spec", write_spec(to_ini(n.spec))}).spec.trace.enabled());
+    // export: none by default; a list that survives spec.ini.
+    EXPECT_TRUE(d.spec.trace.exports.empty());
+    ParsedSpec x = parse({kPhases, "--trace.export", "perfetto, ctf"});
+    EXPECT_EQ(x.spec.trace.exports, (std::vector<std::string>{"perfetto", "ctf"}));
+    EXPECT_NE(to_ini(x.spec).find("export = perfetto,ctf\n"), std::string::npos);
+    EXPECT_EQ(parse({"--spec", write_spec(to_ini(x.spec))}).spec.trace.exports, x.spec.trace.exports);
+    EXPECT_NE(to_ini(d.spec).find("export = none\n"), std::string::npos);
 }
 
 TEST(SpecParse, KernelCommandLine) {
@@ -250,6 +257,11 @@ INSTANTIATE_TEST_SUITE_P(
                "--trace.mode = 'ring': must be one of real-time, circular, no-drop-stall"},
         Golden{{kPhases, "--trace.profile-interval", "0"},
                "--trace.profile-interval = '0': must be a whole number from 1 to 1000"},
+        Golden{{kPhases, "--trace.export", "ctf,svg"},
+               "--trace.export = 'svg': must be one of ctf, perfetto"},
+        Golden{{kPhases, "--trace.export", "ctf,ctf"}, "--trace.export = 'ctf,ctf': names ctf twice"},
+        Golden{{kPhases, "--trace.enable", "none", "--trace.export", "ctf"},
+               "--trace.export = 'ctf': needs a trace (trace.enable is none)"},
         Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}),
     // Readable test names (ctest lists them): the options, letters and digits only.
     [](const testing::TestParamInfo<Golden>& info) {
