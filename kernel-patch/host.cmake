@@ -22,7 +22,6 @@ target_link_libraries(spinlab_spinlock INTERFACE spinlab_abi)
 
 set(SPINLAB_LOCKSTAT_SOURCES
   ${SPINLAB_KP}/lockstat/log2_table.cc
-  ${SPINLAB_KP}/lockstat/long_wait_ring.cc
   ${SPINLAB_KP}/lockstat/params.cc
   ${SPINLAB_KP}/lockstat/perf_record.cc
 )
@@ -60,7 +59,6 @@ add_executable(lockstat_test
   ${SPINLAB_KP}/lockstat/lhp_test.cc
   ${SPINLAB_KP}/lockstat/log2_bucket_test.cc
   ${SPINLAB_KP}/lockstat/log2_table_test.cc
-  ${SPINLAB_KP}/lockstat/long_wait_ring_test.cc
   ${SPINLAB_KP}/lockstat/params_test.cc
   ${SPINLAB_KP}/lockstat/perf_record_test.cc
 )

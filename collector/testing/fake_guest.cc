@@ -154,7 +154,7 @@ struct FakeGuest::Impl {
     void worker(uint32_t cpu) {
         WorkerState& w = workers[cpu];
         CpuPerfData& p = *cpu_ptrs[cpu];
-        lockstat::init_cpu_perf(p, cpu, kLongWaitThreshold, params.acquire_sample_rate);
+        lockstat::init_cpu_perf(p, cpu, params.acquire_sample_rate);
         HostCpuEnv env{cpu, opt.algorithm, &p, &params};
         spinlock::McsNode node{};
         uint64_t i = cpu;

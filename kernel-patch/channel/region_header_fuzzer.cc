@@ -42,8 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     volatile uint64_t sink = 0;
     for (uint32_t k = 0; k < l.cpu_count; ++k) {
         const CpuPerfData* c = region_cpu(base, l, k);
-        sink = sink + c->magic + c->classes[kMaxLockClasses - 1].hold_hist[kHistBuckets - 1] +
-               c->long_waits.slots[kLongWaitRingSize - 1].waiter_cpu;
+        sink = sink + c->magic + c->classes[kMaxLockClasses - 1].hold_hist[kHistBuckets - 1];
     }
     ClockReading r;
     clock_try_read(reinterpret_cast<const ClockArea*>(base + l.section(RegionSection::kClock).offset),

@@ -23,7 +23,7 @@ const bootopt::Spec kSpecs[] = {
     {"lockup", Kind::kUint, nullptr, 0, 1ull << 62,
      "lockup detector bound in TSC cycles, 0 = off (default 2^34)"},
     {"longwait", Kind::kUint, nullptr, 1, 1ull << 62,
-     "long-wait ring threshold in TSC cycles (default 2^22)"},
+     "long-wait trace events: contended waits of at least this many TSC cycles (default 2^22)"},
     {"pvspin", Kind::kUint, nullptr, 1, 1u << 30,
      "spins before the pv lock yields (default 32768)"},
     {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark: spinlock"},

@@ -32,8 +32,6 @@ bool storage_closed;       // set by the first lockstat_init_cpu: too late to mo
 }  // namespace
 
 void lockstat_early_cpu(Prcb* p) {
-    // Every CPU stores the same values: harmless if two do it at once.
-    __atomic_store_n(&scratch.long_waits.threshold_cycles, ~0ull, __ATOMIC_RELAXED);
     p->lockstat = &scratch;
 }
 
@@ -64,8 +62,7 @@ void lockstat_init_cpu() {
         if (!p) panic("lockstat: no memory for cpu %u's perf data", cpu);
     }
     // The seed's ExpInitializeExecutive step: zero it all, stamp the header.
-    spinlab::lockstat::init_cpu_perf(*p, cpu, g_lockcfg.long_wait_cycles,
-                                     g_spinlock_params.acquire_sample_rate);
+    spinlab::lockstat::init_cpu_perf(*p, cpu, g_spinlock_params.acquire_sample_rate);
     // Publish with interrupts off: a lock taken by an interrupt handler here either records
     // into the scratch block or into the new one, never half in each.
     uint64_t f = irq_save();

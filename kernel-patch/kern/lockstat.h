@@ -37,7 +37,7 @@ struct LockConfig {
     uint32_t pv_spin_bound;            // pvspin=: reads of the word before the PV lock yields
     uint64_t lockup_cycles;            // lockup=: lockup detector bound, 0 = off (tests may
                                        // lower it at run time: read it whole, relaxed)
-    uint64_t long_wait_cycles;         // longwait=: long-wait ring threshold
+    uint64_t long_wait_cycles;         // longwait=: waits this long are long-wait trace events
     bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
 };
 extern LockConfig g_lockcfg;

@@ -19,7 +19,6 @@
 //   const lockstat::SpinlockParams& params();   the live parameters
 //   StealSample steal(uint32_t cpu);       that CPU's kvm_steal_time now; valid = 0 when it
 //                                          has none (TCG, not registered, cpu == kNoCpu)
-//   uint64_t irq_save(); void irq_restore(uint64_t);   around the long-wait ring push only
 //
 // and, optionally, the locktrace layer's two hooks (an Env without them compiles tracing away;
 // the kernel's has them, host tests may):
@@ -40,7 +39,6 @@
 
 #include "../spinlock/spinlock.h"
 #include "lhp.h"
-#include "long_wait_ring.h"
 #include "params.h"
 #include "perf_record.h"
 
@@ -83,12 +81,6 @@ class WaitTracer {
         const LhpClass lhp = classify_wait(holder_before_, holder_after, self_before_, self_after);
         CpuPerfData& p = *env.perf();
         const WaitRecord w = record_wait(p.classes[l.class_id], start_, end, lhp);
-        if (!w.overflow && w.cycles >= p.long_waits.threshold_cycles) {
-            const uint64_t flags = env.irq_save();
-            long_wait_push(p.long_waits, {start_, w.cycles, l.class_id, holder_,
-                                          static_cast<uint32_t>(lhp), self_});
-            env.irq_restore(flags);
-        }
         if constexpr (L == InstrumentLevel::kFull) {
             // Every contended acquisition's hold is timed, from the stamp we already have.
             l.hold_start = end;

@@ -32,7 +32,7 @@ void BM_UncontendedPair(benchmark::State& state, uint32_t sample_rate) {
     auto perf = std::make_unique<CpuPerfData>();
     SpinlockParams params = kDefaultSpinlockParams;
     params.acquire_sample_rate = sample_rate;  // the benchmark may go below the minimum
-    init_cpu_perf(*perf, 0, 1u << 22, sample_rate);
+    init_cpu_perf(*perf, 0, sample_rate);
     spinlock::HostEnv<Clock> env;
     env.algo = A;
     env.perf_data = perf.get();

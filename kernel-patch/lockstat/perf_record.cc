@@ -3,15 +3,13 @@
 
 namespace spinlab::lockstat {
 
-void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint64_t long_wait_threshold,
-                   uint32_t acquire_sample_rate) {
+void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate) {
     __builtin_memset(&p, 0, sizeof p);
     p.magic = kPerfDataMagic;
     p.version = kPerfDataVersion;
     p.cpu = cpu;
     p.size = sizeof(CpuPerfData);
     p.acquire_sample_countdown = acquire_sample_rate ? acquire_sample_rate : 1u;
-    p.long_waits.threshold_cycles = long_wait_threshold;
 }
 
 void merge_class_perf(LockClassPerf& into, const LockClassPerf& from) {
@@ -48,11 +46,6 @@ void reset_cpu_perf(CpuPerfData& p, uint32_t lock_class) {
         if (lock_class < kMaxLockClasses) reset_class_perf(p.classes[lock_class]);
     } else {
         for (uint32_t i = 0; i < kMaxLockClasses; i++) reset_class_perf(p.classes[i]);
-        // Entries are dropped by moving nothing: head restarts at 0, readers see fewer.
-        constexpr size_t kWords = sizeof(LongWait) * kLongWaitRingSize / sizeof(uint64_t);
-        uint64_t* w = reinterpret_cast<uint64_t*>(p.long_waits.slots);
-        for (size_t i = 0; i < kWords; i++) counter_set(&w[i], 0);
-        __atomic_store_n(&p.long_waits.head, 0, __ATOMIC_RELEASE);
     }
     counter_inc(&p.resets);
 }

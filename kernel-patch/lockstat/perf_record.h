@@ -18,9 +18,8 @@
 namespace spinlab::lockstat {
 
 // The owning CPU's init (the seed's ExpInitializeExecutive step): zero everything, stamp the
-// header, set the long-wait threshold and the first sampling countdown.
-void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint64_t long_wait_threshold,
-                   uint32_t acquire_sample_rate);
+// header, set the first sampling countdown.
+void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate);
 
 // An acquisition whose first attempt won: two increments, no timestamp.
 inline void record_uncontended(LockClassPerf& c) {
@@ -80,7 +79,7 @@ inline bool sample_uncontended_hold(CpuPerfData& p, uint32_t rate) {
 // with plain loads, skew accepted); `into` must be private to the caller.
 void merge_class_perf(LockClassPerf& into, const LockClassPerf& from);
 
-// Zero one class, or every class and the long-wait ring (lock_class == kAllLockClasses).
+// Zero one class, or every class (lock_class == kAllLockClasses).
 // Must run on the owning CPU with interrupts off, or while that CPU records nothing: a reset
 // racing a record in flight would leave that record half counted.
 void reset_class_perf(LockClassPerf& c);

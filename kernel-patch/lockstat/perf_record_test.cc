@@ -5,7 +5,6 @@
 
 #include <memory>
 
-#include "long_wait_ring.h"
 
 namespace spinlab::lockstat {
 namespace {
@@ -78,7 +77,7 @@ TEST(PerfRecord, HoldThresholdIsStrictlyGreater) {
 
 TEST(PerfRecord, EveryRateThUncontendedHoldIsSampled) {
     auto p = std::make_unique<CpuPerfData>();
-    init_cpu_perf(*p, 3, 1u << 22, 1000);
+    init_cpu_perf(*p, 3, 1000);
     int sampled = 0, first = -1;
     for (int i = 1; i <= 3000; i++) {
         if (sample_uncontended_hold(*p, 1000)) {
@@ -96,12 +95,11 @@ TEST(PerfRecord, EveryRateThUncontendedHoldIsSampled) {
 TEST(PerfRecord, InitStampsTheHeader) {
     auto p = std::make_unique<CpuPerfData>();
     p->classes[4].acquisitions = 99;
-    init_cpu_perf(*p, 6, 12345, 1000);
+    init_cpu_perf(*p, 6, 1000);
     EXPECT_EQ(p->magic, kPerfDataMagic);
     EXPECT_EQ(p->version, kPerfDataVersion);
     EXPECT_EQ(p->cpu, 6u);
     EXPECT_EQ(p->size, sizeof(CpuPerfData));
-    EXPECT_EQ(p->long_waits.threshold_cycles, 12345u);
     EXPECT_EQ(p->classes[4].acquisitions, 0u);
 }
 
@@ -131,19 +129,15 @@ TEST(PerfRecord, MergeAddsCountsAndTakesLargerMaxima) {
 
 TEST(PerfRecord, ResetOneClassOrEverything) {
     auto p = std::make_unique<CpuPerfData>();
-    init_cpu_perf(*p, 0, 10, 1000);
+    init_cpu_perf(*p, 0, 1000);
     record_uncontended(p->classes[1]);
     record_uncontended(p->classes[2]);
-    long_wait_push(p->long_waits, {1, 20, 1, 0, 0, 0});
     reset_cpu_perf(*p, 1);
     EXPECT_EQ(p->classes[1].acquisitions, 0u);
     EXPECT_EQ(p->classes[2].acquisitions, 1u);
-    EXPECT_EQ(p->long_waits.head, 1u);
     EXPECT_EQ(p->resets, 1u);
     reset_cpu_perf(*p, kAllLockClasses);
     EXPECT_EQ(p->classes[2].acquisitions, 0u);
-    EXPECT_EQ(p->long_waits.head, 0u);
-    EXPECT_EQ(p->long_waits.threshold_cycles, 10u);  // configuration survives a reset
     EXPECT_EQ(p->magic, kPerfDataMagic);
     EXPECT_EQ(p->resets, 2u);
 }

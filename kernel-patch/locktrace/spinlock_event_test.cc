@@ -48,7 +48,7 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
         std::vector<Cpu> cpus(kCpus);
         for (uint32_t c = 0; c < kCpus; c++) {
             Cpu& k = cpus[c];
-            lockstat::init_cpu_perf(*k.perf, c, 1ull << 40, 1000);
+            lockstat::init_cpu_perf(*k.perf, c, 1000);
             k.env.algo = algo;
             k.env.cpu_id = c;
             k.env.yield_every = 256;
@@ -138,7 +138,7 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
 TEST(SpinlockEvents, NoSessionNoEventsAndTheCountersAreUnchanged) {
     SpinlockParams params{1, 1000, 1, 1000000};
     Cpu k;
-    lockstat::init_cpu_perf(*k.perf, 0, 1ull << 40, 1000);
+    lockstat::init_cpu_perf(*k.perf, 0, 1000);
     k.env.perf_data = k.perf.get();
     k.env.live_params = &params;
     spinlock::Lock lock;

@@ -1,7 +1,6 @@
 // sysinfo/sysinfo.cc: see sysinfo.h. One function per information class and direction.
 #include "sysinfo.h"
 
-#include "../lockstat/long_wait_ring.h"
 #include "../lockstat/perf_record.h"
 #include "../locktrace/session.h"
 
@@ -198,21 +197,6 @@ Answer query_config(const Buffer& buf, const Context& ctx) {
 
 // --- long waits ------------------------------------------------------------------------------
 
-Answer query_long_waits(const Buffer& buf, const Context& ctx) {
-    if (buf.length != sizeof(LongWaitsReply)) return mismatch(sizeof(LongWaitsReply));
-    uint32_t cpu;
-    if (!buf.copy_in(buf.ctx, 0, &cpu, sizeof cpu)) return fail(Status::kAccessViolation);
-    if (cpu >= ctx.cpu_count) return fail(Status::kInvalidParameter);
-    LongWaitsReply out;  // 1056 bytes
-    __builtin_memset(&out, 0, sizeof out);
-    const LongWaitRing& ring = ctx.cpus[cpu]->long_waits;
-    out.cpu = cpu;
-    out.count = lockstat::long_wait_snapshot(ring, out.entries, &out.first_index);
-    out.threshold_cycles = __atomic_load_n(&ring.threshold_cycles, __ATOMIC_RELAXED);
-    if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
-    return ok(sizeof out);
-}
-
 Status finish(Answer a, uint32_t* return_length) {
     if (return_length) *return_length = a.length;
     return a.status;
@@ -231,8 +215,6 @@ Status query_system_information(uint32_t info_class, const Buffer& buf, const Co
             return finish(query_classes(buf, ctx), return_length);
         case InfoClass::kSpinlabSystemConfiguration:
             return finish(query_config(buf, ctx), return_length);
-        case InfoClass::kSpinlabLongWaits:
-            return finish(query_long_waits(buf, ctx), return_length);
         case InfoClass::kSpinlabResetCounters:  // set only
             break;
     }

@@ -7,7 +7,6 @@
 #include <memory>
 #include <vector>
 
-#include "../lockstat/long_wait_ring.h"
 #include "../lockstat/perf_record.h"
 #include "../locktrace/session.h"
 #include "memory_buffer.h"
@@ -22,7 +21,7 @@ constexpr uint32_t kPerf = static_cast<uint32_t>(InfoClass::kSpinlabSpinlockPerf
 constexpr uint32_t kTable = static_cast<uint32_t>(InfoClass::kSpinlabLockClassTable);
 constexpr uint32_t kReset = static_cast<uint32_t>(InfoClass::kSpinlabResetCounters);
 constexpr uint32_t kConfig = static_cast<uint32_t>(InfoClass::kSpinlabSystemConfiguration);
-constexpr uint32_t kLongWaits = static_cast<uint32_t>(InfoClass::kSpinlabLongWaits);
+constexpr uint32_t kFormerLongWaits = 0x5305;  // the long-wait ring's class, gone
 constexpr uint32_t kSub =
     static_cast<uint32_t>(EventTraceInformationClass::kEventTraceSpinlockInformation);
 
@@ -64,7 +63,7 @@ class SysinfoTest : public ::testing::Test {
     void SetUp() override {
         for (uint32_t i = 0; i < kCpus; i++) {
             perf_.push_back(std::make_unique<CpuPerfData>());
-            lockstat::init_cpu_perf(*perf_[i], i, 100, 1000);
+            lockstat::init_cpu_perf(*perf_[i], i, 1000);
             ptrs_.push_back(perf_[i].get());
         }
         const char* names[kClasses] = {"sched", "alloc", "console"};
@@ -374,24 +373,12 @@ TEST_F(SysinfoTest, SystemConfiguration) {
     EXPECT_STREQ(c.build_id, "test-build");
 }
 
-TEST_F(SysinfoTest, LongWaits) {
-    for (uint64_t i = 0; i < 3; i++)
-        lockstat::long_wait_push(perf_[1]->long_waits, {i, 100 + i, 1, 0, 4, 1});
+TEST_F(SysinfoTest, TheLongWaitRingsClassIsGone) {
+    // Long waits are trace events (the long-wait group); the ring and its class went.
     uint32_t rl;
-    TestBuffer b(sizeof(LongWaitsReply));
+    TestBuffer b(1056);
     b.put<uint32_t>(0, 1);
-    ASSERT_EQ(query(kLongWaits, b, &rl), Status::kSuccess);
-    auto r = b.at<LongWaitsReply>(0);
-    EXPECT_EQ(r.cpu, 1u);
-    EXPECT_EQ(r.count, 3u);
-    EXPECT_EQ(r.first_index, 0u);
-    EXPECT_EQ(r.threshold_cycles, 100u);
-    EXPECT_EQ(r.entries[2].wait_cycles, 102u);
-    b.put<uint32_t>(0, kCpus);
-    EXPECT_EQ(query(kLongWaits, b, &rl), Status::kInvalidParameter);
-    TestBuffer small(64);
-    EXPECT_EQ(query(kLongWaits, small, &rl), Status::kInfoLengthMismatch);
-    EXPECT_EQ(rl, sizeof(LongWaitsReply));
+    EXPECT_EQ(query(kFormerLongWaits, b, &rl), Status::kInvalidInfoClass);
 }
 
 // Trace sessions: the sub-class is served only by a context with the hooks; a start's

@@ -11,8 +11,8 @@
 //   ----------------------------------------------------------      ----------------------------
 //   counter = counter + n   (one aligned 64-bit load and store,     plain aligned 64-bit loads;
 //                            never torn; no lock prefix)            fields may be skewed against
-//   LongWaitRing: write slot[i % N], then publish head = i + 1      each other by the records in
-//                 (release store)                                   flight, never torn
+//                                                                   each other by the records in
+//                                                                   flight, never torn
 //
 // - Every field of CpuPerfData is written only by the CPU that owns it, with interrupts off,
 //   so records never interleave on one CPU. Nobody else writes it; a reset runs on the owning
@@ -22,10 +22,8 @@
 //   is quiescent, for every class:
 //       uncontended + sum(wait_hist) + wait_overflow == acquisitions
 //       sum(hold_hist) + hold_overflow == holds_timed
-// - LongWaitRing: entry number i (counting from 0 since reset) lives in slots[i % N]. A reader
-//   loads head (h1), copies the slots, loads head again (h2); entries i with
-//   max(h1 - N, h2 + 1 - N, 0) <= i < h1 are consistent (the writer may be filling entry h2,
-//   whose slot is that of entry h2 - N).
+// - Long waits are not kept here: each one is a trace event (spinlab/trace.h, the long-wait
+//   group), so none is overwritten unread.
 #pragma once
 
 #include <stddef.h>
@@ -34,7 +32,7 @@
 namespace spinlab {
 
 constexpr uint32_t kPerfDataMagic = 0x44504c53;  // "SLPD" little-endian
-constexpr uint32_t kPerfDataVersion = 1;
+constexpr uint32_t kPerfDataVersion = 2;  // 2: the long-wait ring went
 
 // Lock classes are small integers 0..kMaxLockClasses-1 given to each named kernel lock and
 // to the workload's locks (the class table is queried with kSpinlabLockClassTable).
@@ -113,34 +111,7 @@ static_assert(offsetof(LockClassPerf, lhp_cycles) == 0x78, "ABI");
 static_assert(offsetof(LockClassPerf, wait_hist) == 0xC0, "ABI");
 static_assert(offsetof(LockClassPerf, hold_hist) == 0x2C0, "ABI");
 
-// One recent long contended wait, so analysis can join it with the host's vCPU timeline.
-struct LongWait {
-    uint64_t start_tsc;    // clock value just before the first spin
-    uint64_t wait_cycles;  // measured wait (long waits are never overflows)
-    uint32_t class_id;     // lock class
-    uint32_t holder_cpu;   // holder seen when the wait began (kNoCpu if it had just left)
-    uint32_t lhp_class;    // LhpClass
-    uint32_t waiter_cpu;   // the CPU that waited (the owner of the ring)
-};
-static_assert(sizeof(LongWait) == 32, "LongWait layout is ABI");
-static_assert(offsetof(LongWait, class_id) == 16, "ABI");
-static_assert(offsetof(LongWait, lhp_class) == 24, "ABI");
-
-constexpr uint32_t kLongWaitRingSize = 32;  // a power of two
-static_assert((kLongWaitRingSize & (kLongWaitRingSize - 1)) == 0, "ring size is a power of two");
-
-// The most recent kLongWaitRingSize contended waits of at least threshold_cycles on one CPU.
-// Protocol: see the top of this file.
-struct LongWaitRing {
-    uint64_t head;              // entries ever written since reset; published with release
-    uint64_t threshold_cycles;  // waits >= this are recorded (set at boot, read-only after)
-    uint64_t reserved[6];
-    LongWait slots[kLongWaitRingSize];
-};
-static_assert(sizeof(LongWaitRing) == 64 + 32 * kLongWaitRingSize, "LongWaitRing layout is ABI");
-static_assert(offsetof(LongWaitRing, slots) == 64, "ABI");
-
-constexpr uint32_t kNoCpu = 0xFFFFFFFF;
+constexpr uint32_t kNoCpu = 0xFFFFFFFF;  // a CPU field that names none
 
 // Everything one CPU records. 64-byte aligned in the shared region.
 struct CpuPerfData {
@@ -160,15 +131,12 @@ struct CpuPerfData {
     uint32_t reserved1;
     uint64_t reserved[3];
     LockClassPerf classes[kMaxLockClasses];
-    LongWaitRing long_waits;
 };
 static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
 static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
-static_assert(offsetof(CpuPerfData, long_waits) == 64 + 1216 * kMaxLockClasses, "ABI");
-static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64 + 32 * kLongWaitRingSize,
-              "CpuPerfData layout is ABI");
+static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses, "CpuPerfData layout is ABI");
 static_assert(sizeof(CpuPerfData) % 64 == 0, "per-CPU blocks stay cache-line aligned");
 
 }  // namespace spinlab

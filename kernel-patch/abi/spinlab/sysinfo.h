@@ -13,7 +13,7 @@
 // the control channel; one handler serves both.
 //
 // Lengths:
-// - fixed-size classes (the spinlock parameters, the configuration, reset, long waits) want
+// - fixed-size classes (the spinlock parameters, the configuration, reset) want
 //   exactly sizeof(their struct);
 // - variable-size classes (perf data, lock class table) want at least the size of their
 //   answer, which depends on the request and on the running system;
@@ -31,7 +31,7 @@
 
 namespace spinlab {
 
-constexpr uint32_t kSysinfoAbiVersion = 1;
+constexpr uint32_t kSysinfoAbiVersion = 2;  // 2: kSpinlabLongWaits went
 
 enum class InfoClass : uint32_t {
     // Windows' SystemPerformanceTraceInformation: the buffer starts with a uint32
@@ -41,12 +41,11 @@ enum class InfoClass : uint32_t {
     kSpinlabSpinlockPerfData = 0x5301,
     // Query: LockClassTableReply + LockClassEntry[] out.
     kSpinlabLockClassTable = 0x5302,
-    // Set (privileged): ResetRequest in. Zeroes counters (and the long-wait ring).
+    // Set (privileged): ResetRequest in. Zeroes counters.
     kSpinlabResetCounters = 0x5303,
     // Query: SystemConfiguration out.
     kSpinlabSystemConfiguration = 0x5304,
-    // Query: LongWaitsReply (request head: cpu) out.
-    kSpinlabLongWaits = 0x5305,
+    // 0x5305 was kSpinlabLongWaits (the long-wait ring): long waits are trace events now.
 };
 
 // Sub-classes of kSystemPerformanceTraceInformation (Windows' EVENT_TRACE_INFORMATION_CLASS).
@@ -134,8 +133,7 @@ struct LockClassTableReply {
 };
 static_assert(sizeof(LockClassTableReply) == 8, "ABI");
 
-// kSpinlabResetCounters request. cpu / lock_class may be kAllCpus / kAllLockClasses; a reset
-// of all classes of a CPU also empties its long-wait ring.
+// kSpinlabResetCounters request. cpu / lock_class may be kAllCpus / kAllLockClasses.
 struct ResetRequest {
     uint32_t cpu;
     uint32_t lock_class;
@@ -222,7 +220,7 @@ struct SystemConfiguration {
     char hypervisor_signature[kHypervisorSignatureLen];
     uint32_t kvm_features;         // CPUID 0x40000001 eax (KVM_FEATURE_* bits), 0 if not KVM
     uint32_t kvm_hints;            // CPUID 0x40000001 edx
-    uint64_t long_wait_threshold;  // LongWaitRing.threshold_cycles
+    uint64_t long_wait_threshold;  // longwait=: waits this long are long-wait trace events
     uint64_t lockup_cycles;        // spin bound of the lockup detector; 0: detector off
     char build_id[kBuildIdLen];    // NUL-terminated (e.g. git describe)
 };
@@ -233,18 +231,5 @@ static_assert(offsetof(SystemConfiguration, hypervisor_signature) == 0x30, "ABI"
 static_assert(offsetof(SystemConfiguration, kvm_features) == 0x40, "ABI");
 static_assert(offsetof(SystemConfiguration, long_wait_threshold) == 0x48, "ABI");
 static_assert(offsetof(SystemConfiguration, build_id) == 0x58, "ABI");
-
-// kSpinlabLongWaits: in, cpu (a CPU number; kAllCpus is refused). Out, the consistent
-// entries of that CPU's LongWaitRing, oldest first (see perfdata.h for the protocol).
-struct LongWaitsReply {
-    uint32_t cpu;
-    uint32_t count;             // valid entries in `entries`
-    uint64_t first_index;       // ring index of entries[0] (entries ever written before it)
-    uint64_t threshold_cycles;  // the ring's threshold
-    uint64_t reserved;
-    LongWait entries[kLongWaitRingSize];
-};
-static_assert(sizeof(LongWaitsReply) == 32 + 32 * kLongWaitRingSize, "ABI");
-static_assert(offsetof(LongWaitsReply, entries) == 32, "ABI");
 
 }  // namespace spinlab
