@@ -83,11 +83,12 @@ def test_interrupted_sweep_resumes_with_the_missing_cell_and_aggregates(tiny):
         time.sleep(0.2)
     assert done, f"no cell finished within 300 s: {first.communicate()[0][-2000:]}"
     other = ({"lock-tas", "lock-ticket"} - set(done)).pop()
-    # Interrupt once Snakemake has moved on to the other cell (it has then recorded the first as
-    # finished; a Ctrl-C before that leaves the first incomplete, and a resume rightly reruns it).
-    while time.time() < deadline and not os.path.exists(os.path.join(root, "logs", f"{other}.log")):
+    # Interrupt once the other cell's spinlab-run is running (Snakemake has then recorded the
+    # first as finished; a Ctrl-C before that leaves the first incomplete, and a resume rightly
+    # reruns it). Its results directory tells: the log file alone did not, under load the cell's
+    # Python had not started a second later, and that Ctrl-C was lost (the sweep finished, exit 0).
+    while time.time() < deadline and not os.path.isdir(os.path.join(cells, other)):
         time.sleep(0.1)
-    time.sleep(1)
     os.killpg(first.pid, signal.SIGINT)  # Ctrl-C, as a user would
     log = first.communicate(timeout=120)[0]
     assert first.returncode != 0, log[-2000:]
