@@ -1,7 +1,10 @@
 """Lock-holder preemption: for how much of a long wait was the holder's vCPU off-CPU? (pure)
 
 Two sources, as in the architecture page. The guest's own class (from KVM steal time) is used
-when it is not 'unknown'. Otherwise the wait, timed in guest TSC, is mapped to host TSC with the
+when it is not 'unknown'; where the timeline and clock exist too, that wait is also measured on
+the timeline and the two classes are counted against each other ('agreement': guest class ->
+timeline class -> waits, once with the thresholds below and once with the guest's own rule,
+any off time at all). Otherwise the wait, timed in guest TSC, is mapped to host TSC with the
 clock correlation (clock.json) and measured against the host timeline of vCPU run intervals:
 
 - off cycles: the cycles of the wait during which the vCPU was 'off' or 'frozen' (the union
@@ -162,6 +165,12 @@ def _side(rng, wait: float, threshold: float) -> str | None:
     return None  # straddles the threshold
 
 
+def _any_side(rng) -> str | None:
+    """The guest's own rule (any steal during the wait): off if surely off at all, on if surely never."""
+    lo, hi = rng
+    return "off" if lo > 0 else "on" if hi == 0 else None
+
+
 def holders_of(wait: dict) -> list | None:
     """The holders in order: [start] or [start, end] when the holder changed; None if unknown."""
     h0, h1 = wait.get("holder_cpu"), wait.get("holder_end_cpu")
@@ -172,8 +181,10 @@ def holders_of(wait: dict) -> list | None:
     return [h0, h1]
 
 
-def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
-    """Host-timeline measurement of one wait: the class and what it rests on."""
+def measure(wait: dict, index: dict, cmap: ClockMap, any_overlap: bool = False) -> dict:
+    """Host-timeline measurement of one wait: the class and what it rests on. any_overlap: a
+    side is off if it was off at all during the wait (the rule of the guest's steal-time class,
+    for comparing the two), instead of the THRESHOLDS."""
     w = float(wait["wait_cycles"])
     a, bound = cmap.map(wait["start_tsc"])
     out = {"host_start": a, "bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
@@ -186,7 +197,10 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
     if h is None or wr is None:
         return {**out, "lhp": "unknown"}
     out["holder_off_cycles"], out["waiter_off_cycles"] = list(h), list(wr)
-    holder, waiter = _side(h, w, HOLDER_OFF_MIN), _side(wr, w, WAITER_OFF_MIN)
+    if any_overlap:
+        holder, waiter = _any_side(h), _any_side(wr)
+    else:
+        holder, waiter = _side(h, w, HOLDER_OFF_MIN), _side(wr, w, WAITER_OFF_MIN)
     out["holder_side"] = holder
     if holder is None or waiter is None:
         return {**out, "lhp": "uncertain"}
@@ -229,7 +243,8 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     """
     out = {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
            "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "share": None,
-           "snapshots_without_list": 0, "dropped": 0, "thresholds": dict(THRESHOLDS), "waits": []}
+           "snapshots_without_list": 0, "dropped": 0, "thresholds": dict(THRESHOLDS), "waits": [],
+           "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
     cmap = ClockMap(clock) if clock is not None else None
     for s in snaps:
         if s.long_waits is None:
@@ -245,6 +260,15 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
             if w["lhp_class"] != "unknown":
                 m["lhp"], source = w["lhp_class"], "guest"
                 m["holder_side"] = "off" if w["lhp_class"] in HOLDER_OFF else "on"
+                if index is not None and cmap is not None:
+                    # Both sources for this wait: how often the host timeline agrees with the
+                    # guest's steal time, by the thresholds and by the guest's own rule.
+                    for key, any_overlap in (("guest_vs_timeline", False), ("guest_vs_timeline_any_overlap", True)):
+                        t = measure(w, index, cmap, any_overlap)["lhp"]
+                        row = out["agreement"][key].setdefault(w["lhp_class"], {})
+                        row[t] = row.get(t, 0) + 1
+                        if not any_overlap:
+                            m["timeline_lhp"] = t
             elif index is not None and cmap is not None:
                 m = measure(w, index, cmap)
                 source = "none" if m["lhp"] == "unknown" else "timeline"

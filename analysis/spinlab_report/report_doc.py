@@ -130,6 +130,7 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
         out += [("p", "Holder off-CPU fraction of the wait against wait length (timeline-measured waits; "
                       "the middle of each wait's range):"),
                 ("table", ["phase", "wait ≥"] + bins, frac_rows)]
+    out += agreement_tables(summary)
     return out + [("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
 
 
@@ -142,6 +143,25 @@ def lost_text(l: dict, trace: dict | None) -> str:
         if loss["log_buffers_lost"] or loss["realtime_buffers_lost"] or trace["damaged_frames"]:
             return f"≥ {l['dropped']} (buffers lost)"
     return str(l["dropped"])
+
+
+def agreement_tables(summary: dict) -> list:
+    """Guest steal-time class against the host timeline's class of the same waits, per phase."""
+    out = []
+    for key, rule in (("guest_vs_timeline", "the thresholds above"),
+                      ("guest_vs_timeline_any_overlap", "the guest's rule: any off time")):
+        rows, cols = [], []
+        for s in summary["phases"].values():
+            for row in (s.get("lhp", {}).get("agreement", {}).get(key) or {}).values():
+                cols += [c for c in row if c not in cols]
+        for phase, s in summary["phases"].items():
+            for g, row in sorted((s.get("lhp", {}).get("agreement", {}).get(key) or {}).items()):
+                rows.append([phase, g] + [str(row.get(c, 0)) for c in cols])
+        if rows:
+            out += [("p", f"Agreement of the two sources on the same waits (guest steal time in rows, host "
+                          f"timeline in columns, by {rule}):"),
+                    ("table", ["phase", "guest class"] + [f"timeline: {c}" for c in cols], rows)]
+    return out
 
 
 def l_thresholds(summary: dict) -> tuple:

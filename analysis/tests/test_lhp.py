@@ -145,3 +145,18 @@ def test_a_certain_holder_side_counts_in_the_share_when_only_the_waiter_side_is_
     r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 4, {}, [], [wait(1, 0, 0, 2000)], 1000, 0, "s")],
                          tl, CLOCK, 1000)
     assert (r["holder_off"], r["uncertain"], r["share"]) == (1, 0, 1.0)
+
+
+def test_guest_classes_are_counted_against_the_timeline():
+    waits = [wait(1, 0, 98_000, 10_000, "holder-preempted"),   # timeline: holder off 9k of 10k
+             wait(1, 0, 89_500, 10_000, "holder-preempted"),   # timeline: holder off 500 of 10k
+             wait(1, 0, 600_000, 10_000, "neither")]           # timeline: nobody off
+    snap = Snapshot("host-load", 1, 1.0, 0, 10 ** 6, {}, [], waits, 1000, 0, "s")
+    r = long_waits_share([snap], TL, CLOCK, 1000)
+    assert r["from_guest"] == 3 and r["holder_off"] == 2  # the guest's class is the one used
+    assert r["agreement"]["guest_vs_timeline"] == {"holder-preempted": {"holder-preempted": 1, "neither": 1},
+                                                   "neither": {"neither": 1}}
+    # by the guest's own rule (any off time), the 500 cycles count
+    assert r["agreement"]["guest_vs_timeline_any_overlap"] == {"holder-preempted": {"holder-preempted": 2},
+                                                               "neither": {"neither": 1}}
+    assert [w.get("timeline_lhp") for w in r["waits"]] == ["holder-preempted", "neither", "neither"]
