@@ -99,6 +99,8 @@ Snapshot RegionReader::snapshot() {
             // A CPU that has not run its lockstat init yet has no magic: it recorded nothing.
             if (__atomic_load_n(&src->magic, __ATOMIC_RELAXED) == kPerfDataMagic) {
                 c.resets = __atomic_load_n(&src->resets, __ATOMIC_RELAXED);
+                c.apic_id = __atomic_load_n(&src->apic_id, __ATOMIC_RELAXED);
+                c.initialised = true;
                 copy_words(c.classes.data(), src->classes, sizeof src->classes);
             }
             s.cpus.push_back(std::move(c));

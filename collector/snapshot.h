@@ -12,6 +12,8 @@ namespace spinlab::collect {
 struct CpuSnapshot {
     uint32_t cpu = 0;
     uint64_t resets = 0;                 // CpuPerfData.resets when read
+    uint32_t apic_id = 0;                // CpuPerfData.apic_id (valid once the CPU's init ran)
+    bool initialised = false;            // the CPU's lockstat init has run (magic is set)
     std::vector<LockClassPerf> classes;  // kMaxLockClasses entries, index = class id
 };
 

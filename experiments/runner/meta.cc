@@ -83,6 +83,7 @@ Meta make_meta(const MetaSources& s) {
     m.warmup_s = spec.run.warmup_s;
     m.vm_name = s.vm_name;
     m.vcpu_thread_ids = s.vm.vcpu_tids;
+    m.cpu_mapping = s.vm.cpu_mapping;
     m.guest_build_id = std::string(c.build_id, strnlen(c.build_id, sizeof c.build_id));
     m.guest_hypervisor = std::string(c.hypervisor_signature,
                                      strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));

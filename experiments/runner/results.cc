@@ -285,6 +285,7 @@ std::string meta_json(const Meta& m) {
     j.key("vcpu_thread_ids").begin_array();
     for (uint64_t t : m.vcpu_thread_ids) j.value(t);
     j.end_array();
+    j.field("cpu_mapping", m.cpu_mapping);
     j.field("guest_build_id", m.guest_build_id);
     j.field("guest_hypervisor", m.guest_hypervisor);
     j.field("runner", m.runner_version);

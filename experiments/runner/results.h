@@ -126,6 +126,9 @@ struct Meta {
     double duration_s = 0, warmup_s = 0;
     std::string vm_name;
     std::vector<uint64_t> vcpu_thread_ids;
+    // "checked: ..." when the guest's CPU n has QEMU vCPU n's APIC id for every n, else
+    // "not checked: why" (a mismatch stops the run before this is written).
+    std::string cpu_mapping;
     std::string guest_build_id, guest_hypervisor;
     std::string runner_version;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none

@@ -37,10 +37,28 @@ std::optional<VmInfo> read_vm_json(const std::string& path) {
         v.qemu_pid = t.get<uint64_t>("qemu_pid", 0);
         if (auto ids = t.get_child_optional("vcpu_thread_ids"))
             for (const auto& [k, id] : *ids) v.vcpu_tids.push_back(id.get_value<uint64_t>());
+        if (auto ids = t.get_child_optional("vcpu_apic_ids")) {
+            v.vcpu_apic_ids.emplace();
+            for (const auto& [k, id] : *ids) v.vcpu_apic_ids->push_back(id.get_value<uint32_t>());
+        }
         return v;
     } catch (const pt::ptree_error&) {
         return std::nullopt;  // being rewritten, or not there yet
     }
+}
+
+std::string cpu_mapping_problem(const std::vector<uint32_t>& guest_apic_ids,
+                                const std::vector<uint32_t>& qemu_apic_ids) {
+    if (guest_apic_ids.size() != qemu_apic_ids.size())
+        return "the guest has " + std::to_string(guest_apic_ids.size()) + " CPUs, QEMU " +
+               std::to_string(qemu_apic_ids.size()) + " vCPUs";
+    for (size_t n = 0; n < guest_apic_ids.size(); ++n)
+        if (guest_apic_ids[n] != qemu_apic_ids[n])
+            return "guest CPU " + std::to_string(n) + " has APIC id " + std::to_string(guest_apic_ids[n]) +
+                   " but QEMU's vCPU " + std::to_string(n) + " has APIC id " + std::to_string(qemu_apic_ids[n]) +
+                   ": the guest numbers its CPUs differently from QEMU, so the host's timeline of vCPU " +
+                   std::to_string(n) + "'s thread is not CPU " + std::to_string(n) + "'s";
+    return "";
 }
 
 std::string run_dir() {
@@ -113,8 +131,38 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
     });
     if (pending_signal())
         throw std::runtime_error("interrupted by " + signal_name(pending_signal()) + " while booting");
+    check_cpu_mapping();
     // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h).
     clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval);
+}
+
+void Vm::check_cpu_mapping() {
+    if (!info_.vcpu_apic_ids) {
+        info_.cpu_mapping = "not checked: spinlab-vm recorded no APIC ids (backend " + info_.backend + ")";
+        return;
+    }
+    // Each CPU stamps its APIC id at its lockstat init, early in its bring-up; the guest is
+    // ready before its workload starts, but give a late CPU a moment.
+    std::vector<uint32_t> guest;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        collect::Snapshot s = guest_->snapshot();
+        guest.clear();
+        bool all = true;
+        for (const collect::CpuSnapshot& c : s.cpus) {
+            all = all && c.initialised;
+            guest.push_back(c.apic_id);
+        }
+        if (all) break;
+        guest.clear();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (guest.empty()) {
+        info_.cpu_mapping = "not checked: a guest CPU had not stamped its APIC id within 5 s";
+        return;
+    }
+    if (std::string problem = cpu_mapping_problem(guest, *info_.vcpu_apic_ids); !problem.empty())
+        throw collect::CollectError(collect::kExitFailure, "CPU mapping: " + problem);
+    info_.cpu_mapping = "checked: guest CPU n has QEMU vCPU n's APIC id (" + join_ids(*info_.vcpu_apic_ids) + ")";
 }
 
 bool Vm::alive() {

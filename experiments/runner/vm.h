@@ -21,7 +21,14 @@ struct VmInfo {
     std::vector<uint64_t> vcpu_tids;
     std::string accel, backend, qemu_version;
     uint64_t qemu_pid = 0;
+    std::optional<std::vector<uint32_t>> vcpu_apic_ids;  // by vCPU index, from QMP (qemu backend)
+    std::string cpu_mapping;  // set by Vm::start: what the mapping check found (results.h Meta)
 };
+
+// Guest CPU n must be QEMU's vCPU n: the timeline follows vCPU n's thread as CPU n's. Empty
+// when every guest CPU's local APIC id equals that vCPU's (QEMU's "apic-id"), else the error.
+std::string cpu_mapping_problem(const std::vector<uint32_t>& guest_apic_ids,
+                                const std::vector<uint32_t>& qemu_apic_ids);
 
 // nullopt when the file is missing or half written.
 std::optional<VmInfo> read_vm_json(const std::string& path);
@@ -64,6 +71,9 @@ public:
     size_t clock_samples_missed() const { return clock_sampler_ ? clock_sampler_->missed() : 0; }
 
 private:
+    // Guest CPU n against QEMU vCPU n by APIC id; throws collect::CollectError on a mismatch.
+    void check_cpu_mapping();
+
     const Spec& spec_;
     std::string spinlab_vm_, name_, results_dir_;
     std::string dir_;  // <run dir>/vm/<name>

@@ -33,17 +33,29 @@ TEST(VmJson, ReadsWhatSpinlabVmWritesAndRefusesHalfAFile) {
     const std::string path =
         (std::filesystem::temp_directory_path() / ("vm_test." + std::to_string(getpid()) + ".json")).string();
     std::ofstream(path) << R"({"state": "running", "accel": "kvm", "backend": "qemu",
-        "qemu_version": "8.2.2", "qemu_pid": 77, "vcpu_thread_ids": [10, 11]})";
+        "qemu_version": "8.2.2", "qemu_pid": 77, "vcpu_thread_ids": [10, 11], "vcpu_apic_ids": [0, 1]})";
     auto v = read_vm_json(path);
     ASSERT_TRUE(v);
+    EXPECT_EQ(v->vcpu_apic_ids, (std::vector<uint32_t>{0, 1}));
     EXPECT_EQ(v->state, "running");
     EXPECT_EQ(v->accel, "kvm");
     EXPECT_EQ(v->qemu_pid, 77u);
     EXPECT_EQ(v->vcpu_tids, (std::vector<uint64_t>{10, 11}));
     std::ofstream(path) << R"({"state": "runn)";
     EXPECT_FALSE(read_vm_json(path));
+    std::ofstream(path) << R"({"state": "running", "vcpu_thread_ids": [10, 11]})";
+    EXPECT_FALSE(read_vm_json(path)->vcpu_apic_ids);  // libvirt: none recorded, so not checked
     std::filesystem::remove(path);
     EXPECT_FALSE(read_vm_json(path));
+}
+
+TEST(CpuMapping, GuestCpuNMustHaveVcpuNsApicId) {
+    EXPECT_EQ(cpu_mapping_problem({0, 1, 2, 3}, {0, 1, 2, 3}), "");
+    EXPECT_EQ(cpu_mapping_problem({0, 2, 4}, {0, 2, 4}), "");  // ids need not be dense
+    EXPECT_EQ(cpu_mapping_problem({0, 2, 1, 3}, {0, 1, 2, 3}),
+              "guest CPU 1 has APIC id 2 but QEMU's vCPU 1 has APIC id 1: the guest numbers its CPUs "
+              "differently from QEMU, so the host's timeline of vCPU 1's thread is not CPU 1's");
+    EXPECT_EQ(cpu_mapping_problem({0, 1}, {0, 1, 2}), "the guest has 2 CPUs, QEMU 3 vCPUs");
 }
 
 }  // namespace

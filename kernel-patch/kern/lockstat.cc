@@ -63,6 +63,7 @@ void lockstat_init_cpu() {
     }
     // The seed's ExpInitializeExecutive step: zero it all, stamp the header.
     spinlab::lockstat::init_cpu_perf(*p, cpu, g_spinlock_params.acquire_sample_rate);
+    p->apic_id = c->apic_id;
     // Publish with interrupts off: a lock taken by an interrupt handler here either records
     // into the scratch block or into the new one, never half in each.
     uint64_t f = irq_save();

@@ -92,14 +92,17 @@ def spawn(argv, log_path, tied):
 
 
 def query(paths, alive, timeout=15.0):
-    """(vcpu threads [(index, tid)], version string) over QMP, once QEMU answers."""
+    """(vcpu threads [(index, tid)], version string, APIC ids by vCPU index) over QMP, once
+    QEMU answers."""
     try:
         with qmplib.Qmp(paths.qmp_socket, timeout=timeout, alive=alive) as q:
-            threads = qmplib.vcpu_threads(q.execute("query-cpus-fast"))
+            cpus = q.execute("query-cpus-fast")
+            threads = qmplib.vcpu_threads(cpus)
+            apic_ids = qmplib.vcpu_apic_ids(q, cpus)
             version = qmplib.version_string(q.execute("query-version"))
     except (OSError, qmplib.QmpError) as e:
         raise VmError(f"QEMU did not answer on {paths.qmp_socket}: {e}")
-    return threads, version
+    return threads, version, apic_ids
 
 
 def quit_gracefully(paths, timeout=3.0):

@@ -74,6 +74,14 @@ def vcpu_threads(reply):
     return threads
 
 
+def vcpu_apic_ids(q, reply):
+    """[APIC id of vCPU index 0, 1, ...] from each CPU object's "apic-id" property (x86): what
+    the guest sees as the CPU's local APIC id, so the host can check the guest's CPU numbering
+    against QEMU's vCPU indices rather than assume it."""
+    return [int(q.execute("qom-get", {"path": c["qom-path"], "property": "apic-id"}))
+            for c in sorted(reply, key=lambda c: int(c["cpu-index"]))]
+
+
 def version_string(reply):
     """query-version reply -> '7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)'."""
     q = reply["qemu"]

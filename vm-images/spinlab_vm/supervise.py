@@ -130,13 +130,14 @@ def launch(cfg, paths, info, accel, tied):
         info["qemu_start_time"] = state.proc_start_time(proc.pid)
         state.write_json(paths.vm_json, info)
         try:
-            threads, version = qemu.query(paths, alive=lambda: proc.poll() is None)
+            threads, version, apic_ids = qemu.query(paths, alive=lambda: proc.poll() is None)
         except VmError as e:
             proc.poll()
             raise VmError(f"QEMU failed to start: {_qemu_log_tail(info) or e}")
         for (index, tid), host_cpu in zip(threads, cfg.pin):
             os.sched_setaffinity(tid, {host_cpu})
         info["vcpu_source"] = "qmp query-cpus-fast"
+        info["vcpu_apic_ids"] = apic_ids
     else:
         xml = libvirt.render_xml(cfg, accel, paths, info["instance"], emulator=info["emulator"])
         with open(info["paths"]["domain_xml"], "w") as f:

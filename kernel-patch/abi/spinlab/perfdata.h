@@ -122,7 +122,9 @@ struct CpuPerfData {
     // Sampler state (owning CPU): uncontended acquisitions left until the next one whose hold
     // is timed; reloaded with SpinLockAcquireSampleRate when it reaches zero.
     uint32_t acquire_sample_countdown;
-    uint32_t reserved0;
+    // The owning CPU's local APIC id (from the MADT; QEMU's x86 CPU property "apic-id"): the
+    // host checks with it that guest CPU n is QEMU's vCPU n, whose thread the timeline follows.
+    uint32_t apic_id;
     uint64_t resets;  // how many times these counters were reset (readers spot a reset)
     // Enable flags (spinlab/trace.h kTraceGroup*) of the trace session armed on this CPU, 0
     // when none: written by the owning CPU when it arms and disarms, read by ring-3 lock code
@@ -133,6 +135,7 @@ struct CpuPerfData {
     LockClassPerf classes[kMaxLockClasses];
 };
 static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
+static_assert(offsetof(CpuPerfData, apic_id) == 20, "ABI");
 static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
