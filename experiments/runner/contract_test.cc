@@ -17,6 +17,7 @@
 #include "results_testing.h"
 #include "hypervisor-hooks/run_intervals.h"  // the one writer of timeline.csv
 #include "text.h"
+#include "trace_results.h"
 
 namespace fs = std::filesystem;
 
@@ -97,12 +98,7 @@ SnapshotRecord known_record() {
         const uint64_t b = 100 * (cpu + 1);
         TraceCpuCounters k{cpu, 0, {b + 10, b + 7, 3, b + 1, b + 2, b + 4}};
         t.cpus.push_back(k);
-        t.totals.events_attempted += k.counters.events_attempted;
-        t.totals.events_written += k.counters.events_written;
-        t.totals.events_lost += k.counters.events_lost;
-        t.totals.buffers_written += k.counters.buffers_written;
-        t.totals.log_buffers_lost += k.counters.log_buffers_lost;
-        t.totals.realtime_buffers_lost += k.counters.realtime_buffers_lost;
+        add_loss(t.totals, k.counters);
     }
     r.trace = t;
     return r;

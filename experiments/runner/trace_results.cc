@@ -48,12 +48,7 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
                 TraceCpuCounters k;
                 std::memcpy(&k, f.payload + i, sizeof k);
                 r.cpus.push_back(k);
-                r.totals.events_attempted += k.counters.events_attempted;
-                r.totals.events_written += k.counters.events_written;
-                r.totals.events_lost += k.counters.events_lost;
-                r.totals.buffers_written += k.counters.buffers_written;
-                r.totals.log_buffers_lost += k.counters.log_buffers_lost;
-                r.totals.realtime_buffers_lost += k.counters.realtime_buffers_lost;
+                add_loss(r.totals, k.counters);
             }
             r.counters_found = true;
             continue;
@@ -75,6 +70,15 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
     if (e != lt::FileError::kEnd) r.damaged_frames++;  // a tail cut short: what came before counts
     if (long_waits) long_waits->dropped += r.totals.events_lost;
     return r;
+}
+
+void add_loss(TraceLossCounters& total, const TraceLossCounters& cpu) {
+    total.events_attempted += cpu.events_attempted;
+    total.events_written += cpu.events_written;
+    total.events_lost += cpu.events_lost;
+    total.buffers_written += cpu.buffers_written;
+    total.log_buffers_lost += cpu.log_buffers_lost;
+    total.realtime_buffers_lost += cpu.realtime_buffers_lost;
 }
 
 }  // namespace spinlab::run

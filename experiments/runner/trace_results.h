@@ -25,4 +25,7 @@ LongWaitEntry long_wait_from_event(const TraceSpinlockEvent& e, const collect::C
 TraceRecord read_trace_file(const std::string& path, const std::string& file,
                             const collect::ClassNames& names, LongWaits* long_waits);
 
+// Adds one CPU's loss counters to a total (the file's counters frame holds them per CPU).
+void add_loss(TraceLossCounters& total, const TraceLossCounters& cpu);
+
 }  // namespace spinlab::run
