@@ -42,9 +42,15 @@ EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t marked, uint64_t
         return std::upper_bound(switches_.begin(), switches_.end(), t,
                                 [](uint64_t v, const Switch& s) { return v < s.ts; });
     };
+    // A switch-out followed by another switch-out means a switch-in the kernel did not trace
+    // happened between (some host kernels never trace a switch away from some of their own
+    // tasks): the thread may have been on CPU at t, and counts as on, so that a freeze starts
+    // no earlier and ends no later than the trace proves (the timeline marks that time unknown).
     auto on_at = [&](uint64_t t) {
         auto after = first_after(t);
-        return after != switches_.begin() ? (after - 1)->in : !after->in;
+        if (after == switches_.begin()) return !after->in;
+        if ((after - 1)->in) return true;
+        return after != switches_.end() && !after->in;
     };
     auto after_marked = first_after(marked);
     if (on_at(marked)) {

@@ -18,6 +18,10 @@
 //             a CPU 7 us before a thaw, after waiting 6.6 ms) and returns to user space once the
 //             thaw lands.
 //
+// A switch-in the trace does not have (two switch-outs in a row; see run_intervals.h) makes the
+// thread's state between them unknown; it counts as on CPU for both ends, so the window is
+// never wider than the trace proves.
+//
 // Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
 // on CPU only on that kernel path. Statuses:
 //   ok             both ends known;

@@ -68,6 +68,17 @@ TEST(EffectiveWindow, OnTheFreezerPathAtTheThawItResumesAtTheThaw) {
     EXPECT_EQ(w.resumed, 1000u);
 }
 
+TEST(EffectiveWindow, ASwitchInTheTraceDoesNotHaveNeverWidensTheWindow) {
+    // Out at 50, then out again at 300 with no switch-in traced between: the thread may have
+    // been on CPU at the mark (105), so the freeze is known to hold only from 300. After the
+    // thaw (1000) it switches out at 1200 with no switch-in traced: it may have run from the
+    // thaw on, so the window ends at the thaw, not at the next traced switch-in (1500).
+    EffectiveWindow w = with({out(50, "R"), out(300, "S"), out(1200, "R"), in(1500)}).window(100, 105, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 300u);
+    EXPECT_EQ(w.resumed, 1000u);
+}
+
 TEST(EffectiveWindow, ThreadOnCpuThroughoutWasNeverStopped) {
     ThreadSwitches s = with({in(10), out(2000, "R")});
     EXPECT_EQ(s.window(100, 105, 1000).status, EffectiveStatus::kNeverStopped);

@@ -95,10 +95,13 @@ void run_and_match(const std::string& cgroup) {
     double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
            worst_inside_ms = 0, worst_length_excess_ms = 0;
     size_t on_time_requests = 0;
-    auto on_edge = [&](const char* edge, uint64_t tsc) {  // timeline interval edge nearest tsc
+    // The timeline's switch nearest tsc: a switch-in starts an `on` interval; a switch-out ends
+    // one, or ends an `unknown` one (the switch-in before it was not traced: run_intervals.h).
+    auto on_edge = [&](const char* edge, uint64_t tsc) {
+        const bool switch_out = std::string(edge) == "end_host_tsc";
         double best = 1e9;
         for (const auto& r : intervals) {
-            if (r.at("state") != "on") continue;
+            if (r.at("state") != "on" && !(switch_out && r.at("state") == "unknown")) continue;
             best = std::min(best, std::abs(ms_between(u64(r, edge), tsc, ticks_per_ms)));
         }
         return best;

@@ -29,41 +29,59 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1};
 
     std::vector<RunInterval> out;
-    auto emit = [&](ThreadState& s, bool on, uint64_t start, uint64_t end, std::string reason,
+    auto emit = [&](ThreadState& s, RunState state, uint64_t start, uint64_t end, std::string reason,
                     int cpu) {
-        if (end > start)
-            out.push_back({s.thread->tid, s.thread->vcpu, on ? RunState::kOn : RunState::kOff, start, end,
-                           reason, cpu});
+        if (end > start) out.push_back({s.thread->tid, s.thread->vcpu, state, start, end, reason, cpu});
+    };
+    // The time of the latest event seen on each CPU, before the one being read.
+    std::map<int, uint64_t> last_on_cpu;
+    auto last_event_on = [&](int cpu, uint64_t not_before) {
+        auto it = last_on_cpu.find(cpu);
+        return it == last_on_cpu.end() ? not_before : std::max(not_before, it->second);
     };
     for (const SchedSwitch* e : sorted) {
         uint64_t ts = std::clamp(e->ts, window_start, window_end);
         if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
             ThreadState& s = it->second;
-            // Leaving the CPU: it was on since the last switch-in (or the window start).
-            // (It switches out on the CPU it ran on, so e->cpu and s.cpu agree when both known.)
-            uint64_t since = s.state == ThreadState::kOn ? s.since : window_start;
-            if (s.state != ThreadState::kOff) emit(s, true, since, ts, "", e->cpu);
+            switch (s.state) {
+                case ThreadState::kOn: emit(s, RunState::kOn, s.since, ts, "", e->cpu); break;
+                // Leaving the CPU: it was on since the window start.
+                case ThreadState::kUnknown: emit(s, RunState::kOn, window_start, ts, "", e->cpu); break;
+                case ThreadState::kOff: {
+                    // Out twice: it got this CPU after the CPU's last traced event, at a moment
+                    // the trace does not show.
+                    uint64_t busy_until = std::min(last_event_on(e->cpu, s.since), ts);
+                    emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
+                    emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
+                    break;
+                }
+            }
             s.state = ThreadState::kOff;
             s.since = ts;
             s.reason = e->prev_state;
         }
         if (auto it = by_tid.find(e->next_pid); it != by_tid.end()) {
             ThreadState& s = it->second;
-            if (s.state == ThreadState::kOff) emit(s, false, s.since, ts, s.reason, -1);
-            if (s.state == ThreadState::kUnknown) emit(s, false, window_start, ts, "start", -1);
-            if (s.state == ThreadState::kOn) emit(s, true, s.since, ts, "", s.cpu);  // missed a switch-out
+            switch (s.state) {
+                case ThreadState::kOff: emit(s, RunState::kOff, s.since, ts, s.reason, -1); break;
+                case ThreadState::kUnknown: emit(s, RunState::kOff, window_start, ts, "start", -1); break;
+                case ThreadState::kOn:  // in twice: it left at a moment the trace does not show
+                    emit(s, RunState::kUnknown, s.since, ts, "switch-out not traced", -1);
+                    break;
+            }
             s.state = ThreadState::kOn;
             s.since = ts;
             s.cpu = e->cpu;
         }
+        last_on_cpu[e->cpu] = ts;
     }
     for (auto& [tid, s] : by_tid) {
         switch (s.state) {
-            case ThreadState::kOn: emit(s, true, s.since, window_end, "", s.cpu); break;
-            case ThreadState::kOff: emit(s, false, s.since, window_end, s.reason, -1); break;
+            case ThreadState::kOn: emit(s, RunState::kOn, s.since, window_end, "", s.cpu); break;
+            case ThreadState::kOff: emit(s, RunState::kOff, s.since, window_end, s.reason, -1); break;
             case ThreadState::kUnknown:
-                emit(s, s.thread->initial_on.value_or(false), window_start, window_end,
-                     "no-switch", -1);
+                emit(s, s.thread->initial_on.value_or(false) ? RunState::kOn : RunState::kOff, window_start,
+                     window_end, "no-switch", -1);
                 break;
         }
     }
@@ -114,6 +132,7 @@ const char* run_state_name(RunState s) {
         case RunState::kOn: return "on";
         case RunState::kOff: return "off";
         case RunState::kFrozen: return "frozen";
+        case RunState::kUnknown: return "unknown";
     }
     return "?";
 }

@@ -4,6 +4,16 @@
 // The state before a thread's first event is exact, not guessed: if its first event switches it
 // out, it was on CPU since the window start, and vice versa. A thread with no event at all
 // keeps the `initial_on` hint (from /proc at start) and its interval is marked "no-switch".
+//
+// Some switches are never in the trace: a host kernel can leave out every switch away from
+// some of its own tasks (seen on these machines: no sched_switch ever has prev_comm
+// tokio-rt-worker, although those threads run), and a full buffer loses events. A thread then
+// switches out twice with no switch-in between. It was off from the first switch-out and got
+// the CPU of the second at a moment the trace does not show; that moment is after the last
+// event the trace has on that CPU (any thread's: the CPU was busy with it, not with this one).
+// So: off up to that last event, then `unknown` up to the second switch-out. Likewise a thread
+// that switches in twice: on since the first switch-in, off at a moment the trace does not
+// show: `unknown` between. Nothing is guessed; analysis counts unknown time as either.
 // Pure: no I/O.
 #pragma once
 
@@ -24,8 +34,9 @@ struct TimelineThread {
     std::optional<bool> initial_on;  // hint for a thread without events
 };
 
-enum class RunState { kOn, kOff, kFrozen };
-const char* run_state_name(RunState s);  // "on", "off", "frozen": the results' timeline states
+enum class RunState { kOn, kOff, kFrozen, kUnknown };
+// "on", "off", "frozen", "unknown": the results' timeline states
+const char* run_state_name(RunState s);
 
 struct RunInterval {
     int tid;
@@ -35,6 +46,7 @@ struct RunInterval {
     uint64_t end;
     // Off intervals: the prev_state it left with ("R+" preempted, "S" sleeping, "D" frozen by
     // the v1 freezer, ...); "start" if off since the window start; "no-switch" when inferred.
+    // Unknown intervals: "switch-in not traced" or "switch-out not traced".
     std::string reason;
     int cpu;  // the CPU it ran on (on intervals), else -1
 };
@@ -47,8 +59,8 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
 
 // Every part of a thread's intervals inside one of its frozen spans becomes kFrozen (split at
 // the span's edges; reason and cpu kept). Inside an effective window the thread may be on CPU
-// only on the kernel's path into the freezer, so `on` parts there become frozen too: the vCPU
-// ran no guest code. Order (by tid, then start) and the tiling are kept.
+// only on the kernel's path into the freezer, so `on` and `unknown` parts there become frozen
+// too: the vCPU ran no guest code. Order (by tid, then start) and the tiling are kept.
 std::vector<RunInterval> mark_frozen(const std::vector<RunInterval>& intervals,
                                      const std::vector<FrozenSpan>& spans);
 

@@ -68,6 +68,68 @@ TEST(RunIntervals, IntervalsTileTheWindowWithoutGaps) {
     EXPECT_EQ(at, 1000u);
 }
 
+// The tiling check of every test below: intervals of one thread cover [from, to) exactly.
+void expect_tiles(const std::vector<RunInterval>& r, uint64_t from, uint64_t to) {
+    uint64_t at = from;
+    for (const RunInterval& i : r) {
+        EXPECT_EQ(i.start, at) << run_state_name(i.state);
+        at = i.end;
+    }
+    EXPECT_EQ(at, to);
+}
+
+TEST(RunIntervals, SwitchInNotTracedIsUnknownAfterTheCpusLastEvent) {
+    // As on these machines: 7 leaves CPU 1 for a task whose switches are never traced (99), and
+    // later leaves CPU 1 again with no switch-in between. Thread 8's switch on CPU 1 at 400 says
+    // CPU 1 was busy with others until 400 at least; one on CPU 0 at 600 says nothing about CPU 1.
+    std::vector<SchedSwitch> ev = {sw(200, 7, "R+", 99, 1), sw(400, 8, "S", 5, 1), sw(600, 8, "S", 5, 0),
+                                   sw(700, 7, "R+", 5, 1)};
+    auto r = build_run_intervals(ev, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 4u);
+    EXPECT_EQ(r[0].state, RunState::kOn);  // [0, 200)
+    EXPECT_EQ(r[1].state, RunState::kOff);
+    EXPECT_EQ(r[1].start, 200u);
+    EXPECT_EQ(r[1].end, 400u);
+    EXPECT_EQ(r[2].state, RunState::kUnknown);
+    EXPECT_EQ(r[2].reason, "switch-in not traced");
+    EXPECT_EQ(r[2].end, 700u);
+    EXPECT_EQ(r[3].state, RunState::kOff);  // [700, 1000)
+    expect_tiles(r, 0, 1000);
+}
+
+TEST(RunIntervals, SwitchInNotTracedWithNoOtherEventIsUnknownFromTheSwitchOut) {
+    auto r = build_run_intervals({sw(200, 7, "R+", 99, 1), sw(700, 7, "R+", 5, 1)}, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[1].state, RunState::kUnknown);
+    EXPECT_EQ(r[1].start, 200u);
+    EXPECT_EQ(r[1].end, 700u);
+    expect_tiles(r, 0, 1000);
+}
+
+TEST(RunIntervals, SwitchOutNotTracedIsUnknownUntilTheNextSwitchIn) {
+    auto r = build_run_intervals({sw(200, 5, "R", 7, 0), sw(600, 5, "R", 7, 1)}, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0].state, RunState::kOff);
+    EXPECT_EQ(r[1].state, RunState::kUnknown);
+    EXPECT_EQ(r[1].reason, "switch-out not traced");
+    EXPECT_EQ(r[1].start, 200u);
+    EXPECT_EQ(r[1].end, 600u);
+    EXPECT_EQ(r[2].state, RunState::kOn);
+    EXPECT_EQ(r[2].cpu, 1);
+    expect_tiles(r, 0, 1000);
+}
+
+TEST(RunIntervals, UnknownTimeInsideAFreezeIsFrozen) {
+    auto r = build_run_intervals({sw(200, 7, "D", 99, 1), sw(700, 7, "R+", 5, 1)}, {{7, 0, {}}}, 0, 1000);
+    r = mark_frozen(r, {{7, 150, 500}});
+    std::vector<RunState> states;
+    for (const RunInterval& i : r) states.push_back(i.state);
+    // The on and the unknown interval each get their frozen part.
+    EXPECT_EQ(states, (std::vector<RunState>{RunState::kOn, RunState::kFrozen, RunState::kFrozen, RunState::kUnknown,
+                                             RunState::kOff}));
+    expect_tiles(r, 0, 1000);
+}
+
 TEST(RunIntervals, NoEventsUseTheHintAndSaySo) {
     auto r = build_run_intervals({}, {{7, 0, true}, {8, 1, std::nullopt}}, 0, 50);
     ASSERT_EQ(r.size(), 2u);

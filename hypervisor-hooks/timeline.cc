@@ -121,13 +121,19 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     write_text(c.out_csv, run_intervals_csv_header() + rows);
     if (!c.raw_out.empty()) write_text(c.raw_out, raw);
 
-    std::map<int, std::pair<uint64_t, uint64_t>> on_off;
+    struct Totals {
+        uint64_t on = 0, off = 0, unknown = 0;
+    };
+    std::map<int, Totals> totals;
     for (const RunInterval& r : intervals) {
-        (r.state == RunState::kOn ? on_off[r.tid].first : on_off[r.tid].second) += r.end - r.start;
+        Totals& t = totals[r.tid];
+        (r.state == RunState::kOn ? t.on : r.state == RunState::kUnknown ? t.unknown : t.off) += r.end - r.start;
     }
-    for (const auto& [tid, t] : on_off) {
-        std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms\n", tid,
-                     t.first / map.ticks_per_ns() / 1e6, t.second / map.ticks_per_ns() / 1e6);
+    auto ms = [&](uint64_t cycles) { return cycles / map.ticks_per_ns() / 1e6; };
+    for (const auto& [tid, t] : totals) {
+        std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms, unknown %.1f ms%s\n", tid, ms(t.on),
+                     ms(t.off), ms(t.unknown),
+                     t.unknown ? " (switches the kernel did not trace; see README 'unknown')" : "");
     }
     std::fprintf(stderr, "timeline: %zu switch events%s%s\n", parser.events().size(),
                  session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());

@@ -27,6 +27,8 @@ TRACE_COUNTS = ("session_id", "buffer_size", "minimum_buffers", "maximum_buffers
                 "profile_interval", "buffers_per_cpu", "events", "buffers", "damaged_frames")
 TIMELINE_COLUMNS = ("vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep")
 OFF_STATES = ("off", "frozen")  # a vCPU thread in these states was not running guest code
+UNKNOWN_STATE = "unknown"       # a switch the host kernel did not trace: either on or off
+TIMELINE_STATES = ("on",) + OFF_STATES + (UNKNOWN_STATE,)
 
 
 class ContractError(Exception):

@@ -10,7 +10,7 @@ joined have no point (they are counted in the caption).
 import numpy as np
 
 from . import lhp
-from .contract import OFF_STATES
+from .contract import OFF_STATES, UNKNOWN_STATE
 from .plotting import CLASS_COLORS, Figure, k_range, log2_axis, plt, save
 from .buckets import bucket_of
 
@@ -18,26 +18,30 @@ NAME, TITLE = "holder_off_scatter", "Holder off-CPU fraction against wait length
 
 
 def off_intervals(timeline, phase: str, rep: int) -> dict:
-    """vCPU -> (starts, ends, running maximum of ends, covered span) of its off/frozen intervals
-    in host TSC, sorted by start; the running maximum finds the first interval that can reach a
-    time; the span is what the timeline covers for that vCPU (all states)."""
+    """vCPU -> (starts, ends, running maximum of ends, covered span, unknown intervals) of its
+    off/frozen intervals in host TSC, sorted by start; the running maximum finds the first
+    interval that can reach a time; the span is what the timeline covers for that vCPU (all
+    states); the unknown intervals are where the host trace does not show its state."""
     df = timeline[(timeline["phase"] == phase) & (timeline["rep"] == rep)]
     out = {}
     for vcpu, g in df.groupby("vcpu"):
         span = (float(g["start_host_tsc"].min()), float(g["end_host_tsc"].max()))
+        u = g[g["state"] == UNKNOWN_STATE]
+        unknown = list(zip(u["start_host_tsc"].to_numpy(np.float64), u["end_host_tsc"].to_numpy(np.float64)))
         g = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
         ends = g["end_host_tsc"].to_numpy(np.float64)
-        out[int(vcpu)] = (g["start_host_tsc"].to_numpy(np.float64), ends, np.maximum.accumulate(ends), span)
+        out[int(vcpu)] = (g["start_host_tsc"].to_numpy(np.float64), ends, np.maximum.accumulate(ends), span, unknown)
     return out
 
 
 def off_cycles(intervals: dict, vcpu, a: float, b: float) -> float | None:
     """Cycles of [a, b) covered by vcpu's off intervals (their union); None when the timeline does
-    not cover [a, b) for that vCPU (it might have been off outside what was recorded)."""
+    not cover [a, b) for that vCPU (it might have been off outside what was recorded), or when
+    part of [a, b) is unknown in it."""
     if vcpu is None or vcpu not in intervals:
         return None
-    starts, ends, reach_max, (lo, hi) = intervals[vcpu]
-    if a < lo or b > hi:
+    starts, ends, reach_max, (lo, hi), unknown = intervals[vcpu]
+    if a < lo or b > hi or any(min(e, b) > max(s, a) for s, e in unknown):
         return None
     i = int(np.searchsorted(starts, b, side="left"))
     j = int(np.searchsorted(reach_max, a, side="right"))  # intervals before j end at or before a

@@ -9,14 +9,14 @@ the lock's holder. Short intervals are drawn at least one line wide so none disa
 import numpy as np
 
 from . import lhp
-from .contract import OFF_STATES
+from .contract import OFF_STATES, UNKNOWN_STATE
 from .fig_wait_ccdf import tsc_hz
 from .plotting import CLASS_COLORS, Figure, plt, save
 from .verdict import cycles_text
 
 NAME, TITLE = "long_wait_window", "The 200 ms with the most long waits"
 WINDOW_S = 0.2
-OFF_COLORS = {"off": "#cfcfcf", "frozen": "#111111"}  # light: waits (darker) stand out
+OFF_COLORS = {"off": "#cfcfcf", "frozen": "#111111", "unknown": "#f2d7a6"}  # light: waits (darker) stand out
 
 
 def busiest_window(starts, width: float) -> tuple[float, int] | None:
@@ -62,7 +62,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
     if run.timeline is not None and run.clock is not None:
         host0 = float(lhp.guest_to_host(t0, run.clock))
         tl = run.timeline[(run.timeline["phase"] == phase) & (run.timeline["rep"] == rep)
-                          & run.timeline["state"].isin(OFF_STATES)]
+                          & run.timeline["state"].isin(OFF_STATES + (UNKNOWN_STATE,))]
         tl = tl[(tl["end_host_tsc"] > host0) & (tl["start_host_tsc"] < host0 + width)]
         for (vcpu, state), g in tl.groupby(["vcpu", "state"]):
             spans = [(ms(a - host0), ms(b - a)) for a, b in zip(g["start_host_tsc"], g["end_host_tsc"])]
@@ -80,7 +80,8 @@ def make(run, outdir: str, threshold: int) -> Figure:
     ax.set_ylim(max(cpus) + 0.6, min(cpus) - 0.6)
     ax.set_xlim(0, WINDOW_S * 1e3)
     ax.set_xlabel(f"ms since the window's start ({phase} r{rep})")
-    for label, c in (("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"])):
+    for label, c in (("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"]),
+                     ("host: not traced (on or off)", OFF_COLORS["unknown"])):
         ax.plot([], [], color=c, lw=6, label=label)
     for cls in sorted({w["lhp"] for w in waits}):
         ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('-', ' ')}")

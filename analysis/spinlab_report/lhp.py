@@ -8,7 +8,9 @@ any off time at all). Otherwise the wait, timed in guest TSC, is mapped to host 
 clock correlation (clock.json) and measured against the host timeline of vCPU run intervals:
 
 - off cycles: the cycles of the wait during which the vCPU was 'off' or 'frozen' (the union
-  of its intervals; overlapping off and frozen rows count once);
+  of its intervals; overlapping off and frozen rows count once). Time the timeline marks
+  'unknown' (a switch the host kernel did not trace) may have been either: it counts as on for
+  the least and as off for the most off cycles, so a class that depends on it is 'uncertain';
 - the clock mapping is only good to +-e host cycles (clock.json's bound for that stretch of
   the run), so the off cycles are known only as a range: at least those inside [a+e, b-e),
   at most those inside [a-e, b+e) (any placement of the true window lies between);
@@ -28,7 +30,7 @@ vCPU n in the timeline (the runner checks this against QEMU's APIC ids).
 """
 import numpy as np
 
-from .contract import OFF_STATES
+from .contract import OFF_STATES, UNKNOWN_STATE
 
 HOLDER_OFF = ("holder-preempted", "both")
 # A side counts as off-CPU for the wait when it was off for at least this share of the wait.
@@ -77,29 +79,38 @@ def guest_to_host(guest_tsc, clock: dict):
     return g + clock["offset_cycles"] + (g - clock["ref_guest_tsc"]) * clock["drift_ppm"] * 1e-6
 
 
+def _union(g, states) -> tuple:
+    """The union of g's rows in these states as sorted disjoint (starts, ends), with the cumulative
+    cycles before each start."""
+    rows = g[g["state"].isin(states)].sort_values("start_host_tsc")
+    starts, ends = [], []
+    for a, b in zip(rows["start_host_tsc"].to_numpy(dtype=np.float64), rows["end_host_tsc"].to_numpy(dtype=np.float64)):
+        if starts and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+        elif b > a:
+            starts.append(a), ends.append(b)
+    s, e = np.array(starts), np.array(ends)
+    before = np.concatenate(([0.0], np.cumsum(e - s)[:-1])) if len(s) else s
+    return s, e, before
+
+
 def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dict:
     """Per vCPU: the union of its off intervals as sorted disjoint (starts, ends), the cumulative
-    off cycles before each start, and the span the timeline covers."""
+    off cycles before each start, the span the timeline covers, and the same union with the
+    'unknown' intervals added (the most the vCPU may have been off)."""
     df = timeline
     if phase is not None:
         df = df[(df["phase"] == phase) & (df["rep"] == rep)]
     index = {}
     for vcpu, g in df.groupby("vcpu"):
-        off = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
-        starts, ends = [], []
-        for a, b in zip(off["start_host_tsc"].to_numpy(dtype=np.float64), off["end_host_tsc"].to_numpy(dtype=np.float64)):
-            if starts and a <= ends[-1]:
-                ends[-1] = max(ends[-1], b)
-            elif b > a:
-                starts.append(a), ends.append(b)
-        s, e = np.array(starts), np.array(ends)
-        before = np.concatenate(([0.0], np.cumsum(e - s)[:-1])) if len(s) else s
-        index[int(vcpu)] = (s, e, before, float(g["start_host_tsc"].min()), float(g["end_host_tsc"].max()))
+        s, e, before = _union(g, OFF_STATES)
+        index[int(vcpu)] = (s, e, before, float(g["start_host_tsc"].min()), float(g["end_host_tsc"].max()),
+                            _union(g, OFF_STATES + (UNKNOWN_STATE,)))
     return index
 
 
 def _off_until(entry, t: float) -> float:
-    """Off cycles of this vCPU before host time t."""
+    """Off cycles of this vCPU before host time t (entry: starts, ends, cumulative)."""
     s, e, before = entry[0], entry[1], entry[2]
     i = int(np.searchsorted(s, t, side="right")) - 1
     if i < 0:
@@ -107,49 +118,58 @@ def _off_until(entry, t: float) -> float:
     return float(before[i] + min(t, e[i]) - s[i])
 
 
-def off_cycles(index: dict, vcpu: int | None, a: float, b: float) -> float | None:
-    """Cycles of [a, b) the vCPU was off-CPU; None if unknown (no such vCPU, or not covered)."""
+def off_cycles(index: dict, vcpu: int | None, a: float, b: float, most: bool = False) -> float | None:
+    """Cycles of [a, b) the vCPU was off-CPU; None if unknown (no such vCPU, or not covered).
+    Time the timeline marks 'unknown' counts as on, or as off when most is True: the least and
+    the most the vCPU may have been off."""
     if vcpu is None or vcpu not in index:
         return None
     entry = index[vcpu]
     if a < entry[3] or b > entry[4]:
         return None
-    return _off_until(entry, b) - _off_until(entry, a) if b > a else 0.0
+    if b <= a:
+        return 0.0
+    union = entry[5] if most else entry
+    return _off_until(union, b) - _off_until(union, a)
 
 
 def off_during(index: dict, vcpu: int | None, a: float, b: float) -> bool | None:
-    """True if the vCPU was off-CPU at some time in [a, b), False if it ran throughout, None if unknown."""
-    c = off_cycles(index, vcpu, a, b)
-    return None if c is None else c > 0
+    """True if the vCPU was surely off-CPU at some time in [a, b), False if it surely ran
+    throughout, None if unknown."""
+    least, most = off_cycles(index, vcpu, a, b), off_cycles(index, vcpu, a, b, most=True)
+    if least is None:
+        return None
+    return True if least > 0 else False if most == 0 else None
 
 
 def _breakpoints(index: dict, vcpus, a: float, b: float) -> list:
     pts = [a, b]
     for v in vcpus:
-        s, e = index[v][0], index[v][1]
-        lo, hi = np.searchsorted(e, a), np.searchsorted(s, b)
-        pts += [x for x in np.concatenate((s[lo:hi], e[lo:hi])) if a < x < b]
+        for s, e in ((index[v][0], index[v][1]), (index[v][5][0], index[v][5][1])):
+            lo, hi = np.searchsorted(e, a), np.searchsorted(s, b)
+            pts += [x for x in np.concatenate((s[lo:hi], e[lo:hi])) if a < x < b]
     return pts
 
 
 def holder_off_range(index: dict, holders: list, a: float, b: float, e: float) -> tuple[float, float] | None:
     """(least, most) off cycles of the holder over the wait [a, b) placed anywhere within +-e,
-    the holder being holders[0] and then, from an unknown moment, holders[-1]."""
+    the holder being holders[0] and then, from an unknown moment, holders[-1]. Unknown timeline
+    time counts as on for the least and as off for the most."""
     first, last = holders[0], holders[-1]
     if off_cycles(index, first, a - e, b + e) is None or off_cycles(index, last, a - e, b + e) is None:
         return None
 
-    def extreme(lo: float, hi: float, pick) -> float:
+    def extreme(lo: float, hi: float, pick, most: bool) -> float:
         if hi <= lo:
             return 0.0
         if first == last:
-            return off_cycles(index, first, lo, hi)
+            return off_cycles(index, first, lo, hi, most)
         # off_first(lo, s) + off_last(s, hi) is piecewise linear in the switch moment s:
         # its extremes lie at the interval edges of either vCPU.
-        return pick(off_cycles(index, first, lo, s) + off_cycles(index, last, s, hi)
+        return pick(off_cycles(index, first, lo, s, most) + off_cycles(index, last, s, hi, most)
                     for s in _breakpoints(index, (first, last), lo, hi))
 
-    return extreme(a + e, b - e, min), min(extreme(a - e, b + e, max), b - a)
+    return extreme(a + e, b - e, min, False), min(extreme(a - e, b + e, max, True), b - a)
 
 
 def off_range(index: dict, vcpu: int, a: float, b: float, e: float) -> tuple[float, float] | None:

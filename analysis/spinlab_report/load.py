@@ -165,9 +165,9 @@ def read_timeline(path: str) -> pd.DataFrame:
     for col in ("vcpu", "start_host_tsc", "end_host_tsc", "rep"):
         if not pd.api.types.is_integer_dtype(df[col]):
             raise c.ContractError(f"{c.TIMELINE}: column '{col}' must hold integers")
-    bad = sorted(set(df["state"]) - {"on", *c.OFF_STATES})
+    bad = sorted(set(df["state"]) - set(c.TIMELINE_STATES))
     if bad:
-        raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected on, off, frozen)")
+        raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected {', '.join(c.TIMELINE_STATES)})")
     if (df["end_host_tsc"] < df["start_host_tsc"]).any():
         row = int((df["end_host_tsc"] < df["start_host_tsc"]).to_numpy().argmax()) + 2
         raise c.ContractError(f"{c.TIMELINE}: line {row}: end_host_tsc is before start_host_tsc")

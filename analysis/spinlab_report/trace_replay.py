@@ -32,6 +32,8 @@ import tempfile
 
 import numpy as np
 
+from .contract import OFF_STATES, UNKNOWN_STATE
+
 LONG_WAIT_DEFAULT = 1 << 20  # cycles; the runner's long_waits_min_cycles
 
 
@@ -332,18 +334,22 @@ class _Machine:
 
 def host_off_fn(timeline_rows, clock):
     """(vcpu, guest a, guest b) -> share of [a, b) the vCPU was off or frozen on the host, through
-    clock.json's mapping (lhp.ClockMap); None where the clock cannot place the wait."""
+    clock.json's mapping (lhp.ClockMap); None where the clock cannot place the wait, or where the
+    host trace does not show the vCPU's state for part of it ('unknown')."""
     from .lhp import ClockMap
     cmap = ClockMap(clock)
-    off = {}
+    off, unknown = {}, {}
     for r in timeline_rows:
-        if r["state"] in ("off", "frozen"):
-            off.setdefault(int(r["vcpu"]), []).append((int(r["start_host_tsc"]), int(r["end_host_tsc"])))
+        into = off if r["state"] in OFF_STATES else unknown if r["state"] == UNKNOWN_STATE else None
+        if into is not None:
+            into.setdefault(int(r["vcpu"]), []).append((int(r["start_host_tsc"]), int(r["end_host_tsc"])))
 
     def share(vcpu, a, b):
         ha, ea = cmap.map(a)
         hb, eb = cmap.map(b)
         if not np.isfinite(ea) or not np.isfinite(eb) or hb <= ha:
+            return None
+        if any(min(t, hb) > max(s, ha) for s, t in unknown.get(vcpu, [])):
             return None
         cut = sum(max(0, min(t, hb) - max(s, ha)) for s, t in off.get(vcpu, []))
         return cut / (hb - ha)

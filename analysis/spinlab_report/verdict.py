@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .confidence import log_ratio, mean_ci
-from .contract import OFF_STATES
+from .contract import OFF_STATES, UNKNOWN_STATE
 
 LONG_K = 20  # waits >= 2^20 cycles, whatever the LHP threshold: the question the issue asks
 CORRECTION = 0.5
@@ -76,13 +76,16 @@ def throughput_change(tp: dict | None, base_tp: dict | None, confidence: float, 
 
 def off_share(timeline, phase: str) -> float | None:
     """Share of the covered time the phase's vCPUs were off the host CPU (off or frozen), over all
-    vCPUs and repetitions: what "idle host" really meant. None without a timeline for the phase."""
+    vCPUs and repetitions: what "idle host" really meant. Time whose state the host trace does
+    not show ('unknown') is left out of both. None without a timeline for the phase."""
     if timeline is None:
         return None
     df = timeline[timeline["phase"] == phase]
     covered = off = 0.0
     for _, g in df.groupby(["vcpu", "rep"]):
         covered += float(g["end_host_tsc"].max() - g["start_host_tsc"].min())
+        unknown = g[g["state"] == UNKNOWN_STATE]
+        covered -= float((unknown["end_host_tsc"] - unknown["start_host_tsc"]).sum())
         o = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
         reach = -math.inf
         for a, b in zip(o["start_host_tsc"].to_numpy(np.float64), o["end_host_tsc"].to_numpy(np.float64)):

@@ -93,7 +93,8 @@ def check_results(path):
     expect("timeline rows", None if tl is None else
            [tuple(r) for r in tl[list(c.TIMELINE_COLUMNS)].itertuples(index=False)],
            [(0, 501, "on", 100, 200, "preempt-10ms", 2), (0, 501, "off", 200, 300, "preempt-10ms", 2),
-            (0, 501, "frozen", 300, 400, "preempt-10ms", 2), (1, 502, "on", 100, 400, "preempt-10ms", 2)])
+            (0, 501, "frozen", 300, 400, "preempt-10ms", 2), (0, 501, "unknown", 400, 450, "preempt-10ms", 2),
+            (1, 502, "on", 100, 400, "preempt-10ms", 2)])
     expect("long waits min, dropped", (s.long_waits_min_cycles, s.long_waits_dropped), (1 << 20, 3))
     session = known_session()
     expect("meta trace", run.meta["trace"], session)

@@ -160,3 +160,25 @@ def test_guest_classes_are_counted_against_the_timeline():
     assert r["agreement"]["guest_vs_timeline_any_overlap"] == {"holder-preempted": {"holder-preempted": 2},
                                                                "neither": {"neither": 1}}
     assert [w.get("timeline_lhp") for w in r["waits"]] == ["holder-preempted", "neither", "neither"]
+
+
+def test_unknown_timeline_time_counts_as_either_and_never_decides_a_class():
+    # Holder 0: frozen [1000, 2200), then unknown [2200, 3000) (a switch the host did not trace);
+    # waiter 1 runs throughout. A wait at host [1000, 3000): the holder was surely off 1200 of
+    # 2000 cycles (60 %) and at most all of them: holder-preempted whatever the unknown part was.
+    rows = [(0, "on", 0, 1000), (0, "frozen", 1000, 2200), (0, "unknown", 2200, 3000), (0, "on", 3000, 10_000),
+            (1, "on", 0, 10_000)]
+    tl = pd.DataFrame([(v, 10 + v, s, a, b, "p", 1) for v, s, a, b in rows],
+                      columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
+    idx = off_index(tl)
+    assert off_cycles(idx, 0, 1000, 3000) == 1200 and off_cycles(idx, 0, 1000, 3000, most=True) == 2000
+    assert off_during(idx, 0, 2500, 2600) is None      # only unknown time: not known either way
+    assert off_during(idx, 0, 1500, 2600) is True
+    assert off_during(idx, 0, 4000, 5000) is False
+    zero = {**CLOCK, "points": [[0, 1000, 0.0], [10_000_000, 1000, 0.0]]}
+    m = measure(wait(1, 0, 0, 2000), idx, ClockMap(zero))
+    assert m["holder_off_cycles"] == [1200, 2000] and m["lhp"] == "holder-preempted"
+    # The same wait shifted to host [1800, 3800): surely off 400 (20 %), at most 1200 (60 %):
+    # the unknown part decides, so the wait is uncertain, never guessed 'neither'.
+    m = measure(wait(1, 0, 800, 2000), idx, ClockMap(zero))
+    assert m["holder_off_cycles"] == [400, 1200] and m["lhp"] == "uncertain"

@@ -125,6 +125,8 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     const std::vector<load::RunInterval> timeline{{501, 0, RunState::kOn, 100, 200, "", 0},
                                                   {501, 0, RunState::kOff, 200, 300, "R+", -1},
                                                   {501, 0, RunState::kFrozen, 300, 400, "S", -1},
+                                                  {501, 0, RunState::kUnknown, 400, 450,
+                                                   "switch-in not traced", -1},
                                                   {502, 1, RunState::kOn, 100, 400, "", 1}};
     write_file(dir + "/timeline.csv",
                load::run_intervals_csv_header() +
