@@ -3,11 +3,17 @@
 
 namespace spinlab {
 
-void clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t period_us) {
-    uint64_t seq = __atomic_load_n(&area->seq, __ATOMIC_RELAXED);
-    // Odd seq first; the release fence orders it before the data stores (on x86 a compiler
-    // barrier: stores are not reordered with other stores).
-    __atomic_store_n(&area->seq, seq + 1, __ATOMIC_RELAXED);
+bool clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t period_us, uint64_t min_gap) {
+    uint64_t seq = __atomic_load_n(&area->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1) return false;  // another CPU is publishing
+    // Read under the even seq just loaded; a stale value only makes this CPU skip or publish
+    // once more. A last value ahead of ours (TSCs of two CPUs a little apart) is no gap.
+    uint64_t last = __atomic_load_n(&area->guest_tsc, __ATOMIC_RELAXED);
+    if (min_gap && area->count && (guest_tsc < last || guest_tsc - last < min_gap)) return false;
+    // Odd seq first, taken with a compare-and-swap so that two CPUs never write at once; the
+    // release fence orders it before the data stores.
+    if (!__atomic_compare_exchange_n(&area->seq, &seq, seq + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return false;
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&area->guest_tsc, guest_tsc, __ATOMIC_RELAXED);
     __atomic_store_n(&area->count, area->count + 1, __ATOMIC_RELAXED);
@@ -15,6 +21,7 @@ void clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t p
     __atomic_store_n(&area->period_us, period_us, __ATOMIC_RELAXED);
     // Release: the data is visible before the even seq that validates it.
     __atomic_store_n(&area->seq, seq + 2, __ATOMIC_RELEASE);
+    return true;
 }
 
 bool clock_try_read(const ClockArea* area, ClockReading* out) {

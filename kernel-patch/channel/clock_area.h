@@ -6,10 +6,14 @@
 
 namespace spinlab {
 
-// Guest, one CPU at a time (the caller serialises publishers, e.g. only CPU 0's timer tick).
-// `guest_tsc` must be read immediately before the call: the host assumes the value was current
-// when the publication became visible.
-void clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t period_us);
+// Guest, any CPU (every CPU's timer tick calls it, so the publications go on while any one vCPU
+// is frozen or descheduled by the host). A writer takes `seq` from even to odd with a
+// compare-and-swap; if another CPU holds it, or the last publication is less than `min_gap`
+// cycles older than `guest_tsc`, this one is skipped (returns false). So about one CPU publishes
+// per period, whichever ticks first. `guest_tsc` must be read immediately before the call: the
+// host assumes the value was current when the publication became visible.
+bool clock_publish(ClockArea* area, uint64_t guest_tsc, uint32_t cpu, uint32_t period_us,
+                   uint64_t min_gap = 0);
 
 struct ClockReading {
     uint64_t seq;        // even; changes with every publication

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include <cstring>
 #include <vector>
 
@@ -174,6 +178,54 @@ TEST(ClockArea, ReadFailsWhileAPublicationIsInProgress) {
     a.seq += 1;  // what a reader sees between the writer's two seq stores
     ClockReading r;
     EXPECT_FALSE(clock_try_read(&a, &r));
+}
+
+TEST(ClockArea, AnyCpuPublishesButNotTwicePerGapNorWhileAnotherWrites) {
+    ClockArea a{};
+    EXPECT_TRUE(clock_publish(&a, 1000, 2, 10, 500));   // the first publication has no gap to keep
+    EXPECT_FALSE(clock_publish(&a, 1400, 0, 10, 500));  // 400 cycles after it: skipped
+    EXPECT_FALSE(clock_publish(&a, 900, 1, 10, 500));   // behind it (another CPU's TSC): skipped
+    EXPECT_TRUE(clock_publish(&a, 1500, 3, 10, 500));
+    ClockReading r;
+    ASSERT_TRUE(clock_try_read(&a, &r));
+    EXPECT_EQ(r.guest_tsc, 1500u);
+    EXPECT_EQ(r.cpu, 3u);
+    EXPECT_EQ(r.count, 2u);
+    a.seq += 1;  // another CPU holds it
+    EXPECT_FALSE(clock_publish(&a, 9000, 0, 10, 0));
+    a.seq += 1;
+    ASSERT_TRUE(clock_try_read(&a, &r));
+    EXPECT_EQ(r.guest_tsc, 1500u) << "a skipped writer changed nothing";
+}
+
+TEST(ClockArea, ConcurrentPublishersNeverTearAPublication) {
+    // Four writers race with a reader: every consistent read has a guest_tsc that some writer
+    // published with the cpu that published it (tsc = cpu * 2^40 + i), and the count is exact.
+    ClockArea a{};
+    std::atomic<uint64_t> published{0};
+    std::atomic<bool> done{false};
+    std::vector<std::thread> writers;
+    for (uint32_t cpu = 0; cpu < 4; ++cpu)
+        writers.emplace_back([&, cpu] {
+            for (uint64_t i = 1; i <= 20000; ++i)
+                published += clock_publish(&a, (uint64_t(cpu) << 40) + i, cpu, 10, 0);
+        });
+    uint64_t reads = 0, torn = 0;
+    std::thread reader([&] {
+        while (!done) {
+            ClockReading r;
+            if (!clock_try_read(&a, &r)) continue;
+            ++reads;
+            torn += (r.guest_tsc >> 40) != r.cpu;
+        }
+    });
+    for (auto& w : writers) w.join();
+    done = true;
+    reader.join();
+    EXPECT_EQ(torn, 0u);
+    EXPECT_GT(reads, 0u);
+    EXPECT_EQ(a.count, published.load());
+    EXPECT_EQ(a.seq, 2 * published.load());
 }
 
 TEST(RegionHeader, EveryErrorHasAName) {

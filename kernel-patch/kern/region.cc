@@ -54,11 +54,13 @@ spinlab::ChannelServerStats* region_channel_stats() {
     return base ? section<spinlab::ChannelServerStats>(spinlab::RegionSection::kChannelStats) : nullptr;
 }
 
-void region_clock_tick() {
+void region_clock_tick(uint32_t cpu) {
     if (!base) return;
     uint64_t tsc = arch::rdtsc_lfence();
-    spinlab::clock_publish(section<spinlab::ClockArea>(spinlab::RegionSection::kClock), tsc, 0,
-                           1000000 / g_timer_hz);
+    // Every CPU ticks; about one per period publishes: the first whose tick comes at least half
+    // a period after the last publication.
+    spinlab::clock_publish(section<spinlab::ClockArea>(spinlab::RegionSection::kClock), tsc, cpu,
+                           1000000 / g_timer_hz, g_tsc_hz / g_timer_hz / 2);
 }
 
 void region_use_for_lockstat() {

@@ -12,6 +12,6 @@ bool region_present();
 // The per-CPU perf data section (nullptr without a region); stride in bytes.
 void* region_perfdata(uint64_t* stride, uint32_t* count);
 spinlab::ChannelServerStats* region_channel_stats();   // nullptr without a region
-void region_clock_tick();                              // CPU 0's timer interrupt
+void region_clock_tick(uint32_t cpu);                   // every CPU's timer interrupt
 void region_use_for_lockstat();   // hand the perf data section to lockstat (if present)
 void* region_trace(uint64_t* size);  // the trace section (spinlab/trace.h), nullptr without one

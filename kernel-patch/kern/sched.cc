@@ -267,8 +267,8 @@ void yield() {
 
 void sched_tick() {
     Prcb* c = this_cpu();
+    region_clock_tick(c->number);  // the host's clock correlation reads these publications
     if (c->number == 0) {
-        region_clock_tick();  // the host's clock correlation reads these publications
         uint64_t now = arch::rdtsc_lfence();
         SpinGuardIrq g(&g_sched_lock);
         for (Thread& t : threads)

@@ -93,7 +93,9 @@ static_assert(offsetof(RegionHeader, tsc_hz) == 48, "ABI");
 static_assert(offsetof(RegionHeader, sections) == 96, "ABI");
 static_assert(sizeof(RegionHeader) == 96 + 24 * 4, "ABI");
 
-// Guest TSC publications for clock correlation. Written by one guest CPU under `seq`.
+// Guest TSC publications for clock correlation. Written under `seq` by one guest CPU at a time:
+// any CPU's timer tick may publish (the first after about half a period), taking `seq` odd
+// with a compare-and-swap, so publications go on while some vCPU is frozen or descheduled.
 struct ClockArea {
     uint64_t seq;          // odd while the guest writes
     uint64_t guest_tsc;    // guest TSC read just before this publication
