@@ -25,7 +25,7 @@ std::string int_type(uint32_t width, bool is_signed, bool text = false, bool hex
     return o.str();
 }
 
-std::string payload_struct(std::span<const PayloadField> fields) {
+std::string payload_struct(std::span<const PayloadField> fields, bool frames) {
     std::ostringstream o;
     o << "struct {\n";
     for (const PayloadField& f : fields) {
@@ -33,6 +33,9 @@ std::string payload_struct(std::span<const PayloadField> fields) {
         if (f.count > 1 || f.text) o << "[" << f.count << "]";
         o << ";\n";
     }
+    if (frames)  // a CTF sequence: its length is the payload field named before it
+        o << "\t\t" << int_type(8, false, false, true) << " " << kStackFramesField << "["
+          << kStackFramesLength << "];\n";
     o << "\t} align(8)";
     return o.str();
 }
@@ -120,7 +123,7 @@ std::string ctf_metadata(const LoadedTrace& t, int64_t clock_offset, bool correl
       << int_type(4, false) << " process_id;\n\t} align(8);\n};\n";
     for (uint16_t type = 1; type <= kTraceEventTypeMax; type++) {
         o << "\nevent {\n\tname = \"" << trace_event_type_name(type) << "\";\n\tid = " << type
-          << ";\n\tstream_id = 0;\n\tfields := " << payload_struct(payload_fields(type)) << ";\n};\n";
+          << ";\n\tstream_id = 0;\n\tfields := " << payload_struct(payload_fields(type), trace_event_has_frames(type)) << ";\n};\n";
     }
     return o.str();
 }

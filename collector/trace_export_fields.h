@@ -119,12 +119,39 @@ inline constexpr PayloadField kSystemConfigFields[] = {
     SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, build_id),
 };
 
+// The fixed part of the stack events; the frames follow as a sequence of nframes 64-bit
+// addresses (trace_event_has_frames; kStackFramesField below).
+inline constexpr PayloadField kStackFields[] = {
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, key),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, event_tsc),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, event_type),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, depth),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, nframes),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, walk_end),
+    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, user_end),
+};
+inline constexpr PayloadField kStackCountersFields[] = {
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, hits),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, misses),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, uncached),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, evictions),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, definitions_written),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, deletes_written),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, rundowns_written),
+    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, walks_stopped),
+};
+
 #undef SPINLAB_PAYLOAD_FIELD
+
+// The variable part of a type with frames: `frames`, nframes (the field of that name) 64-bit
+// addresses after the fixed part.
+inline constexpr const char* kStackFramesField = "frames";
+inline constexpr const char* kStackFramesLength = "nframes";
 
 // Addresses, shown in hex by the viewers (a display hint the ABI does not carry).
 constexpr bool shown_in_hex(std::string_view name) {
     return name == "lock_address" || name == "call_site" || name == "instruction_pointer" ||
-           name == "virtual_address";
+           name == "virtual_address" || name == "key" || name == kStackFramesField;
 }
 
 // The payload fields of an event type (empty for an unknown type).
@@ -155,6 +182,14 @@ constexpr std::span<const PayloadField> payload_fields(uint16_t type) {
             return kMemoryFields;
         case TraceEventType::kSystemConfig:
             return kSystemConfigFields;
+        case TraceEventType::kStackDefinition:
+        case TraceEventType::kStackReference:
+        case TraceEventType::kStackDelete:
+        case TraceEventType::kStackRundown:
+        case TraceEventType::kStackWalk:
+            return kStackFields;
+        case TraceEventType::kStackCacheCounters:
+            return kStackCountersFields;
     }
     return {};
 }

@@ -113,6 +113,37 @@ std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev) {
               << " build=" << text(e.build_id, sizeof e.build_id);
             break;
         }
+        case TraceEventType::kStackDefinition:
+        case TraceEventType::kStackReference:
+        case TraceEventType::kStackDelete:
+        case TraceEventType::kStackRundown:
+        case TraceEventType::kStackWalk: {
+            const auto e = load<TraceStackEvent>(ev);
+            o << std::hex << " key=0x" << e.key << std::dec;
+            if (h.type == uint16_t(TraceEventType::kStackReference) ||
+                h.type == uint16_t(TraceEventType::kStackWalk))
+                o << " event=" << trace_event_type_name(e.event_type) << " event_tsc=" << e.event_tsc;
+            o << " depth=" << e.depth << " kernel_end=" << trace_stack_end_name(e.walk_end)
+              << " user_end=" << trace_stack_end_name(e.user_end);
+            if (e.nframes) {
+                o << std::hex << " frames=";
+                for (uint32_t i = 0; i < e.nframes; i++) {
+                    uint64_t f;
+                    std::memcpy(&f, ev + sizeof e + 8 * i, 8);
+                    o << (i ? ",0x" : "0x") << f;
+                }
+                o << std::dec;
+            }
+            break;
+        }
+        case TraceEventType::kStackCacheCounters: {
+            const auto e = load<TraceStackCountersEvent>(ev);
+            o << " hits=" << e.hits << " misses=" << e.misses << " uncached=" << e.uncached
+              << " evictions=" << e.evictions << " definitions_written=" << e.definitions_written
+              << " deletes_written=" << e.deletes_written
+              << " rundowns_written=" << e.rundowns_written << " walks_stopped=" << e.walks_stopped;
+            break;
+        }
     }
     return o.str();
 }

@@ -108,11 +108,13 @@ set(SPINLAB_LOCKTRACE_SOURCES
   ${SPINLAB_KP}/locktrace/buffer_parser.cc
   ${SPINLAB_KP}/locktrace/drain.cc
   ${SPINLAB_KP}/locktrace/session.cc
+  ${SPINLAB_KP}/locktrace/stack_events.cc
+  ${SPINLAB_KP}/locktrace/stack_settings.cc
   ${SPINLAB_KP}/locktrace/trace_file.cc
   ${SPINLAB_KP}/locktrace/writer.cc
 )
 add_library(spinlab_locktrace STATIC ${SPINLAB_LOCKTRACE_SOURCES})
-target_link_libraries(spinlab_locktrace PUBLIC spinlab_lockstat spinlab_channel)
+target_link_libraries(spinlab_locktrace PUBLIC spinlab_lockstat spinlab_channel spinlab_stackwalk)
 
 spinlab_freestanding_check(spinlab_locktrace_freestanding_check spinlab_spinlock
   ${SPINLAB_LOCKTRACE_SOURCES})
@@ -121,6 +123,7 @@ add_executable(locktrace_test
   ${SPINLAB_KP}/locktrace/sampling_test.cc
   ${SPINLAB_KP}/locktrace/session_test.cc
   ${SPINLAB_KP}/locktrace/spinlock_event_test.cc
+  ${SPINLAB_KP}/locktrace/stack_events_test.cc
   ${SPINLAB_KP}/locktrace/trace_file_test.cc
   ${SPINLAB_KP}/locktrace/writer_test.cc
 )
@@ -133,7 +136,7 @@ target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::b
   Threads::Threads)
 
 # stackwalk/: call stacks by frame pointer and the stack cache (seed 003). Pure; the kernel's
-# trace layer is to use it for stacks on events.
+# trace layer uses it for stacks on events (locktrace/stack_events, kern/locktrace_stacks).
 set(SPINLAB_STACKWALK_SOURCES
   ${SPINLAB_KP}/stackwalk/frame_walk.cc
   ${SPINLAB_KP}/stackwalk/stack_cache.cc

@@ -14,6 +14,8 @@
 //   flush CPU                       publish CPU's partly filled buffer
 //   TSC CPU TID PID TYPE [field=value ...]         one event; TYPE as trace dump names it
 //   repeat N STEP TSC CPU TID PID TYPE [field=value ...]   N events, TSC += STEP each
+// Stack events (stack-def, stack-ref, ...) take frames=A,B,C after their fields: the frames
+// follow the fixed part and nframes is set to their count.
 // Fields are the ABI struct members (trace_export_fields.h); numbers in C syntax (0x..), arrays
 // comma-separated, char arrays as text. Unset fields are 0. Events between two directives are
 // written in TSC order (a stable sort), as a CPU would write them. At the end every CPU flushes its final
@@ -72,6 +74,21 @@ void set_field(uint8_t* ev, uint16_t type, const std::string& name, const std::s
         return;
     }
     fail(line, std::string("event type ") + trace_event_type_name(type) + " has no field '" + name + "'");
+}
+
+// A stack event's frames=a,b,c: appended after the fixed part; nframes set to their count.
+void add_frames(std::vector<uint8_t>& ev, const std::string& value, size_t line) {
+    std::stringstream ss(value);
+    uint16_t n = 0;
+    for (std::string item; std::getline(ss, item, ',');) {
+        if (n == kTraceMaxStackFrames) fail(line, "more than " + std::to_string(kTraceMaxStackFrames) + " frames");
+        const uint64_t v = std::stoull(item, nullptr, 0);
+        const size_t at = ev.size();
+        ev.resize(at + 8);
+        std::memcpy(ev.data() + at, &v, 8);
+        n++;
+    }
+    std::memcpy(ev.data() + offsetof(TraceStackEvent, nframes), &n, sizeof n);
 }
 
 struct Out {
@@ -183,6 +200,10 @@ int main(int argc, char** argv) {
         for (size_t i = at + 5; i < tok.size(); i++) {
             const auto eq = tok[i].find('=');
             if (eq == std::string::npos) fail(line, "expected field=value, not '" + tok[i] + "'");
+            if (trace_event_has_frames(type) && tok[i].substr(0, eq) == collect::kStackFramesField) {
+                add_frames(ev, tok[i].substr(eq + 1), line);
+                continue;
+            }
             set_field(ev.data(), type, tok[i].substr(0, eq), tok[i].substr(eq + 1), line);
         }
         for (uint64_t r = 0; r < repeat; r++) ops.push_back({0, tsc0 + r * step, cpu, tid, pid, type, ev});

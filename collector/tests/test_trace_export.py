@@ -75,7 +75,7 @@ def test_ctf_events_and_fields_equal_the_native_trace(trace, tmp_path):
         assert rows[1]["begin"] == min(mine) and rows[-1]["end"] == max(mine)
         assert all(a["end"] <= b["begin"] for a, b in zip(rows, rows[1:]))
     names = {e["name"] for e in events}
-    assert len(names) == 15, names
+    assert len(names) == 21, names
 
 
 def test_babeltrace2_prints_every_event_without_warnings(trace, tmp_path):

@@ -47,7 +47,10 @@ trap_common:
     push %r15
     mov %rsp, %rdi
     cld
-    call trap_dispatch
+    testb $3, 144(%rsp)            /* cs again, above the 15 registers, vector and error */
+    jz 3f
+    xor %ebp, %ebp                 /* from ring 3: the kernel's frame chain ends here (stack walks) */
+3:  call trap_dispatch
 .globl trap_return
 trap_return:
     pop %r15

@@ -13,10 +13,12 @@
 #include "kvm.h"
 #include "lapic.h"
 #include "lockstat.h"
+#include "locktrace_stacks.h"
 #include "mem.h"
 #include "proc.h"
 #include "region.h"
 #include "sched.h"
+#include "trap.h"
 
 namespace {
 
@@ -39,6 +41,7 @@ struct Published {
     uint32_t stopping;  // 1: disarm at the next tick
     uint32_t groups;
     uint32_t profile_interval;
+    uint32_t stack_flags;   // groups whose events get a stack
     uint64_t flush_cycles;  // FlushTimer in clock cycles; 0: never
 } pub;
 
@@ -67,6 +70,7 @@ void arm_here(LocktraceCpu& c, uint32_t cpu) {
     c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
     c.session_id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
     const uint32_t groups = __atomic_load_n(&pub.groups, __ATOMIC_RELAXED);
+    c.stack_flags = __atomic_load_n(&pub.stack_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&c.groups, groups, __ATOMIC_RELEASE);
     // Ring-3 lock code on this CPU (lockbench) sees the session here.
     __atomic_store_n(&lockstat_this_cpu()->trace_groups, groups, __ATOMIC_RELEASE);
@@ -75,6 +79,9 @@ void arm_here(LocktraceCpu& c, uint32_t cpu) {
 void disarm_here(LocktraceCpu& c) {
     __atomic_store_n(&c.groups, 0u, __ATOMIC_RELAXED);  // no new events from here on
     __atomic_store_n(&lockstat_this_cpu()->trace_groups, 0u, __ATOMIC_RELAXED);
+    // Every stack still cached, and the cache's counters, before the final buffer.
+    if (c.stack_flags) locktrace_stack_rundown(c.writer.cpu, now());
+    c.stack_flags = 0;
     lt::flush(c.writer, spinlab::kTraceBufferFinal);
     __atomic_store_n(&c.session_id, c.session_id | (1ull << 63), __ATOMIC_RELEASE);  // "done"
 }
@@ -82,9 +89,12 @@ void disarm_here(LocktraceCpu& c) {
 uint32_t tid_of(const Thread* t) { return t ? uint32_t(t->tid) : 0; }
 uint32_t pid_of(const Thread* t) { return t && t->proc ? uint32_t(t->proc->pid) : 0; }
 
-// BeginWrite/EndWrite of one core event of type E on this CPU, interrupts off around it.
+// BeginWrite/EndWrite of one core event of type E on this CPU, interrupts off around it, then
+// its stack when the session asks for one: the interrupted context's when stack_tf is given
+// (a profile sample), else the caller's.
 template <class E, class Fill>
-bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill) {
+bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill,
+                 const TrapFrame* stack_tf = nullptr) {
     const uint64_t f = irq_save();
     const uint32_t cpu = cpu_number();
     LocktraceCpu& c = cpus[cpu];
@@ -99,6 +109,10 @@ bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill)
             fill(*e);
             lt::end_write(c.writer, sizeof(E), tsc);
             ok = true;
+            if (c.stack_flags & group) {
+                if (stack_tf) locktrace_stack_trap(cpu, uint16_t(type), tsc, stack_tf);
+                else locktrace_stack_here(cpu, uint16_t(type), tsc);
+            }
         }
     }
     irq_restore(f);
@@ -162,6 +176,8 @@ spinlab::Status start(const spinlab::TraceSessionInformation& in) {
     last = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area))->session;
     __atomic_store_n(&pub.groups, in.enable_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&pub.profile_interval, in.profile_interval, __ATOMIC_RELAXED);
+    __atomic_store_n(&pub.stack_flags, locktrace_stacks_start(g_ncpus) & in.enable_flags,
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&pub.flush_cycles, uint64_t(in.flush_timer_ms) * (g_tsc_hz / 1000),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&pub.stopping, 0u, __ATOMIC_RELAXED);
@@ -232,7 +248,11 @@ void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_t
         const Thread* t = this_cpu()->current;
         const lt::ReleaseContext rc{&c.writer, &c.countdowns, &g_spinlock_params, groups,
                                     g_lockcfg.long_wait_cycles, tid_of(t), pid_of(t)};
+        const uint64_t written = c.writer.ctl->events_written;
         lt::trace_spinlock_release(rc, l, release_tsc);
+        if ((c.stack_flags & (spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait)) &&
+            c.writer.ctl->events_written != written)
+            locktrace_stack_here(cpu, uint16_t(TraceEventType::kSpinlock), release_tsc);
     }
     irq_restore(f);
 }
@@ -254,13 +274,18 @@ bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
             e->rules = rules;
             e->reserved = 0;
             lt::end_write(c.writer, size, tsc);
+            // The system call's kernel frames, then the program's: where it took the lock.
+            if (c.stack_flags & (spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait))
+                locktrace_stack_here(cpu, uint16_t(TraceEventType::kSpinlock), tsc);
         }
     }
     irq_restore(f);
     return rules != 0;
 }
 
-void locktrace_tick_impl(uint64_t rip, bool user_mode) {
+void locktrace_tick_impl(const TrapFrame* tf) {
+    const uint64_t rip = tf->rip;
+    const bool user_mode = trap_from_user(tf);
     const uint32_t cpu = cpu_number();
     LocktraceCpu& c = cpus[cpu];
     const uint32_t state = __atomic_load_n(&pub.state, __ATOMIC_ACQUIRE);
@@ -285,7 +310,8 @@ void locktrace_tick_impl(uint64_t rip, bool user_mode) {
                                                     e.instruction_pointer = rip;
                                                     e.user_mode = user_mode;
                                                     e.reserved = 0;
-                                                });
+                                                },
+                                                tf);
     }
 }
 

@@ -28,10 +28,12 @@
 #include "prcb.h"
 
 struct Thread;
+struct TrapFrame;
 
 struct LocktraceCpu {
     uint32_t groups;         // enable flags while armed, else 0 (read by this CPU's lock paths)
     uint32_t profile_left;   // timer ticks until the next profile sample
+    uint32_t stack_flags;    // groups whose events get a stack (kern/locktrace_stacks.h) while armed
     uint64_t session_id;     // the session this CPU armed for
     spinlab::locktrace::Writer writer;
     spinlab::locktrace::SampleCountdowns countdowns;
@@ -55,10 +57,11 @@ void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_t
 // empty inline function.
 constexpr bool kLocktraceBuilt = spinlab::lockstat::kBuildLevel != spinlab::InstrumentLevel::kOff;
 
-// Every CPU's timer interrupt (interrupts off): arm/disarm, FlushTimer, profile samples.
-void locktrace_tick_impl(uint64_t rip, bool user_mode);
-inline void locktrace_tick(uint64_t rip, bool user_mode) {
-    if constexpr (kLocktraceBuilt) locktrace_tick_impl(rip, user_mode);
+// Every CPU's timer interrupt (interrupts off): arm/disarm, FlushTimer, profile samples (with
+// the interrupted context's stack when asked for).
+void locktrace_tick_impl(const TrapFrame* tf);
+inline void locktrace_tick(const TrapFrame* tf) {
+    if constexpr (kLocktraceBuilt) locktrace_tick_impl(tf);
 }
 
 // Session control and status (sysinfo). Status values of spinlab/status.h.

@@ -12,6 +12,7 @@
 #include "lockclass.h"
 #include "lockstat.h"
 #include "locktrace.h"
+#include "locktrace_stacks.h"
 #include "prcb.h"
 #include "spinlock.h"
 
@@ -97,6 +98,10 @@ void sysinfo_init() {
             return locktrace_control(in);
         };
         ctx.trace_query = [](void*, spinlab::TraceSessionInformation* out) { locktrace_query(out); };
+        ctx.stacks_set = [](void*, const spinlab::TraceStackInformation& in) {
+            return locktrace_stacks_set(in);
+        };
+        ctx.stacks_query = [](void*, spinlab::TraceStackInformation* out) { locktrace_stacks_query(out); };
     }
     ctx.trace_arg = nullptr;
 }

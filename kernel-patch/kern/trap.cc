@@ -99,7 +99,7 @@ extern "C" void trap_dispatch(TrapFrame* tf) {
     case kVectorTimer:
         c->ticks++;
         lapic_eoi();
-        locktrace_tick(tf->rip, trap_from_user(tf));  // arm/disarm, FlushTimer, profile
+        locktrace_tick(tf);  // arm/disarm, FlushTimer, profile
         sched_tick();
         break;
     case kVectorCom1:

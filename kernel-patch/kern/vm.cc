@@ -47,10 +47,7 @@ void free_level(uint64_t* t, int level) {
 
 // Walks [va, va + n) a page at a time, handing fn the kernel address of each piece.
 template <class Fn>
-int64_t for_each_piece(AddressSpace* as, uint64_t va, size_t n, bool write, bool check_wp, Fn fn) {
-    if (n == 0) return 0;
-    if (!user_range_ok(va, n)) return -spinlab::kErrFault;
-    SpinGuardIrq g(&as->lock);
+int64_t for_each_piece_locked(AddressSpace* as, uint64_t va, size_t n, bool write, bool check_wp, Fn fn) {
     size_t done = 0;
     while (done < n) {
         uint64_t a = va + done;
@@ -63,6 +60,14 @@ int64_t for_each_piece(AddressSpace* as, uint64_t va, size_t n, bool write, bool
         done += chunk;
     }
     return 0;
+}
+
+template <class Fn>
+int64_t for_each_piece(AddressSpace* as, uint64_t va, size_t n, bool write, bool check_wp, Fn fn) {
+    if (n == 0) return 0;
+    if (!user_range_ok(va, n)) return -spinlab::kErrFault;
+    SpinGuardIrq g(&as->lock);
+    return for_each_piece_locked(as, va, n, write, check_wp, fn);
 }
 
 }  // namespace
@@ -136,6 +141,14 @@ int64_t copy_from_user(AddressSpace* as, void* dst, uint64_t src, size_t n) {
     auto* d = static_cast<uint8_t*>(dst);
     return for_each_piece(as, src, n, false, true,
                           [&](uint8_t* k, size_t off, size_t len) { __builtin_memcpy(d + off, k, len); });
+}
+
+int64_t copy_from_user_active(AddressSpace* as, void* dst, uint64_t src, size_t n) {
+    if (n == 0) return 0;
+    if (!user_range_ok(src, n) || arch::read_cr3() != as->pml4) return -spinlab::kErrFault;
+    auto* d = static_cast<uint8_t*>(dst);
+    return for_each_piece_locked(as, src, n, false, true,
+                                 [&](uint8_t* k, size_t off, size_t len) { __builtin_memcpy(d + off, k, len); });
 }
 
 int64_t copy_to_user(AddressSpace* as, uint64_t dst, const void* src, size_t n) {

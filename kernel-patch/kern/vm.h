@@ -31,6 +31,12 @@ bool as_map_shared(AddressSpace* as, uint64_t va, uint64_t pa, uint64_t len, boo
 // writes) read-only.
 int64_t copy_from_user(AddressSpace* as, void* dst, uint64_t src, size_t n);
 int64_t copy_to_user(AddressSpace* as, uint64_t dst, const void* src, size_t n);
+// copy_from_user for the trace's stack walker, which runs inside lock paths (a spinlock's
+// release hook, interrupts off) and so must take no lock, not even as->lock: the same checks,
+// on the address space active on this CPU only (-kErrFault otherwise). Its page tables are live
+// without the lock: tables are freed only by as_destroy, never while the space is active, and a
+// concurrent map only fills entries (either value read is a valid walk).
+int64_t copy_from_user_active(AddressSpace* as, void* dst, uint64_t src, size_t n);
 // Copies a NUL-terminated string of at most max-1 characters: -kErrFault, or -kErrInval when
 // too long.
 int64_t copy_string_from_user(AddressSpace* as, char* dst, uint64_t src, size_t max);

@@ -45,7 +45,16 @@ BufferError parse_buffer(const void* data, size_t len, BufferView* out, uint32_t
             return fail(BufferError::kBadEventSize, off);
         const uint32_t want = trace_event_size(e.type);
         if (want == 0) return fail(BufferError::kUnknownType, off);
-        if (want != e.size) return fail(BufferError::kSizeMismatch, off);
+        if (trace_event_has_frames(e.type)) {
+            // The fixed part, then exactly nframes frames.
+            if (e.size < want) return fail(BufferError::kSizeMismatch, off);
+            uint16_t nframes;
+            __builtin_memcpy(&nframes, p + off + offsetof(TraceStackEvent, nframes), sizeof nframes);
+            if (nframes > kTraceMaxStackFrames || e.size != want + 8u * nframes)
+                return fail(BufferError::kSizeMismatch, off);
+        } else if (want != e.size) {
+            return fail(BufferError::kSizeMismatch, off);
+        }
         if (e.cpu != h.cpu) return fail(BufferError::kBadCpu, off);
         off += e.size;
         count++;

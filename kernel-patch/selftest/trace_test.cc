@@ -13,6 +13,7 @@
 #include "../kern/lockclass.h"
 #include "../kern/lockstat.h"
 #include "../kern/locktrace.h"
+#include "../kern/locktrace_stacks.h"
 #include "../kern/prcb.h"
 #include "../kern/sched.h"
 #include "../kern/selftest.h"
@@ -21,6 +22,7 @@
 #include "../locktrace/buffer_parser.h"
 #include "../locktrace/drain.h"
 #include "../locktrace/session.h"
+#include "../locktrace/stack_settings.h"
 #include "../sysinfo/memory_buffer.h"
 
 namespace {
@@ -302,11 +304,139 @@ void circular_keeps_the_newest() {
     TEST_CHECK_EQ(gaps, 0);
 }
 
+// --- call stacks ------------------------------------------------------------------------------
+
+Status stacks_set(spinlab::TraceStackInformation& s) {
+    s.event_trace_information_class = spinlab::kSpinlabTraceStacks;
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
+    uint32_t r;
+    return Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+                              si::memory_buffer(st), true, &r));
+}
+
+spinlab::TraceStackInformation stacks_query() {
+    spinlab::TraceStackInformation s{};
+    s.event_trace_information_class = spinlab::kSpinlabTraceStacks;
+    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
+    uint32_t r;
+    const Status q = Status(sysinfo_query(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
+                                          si::memory_buffer(st), &r));
+    if (q != Status::kSuccess) selftest_fail(__FILE__, __LINE__, "stacks query: %s", spinlab::status_name(q));
+    return s;
+}
+
+// A known call chain: outer -> middle -> inner, which holds lock_t past the hold threshold (an
+// event at its release). Each records where it returns to in its caller: the stack of that
+// event must hold those return addresses, in this order, after inner's own frames.
+uint64_t ret_into_middle, ret_into_outer;
+__attribute__((noinline)) void stack_chain_inner() {
+    ret_into_middle = uint64_t(__builtin_return_address(0));
+    spin_lock(&lock_t);
+    const uint64_t until = arch::rdtsc_lfence() + 2 * spinlab::kMinHoldThreshold;
+    while (arch::rdtsc_lfence() < until) arch::pause();
+    spin_unlock(&lock_t);
+    asm volatile("" ::: "memory");  // no tail call: this frame stays on the stack
+}
+__attribute__((noinline)) void stack_chain_middle() {
+    ret_into_outer = uint64_t(__builtin_return_address(0));
+    stack_chain_inner();
+    asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void stack_chain_outer(int, void*) {
+    stack_chain_middle();
+    asm volatile("" ::: "memory");
+}
+
+void stacks_on_spinlock_events_hold_the_known_chain() {
+    if (!kLocktraceBuilt) return;
+    // Validation: a refused setting names nothing new and changes nothing.
+    spinlab::TraceStackInformation s = lt::default_stack_settings();
+    const spinlab::TraceStackInformation before = stacks_query();
+    s.stack_flags = spinlab::kTraceGroupProcessThread;  // no stacks on process events
+    TEST_CHECK_STATUS(stacks_set(s), Status::kInvalidParameter);
+    s = lt::default_stack_settings();
+    s.max_depth = spinlab::kTraceMaxStackFrames + 1;
+    TEST_CHECK_STATUS(stacks_set(s), Status::kInvalidParameter);
+    TEST_CHECK_EQ(stacks_query().stack_flags, before.stack_flags);
+    TEST_CHECK_EQ(stacks_query().max_depth, before.max_depth);
+    // Clamped, not refused.
+    s = lt::default_stack_settings();
+    s.bucket_count = 4097;
+    s.cache_size = 1;
+    TEST_CHECK_STATUS(stacks_set(s), Status::kSuccess);
+    TEST_CHECK_EQ(stacks_query().bucket_count, spinlab::kTraceMaxBucketCount);
+    TEST_CHECK_EQ(stacks_query().cache_size, spinlab::kTraceMinStackCacheSize);
+    if (kLevel != spinlab::InstrumentLevel::kFull) return;  // spinlock events need full
+
+    s = lt::default_stack_settings();
+    s.stack_flags = spinlab::kTraceGroupSpinlock;
+    s.bucket_count = 255;
+    TEST_CHECK_STATUS(stacks_set(s), Status::kSuccess);
+    set_spin_params(1, 1);
+    start(params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime));
+    TEST_CHECK_STATUS(stacks_set(s), Status::kInvalidParameter);  // not while a session runs
+    TEST_CHECK_EQ(stacks_query().bucket_count, 256u);
+    run_on_cpus(1, stack_chain_outer, nullptr);
+    run_on_cpus(1, stack_chain_outer, nullptr);  // the same stack again: a hit
+    stop();
+    TEST_CHECK_EQ(trace_query().totals.events_lost, 0);
+    // The chain's events: a hold event of lock_t, then its stack (definition + reference).
+    uint64_t chains = 0, refs = 0, defs = 0, rundowns = 0, counters = 0, bad_end = 0;
+    uint64_t pending_tsc = 0, chain_key = 0, chain_refs = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++)
+        TEST_CHECK_EQ(for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+                          using T = spinlab::TraceEventType;
+                          if (h.type == uint16_t(T::kSpinlock)) {
+                              spinlab::TraceSpinlockEvent e;
+                              __builtin_memcpy(&e, p, sizeof e);
+                              pending_tsc = e.lock_address == uint64_t(&lock_t.core) &&
+                                                    (e.rules & spinlab::kTraceRuleHold) ? h.tsc : 0;
+                              return;
+                          }
+                          if (h.type == uint16_t(T::kStackCacheCounters)) counters++;
+                          if (!spinlab::trace_event_has_frames(h.type)) return;
+                          spinlab::TraceStackEvent e;
+                          __builtin_memcpy(&e, p, sizeof e);
+                          const uint64_t* f = reinterpret_cast<const uint64_t*>(p + sizeof e);
+                          if (h.type == uint16_t(T::kStackRundown)) rundowns++;
+                          if (h.type == uint16_t(T::kStackReference)) {
+                              refs++;
+                              if (pending_tsc && e.event_tsc == pending_tsc && e.key == chain_key) chain_refs++;
+                          }
+                          if (h.type != uint16_t(T::kStackDefinition)) return;
+                          defs++;
+                          for (uint32_t i = 1; i + 1 < e.nframes; i++)
+                              if (f[i] == ret_into_middle && f[i + 1] == ret_into_outer) {
+                                  chains++;
+                                  chain_key = e.key;
+                                  if (e.walk_end != uint8_t(spinlab::TraceStackEnd::kEnd) ||
+                                      e.user_end != uint8_t(spinlab::TraceStackEnd::kNone))
+                                      bad_end++;
+                              }
+                      }),
+                      0);
+    kprintf("trace: stacks: %lu definitions, %lu references, %lu rundowns, chain referenced %lu times\n",
+            defs, refs, rundowns, chain_refs);
+    TEST_CHECK_EQ(chains, 1);      // defined once (both runs on CPU 0: one cache)
+    TEST_CHECK_EQ(chain_refs, 2);  // referenced by both hold events
+    TEST_CHECK_EQ(bad_end, 0);     // a kernel thread's walk ends at its first frame
+    TEST_CHECK(refs >= 2);
+    TEST_CHECK_EQ(counters, g_ncpus);
+    const spinlab::TraceStackInformation q = stacks_query();
+    TEST_CHECK_EQ(q.definitions_written, defs);
+    TEST_CHECK_EQ(q.rundowns_written, rundowns);
+    TEST_CHECK(rundowns >= 1);
+    TEST_CHECK(q.hits >= 1);
+    s = lt::default_stack_settings();  // leave stacks off for the other tests
+    TEST_CHECK_STATUS(stacks_set(s), Status::kSuccess);
+}
+
 const SelfTest kTests[] = {
     {"control_through_sysinfo", control_through_sysinfo},
     {"contended_events_equal_counters", contended_events_equal_counters},
     {"context_switches_pair_per_cpu", context_switches_pair_per_cpu},
     {"circular_keeps_the_newest", circular_keeps_the_newest},
+    {"stacks_on_spinlock_events_hold_the_known_chain", stacks_on_spinlock_events_hold_the_known_chain},
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "../lockstat/perf_record.h"
 #include "../locktrace/session.h"
+#include "../locktrace/stack_settings.h"
 
 namespace spinlab::sysinfo {
 
@@ -47,6 +48,8 @@ bool read_trace_subclass(const Buffer& buf, const Context& ctx, uint32_t* sub, A
         want = sizeof(EventTraceSpinlockInformation);
     } else if (*sub == kSpinlabTraceSession && ctx.trace_control != nullptr) {
         want = sizeof(TraceSessionInformation);
+    } else if (*sub == kSpinlabTraceStacks && ctx.stacks_set != nullptr) {
+        want = sizeof(TraceStackInformation);
     } else {
         *stop = fail(Status::kInvalidInfoClass);
         return false;
@@ -68,6 +71,12 @@ Answer query_trace(const Buffer& buf, const Context& ctx) {
         if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
         return ok(sizeof out);
     }
+    if (sub == kSpinlabTraceStacks) {
+        TraceStackInformation out;
+        ctx.stacks_query(ctx.trace_arg, &out);
+        if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+        return ok(sizeof out);
+    }
     const EventTraceSpinlockInformation out = lockstat::query_spinlock_params(*ctx.params);
     if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
     return ok(sizeof out);
@@ -84,6 +93,12 @@ Answer set_trace(const Buffer& buf, Context& ctx) {
         if (start && locktrace::first_invalid_session_param(in) != nullptr)
             return fail(Status::kInvalidParameter);
         return {ctx.trace_control(ctx.trace_arg, in), 0};
+    }
+    if (sub == kSpinlabTraceStacks) {
+        TraceStackInformation in;
+        if (!buf.copy_in(buf.ctx, 0, &in, sizeof in)) return fail(Status::kAccessViolation);
+        if (locktrace::first_invalid_stack_param(in) != nullptr) return fail(Status::kInvalidParameter);
+        return {ctx.stacks_set(ctx.trace_arg, in), 0};
     }
     EventTraceSpinlockInformation in;
     if (!buf.copy_in(buf.ctx, 0, &in, sizeof in)) return fail(Status::kAccessViolation);

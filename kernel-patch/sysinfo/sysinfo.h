@@ -58,6 +58,11 @@ struct Context {
     // the live session.
     Status (*trace_control)(void* arg, const TraceSessionInformation& in);
     void (*trace_query)(void* arg, TraceSessionInformation* out);
+    // Call-stack settings (sub-class kSpinlabTraceStacks), or null. stacks_set gets settings that
+    // passed first_invalid_stack_param (locktrace/stack_settings.h); stacks_query fills them in
+    // with the counters.
+    Status (*stacks_set)(void* arg, const TraceStackInformation& in);
+    void (*stacks_query)(void* arg, TraceStackInformation* out);
     void* trace_arg;
 };
 

@@ -90,6 +90,8 @@ class SysinfoTest : public ::testing::Test {
                        this,
                        nullptr,
                        nullptr,
+                       nullptr,
+                       nullptr,
                        nullptr};
         // CPU 0: class 0 two uncontended, class 1 one 300-cycle wait; CPU 1: class 1 one
         // 5000-cycle wait and an overflow.

@@ -190,6 +190,46 @@ static_assert(offsetof(TraceSessionInformation, state) == 0x28, "ABI");
 static_assert(offsetof(TraceSessionInformation, session_id) == 0x38, "ABI");
 static_assert(offsetof(TraceSessionInformation, totals) == 0x50, "ABI");
 
+// Call stacks on events (the stack-walk and stack-caching settings of Windows' kernel logger):
+// sub-class kSpinlabTraceStacks of SystemPerformanceTraceInformation (0x1F). Set (privileged,
+// refused while a session runs): the settings the next start uses. Query: those settings as
+// clamped, and the current or last session's cache counters summed over its CPUs.
+// StackFlags, StackCaching and MaxStackDepth are validated as the session parameters are (out of
+// range: kInvalidParameter naming the field, nothing changes); BucketCount and CacheSize are
+// clamped, never refused, as Windows does (seed 003).
+inline constexpr uint32_t kSpinlabTraceStacks = 0x5302;
+// Groups whose events can carry a stack: spinlock and long-wait (spinlock events), context
+// switch, ready thread, system call enter/exit, profile samples.
+inline constexpr uint32_t kTraceStackGroups = kTraceGroupSpinlock | kTraceGroupContextSwitch |
+                                              kTraceGroupReadyThread | kTraceGroupSyscall |
+                                              kTraceGroupProfile | kTraceGroupLongWait;
+inline constexpr uint32_t kTraceMinBucketCount = 256, kTraceMaxBucketCount = 4096;
+inline constexpr uint64_t kTraceMinStackCacheSize = 0x300000, kTraceMaxStackCacheSize = 0x3200000;
+
+struct TraceStackInformation {
+    uint32_t event_trace_information_class;  // kSpinlabTraceStacks
+    uint32_t stack_flags;    // StackFlags: kTraceGroup* bits (within kTraceStackGroups) whose
+                             // events get a stack; 0: none
+    uint32_t caching;        // StackCaching: 1 the stack cache (references), 0 every stack inline
+    uint32_t max_depth;      // MaxStackDepth: frames per stack, 1..kTraceMaxStackFrames
+    uint32_t bucket_count;   // BucketCount: clamped to 256..4096 (0: 256); bucket = hash % count
+    uint32_t reserved0;
+    uint64_t cache_size;     // CacheSize: bytes of 32-frame pieces for all CPUs together, clamped
+                             // to 3 MB..50 MB (0: 3 MB)
+    // Out (query): the current or last session's counters, summed over CPUs.
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t uncached;
+    uint64_t evictions;
+    uint64_t definitions_written;
+    uint64_t deletes_written;
+    uint64_t rundowns_written;
+    uint64_t walks_stopped;
+};
+static_assert(sizeof(TraceStackInformation) == 96, "ABI");
+static_assert(offsetof(TraceStackInformation, cache_size) == 24, "ABI");
+static_assert(offsetof(TraceStackInformation, hits) == 32, "ABI");
+
 // --- the trace area in the shared region --------------------------------------------------------
 
 inline constexpr uint64_t kTraceAreaMagic = 0x41455241434C5053ULL;  // bytes "SPLCAREA"
@@ -223,7 +263,15 @@ struct TraceCpuControl {
     uint64_t log_buffers_lost;   // LogBuffersLost
     uint64_t bytes_written;      // event bytes in published buffers
     uint64_t stalls;             // no-drop-stall: times a writer waited for a buffer
-    uint64_t cpu_reserved[15];
+    uint64_t stack_hits;         // the stack cache (TraceStackInformation's counters)
+    uint64_t stack_misses;
+    uint64_t stack_uncached;
+    uint64_t stack_evictions;
+    uint64_t stack_definitions_written;
+    uint64_t stack_deletes_written;
+    uint64_t stack_rundowns_written;
+    uint64_t stack_walks_stopped;
+    uint64_t cpu_reserved[7];
     // Written by the host (release on `consumed`):
     uint64_t consumed;               // buffers taken and given back
     uint64_t realtime_buffers_lost;  // RealTimeBuffersLost
@@ -268,8 +316,15 @@ enum class TraceEventType : uint16_t {
     kMemoryMap = 13,       // TraceMemoryEvent
     kMemoryUnmap = 14,     // TraceMemoryEvent
     kSystemConfig = 15,    // TraceSystemConfigEvent: at session end
+    // Call stacks (TraceStackEvent + nframes frames; see "call stacks" below).
+    kStackDefinition = 16, // first use of a cached stack on this CPU: its key and frames
+    kStackReference = 17,  // the stack of the event just before it, by key (no frames)
+    kStackDelete = 18,     // a cached stack evicted: key and frames; the key is never used again
+    kStackRundown = 19,    // a stack still cached when the session stopped: key and frames
+    kStackWalk = 20,       // the stack of the event just before it, frames inline (not cached)
+    kStackCacheCounters = 21,  // TraceStackCountersEvent: this CPU's cache at session stop
 };
-inline constexpr uint16_t kTraceEventTypeMax = 15;
+inline constexpr uint16_t kTraceEventTypeMax = 21;
 
 // Every event starts with this header; the payload of its type follows. size is a multiple of 8.
 struct TraceEventHeader {
@@ -417,7 +472,81 @@ struct TraceSystemConfigEvent {
 };
 static_assert(sizeof(TraceSystemConfigEvent) == 24 + 80, "ABI");
 
-// Payload size of each type (0: unknown type), for the writer and every reader.
+// --- call stacks (the stack cache of Windows' kernel logger) -----------------------------------
+//
+// A stack is a frame-pointer walk: frames[0] is where the event was written (or, for a profile
+// sample, where the timer interrupted), then each return address outward. Kernel frames come
+// first, then the user part of a thread in a system call or interrupted in ring 3: addresses
+// below kUserBase (512 GiB) are the kernel's, the rest the process's program.
+//
+// An event with a stack is followed, on its CPU and in its buffer order, by either
+//   kStackWalk       the frames inline (stack caching off, or the cache could not hold it), or
+//   kStackReference  a key into this CPU's stack cache, preceded by kStackDefinition the first
+//                    time the stack was cached (and by kStackDelete for a stack it evicted).
+// Both carry the event's type and TSC, so a reader pairs them even across lost events. Keys are
+// (cpu << 56) | sequence and never reused within a session: a key resolves to exactly one stack,
+// from its definition, its delete or its rundown, wherever those are in the trace; a key none of
+// them names is a lost definition (never guessed). At stop each CPU writes a kStackRundown for
+// every stack still cached, then kStackCacheCounters.
+inline constexpr uint32_t kTraceMaxStackFrames = 256;
+
+// TraceStackEvent.walk_end / user_end (why that part of the walk stopped).
+enum class TraceStackEnd : uint8_t {
+    kEnd = 0,        // the outermost frame (a zero frame pointer or return address)
+    kMaxDepth = 1,   // MaxStackDepth frames
+    kBadFrame = 2,   // a frame pointer outside the stack, misaligned, or not above the last
+    kFault = 3,      // the frame could not be read (user memory unmapped)
+    kNone = 4,       // no such part (user_end of a kernel thread)
+};
+
+constexpr const char* trace_stack_end_name(uint8_t e) {
+    constexpr const char* names[] = {"end", "max-depth", "bad-frame", "fault", "none"};
+    return e < 5 ? names[e] : "invalid";
+}
+
+struct TraceStackEvent {
+    TraceEventHeader h;
+    uint64_t key;         // cache key; 0 for kStackWalk
+    uint64_t event_tsc;   // Reference, Walk: the header TSC of the event the stack belongs to
+    uint16_t event_type;  // Reference, Walk: that event's type
+    uint16_t depth;       // the stack's frames in all
+    uint16_t nframes;     // frames in this event: depth, or 0 for a reference
+    uint8_t walk_end;     // TraceStackEnd of the kernel part (Reference, Walk: of this walk)
+    uint8_t user_end;     // TraceStackEnd of the user part
+    // uint64_t frames[nframes] follow
+};
+static_assert(sizeof(TraceStackEvent) == 24 + 24, "ABI");
+static_assert(offsetof(TraceStackEvent, nframes) == 44, "ABI");
+// The stack types are numbered from 16 on, after the core types (1..15), in this order.
+static_assert(uint16_t(TraceEventType::kStackDefinition) == 16, "ABI");
+static_assert(uint16_t(TraceEventType::kStackReference) == 17, "ABI");
+static_assert(uint16_t(TraceEventType::kStackDelete) == 18, "ABI");
+static_assert(uint16_t(TraceEventType::kStackRundown) == 19, "ABI");
+static_assert(uint16_t(TraceEventType::kStackWalk) == 20, "ABI");
+static_assert(uint16_t(TraceEventType::kStackCacheCounters) == 21, "ABI");
+static_assert(uint8_t(TraceStackEnd::kFault) == 3, "ABI: the same values as stackwalk::WalkEnd");
+
+constexpr bool trace_event_has_frames(uint16_t type) {
+    return type >= uint16_t(TraceEventType::kStackDefinition) &&
+           type <= uint16_t(TraceEventType::kStackWalk);
+}
+
+// The stack cache's counters of one CPU, written at stop (also live in TraceCpuControl).
+struct TraceStackCountersEvent {
+    TraceEventHeader h;
+    uint64_t hits;                 // lookups that found the stack cached
+    uint64_t misses;               // lookups that cached it (a definition was due)
+    uint64_t uncached;             // stacks the cache could not hold (written as kStackWalk)
+    uint64_t evictions;            // stacks evicted (a delete was due)
+    uint64_t definitions_written;  // kStackDefinition events written (misses - lost ones)
+    uint64_t deletes_written;
+    uint64_t rundowns_written;
+    uint64_t walks_stopped;        // walks that met a bad frame or a fault
+};
+static_assert(sizeof(TraceStackCountersEvent) == 24 + 64, "ABI");
+
+// Size of each type's fixed part (0: unknown type), for the writer and every reader. Types with
+// frames (trace_event_has_frames) are this plus 8 * nframes bytes.
 constexpr uint32_t trace_event_size(uint16_t type) {
     switch (static_cast<TraceEventType>(type)) {
         case TraceEventType::kSpinlock:
@@ -445,6 +574,14 @@ constexpr uint32_t trace_event_size(uint16_t type) {
             return sizeof(TraceMemoryEvent);
         case TraceEventType::kSystemConfig:
             return sizeof(TraceSystemConfigEvent);
+        case TraceEventType::kStackDefinition:
+        case TraceEventType::kStackReference:
+        case TraceEventType::kStackDelete:
+        case TraceEventType::kStackRundown:
+        case TraceEventType::kStackWalk:
+            return sizeof(TraceStackEvent);
+        case TraceEventType::kStackCacheCounters:
+            return sizeof(TraceStackCountersEvent);
     }
     return 0;
 }
@@ -481,6 +618,18 @@ constexpr const char* trace_event_type_name(uint16_t type) {
             return "mem-unmap";
         case TraceEventType::kSystemConfig:
             return "sysconfig";
+        case TraceEventType::kStackDefinition:
+            return "stack-def";
+        case TraceEventType::kStackReference:
+            return "stack-ref";
+        case TraceEventType::kStackDelete:
+            return "stack-delete";
+        case TraceEventType::kStackRundown:
+            return "stack-rundown";
+        case TraceEventType::kStackWalk:
+            return "stack-walk";
+        case TraceEventType::kStackCacheCounters:
+            return "stack-counters";
     }
     return "unknown";
 }
