@@ -106,6 +106,19 @@ struct Descriptions {
              "groups, comma-separated: all, spinlock, cswitch, ready, syscall, profile, process, "
              "memory, longwait (default spinlock,longwait)")
             ("profile-interval", po::value<std::string>(), "timer ticks between profile samples (default 1)")
+            ("stack-enable", po::value<std::string>(),
+             "StackFlags: groups whose events get a call stack: spinlock, cswitch, ready, syscall, "
+             "profile, longwait (default none)")
+            ("stack-caching", po::value<std::string>(),
+             "StackCaching: on (default: the stack cache, events carry a key) or off (every stack inline)")
+            ("stack-depth", po::value<std::string>(), "MaxStackDepth: frames per stack, 1..256 (default 32)")
+            ("stack-buckets", po::value<std::string>(),
+             "BucketCount of the stack cache, clamped to 256..4096 (default 256)")
+            ("stack-cache-size", po::value<std::string>(),
+             "CacheSize of the stack cache in bytes for all CPUs, clamped to 3 MB..50 MB (default 3 MB)")
+            ("stacks", po::bool_switch(), "dump: print each event's call stack, symbolized with --kernel and --initrd")
+            ("kernel", po::value<std::string>(), "dump --stacks: the kernel ELF the guest booted (spinlab.elf)")
+            ("initrd", po::value<std::string>(), "dump --stacks: the initrd the guest booted (its bin/ programs)")
             ("clock", po::value<std::string>(),
              "export: the run's clock.json; times become host TSC time (CTF clock offset, Perfetto axis)")
             ("timeline", po::value<std::string>(),
@@ -283,6 +296,21 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
             else throw CollectError(kExitUsage, "--mode must be real-time, circular or no-drop-stall, not '" + m + "'");
         }
         if (vm.count("enable")) t.enable_flags = parse_trace_groups(str("enable"));
+        if (vm.count("stack-enable")) t.stack_flags = parse_trace_groups(str("stack-enable"), "--stack-enable");
+        if (vm.count("stack-caching")) {
+            const std::string m = str("stack-caching");
+            if (m != "on" && m != "off")
+                throw CollectError(kExitUsage, "--stack-caching must be on or off, not '" + m + "'");
+            t.stack_caching = m == "on" ? 1 : 0;
+        }
+        opt_u32("stack-depth", t.stack_depth);
+        opt_u32("stack-buckets", t.bucket_count);
+        opt_u32("stack-cache-size", t.stack_cache_size);
+        t.stacks = vm.count("stacks") && vm["stacks"].as<bool>();
+        if (vm.count("kernel")) t.kernel_elf = str("kernel");
+        if (vm.count("initrd")) t.initrd = str("initrd");
+        if ((!t.kernel_elf.empty() || !t.initrd.empty()) && !t.stacks)
+            throw CollectError(kExitUsage, "--kernel and --initrd are for trace dump --stacks");
         if (t.action == "record" && c.output.empty())
             throw CollectError(kExitUsage, "trace record needs --output FILE");
         if (vm.count("clock")) t.clock_json = str("clock");

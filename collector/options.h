@@ -24,6 +24,16 @@ struct TraceOptions {
     std::optional<uint32_t> logger_mode;  // TraceLoggerMode
     std::optional<uint32_t> enable_flags;
     std::optional<uint32_t> profile_interval;
+    // Call stacks (TraceStackInformation; start, record):
+    std::optional<uint32_t> stack_flags;
+    std::optional<uint32_t> stack_caching;
+    std::optional<uint32_t> stack_depth;
+    std::optional<uint32_t> bucket_count;
+    std::optional<uint32_t> stack_cache_size;
+    // dump: symbolized stacks under their events, from these ELF files.
+    bool stacks = false;
+    std::string kernel_elf;
+    std::string initrd;
 };
 
 struct Config {

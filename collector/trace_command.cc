@@ -23,9 +23,12 @@
 #include "heartbeat.h"
 #include "locktrace/buffer_parser.h"
 #include "locktrace/session.h"
+#include "locktrace/stack_settings.h"
 #include "locktrace/trace_file.h"
 #include "trace_control.h"
+#include "symbolizer.h"
 #include "trace_recorder.h"
+#include "trace_stack_dump.h"
 #include "trace_text.h"
 
 namespace spinlab::collect {
@@ -54,6 +57,40 @@ TraceSessionInformation start_params(const Config& c) {
     return p;
 }
 
+// The call-stack settings of a start: the defaults (no stacks), overridden by the options given.
+TraceStackInformation stack_params(const Config& c) {
+    TraceStackInformation p = lt::default_stack_settings();
+    const TraceOptions& t = c.trace;
+    if (t.stack_flags) p.stack_flags = *t.stack_flags;
+    if (t.stack_caching) p.caching = *t.stack_caching;
+    if (t.stack_depth) p.max_depth = *t.stack_depth;
+    if (t.bucket_count) p.bucket_count = *t.bucket_count;
+    if (t.stack_cache_size) p.cache_size = *t.stack_cache_size;
+    return p;
+}
+
+bool stack_options_given(const TraceOptions& t) {
+    return t.stack_flags || t.stack_caching || t.stack_depth || t.bucket_count || t.stack_cache_size;
+}
+
+uint32_t stack_field_at(const TraceStackInformation& p, uint32_t offset) {
+    uint32_t v;
+    std::memcpy(&v, reinterpret_cast<const uint8_t*>(&p) + offset, sizeof v);
+    return v;
+}
+
+void print_stacks(const TraceStackInformation& q, std::ostream& out) {
+    out << "StackFlags       " << trace_groups_text(q.stack_flags) << "\n"
+        << "StackCaching     " << (q.caching ? "on" : "off") << "\n"
+        << "MaxStackDepth    " << q.max_depth << "\n"
+        << "BucketCount      " << q.bucket_count << "\n"
+        << "CacheSize        " << q.cache_size << "\n"
+        << "stack cache      hits=" << q.hits << " misses=" << q.misses << " uncached=" << q.uncached
+        << " evictions=" << q.evictions << " definitions_written=" << q.definitions_written
+        << " deletes_written=" << q.deletes_written << " rundowns_written=" << q.rundowns_written
+        << " walks_stopped=" << q.walks_stopped << "\n";
+}
+
 void print_session(const TraceSessionInformation& q, std::ostream& out) {
     out << "state            " << trace_state_name(TraceState(q.state)) << "\n"
         << "session          " << q.session_id << "\n"
@@ -73,6 +110,13 @@ void print_session(const TraceSessionInformation& q, std::ostream& out) {
         << " attempted\n";
 }
 
+// The session, then (a kernel with stacks) the stack settings and the cache counters beside the
+// loss counters.
+void print_status(Session& s, std::ostream& out) {
+    print_session(query_trace_session(s), out);
+    if (auto q = query_trace_stacks(s)) print_stacks(*q, out);
+}
+
 int start(Session& s, const Config& c, std::ostream& out, std::ostream& err, bool quiet = false) {
     const TraceSessionInformation p = start_params(c);
     if (const lt::SessionParamInfo* bad = lt::first_invalid_session_param(p)) {
@@ -81,11 +125,26 @@ int start(Session& s, const Config& c, std::ostream& out, std::ostream& err, boo
             << (*bad->rule ? std::string(" (") + bad->rule + ")" : std::string()) << "\n";
         return kExitUsage;
     }
+    const TraceStackInformation sp = stack_params(c);
+    if (const lt::SessionParamInfo* bad = lt::first_invalid_stack_param(sp)) {
+        err << "spinlab-collect: trace start refused here: " << bad->name << " = "
+            << stack_field_at(sp, bad->offset) << " is outside " << bad->minimum << ".." << bad->maximum
+            << (*bad->rule ? std::string(" (") + bad->rule + ")" : std::string()) << "\n";
+        return kExitUsage;
+    }
+    // Every start says its stack settings (none unless asked), so no earlier start's linger. A
+    // kernel without stacks refuses the sub-class: that matters only when stacks were asked for.
+    if (const Status st = set_trace_stacks(s, sp); st != Status::kSuccess &&
+                                                   (stack_options_given(c.trace) || st != Status::kInvalidInfoClass)) {
+        err << "spinlab-collect: trace start refused: the stack settings: " << status_name(uint32_t(st))
+            << (st == Status::kInvalidParameter ? " (a session is running: trace stop first)" : "") << "\n";
+        return kExitFailure;
+    }
     if (const Status st = start_trace_session(s, p); st != Status::kSuccess) {
         err << "spinlab-collect: trace start refused: " << start_refusal(s, p, st) << "\n";
         return kExitFailure;
     }
-    if (!quiet) print_session(query_trace_session(s), out);
+    if (!quiet) print_status(s, out);
     return 0;
 }
 
@@ -95,7 +154,7 @@ int stop(Session& s, std::ostream& out, std::ostream& err, bool quiet = false) {
             << (st == Status::kInvalidParameter ? ": no session is running" : "") << "\n";
         return kExitFailure;
     }
-    if (!quiet) print_session(query_trace_session(s), out);
+    if (!quiet) print_status(s, out);
     return 0;
 }
 
@@ -177,6 +236,22 @@ int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err) {
     out << "# trace session " << h.session.session_id << ", " << h.cpu_count << " CPUs, TSC "
         << h.tsc_hz << " Hz, mode " << trace_logger_mode_name(TraceLoggerMode(h.session.logger_mode))
         << ", groups " << trace_groups_text(h.session.enable_flags) << "\n";
+    // --stacks: pass 1 learns every stack the trace defines, wherever it is.
+    Symbolizer sym;
+    std::optional<StackDump> stacks;
+    if (c.trace.stacks) {
+        if (!c.trace.kernel_elf.empty()) sym.load_kernel(c.trace.kernel_elf);
+        if (!c.trace.initrd.empty()) sym.load_initrd(c.trace.initrd);
+        stacks.emplace(sym);
+        size_t o = sizeof h;
+        lt::FrameView f;
+        while (lt::next_frame(data.data(), data.size(), &o, &f) == lt::FileError::kNone) {
+            lt::BufferView v;
+            if (f.kind != TraceFrameKind::kBuffer || lt::parse_buffer(f.payload, f.length, &v) != lt::BufferError::kNone)
+                continue;
+            lt::for_each_event(v, [&](const TraceEventHeader& eh, const uint8_t* ev) { stacks->learn(eh, ev); });
+        }
+    }
     size_t off = sizeof h;
     lt::FrameView f;
     lt::FileError e;
@@ -201,6 +276,7 @@ int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err) {
         }
         lt::for_each_event(v, [&](const TraceEventHeader& eh, const uint8_t* ev) {
             out << trace_event_line(eh, ev) << "\n";
+            if (stacks) out << stacks->lines_after(eh, ev);
             events++;
         });
     }
@@ -210,6 +286,7 @@ int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err) {
         return kExitFailure;
     }
     out << "# " << events << " events\n";
+    if (stacks) out << stacks->summary() << "\n";
     return damaged ? kExitFailure : 0;
 }
 
@@ -218,7 +295,7 @@ int run_trace(Session& s, const Config& c, std::ostream& out, std::ostream& err)
     if (a == "start") return start(s, c, out, err);
     if (a == "stop") return stop(s, out, err);
     if (a == "status") {
-        print_session(query_trace_session(s), out);
+        print_status(s, out);
         return 0;
     }
     if (a == "record") return record(s, c, out, err);

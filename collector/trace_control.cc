@@ -46,6 +46,20 @@ Status stop_trace_session(Session& s) {
     return Status(s.channel().set(kInfo, kSpinlabTraceSession, bytes_of(p)).status);
 }
 
+Status set_trace_stacks(Session& s, TraceStackInformation p) {
+    p.event_trace_information_class = kSpinlabTraceStacks;
+    return Status(s.channel().set(kInfo, kSpinlabTraceStacks, bytes_of(p)).status);
+}
+
+std::optional<TraceStackInformation> query_trace_stacks(Session& s) {
+    TraceStackInformation q{};
+    q.event_trace_information_class = kSpinlabTraceStacks;
+    CallResult r = s.channel().query(kInfo, kSpinlabTraceStacks, bytes_of(q), sizeof q);
+    if (r.status != uint32_t(Status::kSuccess) || r.data.size() != sizeof q) return std::nullopt;
+    std::memcpy(&q, r.data.data(), sizeof q);
+    return q;
+}
+
 std::string start_refusal(Session& s, const TraceSessionInformation& p, Status status) {
     std::string why = status_name(uint32_t(status));
     if (status == Status::kInvalidInfoClass) return why;  // no sessions to ask about

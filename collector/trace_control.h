@@ -5,6 +5,8 @@
 #include <spinlab/status.h>
 #include <spinlab/trace.h>
 
+#include <optional>
+
 #include "session.h"
 
 namespace spinlab::collect {
@@ -20,6 +22,13 @@ Status start_trace_session(Session& s, TraceSessionInformation params);
 // Stops the running session: every CPU flushes its last buffer and the configuration event is
 // written. kInvalidParameter when none runs.
 Status stop_trace_session(Session& s);
+
+// The call-stack settings for the next start (sub-class kSpinlabTraceStacks): the guest's status
+// (kInvalidParameter with nothing changed, also while a session runs).
+Status set_trace_stacks(Session& s, TraceStackInformation settings);
+// The settings as clamped and the current or last session's cache counters; nullopt when the
+// guest has no stacks (an older or INSTRUMENT=0 kernel).
+std::optional<TraceStackInformation> query_trace_stacks(Session& s);
 
 // Why a start was refused, as a phrase ("session 3 is already running (trace stop first)").
 std::string start_refusal(Session& s, const TraceSessionInformation& params, Status status);

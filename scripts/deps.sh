@@ -20,7 +20,7 @@ pkgs=(
   help2man man-db bash-completion            # man pages from --help (build), man, completion
   strace                                     # the install test: nothing reads the source tree
   babeltrace2 python3-bt2                    # trace export: CTF read back (tests), trace analysis
-  libdw-dev                                  # trace dump --stacks: guest addresses to names (elfutils)
+  libdw-dev pkg-config                       # trace dump --stacks: guest addresses to names (elfutils)
 )
 if [ "${1:-all}" = slurm ]; then
   pkgs=(slurm-wlm munge)                     # slurmctld, slurmd, sbatch...; munged

@@ -15,8 +15,9 @@ VM = os.path.join(ROOT, "vm-images", "spinlab-vm")
 
 
 @contextlib.contextmanager
-def lockbench_guest(prefix: str):
-    """Yields {name, env, run_dir, state} of a running guest; `spinlab-vm stop` at the end."""
+def lockbench_guest(prefix: str, boot_options: str = ""):
+    """Yields {name, env, run_dir, state} of a running guest; `spinlab-vm stop` at the end.
+    boot_options go before init= (which takes the rest of the line)."""
     for p in (COLLECT, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
         if not os.path.exists(p):
             pytest.fail(f"{p} missing: run `make build` first")
@@ -25,7 +26,8 @@ def lockbench_guest(prefix: str):
     name = f"{prefix}{os.getpid()}"
     try:
         subprocess.run([VM, "start", name, "--cpus", "2", "--accel", "tcg",
-                        "--append", "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
+                        "--append", (boot_options + " " if boot_options else "")
+                        + "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
                        env=env, check=True, stdout=subprocess.DEVNULL)
         state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
         yield {"name": name, "env": env, "run_dir": run_dir, "state": state}

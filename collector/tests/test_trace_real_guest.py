@@ -6,7 +6,10 @@ session with every group enabled into a trace file, `trace dump` prints its even
 file's per-CPU loss counters agree with the guest's (the session is stopped, so exactly); then
 QEMU is killed in the middle of a `trace record` and every whole buffer before the kill is
 still readable. A short recording is also exported (trace export) to CTF, read back with
-babeltrace2, and to Chrome trace-event JSON. Needs `make build` and root for /dev/shm; TCG.
+babeltrace2, and to Chrome trace-event JSON. A recording with call stacks on spinlock events
+prints, with `trace dump --stacks`, the known call chains symbolized in order: the kernel's
+stackprobe thread (boot option stackprobe=on) and lockbench's lock reports from ring 3. Needs
+`make build` and root for /dev/shm; TCG.
 """
 import json
 import os
@@ -18,12 +21,12 @@ import time
 import pytest
 
 import trace_export_check as tx
-from real_guest import COLLECT, lockbench_guest
+from real_guest import COLLECT, ROOT, lockbench_guest
 
 
 @pytest.fixture(scope="module")
 def guest():
-    with lockbench_guest("tr") as g:
+    with lockbench_guest("tr", "stackprobe=on") as g:
         deadline = time.time() + 120
         while collect(g, "trace", "status", check=False).returncode != 0:  # still booting
             assert time.time() < deadline, "the guest never answered"
@@ -123,6 +126,76 @@ def test_export_of_a_real_trace_reads_back_in_babeltrace2_and_perfetto(guest):
     assert tx.check_trace_events(doc) == []
     cpus = {e["tid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 1}
     assert cpus == {0, 1}, "thread slices on both CPUs from the context switches"
+
+
+def stacks_of(dump_text):
+    """[(event line, stack header, [(address, name), ...])] for every event with a stack."""
+    out = []
+    last = {}  # cpu -> its last event that is not a stack event
+    cpu = None
+    for line in dump_text.splitlines():
+        if not line.startswith("#"):
+            cpu = line.split()[1]
+            if not line.split()[4].startswith("stack-"):
+                last[cpu] = line
+        elif line.startswith("#   stack"):  # after its stack-ref (or stack-walk) line
+            out.append((last.get(cpu), line, []))
+        elif line.startswith("#     ") and out:
+            m = re.match(r"#\s+\d+ (0x[0-9a-f]+) (?:\[(\S+)\] )?(.*)$", line)
+            rest = m[3]
+            name = rest.split("+0x")[0] if "+0x" in rest else rest.split(" ")[0]
+            out[-1][2].append((int(m[1], 16), (m[2] + ":" if m[2] else "") + name))
+    return out
+
+
+def names_in_order(names, want):
+    """Whether `want` appears in `names` as a contiguous run."""
+    return any(names[i:i + len(want)] == want for i in range(len(names) - len(want) + 1))
+
+
+def test_stacks_on_spinlock_events_print_symbolized_with_dump_stacks(guest):
+    out = os.path.join(guest["run_dir"], "stacks.trace")
+    # The stackprobe thread holds its lock about 2 M cycles, past the default (and minimum)
+    # SpinLockHoldThreshold of 1 M: every release is a hold event.
+    collect(guest, "trace", "record", "--enable", "spinlock,longwait,process", "--stack-enable",
+            "spinlock", "--duration", "3", "--flush-timer", "50", "-o", out)
+    status_text = collect(guest, "trace", "status").stdout
+    kernel = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
+    initrd = os.path.join(ROOT, "build", "kernel", "initrd.tar")
+    r = subprocess.run([COLLECT, "trace", "dump", out, "--stacks", "--kernel", kernel, "--initrd", initrd],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    stacks = stacks_of(r.stdout)
+    assert stacks, "no stacks in the dump"
+    assert all(" spinlock " in ev for ev, _, _ in stacks), "stacks were asked for spinlock events only"
+    lost = int(re.search(r"EventsLost\s+(\d+)", status_text)[1])
+    summary = re.search(r"# stacks: (\d+) by reference, (\d+) inline, (\d+) lost", r.stdout)
+    assert summary and int(summary[1]) > 0
+    if lost == 0:
+        assert int(summary[3]) == 0 and "LOST" not in r.stdout
+    names = [[n for _, n in frames] for _, _, frames in stacks]
+    # The kernel test thread: released in stackprobe_inner, called from middle, from outer.
+    probe = [n for n in names if "stackprobe_inner" in n]
+    assert probe, "no stack of the stackprobe thread's hold events"
+    assert all(names_in_order(n, ["spin_unlock", "stackprobe_inner", "stackprobe_middle",
+                                  "stackprobe_outer", "thread_entry"]) for n in probe), probe[0]
+    assert all(n[0] == "locktrace_spin_release" for n in probe), probe[0]
+    # The test program: lockbench's workers report their locks' events through a system call,
+    # so the stack is the kernel's system call path, then the program's own frames.
+    user = [n for n in names if any(x.startswith("lockbench:") for x in n)]
+    assert user, "no stack with lockbench's frames"
+    assert any(names_in_order(n, ["locktrace_user_spinlock_impl", "syscall_dispatch", "trap_dispatch",
+                                  "trap_common", "lockbench:(anonymous namespace)::worker",
+                                  "lockbench:(anonymous namespace)::thread_trampoline"])
+               for n in user), user[0]
+    # Nothing unnamed in the kernel or lockbench parts (the AP trampoline's low page aside).
+    for n, (_, _, frames) in zip(names, stacks):
+        assert all(name != "?" for addr, name in frames if addr >= 0x100000), frames
+    # The cache's counters beside the loss counters: every definition written is in the file.
+    defs = len(re.findall(r" stack-def ", r.stdout))
+    m = re.search(r"definitions_written=(\d+)", status_text)
+    assert m and int(m[1]) == defs
+    assert int(re.search(r"hits=(\d+)", status_text)[1]) > 0
 
 
 def test_record_keeps_every_whole_buffer_when_the_vm_dies(guest):

@@ -29,6 +29,8 @@ const bootopt::Spec kSpecs[] = {
     {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark: spinlock"},
     {"pvyield", Kind::kChoice, "on|off", 0, 0,
      "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
+    {"stackprobe", Kind::kChoice, "on|off", 0, 0,
+     "a kernel thread with a known call chain for the stack tests: on|off (default off)"},
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
@@ -69,7 +71,8 @@ void bootopts_init(const char* cmdline) {
     g_boot.pvspin = values[8].set ? uint32_t(values[8].num) : kDefaultPvSpinBound;
     g_boot.bench = values[9].set ? values[9].str : "";
     g_boot.pvyield = values[10].set ? values[10].num == 0 : true;
-    g_boot.init = values[11].set ? values[11].str : "";
+    g_boot.stackprobe = values[11].set && values[11].num == 0;
+    g_boot.init = values[12].set ? values[12].str : "";
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
                         g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,

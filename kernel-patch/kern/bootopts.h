@@ -16,6 +16,7 @@ struct BootOptions {
     uint32_t pvspin;        // pvspin=<n>: spins before the PV lock yields
     const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
     bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
+    bool stackprobe;        // stackprobe=on: kern/stackprobe.h's thread runs
 };
 
 extern BootOptions g_boot;

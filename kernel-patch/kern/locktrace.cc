@@ -109,7 +109,7 @@ bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill,
             fill(*e);
             lt::end_write(c.writer, sizeof(E), tsc);
             ok = true;
-            if (c.stack_flags & group) {
+            if (group != ~0u && (c.stack_flags & group)) {  // ~0u: the configuration event
                 if (stack_tf) locktrace_stack_trap(cpu, uint16_t(type), tsc, stack_tf);
                 else locktrace_stack_here(cpu, uint16_t(type), tsc);
             }
@@ -235,6 +235,7 @@ void locktrace_init() {
     }
     last = lt::default_session_params();
     last.state = uint32_t(TraceState::kIdle);
+    locktrace_stacks_init();
     kprintf("locktrace: trace area %lu KiB (%s)\n", area_size >> 10,
             a && area == a ? "shared region" : "private");
 }

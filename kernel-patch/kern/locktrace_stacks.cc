@@ -32,8 +32,8 @@ CpuStacks stacks[kMaxCpus];
 
 // The settings the next start uses (set) and those of the current or last session. Written by
 // the controlling CPU under the sysinfo set lock while no session runs.
-spinlab::TraceStackInformation pending = lt::default_stack_settings();
-spinlab::TraceStackInformation active = lt::default_stack_settings();
+spinlab::TraceStackInformation pending;  // locktrace_stacks_init
+spinlab::TraceStackInformation active;
 
 uint8_t* memory;  // the caches of all CPUs
 uint64_t memory_pages;
@@ -66,9 +66,12 @@ spinlab::locktrace::StackSample walk(uint32_t cpu, bool kernel, uint64_t rip, ui
     uint32_t n = 0;
     uint8_t kend = uint8_t(TraceStackEnd::kNone), uend = uint8_t(TraceStackEnd::kNone);
     if (kernel) {
-        // A thread's own stack; an idle thread runs on its CPU's boot stack, of the same size.
-        const sw::StackBounds b = t && t->kstack
-                                      ? sw::StackBounds{uint64_t(t->kstack), uint64_t(t->kstack) + kKernelStackSize}
+        // The current thread's own stack, when the walk starts on it. Otherwise this CPU runs
+        // on its boot stack (its idle thread, which also writes the context switches of the
+        // thread it switches to and from), of the same size: bounded from the first frame up.
+        const uint64_t lo = t && t->kstack ? uint64_t(t->kstack) : 0;
+        const sw::StackBounds b = lo && rbp >= lo && rbp < lo + kKernelStackSize
+                                      ? sw::StackBounds{lo, lo + kKernelStackSize}
                                       : sw::StackBounds{rbp, rbp + kKernelStackSize};
         const sw::WalkResult r = sw::walk_frames(rip, rbp, b, read_kernel, nullptr, s.frames, max);
         n = r.depth;
@@ -92,6 +95,8 @@ void write(uint32_t cpu, const spinlab::locktrace::StackSample& sample, uint16_t
 }
 
 }  // namespace
+
+void locktrace_stacks_init() { pending = active = lt::default_stack_settings(); }
 
 spinlab::Status locktrace_stacks_set(const spinlab::TraceStackInformation& in) {
     spinlab::TraceSessionInformation q;

@@ -20,6 +20,8 @@
 
 struct TrapFrame;
 
+void locktrace_stacks_init();  // from locktrace_init: the default settings
+
 // Set (privileged; refused while a session runs) and query. Status values of spinlab/status.h.
 spinlab::Status locktrace_stacks_set(const spinlab::TraceStackInformation& in);
 void locktrace_stacks_query(spinlab::TraceStackInformation* out);

@@ -11,6 +11,7 @@
 #include "gdt.h"
 #include "ioapic.h"
 #include "bench.h"
+#include "stackprobe.h"
 #include "kshell.h"
 #include "kvm.h"
 #include "lockclass.h"
@@ -67,6 +68,7 @@ namespace {
 void main_thread(void*) {
     if (g_boot.selftest[0]) selftest_run(g_boot.selftest);  // does not return
     if (g_boot.bench[0]) bench_run(g_boot.bench);           // does not return
+    if (g_boot.stackprobe) stackprobe_start();
     if (g_boot.init[0]) run_first_program(g_boot.init);
     if (proc_initrd_present()) run_first_program("/bin/sh");
     kshell_run();  // no ramdisk: the kernel's own shell

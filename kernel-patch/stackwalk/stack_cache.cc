@@ -55,7 +55,7 @@ void StackCache::init(void* memory, uint32_t bucket_count, uint64_t piece_budget
         free_head_ = i;
     }
     free_count_ = piece_count_;
-    next_key_ = uint64_t(owner) << 56;
+    next_key_ = (uint64_t(owner) << 56) | 1;  // never 0: 0 means "no key" in the events
     counters_ = {};
 }
 

@@ -13,7 +13,7 @@
 //   uncached  too few free pieces for it (after the eviction): the event carries its frames.
 // At the end of a session the caller writes a RUNDOWN of every cached stack (rundown()).
 //
-// Keys are never reused: (owner << 56) | sequence number, so a reference can only ever resolve
+// Keys are never reused and never 0: (owner << 56) | sequence number from 1, so a reference can only ever resolve
 // to the stack it was made for, even across lost events. Parameters are clamped, not refused,
 // as Windows does: BucketCount 256 (default and minimum) to 4096; CacheSize in bytes, 3 MB
 // (default and minimum) to 50 MB: the session's budget for pieces, shared out among the CPUs'

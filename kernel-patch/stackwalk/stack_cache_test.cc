@@ -62,6 +62,8 @@ TEST(StackCache, FirstUseMissesThenHitsWithTheSameKey) {
     LookupResult a = k.look(f);
     EXPECT_EQ(a.kind, Lookup::kMiss);
     EXPECT_EQ(a.key >> 56, 3u) << "the owner is in the key";
+    Cache k0(256, 8, 0);
+    EXPECT_NE(k0.look(f).key, 0u) << "0 means no key in the events, even for owner 0's first stack";
     LookupResult b = k.look(f);
     EXPECT_EQ(b.kind, Lookup::kHit);
     EXPECT_EQ(b.key, a.key);
