@@ -135,6 +135,10 @@ add_executable(locktrace_benchmark ${SPINLAB_KP}/locktrace/writer_benchmark.cc)
 target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
   Threads::Threads)
 
+# Cycles per stack walk (depth 8/16/32) and per event stack, cached reference vs inline.
+add_executable(stack_benchmark ${SPINLAB_KP}/locktrace/stack_benchmark.cc)
+target_link_libraries(stack_benchmark PRIVATE spinlab_locktrace benchmark::benchmark Threads::Threads)
+
 # stackwalk/: call stacks by frame pointer and the stack cache (seed 003). Pure; the kernel's
 # trace layer uses it for stacks on events (locktrace/stack_events, kern/locktrace_stacks).
 set(SPINLAB_STACKWALK_SOURCES

@@ -25,6 +25,13 @@ echo "       throughput through a /dev/shm file (events/s, MB/s, lost) at severa
 $bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
 
+echo "bench: call stacks: cycles per frame-pointer walk (depth 8/16/32), per event stack cached vs inline"
+$bin/stack_benchmark --benchmark_out="$out/stack-host.json" --benchmark_out_format=json \
+    --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
+
+echo "bench: call stacks in the guest: stack cache hit rate and trace bytes per stack on lockbench, kmix"
+OUT="$out/stacks.json" scripts/bench-stacks.sh
+
 echo "bench: freeze latency (v1/v2 freezer, with and without a hog on the victim's CPU)"
 OUT="$out/freeze-latency.json" scripts/bench-freeze.sh
 
