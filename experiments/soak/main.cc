@@ -320,6 +320,7 @@ void Soak::tick_query() {
                                                 sizeof(SystemConfiguration));
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
         f_.slowest_ms = std::max<int64_t>(f_.slowest_ms, ms);
+        if (ms > 250) std::fprintf(stderr, "soak: slow answer: %ld ms in %s\n", long(ms), cond_name_.c_str());
         if (r.status != uint32_t(Status::kSuccess))
             violation(std::string("a valid query was refused: ") + status_name(r.status));
         else if (r.data.size() != sizeof(SystemConfiguration))

@@ -94,7 +94,10 @@ void channel_init() {
     while (arch::inb(kCom2 + 5) & 1) (void)arch::inb(kCom2);  // drop stale input
     ioapic_route_isa(kCom2Irq, kVectorCom2, g_prcbs[0].apic_id);
     arch::outb(kCom2 + 1, 0x01);
-    if (!thread_spawn("channel", server_main, nullptr)) panic("channel: cannot start its thread");
+    Thread* t = thread_create("channel", server_main, nullptr);
+    if (!t) panic("channel: cannot start its thread");
+    thread_wake_first(t);  // an answer does not wait behind the workload's threads
+    thread_start(t);
 }
 
 void channel_rx_interrupt() {

@@ -63,7 +63,8 @@ void make_runnable_locked(Thread* t) {
     t->state = ThreadState::kRunnable;
     t->wait_chan = nullptr;
     t->wake_tsc = 0;
-    runq.push(t);
+    if (t->wake_first) runq.push_front(t);
+    else runq.push(t);
     kick_for(t);
 }
 
@@ -185,6 +186,11 @@ Thread* thread_create(const char* name, void (*fn)(void*), void* arg, int affini
     ctx->rip = uint64_t(thread_entry);
     t->ctx = ctx;
     return t;
+}
+
+void thread_wake_first(Thread* t) {
+    SpinGuardIrq g(&g_sched_lock);
+    t->wake_first = true;
 }
 
 void thread_start(Thread* t) {

@@ -22,6 +22,7 @@ struct Thread {
     const void* wait_chan;   // what a sleeping thread waits for
     uint64_t wake_tsc;       // timed sleep: wake at this TSC (0 = no deadline)
     bool joined;             // someone will (or did) collect it
+    bool wake_first;         // woken, it goes to the head of the run queue (thread_wake_first)
 
     // Fixed at creation:
     int tid;
@@ -45,6 +46,11 @@ void sched_init_cpu();                 // every CPU: adopt the idle thread for t
 
 Thread* thread_create(const char* name, void (*fn)(void*), void* arg, int affinity = kAnyCpu);
 void thread_start(Thread* t);          // make runnable (created threads start suspended)
+// A service thread that sleeps for I/O and works briefly when woken (the host channel's server):
+// woken, it runs before every thread already queued, as Windows boosts a thread whose I/O
+// completed. Without it an answer waits behind every runnable workload thread for a slice each,
+// which on a throttled, loaded host took over a second. Call before thread_start.
+void thread_wake_first(Thread* t);
 void thread_discard(Thread* t);        // free a created thread that was never started
 Thread* thread_spawn(const char* name, void (*fn)(void*), void* arg, int affinity = kAnyCpu);
 [[noreturn]] void thread_exit(int code);

@@ -1,6 +1,6 @@
 // lib/runqueue.h: the scheduler's run queue: a FIFO of runnable threads, intrusive (the link
-// lives in the thread), picking the first thread allowed on the asking CPU. Pure; the kernel
-// guards it with sched_lock.
+// lives in the thread), picking the first thread allowed on the asking CPU; a thread can also
+// be put at the head (a service thread woken by I/O). Pure; the kernel guards it with sched_lock.
 #pragma once
 #include <stdint.h>
 
@@ -15,6 +15,13 @@ public:
         if (tail_) tail_->rq_next = t;
         else head_ = t;
         tail_ = t;
+        size_++;
+    }
+    // Ahead of every queued thread: the next pick that may run it takes it.
+    void push_front(T* t) {
+        t->rq_next = head_;
+        head_ = t;
+        if (!tail_) tail_ = t;
         size_++;
     }
     // Removes and returns the oldest thread that may run on cpu, or nullptr.

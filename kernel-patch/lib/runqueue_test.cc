@@ -24,6 +24,23 @@ TEST(RunQueue, FifoForUnpinnedThreads) {
     EXPECT_TRUE(q.empty());
 }
 
+TEST(RunQueue, PushFrontGoesAheadOfTheQueueAndKeepsTheTail) {
+    RunQueue<T> q;
+    T a{nullptr, kAnyCpu, 1}, b{nullptr, kAnyCpu, 2}, s{nullptr, kAnyCpu, 9}, e{nullptr, kAnyCpu, 4};
+    q.push_front(&s);  // into an empty queue: head and tail
+    q.push(&a);
+    EXPECT_EQ(q.pick(0)->id, 9);
+    q.push(&b);
+    q.push_front(&s);
+    q.push(&e);
+    EXPECT_EQ(q.size(), 4u);
+    EXPECT_EQ(q.pick(1)->id, 9);
+    EXPECT_EQ(q.pick(1)->id, 1);
+    EXPECT_EQ(q.pick(1)->id, 2);
+    EXPECT_EQ(q.pick(1)->id, 4);
+    EXPECT_TRUE(q.empty());
+}
+
 TEST(RunQueue, PinnedThreadsOnlyOnTheirCpu) {
     RunQueue<T> q;
     T p1{nullptr, 1, 1}, any{nullptr, kAnyCpu, 2}, p0{nullptr, 0, 3};
