@@ -65,6 +65,7 @@ std::vector<uint32_t> classes_to_show(const Config& c, const ClassNames& names,
 int run_command(const Config& c, std::ostream& out, std::ostream& err) {
     if (c.command == "trace" && c.trace.action == "dump") return run_trace_dump(c, out, err);
     if (c.command == "trace" && c.trace.action == "export") return run_trace_export(c, out, err);
+    if (c.command == "trace" && c.trace.action == "stacks") return run_trace_stacks(c, out, err);
     Session s(c);
     if (c.command == "query") return run_query(s, c, out, err);
     if (c.command == "set") return run_set(s, c, out, err);

@@ -23,6 +23,8 @@ int run_trace(Session& s, const Config& c, std::ostream& out, std::ostream& err)
 int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err);
 // `trace export FILE --format ctf|perfetto -o OUT` (no guest needed): trace_export_command.cc.
 int run_trace_export(const Config& c, std::ostream& out, std::ostream& err);
+// trace stacks FILE... -o DIR: folded stacks and the top lock call sites (no guest needed).
+int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err);
 
 // --class values (names or ids) to ids. Throws CollectError(kExitUsage) naming an unknown one.
 std::vector<uint32_t> select_classes(const std::vector<std::string>& wanted,

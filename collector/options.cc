@@ -117,6 +117,7 @@ struct Descriptions {
             ("stack-cache-size", po::value<std::string>(),
              "CacheSize of the stack cache in bytes for all CPUs, clamped to 3 MB..50 MB (default 3 MB)")
             ("stacks", po::bool_switch(), "dump: print each event's call stack, symbolized with --kernel and --initrd")
+            ("top", po::value<std::string>(), "trace stacks: rows of sites.tsv (default 10)")
             ("kernel", po::value<std::string>(), "dump --stacks: the kernel ELF the guest booted (spinlab.elf)")
             ("initrd", po::value<std::string>(), "dump --stacks: the initrd the guest booted (its bin/ programs)")
             ("clock", po::value<std::string>(),
@@ -270,14 +271,18 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
     if (c.command == "trace") {
         if (args.empty())
-            throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record or dump");
+            throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record, dump, export or stacks");
         TraceOptions& t = c.trace;
         t.action = args[0];
         if (t.action != "start" && t.action != "stop" && t.action != "status" &&
-            t.action != "record" && t.action != "dump" && t.action != "export")
+            t.action != "record" && t.action != "dump" && t.action != "export" && t.action != "stacks")
             throw CollectError(kExitUsage, "unknown trace action '" + t.action +
-                                               "': start, stop, status, record, dump or export");
-        if (t.action == "dump" || t.action == "export") {
+                                               "': start, stop, status, record, dump, export or stacks");
+        if (t.action == "stacks") {
+            if (args.size() < 2) throw CollectError(kExitUsage, "trace stacks needs one or more FILEs");
+            t.files.assign(args.begin() + 1, args.end());
+            if (c.output.empty()) throw CollectError(kExitUsage, "trace stacks needs --output DIR");
+        } else if (t.action == "dump" || t.action == "export") {
             if (args.size() != 2) throw CollectError(kExitUsage, "trace " + t.action + " needs one FILE");
             t.file = args[1];
         } else if (args.size() > 1) {
@@ -309,8 +314,9 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         t.stacks = vm.count("stacks") && vm["stacks"].as<bool>();
         if (vm.count("kernel")) t.kernel_elf = str("kernel");
         if (vm.count("initrd")) t.initrd = str("initrd");
-        if ((!t.kernel_elf.empty() || !t.initrd.empty()) && !t.stacks)
-            throw CollectError(kExitUsage, "--kernel and --initrd are for trace dump --stacks");
+        if ((!t.kernel_elf.empty() || !t.initrd.empty()) && !t.stacks && t.action != "stacks")
+            throw CollectError(kExitUsage, "--kernel and --initrd are for trace dump --stacks and trace stacks");
+        if (vm.count("top")) t.top = to_u32("top", str("top"));
         if (t.action == "record" && c.output.empty())
             throw CollectError(kExitUsage, "trace record needs --output FILE");
         if (vm.count("clock")) t.clock_json = str("clock");

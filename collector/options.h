@@ -15,6 +15,8 @@ namespace spinlab::collect {
 struct TraceOptions {
     std::string action;  // start | stop | status | record | dump | export
     std::string file;    // dump, export: the trace file
+    std::vector<std::string> files;  // stacks: the trace files (a phase's repetitions)
+    uint32_t top = 10;   // stacks: rows of sites.tsv
     std::string clock_json;    // export: the run's clock.json (guest TSC -> host TSC)
     std::string timeline_csv;  // export: the run's timeline.csv (host vCPU on/off intervals)
     std::optional<uint32_t> buffer_size;

@@ -28,26 +28,38 @@ const Dwfl_Callbacks kOffline = {
     .debuginfo_path = nullptr,
 };
 
-// "ns::f(int, char)" -> "ns::f"; names that are not mangled stay as they are.
+// "void ns::f<int>(int, char) [clone .isra.0]" -> "ns::f": the name a person looks for, without
+// the return type, template arguments, parameters or the compiler's clone suffixes. Names that
+// are not mangled stay as they are.
 std::string demangle(const char* name) {
     int status = 0;
     char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    std::string s = status == 0 && d ? d : name;
+    const std::string full = status == 0 && d ? d : name;
     std::free(d);
-    // Drop the parameter list: the last balanced "(...)" at the end (after any cv-qualifier).
-    if (!s.empty() && (s.back() == ')' || s.ends_with(") const"))) {
-        size_t end = s.rfind(')');
-        int depth = 0;
-        for (size_t i = end + 1; i-- > 0;) {
-            if (s[i] == ')') depth++;
-            if (s[i] == '(' && --depth == 0) {
-                // "(anonymous namespace)::f()" keeps its namespace part: only a trailing list goes.
-                s.resize(i);
-                break;
-            }
+    std::string s = full.substr(0, full.find(" [clone"));
+    // Keep only the parts outside <...> and (...), except "(anonymous namespace)".
+    std::string out;
+    int angle = 0, paren = 0;
+    for (size_t i = 0; i < s.size(); i++) {
+        const char ch = s[i];
+        if (paren == 0 && angle == 0 && s.compare(i, 21, "(anonymous namespace)") == 0) {
+            out += "(anonymous namespace)";
+            i += 20;
+            continue;
         }
+        if (ch == '<' && paren == 0 && !(i > 8 && s.compare(i - 8, 8, "operator") == 0)) angle++;
+        else if (ch == '>' && angle > 0 && paren == 0) angle--;
+        else if (ch == '(' && angle == 0) paren++;
+        else if (ch == ')' && angle == 0 && paren > 0) paren--;
+        else if (angle == 0 && paren == 0) out += ch;
     }
-    return s;
+    // A template function's return type comes first: "void ns::f" -> "ns::f".
+    if (const size_t sp = out.rfind(' '); sp != std::string::npos && out.find("(anonymous namespace)") == std::string::npos)
+        out = out.substr(sp + 1);
+    else if (sp != std::string::npos && out.compare(0, 21, "(anonymous namespace)") != 0 &&
+             out.find(' ') < out.find("(anonymous namespace)"))
+        out = out.substr(out.find(' ') + 1);
+    return out.empty() ? full : out;
 }
 
 }  // namespace

@@ -51,6 +51,23 @@ std::string StackDump::frame_text(uint64_t addr, bool return_address, uint32_t p
     return o.str();
 }
 
+std::string StackDump::frame_name(uint64_t addr, bool return_address, uint32_t pid) const {
+    std::string program;
+    if (addr >= kUserBase) {
+        auto it = programs_.find(pid);
+        if (it == programs_.end()) program = "?";
+        else program = it->second;
+    }
+    const SymbolPlace p = addr < kUserBase ? sym_.kernel(addr, return_address)
+                          : sym_.has_program(program) ? sym_.user(program, addr, return_address)
+                                                      : SymbolPlace{};
+    std::ostringstream o;
+    if (!program.empty()) o << "[" << program << "] ";
+    if (p.known) o << p.function;
+    else o << "0x" << std::hex << addr;
+    return o.str();
+}
+
 std::string StackDump::lines_after(const TraceEventHeader& h, const uint8_t* ev) {
     const StackPairer::Owner* owner = nullptr;
     const bool paired = pairer_.pair(h, ev, &owner);

@@ -33,6 +33,11 @@ public:
 
     // One frame as printed (without the "#     i " prefix).
     std::string frame_text(uint64_t addr, bool return_address, uint32_t pid) const;
+    // One frame as a name only: "function", "[program] function", or "0x..." when unknown (the
+    // folded stacks and the table of call sites).
+    std::string frame_name(uint64_t addr, bool return_address, uint32_t pid) const;
+
+    const StackDecoder& decoder() const { return decoder_; }
 
 private:
     std::string symbol(uint64_t addr, bool return_address, const std::string& program) const;

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from . import fig_trace_timeline, fig_wake_cdf, trace_replay
+from . import fig_trace_timeline, fig_wake_cdf, trace_replay, trace_stacks
 
 MAX_TRACES = 4  # traces of a run analysed in its report (the rest are named)
 
@@ -53,7 +53,7 @@ def blocks(a, figdir: str, label: str, top: int = 10) -> list:
     out += [("table", [f"top {top} locks by total wait", "class", "events", "contended", "total wait", "max wait"],
              [[hex(r["lock_address"]), str(r["class_id"]), str(r["events"]), str(r["contended"]), str(r["total_wait"]),
                str(r["max_wait"])] for r in a.top_locks] or [["none", "—", "—", "—", "—", "—"]]),
-            ("table", [f"top {top} call sites (acquire site; no call stacks yet)", "events", "contended", "total wait"],
+            ("table", [f"top {top} call sites (acquire site; with stacks: the call-site section)", "events", "contended", "total wait"],
              [[hex(r["call_site"]), str(r["events"]), str(r["contended"]), str(r["total_wait"])]
               for r in a.top_call_sites] or [["none", "—", "—", "—"]])]
     d = a.wake_delays
@@ -95,4 +95,6 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
     if len(files) > MAX_TRACES:
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
+    # Call stacks: every trace file, summed per phase (the report's folder is figdir's parent).
+    out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir)))
     return out

@@ -1,0 +1,81 @@
+"""Call stacks of a run's traces, per phase: `spinlab-collect trace stacks` (the one writer of the
+folded stacks and of the table of call sites) sums the repetitions of each phase
+(snapshots/<phase>-r<rep>.trace) into <outdir>/stacks/<phase>/: waits.folded (contended spinlock
+waits, weighted by wait cycles), profile.folded (profile samples) — the format flame-graph tools
+read — and sites.tsv, the top lock call sites by total wait with their stacks, which the report
+shows as a table. Frames are named from the kernel ELF and initrd the guest booted: the
+environment's SPINLAB_KERNEL_ELF / SPINLAB_INITRD, else the source tree's build/kernel."""
+import os
+import re
+import subprocess
+
+from .trace_replay import _find_collect
+
+_HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def symbol_files() -> tuple:
+    """(kernel ELF, initrd) to name frames with; None for one not found."""
+    kdir = os.path.join(_HERE, "..", "..", "build", "kernel")
+    kernel = os.environ.get("SPINLAB_KERNEL_ELF") or os.path.join(kdir, "spinlab.elf")
+    initrd = os.environ.get("SPINLAB_INITRD") or os.path.join(kdir, "initrd.tar")
+    return (kernel if os.path.exists(kernel) else None, initrd if os.path.exists(initrd) else None)
+
+
+def phase_of(path: str) -> str:
+    name = os.path.basename(path)
+    m = re.match(r"(.+)-r\d+\.trace$", name)
+    return m[1] if m else name.rsplit(".", 1)[0]
+
+
+def read_sites(path: str) -> list:
+    rows = []
+    for line in open(path).read().splitlines()[1:]:
+        f = line.split("\t")
+        rows.append({"rank": int(f[0]), "events": int(f[1]), "contended": int(f[2]), "total_wait": int(f[3]),
+                     "max_wait": int(f[4]), "classes": f[5], "frames": f[6:]})
+    return rows
+
+
+def run(files: list, outdir: str, top: int = 10) -> list:
+    """[{phase, dir, sites, error}] for the phases of these trace files."""
+    phases = {}
+    for f in files:
+        phases.setdefault(phase_of(f), []).append(f)
+    kernel, initrd = symbol_files()
+    out = []
+    for phase, fs in sorted(phases.items()):
+        d = os.path.join(outdir, "stacks", phase)
+        cmd = [_find_collect(), "trace", "stacks", *fs, "-o", d, "--top", str(top)]
+        if kernel:
+            cmd += ["--kernel", kernel]
+        if initrd:
+            cmd += ["--initrd", initrd]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            out.append({"phase": phase, "dir": d, "sites": [], "error": r.stderr.strip()})
+            continue
+        out.append({"phase": phase, "dir": d, "sites": read_sites(os.path.join(d, "sites.tsv")), "error": None,
+                    "named_with": kernel})
+    return out
+
+
+def blocks(results: list, hz: float = None) -> list:
+    out = []
+    for p in results:
+        if p["error"]:
+            out.append(("p", f"Call stacks of phase {p['phase']}: not made: {p['error']}"))
+            continue
+        if not p["sites"]:
+            continue  # recorded without stacks
+        frames = lambda r: " ← ".join(r["frames"][:12]) + (" ← …" if len(r["frames"]) > 12 else "")  # noqa: E731
+        out += [("h2", f"Lock call sites with stacks: {p['phase']}"),
+                ("p", f"The top {len(p['sites'])} call stacks of spinlock events by total wait (TSC cycles), "
+                      f"all repetitions of the phase; frames innermost first, named from "
+                      f"{p.get('named_with') or 'nothing (no kernel ELF found: addresses)'}. Folded stacks for "
+                      f"flame graphs: {os.path.join(p['dir'], 'waits.folded')} (waits) and "
+                      f"{os.path.join(p['dir'], 'profile.folded')} (profile samples)."),
+                ("table", ["#", "events", "contended", "total wait", "max wait", "classes", "stack"],
+                 [[str(r["rank"]), str(r["events"]), str(r["contended"]), str(r["total_wait"]), str(r["max_wait"]),
+                   r["classes"], frames(r)] for r in p["sites"]])]
+    return out
