@@ -123,6 +123,13 @@ void Symbolizer::load_kernel(const std::string& path) {
     const int fd = open(use.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw CollectError(kExitFailure, "cannot read the kernel ELF " + use + ": " + std::strerror(errno));
     kernel_ = open_module("kernel", use, fd);
+    kernel_path_ = use;
+}
+
+bool Symbolizer::kernel_has_text(const std::string& text) const {
+    std::ifstream in(kernel_path_, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    return !text.empty() && bytes.find(text) != std::string::npos;
 }
 
 void Symbolizer::load_program(const std::string& name, const std::string& path) {

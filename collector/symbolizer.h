@@ -40,6 +40,10 @@ public:
     void load_program(const std::string& name, const std::string& path);
 
     bool has_kernel() const;
+    // Whether the kernel ELF holds this text (the build id a trace's configuration event names:
+    // frames named from another build's ELF would be wrong names). The build id is git describe:
+    // two builds of one dirty tree share it, so this catches another commit, not every rebuild.
+    bool kernel_has_text(const std::string& text) const;
     bool has_program(const std::string& name) const;
 
     // return_address: frames after the first are return addresses (looked up at addr - 1).
@@ -53,6 +57,7 @@ public:
 
 private:
     std::unique_ptr<Module> kernel_;
+    std::string kernel_path_;
     std::map<std::string, std::unique_ptr<Module>> programs_;
 };
 

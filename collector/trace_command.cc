@@ -286,7 +286,13 @@ int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err) {
         return kExitFailure;
     }
     out << "# " << events << " events\n";
-    if (stacks) out << stacks->summary() << "\n";
+    if (stacks) {
+        out << stacks->summary() << "\n";
+        if (const std::string why = stacks->kernel_mismatch(); !why.empty()) {
+            out << "# warning: " << why << "\n";
+            err << "spinlab-collect: warning: " << why << "\n";
+        }
+    }
     return damaged ? kExitFailure : 0;
 }
 

@@ -13,7 +13,11 @@ void StackDump::learn(const TraceEventHeader& h, const uint8_t* ev) {
     const auto type = TraceEventType(h.type);
     // A process's program: its own name (process events) or its threads' (a user thread is
     // named after the program it runs).
-    if (type == TraceEventType::kProcessStart || type == TraceEventType::kProcessRundown) {
+    if (type == TraceEventType::kSystemConfig) {
+        TraceSystemConfigEvent e;
+        std::memcpy(&e, ev, sizeof e);
+        build_id_ = std::string(e.build_id, strnlen(e.build_id, sizeof e.build_id));
+    } else if (type == TraceEventType::kProcessStart || type == TraceEventType::kProcessRundown) {
         TraceProcessEvent e;
         std::memcpy(&e, ev, sizeof e);
         programs_[e.process_id] = std::string(e.name, strnlen(e.name, sizeof e.name));
@@ -90,6 +94,12 @@ std::string StackDump::lines_after(const TraceEventHeader& h, const uint8_t* ev)
     for (size_t i = 0; i < r->frames.size(); i++)
         o << "#     " << i << " " << frame_text(r->frames[i], i > 0, pid) << "\n";
     return o.str();
+}
+
+std::string StackDump::kernel_mismatch() const {
+    if (!sym_.has_kernel() || build_id_.empty() || sym_.kernel_has_text(build_id_)) return "";
+    return "the kernel ELF given is not the build the trace was recorded with (" + build_id_ +
+           "): kernel frames may be misnamed";
 }
 
 std::string StackDump::summary() const {

@@ -30,6 +30,9 @@ public:
     std::string lines_after(const TraceEventHeader& h, const uint8_t* ev);
     // "# stacks: ..." totals.
     std::string summary() const;
+    // Empty, or why the kernel's frames may be misnamed: the trace's build id (its configuration
+    // event) is not in the kernel ELF given.
+    std::string kernel_mismatch() const;
 
     // One frame as printed (without the "#     i " prefix).
     std::string frame_text(uint64_t addr, bool return_address, uint32_t pid) const;
@@ -49,6 +52,7 @@ private:
     // Frames repeat (that is what the cache is for): each one is looked up once.
     mutable std::map<std::tuple<uint64_t, bool, std::string>, std::string> looked_up_;
     uint64_t resolved_ = 0, inline_ = 0, lost_ = 0;
+    std::string build_id_;  // of the trace's configuration event
 };
 
 }  // namespace spinlab::collect

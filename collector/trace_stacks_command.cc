@@ -80,6 +80,8 @@ int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
         const std::vector<uint8_t> data = read_file(path);
         StackDump d(sym);  // keys are per session: one decoder per file
         for_each_event_in(path, data, [&](const TraceEventHeader& h, const uint8_t* ev) { d.learn(h, ev); });
+        if (const std::string why = d.kernel_mismatch(); !why.empty())
+            err << "spinlab-collect: warning: " << path << ": " << why << "\n";
         StackPairer pairer;
         for_each_event_in(path, data, [&](const TraceEventHeader& h, const uint8_t* ev) {
             const StackPairer::Owner* owner = nullptr;
@@ -149,7 +151,6 @@ int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
     out << "trace stacks: " << c.trace.files.size() << " trace(s), " << stacks << " event stacks ("
         << lost << " lost), " << waits.size() << " distinct wait stacks, " << samples.size()
         << " distinct profile stacks -> " << c.output << "\n";
-    (void)err;
     return 0;
 }
 

@@ -3,7 +3,7 @@ report.md, report.html."""
 import json
 import os
 
-from . import aggregate, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, verdict
+from . import aggregate, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
 
@@ -58,6 +58,8 @@ def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait=
     a = trace_replay.replay(path, long_wait=long_wait, timeline=timeline, clock=clock)
     doc = [("h1", f"spinlab trace report: {os.path.basename(path)}")]
     doc += trace_section.blocks(a, os.path.join(outdir, "figures"), os.path.basename(path))
+    if not os.path.isdir(path):  # a native trace file (not a CTF export): its call stacks, if any
+        doc += trace_stacks.blocks(trace_stacks.run([path], outdir))
     paths = {"md": os.path.join(outdir, "report.md"), "html": os.path.join(outdir, "report.html")}
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))

@@ -55,8 +55,9 @@ def run(files: list, outdir: str, top: int = 10) -> list:
         if r.returncode != 0:
             out.append({"phase": phase, "dir": d, "sites": [], "error": r.stderr.strip()})
             continue
+        warnings = [line.split("warning: ", 1)[1] for line in r.stderr.splitlines() if "warning: " in line]
         out.append({"phase": phase, "dir": d, "sites": read_sites(os.path.join(d, "sites.tsv")), "error": None,
-                    "named_with": kernel})
+                    "named_with": kernel, "warnings": warnings})
     return out
 
 
@@ -75,6 +76,7 @@ def blocks(results: list, hz: float = None) -> list:
                       f"{p.get('named_with') or 'nothing (no kernel ELF found: addresses)'}. Folded stacks for "
                       f"flame graphs: {os.path.join(p['dir'], 'waits.folded')} (waits) and "
                       f"{os.path.join(p['dir'], 'profile.folded')} (profile samples)."),
+                *[("p", f"Warning: {w}") for w in p.get("warnings", [])],
                 ("table", ["#", "events", "contended", "total wait", "max wait", "classes", "stack"],
                  [[str(r["rank"]), str(r["events"]), str(r["contended"]), str(r["total_wait"]), str(r["max_wait"]),
                    r["classes"], frames(r)] for r in p["sites"]])]
