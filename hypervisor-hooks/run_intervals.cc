@@ -14,6 +14,7 @@ struct ThreadState {
     uint64_t since = 0;
     std::string reason;
     int cpu = -1;
+    uint64_t seen_on = 0;  // its latest running stamp since `since` (0: none)
 };
 }  // namespace
 
@@ -26,7 +27,7 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const SchedSwitch* a, const SchedSwitch* b) { return a->ts < b->ts; });
     std::map<int, ThreadState> by_tid;
-    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1};
+    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1, 0};
 
     std::vector<RunInterval> out;
     auto emit = [&](ThreadState& s, RunState state, uint64_t start, uint64_t end, std::string reason,
@@ -41,6 +42,26 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     };
     for (const SchedSwitch* e : sorted) {
         uint64_t ts = std::clamp(e->ts, window_start, window_end);
+        if (e->running_stamp) {
+            if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
+                ThreadState& s = it->second;
+                if (s.state != ThreadState::kOn) {
+                    // On CPU now, yet its switch-in is not in the trace: it came after the CPU's
+                    // last traced event. Before its first event at all, its state is not known.
+                    uint64_t from = s.state == ThreadState::kOff ? s.since : window_start;
+                    uint64_t busy_until = std::min(last_event_on(e->cpu, from), ts);
+                    if (s.state == ThreadState::kOff) emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
+                    emit(s, RunState::kUnknown, s.state == ThreadState::kOff ? busy_until : window_start, ts,
+                         "switch-in not traced", -1);
+                    s.state = ThreadState::kOn;
+                    s.since = ts;
+                }
+                s.cpu = e->cpu;
+                s.seen_on = ts;
+            }
+            last_on_cpu[e->cpu] = ts;
+            continue;
+        }
         if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
             ThreadState& s = it->second;
             switch (s.state) {
@@ -65,13 +86,19 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
             switch (s.state) {
                 case ThreadState::kOff: emit(s, RunState::kOff, s.since, ts, s.reason, -1); break;
                 case ThreadState::kUnknown: emit(s, RunState::kOff, window_start, ts, "start", -1); break;
-                case ThreadState::kOn:  // in twice: it left at a moment the trace does not show
-                    emit(s, RunState::kUnknown, s.since, ts, "switch-out not traced", -1);
+                case ThreadState::kOn: {
+                    // In twice: it left at a moment the trace does not show, after its last
+                    // running stamp.
+                    uint64_t ran_until = std::max(s.since, std::min(s.seen_on, ts));
+                    emit(s, RunState::kOn, s.since, ran_until, "", s.cpu);
+                    emit(s, RunState::kUnknown, ran_until, ts, "switch-out not traced", -1);
                     break;
+                }
             }
             s.state = ThreadState::kOn;
             s.since = ts;
             s.cpu = e->cpu;
+            s.seen_on = 0;
         }
         last_on_cpu[e->cpu] = ts;
     }

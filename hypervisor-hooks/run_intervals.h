@@ -13,7 +13,10 @@
 // event the trace has on that CPU (any thread's: the CPU was busy with it, not with this one).
 // So: off up to that last event, then `unknown` up to the second switch-out. Likewise a thread
 // that switches in twice: on since the first switch-in, off at a moment the trace does not
-// show: `unknown` between. Nothing is guessed; analysis counts unknown time as either.
+// show: `unknown` between. Running stamps (a timer interrupt in the thread's context, about
+// every 4 ms while it runs; sched_switch_parse.h) narrow both: a stamp while it is off ends the
+// unknown part there (it was on from then), and in twice it was on up to its last stamp.
+// Nothing is guessed; analysis counts unknown time as either.
 // Pure: no I/O.
 #pragma once
 

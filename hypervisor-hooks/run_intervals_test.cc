@@ -119,6 +119,51 @@ TEST(RunIntervals, SwitchOutNotTracedIsUnknownUntilTheNextSwitchIn) {
     expect_tiles(r, 0, 1000);
 }
 
+SchedSwitch stamp(uint64_t ts, int tid, int cpu) {
+    SchedSwitch e{ts, cpu, tid, "", tid};
+    e.running_stamp = true;
+    return e;
+}
+
+TEST(RunIntervals, RunningStampsNarrowAnUntracedSwitchIn) {
+    // Out at 200 on CPU 1, the switch-in not traced; a timer interrupt in its context at 300
+    // says it was on by then; more stamps change nothing; out at 700.
+    std::vector<SchedSwitch> ev = {sw(200, 7, "R+", 99, 1), stamp(300, 7, 1), stamp(500, 7, 1),
+                                   sw(700, 7, "R+", 5, 1)};
+    auto r = build_run_intervals(ev, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 4u);  // on, unknown, on, off
+    EXPECT_EQ(r[1].state, RunState::kUnknown);
+    EXPECT_EQ(r[1].start, 200u);
+    EXPECT_EQ(r[1].end, 300u);
+    EXPECT_EQ(r[2].state, RunState::kOn);
+    EXPECT_EQ(r[2].start, 300u);
+    EXPECT_EQ(r[2].end, 700u);
+    EXPECT_EQ(r[2].cpu, 1);
+    EXPECT_EQ(r[3].state, RunState::kOff);
+    expect_tiles(r, 0, 1000);
+}
+
+TEST(RunIntervals, RunningStampsNarrowAnUntracedSwitchOut) {
+    // In at 200, a stamp at 350, then in again at 600 with no switch-out traced: on to 350.
+    auto r = build_run_intervals({sw(200, 5, "R", 7, 0), stamp(350, 7, 0), sw(600, 5, "R", 7, 1)},
+                                 {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 4u);
+    EXPECT_EQ(r[1].state, RunState::kOn);
+    EXPECT_EQ(r[1].end, 350u);
+    EXPECT_EQ(r[2].state, RunState::kUnknown);
+    EXPECT_EQ(r[2].end, 600u);
+    expect_tiles(r, 0, 1000);
+}
+
+TEST(RunIntervals, AStampBeforeAnyEventLeavesTheTimeBeforeItUnknown) {
+    auto r = build_run_intervals({stamp(300, 7, 0), sw(500, 7, "S", 5, 0)}, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0].state, RunState::kUnknown);
+    EXPECT_EQ(r[1].state, RunState::kOn);
+    EXPECT_EQ(r[1].start, 300u);
+    expect_tiles(r, 0, 1000);
+}
+
 TEST(RunIntervals, UnknownTimeInsideAFreezeIsFrozen) {
     auto r = build_run_intervals({sw(200, 7, "D", 99, 1), sw(700, 7, "R+", 5, 1)}, {{7, 0, {}}}, 0, 1000);
     r = mark_frozen(r, {{7, 150, 500}});

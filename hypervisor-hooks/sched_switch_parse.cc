@@ -80,6 +80,35 @@ std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line) {
     return ev;
 }
 
+std::optional<SchedSwitch> parse_running_stamp_line(std::string_view line) {
+    const std::string_view kMarker = ": local_timer_entry: ";
+    size_t marker = line.find(kMarker);
+    if (marker == std::string_view::npos) return std::nullopt;
+    auto bad = [&](const std::string& why) {
+        return LoadError("local_timer_entry line '" + std::string(line) + "': " + why);
+    };
+    SchedSwitch ev;
+    ev.running_stamp = true;
+    // Header: "<comm>-<pid> [cpu] flags timestamp"; the comm may hold '-' and spaces, the pid is
+    // the digits after the last '-' before the [cpu] field.
+    std::string_view head = line.substr(0, marker);
+    size_t ts_start = head.rfind(' ');
+    if (ts_start == std::string_view::npos || !parse_timestamp(head.substr(ts_start + 1), ev.ts))
+        throw bad("no timestamp before 'local_timer_entry:'");
+    size_t cpu_close = head.rfind(']', ts_start);
+    size_t cpu_open = cpu_close == std::string_view::npos ? cpu_close : head.rfind('[', cpu_close);
+    if (cpu_open == std::string_view::npos ||
+        !parse_number(head.substr(cpu_open + 1, cpu_close - cpu_open - 1), ev.cpu))
+        throw bad("no [cpu] field");
+    std::string_view task = head.substr(0, cpu_open);
+    while (!task.empty() && task.back() == ' ') task.remove_suffix(1);
+    size_t dash = task.rfind('-');
+    if (dash == std::string_view::npos || !parse_number(task.substr(dash + 1), ev.prev_pid))
+        throw bad("no <comm>-<pid> before the [cpu] field");
+    ev.next_pid = ev.prev_pid;
+    return ev;
+}
+
 std::optional<uint64_t> parse_lost_events_line(std::string_view line) {
     size_t pos = line.find("[LOST ");
     if (pos == std::string_view::npos) return std::nullopt;
@@ -96,6 +125,8 @@ void SchedSwitchParser::line(std::string_view l) {
     if (l.empty()) return;
     if (auto ev = parse_sched_switch_line(l)) {
         events_.push_back(std::move(*ev));
+    } else if (auto stamp = parse_running_stamp_line(l)) {
+        events_.push_back(std::move(*stamp));
     } else if (auto lost = parse_lost_events_line(l)) {
         lost_ += *lost;
     } else {

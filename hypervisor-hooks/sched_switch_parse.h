@@ -6,7 +6,14 @@
 // (one line). The timestamp is an integer for counter clocks (x86-tsc, counter) and
 // "seconds.microseconds" for the nanosecond clocks (local, global, mono, boot); the latter is
 // returned in ns. Comms may contain spaces, so fields are found by their "key=" from the right.
-// "CPU:1 [LOST 12 EVENTS]" lines are counted, never silently dropped. Pure: no I/O.
+// "CPU:1 [LOST 12 EVENTS]" lines are counted, never silently dropped.
+//
+// It also reads the timer interrupt's irq_vectors:local_timer_entry lines,
+//
+//   CPU 0/TCG-4242  [001] d.h.. 1073392740000: local_timer_entry: vector=236
+//
+// as running stamps: the task named in the line header (comm-pid) was on that CPU then. A switch
+// the kernel did not trace (run_intervals.h) is bounded by them. Pure: no I/O.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +31,16 @@ struct SchedSwitch {
     int prev_pid = 0;
     std::string prev_state;   // "R", "R+", "S", "D", ... why the previous task left the CPU
     int next_pid = 0;
+    // Not a switch but a running stamp: prev_pid (== next_pid) was on `cpu` at ts.
+    bool running_stamp = false;
 };
 
 // One line; nullopt when the line is not a sched_switch record. Throws LoadError naming the
 // line when it claims to be a sched_switch record but a field is malformed.
 std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line);
+// One local_timer_entry line as a running stamp; nullopt when the line is not one. Throws
+// LoadError naming the line when its header is malformed.
+std::optional<SchedSwitch> parse_running_stamp_line(std::string_view line);
 // The N of a "[LOST N EVENTS]" line, or nullopt.
 std::optional<uint64_t> parse_lost_events_line(std::string_view line);
 

@@ -89,5 +89,25 @@ TEST(SchedSwitchParser, FinishParsesALastLineWithoutNewline) {
     EXPECT_EQ(p.events().size(), 1u);
 }
 
+TEST(SchedSwitchParser, TimerEntryIsARunningStampOfTheTaskInItsHeader) {
+    // A comm with a space and a '-' (QEMU's vCPU threads, and others): the pid is after the last '-'.
+    auto ev = parse_running_stamp_line(
+        "      CPU 0/TCG-x-4242    [001] d.h.. 84778767687718: local_timer_entry: vector=236");
+    ASSERT_TRUE(ev);
+    EXPECT_TRUE(ev->running_stamp);
+    EXPECT_EQ(ev->prev_pid, 4242);
+    EXPECT_EQ(ev->next_pid, 4242);
+    EXPECT_EQ(ev->cpu, 1);
+    EXPECT_EQ(ev->ts, 84778767687718u);
+    EXPECT_FALSE(parse_running_stamp_line(kOut));
+    EXPECT_FALSE(parse_sched_switch_line("  yes-1 [000] d.h.. 5: local_timer_entry: vector=236"));
+    EXPECT_THROW(parse_running_stamp_line("yes [000] d.h.. 5: local_timer_entry: vector=236"), LoadError);
+    SchedSwitchParser p;
+    p.feed("  yes-17 [000] d.h.. 5: local_timer_entry: vector=236\n");
+    ASSERT_EQ(p.events().size(), 1u);
+    EXPECT_TRUE(p.events()[0].running_stamp);
+    EXPECT_EQ(p.other_lines(), 0u);
+}
+
 }  // namespace
 }  // namespace spinlab::load

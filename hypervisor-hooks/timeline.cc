@@ -63,7 +63,8 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         tids.push_back(t.tid);
         threads.push_back({t.tid, t.vcpu, running_now(t)});
     }
-    TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb);
+    TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb,
+                        /*running_stamps=*/true);
     const bool tsc_clock = c.clock == "x86-tsc";
     SchedSwitchParser parser;
     std::string raw;
@@ -71,8 +72,9 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     ClockPair first = sample_clock_pair();
     trace.start();
     session.mark_ready();
-    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s)\n", tids.size(),
-                 trace.dir().c_str(), c.clock.c_str());
+    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s; running stamps %s)\n", tids.size(),
+                 trace.dir().c_str(), c.clock.c_str(),
+                 trace.running_stamps() ? "from local_timer_entry" : "unavailable: irq_vectors:local_timer_entry missing");
     const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
     auto drain = [&] {
         std::string chunk = trace.read_available();
@@ -135,7 +137,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
                      ms(t.off), ms(t.unknown),
                      t.unknown ? " (switches the kernel did not trace; see README 'unknown')" : "");
     }
-    std::fprintf(stderr, "timeline: %zu switch events%s%s\n", parser.events().size(),
+    std::fprintf(stderr, "timeline: %zu events (switches and running stamps)%s%s\n", parser.events().size(),
                  session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
     if (parser.lost_events()) {
         std::fprintf(stderr, "timeline: WARNING the kernel lost %llu events (raise --buffer-kb); "

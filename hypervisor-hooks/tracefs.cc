@@ -49,9 +49,15 @@ std::string sched_switch_filter(const std::vector<int>& tids) {
     return filter;
 }
 
-TraceInstance::TraceInstance(Ledger& ledger, int owner_pid, const std::string& tag,
-                             const std::string& clock, const std::vector<int>& tids,
-                             int buffer_kb) {
+std::string common_pid_filter(const std::vector<int>& tids) {
+    if (tids.empty()) throw LoadError("timeline needs at least one thread id");
+    std::string filter;
+    for (int tid : tids) filter += (filter.empty() ? "" : " || ") + std::string("common_pid == ") + std::to_string(tid);
+    return filter;
+}
+
+TraceInstance::TraceInstance(Ledger& ledger, int owner_pid, const std::string& tag, const std::string& clock,
+                             const std::vector<int>& tids, int buffer_kb, bool running_stamps) {
     const std::string root = ensure_tracefs();
     dir_ = root + "/instances/" + owned_name(owner_pid, tag);
     std::string clocks = read_file(root + "/trace_clock");
@@ -77,6 +83,12 @@ TraceInstance::TraceInstance(Ledger& ledger, int owner_pid, const std::string& t
     }
     write_file(event + "/filter", sched_switch_filter(tids));
     write_file(event + "/enable", "1");
+    const std::string timer = dir_ + "/events/irq_vectors/local_timer_entry";
+    if (running_stamps && is_directory(timer)) {  // x86 only
+        write_file(timer + "/filter", common_pid_filter(tids));
+        write_file(timer + "/enable", "1");
+        running_stamps_ = true;
+    }
     write_file(dir_ + "/trace", "");  // empty the buffer
     pipe_fd_ = ::open((dir_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (pipe_fd_ < 0) {
