@@ -39,6 +39,7 @@ struct Prcb {
     uint64_t ticks;          // timer interrupts taken on this CPU
     uint64_t ctx_switches;   // threads switched to on this CPU
     uint64_t idle_halts;     // times the idle loop halted
+    uint64_t slice_start;    // TSC when the current thread was switched in: its slice starts here
 
     Tss tss;                 // rsp0: the running thread's kernel stack, for traps from ring 3
 

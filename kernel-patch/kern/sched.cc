@@ -138,6 +138,7 @@ void scheduler() {
         t->cpus_seen |= 1ull << c->number;
         c->current = t;
         c->ctx_switches++;
+        c->slice_start = arch::rdtsc_lfence();
         c->tss.rsp0 = uint64_t(t->kstack) + kKernelStackSize;
         as_activate(t->proc ? t->proc->as : nullptr);
         locktrace_context_switch(c->idle, t);
@@ -281,7 +282,15 @@ void sched_tick() {
             if (t.state == ThreadState::kSleeping && t.wait_chan == &kTimerChan && now >= t.wake_tsc)
                 make_runnable_locked(&t);
     }
-    if (c->current != c->idle) c->resched_pending = true;  // the slice is one tick
+    // The slice is one tick period of the thread's own time on this CPU, counted from when it
+    // was switched in, not from the last tick: a thread switched in just before a tick still
+    // runs a whole period. With a fair sched lock (lock=ticket, mcs) on a host with fewer
+    // cores than vCPUs, taking sched_lock can wait for several descheduled vCPUs in turn, for
+    // longer than a tick; with a slice that ended at the next tick, each CPU then went from one
+    // yield straight into the next and no thread ran at all (4 vCPUs on 2 busy host cores: the
+    // sched lock served ~180 acquisitions/s against ~1,000/s asked for; the self-tests stalled).
+    if (c->current != c->idle && arch::rdtsc_lfence() - c->slice_start >= g_tsc_hz / g_timer_hz)
+        c->resched_pending = true;
 }
 
 void sleep_on(const void* chan, Spinlock* lk) {

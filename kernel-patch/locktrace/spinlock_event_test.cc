@@ -61,7 +61,54 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
         }
         spinlock::Lock lock;
         spinlock::lock_init(lock, "test", 3);
+        uint64_t events = 0, sampled_uncontended = 0;
+        std::vector<uint8_t> dst(64 * 1024);
+        // The host's side, as spinlab-collect drains: takes each full buffer while the CPUs
+        // write. Without it the 64 buffers per CPU fill on a loaded machine, where the threads
+        // run up to 20 s (2 x ~60,000 sampled events there), and events are lost.
+        auto drain_all = [&] {
+            for (uint32_t c = 0; c < kCpus; c++) {
+                uint32_t len;
+                while (take_buffer(area.area(), area.header(), c, dst.data(), &len) == TakeResult::kTaken) {
+                    BufferView v;
+                    ASSERT_EQ(parse_buffer(dst.data(), len, &v), BufferError::kNone);
+                    for_each_event(v, [&](const TraceEventHeader& h, const uint8_t* p) {
+                        TraceSpinlockEvent e;
+                        std::memcpy(&e, p, sizeof e);
+                        ASSERT_EQ(h.type, uint16_t(TraceEventType::kSpinlock));
+                        EXPECT_EQ(e.lock_address, uint64_t(&lock));
+                        EXPECT_EQ(e.call_site, 0x1234u);
+                        EXPECT_EQ(e.class_id, 3u);
+                        EXPECT_EQ(h.thread_id, c + 1);
+                        EXPECT_LE(e.acquire_tsc, e.release_tsc);
+                        if (e.flags & kTraceSpinContended) {
+                            events++;
+                            EXPECT_EQ(e.rules & kTraceRuleContention, kTraceRuleContention);
+                            EXPECT_GE(e.spin_count, 1u);
+                            // The lock came from the other CPU (it is the only other one).
+                            EXPECT_EQ(e.holder_cpu_end, 1 - c);
+                            EXPECT_EQ(e.lhp_class, uint8_t(LhpClass::kUnknown));  // no steal time
+                        } else if (e.rules & kTraceRuleAcquireSample) {
+                            sampled_uncontended++;
+                            EXPECT_EQ(e.spin_count, 0u);
+                        } else {
+                            // A hold the host's scheduler stretched (the holder's thread was
+                            // preempted): rule (c).
+                            EXPECT_EQ(e.rules, kTraceRuleHold);
+                            EXPECT_GE(e.release_tsc - e.acquire_tsc, 1000000u);
+                        }
+                    });
+                }
+            }
+        };
         std::atomic<int> ready{0};
+        std::atomic<bool> done{false};
+        std::thread drainer([&] {
+            while (!done.load()) {
+                drain_all();
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        });
         std::vector<std::thread> threads;
         for (uint32_t c = 0; c < kCpus; c++)
             threads.emplace_back([&, c] {
@@ -83,6 +130,9 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
                 flush(cpus[c].writer, kTraceBufferFinal);
             });
         for (auto& t : threads) t.join();
+        done = true;
+        drainer.join();
+        drain_all();  // what the last flushes published
 
         uint64_t contended = 0, acquisitions = 0;
         for (auto& k : cpus) {
@@ -91,41 +141,6 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
             EXPECT_EQ(k.writer.ctl->events_lost, 0u);
         }
         EXPECT_GE(acquisitions, kCpus * kIters);
-        uint64_t events = 0, sampled_uncontended = 0;
-        std::vector<uint8_t> dst(64 * 1024);
-        for (uint32_t c = 0; c < kCpus; c++) {
-            uint32_t len;
-            while (take_buffer(area.area(), area.header(), c, dst.data(), &len) == TakeResult::kTaken) {
-                BufferView v;
-                ASSERT_EQ(parse_buffer(dst.data(), len, &v), BufferError::kNone);
-                for_each_event(v, [&](const TraceEventHeader& h, const uint8_t* p) {
-                    TraceSpinlockEvent e;
-                    std::memcpy(&e, p, sizeof e);
-                    ASSERT_EQ(h.type, uint16_t(TraceEventType::kSpinlock));
-                    EXPECT_EQ(e.lock_address, uint64_t(&lock));
-                    EXPECT_EQ(e.call_site, 0x1234u);
-                    EXPECT_EQ(e.class_id, 3u);
-                    EXPECT_EQ(h.thread_id, c + 1);
-                    EXPECT_LE(e.acquire_tsc, e.release_tsc);
-                    if (e.flags & kTraceSpinContended) {
-                        events++;
-                        EXPECT_EQ(e.rules & kTraceRuleContention, kTraceRuleContention);
-                        EXPECT_GE(e.spin_count, 1u);
-                        // The lock came from the other CPU (it is the only other one).
-                        EXPECT_EQ(e.holder_cpu_end, 1 - c);
-                        EXPECT_EQ(e.lhp_class, uint8_t(LhpClass::kUnknown));  // no steal time
-                    } else if (e.rules & kTraceRuleAcquireSample) {
-                        sampled_uncontended++;
-                        EXPECT_EQ(e.spin_count, 0u);
-                    } else {
-                        // A hold the host's scheduler stretched (the holder's thread was
-                        // preempted): rule (c).
-                        EXPECT_EQ(e.rules, kTraceRuleHold);
-                        EXPECT_GE(e.release_tsc - e.acquire_tsc, 1000000u);
-                    }
-                });
-            }
-        }
         EXPECT_EQ(events, contended);
         EXPECT_GT(contended, 0u);
         // Every 1000th uncontended acquisition, per CPU.

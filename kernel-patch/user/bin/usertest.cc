@@ -90,11 +90,13 @@ void threads() {
 // A process has at most kMaxProcThreads threads: the next create is refused with -ENOMEM (and
 // the kernel gives back what it prepared for it), and every created thread still runs and joins.
 volatile bool release_all;
-// Sleeps, not yields: 63 threads yielding in a loop take the scheduler's lock thousands of times
-// a second, and with a fair lock (ticket, mcs) on an oversubscribed host every hand-over to a
-// descheduled vCPU waits for the host to run it: this test then took 44-54 s at 4 vCPUs.
+// Sleeps, not yields, and long: each wake takes the scheduler's lock, and with a fair lock
+// (ticket, mcs) on an oversubscribed host every hand-over to a descheduled vCPU waits for the
+// host to run it, so the lock serves only a few hundred acquisitions a second there. 63 threads
+// yielding in a loop made this test take 44-54 s at 4 vCPUs; waking every 50 ms (1,260 wakes/s)
+// still 24-68 s with a hog on one of 2 host cores, and every 500 ms 24-42 s. Every 2 s: 32 wakes/s.
 void wait_for_release(void*) {
-    while (!release_all) sys::sleep_us(50 * 1000);
+    while (!release_all) sys::sleep_us(2000 * 1000);
 }
 
 void thread_limit() {
