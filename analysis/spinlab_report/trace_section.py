@@ -96,5 +96,5 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
     # Call stacks: every trace file, summed per phase (the report's folder is figdir's parent).
-    out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir)))
+    out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text))
     return out

@@ -4,7 +4,10 @@ folded stacks and of the table of call sites) sums the repetitions of each phase
 waits, weighted by wait cycles), profile.folded (profile samples) — the format flame-graph tools
 read — and sites.tsv, the top lock call sites by total wait with their stacks, which the report
 shows as a table. Frames are named from the kernel ELF and initrd the guest booted: the
-environment's SPINLAB_KERNEL_ELF / SPINLAB_INITRD, else the source tree's build/kernel."""
+environment's SPINLAB_KERNEL_ELF / SPINLAB_INITRD, else the run's own (spec.ini's [vm] kernel and
+initrd), else the source tree's build/kernel, else the installed PREFIX/share/spinlab/kernel.
+`spinlab-collect trace stacks` warns when the ELF is not the build the trace names."""
+import configparser
 import os
 import re
 import subprocess
@@ -14,12 +17,32 @@ from .trace_replay import _find_collect
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-def symbol_files() -> tuple:
-    """(kernel ELF, initrd) to name frames with; None for one not found."""
-    kdir = os.path.join(_HERE, "..", "..", "build", "kernel")
-    kernel = os.environ.get("SPINLAB_KERNEL_ELF") or os.path.join(kdir, "spinlab.elf")
-    initrd = os.environ.get("SPINLAB_INITRD") or os.path.join(kdir, "initrd.tar")
-    return (kernel if os.path.exists(kernel) else None, initrd if os.path.exists(initrd) else None)
+def _spec_files(spec_text: str | None) -> tuple:
+    """[vm] kernel and initrd of a run's spec.ini ('' when the run used the default)."""
+    if not spec_text:
+        return "", ""
+    p = configparser.ConfigParser(interpolation=None)
+    try:
+        p.read_string(spec_text)
+    except configparser.Error:
+        return "", ""
+    return p.get("vm", "kernel", fallback="").strip(), p.get("vm", "initrd", fallback="").strip()
+
+
+def symbol_files(spec_text: str | None = None) -> tuple:
+    """(kernel ELF, initrd) to name frames with, the first that exists of: the environment's
+    SPINLAB_KERNEL_ELF / SPINLAB_INITRD, the run's spec.ini, the source tree's build/kernel, the
+    installed share/spinlab/kernel; None for one not found."""
+    run_kernel, run_initrd = _spec_files(spec_text)
+    dirs = [os.path.join(_HERE, "..", "..", "build", "kernel"), os.path.join(_HERE, "..", "..", "kernel")]
+
+    def first(env: str, run_file: str, name: str):
+        for f in [os.environ.get(env), run_file] + [os.path.join(d, name) for d in dirs]:
+            if f and os.path.exists(f):
+                return os.path.normpath(f)
+        return None
+
+    return first("SPINLAB_KERNEL_ELF", run_kernel, "spinlab.elf"), first("SPINLAB_INITRD", run_initrd, "initrd.tar")
 
 
 def phase_of(path: str) -> str:
@@ -37,12 +60,13 @@ def read_sites(path: str) -> list:
     return rows
 
 
-def run(files: list, outdir: str, top: int = 10) -> list:
-    """[{phase, dir, sites, error}] for the phases of these trace files."""
+def run(files: list, outdir: str, top: int = 10, spec_text: str | None = None) -> list:
+    """[{phase, dir, sites, error}] for the phases of these trace files; spec_text: the run's
+    spec.ini, naming the kernel and initrd it booted."""
     phases = {}
     for f in files:
         phases.setdefault(phase_of(f), []).append(f)
-    kernel, initrd = symbol_files()
+    kernel, initrd = symbol_files(spec_text)
     out = []
     for phase, fs in sorted(phases.items()):
         d = os.path.join(outdir, "stacks", phase)

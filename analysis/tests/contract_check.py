@@ -97,7 +97,7 @@ def check_results(path):
             (1, 502, "on", 100, 400, "preempt-10ms", 2)])
     expect("long waits min, dropped", (s.long_waits_min_cycles, s.long_waits_dropped), (1 << 20, 3))
     session = known_session()
-    expect("meta trace", run.meta["trace"], session)
+    expect("meta trace", run.meta["trace"], {**session, "stacks": known_stacks()})
     expect("snapshot trace fields the loader does not know", sorted(set(raw["trace"]) - set(s.trace)), [])
     expect("snapshot trace", s.trace, known_trace(session))
     lost = summary.trace_loss([s])
@@ -109,6 +109,13 @@ def known_session():
     """contract_test.cc:known_session(), as [trace] names it."""
     return {"enable_flags": "spinlock,longwait", "buffer_size": 8192, "minimum_buffers": 3, "maximum_buffers": 50,
             "flush_timer_ms": 20, "logger_mode": "no-drop-stall", "profile_interval": 5}
+
+
+def known_stacks():
+    """contract_test.cc's m.trace_stacks: stacks on spinlock events, 16 frames, 512 buckets, the
+    default cache size."""
+    return {"stack_flags": "spinlock,longwait", "stack_caching": "on", "max_stack_depth": 16, "bucket_count": 512,
+            "cache_size": 3 * 1024 * 1024}
 
 
 def known_trace(session):

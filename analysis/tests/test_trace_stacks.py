@@ -69,3 +69,25 @@ def test_a_phase_sums_its_repetitions_into_folded_stacks_and_named_call_sites(ph
 def test_phase_names_come_from_the_trace_file_names():
     assert trace_stacks.phase_of("/x/snapshots/base-line-r12.trace") == "base-line"
     assert trace_stacks.phase_of("one.trace") == "one"
+
+
+def test_frames_are_named_from_the_kernel_the_run_booted(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPINLAB_KERNEL_ELF", raising=False)
+    monkeypatch.delenv("SPINLAB_INITRD", raising=False)
+    own, other = tmp_path / "own.elf", tmp_path / "other.elf"
+    own.write_bytes(b"\x7fELF"), other.write_bytes(b"\x7fELF")
+    rd = tmp_path / "own.tar"
+    rd.write_bytes(b"")
+    spec = f"# the spec as run\n[vm]\ncpus = 2\nkernel = {own}\ninitrd = {rd}\n\n[run]\nphases = idle-host\n"
+    assert trace_stacks.symbol_files(spec) == (str(own), str(rd))
+    # The environment wins over the run's spec.
+    monkeypatch.setenv("SPINLAB_KERNEL_ELF", str(other))
+    assert trace_stacks.symbol_files(spec)[0] == str(other)
+    monkeypatch.delenv("SPINLAB_KERNEL_ELF")
+    # A run that used the default kernel (kernel = empty), or one whose file is gone, falls back
+    # to the source tree's or the installed kernel, never to the missing file.
+    for text in (spec.replace(str(own), ""), spec.replace(str(own), str(tmp_path / "gone.elf")), None):
+        assert trace_stacks.symbol_files(text)[0] != str(own)
+        assert trace_stacks.symbol_files(text)[0] in (None, *[
+            os.path.normpath(os.path.join(os.path.dirname(trace_stacks.__file__), "..", "..", d, "spinlab.elf"))
+            for d in ("build/kernel", "kernel")])

@@ -15,6 +15,7 @@
 #include "report_format.h"
 #include "results.h"
 #include "results_testing.h"
+#include "spec.h"
 #include "hypervisor-hooks/run_intervals.h"  // the one writer of timeline.csv
 #include "text.h"
 #include "trace_results.h"
@@ -116,6 +117,10 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     m.clock = spinlab::clock_source_name(spinlab::ClockSource::kCpuidRdtsc);
     m.phases = {rec.phase};
     m.trace = known_session();
+    m.trace_stacks = TraceSpec::default_stacks();  // contract_check.py:known_stacks()
+    m.trace_stacks.stack_flags = kTraceGroupSpinlock | kTraceGroupLongWait;
+    m.trace_stacks.max_depth = 16;
+    m.trace_stacks.bucket_count = 512;
     m.repetitions = 2;
     write_file(dir + "/meta.json", meta_json(m));
     write_file(dir + "/snapshots/" + rec.phase + "-r2.json", snapshot_json(rec));

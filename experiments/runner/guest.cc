@@ -87,7 +87,15 @@ std::optional<collect::ClockSample> Guest::clock_sample() {
     return session_.region().sample_clock(std::chrono::milliseconds(500));
 }
 
-void Guest::start_trace(const TraceSessionInformation& params) {
+void Guest::start_trace(const TraceSessionInformation& params, const TraceStackInformation& stacks) {
+    // Every start sets its stack settings (none unless [trace] asks), so none linger from an
+    // earlier session. A kernel without stacks refuses the sub-class: that matters only when
+    // stacks were asked for.
+    if (const Status st = collect::set_trace_stacks(session_, stacks);
+        st != Status::kSuccess && (stacks.stack_flags || st != Status::kInvalidInfoClass))
+        throw std::runtime_error(std::string("the guest refused the stack settings (trace.stack-*): ") +
+                                 status_name(uint32_t(st)) +
+                                 (st == Status::kInvalidInfoClass ? " (this kernel has no call stacks)" : ""));
     const Status st = collect::start_trace_session(session_, params);
     if (st == Status::kSuccess) return;
     std::string why = collect::start_refusal(session_, params, st);

@@ -40,7 +40,7 @@ public:
     // Trace sessions (class 0x1F): start with `params` (throws std::runtime_error saying why the
     // guest refused, naming the [trace] key where one is to blame) and stop (throws
     // collect::CollectError when the guest refuses or does not answer).
-    void start_trace(const TraceSessionInformation& params);
+    void start_trace(const TraceSessionInformation& params, const TraceStackInformation& stacks);
     void stop_trace();
     const std::string& region_path() { return session_.region().path(); }
     // The region file was removed (the VM is gone).

@@ -89,6 +89,7 @@ Meta make_meta(const MetaSources& s) {
                                      strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));
     m.runner_version = "spinlab-run format 1";
     if (spec.trace.enabled()) m.trace = spec.trace.params;
+    m.trace_stacks = spec.trace.stacks;
     return m;
 }
 

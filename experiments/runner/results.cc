@@ -293,6 +293,15 @@ std::string meta_json(const Meta& m) {
     if (m.trace) {
         j.begin_object();
         trace_session_fields(j, *m.trace);
+        // The call-stack settings (TraceStackInformation) the sessions started with.
+        const TraceStackInformation& s = m.trace_stacks;
+        j.key("stacks").begin_object();
+        j.field("stack_flags", s.stack_flags ? collect::trace_groups_text(s.stack_flags) : std::string("none"));
+        j.field("stack_caching", s.caching ? "on" : "off");
+        j.field("max_stack_depth", s.max_depth);
+        j.field("bucket_count", s.bucket_count);
+        j.field("cache_size", s.cache_size);
+        j.end_object();
         j.end_object();
     } else {
         null_value(j);

@@ -132,6 +132,7 @@ struct Meta {
     std::string guest_build_id, guest_hypervisor;
     std::string runner_version;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none
+    TraceStackInformation trace_stacks{};          // [trace] stack-*, clamped (with trace only)
 };
 std::string meta_json(const Meta& m);
 

@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "locktrace/session.h"
+#include "locktrace/stack_settings.h"
 #include "trace_text.h"
 
 namespace po = boost::program_options;
@@ -74,6 +75,15 @@ const Key kKeys[] = {
     {"trace", "flush-timer", "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)"},
     {"trace", "mode", "LoggerMode: real-time, circular or no-drop-stall (default real-time)"},
     {"trace", "profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)"},
+    {"trace", "stack-enable",
+     "StackFlags: groups whose events get a call stack, comma-separated: spinlock, cswitch, ready, "
+     "syscall, profile, longwait (each also in trace.enable); none (default)"},
+    {"trace", "stack-caching",
+     "StackCaching: on (the per-CPU stack cache: an event carries a key) or off (every stack inline) (default on)"},
+    {"trace", "stack-depth", "MaxStackDepth: frames per stack, 1 to 256 (default 32)"},
+    {"trace", "stack-buckets", "BucketCount of each CPU's stack cache, clamped to 256..4096 (default 256)"},
+    {"trace", "stack-cache-size",
+     "CacheSize of the stack caches in bytes, all CPUs together, clamped to 3145728..52428800 (default 3145728)"},
     {"trace", "export",
      "export every repetition's trace, comma-separated: ctf (trace-export/<phase>-r<rep>.ctf/, for "
      "babeltrace2), perfetto (trace-export/<phase>-r<rep>.json, for the Perfetto UI); none (default)"},
@@ -310,6 +320,47 @@ void parse_trace(TraceSpec& t, const Has& has, const Str& str, const Where& wher
             }
 }
 
+// [trace] stack-*: the stack settings (TraceStackInformation), checked as the guest checks them
+// (locktrace::first_invalid_stack_param), each error naming its key.
+template <class Has, class Str, class Where>
+void parse_trace_stacks(TraceSpec& t, const Has& has, const Str& str, const Where& where) {
+    TraceStackInformation& s = t.stacks;
+    if (has("trace.stack-enable")) {
+        const std::string v = str("trace.stack-enable");
+        if (v == "none" || v == "off") {
+            s.stack_flags = 0;
+        } else {
+            try {
+                s.stack_flags = collect::parse_trace_groups(join(split(v)), where("trace.stack-enable"));
+            } catch (const collect::CollectError& e) {
+                bad(where("trace.stack-enable"), v,
+                    std::string(e.what()).substr(where("trace.stack-enable").size() + 2) + ", or none");
+            }
+            if (s.stack_flags & ~kTraceStackGroups)
+                bad(where("trace.stack-enable"), v,
+                    "names " + collect::trace_groups_text(s.stack_flags & ~kTraceStackGroups) +
+                        ": only spinlock, cswitch, ready, syscall, profile and longwait events carry stacks");
+        }
+    }
+    if (has("trace.stack-caching"))
+        s.caching = to_choice(where("trace.stack-caching"), str("trace.stack-caching"), {"on", "off"}) == "on";
+    if (has("trace.stack-depth"))
+        s.max_depth = uint32_t(to_u64(where("trace.stack-depth"), str("trace.stack-depth"), 1, kTraceMaxStackFrames));
+    // Clamped, never refused (seed 003); the clamped value is what runs and what meta.json says.
+    if (has("trace.stack-buckets"))
+        s.bucket_count = uint32_t(to_u64(where("trace.stack-buckets"), str("trace.stack-buckets"), 0, UINT32_MAX));
+    if (has("trace.stack-cache-size"))
+        s.cache_size = to_u64(where("trace.stack-cache-size"), str("trace.stack-cache-size"), 0, UINT32_MAX);
+    s = locktrace::clamp_stack_settings(s);
+    if (!s.stack_flags) return;
+    if (!t.enabled())
+        bad(where("trace.stack-enable"), str("trace.stack-enable"), "needs a trace (trace.enable is none)");
+    if (const uint32_t missing = s.stack_flags & ~t.params.enable_flags)
+        bad(where("trace.stack-enable"), collect::trace_groups_text(s.stack_flags),
+            "names " + collect::trace_groups_text(missing) + ", which trace.enable (" +
+                collect::trace_groups_text(t.params.enable_flags) + ") does not record");
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -502,6 +553,7 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
 
     parse_trace(s.trace, has, str, where);
+    parse_trace_stacks(s.trace, has, str, where);
     if (has("trace.export")) {
         const std::string v = str("trace.export");
         s.trace.exports.clear();
@@ -558,6 +610,8 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     return out;
 }
 
+TraceStackInformation TraceSpec::default_stacks() { return locktrace::default_stack_settings(); }
+
 TraceSessionInformation TraceSpec::default_params() {
     TraceSessionInformation p = locktrace::default_session_params();
     p.enable_flags = kTraceGroupLongWait;
@@ -609,6 +663,10 @@ std::string to_ini(const Spec& s) {
       << "\n\n[trace]\n";
     for (const TraceKey& k : kTraceKeys)
         o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";
+    const TraceStackInformation& st = s.trace.stacks;
+    o << "stack-enable = " << (st.stack_flags ? collect::trace_groups_text(st.stack_flags) : std::string("none"))
+      << "\nstack-caching = " << onoff(st.caching) << "\nstack-depth = " << st.max_depth
+      << "\nstack-buckets = " << st.bucket_count << "\nstack-cache-size = " << st.cache_size << "\n";
     o << "export = " << (s.trace.exports.empty() ? std::string("none") : join(s.trace.exports)) << "\n";
     o << "\n[output]\ndir = " << s.output.dir << "\n";
     if (!s.output.run_id.empty()) o << "run-id = " << s.output.run_id << "\n";

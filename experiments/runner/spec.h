@@ -76,11 +76,16 @@ struct RunSpec {
 // long waits).
 struct TraceSpec {
     TraceSessionInformation params = default_params();
+    // The call stacks of the session's events (stack-enable, stack-caching, stack-depth,
+    // stack-buckets, stack-cache-size; the collector's trace start --stack-* options): set in
+    // the guest before each start. Default: no stacks.
+    TraceStackInformation stacks = default_stacks();
     // export: formats each repetition's trace is exported to ("ctf", "perfetto"; in the order
     // given), beside the results (trace-export/<phase>-r<rep>.ctf/ and .json). Empty: none.
     std::vector<std::string> exports;
     bool enabled() const { return params.enable_flags != 0; }
     static TraceSessionInformation default_params();  // the collector's defaults, enable = longwait
+    static TraceStackInformation default_stacks();     // the guest's defaults: no stacks
 };
 
 struct OutputSpec {

@@ -122,6 +122,29 @@ TEST(SpecParse, TraceSection) {
     EXPECT_NE(to_ini(d.spec).find("export = none\n"), std::string::npos);
 }
 
+TEST(SpecParse, TraceStacks) {
+    // Default: no stacks, the guest's defaults for the rest.
+    ParsedSpec d = parse({kPhases});
+    EXPECT_EQ(d.spec.trace.stacks.stack_flags, 0u);
+    EXPECT_EQ(d.spec.trace.stacks.caching, 1u);
+    EXPECT_EQ(d.spec.trace.stacks.max_depth, 32u);
+    EXPECT_NE(to_ini(d.spec).find("stack-enable = none\nstack-caching = on\nstack-depth = 32\n"
+                                  "stack-buckets = 256\nstack-cache-size = 3145728\n"),
+              std::string::npos);
+    std::string f = write_spec("[trace]\nenable = spinlock,longwait,profile\nstack-enable = longwait, profile\n"
+                               "stack-caching = off\nstack-depth = 16\nstack-buckets = 5000\n");
+    ParsedSpec p = parse({"--spec", f, kPhases, "--trace.stack-cache-size", "1"});
+    const TraceStackInformation& s = p.spec.trace.stacks;
+    EXPECT_EQ(s.stack_flags, kTraceGroupLongWait | kTraceGroupProfile);
+    EXPECT_EQ(s.caching, 0u);
+    EXPECT_EQ(s.max_depth, 16u);
+    EXPECT_EQ(s.bucket_count, 4096u);           // clamped, as the guest does (seed 003)
+    EXPECT_EQ(s.cache_size, kTraceMinStackCacheSize);  // likewise
+    // to_ini reads back to the same settings.
+    ParsedSpec b = parse({"--spec", write_spec(to_ini(p.spec))});
+    EXPECT_EQ(std::memcmp(&b.spec.trace.stacks, &s, sizeof s), 0) << to_ini(p.spec);
+}
+
 TEST(SpecParse, KernelCommandLine) {
     ParsedSpec p = parse({kPhases, "--vm.lock", "pv", "--vm.clock", "cpuid", "--vm.hz", "250",
                           "--workload.args", "--locks 1 --duration-ms 0", "--workload.kmix", "off"});
@@ -262,6 +285,20 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--trace.export", "ctf,ctf"}, "--trace.export = 'ctf,ctf': names ctf twice"},
         Golden{{kPhases, "--trace.enable", "none", "--trace.export", "ctf"},
                "--trace.export = 'ctf': needs a trace (trace.enable is none)"},
+        Golden{{kPhases, "--trace.stack-enable", "spinlock,memory"},
+               "--trace.stack-enable = 'spinlock,memory': names memory: only spinlock, cswitch, ready, "
+               "syscall, profile and longwait events carry stacks"},
+        Golden{{kPhases, "--trace.stack-enable", "locks"},
+               "--trace.stack-enable = 'locks': unknown group 'locks'; groups: all, spinlock, cswitch, "
+               "ready, syscall, profile, process, memory, longwait, or none"},
+        Golden{{kPhases, "--trace.stack-enable", "cswitch"},
+               "--trace.stack-enable = 'cswitch': names cswitch, which trace.enable (longwait) does not record"},
+        Golden{{kPhases, "--trace.enable", "none", "--trace.stack-enable", "longwait"},
+               "--trace.stack-enable = 'longwait': needs a trace (trace.enable is none)"},
+        Golden{{kPhases, "--trace.stack-depth", "257"},
+               "--trace.stack-depth = '257': must be a whole number from 1 to 256"},
+        Golden{{kPhases, "--trace.stack-caching", "yes"},
+               "--trace.stack-caching = 'yes': must be one of on, off"},
         Golden{{"--spec", "/nonexistent/x.ini"}, "--spec /nonexistent/x.ini: cannot open it"}),
     // Readable test names (ctest lists them): the options, letters and digits only.
     [](const testing::TestParamInfo<Golden>& info) {

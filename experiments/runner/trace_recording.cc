@@ -11,9 +11,9 @@
 namespace spinlab::run {
 
 TraceRecording::TraceRecording(Guest& guest, const TraceSessionInformation& params,
-                               const std::string& path)
+                               const TraceStackInformation& stacks, const std::string& path)
     : guest_(guest) {
-    guest_.start_trace(params);
+    guest_.start_trace(params, stacks);
     session_running_ = true;
     try {
         recorder_ = std::make_unique<collect::TraceRecorder>(guest_.region_path(), path);

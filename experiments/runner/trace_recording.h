@@ -18,7 +18,8 @@ namespace spinlab::run {
 class TraceRecording {
 public:
     // Throws std::runtime_error saying why the guest refused the session.
-    TraceRecording(Guest& guest, const TraceSessionInformation& params, const std::string& path);
+    TraceRecording(Guest& guest, const TraceSessionInformation& params, const TraceStackInformation& stacks,
+                   const std::string& path);
     ~TraceRecording();
     TraceRecording(const TraceRecording&) = delete;
     TraceRecording& operator=(const TraceRecording&) = delete;

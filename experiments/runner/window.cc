@@ -12,7 +12,7 @@ Window::Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_
       trace_path_(results_dir + "/" + trace_file), trace_file_(trace_file) {
     guest_.reset_counters();
     if (spec_.trace.enabled())
-        trace_ = std::make_unique<TraceRecording>(guest_, spec_.trace.params, trace_path_);
+        trace_ = std::make_unique<TraceRecording>(guest_, spec_.trace.params, spec_.trace.stacks, trace_path_);
     baseline_ = guest_.snapshot();
     rec_.phase = phase;
     rec_.rep = rep;
