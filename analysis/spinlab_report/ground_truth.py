@@ -12,6 +12,11 @@ frozen vCPU (the same holder at start and end):
 - running: no freeze touches the wait (with the bound) and the timeline shows the holder's
   vCPU on-CPU for at least RUNNING_MIN_ON of it. Each must be classed holder-on.
 
+And one set for the waiter's side: long waits *on* the frozen vCPU that its effective freezes
+cover for more than half of the wait (the waiter was frozen while it spun; any holder). Each must
+be classed waiter-off (waiter-preempted, or both when the holder too was off for half of it, or
+uncertain on the holder's side only).
+
 Both sets are chosen through the clock mapping, and so is the class: a clock that is wrong by
 a constant moves a wait and its verdict together, and neither set notices. The clock has its
 own ground truth (stamps_off_cpu): a long wait begins and ends with TSC reads by the waiting
@@ -21,7 +26,9 @@ the timeline, by more than the bound.
 """
 import bisect
 
-from .lhp import HOLDER_OFF, ClockMap
+from .lhp import HOLDER_OFF, WAITER_OFF_MIN, ClockMap
+
+WAITER_OFF = ("waiter-preempted", "both")
 
 # The running set: the holder on-CPU for at least this share of the wait by the timeline (the
 # holder-off threshold is 1/2, so a correct classifier never calls these holder-off).
@@ -43,13 +50,22 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
     """waits: classified long waits (lhp.long_waits_share(...)["waits"]), windows: effective
     freezes of frozen_vcpu as (start, end) host TSC."""
     out = {"frozen": 0, "frozen_holder_off": 0, "frozen_holder_preempted": 0, "frozen_classes": {},
-           "running": 0, "running_holder_off": 0, "running_classes": {}}
+           "running": 0, "running_holder_off": 0, "running_classes": {},
+           "frozen_waiter": 0, "frozen_waiter_off": 0, "frozen_waiter_classes": {}}
     for w in waits:
-        if w.get("source") != "timeline":
-            continue
-        if w["cpu"] == frozen_vcpu or w.get("holders") != [frozen_vcpu] or w.get("bound_cycles") is None:
+        if w.get("source") != "timeline" or w.get("bound_cycles") is None:
             continue
         a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
+        if w["cpu"] == frozen_vcpu:
+            if covered(windows, a + e, a + n - e) > n / 2:
+                out["frozen_waiter"] += 1
+                out["frozen_waiter_classes"][w["lhp"]] = out["frozen_waiter_classes"].get(w["lhp"], 0) + 1
+                side_off = w.get("waiter_off_cycles") is not None and w["waiter_off_cycles"][0] >= WAITER_OFF_MIN * n
+                if w["lhp"] in WAITER_OFF or side_off:
+                    out["frozen_waiter_off"] += 1
+            continue
+        if w.get("holders") != [frozen_vcpu]:
+            continue
         if covered(windows, a + e, a + n - e) > n / 2:
             key = "frozen"
         elif covered(windows, a - e, a + n + e) == 0 and w["holder_off_cycles"] is not None \
@@ -65,6 +81,7 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
             out["frozen_holder_preempted"] += 1
     out["frozen_rate"] = out["frozen_holder_off"] / out["frozen"] if out["frozen"] else None
     out["running_rate"] = out["running_holder_off"] / out["running"] if out["running"] else None
+    out["frozen_waiter_rate"] = out["frozen_waiter_off"] / out["frozen_waiter"] if out["frozen_waiter"] else None
     return out
 
 

@@ -25,9 +25,10 @@ def test_stamps_inside_an_off_window_beyond_the_bound_are_counted():
     assert stamps_off_cpu([long_wait(1, 20_000_000, 10)], off, CLOCK)["stamps"] == 0
 
 
-def classified(cpu, holder, host_start, cycles, lhp, holder_off, side):
+def classified(cpu, holder, host_start, cycles, lhp, holder_off, side, waiter_off=None):
     return {"source": "timeline", "cpu": cpu, "holders": [holder], "host_start": host_start, "bound_cycles": 10.0,
-            "wait_cycles": cycles, "lhp": lhp, "holder_off_cycles": holder_off, "holder_side": side}
+            "wait_cycles": cycles, "lhp": lhp, "holder_off_cycles": holder_off, "holder_side": side,
+            "waiter_off_cycles": waiter_off}
 
 
 def test_frozen_and_running_sets():
@@ -41,3 +42,17 @@ def test_frozen_and_running_sets():
     g = rates(waits, windows, 0)
     assert (g["frozen"], g["frozen_holder_off"], g["frozen_holder_preempted"]) == (2, 2, 1)
     assert (g["running"], g["running_holder_off"], g["running_rate"]) == (1, 0, 0.0)
+
+
+def test_frozen_waiter_set():
+    windows = [(10_000, 40_000)]
+    waits = [classified(0, 1, 9_000, 30_000, "waiter-preempted", [0, 0], "on", [29_000, 30_000]),   # frozen waiter
+             classified(0, 1, 9_000, 30_000, "both", [20_000, 20_000], "off", [29_000, 30_000]),     # holder off too
+             classified(0, 1, 9_000, 30_000, "uncertain", [14_000, 16_000], None, [29_000, 30_000]),  # holder side only
+             classified(0, 1, 9_000, 30_000, "neither", [0, 0], "on", [0, 100]),                     # wrongly 'neither'
+             classified(0, 1, 39_000, 2000, "neither", [0, 0], "on", [1000, 1000]),                  # half frozen: not in the set
+             classified(1, 0, 9_000, 30_000, "holder-preempted", [29_000, 30_000], "off", [0, 0])]  # other vCPU's wait
+    g = rates(waits, windows, 0)
+    assert (g["frozen_waiter"], g["frozen_waiter_off"], g["frozen_waiter_rate"]) == (4, 3, 0.75)
+    assert g["frozen_waiter_classes"] == {"waiter-preempted": 1, "both": 1, "uncertain": 1, "neither": 1}
+    assert g["frozen"] == 1  # the holder-side sets are unchanged by it

@@ -20,7 +20,9 @@ vCPU thread was seen to stop and to run again). The critical section is long (2^
   (holder-preempted, or both: the waiter's vCPU thread was also off for half of the wait; on a
   loaded host it is, and then 'both' is the truth; the strict holder-preempted count is printed
   beside); of those whose holder was never frozen and ran for 90% of the wait by the timeline,
-  at most 5% are. Both rates are printed.
+  at most 5% are. And for the waiter's side: of the long waits on vCPU 0 itself that its
+  effective freezes cover for more than half of the wait, at least 95% are classed waiter-off
+  (waiter-preempted, or both). The three rates are printed.
 
 Needs `make build` and root (cgroup freezer, tracefs). About 35 s on a loaded 2-core host.
 """
@@ -136,11 +138,15 @@ def test_ground_truth_rates(measured):
     print(f"\nground truth: holder frozen > half the wait: {g['frozen_holder_off']}/{g['frozen']} classed "
           f"holder-off, of which {g['frozen_holder_preempted']} holder-preempted (classes {g['frozen_classes']}); "
           f"holder running: {g['running_holder_off']}/{g['running']} classed holder-off (classes "
-          f"{g['running_classes']}); {len(measured['windows'])} effective freezes, {len(measured['waits'])} long waits")
+          f"{g['running_classes']}); waiter frozen > half the wait: {g['frozen_waiter_off']}/{g['frozen_waiter']} "
+          f"classed waiter-off (classes {g['frozen_waiter_classes']}); {len(measured['windows'])} effective freezes, "
+          f"{len(measured['waits'])} long waits")
     assert g["frozen"] >= 3, f"too few waits behind a frozen holder to judge: {g}"
     assert g["frozen_rate"] >= 0.95, g
     assert g["running"] >= 1, f"no wait behind a running holder to judge: {g}"
     assert g["running_rate"] <= 0.05, g
+    assert g["frozen_waiter"] >= 3, f"too few waits of a frozen waiter to judge: {g}"
+    assert g["frozen_waiter_rate"] >= 0.95, g
 
 
 def test_a_clock_1ms_off_either_way_is_caught(measured):
