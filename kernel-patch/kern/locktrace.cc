@@ -136,6 +136,17 @@ void write_thread_event(TraceEventType type, const Thread* t) {
         });
 }
 
+void write_process_event(TraceEventType type, const Process* p) {
+    write_event<spinlab::TraceProcessEvent>(
+        spinlab::kTraceGroupProcessThread, type, false, [&](spinlab::TraceProcessEvent& e) {
+            e.process_id = uint32_t(p->pid);
+            e.parent_id = p->parent ? uint32_t(p->parent->pid) : 0;  // 0: the kernel's, or orphaned
+            e.exit_code = type == TraceEventType::kProcessEnd ? uint32_t(p->exit_code) : 0;
+            e.reserved = 0;
+            copy_name(e.name, p->name);
+        });
+}
+
 void write_system_config() {
     write_event<spinlab::TraceSystemConfigEvent>(
         ~0u, TraceEventType::kSystemConfig, false, [](spinlab::TraceSystemConfigEvent& e) {
@@ -191,7 +202,9 @@ spinlab::Status start(const spinlab::TraceSessionInformation& in) {
     wait_for_cpus([&](uint32_t k) {
         return __atomic_load_n(&cpus[k].session_id, __ATOMIC_ACQUIRE) == id;
     });
-    // Rundown: the threads (and so processes) already running when the session started.
+    // Rundown: the processes, then the threads, already running when the session started.
+    if (in.enable_flags & spinlab::kTraceGroupProcessThread)
+        proc_for_each([](const Process* p) { write_process_event(TraceEventType::kProcessRundown, p); });
     if (in.enable_flags & spinlab::kTraceGroupProcessThread)
         sched_for_each_thread([](const Thread* t) {
             write_thread_event(TraceEventType::kThreadRundown, t);
@@ -406,6 +419,7 @@ void locktrace_syscall_exit_impl(uint64_t number, uint64_t result) {
 }
 
 void locktrace_thread_event_impl(TraceEventType type, const Thread* t) { write_thread_event(type, t); }
+void locktrace_process_event_impl(TraceEventType type, const Process* p) { write_process_event(type, p); }
 
 const void* locktrace_area() { return area; }
 uint64_t locktrace_area_size() { return area_size; }

@@ -27,6 +27,7 @@
 #include "../spinlock/lock.h"
 #include "prcb.h"
 
+struct Process;
 struct Thread;
 struct TrapFrame;
 
@@ -100,4 +101,10 @@ inline bool locktrace_user_spinlock(const spinlab::TraceSpinlockEvent& e) {
 }
 inline void locktrace_thread_event(spinlab::TraceEventType type, const Thread* t) {
     if constexpr (kLocktraceBuilt) locktrace_thread_event_impl(type, t);
+}
+// Process start (spawned, before its first thread starts) and end (its last thread left): the
+// process group. The rundown of the processes alive when a session starts is written by start.
+void locktrace_process_event_impl(spinlab::TraceEventType type, const Process* p);
+inline void locktrace_process_event(spinlab::TraceEventType type, const Process* p) {
+    if constexpr (kLocktraceBuilt) locktrace_process_event_impl(type, p);
 }

@@ -10,6 +10,7 @@
 #include "../lib/ustar.h"
 #include "console.h"
 #include "gdt.h"
+#include "locktrace.h"
 #include "mem.h"
 #include "trap.h"
 
@@ -128,6 +129,12 @@ void proc_set_initrd(const uint8_t* data, uint64_t size) {
 }
 bool proc_initrd_present() { return initrd != nullptr; }
 
+void proc_for_each(void (*fn)(const Process* p)) {
+    SpinGuard g(&g_proc_lock);
+    for (const Process& p : procs)
+        if (p.state == ProcState::kAlive) fn(&p);
+}
+
 Process* current_proc() {
     Thread* t = current_thread();
     return t ? t->proc : nullptr;
@@ -196,6 +203,7 @@ int64_t proc_spawn(const char* path, const char* const* argv, int argc, bool pri
     }
     p->threads[0] = t;
     int pid = p->pid;
+    locktrace_process_event(spinlab::TraceEventType::kProcessStart, p);
     thread_start(t);
     return pid;
 }
@@ -263,6 +271,7 @@ void proc_thread_exit(int code) {
         if (--p->live_threads == 0) {
             if (!p->killed) p->exit_code = code;
             p->state = ProcState::kZombie;
+            locktrace_process_event(spinlab::TraceEventType::kProcessEnd, p);
             for (Process& c : procs)  // children become orphans, reaped by the reaper
                 if (c.state != ProcState::kUnused && c.parent == p) {
                     c.parent = nullptr;

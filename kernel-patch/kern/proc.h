@@ -29,6 +29,9 @@ struct Process {
 };
 
 void proc_init();                          // boot CPU: process table, reaper thread
+// Calls fn for every live process (not yet a zombie), under proc_lock: fn must take no lock of a
+// lower rank (lockclass.h) and must not sleep.
+void proc_for_each(void (*fn)(const Process* p));
 void proc_set_initrd(const uint8_t* data, uint64_t size);
 bool proc_initrd_present();
 

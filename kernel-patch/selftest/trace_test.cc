@@ -15,6 +15,7 @@
 #include "../kern/locktrace.h"
 #include "../kern/locktrace_stacks.h"
 #include "../kern/prcb.h"
+#include "../kern/proc.h"
 #include "../kern/sched.h"
 #include "../kern/selftest.h"
 #include "../kern/spinlock.h"
@@ -269,6 +270,59 @@ void context_switches_pair_per_cpu() {
     TEST_CHECK(readies > 0);
 }
 
+// A process alive when the session starts is in the rundown; one started during it has a start
+// (its name, the kernel as parent) and then an end with its exit code. Needs the initrd.
+void processes_start_end_and_rundown() {
+    if (!kLocktraceBuilt) return;
+    TEST_CHECK(proc_initrd_present());
+    const char* const bench[] = {"lockbench", "--threads-per-cpu", "1", "--duration-ms", "300"};
+    const int64_t before = proc_spawn("/bin/lockbench", bench, 5, true, nullptr);
+    TEST_CHECK(before > 0);
+    start(params(spinlab::kTraceGroupProcessThread, spinlab::TraceLoggerMode::kRealTime));
+    const char* const hello[] = {"hello"};
+    const int64_t during = proc_spawn("/bin/hello", hello, 1, true, nullptr);
+    TEST_CHECK(during > 0);
+    int code = -1;
+    TEST_CHECK_EQ(proc_wait(nullptr, int(during), &code), during);
+    const int hello_code = code;
+    TEST_CHECK_EQ(proc_wait(nullptr, int(before), &code), before);
+    stop();
+    TEST_CHECK_EQ(trace_query().totals.events_lost, 0);
+    // The events of a process may be on different CPUs: order them by their timestamps.
+    uint64_t rundown = 0, started = 0, ended = 0, before_end = 0, other = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++)
+        for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+            const auto type = spinlab::TraceEventType(h.type);
+            if (type != spinlab::TraceEventType::kProcessRundown && type != spinlab::TraceEventType::kProcessStart &&
+                type != spinlab::TraceEventType::kProcessEnd)
+                return;
+            spinlab::TraceProcessEvent e;
+            __builtin_memcpy(&e, p, sizeof e);
+            const bool is_bench = e.process_id == uint32_t(before), is_hello = e.process_id == uint32_t(during);
+            if (type == spinlab::TraceEventType::kProcessRundown && is_bench) {
+                TEST_CHECK(__builtin_strcmp(e.name, "lockbench") == 0);
+                rundown = h.tsc;
+            } else if (type == spinlab::TraceEventType::kProcessStart && is_hello) {
+                TEST_CHECK(__builtin_strcmp(e.name, "hello") == 0);
+                TEST_CHECK_EQ(e.parent_id, 0);
+                started = h.tsc;
+            } else if (type == spinlab::TraceEventType::kProcessEnd && is_hello) {
+                TEST_CHECK_EQ(e.exit_code, uint32_t(hello_code));
+                ended = h.tsc;
+            } else if (type == spinlab::TraceEventType::kProcessEnd && is_bench) {
+                before_end = h.tsc;
+            } else if (type != spinlab::TraceEventType::kProcessRundown) {
+                other++;  // the only processes started or ended in the window are these two
+            }
+        });
+    kprintf("trace: process rundown at %lu, hello start %lu end %lu, lockbench end %lu\n", rundown, started,
+            ended, before_end);
+    TEST_CHECK(rundown != 0);
+    TEST_CHECK(started != 0 && ended > started);
+    TEST_CHECK(before_end > rundown);
+    TEST_CHECK_EQ(other, 0);
+}
+
 void circular_keeps_the_newest() {
     if (!kLocktraceBuilt) return;
     TraceSessionInformation s = params(spinlab::kTraceGroupSyscall, spinlab::TraceLoggerMode::kCircular);
@@ -435,6 +489,7 @@ const SelfTest kTests[] = {
     {"control_through_sysinfo", control_through_sysinfo},
     {"contended_events_equal_counters", contended_events_equal_counters},
     {"context_switches_pair_per_cpu", context_switches_pair_per_cpu},
+    {"processes_start_end_and_rundown", processes_start_end_and_rundown},
     {"circular_keeps_the_newest", circular_keeps_the_newest},
     {"stacks_on_spinlock_events_hold_the_known_chain", stacks_on_spinlock_events_hold_the_known_chain},
 };
