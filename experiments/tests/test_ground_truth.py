@@ -24,8 +24,14 @@ vCPU thread was seen to stop and to run again). The critical section is long (2^
   effective freezes cover for more than half of the wait, at least 95% are classed waiter-off
   (waiter-preempted, or both). The three rates are printed.
 
+- the Perfetto export of the same run (`[trace] export = perfetto`) puts the guest's waits and
+  the host's vCPU tracks on one time axis: each long wait's slice starts where the analysis
+  placed it (within the clock's bound), and the frozen vCPU's track is 'frozen' at the middle of
+  each effective freeze.
+
 Needs `make build` and root (cgroup freezer, tracefs). About 35 s on a loaded 2-core host.
 """
+import bisect
 import json
 import math
 import os
@@ -60,7 +66,8 @@ def run_dir():
     env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
     cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", "tcg",
            "--workload.args", WORKLOAD, "--run.preempt-vcpus", str(FROZEN_VCPU), "--run.phases", "preempt-30ms", "--run.repetitions", "1",
-           "--run.warmup", "1", "--run.duration", "20", "--output.dir", out, "--output.run-id", "gt"]
+           "--run.warmup", "1", "--run.duration", "20", "--trace.export", "perfetto",
+           "--output.dir", out, "--output.run-id", "gt"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, f"spinlab-run exit {r.returncode}: {r.stderr[-2000:]}"
     yield os.path.join(out, "gt")
@@ -161,3 +168,37 @@ def test_a_clock_1ms_off_either_way_is_caught(measured):
         clock["points"] = [[g, o + sign * (shift + h), h] for g, o, h in clock["points"]]
         _, off = stamps_report(measured, clock)
         assert off["inside"] > off["stamps"] // 100, (sign, off)
+
+
+def perfetto_tracks(path):
+    """(events, {process name: pid}, cycles per second of its axis) of spinlab's Chrome trace-event
+    JSON: ts is host TSC / otherData.tsc_hz in us (the trace header's TSC Hz, for guest and host
+    tracks alike)."""
+    doc = json.load(open(path))
+    pids = {e["args"]["name"]: e["pid"] for e in doc["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+    return doc["traceEvents"], pids, doc["otherData"]["tsc_hz"]
+
+
+def test_perfetto_export_puts_guest_waits_and_host_vcpus_on_one_axis(run_dir, measured):
+    ev, pids, hz = perfetto_tracks(os.path.join(run_dir, "trace-export", "preempt-30ms-r1.json"))
+    assert "host vCPUs" in pids and "guest threads (spinlock waits)" in pids, pids
+    starts = sorted(e["ts"] for e in ev if e.get("pid") == pids["guest threads (spinlock waits)"] and e.get("ph") == "X")
+    placed = [w for w in measured["waits"] if w.get("host_start") is not None and w.get("bound_cycles") is not None]
+    assert len(placed) >= 20, len(placed)
+    misplaced = 0
+    for w in placed:
+        want, tol = w["host_start"] * 1e6 / hz, w["bound_cycles"] * 1e6 / hz + 1.0
+        i = bisect.bisect_left(starts, want - tol)
+        misplaced += not (i < len(starts) and starts[i] <= want + tol)
+    frozen = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("pid") == pids["host vCPUs"]
+                    and e.get("tid") == FROZEN_VCPU and e.get("ph") == "X" and e.get("name") == "frozen")
+    fs = [a for a, _ in frozen]
+    mids = [(a + b) / 2 * 1e6 / hz for a, b in measured["windows"]]
+    span = (min(fs), max(b for _, b in frozen)) if frozen else (0, 0)
+    mids = [m for m in mids if span[0] <= m <= span[1]]
+    outside = sum(not (0 <= (i := bisect.bisect_right(fs, m) - 1) and frozen[i][1] >= m) for m in mids)
+    print(f"\nperfetto: {len(placed) - misplaced} of {len(placed)} long waits where the analysis put them; "
+          f"{len(mids) - outside} of {len(mids)} effective freezes inside a 'frozen' slice of vCPU {FROZEN_VCPU}")
+    assert misplaced == 0
+    assert len(mids) >= 20 and outside == 0
