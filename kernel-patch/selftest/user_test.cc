@@ -2,6 +2,7 @@
 // threads run in parallel, a faulting program is killed and the next one runs, hostile system
 // call arguments are answered with a status.
 #include "../kern/console.h"
+#include "../kern/locktrace.h"
 #include "../kern/mem.h"
 #include "../kern/prcb.h"
 #include "../kern/proc.h"
@@ -131,6 +132,36 @@ void spinstat_sets_parameters_only_privileged() {
     TEST_CHECK_EQ(run(table, false), 0);  // reading needs no privilege
 }
 
+// spinstat starts and stops a trace session from inside the guest when privileged (circular by
+// default: nothing drains it in the guest); unprivileged, each is refused (access denied, exit 1)
+// and the session is untouched; the status needs no privilege; an unknown group is a usage error.
+void spinstat_traces_only_privileged() {
+    if (!kLocktraceBuilt) return;  // INSTRUMENT=0: no sessions
+    auto session = [] {
+        spinlab::TraceSessionInformation s{};
+        locktrace_query(&s);
+        return s;
+    };
+    const char* start[] = {"spinstat", "--trace-start", "spinlock,cswitch"};
+    TEST_CHECK_EQ(run(start, false), 1);
+    TEST_CHECK(session().state != uint32_t(spinlab::TraceState::kRunning));
+    TEST_CHECK_EQ(run(start, true), 0);
+    spinlab::TraceSessionInformation s = session();
+    TEST_CHECK_EQ(s.state, uint32_t(spinlab::TraceState::kRunning));
+    TEST_CHECK_EQ(s.enable_flags, spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupContextSwitch);
+    TEST_CHECK_EQ(s.logger_mode, uint32_t(spinlab::TraceLoggerMode::kCircular));
+    const char* status[] = {"spinstat", "--trace-status"};
+    TEST_CHECK_EQ(run(status, false), 0);
+    const char* stop[] = {"spinstat", "--trace-stop"};
+    TEST_CHECK_EQ(run(stop, false), 1);
+    TEST_CHECK_EQ(session().state, uint32_t(spinlab::TraceState::kRunning));
+    TEST_CHECK_EQ(run(stop, true), 0);
+    TEST_CHECK_EQ(session().state, uint32_t(spinlab::TraceState::kStopped));
+    TEST_CHECK(session().totals.events_written > 0);  // the context switches of the programs above
+    const char* bad[] = {"spinstat", "--trace-start", "locks"};
+    TEST_CHECK_EQ(run(bad, true), 2);
+}
+
 void unprivileged_workload_cannot_map_counters() {
     const char* argv[] = {"lockbench", "--duration-ms", "10"};
     TEST_CHECK_EQ(run(argv, false), 1);
@@ -149,6 +180,7 @@ const SelfTest kTests[] = {
     {"privilege_is_inherited_and_can_be_dropped", privilege_is_inherited_and_can_be_dropped},
     {"lockbench_counts_agree_with_kernel", lockbench_counts_agree_with_kernel},
     {"spinstat_sets_parameters_only_privileged", spinstat_sets_parameters_only_privileged},
+    {"spinstat_traces_only_privileged", spinstat_traces_only_privileged},
     {"unprivileged_workload_cannot_map_counters", unprivileged_workload_cannot_map_counters},
 };
 

@@ -1,12 +1,15 @@
 // spinstat: the seed's user-mode reader of the spinlock counters (seed 001: "a system service
 // call for accessing the gathered spin-lock counter data from user-mode ... the user-mode
 // program combines the data"). Queries every CPU through query_system_information, prints the
-// table `2^k  count  %`, and sets the four EVENT_TRACE_SPINLOCK_INFORMATION parameters.
+// table `2^k  count  %`, and sets the four EVENT_TRACE_SPINLOCK_INFORMATION parameters. Starts,
+// stops and shows a trace session (seed 002's logger) through the same system call.
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/log2_table.h"
+#include "locktrace/session.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
+#include "spinlab/trace.h"
 
 using namespace spinlab;
 
@@ -192,11 +195,91 @@ int reset() {
     return 0;
 }
 
+// A trace session (class 0x1F, sub-class kSpinlabTraceSession), the request spinlab-collect
+// sends over the channel. Inside the guest nothing drains real-time buffers, so a session started
+// here is a flight recorder by default (circular: the newest buffers, read by the host with
+// spinlab-collect trace dump/record, or counted in --trace-status). Start and stop need privilege.
+bool trace_groups(const char* text, uint32_t* flags) {
+    *flags = 0;
+    while (*text) {
+        const char* end = text;
+        while (*end && *end != ',') end++;
+        const uint64_t n = uint64_t(end - text);
+        bool known = n == 3 && memcmp(text, "all", 3) == 0;
+        if (known) *flags |= kTraceGroupAll;
+        for (uint32_t i = 0; i < kTraceGroupCount && !known; i++)
+            if (strlen(trace_group_name(i)) == n && memcmp(text, trace_group_name(i), n) == 0)
+                *flags |= 1u << i, known = true;
+        if (!known) {
+            eprintf("spinstat: --trace-start: unknown group in '%s'; groups: all, spinlock, cswitch, ready, "
+                    "syscall, profile, process, memory, longwait\n", text);
+            return false;
+        }
+        text = *end ? end + 1 : end;
+    }
+    return *flags != 0;
+}
+
+int trace_set(TraceSessionInformation& s, const char* what) {
+    const uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &s,
+                                                    sizeof s);
+    if (st == uint32_t(Status::kSuccess)) return 0;
+    eprintf("spinstat: trace %s refused: %s\n", what, status_str(st));
+    return 1;
+}
+
+int trace_status() {
+    TraceSessionInformation s{};
+    s.event_trace_information_class = kSpinlabTraceSession;
+    uint32_t len = 0;
+    const uint32_t st = sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &s,
+                                                      sizeof s, &len);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("spinstat: trace status: %s\n", status_str(st));
+        return 1;
+    }
+    printf("trace session %lu: %s, mode %s, groups", s.session_id, trace_state_name(TraceState(s.state)),
+           trace_logger_mode_name(TraceLoggerMode(s.logger_mode)));
+    for (uint32_t i = 0; i < kTraceGroupCount; i++)
+        if (s.enable_flags & (1u << i)) printf(" %s", trace_group_name(i));
+    printf("\n%u CPUs x %u buffers of %u bytes\n", s.cpu_count, s.buffers_per_cpu, s.buffer_size);
+    printf("events attempted %lu written %lu lost %lu; buffers written %lu, log buffers lost %lu, "
+           "real-time buffers lost %lu\n", s.totals.events_attempted, s.totals.events_written, s.totals.events_lost,
+           s.totals.buffers_written, s.totals.log_buffers_lost, s.totals.realtime_buffers_lost);
+    return 0;
+}
+
+int trace(const char* start_groups, const char* mode, bool stop, bool status) {
+    if (start_groups) {
+        TraceSessionInformation s = locktrace::default_session_params();
+        s.command = uint32_t(TraceCommand::kStart);
+        if (!trace_groups(start_groups, &s.enable_flags)) return 2;
+        bool known = false;
+        for (uint32_t i = 0; i < kTraceLoggerModeCount; i++)
+            if (strcmp(mode, trace_logger_mode_name(TraceLoggerMode(i))) == 0) s.logger_mode = i, known = true;
+        if (!known) {
+            eprintf("spinstat: --trace-mode %s: one of real-time, circular, no-drop-stall\n", mode);
+            return 2;
+        }
+        if (trace_set(s, "start")) return 1;
+    }
+    if (stop) {
+        TraceSessionInformation s{};
+        s.event_trace_information_class = kSpinlabTraceSession;
+        s.command = uint32_t(TraceCommand::kStop);
+        if (trace_set(s, "stop")) return 1;
+    }
+    return status || start_groups || stop ? trace_status() : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     uint64_t cpu = ~0ull, spin = ~0ull, acquire = ~0ull, contention = ~0ull, hold = ~0ull;
     const char* cls = "all";
+    const char* trace_start = nullptr;
+    const char* trace_mode = "circular";
+    bool trace_stop = false, trace_stat = false;
     bool per_cpu = false, per_class = false, show_hold = false, lhp = false, do_info = false,
          do_classes = false, do_params = false, do_reset = false;
     const Opt opts[] = {
@@ -214,12 +297,20 @@ int main(int argc, char** argv) {
         {"--contention-sample-rate", OptKind::kU64, &contention, "set SpinLockContentionSampleRate (min 1)"},
         {"--hold-threshold", OptKind::kU64, &hold, "set SpinLockHoldThreshold, cycles (min 1000000)"},
         {"--reset", OptKind::kFlag, &do_reset, "zero every counter (privileged)"},
+        {"--trace-start", OptKind::kString, &trace_start,
+         "start a trace session of these groups: all, spinlock, cswitch, ready, syscall, profile, process, "
+         "memory, longwait (privileged)"},
+        {"--trace-mode", OptKind::kString, &trace_mode,
+         "its LoggerMode: circular (default: nothing drains it here), real-time, no-drop-stall"},
+        {"--trace-stop", OptKind::kFlag, &trace_stop, "stop the trace session (privileged)"},
+        {"--trace-status", OptKind::kFlag, &trace_stat, "the trace session: state, groups, loss counters"},
     };
     if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
                     "Spinlock wait and hold histograms of every CPU, merged as the seed's table.\n"
                     "Setting parameters and resetting need a privileged process."))
         return 2;
     bool set = spin != ~0ull || acquire != ~0ull || contention != ~0ull || hold != ~0ull;
+    if (trace_start || trace_stop || trace_stat) return trace(trace_start, trace_mode, trace_stop, trace_stat);
     if (do_info) return info();
     if (do_classes) return classes();
     if (do_reset) return reset();
