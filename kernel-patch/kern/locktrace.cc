@@ -420,6 +420,14 @@ void locktrace_syscall_exit_impl(uint64_t number, uint64_t result) {
 
 void locktrace_thread_event_impl(TraceEventType type, const Thread* t) { write_thread_event(type, t); }
 void locktrace_process_event_impl(TraceEventType type, const Process* p) { write_process_event(type, p); }
+void locktrace_memory_event_impl(TraceEventType type, uint32_t pid, uint64_t va, uint64_t len, uint32_t flags) {
+    write_event<spinlab::TraceMemoryEvent>(spinlab::kTraceGroupMemory, type, false, [&](spinlab::TraceMemoryEvent& e) {
+        e.virtual_address = va;
+        e.length = len;
+        e.process_id = pid;
+        e.flags = flags;
+    });
+}
 
 const void* locktrace_area() { return area; }
 uint64_t locktrace_area_size() { return area_size; }

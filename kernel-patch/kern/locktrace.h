@@ -108,3 +108,13 @@ void locktrace_process_event_impl(spinlab::TraceEventType type, const Process* p
 inline void locktrace_process_event(spinlab::TraceEventType type, const Process* p) {
     if constexpr (kLocktraceBuilt) locktrace_process_event_impl(type, p);
 }
+// Memory map and unmap (the memory group): a range of a process's user address space, written
+// where the kernel knows the process (spawn, the map system calls, reap). flags: 1 writable,
+// 2 user. A process's address space goes at once when it is reaped: one unmap of its whole range.
+inline constexpr uint32_t kTraceMemWritable = 1, kTraceMemUser = 2;
+void locktrace_memory_event_impl(spinlab::TraceEventType type, uint32_t pid, uint64_t va, uint64_t len,
+                                 uint32_t flags);
+inline void locktrace_memory_event(spinlab::TraceEventType type, uint32_t pid, uint64_t va, uint64_t len,
+                                   uint32_t flags) {
+    if constexpr (kLocktraceBuilt) locktrace_memory_event_impl(type, pid, va, len, flags);
+}

@@ -79,6 +79,10 @@ int reap(Process* p) {
             t = nullptr;
         }
     as_destroy(p->as);
+    // The pid is negated once a waiter has claimed the process (proc_wait).
+    locktrace_memory_event(spinlab::TraceEventType::kMemoryUnmap, uint32_t(p->pid < 0 ? -p->pid : p->pid),
+                           spinlab::kUserBase,
+                           spinlab::kUserStackTop - spinlab::kUserBase, kTraceMemUser);
     SpinGuard g(&g_proc_lock);
     int code = p->exit_code;
     p->state = ProcState::kUnused;
@@ -204,6 +208,14 @@ int64_t proc_spawn(const char* path, const char* const* argv, int argc, bool pri
     p->threads[0] = t;
     int pid = p->pid;
     locktrace_process_event(spinlab::TraceEventType::kProcessStart, p);
+    for (int i = 0; i < img.nsegments; i++) {  // what was mapped above, now that it has a pid
+        const elf::Segment& s = img.segments[i];
+        const uint64_t lo = s.vaddr & ~0xfffull, hi = (s.vaddr + s.memsz + 0xfff) & ~0xfffull;
+        locktrace_memory_event(spinlab::TraceEventType::kMemoryMap, uint32_t(pid), lo, hi - lo,
+                               kTraceMemUser | (s.writable ? kTraceMemWritable : 0));
+    }
+    locktrace_memory_event(spinlab::TraceEventType::kMemoryMap, uint32_t(pid), stack_lo, spinlab::kUserStackSize,
+                           kTraceMemUser | kTraceMemWritable);
     thread_start(t);
     return pid;
 }

@@ -124,6 +124,21 @@ int64_t sys_trace_spinlock(Process* p, uint64_t uevent) {
     return 0;
 }
 
+// kSysMapLockstat: the counters into p's address space (lockstat layer), and the memory event of
+// the first mapping here, above it: the per-CPU perf data and, with KVM steal time, its page.
+int64_t map_lockstat(Process* p, uint64_t uout) {
+    const bool before = p->lockstat_mapped;
+    const int64_t r = lockstat_map_into(p, uout);
+    LockstatMapping m;
+    if (r == 0 && !before && copy_from_user(p->as, &m, uout, sizeof m) == 0) {
+        locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.perf_base,
+                               m.perf_stride * m.cpu_count, kTraceMemUser | kTraceMemWritable);
+        if (m.steal_base)
+            locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.steal_base, 4096, kTraceMemUser);
+    }
+    return r;
+}
+
 int64_t dispatch(Process* p, TrapFrame* tf) {
     uint64_t a0 = tf->rdi, a1 = tf->rsi, a2 = tf->rdx, a3 = tf->r10;
     switch (tf->rax) {
@@ -151,6 +166,9 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
     case kSysPrivileged: return p->privileged ? 1 : 0;
     case kSysMapAnon: {
         uint64_t va = as_map_anon(p->as, a0);
+        if (va)
+            locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), va, (a0 + 4095) & ~4095ull,
+                                   kTraceMemUser | kTraceMemWritable);
         return va ? int64_t(va) : -kErrNoMem;
     }
     case kSysQuerySystemInformation: return sys_sysinfo(p, false, a0, a1, a2, a3);
@@ -158,7 +176,7 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
     case kSysMapLockstat:
         if (!p->privileged) return -kErrPerm;
         if (!user_range_ok(a0, sizeof(LockstatMapping))) return -kErrFault;
-        return lockstat_map_into(p, a0);
+        return map_lockstat(p, a0);
     case kSysTraceSpinlock: return sys_trace_spinlock(p, a0);
     default: return -kErrNoSys;
     }

@@ -4,6 +4,7 @@
 // way the host does (locktrace/drain.h), after each session stops.
 #include <spinlab/perfdata.h>
 #include <spinlab/status.h>
+#include <spinlab/syscall.h>
 #include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
 
@@ -323,6 +324,57 @@ void processes_start_end_and_rundown() {
     TEST_CHECK_EQ(other, 0);
 }
 
+// A process's memory: its program's segments and its stack mapped at spawn, the counters mapped
+// by lockbench (kSysMapLockstat), and one unmap of the whole user range when it is reaped, after
+// its maps. Needs the initrd.
+void memory_map_and_unmap_of_a_process() {
+    if (!kLocktraceBuilt) return;
+    TEST_CHECK(proc_initrd_present());
+    start(params(spinlab::kTraceGroupMemory, spinlab::TraceLoggerMode::kRealTime));
+    const char* const bench[] = {"lockbench", "--threads-per-cpu", "1", "--duration-ms", "10"};
+    const int64_t pid = proc_spawn("/bin/lockbench", bench, 5, true, nullptr);
+    TEST_CHECK(pid > 0);
+    int code = -1;
+    TEST_CHECK_EQ(proc_wait(nullptr, int(pid), &code), pid);
+    TEST_CHECK_EQ(code, 0);
+    stop();
+    TEST_CHECK_EQ(trace_query().totals.events_lost, 0);
+    uint64_t maps = 0, text = 0, stack = 0, counters = 0, unmaps = 0, last_map = 0, unmap_at = 0, other = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++)
+        for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+            const auto type = spinlab::TraceEventType(h.type);
+            if (type != spinlab::TraceEventType::kMemoryMap && type != spinlab::TraceEventType::kMemoryUnmap) return;
+            spinlab::TraceMemoryEvent e;
+            __builtin_memcpy(&e, p, sizeof e);
+            if (e.process_id != uint32_t(pid)) {
+                other++;
+                return;
+            }
+            TEST_CHECK(e.flags & kTraceMemUser);
+            TEST_CHECK(e.length > 0 && (e.length & 4095) == 0);
+            if (type == spinlab::TraceEventType::kMemoryUnmap) {
+                unmaps++;
+                unmap_at = h.tsc;
+                TEST_CHECK_EQ(e.virtual_address, spinlab::kUserBase);
+                TEST_CHECK_EQ(e.virtual_address + e.length, spinlab::kUserStackTop);
+                return;
+            }
+            maps++;
+            last_map = h.tsc > last_map ? h.tsc : last_map;
+            if (e.virtual_address == spinlab::kUserBase && !(e.flags & kTraceMemWritable)) text++;
+            if (e.virtual_address + e.length == spinlab::kUserStackTop && (e.flags & kTraceMemWritable)) stack++;
+            constexpr uint64_t kStride = (sizeof(spinlab::CpuPerfData) + 4095) & ~4095ull;  // lockstat's
+            if (e.length == kStride * g_ncpus && (e.flags & kTraceMemWritable)) counters++;
+        });
+    kprintf("trace: %lu maps of lockbench (text %lu, stack %lu, counters %lu), %lu unmaps, %lu of others\n", maps,
+            text, stack, counters, unmaps, other);
+    TEST_CHECK_EQ(text, 1);
+    TEST_CHECK_EQ(stack, 1);
+    TEST_CHECK_EQ(counters, 1);
+    TEST_CHECK_EQ(unmaps, 1);
+    TEST_CHECK(unmap_at > last_map);
+}
+
 void circular_keeps_the_newest() {
     if (!kLocktraceBuilt) return;
     TraceSessionInformation s = params(spinlab::kTraceGroupSyscall, spinlab::TraceLoggerMode::kCircular);
@@ -490,6 +542,7 @@ const SelfTest kTests[] = {
     {"contended_events_equal_counters", contended_events_equal_counters},
     {"context_switches_pair_per_cpu", context_switches_pair_per_cpu},
     {"processes_start_end_and_rundown", processes_start_end_and_rundown},
+    {"memory_map_and_unmap_of_a_process", memory_map_and_unmap_of_a_process},
     {"circular_keeps_the_newest", circular_keeps_the_newest},
     {"stacks_on_spinlock_events_hold_the_known_chain", stacks_on_spinlock_events_hold_the_known_chain},
 };
