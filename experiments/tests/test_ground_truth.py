@@ -57,28 +57,26 @@ WORKLOAD = (f"--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles {CS_CYCLE
             f"--think-cycles {CS_CYCLES} --duration-ms 0")
 
 
-@pytest.fixture(scope="module")
-def run_dir():
-    for p in (RUN, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
-        if not os.path.exists(p):
-            pytest.fail(f"{p} missing: run `make build` first")
-    out = tempfile.mkdtemp(prefix="spinlab-gt-")
+# The sets must hold enough waits to judge: at least this many behind a frozen holder, of a frozen
+# waiter, and behind a running holder. On a loaded host the last can come out empty (in one
+# loaded make test 0 of 190 long waits: the holder's vCPU was off too often, and the clock kept
+# few narrow samples, so many waits could not be placed): the run is then made once more, with a
+# RETRIED line. Only a run too thin to judge is repeated, never one whose classes are wrong.
+MIN_SET = {"frozen": 3, "frozen_waiter": 3, "running": 1}
+
+
+def make_run(out):
     env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
     cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", "tcg",
-           "--workload.args", WORKLOAD, "--run.preempt-vcpus", str(FROZEN_VCPU), "--run.phases", "preempt-30ms", "--run.repetitions", "1",
-           "--run.warmup", "1", "--run.duration", "20", "--trace.export", "perfetto",
+           "--workload.args", WORKLOAD, "--run.preempt-vcpus", str(FROZEN_VCPU), "--run.phases", "preempt-30ms",
+           "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", "20", "--trace.export", "perfetto",
            "--output.dir", out, "--output.run-id", "gt"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, f"spinlab-run exit {r.returncode}: {r.stderr[-2000:]}"
-    yield os.path.join(out, "gt")
-    if os.environ.get("SPINLAB_KEEP_RUN"):  # to look at a failure: keep the run, say where
-        print(f"\nrun kept in {out}")
-    else:
-        shutil.rmtree(out, ignore_errors=True)
+    return os.path.join(out, "gt")
 
 
-@pytest.fixture(scope="module")
-def measured(run_dir):
+def measure(run_dir):
     run = load.load_run(run_dir)
     assert run.timeline is not None and run.clock is not None
     (snap,) = run.snapshots
@@ -88,7 +86,31 @@ def measured(run_dir):
     assert windows, "spinlab-load recorded no effective freeze window"
     off = ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep))
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
-    return {"run": run, "waits": waits, "windows": windows, "off": off, "hz": hz}
+    return {"dir": run_dir, "run": run, "waits": waits, "windows": windows, "off": off, "hz": hz,
+            "rates": ground_truth.rates(waits, windows, FROZEN_VCPU)}
+
+
+@pytest.fixture(scope="module")
+def measured():
+    for p in (RUN, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
+        if not os.path.exists(p):
+            pytest.fail(f"{p} missing: run `make build` first")
+    out = tempfile.mkdtemp(prefix="spinlab-gt-")
+    m = measure(make_run(os.path.join(out, "1")))
+    thin = {k: m["rates"][k] for k, n in MIN_SET.items() if m["rates"][k] < n}
+    if thin:
+        print(f"\nRETRIED LHP ground-truth run: too few waits to judge in {thin} (need {MIN_SET}); once more")
+        m = measure(make_run(os.path.join(out, "2")))
+    yield m
+    if os.environ.get("SPINLAB_KEEP_RUN"):  # to look at a failure: keep the run, say where
+        print(f"\nrun kept in {out}")
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def run_dir(measured):
+    return measured["dir"]
 
 
 def test_clock_json_states_method_bound_and_drift(run_dir, measured):
@@ -141,18 +163,18 @@ def test_clock_places_stamps_where_their_vcpu_ran(measured):
 
 
 def test_ground_truth_rates(measured):
-    g = ground_truth.rates(measured["waits"], measured["windows"], FROZEN_VCPU)
+    g = measured["rates"]
     print(f"\nground truth: holder frozen > half the wait: {g['frozen_holder_off']}/{g['frozen']} classed "
           f"holder-off, of which {g['frozen_holder_preempted']} holder-preempted (classes {g['frozen_classes']}); "
           f"holder running: {g['running_holder_off']}/{g['running']} classed holder-off (classes "
           f"{g['running_classes']}); waiter frozen > half the wait: {g['frozen_waiter_off']}/{g['frozen_waiter']} "
           f"classed waiter-off (classes {g['frozen_waiter_classes']}); {len(measured['windows'])} effective freezes, "
           f"{len(measured['waits'])} long waits")
-    assert g["frozen"] >= 3, f"too few waits behind a frozen holder to judge: {g}"
+    assert g["frozen"] >= MIN_SET["frozen"], f"too few waits behind a frozen holder to judge: {g}"
     assert g["frozen_rate"] >= 0.95, g
-    assert g["running"] >= 1, f"no wait behind a running holder to judge: {g}"
+    assert g["running"] >= MIN_SET["running"], f"no wait behind a running holder to judge: {g}"
     assert g["running_rate"] <= 0.05, g
-    assert g["frozen_waiter"] >= 3, f"too few waits of a frozen waiter to judge: {g}"
+    assert g["frozen_waiter"] >= MIN_SET["frozen_waiter"], f"too few waits of a frozen waiter to judge: {g}"
     assert g["frozen_waiter_rate"] >= 0.95, g
 
 
