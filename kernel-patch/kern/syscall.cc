@@ -127,7 +127,11 @@ int64_t sys_trace_spinlock(Process* p, uint64_t uevent) {
 // kSysMapLockstat: the counters into p's address space (lockstat layer), and the memory event of
 // the first mapping here, above it: the per-CPU perf data and, with KVM steal time, its page.
 int64_t map_lockstat(Process* p, uint64_t uout) {
-    const bool before = p->lockstat_mapped;
+    bool before;
+    {
+        SpinGuard g(&g_proc_lock);  // lockstat_mapped is guarded by it (proc.h)
+        before = p->lockstat_mapped;
+    }
     const int64_t r = lockstat_map_into(p, uout);
     LockstatMapping m;
     if (r == 0 && !before && copy_from_user(p->as, &m, uout, sizeof m) == 0) {
