@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
 #include <sstream>
 #include <thread>
 
 #include "cgroup_paths.h"
 #include "fs_util.h"
 #include "proc_info.h"
+#include "scratch_dir.h"
 #include "tracefs.h"
 
 namespace spinlab::load::testing {
@@ -22,9 +24,9 @@ std::string need_root() {
 }
 
 std::string temp_dir() {
-    char tmpl[] = "/tmp/spinlab-load-test-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw LoadError("mkdtemp failed");
-    return tmpl;
+    // Removed when the test process exits normally (the deque's destructor).
+    static std::deque<ScratchDir> dirs;
+    return dirs.emplace_back("spinlab-load-test").path();
 }
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) {

@@ -44,6 +44,7 @@ private:
     std::vector<int> tids_;
 };
 
+// A fresh directory under /tmp, removed with its contents when the test process exits.
 std::string temp_dir();
 // Polls until `done()` or `timeout_s`; returns done().
 bool eventually(double timeout_s, const std::function<bool()>& done);

@@ -7,6 +7,7 @@
 
 #include "fs_util.h"
 #include "proc_info.h"
+#include "scratch_dir.h"
 #include "stale_cleanup.h"
 
 namespace spinlab::load {
@@ -41,8 +42,8 @@ TEST(LedgerEntries, TornLastLineIsDroppedMalformedLinesAreErrors) {
 }
 
 TEST(Ledger, FileMirrorsEntriesAndUndoRemovesItAndWhatItNames) {
-    char tmpl[] = "/tmp/spinlab-ledger-test-XXXXXX";
-    std::string dir = ::mkdtemp(tmpl);
+    testing::ScratchDir scratch("spinlab-ledger-test");
+    const std::string& dir = scratch.path();
     // Plain directories stand in for cgroups and trace instances: undo removes them.
     std::string fake_cgroup = dir + "/spinlab-1-x";
     ASSERT_EQ(::mkdir(fake_cgroup.c_str(), 0755), 0);
@@ -74,8 +75,8 @@ TEST(Ledger, UndoKillsRecordedProcessOnlyIfStartTimeMatches) {
 }
 
 TEST(StaleCleanup, UndoesLedgersOfDeadOwnersOnly) {
-    char tmpl[] = "/tmp/spinlab-stale-test-XXXXXX";
-    std::string dir = ::mkdtemp(tmpl);
+    testing::ScratchDir scratch("spinlab-stale-test");
+    const std::string& dir = scratch.path();
     pid_t dead = ::fork();
     if (dead == 0) ::_exit(0);
     ::waitpid(dead, nullptr, 0);

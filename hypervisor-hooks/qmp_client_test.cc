@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fs_util.h"
+#include "scratch_dir.h"
 
 namespace spinlab::load {
 namespace {
@@ -44,8 +45,8 @@ TEST(QmpParse, ErrorsCarryQmpsDescriptionOrSayWhatIsMissing) {
 
 // A scripted QMP server: greeting, capabilities negotiation, an event before the reply.
 TEST(QmpClient, NegotiatesAndSkipsEvents) {
-    char tmpl[] = "/tmp/spinlab-qmp-test-XXXXXX";
-    std::string path = std::string(::mkdtemp(tmpl)) + "/qmp.sock";
+    testing::ScratchDir scratch("spinlab-qmp-test");
+    std::string path = scratch.path() + "/qmp.sock";
     int server = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
