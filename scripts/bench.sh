@@ -25,6 +25,9 @@ echo "       throughput through a /dev/shm file (events/s, MB/s, lost) at severa
 $bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
 
+echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none"
+OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
+
 echo "bench: call stacks: cycles per frame-pointer walk (depth 8/16/32), per event stack cached vs inline"
 $bin/stack_benchmark --benchmark_out="$out/stack-host.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
