@@ -33,7 +33,7 @@ bool ThreadSwitches::resumed_after(uint64_t thaw) const {
                        [&](const Switch& s) { return s.in && s.ts > thaw; });
 }
 
-EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t marked, uint64_t thaw) const {
+EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t marked, uint64_t thaw, uint64_t frozen) const {
     EffectiveWindow w;
     if (switches_.empty()) return w;  // no-events
     // Whether the thread was on CPU at `t`: its last switch at or before t says so; without
@@ -53,9 +53,14 @@ EffectiveWindow ThreadSwitches::window(uint64_t begin, uint64_t marked, uint64_t
         return after != switches_.end() && !after->in;
     };
     auto after_marked = first_after(marked);
-    if (on_at(marked)) {
-        auto out = std::find_if(after_marked, switches_.end(), [](const Switch& s) { return !s.in; });
-        if (out == switches_.end() || out->ts > thaw) {
+    auto out = std::find_if(after_marked, switches_.end(), [](const Switch& s) { return !s.in; });
+    const bool out_before_thaw = out != switches_.end() && out->ts <= thaw;
+    // The one case where the kernel's report settles an unknown state (header): off since the
+    // last switch-out before `marked`.
+    const bool kernel_says_off = frozen != 0 && frozen <= thaw && !out_before_thaw &&
+                                 after_marked != switches_.begin() && !(after_marked - 1)->in;
+    if (on_at(marked) && !kernel_says_off) {
+        if (!out_before_thaw) {
             w.status = EffectiveStatus::kNeverStopped;
             return w;
         }

@@ -20,7 +20,12 @@
 //
 // A switch-in the trace does not have (two switch-outs in a row; see run_intervals.h) makes the
 // thread's state between them unknown; it counts as on CPU for both ends, so the window is
-// never wider than the trace proves.
+// never wider than the trace proves. One exception, where the kernel proves more: the thread's
+// last switch before `marked` is a switch-out, it has no switch-out between `marked` and the
+// thaw, and the kernel reported the freeze complete before the thaw. Had an untraced switch-in
+// let it run, it could only have frozen through a switch-out (switch-outs are traced) before
+// the thaw; so it was off from that last switch-out on (seen: it switched out into the freezer
+// during a 184 us freeze write, and the thaw's switch-in was not traced: 1 freeze in ~100).
 //
 // Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
 // on CPU only on that kernel path. Statuses:
@@ -58,8 +63,10 @@ public:
     void add(const std::vector<SchedSwitch>& events);
     // Whether a switch-in after `thaw` has been seen (the window can be finished).
     bool resumed_after(uint64_t thaw) const;
-    // Call once resumed_after(thaw), or when tracing has ended (then: not-resumed).
-    EffectiveWindow window(uint64_t begin, uint64_t marked, uint64_t thaw) const;
+    // Call once resumed_after(thaw), or when tracing has ended (then: not-resumed). `frozen`:
+    // when the kernel reported the freeze complete (cgroup.events frozen 1, v1 FROZEN), 0 if
+    // it did not before the thaw.
+    EffectiveWindow window(uint64_t begin, uint64_t marked, uint64_t thaw, uint64_t frozen = 0) const;
     // Forgets events before `tsc` (windows before it are finished), keeping the last one.
     void drop_before(uint64_t tsc);
 

@@ -79,6 +79,28 @@ TEST(EffectiveWindow, ASwitchInTheTraceDoesNotHaveNeverWidensTheWindow) {
     EXPECT_EQ(w.resumed, 1000u);
 }
 
+TEST(EffectiveWindow, TheKernelsFrozenReportSettlesAnUntracedSwitchInAtTheMark) {
+    // Seen on a real run: the thread switched out into the freezer at 150, inside the freeze
+    // write (100..400); its next traced switch is a switch-out at 1200, after the thaw (1000),
+    // so a switch-in was not traced. The trace alone cannot say it was off at the mark...
+    auto s = with({in(10), out(150, "S"), out(1200, "R"), in(1500)});
+    EXPECT_EQ(s.window(100, 400, 1000).status, EffectiveStatus::kNeverStopped);
+    // ... but the kernel reported the cgroup frozen at 410: off from its switch-out at 150.
+    EffectiveWindow w = s.window(100, 400, 1000, 410);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 150u);
+    EXPECT_EQ(w.resumed, 1000u) << "the untraced switch-in may have come at the thaw";
+    // A frozen report after the thaw settles nothing.
+    EXPECT_EQ(s.window(100, 400, 1000, 1001).status, EffectiveStatus::kNeverStopped);
+    // Nor when the thread was certainly on CPU at the mark (its last switch is a switch-in):
+    // the trace and the kernel disagree, and nothing is guessed.
+    EXPECT_EQ(with({out(50, "R"), in(300), out(1200, "R")}).window(100, 400, 1000, 410).status,
+              EffectiveStatus::kNeverStopped);
+    // With a switch-out between the mark and the thaw, that switch-out is the stop, as before.
+    w = with({out(150, "R"), out(600, "S"), out(1200, "R")}).window(100, 400, 1000, 610);
+    EXPECT_EQ(w.stopped, 600u);
+}
+
 TEST(EffectiveWindow, ThreadOnCpuThroughoutWasNeverStopped) {
     ThreadSwitches s = with({in(10), out(2000, "R")});
     EXPECT_EQ(s.window(100, 105, 1000).status, EffectiveStatus::kNeverStopped);

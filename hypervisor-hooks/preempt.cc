@@ -134,7 +134,8 @@ int run_preempt(Session& session, const PreemptConfig& c) {
             Unfinished& u = unfinished.front();
             ThreadSwitches& sw = u.victim->switches;
             if (!final && !sw.resumed_after(u.record.end_tsc)) break;
-            u.record.effective = sw.window(u.record.begin_tsc, u.record.marked_tsc, u.record.end_tsc);
+            u.record.effective = sw.window(u.record.begin_tsc, u.record.marked_tsc, u.record.end_tsc,
+                                           u.record.frozen_tsc);
             u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
             u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
             written.push_back(u.record);

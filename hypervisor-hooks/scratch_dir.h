@@ -1,6 +1,7 @@
 #pragma once
 // A test's scratch directory under /tmp, removed with everything in it when the object goes,
 // so a test run leaves nothing behind in /tmp (a test killed by its timeout still can).
+// SPINLAB_KEEP_TEST_DIRS=1 keeps them, to look at what a failing test read.
 
 #include <stdlib.h>
 
@@ -21,6 +22,7 @@ public:
         path_ = tmpl;
     }
     ~ScratchDir() {
+        if (const char* keep = ::getenv("SPINLAB_KEEP_TEST_DIRS"); keep && *keep && *keep != '0') return;
         std::error_code ignored;
         std::filesystem::remove_all(path_, ignored);
     }
