@@ -19,20 +19,13 @@ for i in 0 1 2; do
     make -s -C kernel-patch O="$PWD/${KDIR[$i]}" INSTRUMENT=$i -j2
 done
 /usr/bin/python3 - "$ACCEL" "$CPUS" "$OUT" "${KDIR[0]}" "${KDIR[1]}" "${KDIR[2]}" <<'PY'
-import json, os, platform, subprocess, sys, time
+import json, os, subprocess, sys, time
 sys.path.insert(0, "vm-images")
 import qemu_launch
 
 accel_req, cpus, out, *kdirs = sys.argv[1:]
 accel = qemu_launch.choose_accel(accel_req)
 timeout = 300 if accel == "kvm" else 120
-
-def host_cpu():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 runs, failures = [], []
 for level in (0, 1, 2):
@@ -61,7 +54,7 @@ for level in (0, 1, 2):
                   f"median {r['median_cycles']:8.2f} cycles/pair", flush=True)
 
 doc = {"benchmark": "guest uncontended spin_lock+spin_unlock", "unit": "TSC cycles per pair",
-       "accel": accel, "vcpus": int(cpus), "host_cpu": host_cpu(),
+       "accel": accel, "vcpus": int(cpus), "host_cpu": qemu_launch.host_cpu_model(),
        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": runs, "failures": failures}
 with open(out, "w") as f:
     json.dump(doc, f, indent=1)

@@ -20,7 +20,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/trace-guest.json}
 mkdir -p "$(dirname "$OUT")"
 exec /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" <<'PY'
-import json, os, platform, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+import json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, "vm-images")
+import qemu_launch
 
 out, rounds, window_s, margin_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 collect = "build/host/bin/spinlab-collect"
@@ -32,13 +35,6 @@ END_MARGIN_S = 0.5
 if window_s - margin_s - END_MARGIN_S < 2:
     raise SystemExit("bench-trace-guest: WINDOW_S must leave at least 2 s inside the margins")
 
-
-def host_cpu():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def user_ops(snapshot, user_ids):
@@ -143,7 +139,7 @@ try:
     doc = {"benchmark": "lockbench throughput with a trace session against none, one boot",
            "unit": "lockbench acquisitions per second (user classes)", "accel": "tcg", "vcpus": 2,
            "workload": f"lockbench {LOCKBENCH}", "window_s": window_s, "margin_s": margin_s,
-           "rounds": rounds, "host_cpu": host_cpu(), "loadavg_1min_start": load_start,
+           "rounds": rounds, "host_cpu": qemu_launch.host_cpu_model(), "loadavg_1min_start": load_start,
            "loadavg_1min_end": round(os.getloadavg()[0], 2),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "summary": summary,
            "per_round": per_round, "windows": windows}

@@ -5,9 +5,10 @@
 are ordinary host threads that host load preempts just as it preempts KVM vCPUs. On the
 project's build machines /dev/kvm is a nested paravirtual KVM without vmx/svm that runs guest
 ring 0 about 750x slower than native, so auto means TCG there (see
-shared/design/architecture.md).
+docs/architecture.md).
 """
 import os
+import platform
 
 QBOOT = "/usr/share/qemu/qboot.rom"   # ~0.1 s to the kernel, vs ~3 s for SeaBIOS under KVM
 ACCELS = ("auto", "kvm", "tcg")
@@ -33,6 +34,18 @@ def host_has_hw_virt(cpuinfo_path="/proc/cpuinfo"):
     except OSError:
         pass
     return False
+
+
+def host_cpu_model(cpuinfo_path="/proc/cpuinfo"):
+    """The host CPU's model name, recorded beside benchmark numbers."""
+    try:
+        with open(cpuinfo_path) as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def choose_accel(requested="auto", kvm_ok=None, hw_virt=None):
