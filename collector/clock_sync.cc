@@ -37,6 +37,75 @@ double segment_bound(const ClockPoint& p, const ClockPoint& q) {
     return std::max(p.half_width, q.half_width) + std::fabs(double(q.offset - p.offset));
 }
 
+// The rate at which the two TSCs run apart, from the step-free segments only. A segment
+// (two consecutive points) is step-free at rate r when its offset change is r times its guest
+// length to within the two points' half widths plus the drift allowance; QEMU's steps (0.1 to
+// 1.6 M cycles here) are far beyond that. The rate is first the one that the most segments
+// agree with (each segment's own slope is a candidate; on a tie the higher, since QEMU's steps
+// only lower the offset), then the pooled rate of the segments that agree: their offset changes
+// summed over their guest lengths. Within a run of consecutive step-free segments the sum
+// telescopes to the run's end points, so bracket noise moves the rate by at most the half
+// widths at the ends of each run over the total length. But a step smaller than a segment's
+// two half widths cannot be told from noise, and QEMU makes such steps too (the guard adds
+// whatever cross-CPU TSC difference it saw): on loaded TCG runs the pooled rate came out
+// -0.27 and -0.15 ppm where the end-point term alone was 0.05 and 0.10. So `bound` adds, for
+// every step-free segment, a hidden step as large as its two half widths. Fewer than two
+// segments that agree: not measured (one segment cannot tell a small step from a drift).
+// Before (sessions up to 6) the rate was the upper quartile of the segment slopes: on real TCG
+// runs it came out 2 to 5 ppm high (the upper quartile of noise), and 21.6 ppm once under load.
+struct DriftEstimate {
+    bool measured = false;
+    double rate = 0;   // host cycles per guest cycle, minus 1; 0 when not measured
+    double bound = 0;  // |rate error| <= bound (same unit), when measured (see above)
+    size_t segments = 0;
+};
+
+DriftEstimate step_free_rate(const std::vector<ClockPoint>& p) {
+    const size_t n = p.size() - 1;  // segments
+    std::vector<double> len(n), moved(n), tol(n);
+    for (size_t i = 0; i < n; ++i) {
+        len[i] = double(p[i + 1].guest_tsc - p[i].guest_tsc);
+        moved[i] = double(p[i + 1].offset - p[i].offset);
+        tol[i] = p[i].half_width + p[i + 1].half_width + len[i] * kDriftAllowancePpm * 1e-6;
+    }
+    auto agrees = [&](size_t j, double r) { return std::fabs(moved[j] - r * len[j]) <= tol[j]; };
+    auto agreeing = [&](double r) {
+        size_t k = 0;
+        for (size_t j = 0; j < n; ++j) k += agrees(j, r);
+        return k;
+    };
+    size_t best_n = 0;
+    double r = 0;
+    for (size_t i = 0; i < n; ++i) {
+        double cand = moved[i] / len[i];
+        size_t k = agreeing(cand);
+        if (k > best_n || (k == best_n && cand > r)) best_n = k, r = cand;
+    }
+    DriftEstimate e;
+    if (best_n < 2) return e;
+    for (int iter = 0; iter < 8; ++iter) {  // pool, then re-select at the pooled rate
+        double sum_moved = 0, sum_len = 0;
+        for (size_t j = 0; j < n; ++j)
+            if (agrees(j, r)) sum_moved += moved[j], sum_len += len[j];
+        double next = sum_moved / sum_len;
+        if (next == r || agreeing(next) < 2) break;
+        r = next;
+    }
+    double sum_moved = 0, sum_len = 0, ends = 0;
+    for (size_t j = 0; j < n; ++j) {
+        if (!agrees(j, r)) continue;
+        ++e.segments;
+        sum_moved += moved[j], sum_len += len[j];
+        if (j == 0 || !agrees(j - 1, r)) ends += p[j].half_width;          // a run starts
+        if (j + 1 == n || !agrees(j + 1, r)) ends += p[j + 1].half_width;  // a run ends
+        ends += p[j].half_width + p[j + 1].half_width;                     // a hidden step
+    }
+    e.measured = true;
+    e.rate = sum_moved / sum_len;  // the pooled rate of exactly the segments counted
+    e.bound = ends / sum_len;
+    return e;
+}
+
 }  // namespace
 
 namespace {
@@ -99,22 +168,15 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
 
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
-    // The rate: the upper quartile of the segments' slopes. QEMU's guard only ever moves the
-    // guest TSC ahead, so the offset (host - guest) only steps down, and a segment holding a
-    // step has a lower slope than the rate; the step-free segments are the upper part. Under
-    // TCG on a loaded host QEMU steps in most segments (where narrow samples are scarce, the
-    // long segments hold several), so the median, least squares, or any length weighting turn
-    // the steps into a drift. Measured on TCG runs here (75 s default runs, 12 s preempt
-    // runs): median by length -35.9, -28.1 ppm; median of the shorter half +0.5, -3.6, -72.2;
-    // upper quartile +1.4, -0.9, +0.5, +1.9. A true drift is in every segment alike.
+    // The rate, from the segments that hold no offset step (see step_free_rate).
     std::vector<double> lengths;
-    std::vector<std::pair<double, double>> slopes;  // (offset change per guest cycle, 1)
-    for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
+    for (size_t i = 0; i + 1 < fit.points.size(); ++i)
         lengths.push_back(double(fit.points[i + 1].guest_tsc - fit.points[i].guest_tsc));
-        slopes.push_back({double(fit.points[i + 1].offset - fit.points[i].offset) / lengths[i], 1.0});
-    }
-    std::sort(slopes.begin(), slopes.end());
-    double rate = slopes[(slopes.size() * 3) / 4].first;
+    DriftEstimate drift = step_free_rate(fit.points);
+    double rate = drift.rate;
+    fit.drift_measured = drift.measured;
+    fit.drift_bound_ppm = drift.bound * 1e6;
+    fit.drift_segments = drift.segments;
     fit.slope = 1 + rate;
     fit.drift_ppm = rate * 1e6;
     // The line's offset at guest_ref: the median of the points' offsets along that rate.

@@ -29,10 +29,12 @@
 //          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
 //      which holds whenever the offset moved monotonically between the two (a step or a
 //      drift). Outside the first and last point there is no bound.
-// The straight-line summary is for reporting; mapping uses the points. Its slope is the upper
-// quartile of the segments' slopes (QEMU's steps only lower the offset, so the step-free
-// segments are the upper ones): the rate at which the two TSCs run apart, which the steps do
-// not change; offset_steps adds up the steps.
+// The straight-line summary is for reporting; mapping uses the points. Its slope is the rate
+// at which the two TSCs run apart, taken from the step-free segments only (offset change
+// within the two points' half widths of one rate; QEMU's steps do not change the rate), with
+// an error bound for bracket noise and for steps too small to tell from it; with fewer than two step-free
+// segments the drift is "not measured" (drift_measured false, slope 1). offset_steps adds up
+// the steps.
 // Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>
@@ -64,6 +66,9 @@ struct ClockFit {
     double intercept = 0;    // straight-line summary: host cycles at guest_ref, minus host_ref
     double slope = 1;        // host cycles per guest cycle (the rate, steps aside)
     double drift_ppm = 0;    // (slope - 1) * 1e6: how fast the TSCs run apart, steps aside
+    bool drift_measured = false;  // false: fewer than 2 step-free segments; drift_ppm is then 0
+    double drift_bound_ppm = 0;   // |drift_ppm - true drift| <= this: bracket noise, and steps too small to see
+    size_t drift_segments = 0;    // step-free segments the drift was taken from
     double residual_rms = 0; // of the points about the straight line, host cycles
     double offset_steps = 0; // total offset change beyond brackets and drift (QEMU's steps)
     double max_width = 0;    // widest bracket kept, host cycles

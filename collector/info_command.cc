@@ -128,7 +128,11 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                 std::snprintf(b, sizeof b, "%.0f cycles at guest TSC %llu", fit.offset_at_ref(),
                               (unsigned long long)fit.guest_ref);
                 row(t, "offset (host - guest)", b);
-                std::snprintf(b, sizeof b, "%.3f ppm (slope %.9f)", fit.drift_ppm, fit.slope);
+                if (fit.drift_measured)
+                    std::snprintf(b, sizeof b, "%.3f ppm +- %.3f (slope %.9f, %zu step-free segments)",
+                                  fit.drift_ppm, fit.drift_bound_ppm, fit.slope, fit.drift_segments);
+                else
+                    std::snprintf(b, sizeof b, "not measured (fewer than 2 step-free segments)");
                 row(t, "drift", b);
                 std::snprintf(b, sizeof b, "+-%.0f cycles (median %.0f), brackets up to %.0f cycles",
                               fit.bound_max, fit.bound_median, fit.max_width);
@@ -136,7 +140,8 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                 row(t, "samples used", std::to_string(fit.used) + " of " + std::to_string(fit.total));
                 j.field("ok", true).field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
                     .field("offset", fit.offset_at_ref()).field("slope", fit.slope)
-                    .field("drift_ppm", fit.drift_ppm).field("residual_rms", fit.residual_rms)
+                    .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
+                    .field("drift_bound_ppm", fit.drift_bound_ppm).field("residual_rms", fit.residual_rms)
                     .field("max_width", fit.max_width).field("used", uint64_t(fit.used))
                     .field("method", fit.method).field("bound_max", fit.bound_max)
                     .field("bound_median", fit.bound_median);

@@ -92,7 +92,8 @@ std::string record_end_json(const std::string& reason, uint64_t snapshots, const
     if (fit.ok)
         w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
             .field("intercept", fit.intercept).field("slope", fit.slope)
-            .field("drift_ppm", fit.drift_ppm).field("residual_rms", fit.residual_rms)
+            .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
+            .field("drift_bound_ppm", fit.drift_bound_ppm).field("residual_rms", fit.residual_rms)
             .field("method", fit.method).field("bound_max", fit.bound_max)
             .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
     else

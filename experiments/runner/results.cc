@@ -204,6 +204,11 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     j.field("method", fit.method);
     j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
     j.field("drift_ppm", fit.drift_ppm);
+    // The drift is taken from step-free segments only; with fewer than two it is not measured
+    // (drift_ppm 0 is then the straight line's assumption, not a measurement).
+    j.field("drift_measured", fit.drift_measured);
+    if (fit.drift_measured) j.field("drift_bound_ppm", fit.drift_bound_ppm);
+    j.field("drift_segments", uint64_t(fit.drift_segments));
     j.field("ref_guest_tsc", fit.guest_ref);
     j.field("offset_steps_cycles", fit.offset_steps);
     j.field("bound_max_cycles", fit.bound_max);
