@@ -70,7 +70,10 @@ QmpClient::QmpClient(const std::string& socket_path, int timeout_ms)
         fd_ = -1;
         throw LoadError("cannot connect to QMP socket " + socket_path + ": " + std::strerror(err));
     }
+    // QMP greets first, but QEMU can put an event ahead of the greeting (seen once from
+    // spinlab-vm's client: a RESUME emitted at start-up); skip events as execute() does.
     std::string greeting = read_line();
+    for (int i = 0; i < 64 && is_qmp_event(greeting); ++i) greeting = read_line();
     if (parse_json(greeting).count("QMP") == 0) {
         throw LoadError("QMP socket " + socket_path + " did not greet with {\"QMP\": ...}: " + greeting);
     }

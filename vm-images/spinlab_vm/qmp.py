@@ -31,7 +31,14 @@ class Qmp:
                     raise QmpError("QEMU exited before its QMP socket answered")
                 time.sleep(0.05)
         self.buf = b""
+        # QMP greets first, but once in a loaded test run QEMU 7.2 sent a RESUME event ahead of
+        # the greeting (an event emitted at start-up, before anyone had connected, that waited
+        # in the monitor's output). Events before the greeting are skipped like any other.
         greeting = self._read()
+        for _ in range(64):
+            if "event" not in greeting:
+                break
+            greeting = self._read()
         if "QMP" not in greeting:
             raise QmpError(f"unexpected QMP greeting: {greeting}")
         self.execute("qmp_capabilities")
