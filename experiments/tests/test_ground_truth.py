@@ -108,16 +108,18 @@ def measured():
         if not os.path.exists(p):
             pytest.fail(f"{p} missing: run `make build` first")
     out = tempfile.mkdtemp(prefix="spinlab-gt-")
-    m = measure(make_run(os.path.join(out, "1")))
-    thin = {k: m["rates"][k] for k, n in MIN_SET.items() if m["rates"][k] < n}
-    if thin:
-        print(f"\nRETRIED LHP ground-truth run: too few waits to judge in {thin} (need {MIN_SET}); once more")
-        m = measure(make_run(os.path.join(out, "2")))
-    yield m
-    if os.environ.get("SPINLAB_KEEP_RUN"):  # to look at a failure: keep the run, say where
-        print(f"\nrun kept in {out}")
-    else:
-        shutil.rmtree(out, ignore_errors=True)
+    try:  # removed also when a run fails inside the fixture
+        m = measure(make_run(os.path.join(out, "1")))
+        thin = {k: m["rates"][k] for k, n in MIN_SET.items() if m["rates"][k] < n}
+        if thin:
+            print(f"\nRETRIED LHP ground-truth run: too few waits to judge in {thin} (need {MIN_SET}); once more")
+            m = measure(make_run(os.path.join(out, "2")))
+        yield m
+    finally:
+        if os.environ.get("SPINLAB_KEEP_RUN"):  # to look at a failure: keep the run, say where
+            print(f"\nrun kept in {out}")
+        else:
+            shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
