@@ -261,6 +261,22 @@ TEST(ClockSync, StepsTooSmallToSeeLowerTheRateWithinTheBound) {
     check_within_bound(fit, t, kGuest0, kGuest0 + 99 * kPeriod);
 }
 
+TEST(ClockSync, AnHoursSamplesTakeTheDriftFromEvenlySpacedCandidates) {
+    // 36,000 points (a sample every 100 ms for an hour): candidates are 1024 of the segments'
+    // slopes, agreement is still counted over all of them. A step in every 7th segment.
+    const int n = 36'000;
+    std::vector<std::pair<uint64_t, double>> steps;
+    for (uint64_t i = 3; i + 1 < uint64_t(n); i += 7) steps.push_back({kGuest0 + i * kPeriod + 999, 400'000.0});
+    Truth t = stepped(1.5, steps);
+    Synth s = synth(t, kGuest0, n, kPeriod, 1'000, 15);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    ASSERT_TRUE(fit.drift_measured);
+    EXPECT_EQ(fit.drift_segments + steps.size(), fit.used - 1);
+    EXPECT_LE(std::fabs(fit.drift_ppm - 1.5), fit.drift_bound_ppm);
+    EXPECT_LE(std::fabs(fit.drift_ppm - 1.5), 0.01);
+}
+
 TEST(ClockSync, DriftIsNotMeasuredWhenEverySegmentHoldsAStep) {
     // A step of a different size in every segment: no two segments agree on a rate, so none
     // is reported (a drift of 0 here would be a guess). The mapping is still bounded.

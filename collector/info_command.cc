@@ -141,10 +141,11 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                 j.field("ok", true).field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
                     .field("offset", fit.offset_at_ref()).field("slope", fit.slope)
                     .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
-                    .field("drift_bound_ppm", fit.drift_bound_ppm).field("residual_rms", fit.residual_rms)
+                    .field("residual_rms", fit.residual_rms)
                     .field("max_width", fit.max_width).field("used", uint64_t(fit.used))
                     .field("method", fit.method).field("bound_max", fit.bound_max)
                     .field("bound_median", fit.bound_median);
+                if (fit.drift_measured) j.field("drift_bound_ppm", fit.drift_bound_ppm);
             } else {
                 row(t, "no fit", fit.error);
                 j.field("ok", false).field("error", fit.error);

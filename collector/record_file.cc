@@ -93,9 +93,10 @@ std::string record_end_json(const std::string& reason, uint64_t snapshots, const
         w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
             .field("intercept", fit.intercept).field("slope", fit.slope)
             .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
-            .field("drift_bound_ppm", fit.drift_bound_ppm).field("residual_rms", fit.residual_rms)
+            .field("residual_rms", fit.residual_rms)
             .field("method", fit.method).field("bound_max", fit.bound_max)
             .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
+    if (fit.ok && fit.drift_measured) w.field("drift_bound_ppm", fit.drift_bound_ppm);
     else
         w.field("error", fit.error);
     w.end_object().end_object();
