@@ -89,16 +89,17 @@ std::string record_end_json(const std::string& reason, uint64_t snapshots, const
     JsonWriter w;
     w.begin_object().field("type", "end").field("reason", reason).field("snapshots", snapshots);
     w.key("clock_fit").begin_object().field("ok", fit.ok);
-    if (fit.ok)
+    if (fit.ok) {
         w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
             .field("intercept", fit.intercept).field("slope", fit.slope)
             .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
             .field("residual_rms", fit.residual_rms)
             .field("method", fit.method).field("bound_max", fit.bound_max)
             .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
-    if (fit.ok && fit.drift_measured) w.field("drift_bound_ppm", fit.drift_bound_ppm);
-    else
+        if (fit.drift_measured) w.field("drift_bound_ppm", fit.drift_bound_ppm);
+    } else {
         w.field("error", fit.error);
+    }
     w.end_object().end_object();
     return w.take();
 }
