@@ -174,9 +174,6 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
     // The rate, from the segments that hold no offset step (see step_free_rate).
-    std::vector<double> lengths;
-    for (size_t i = 0; i + 1 < fit.points.size(); ++i)
-        lengths.push_back(double(fit.points[i + 1].guest_tsc - fit.points[i].guest_tsc));
     DriftEstimate drift = step_free_rate(fit.points);
     double rate = drift.rate;
     fit.drift_measured = drift.measured;
@@ -196,7 +193,7 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     // Steps: offset changes beyond the segments' brackets and the rate.
     for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
         const ClockPoint &p = fit.points[i], &q = fit.points[i + 1];
-        double moved = std::fabs(double(q.offset - p.offset) - rate * lengths[i]);
+        double moved = std::fabs(double(q.offset - p.offset) - rate * double(q.guest_tsc - p.guest_tsc));
         fit.offset_steps += std::max(0.0, moved - p.half_width - q.half_width);
     }
 
