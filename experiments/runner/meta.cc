@@ -20,11 +20,14 @@ HostInfo host_info() {
     HostInfo h;
     std::istringstream cpu(read_text("/proc/cpuinfo"));
     std::string line;
-    while (std::getline(cpu, line))
-        if (line.rfind("model name", 0) == 0) {
+    while (std::getline(cpu, line)) {
+        if (line.rfind("model name", 0) == 0 && h.cpu_model.empty())
             h.cpu_model = line.substr(line.find(':') + 2);
-            break;
+        if (line.rfind("flags", 0) == 0) {
+            h.hypervisor = (line + " ").find(" hypervisor ") != std::string::npos;
+            break;  // the first CPU's flags: model name comes before them
         }
+    }
     struct utsname u;
     if (uname(&u) == 0) h.kernel = std::string(u.release) + " " + u.version;
     h.cpus = uint32_t(sysconf(_SC_NPROCESSORS_ONLN));

@@ -12,7 +12,8 @@
 
 namespace spinlab::run {
 
-// The host's CPU model, kernel, CPU count, and TSC rate (measured over 100 ms).
+// The host's CPU model, kernel, CPU count, TSC rate (measured over 100 ms), and whether it is
+// itself a VM (the hypervisor flag of /proc/cpuinfo).
 HostInfo host_info();
 // `git rev-parse HEAD` of `dir`, "-dirty" appended when tracked files changed; "unknown".
 std::string git_rev(const std::string& dir);

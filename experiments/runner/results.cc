@@ -252,6 +252,7 @@ std::string meta_json(const Meta& m) {
     j.field("kernel", m.host.kernel);
     j.field("cpus", m.host.cpus);
     j.field("tsc_hz", m.host.tsc_hz);
+    j.field("hypervisor", m.host.hypervisor);
     j.end_object();
     j.field("qemu_version", m.qemu_version);
     j.key("libvirt_version");

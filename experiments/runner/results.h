@@ -103,6 +103,9 @@ struct HostInfo {
     std::string kernel;
     uint32_t cpus = 0;
     uint64_t tsc_hz = 0;
+    // The CPUID hypervisor bit ("hypervisor" in /proc/cpuinfo's flags): the host is itself a
+    // VM, so the guest is nested (slow exits, long waits common even on an idle host).
+    bool hypervisor = false;
 };
 
 struct Meta {
