@@ -17,7 +17,10 @@ cover for more than half of the wait (the waiter was frozen while it spun; any h
 be classed waiter-off (waiter-preempted, or both when the holder too was off for half of it, or
 uncertain on the holder's side only).
 
-Both sets are chosen through the clock mapping, and so is the class: a clock that is wrong by
+The sets are judged on the final attribution (lhp.long_waits_share: per side the timeline where
+it covers, else steal time's 'off'), whichever source decided; a wait is in a set when the clock
+places it on the host (bound_cycles known), whatever its class. Both sets are chosen through the
+clock mapping, and so is the class: a clock that is wrong by
 a constant moves a wait and its verdict together, and neither set notices. The clock has its
 own ground truth (stamps_off_cpu): a long wait begins and ends with TSC reads by the waiting
 vCPU, which cannot happen while its thread is stopped or descheduled; mapped to the host, no
@@ -26,9 +29,7 @@ the timeline, by more than the bound.
 """
 import bisect
 
-from .lhp import HOLDER_OFF, WAITER_OFF_MIN, ClockMap
-
-WAITER_OFF = ("waiter-preempted", "both")
+from .lhp import HOLDER_OFF, WAITER_OFF, ClockMap
 
 # The running set: the holder on-CPU for at least this share of the wait by the timeline (the
 # holder-off threshold is 1/2, so a correct classifier never calls these holder-off).
@@ -53,15 +54,14 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
            "running": 0, "running_holder_off": 0, "running_classes": {},
            "frozen_waiter": 0, "frozen_waiter_off": 0, "frozen_waiter_classes": {}}
     for w in waits:
-        if w.get("source") != "timeline" or w.get("bound_cycles") is None:
+        if w.get("bound_cycles") is None:  # the clock cannot place it: no set can hold it
             continue
         a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
         if w["cpu"] == frozen_vcpu:
             if covered(windows, a + e, a + n - e) > n / 2:
                 out["frozen_waiter"] += 1
                 out["frozen_waiter_classes"][w["lhp"]] = out["frozen_waiter_classes"].get(w["lhp"], 0) + 1
-                side_off = w.get("waiter_off_cycles") is not None and w["waiter_off_cycles"][0] >= WAITER_OFF_MIN * n
-                if w["lhp"] in WAITER_OFF or side_off:
+                if w["lhp"] in WAITER_OFF or w.get("waiter_side") == "off":
                     out["frozen_waiter_off"] += 1
             continue
         if w.get("holders") != [frozen_vcpu]:

@@ -1,11 +1,24 @@
 """Lock-holder preemption: for how much of a long wait was the holder's vCPU off-CPU? (pure)
 
-Two sources, as in the architecture page. The guest's own class (from KVM steal time) is used
-when it is not 'unknown'; where the timeline and clock exist too, that wait is also measured on
-the timeline and the two classes are counted against each other ('agreement': guest class ->
-timeline class -> waits, once with the thresholds below and once with the guest's own rule,
-any off time at all). Otherwise the wait, timed in guest TSC, is mapped to host TSC with the
-clock correlation (clock.json) and measured against the host timeline of vCPU run intervals:
+Two sources, combined per side of each wait (the holder's and the waiter's):
+
+- the host timeline (timeline.csv, joined through clock.json): where it covers a side, it
+  decides that side, on-CPU or off-CPU, by the thresholds below (or leaves it 'uncertain');
+- the guest's steal-time class (lhp_class, from KVM steal time and the preempted flag, "any
+  time lost during the wait"): evidence of 'off' only, never of 'on'. Steal time counts only
+  the time a vCPU thread was runnable but waiting; a vCPU thread that is frozen, sleeping or
+  blocked on the host accrues none, and KVM writes it into guest memory only at the vCPU's next
+  entry, so it is stale during the wait. So where the timeline does not cover a side, steal time
+  saying 'off' makes it off; saying nothing (or 'unknown') leaves the side 'unknown'.
+
+Each wait records the source that decided each side (holder_source, waiter_source: 'timeline',
+'steal' or 'none'); where both exist and the timeline decided, a side on which steal time says
+otherwise is a disagreement (counted in 'disagreements'). A side no source can place is
+'unknown', never guessed; a wait with an unknown side has class 'unknown', one with an
+uncertain side (and none unknown) 'uncertain'. The share counts by the holder's side alone.
+
+The timeline measurement: the wait, timed in guest TSC, is mapped to host TSC with the clock
+correlation (clock.json) and measured against the host timeline of vCPU run intervals:
 
 - off cycles: the cycles of the wait during which the vCPU was 'off' or 'frozen' (the union
   of its intervals; overlapping off and frozen rows count once). Time the timeline marks
@@ -16,23 +29,29 @@ clock correlation (clock.json) and measured against the host timeline of vCPU ru
   at most those inside [a-e, b+e) (any placement of the true window lies between);
 - thresholds (THRESHOLDS): the holder was off when its off cycles are at least HOLDER_OFF_MIN
   of the wait, on when below it; likewise the waiter with WAITER_OFF_MIN. A side whose range
-  straddles its threshold makes the wait 'uncertain': its class would depend on where inside
-  the clock's bound the wait really lies;
-- the holder may change during a test-and-set wait: the guest records the holder at the start
-  and at the end. When they differ, the holder is the first up to an unknown moment and the
-  second after it; the off cycles are then the range over every such moment.
+  straddles its threshold is 'uncertain': it would depend on where inside the clock's bound
+  the wait really lies, or on untraced time;
+- the holder may change during a wait (a queue: several CPUs hold the lock in turn). The runner
+  places each hand-over from the trace's hold events ("holds": [[cpu, from_tsc], ...], see
+  analysis/README.md), and each holder's off cycles count only while it held the lock. Where a
+  hand-over's moment is not known (its hold was not traced, or a list without "holds": the
+  guest's holder at the start and at the end only), the holder is the one before up to an
+  unknown moment and the one after from it, and that gap's off cycles are the range over every
+  such moment.
 
-A wait whose vCPUs' timeline does not cover [a-e, b+e), whose holder is not known, or that the
-clock cannot place (outside the sampled span) is 'unknown'. Shares leave out unknown waits and
-those whose holder side is uncertain (a wait whose waiter side alone straddles its threshold is
-class 'uncertain' but counts as holder off or on), and say how many there were. Guest CPU n is
-vCPU n in the timeline (the runner checks this against QEMU's APIC ids).
+A side whose vCPU(s) the timeline does not cover over [a-e, b+e), whose holder is not known, or
+that the clock cannot place (outside the sampled span) is not covered by the timeline. Guest CPU
+n is vCPU n in the timeline (the runner checks this against QEMU's APIC ids). Each wait is
+measured once; the agreement tables (guest class against the timeline's class, by the
+thresholds and by the guest's any-off-time rule) use the same ranges.
 """
 import numpy as np
 
 from .contract import OFF_STATES, UNKNOWN_STATE
 
 HOLDER_OFF = ("holder-preempted", "both")
+WAITER_OFF = ("waiter-preempted", "both")
+SOURCES = ("timeline", "steal", "none")
 # A side counts as off-CPU for the wait when it was off for at least this share of the wait.
 HOLDER_OFF_MIN = 0.5
 WAITER_OFF_MIN = 0.5
@@ -151,48 +170,78 @@ def _breakpoints(index: dict, vcpus, a: float, b: float) -> list:
     return pts
 
 
+def _extreme(index: dict, first: int, last: int, lo: float, hi: float, pick, most: bool) -> float:
+    """Off cycles of [lo, hi) held by `first` and then, from a moment s, by `last`: the least
+    (pick=min) or the most (pick=max) over every s in [lo, hi]."""
+    if hi <= lo:
+        return 0.0
+    if first == last:
+        return off_cycles(index, first, lo, hi, most)
+    # off_first(lo, s) + off_last(s, hi) is piecewise linear in the switch moment s:
+    # its extremes lie at the interval edges of either vCPU.
+    return pick(off_cycles(index, first, lo, s, most) + off_cycles(index, last, s, hi, most)
+                for s in _breakpoints(index, (first, last), lo, hi))
+
+
+def pieces_off_range(index: dict, pieces: list, e: float, wait: float) -> tuple[float, float] | None:
+    """(least, most) off cycles of the holder over a wait of `wait` cycles made of pieces
+    (first, last, lo, hi) in host TSC: [lo, hi) held by `first`, or by `first` and then, from an
+    unknown moment, by `last`. The whole wait may lie anywhere within +-e (each hand-over moves
+    with it): the least counts each piece shrunk by e at both ends, the most widened by e.
+    Unknown timeline time counts as on for the least and as off for the most. None when a
+    holder's vCPU is not covered."""
+    for first, last, lo, hi in pieces:
+        if off_cycles(index, first, lo - e, hi + e) is None or off_cycles(index, last, lo - e, hi + e) is None:
+            return None
+    least = sum(_extreme(index, f, l, lo + e, hi - e, min, False) for f, l, lo, hi in pieces)
+    most = sum(_extreme(index, f, l, lo - e, hi + e, max, True) for f, l, lo, hi in pieces)
+    return least, min(most, wait)
+
+
 def holder_off_range(index: dict, holders: list, a: float, b: float, e: float) -> tuple[float, float] | None:
     """(least, most) off cycles of the holder over the wait [a, b) placed anywhere within +-e,
-    the holder being holders[0] and then, from an unknown moment, holders[-1]. Unknown timeline
-    time counts as on for the least and as off for the most."""
-    first, last = holders[0], holders[-1]
-    if off_cycles(index, first, a - e, b + e) is None or off_cycles(index, last, a - e, b + e) is None:
-        return None
-
-    def extreme(lo: float, hi: float, pick, most: bool) -> float:
-        if hi <= lo:
-            return 0.0
-        if first == last:
-            return off_cycles(index, first, lo, hi, most)
-        # off_first(lo, s) + off_last(s, hi) is piecewise linear in the switch moment s:
-        # its extremes lie at the interval edges of either vCPU.
-        return pick(off_cycles(index, first, lo, s, most) + off_cycles(index, last, s, hi, most)
-                    for s in _breakpoints(index, (first, last), lo, hi))
-
-    return extreme(a + e, b - e, min, False), min(extreme(a - e, b + e, max, True), b - a)
+    the holder being holders[0] and then, from an unknown moment, holders[-1]."""
+    return pieces_off_range(index, [(holders[0], holders[-1], a, b)], e, b - a)
 
 
 def off_range(index: dict, vcpu: int, a: float, b: float, e: float) -> tuple[float, float] | None:
     return holder_off_range(index, [vcpu], a, b, e)
 
 
-def _side(rng, wait: float, threshold: float) -> str | None:
+def _side(rng, wait: float, threshold: float) -> str:
     lo, hi = rng
     if lo >= threshold * wait:
         return "off"
     if hi < threshold * wait:
         return "on"
-    return None  # straddles the threshold
+    return "uncertain"  # straddles the threshold
 
 
-def _any_side(rng) -> str | None:
+def _any_side(rng) -> str:
     """The guest's own rule (any steal during the wait): off if surely off at all, on if surely never."""
     lo, hi = rng
-    return "off" if lo > 0 else "on" if hi == 0 else None
+    return "off" if lo > 0 else "on" if hi == 0 else "uncertain"
+
+
+def _class_of(holder: str, waiter: str) -> str:
+    """The wait's class from its two sides ('off', 'on', 'uncertain', 'unknown')."""
+    if "unknown" in (holder, waiter):
+        return "unknown"
+    if "uncertain" in (holder, waiter):
+        return "uncertain"
+    return {("off", "off"): "both", ("off", "on"): "holder-preempted",
+            ("on", "off"): "waiter-preempted", ("on", "on"): "neither"}[(holder, waiter)]
 
 
 def holders_of(wait: dict) -> list | None:
-    """The holders in order: [start] or [start, end] when the holder changed; None if unknown."""
+    """The holders in order (consecutive repeats merged): from "holds" when the runner placed the
+    hand-overs, else [start] or [start, end] when the holder changed; None if unknown."""
+    if wait.get("holds"):
+        out = []
+        for cpu, _ in wait["holds"]:
+            if not out or out[-1] != cpu:
+                out.append(cpu)
+        return out
     h0, h1 = wait.get("holder_cpu"), wait.get("holder_end_cpu")
     if h0 is None and h1 is None:
         return None
@@ -201,42 +250,89 @@ def holders_of(wait: dict) -> list | None:
     return [h0, h1]
 
 
-def measure(wait: dict, index: dict, cmap: ClockMap, any_overlap: bool = False) -> dict:
-    """Host-timeline measurement of one wait: the class and what it rests on. any_overlap: a
-    side is off if it was off at all during the wait (the rule of the guest's steal-time class,
-    for comparing the two), instead of the THRESHOLDS."""
+def holder_pieces(wait: dict) -> list | None:
+    """The wait's holders as pieces (first, last, lo, hi), lo and hi in cycles from the wait's
+    start: [lo, hi) held by `first`, or by `first` and then from an unknown moment by `last`.
+    From "holds" ([cpu, from_tsc] in order, the first holding when the wait began; from_tsc null
+    where the hand-over was not placed), else from the guest's holders at start and end."""
+    w = float(wait["wait_cycles"])
+    holds = wait.get("holds")
+    if not holds:
+        h = holders_of(wait)
+        return None if h is None else [(h[0], h[-1], 0.0, w)]
+    start = float(wait["start_tsc"])
+    at = [0.0] + [None if t is None else min(max(float(t) - start, 0.0), w) for _, t in holds[1:]] + [w]
+    pieces, i = [], 0
+    while i < len(holds):
+        j = i + 1
+        while j < len(holds) and at[j] is None:  # hand-overs of unknown moment: one gap
+            j += 1
+        pieces.append((holds[i][0], holds[j - 1][0], at[i], at[j]))
+        i = j
+    return pieces
+
+
+def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
+    """Host-timeline measurement of one wait: the off-cycle ranges of each side and the side each
+    range gives, by the THRESHOLDS and by the guest's any-off-time rule (*_any). A side the
+    timeline does not cover has range None and side 'unknown'."""
     w = float(wait["wait_cycles"])
     a, bound = cmap.map(wait["start_tsc"])
     out = {"host_start": a, "bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
-           "waiter_off_cycles": None, "holders": holders_of(wait), "holder_side": None}
-    if not np.isfinite(bound) or out["holders"] is None:
-        return {**out, "lhp": "unknown"}
-    b = a + w
-    h = holder_off_range(index, out["holders"], a, b, bound)
-    wr = off_range(index, wait["cpu"], a, b, bound)
-    if h is None or wr is None:
-        return {**out, "lhp": "unknown"}
-    out["holder_off_cycles"], out["waiter_off_cycles"] = list(h), list(wr)
-    if any_overlap:
-        holder, waiter = _any_side(h), _any_side(wr)
-    else:
-        holder, waiter = _side(h, w, HOLDER_OFF_MIN), _side(wr, w, WAITER_OFF_MIN)
-    out["holder_side"] = holder
-    if holder is None or waiter is None:
-        return {**out, "lhp": "uncertain"}
-    cls = {("off", "off"): "both", ("off", "on"): "holder-preempted",
-           ("on", "off"): "waiter-preempted", ("on", "on"): "neither"}[(holder, waiter)]
-    return {**out, "lhp": cls}
+           "waiter_off_cycles": None, "holders": holders_of(wait)}
+    h = wr = None
+    if np.isfinite(bound):
+        pieces = holder_pieces(wait)
+        if pieces is not None:
+            h = pieces_off_range(index, [(f, l, a + lo, a + hi) for f, l, lo, hi in pieces], bound, w)
+        wr = off_range(index, wait["cpu"], a, a + w, bound)
+    out["holder_off_cycles"] = None if h is None else list(h)
+    out["waiter_off_cycles"] = None if wr is None else list(wr)
+    for name, rng, th in (("holder", h, HOLDER_OFF_MIN), ("waiter", wr, WAITER_OFF_MIN)):
+        out[f"timeline_{name}"] = "unknown" if rng is None else _side(rng, w, th)
+        out[f"timeline_{name}_any"] = "unknown" if rng is None else _any_side(rng)
+    out["timeline_lhp"] = _class_of(out["timeline_holder"], out["timeline_waiter"])
+    return out
+
+
+def steal_sides(lhp_class: str) -> tuple[bool | None, bool | None]:
+    """What the guest's steal-time class says of (holder, waiter): True 'lost time during the
+    wait', False 'no steal seen' (which is not 'on'), None when the class is unknown."""
+    if lhp_class == "unknown":
+        return None, None
+    return lhp_class in HOLDER_OFF, lhp_class in WAITER_OFF
+
+
+def combine(timeline_side: str, steal_off: bool | None) -> tuple[str, str, bool]:
+    """(side, source, disagreement) of one side: the timeline decides where it covers the side;
+    elsewhere steal time decides 'off' only. A disagreement: the timeline decided (on or off)
+    and steal time, known, says otherwise."""
+    if timeline_side != "unknown":
+        disagree = steal_off is not None and timeline_side in ("on", "off") and steal_off != (timeline_side == "off")
+        return timeline_side, "timeline", disagree
+    if steal_off:
+        return "off", "steal", False
+    return "unknown", "none", False
+
+
+def attribute(wait: dict, m: dict | None) -> dict:
+    """The wait's final attribution from the timeline measurement m (None: no timeline or clock)
+    and its steal-time class: per side the side and its source, the class, the disagreements."""
+    steal = steal_sides(wait["lhp_class"])
+    out = {}
+    for i, name in enumerate(("holder", "waiter")):
+        side, source, disagree = combine(m[f"timeline_{name}"] if m else "unknown", steal[i])
+        out[f"{name}_side"], out[f"{name}_source"], out[f"{name}_disagrees"] = side, source, disagree
+    out["lhp"] = _class_of(out["holder_side"], out["waiter_side"])
+    out["source"] = out["holder_source"]  # the share is about the holder
+    return out
 
 
 def classify(wait: dict, index: dict | None, clock: dict | None) -> tuple[str, str]:
-    """(lhp class, source) of one long wait; source is 'guest', 'timeline' or 'none'."""
-    if wait["lhp_class"] != "unknown":
-        return wait["lhp_class"], "guest"
-    if index is None or clock is None:
-        return "unknown", "none"
-    cls = measure(wait, index, ClockMap(clock))["lhp"]
-    return cls, "none" if cls == "unknown" else "timeline"
+    """(lhp class, the holder side's source: 'timeline', 'steal' or 'none') of one long wait."""
+    m = measure(wait, index, ClockMap(clock)) if index is not None and clock is not None else None
+    r = attribute(wait, m)
+    return r["lhp"], r["holder_source"]
 
 
 def fraction_table(waits: list) -> dict:
@@ -256,56 +352,72 @@ def fraction_table(waits: list) -> dict:
             "by_wait_octave": dict(sorted(table.items(), key=lambda kv: int(kv[0][2:])))}
 
 
-def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
-    """Classify every long wait (>= threshold) of these snapshots and count holder-off ones.
+def _new_share() -> dict:
+    return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
+            "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
+            "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
+            "thresholds": dict(THRESHOLDS), "waits": [],
+            "sources": {side: {src: 0 for src in SOURCES} for side in ("holder", "waiter")},
+            "disagreements": {"total": 0, "holder": 0, "waiter": 0, "steal_off_timeline_on": 0,
+                              "steal_silent_timeline_off": 0, "sides_compared": 0},
+            "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
 
-    share = holder off / (waits whose holder state is known and certain); None when none is.
+
+def _count(out: dict, w: dict, m: dict | None, r: dict):
+    """Adds one attributed wait (measurement m, attribution r) to the counts of out."""
+    out["long_waits"] += 1
+    out[{"off": "holder_off", "on": "holder_on"}.get(r["holder_side"], r["holder_side"])] += 1
+    if r["holder_source"] != "none":
+        out["from_guest" if r["holder_source"] == "steal" else "from_timeline"] += 1
+    holders = m["holders"] if m else holders_of(w)
+    if holders is not None and len(holders) > 1:
+        out["holder_changed"] += 1
+    for _, t in (w.get("holds") or [])[1:]:
+        out["handovers_placed" if t is not None else "handovers_unplaced"] += 1
+    d, steal = out["disagreements"], steal_sides(w["lhp_class"])
+    for i, side in enumerate(("holder", "waiter")):
+        out["sources"][side][r[f"{side}_source"]] += 1
+        if r[f"{side}_source"] == "timeline" and steal[i] is not None and r[f"{side}_side"] in ("on", "off"):
+            d["sides_compared"] += 1
+        if r[f"{side}_disagrees"]:
+            d["total"] += 1
+            d[side] += 1
+            d["steal_off_timeline_on" if steal[i] else "steal_silent_timeline_off"] += 1
+    if m is not None and w["lhp_class"] != "unknown":
+        # Both sources for this wait: the guest's class against the timeline's, by the
+        # thresholds and by the guest's own rule (any off time), from the one measurement.
+        any_cls = _class_of(m["timeline_holder_any"], m["timeline_waiter_any"])
+        for key, t in (("guest_vs_timeline", m["timeline_lhp"]), ("guest_vs_timeline_any_overlap", any_cls)):
+            row = out["agreement"][key].setdefault(w["lhp_class"], {})
+            row[t] = row.get(t, 0) + 1
+
+
+def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
+    """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones.
+
+    Per wait (out["waits"]): the wait, its rep, the timeline measurement (measure) when there is
+    a timeline and a clock, and the attribution (attribute: holder_side/waiter_side 'off', 'on',
+    'uncertain' or 'unknown', holder_source/waiter_source, lhp). Counts by the holder's side:
+    holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
+    None when neither; sources per side; disagreements between steal time and the timeline.
     """
-    out = {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
-           "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "share": None,
-           "snapshots_without_list": 0, "dropped": 0, "thresholds": dict(THRESHOLDS), "waits": [],
-           "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
+    out = _new_share()
     cmap = ClockMap(clock) if clock is not None else None
     for s in snaps:
         if s.long_waits is None:
             out["snapshots_without_list"] += 1
             continue
         out["dropped"] += int(s.long_waits_dropped)
-        index = off_index(timeline, s.phase, s.rep) if timeline is not None else None
+        index = off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
         for w in s.long_waits:
             if w["wait_cycles"] < threshold:
                 continue
-            m = {"lhp": "unknown", "host_start": None, "bound_cycles": None, "holder_off_cycles": None, "waiter_off_cycles": None,
-                 "holders": holders_of(w), "holder_side": None}
-            if w["lhp_class"] != "unknown":
-                m["lhp"], source = w["lhp_class"], "guest"
-                m["holder_side"] = "off" if w["lhp_class"] in HOLDER_OFF else "on"
-                if index is not None and cmap is not None:
-                    # Both sources for this wait: how often the host timeline agrees with the
-                    # guest's steal time, by the thresholds and by the guest's own rule.
-                    for key, any_overlap in (("guest_vs_timeline", False), ("guest_vs_timeline_any_overlap", True)):
-                        t = measure(w, index, cmap, any_overlap)["lhp"]
-                        row = out["agreement"][key].setdefault(w["lhp_class"], {})
-                        row[t] = row.get(t, 0) + 1
-                        if not any_overlap:
-                            m["timeline_lhp"] = t
-            elif index is not None and cmap is not None:
-                m = measure(w, index, cmap)
-                source = "none" if m["lhp"] == "unknown" else "timeline"
-            else:
-                source = "none"
-            cls = m["lhp"]
-            out["long_waits"] += 1
-            if source != "none":
-                out["from_" + source] += 1
-            if m["holders"] is not None and len(m["holders"]) > 1:
-                out["holder_changed"] += 1
-            # The share is about the holder: a wait whose holder side is certain counts even
-            # when its waiter side (and so its class) is uncertain.
-            side = m["holder_side"]
-            key = "unknown" if cls == "unknown" else {"off": "holder_off", "on": "holder_on"}.get(side, "uncertain")
-            out[key] += 1
-            out["waits"].append({**w, "rep": s.rep, **m, "source": source})
+            m = measure(w, index, cmap) if index is not None else None
+            r = attribute(w, m)
+            _count(out, w, m, r)
+            base = m if m is not None else {"host_start": None, "bound_cycles": None, "holder_off_cycles": None,
+                                            "waiter_off_cycles": None, "holders": holders_of(w)}
+            out["waits"].append({**w, "rep": s.rep, **base, **r})
     known = out["holder_off"] + out["holder_on"]
     out["share"] = out["holder_off"] / known if known else None
     out["holder_off_fraction"] = fraction_table(out["waits"])

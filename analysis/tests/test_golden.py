@@ -40,7 +40,11 @@ def test_summary_matches_hand_derived_values(basic_report):
     assert idle["lhp"]["share"] == 0.0 and idle["lhp"]["holder_on"] == 1
     l = load["lhp"]
     assert (l["long_waits"], l["holder_off"], l["holder_on"], l["unknown"]) == (7, 3, 3, 1)
-    assert (l["from_guest"], l["from_timeline"], l["share"]) == (2, 4, 0.5)
+    # the timeline covers every wait it can place, so it decides all six sides it covers (steal
+    # time said 'holder-preempted' and 'neither' for two of them, and the timeline agrees)
+    assert (l["from_guest"], l["from_timeline"], l["share"]) == (0, 6, 0.5)
+    assert l["disagreements"]["total"] == 0 and l["disagreements"]["sides_compared"] == 4
+    assert l["sources"]["holder"] == {"timeline": 6, "steal": 0, "none": 1}
     assert idle["throughput"]["mean"] == 1050.0 and load["throughput"]["mean"] == 550.0
     assert idle["throughput"]["low"] == pytest.approx(414.69, abs=0.01)
     assert load["throughput"]["change_vs_baseline_pct"] == pytest.approx(-47.619, abs=1e-3)

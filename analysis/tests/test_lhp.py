@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from spinlab_report.lhp import (ClockMap, classify, fraction_table, guest_to_host, holder_off_range,
+from spinlab_report.lhp import (ClockMap, classify, fraction_table, guest_to_host, holder_off_range, holder_pieces,
                                 long_waits_share, measure, off_cycles, off_during, off_index)
 from spinlab_report.load import Snapshot
 
@@ -70,8 +70,9 @@ def test_half_of_the_wait_is_the_threshold():
     assert classify(wait(0, 1, 298_000, 102_000), idx, CLOCK) == ("holder-preempted", "timeline")
     assert classify(wait(0, None, 150_000, 1000), idx, CLOCK) == ("unknown", "none")
     assert classify(wait(0, 1, 150_000, 1000), None, None) == ("unknown", "none")
-    # the guest's own class wins over the timeline
-    assert classify(wait(1, 0, 88_000, 10_000, "both"), idx, CLOCK) == ("both", "guest")
+    # where the timeline covers a side it decides it: steal time said 'both', the timeline has
+    # holder 0 off 9_000 of 10_000 and waiter 1 running
+    assert classify(wait(1, 0, 98_000, 10_000, "both"), idx, CLOCK) == ("holder-preempted", "timeline")
 
 
 def test_a_wait_whose_class_depends_on_the_clock_bound_is_uncertain():
@@ -79,16 +80,16 @@ def test_a_wait_whose_class_depends_on_the_clock_bound_is_uncertain():
     # host [100_000 - 5_000, +10_000): holder 0 off exactly 5_000 = half; +-10 cycles decide it
     w = wait(1, 0, 94_000, 10_000)
     r = measure(w, idx, ClockMap(CLOCK))
-    assert r["lhp"] == "uncertain"
+    assert r["timeline_lhp"] == "uncertain" and r["timeline_holder"] == "uncertain"
     assert r["holder_off_cycles"] == [4990.0, 5010.0]
     # with a tighter clock (+-0) the same wait is exactly half: holder off
     exact = dict(CLOCK, points=[[0, 1000, 0.0], [10_000_000, 1000, 0.0]])
-    assert measure(w, idx, ClockMap(exact))["lhp"] == "holder-preempted"
+    assert measure(w, idx, ClockMap(exact))["timeline_lhp"] == "holder-preempted"
     # 100 cycles away from the threshold, +-10 cycles do not matter
-    assert measure(wait(1, 0, 94_100, 10_000), idx, ClockMap(CLOCK))["lhp"] == "holder-preempted"
-    assert measure(wait(1, 0, 93_900, 10_000), idx, ClockMap(CLOCK))["lhp"] == "neither"
+    assert measure(wait(1, 0, 94_100, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "holder-preempted"
+    assert measure(wait(1, 0, 93_900, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "neither"
     # outside the clock's sampled span the wait cannot be placed
-    assert measure(wait(1, 0, 20_000_000, 10_000), idx, ClockMap(CLOCK))["lhp"] == "unknown"
+    assert measure(wait(1, 0, 20_000_000, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "unknown"
 
 
 def test_holder_change_is_attributed_in_order():
@@ -101,23 +102,33 @@ def test_holder_change_is_attributed_in_order():
     assert holder_off_range(idx, [0], 151_000, 351_000, 0) == (49_000, 49_000)
     m = measure(wait(2, 0, 150_000, 200_000, holder_end=1), idx, ClockMap(CLOCK))
     assert m["holders"] == [0, 1]
-    assert m["lhp"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
+    assert m["timeline_lhp"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
     # the first holder alone would have been a clear 'neither'
-    assert measure(wait(2, 0, 150_000, 200_000), idx, ClockMap(CLOCK))["lhp"] == "neither"
+    assert measure(wait(2, 0, 150_000, 200_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "neither"
     same = measure(wait(1, 0, 98_000, 10_000, holder_end=0), idx, ClockMap(CLOCK))
-    assert same["holders"] == [0] and same["lhp"] == "holder-preempted"
+    assert same["holders"] == [0] and same["timeline_lhp"] == "holder-preempted"
 
 
 def test_share_counts_threshold_uncertain_and_unknowns():
     waits = [wait(1, 0, 98_000, 2 ** 20),             # host [99k, 1.15M) runs past the span -> unknown
              wait(1, 0, 98_000, 10_000),              # below the threshold: ignored
-             wait(1, 0, 10, 2 ** 20, "neither"),      # guest says holder ran
-             wait(1, 0, 10, 2 ** 20, "holder-preempted")]
+             wait(1, 0, 10, 2 ** 20, "neither"),      # past the span too; steal time is no evidence of 'on'
+             wait(1, 0, 10, 2 ** 20, "holder-preempted"),  # past the span: steal time says off
+             wait(1, 0, 10_000, 2 ** 20)]             # host [11k, 1.06M) past the span, 0 covered until 1M
     snap = Snapshot("host-load", 1, 1.0, 0, 10 ** 6, {}, [], waits, 2 ** 19, 0, "s")
     r = long_waits_share([snap], TL, CLOCK, 2 ** 20)
-    assert (r["long_waits"], r["holder_off"], r["holder_on"], r["unknown"], r["uncertain"]) == (3, 1, 1, 1, 0)
-    assert (r["from_guest"], r["from_timeline"]) == (2, 0)
-    assert r["share"] == pytest.approx(1 / 2)
+    assert (r["long_waits"], r["holder_off"], r["holder_on"], r["unknown"], r["uncertain"]) == (4, 1, 0, 3, 0)
+    assert (r["from_guest"], r["from_timeline"]) == (1, 0)
+    assert r["share"] == 1.0
+    # the timeline covers the waiter's vCPU but not the holder's (vCPU 1's rows end at 400k):
+    # the waiter's side is measured, the holder's is unknown, and so is the wait's class
+    tl = TL[~((TL["vcpu"] == 1) & (TL["start_host_tsc"] >= 400_000))]
+    r = long_waits_share([Snapshot("host-load", 1, 1.0, 0, 1, {}, [], [wait(0, 1, 300_000, 2 ** 19)], 1, 0, "s")],
+                         tl, CLOCK, 1)
+    (one,) = r["waits"]
+    assert (one["holder_side"], one["holder_source"], one["waiter_source"], one["lhp"]) == \
+        ("unknown", "none", "timeline", "unknown")
+    assert r["sources"]["waiter"] == {"timeline": 1, "steal": 0, "none": 0}
     assert r["thresholds"] == {"holder_off_min_fraction": 0.5, "waiter_off_min_fraction": 0.5}
     none = long_waits_share([Snapshot("p", 1, 1.0, 0, 1, {}, [], None, None, 0, "s")], None, None, 1)
     assert none["share"] is None and none["snapshots_without_list"] == 1
@@ -141,7 +152,7 @@ def test_a_certain_holder_side_counts_in_the_share_when_only_the_waiter_side_is_
     tl = pd.DataFrame([(v, 10 + v, s, a, b, "p", 1) for v, s, a, b in rows],
                       columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
     m = measure(wait(1, 0, 0, 2000), off_index(tl), ClockMap(CLOCK))
-    assert (m["lhp"], m["holder_side"]) == ("uncertain", "off")
+    assert (m["timeline_lhp"], m["timeline_holder"], m["timeline_waiter"]) == ("uncertain", "off", "uncertain")
     r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 4, {}, [], [wait(1, 0, 0, 2000)], 1000, 0, "s")],
                          tl, CLOCK, 1000)
     assert (r["holder_off"], r["uncertain"], r["share"]) == (1, 0, 1.0)
@@ -153,7 +164,10 @@ def test_guest_classes_are_counted_against_the_timeline():
              wait(1, 0, 600_000, 10_000, "neither")]           # timeline: nobody off
     snap = Snapshot("host-load", 1, 1.0, 0, 10 ** 6, {}, [], waits, 1000, 0, "s")
     r = long_waits_share([snap], TL, CLOCK, 1000)
-    assert r["from_guest"] == 3 and r["holder_off"] == 2  # the guest's class is the one used
+    assert r["from_timeline"] == 3 and r["holder_off"] == 1  # the timeline covers them all: it decides
+    # steal time said 'holder off' where the holder was off 500 of 10k cycles: one disagreement
+    assert r["disagreements"] == {"total": 1, "holder": 1, "waiter": 0, "steal_off_timeline_on": 1,
+                                  "steal_silent_timeline_off": 0, "sides_compared": 6}
     assert r["agreement"]["guest_vs_timeline"] == {"holder-preempted": {"holder-preempted": 1, "neither": 1},
                                                    "neither": {"neither": 1}}
     # by the guest's own rule (any off time), the 500 cycles count
@@ -177,8 +191,84 @@ def test_unknown_timeline_time_counts_as_either_and_never_decides_a_class():
     assert off_during(idx, 0, 4000, 5000) is False
     zero = {**CLOCK, "points": [[0, 1000, 0.0], [10_000_000, 1000, 0.0]]}
     m = measure(wait(1, 0, 0, 2000), idx, ClockMap(zero))
-    assert m["holder_off_cycles"] == [1200, 2000] and m["lhp"] == "holder-preempted"
+    assert m["holder_off_cycles"] == [1200, 2000] and m["timeline_lhp"] == "holder-preempted"
     # The same wait shifted to host [1800, 3800): surely off 400 (20 %), at most 1200 (60 %):
     # the unknown part decides, so the wait is uncertain, never guessed 'neither'.
     m = measure(wait(1, 0, 800, 2000), idx, ClockMap(zero))
-    assert m["holder_off_cycles"] == [400, 1200] and m["lhp"] == "uncertain"
+    assert m["holder_off_cycles"] == [400, 1200] and m["timeline_lhp"] == "uncertain"
+
+
+# Per side, the timeline decides where it covers; steal time is evidence of 'off' only.
+def _tl(rows, phase="p"):
+    return pd.DataFrame([(v, 10 + v, s, a, b, phase, 1) for v, s, a, b in rows],
+                        columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
+
+
+def _share(waits, tl, clock=CLOCK, threshold=1):
+    return long_waits_share([Snapshot("p", 1, 1.0, 0, 1, {}, [], waits, 1, 0, "s")], tl, clock, threshold)
+
+
+def test_a_frozen_holder_that_steal_time_misses_is_holder_off_by_the_timeline():
+    # Holder 0 frozen [1000, 9000) (a frozen thread accrues no steal): steal time says 'neither'.
+    tl = _tl([(0, "on", 0, 1000), (0, "frozen", 1000, 9000), (0, "on", 9000, 20_000), (1, "on", 0, 20_000)])
+    r = _share([wait(1, 0, 0, 10_000, "neither")], tl)
+    (w,) = r["waits"]
+    assert (w["lhp"], w["holder_side"], w["holder_source"], w["waiter_source"]) == \
+        ("holder-preempted", "off", "timeline", "timeline")
+    assert w["holder_disagrees"] and not w["waiter_disagrees"]
+    assert r["disagreements"]["total"] == 1 and r["disagreements"]["steal_silent_timeline_off"] == 1
+    assert (r["holder_off"], r["from_timeline"], r["from_guest"]) == (1, 1, 0)
+
+
+def test_steal_time_decides_off_where_the_timeline_does_not_cover():
+    # vCPU 0's rows end at 5000: the holder's side of a wait at host [6000, 16000) is not covered.
+    tl = _tl([(0, "on", 0, 5000), (1, "on", 0, 20_000)])
+    r = _share([wait(1, 0, 5000, 10_000, "holder-preempted")], tl)
+    (w,) = r["waits"]
+    assert (w["holder_side"], w["holder_source"]) == ("off", "steal")
+    # the waiter's side is covered and the timeline has it running
+    assert (w["waiter_side"], w["waiter_source"], w["lhp"]) == ("on", "timeline", "holder-preempted")
+    assert (r["holder_off"], r["from_guest"], r["disagreements"]["total"]) == (1, 1, 0)
+    # with no timeline at all, steal time's 'off' still decides that side, and its 'neither' none
+    r = _share([wait(1, 0, 5000, 10_000, "holder-preempted"), wait(1, 0, 5000, 10_000, "neither")], None, None)
+    assert [(w["holder_side"], w["holder_source"], w["waiter_side"], w["lhp"]) for w in r["waits"]] == \
+        [("off", "steal", "unknown", "unknown"), ("unknown", "none", "unknown", "unknown")]
+    assert (r["holder_off"], r["holder_on"], r["unknown"], r["share"]) == (1, 0, 1, 1.0)
+
+
+def test_a_wait_no_source_covers_is_unknown():
+    tl = _tl([(0, "on", 0, 5000), (1, "on", 0, 5000)])
+    for cls in ("unknown", "neither"):  # TCG (no steal time), or steal time that saw nothing
+        r = _share([wait(1, 0, 5000, 10_000, cls)], tl)
+        (w,) = r["waits"]
+        assert (w["lhp"], w["holder_source"], w["waiter_source"]) == ("unknown", "none", "none")
+        assert (r["unknown"], r["holder_on"], r["share"]) == (1, 0, None)
+        assert r["sources"]["holder"] == {"timeline": 0, "steal": 0, "none": 1}
+
+
+# A ticket queue: vCPU 0 holds the lock, frozen over host [1000, 61000); vCPU 1 queued behind
+# it takes the lock at guest 60_000 (host 61_000) and runs; vCPU 2 waits guest [0, 100_000).
+QUEUE_TL = [(0, "on", 0, 1000), (0, "frozen", 1000, 61_000), (0, "on", 61_000, 200_000),
+            (1, "on", 0, 200_000), (2, "on", 0, 200_000)]
+
+
+def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
+    placed = dict(wait(2, 0, 0, 100_000, holder_end=1), holds=[[0, -5_000], [1, 60_000]])
+    r = _share([placed], _tl(QUEUE_TL))
+    (w,) = r["waits"]
+    # holder 0 off while it held the lock: [1010, 60990) at least, [990, 61010) at most (+-10)
+    assert w["holder_off_cycles"] == [59_980.0, 60_000.0]
+    assert (w["lhp"], w["holder_side"], w["holders"]) == ("holder-preempted", "off", [0, 1])
+    assert (r["holder_changed"], r["handovers_placed"], r["handovers_unplaced"]) == (1, 1, 0)
+    # without the hand-over's moment (the guest's start and end holders only) it is uncertain
+    guessed = _share([wait(2, 0, 0, 100_000, holder_end=1)], _tl(QUEUE_TL))["waits"][0]
+    assert guessed["holder_off_cycles"] == [0.0, 60_000.0] and guessed["holder_side"] == "uncertain"
+    # a hand-over whose hold was not traced falls back to the range for that gap only
+    gap = dict(wait(2, 0, 0, 100_000, holder_end=3), holds=[[0, None], [1, None], [3, 90_000]])
+    assert holder_pieces(gap) == [(0, 1, 0.0, 90_000.0), (3, 3, 90_000.0, 100_000.0)]
+    tl = _tl(QUEUE_TL + [(3, "off", 0, 200_000)])
+    g = _share([gap], tl)
+    (w,) = g["waits"]
+    # vCPU 3 off for its 10_000 (+-10); vCPU 0 then 1 over [0, 90_000): 0 to 60_000 more
+    assert w["holder_off_cycles"] == [9_980.0, 70_020.0] and w["holder_side"] == "uncertain"
+    assert (g["handovers_placed"], g["handovers_unplaced"]) == (1, 1)
