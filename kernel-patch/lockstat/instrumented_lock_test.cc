@@ -153,6 +153,41 @@ TEST_P(InstrumentedLockTest, ClockGoingBackwardsIsOverflow) {
     lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
 }
 
+// Steal time scripted per CPU: the waiter (CPU 1) loses 1 ms at every read, the holder (CPU 0)
+// none, so a wait whose holder is known is classed waiter-preempted.
+StealSample scripted_steal(uint32_t cpu) {
+    static std::atomic<uint64_t> waiter_ns{0};
+    return {cpu == 1 ? waiter_ns.fetch_add(1000000) : 0, 0, 1};
+}
+
+TEST_P(InstrumentedLockTest, StealTimeClassesAWaitWhoseHolderIsKnown) {
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
+    holder.env.steal_fn = waiter.env.steal_fn = scripted_steal;
+    contended_acquire<InstrumentLevel::kFull>(holder, waiter, 1000);
+    EXPECT_EQ(waiter.perf->classes[kClass].lhp_count[static_cast<int>(LhpClass::kWaiterPreempted)], 1u);
+    lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
+}
+
+// A waiter that saw no holder when its wait began cannot say the holder ran: the class is
+// unknown, not "waiter-preempted" (which said the holder was not preempted).
+TEST_P(InstrumentedLockTest, AWaitWithNoHolderSeenAtItsStartIsUnknown) {
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
+    holder.env.steal_fn = waiter.env.steal_fn = scripted_steal;
+    lock_acquire<InstrumentLevel::kFull>(lock_, &holder.node, holder.env);
+    lock_.holder_cpu = kNoCpu;  // as if read between two holders
+    std::thread t([&] {
+        StepClock::next = 5000000;
+        lock_acquire<InstrumentLevel::kFull>(lock_, &waiter.node, waiter.env);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    lock_release<InstrumentLevel::kFull>(lock_, holder.env);
+    t.join();
+    const LockClassPerf& p = waiter.perf->classes[kClass];
+    EXPECT_EQ(p.lhp_count[static_cast<int>(LhpClass::kUnknown)], 1u);
+    EXPECT_EQ(p.lhp_count[static_cast<int>(LhpClass::kWaiterPreempted)], 0u);
+    lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
+}
+
 // The invariant and mutual exclusion under contention from several threads, every
 // algorithm, both recording levels, with the real clock. Each thread runs kIters pairs, and
 // goes on (up to a deadline) until some thread has contended: on a loaded 2-core host the

@@ -53,7 +53,9 @@ struct HostEnv {
     uint64_t now() { return Clock::now(); }
     CpuPerfData* perf() { return perf_data; }
     const lockstat::SpinlockParams& params() { return *live_params; }
-    lockstat::StealSample steal(uint32_t) { return {0, 0, 0}; }  // no steal time on the host
+    // No steal time on the host, unless a test scripts it (steal_fn: that CPU's sample now).
+    lockstat::StealSample (*steal_fn)(uint32_t cpu) = nullptr;
+    lockstat::StealSample steal(uint32_t cpu) { return steal_fn ? steal_fn(cpu) : lockstat::StealSample{0, 0, 0}; }
     uint64_t irq_save() { return 0; }
     void irq_restore(uint64_t) {}
 
