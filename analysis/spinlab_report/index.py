@@ -30,10 +30,22 @@ def spec_name(spec_text: str | None) -> str:
     return os.path.splitext(os.path.basename(m[1]))[0] if m else ""
 
 
+def _vs(r: dict | None, base: str, conf: float) -> str:
+    """'8.04× idle-host (p = 0.001)', with ', not significant' when it is not."""
+    r = r or {}
+    out = f"{verdict.g3(r.get('ratio'))}\u00d7 {base}"
+    sig = verdict.significant(r, conf)
+    if sig is not None:
+        out += f" (p = {r['p']:.3f}{'' if sig else ', not significant'})"
+    return out
+
+
 def verdict_line(summary: dict | None) -> str:
     """The report's verdict (summary.json "verdict", verdict.py) in one line: per phase against
-    the baseline, the rate of waits >= 2^20 as a ratio with its test, the share of attributable
-    long waits with a preempted holder, and the throughput change."""
+    the baseline, the headline first (cycles spun behind preempted holders as a ratio with its
+    test, the share of vCPU time spinning on kernel locks, the share of attributable long waits
+    with a preempted holder), then the secondary rate of waits >= 2^20 and the throughput change.
+    A summary written before the headline existed gives the secondary figures alone."""
     if not summary:
         return "no report yet"
     v = summary.get("verdict")
@@ -47,18 +59,21 @@ def verdict_line(summary: dict | None) -> str:
         if p.get("status") == "missing":
             parts.append(f"{phase}: missing")
             continue
-        r = (p.get("per_second") or {}).get("vs_baseline") or {}
-        bits = [f"waits \u2265 2^{v.get('long_k', 20)} {verdict.g3(r.get('ratio'))}\u00d7 {base}"]
-        sig = verdict.significant(r, conf)
-        if sig is not None:
-            bits[0] += f" (p = {r['p']:.3f}{'' if sig else ', not significant'})"
+        bits = []
+        cyc = (p.get("lhp_spin") or {}).get("cycles_per_vcpu_second") or {}
+        if cyc:
+            bits.append(f"spin behind preempted holders {_vs(cyc.get('vs_baseline'), base, conf)}")
+        kernel = ((p.get("kernel_spin") or {}).get("share") or {}).get("mean")
+        if kernel is not None:
+            bits.append(f"kernel-lock spin {verdict.g3(100 * kernel)}% of vCPU time")
         lhp = p.get("lhp") or {}
         if lhp.get("share") is not None:
             bits.append(f"holder preempted {100 * lhp['share']:.0f}%")
+        secondary = [f"waits \u2265 2^{v.get('long_k', 20)} {_vs((p.get('per_second') or {}).get('vs_baseline'), base, conf)}"]
         t = p.get("throughput") or {}
         if t.get("change_pct") is not None:
-            bits.append(f"throughput {t['change_pct']:+.0f}%")
-        parts.append(f"{phase}: " + ", ".join(bits))
+            secondary.append(f"throughput {t['change_pct']:+.0f}%")
+        parts.append(f"{phase}: " + ", ".join(bits) + ("; secondary: " if bits else "") + ", ".join(secondary))
     return "; ".join(parts) or f"only the baseline ({base})"
 
 

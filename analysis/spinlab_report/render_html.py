@@ -11,7 +11,8 @@ table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #ccc;paddin
 th{background:#f3f3f3}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto}
 figure{margin:1em 0}img{max-width:100%}figcaption{font-size:90%;color:#444}
 .missing{color:#a00;font-weight:600}.row{display:flex;gap:1em;align-items:flex-start}.row figure{flex:1;min-width:0}
-.verdict{font-size:16px;background:#f4f8ff;border-left:4px solid #1f77b4;padding:0.5em 0.8em;margin-top:0.4em}"""
+.verdict{font-size:16px;background:#f4f8ff;border-left:4px solid #1f77b4;padding:0.5em 0.8em;margin-top:0.4em}
+.warning{background:#fff6e5;border-left:4px solid #d08000;padding:0.3em 0.8em}"""
 
 
 def png_data_uri(path: str) -> str:
@@ -40,6 +41,8 @@ def render(doc: list) -> str:
             out.append(f"<p>{e(block[1])}</p>")
         elif kind == "lead":
             out.append(f"<p class=\"verdict\" id=\"verdict\"><b>Verdict.</b> {e(block[1])}</p>")
+        elif kind == "warning":
+            out.append(f"<p class=\"warning\"><b>Warning.</b> {e(block[1])}</p>")
         elif kind == "list":
             out.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in block[1]) + "</ul>")
         elif kind == "pre":

@@ -25,6 +25,8 @@ def render(doc: list, outdir: str) -> str:
             out.append(block[1] + "\n")
         elif kind == "lead":
             out.append(f"**Verdict.** {block[1]}\n")
+        elif kind == "warning":
+            out.append(f"> **Warning.** {block[1]}\n")
         elif kind == "list":
             out.append("\n".join(f"- {item}" for item in block[1]) + "\n")
         elif kind == "pre":

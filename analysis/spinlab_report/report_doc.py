@@ -1,9 +1,9 @@
 """The report as a list of blocks, read top to bottom; render_md and render_html write it out.
 
-Order: the verdict (a paragraph and its table), what is missing, the tail (CCDF beside the
+Order: the verdict (a paragraph, its warnings and its table), what is missing, the tail (CCDF beside the
 seed's CDF), key figures, long waits and LHP, the seed's table, throughput, lock classes, CPUs,
 hold times, how the numbers were computed, and last the run's settings. Blocks are tuples:
-("h1"|"h2"|"p"|"lead", text), ("list", [text]), ("table", header, rows), ("pre", text),
+("h1"|"h2"|"p"|"lead"|"warning", text), ("list", [text]), ("table", header, rows), ("pre", text),
 ("figure", Figure), ("figures", [Figure, ...]) side by side.
 """
 import math
@@ -63,8 +63,9 @@ def context_line(run, summary: dict) -> str:
 def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     v = summary["verdict"]
     head, rows = verdict.table(v)
-    doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.paragraph(v)), ("table", head, rows),
-           ("p", context_line(run, summary))]
+    doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.paragraph(v))]
+    doc += [("warning", w) for w in v.get("warnings", [])]
+    doc += [("table", head, rows), ("p", context_line(run, summary))]
     problems = summary["problems"]
     if problems:
         doc += [("h2", "What is missing"),
@@ -191,15 +192,7 @@ def throughput_section(summary: dict, figs: dict) -> list:
 
 def method_section(opts, v: dict) -> list:
     conf = v["confidence"]
-    return [("h2", "How the numbers are computed"), ("list", [
-        f"Verdict: waits \u2265 2^{v['long_k']} cycles are counted per repetition from the wait histograms and "
-        "divided by the repetition's duration and by its acquisitions (per million). Rates: mean over "
-        f"repetitions with a {conf:.0%} Student t interval. Ratios to {v['baseline_phase']}: ratio of geometric "
-        "means, with the interval and the p-value of Welch's two-sided t-test on the log rates (0.5 added to "
-        "every count so that a repetition without long waits has a logarithm). Welch's t-test is exact for "
-        "small normal samples and lets the phases' spreads differ; a bootstrap or permutation test over "
-        "3 repetitions per phase has too few distinct resamples (10) to reach significance at all. "
-        f"Significant means p < {1 - conf:.2f}. The throughput change is tested the same way.",
+    return [("h2", "How the numbers are computed"), ("list", verdict_method(v) + [
         "Bucket k counts waits in [2^k, 2^(k+1)) TSC cycles (the most significant bit, as the seed's bsr).",
         "CDFs and percentiles assume waits are log-uniform inside a bucket: the cumulative share grows "
         "linearly in log2(cycles) between bucket edges; the p-th percentile with target t = p/100 * N in "
@@ -208,3 +201,34 @@ def method_section(opts, v: dict) -> list:
         f"Throughput intervals: mean ± t((1+c)/2, n-1) · s/√n with Student's t (scipy.stats), c = {opts.confidence}.",
         "Table percentages (the seed's table, as spinstat prints it): every row, uncontended included, is a "
         "share of all acquisitions, so the rows add up to 100%."])]
+
+
+def verdict_method(v: dict) -> list:
+    """How the verdict's figures are computed (verdict.py), as the report's method bullets."""
+    conf, thr = v["confidence"], verdict.cycles_text(v["threshold_cycles"])
+    classes = sorted({c for p in v["phases"].values() if p["status"] == "ok" for c in p["kernel_spin"]["classes"]})
+    return [
+        f"Verdict, headline: per repetition, the wait cycles of the long waits (≥ {thr}) whose holder was off "
+        "the host CPU (the LHP attribution below: holder side off), over vCPUs × duration (cycles per "
+        "vCPU-second; over the guest TSC span, a share of vCPU time), and their number per second; waits whose "
+        "holder side is uncertain or unknown are left out, and a repetition without a long-wait list has no "
+        "value. Spinning on kernel locks: the wait cycles of every contended acquisition of a kernel lock class "
+        "(" + (", ".join(classes) or "none found") + "; every class but the ring-3 workload classes, userN) "
+        "over vCPUs × the repetition's guest TSC span, from the exact wait_cycles_sum, or where a class has only "
+        "its histogram as the range between bucket edges with the log-uniform mean 2^k/ln 2 as the estimate "
+        "(overflowed waits have no length and are not counted). Causes: the long waits by class; a wait "
+        "behind a running holder had a slow holder when one hold lasted the threshold or more during the wait "
+        "(its holder never changed, or a placed hold of its hand-over chain was that long), else it queued "
+        "behind other holders.",
+        f"Verdict, tests: per phase the mean over repetitions with a {conf:.0%} Student t interval; against "
+        f"{v['baseline_phase']} the ratio of geometric means with the interval and the p-value of Welch's "
+        "two-sided t-test on the logs (0.5 added to every count and half a threshold's cycles to every LHP "
+        "cycle sum, so that a repetition without any has a logarithm; a kernel-lock share of 0 is not "
+        "tested). Welch's t-test is exact for small normal samples and lets the phases' spreads differ; a "
+        "bootstrap or permutation test over 3 repetitions per phase has too few distinct resamples (10) to "
+        f"reach significance at all. Significant means p < {1 - conf:.2f}.",
+        f"Verdict, secondary: waits ≥ 2^{v['long_k']} cycles counted per repetition from the wait histograms "
+        "(exact: a bucket edge) per second and per million acquisitions, and the throughput change, tested the "
+        "same way. Warnings: a baseline whose vCPUs were off the host CPU more than "
+        f"{100 * verdict.BASELINE_OFF_MAX:.0f}% of the time (host timeline), and a host that is itself a VM "
+        "(meta.json host.hypervisor)."]

@@ -1,65 +1,255 @@
-"""The verdict that opens the report: did long waits become more frequent, and why? (pure)
+"""The verdict that opens the report: how much vCPU time went to lock-holder preemption? (pure)
 
-Per phase and repetition, the waits of 2^20 cycles and more are counted from the wait
-histograms (exact: 2^20 is a bucket edge) and turned into two rates: per second of measurement
-and per million acquisitions. Each rate gets its mean with a Student t interval across
-repetitions (confidence.mean_ci) and its ratio to the baseline phase with Welch's t interval
-and test on log rates (confidence.log_ratio; why that test is in its docstring). A repetition
-with no long wait would have log 0 = -inf, so 0.5 is added to every count before the log
-(the usual continuity correction for counts); the means and intervals of the rates themselves
-use the raw counts. The share of long waits with a preempted holder comes from the LHP
-attribution (lhp.py), with uncertain and unknown waits counted apart; the throughput change is
-the ratio of lockbench throughput to the baseline's, tested the same way.
+The headline, per phase, each figure as its mean with a Student t interval across repetitions
+(confidence.mean_ci) and, against the baseline phase, the ratio of geometric means with Welch's
+t interval and two-sided test on log values (confidence.log_ratio; why that test: its docstring):
+
+1. LHP spin. The long waits (>= the threshold) whose holder side is off the host CPU
+   (lhp.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
+   per repetition: their wait cycles summed and divided by vCPUs x duration (cycles per
+   vCPU-second; over the guest TSC span also a share of vCPU time), and their number per second.
+   Waits whose holder side is uncertain or unknown are left out and counted. A repetition
+   without a long-wait list, or none of whose long waits could be attributed, has no value
+   (never a zero).
+2. Kernel-lock spin. The wait cycles of every contended acquisition of a kernel lock class over
+   vCPUs x the repetition's guest TSC span: the figure Friebel et al. reported for Xen (0.2%
+   alone, 7.6% beside a CPU hog). Kernel classes are all but the ring-3 workload classes
+   (WORKLOAD_CLASS_PREFIXES: the kernel names ids 16..31, which ring 3 takes, "userN"). The
+   snapshot's wait_cycles_sum is exact; a class without it has only its log2 histogram, and
+   its cycles are then a range from the bucket edges (bucket k: [2^k, 2^(k+1)), bucket 0:
+   [0, 2)) with the log-uniform mean 2^k / ln 2 (the report's CDF assumption) as the estimate
+   that the interval and the test use. Overflowed (untimed) waits have no length: counted apart.
+3. Causes of the long waits, pooled over repetitions: holder preempted, waiter preempted, both,
+   holder running (class 'neither'), uncertain, unknown. A holder-running wait is a slow holder
+   when one hold lasted at least the threshold during the wait: a placed hold of its hand-over
+   chain ("holds": [[cpu, from_tsc], ...]), or, without a chain, the one hold of a holder that
+   never changed (it covered the whole wait; a release and re-acquisition by the same CPU cannot
+   be seen then). Otherwise it queued behind other holders: the holder changed and no placed
+   hold was that long (hand-overs the chain could not place count as queued). The hold
+   histograms' timed holds >= the threshold are given beside it.
+
+Secondary (never the headline): waits >= 2^20 cycles per second and per million acquisitions,
+from the wait histograms (exact: 2^20 is a bucket edge), and the throughput change. Counts get
+0.5 added before the log (a repetition with none would have log 0 = -inf), LHP cycles half a
+threshold's worth (the same half wait); means and intervals use the raw values. The kernel
+share gets nothing added: a side with no kernel-lock spinning at all is not tested.
+
+Warnings: the baseline was not idle (its vCPUs off the host CPU more than BASELINE_OFF_MAX of
+the covered time, from the host timeline), or its idleness is unknown (no timeline); the host is
+itself a VM (meta.json host.hypervisor: the CPUID hypervisor bit), so the run is nested.
 """
 import math
 
 import numpy as np
 
+from . import lhp
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
+from .verdict_text import cycles_text, g3, paragraph, significant, table  # noqa: F401 (the verdict's text)
 
-LONG_K = 20  # waits >= 2^20 cycles, whatever the LHP threshold: the question the issue asks
+LONG_K = 20  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 CORRECTION = 0.5
+BASELINE_OFF_MAX = 0.05  # a baseline whose vCPUs were off the host CPU longer was not idle
+WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # ring-3 locks (lockbench: the test data's name)
+CAUSES = ("holder-preempted", "waiter-preempted", "both", "neither", "uncertain", "unknown")
+RUNNING_KINDS = ("slow_holder", "queued", "holder_not_known")
 
 
-def rep_rates(snaps) -> list:
-    """Per repetition: rep, long waits (>= 2^LONG_K), acquisitions, duration_s."""
-    out = []
-    for s in snaps:
-        long = sum(int(st.wait[LONG_K:].sum()) for st in s.stats)
-        out.append({"rep": s.rep, "long_waits": long, "acquisitions": sum(st.acquisitions for st in s.stats),
-                    "duration_s": s.duration_s})
+# Per repetition ------------------------------------------------------------------------------
+
+def is_kernel_class(name: str) -> bool:
+    return not name.startswith(WORKLOAD_CLASS_PREFIXES)
+
+
+def hist_cycles(h) -> tuple[float, float, float]:
+    """(least, most, log-uniform estimate) of the summed cycles of a log2 wait histogram."""
+    lo = hi = est = 0.0
+    for k in np.nonzero(h)[0]:
+        n = float(h[k])
+        lo += n * (0.0 if k == 0 else 2.0 ** k)
+        hi += n * 2.0 ** (k + 1)
+        est += n * (1.0 if k == 0 else 2.0 ** k / math.log(2))
+    return lo, hi, est
+
+
+def kernel_spin_cycles(snap) -> dict:
+    """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not."""
+    out = {"lo": 0.0, "hi": 0.0, "est": 0.0, "exact": True, "overflow": 0, "classes": set()}
+    for st in snap.stats:
+        if not is_kernel_class(st.lock_class):
+            continue
+        out["classes"].add(st.lock_class)
+        out["overflow"] += st.overflow
+        exact = st.counts.get("wait_cycles_sum")
+        if exact is not None:
+            lo = hi = est = float(exact)
+        else:
+            lo, hi, est = hist_cycles(st.wait)
+            out["exact"] = False
+        out["lo"], out["hi"], out["est"] = out["lo"] + lo, out["hi"] + hi, out["est"] + est
     return out
 
 
-def _per_second(r, corr=0.0):
-    return (r["long_waits"] + corr) / r["duration_s"] if r["duration_s"] else None
+def vcpu_count(run, snap) -> int | None:
+    n = run.meta.get("vcpus")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        return n
+    cpus = {st.cpu for st in snap.stats}
+    return max(cpus) + 1 if cpus else None
 
 
-def _per_million(r, corr=0.0):
-    return (r["long_waits"] + corr) * 1e6 / r["acquisitions"] if r["acquisitions"] else None
+def tsc_span(run, snap) -> float | None:
+    """The repetition's guest TSC cycles: end - start, else duration_s x guest_tsc_hz."""
+    if snap.start_guest_tsc is not None and snap.end_guest_tsc is not None and snap.end_guest_tsc > snap.start_guest_tsc:
+        return float(snap.end_guest_tsc - snap.start_guest_tsc)
+    hz = run.meta.get("guest_tsc_hz")
+    return float(snap.duration_s * hz) if snap.duration_s and isinstance(hz, (int, float)) and hz > 0 else None
 
 
-def _rate(reps, base_reps, fn, confidence: float, is_base: bool) -> dict:
-    values = [v for v in (fn(r) for r in reps) if v is not None]
+def attributed_waits(run, snap, threshold: int) -> list | None:
+    """The snapshot's long waits as lhp.long_waits_share classes them; None without a list."""
+    if snap.long_waits is None:
+        return None
+    return lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"]
+
+
+def rep_values(run, snap, threshold: int) -> dict:
+    """Everything the verdict needs from one repetition."""
+    waits = attributed_waits(run, snap, threshold)
+    # No list, or long waits none of which could be attributed (say no timeline covers this
+    # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
+    unplaced = waits is None or (waits and all(w.get("lhp") == "unknown" for w in waits))
+    off = None if unplaced else [w for w in waits if w.get("holder_side") == "off"]
+    vcpus, span = vcpu_count(run, snap), tsc_span(run, snap)
+    return {"rep": snap.rep, "duration_s": snap.duration_s,
+            "long_waits": sum(int(st.wait[LONG_K:].sum()) for st in snap.stats),
+            "acquisitions": sum(st.acquisitions for st in snap.stats),
+            "vcpu_seconds": vcpus * snap.duration_s if vcpus and snap.duration_s else None,
+            "vcpu_cycles": vcpus * span if vcpus and span else None,
+            "holder_off_waits": None if off is None else len(off),
+            "holder_off_cycles": None if off is None else float(sum(w["wait_cycles"] for w in off)),
+            "kernel_spin": kernel_spin_cycles(snap), "waits": waits or [],
+            "holds_ge_threshold": sum(timed_holds_at_least(st.hold, threshold) for st in snap.stats)}
+
+
+def timed_holds_at_least(h, threshold: int) -> int:
+    """Timed holds in buckets whose every value is >= threshold (a lower bound when the
+    threshold is not a power of two)."""
+    k = max(int(threshold - 1).bit_length(), 0)  # the first bucket starting at >= threshold
+    return int(np.asarray(h)[k:].sum())
+
+
+# Rates across repetitions --------------------------------------------------------------------
+
+def rate(parts, base_parts, correction: float, confidence: float) -> dict:
+    """parts: (numerator, denominator) per repetition, numerator None when unknown. The mean of
+    numerator / denominator with its interval; against base_parts (None for the baseline) the
+    log ratio of (numerator + correction) / denominator, or None when a side has a value <= 0."""
+    usable = [(n, d) for n, d in parts if n is not None and d]
+    values = [n / d for n, d in usable]
     out = mean_ci(values, confidence)
     out["values"] = values
-    if is_base or base_reps is None:
-        out["vs_baseline"] = None
+    out["vs_baseline"] = None
+    if base_parts is None:
         return out
-    corrected = [v for v in (fn(r, CORRECTION) for r in reps) if v is not None]
-    base = [v for v in (fn(r, CORRECTION) for r in base_reps) if v is not None]
-    out["vs_baseline"] = log_ratio(corrected, base, confidence) if corrected and base else None
+    base = [(n, d) for n, d in base_parts if n is not None and d]
+    x, y = [(n + correction) / d for n, d in usable], [(n + correction) / d for n, d in base]
+    if x and y and min(x) > 0 and min(y) > 0:
+        out["vs_baseline"] = log_ratio(x, y, confidence)
     return out
 
 
-def lhp_counts(lhp: dict | None) -> dict | None:
-    """holder preempted / holder running / uncertain / unknown long waits and the share."""
-    if not lhp:
+def _parts(reps, num: str, den: str) -> list:
+    return [(r[num], r[den]) for r in reps]
+
+
+def lhp_spin(reps, base_reps, threshold: int, conf: float) -> dict:
+    """Headline 1: cycles spun behind a preempted holder per vCPU-second, the same as a share of
+    vCPU time, and holder-preempted long waits per second."""
+    b = (lambda num, den: None if base_reps is None else _parts(base_reps, num, den))
+    half_wait = CORRECTION * threshold
+    return {"cycles_per_vcpu_second": rate(_parts(reps, "holder_off_cycles", "vcpu_seconds"),
+                                           b("holder_off_cycles", "vcpu_seconds"), half_wait, conf),
+            "share_of_vcpu_time": rate(_parts(reps, "holder_off_cycles", "vcpu_cycles"),
+                                       b("holder_off_cycles", "vcpu_cycles"), half_wait, conf),
+            "waits_per_second": rate(_parts(reps, "holder_off_waits", "duration_s"),
+                                     b("holder_off_waits", "duration_s"), CORRECTION, conf),
+            "repetitions_attributed": sum(r["holder_off_waits"] is not None for r in reps)}
+
+
+def kernel_spin(reps, base_reps, conf: float) -> dict:
+    """Headline 2: the share of vCPU time spent spinning on kernel locks, with its bucket-edge
+    range where only histograms exist."""
+    def parts(rs, key):
+        return [(r["kernel_spin"][key], r["vcpu_cycles"]) for r in rs]
+    out = {"share": rate(parts(reps, "est"), None if base_reps is None else parts(base_reps, "est"), 0.0, conf)}
+    for key in ("lo", "hi"):
+        vals = [n / d for n, d in parts(reps, key) if d]
+        out[key] = float(np.mean(vals)) if vals else None
+    out["exact"] = all(r["kernel_spin"]["exact"] for r in reps)
+    out["overflow"] = sum(r["kernel_spin"]["overflow"] for r in reps)
+    out["classes"] = sorted(set().union(*(r["kernel_spin"]["classes"] for r in reps)))
+    return out
+
+
+# Causes --------------------------------------------------------------------------------------
+
+def holders(w: dict) -> list | None:
+    """The holders of a wait without a hand-over chain: its holder at the start and at the end."""
+    h0, h1 = w.get("holder_cpu"), w.get("holder_end_cpu")
+    if h0 is None and h1 is None:
         return None
-    off, on = lhp.get("holder_off", 0), lhp.get("holder_on", 0)
-    return {"long_waits": lhp.get("long_waits", 0), "holder_off": off, "holder_on": on,
-            "uncertain": lhp.get("uncertain", 0), "unknown": lhp.get("unknown", 0),
+    return [h0 if h0 is not None else h1] if h0 is None or h1 is None or h0 == h1 else [h0, h1]
+
+
+def hold_lengths(w: dict) -> list | None:
+    """The cycles each holder of the wait's hand-over chain ("holds": [[cpu, from_tsc], ...], the
+    first holding when the wait began) held the lock during the wait, None for a hold whose
+    start or end hand-over was not placed (from_tsc null); None without a chain."""
+    chain = w.get("holds")
+    if not chain:
+        return None
+    start, end = w["start_tsc"], w["start_tsc"] + w["wait_cycles"]
+    at = [start] + [None if t is None else min(max(t, start), end) for _, t in chain[1:]] + [end]
+    return [None if a is None or b is None else b - a for a, b in zip(at[:-1], at[1:])]
+
+
+def running_kind(w: dict, threshold: int) -> str:
+    """Why a wait behind a running holder was long: a slow holder (a hold of at least the
+    threshold during the wait) or a queue of holders (the holder changed, no such hold)."""
+    lengths = hold_lengths(w)
+    if lengths is not None:
+        return "slow_holder" if any(x is not None and x >= threshold for x in lengths) else "queued"
+    hs = holders(w)
+    if hs is None:
+        return "holder_not_known"
+    return "slow_holder" if len(set(hs)) == 1 else "queued"
+
+
+def causes(reps, threshold: int) -> dict:
+    out = {c: 0 for c in CAUSES} | {k: 0 for k in RUNNING_KINDS}
+    out["long_waits"] = out["hand_overs_placed"] = 0
+    for r in reps:
+        for w in r["waits"]:
+            cls = w.get("lhp", "unknown")
+            out[cls if cls in CAUSES else "unknown"] += 1
+            out["long_waits"] += 1
+            out["hand_overs_placed"] += bool(w.get("holds"))
+            if cls == "neither":
+                out[running_kind(w, threshold)] += 1
+    out["holds_ge_threshold"] = sum(r["holds_ge_threshold"] for r in reps)
+    return out
+
+
+# Secondary and context -----------------------------------------------------------------------
+
+def lhp_counts(l: dict | None) -> dict | None:
+    """holder preempted / holder running / uncertain / unknown long waits and the share."""
+    if not l:
+        return None
+    off, on = l.get("holder_off", 0), l.get("holder_on", 0)
+    return {"long_waits": l.get("long_waits", 0), "holder_off": off, "holder_on": on,
+            "uncertain": l.get("uncertain", 0), "unknown": l.get("unknown", 0),
             "share": off / (off + on) if off + on else None}
 
 
@@ -96,167 +286,59 @@ def off_share(timeline, phase: str) -> float | None:
     return off / covered if covered > 0 else None
 
 
+def warnings(run, phases: dict, base: str | None) -> list:
+    """Sentences that qualify the whole verdict: a baseline that was not idle, a nested host."""
+    out = []
+    bp = phases.get(base) if base else None
+    if bp and bp["status"] == "ok":
+        off = bp["vcpu_off_share"]
+        if off is None:
+            out.append(f"Whether the baseline {base} ran on an idle host is unknown: there is no host timeline "
+                       "of its vCPUs.")
+        elif off > BASELINE_OFF_MAX:
+            out.append(f"The baseline {base} was not idle: its vCPUs were off the host CPU {100 * off:.0f}% of "
+                       f"the time (host timeline; more than {100 * BASELINE_OFF_MAX:.0f}%), so the contrast "
+                       "with it understates what host load does.")
+    host = run.meta.get("host") if isinstance(run.meta.get("host"), dict) else {}
+    if host.get("hypervisor") is True:
+        out.append("The host is itself a virtual machine (the CPUID hypervisor bit, meta.json host.hypervisor): "
+                   "this guest is nested, its VM exits are slow, and long waits are common even on an idle host.")
+    return out
+
+
 def build(run, summary: dict) -> dict:
-    """The verdict of one run: per phase rates, ratios, LHP shares and throughput change."""
-    conf = summary["confidence"]
+    """The verdict of one run: per phase the LHP headline, its causes, the secondary rates."""
+    conf, thr = summary["confidence"], summary["threshold_cycles"]
     base = summary["baseline_phase"]
-    base_reps = rep_rates(run.snaps(base)) if base and run.snaps(base) else None
+    base_reps = [rep_values(run, s, thr) for s in run.snaps(base)] if base and run.snaps(base) else None
     phases = {}
     for phase in run.phases:
         snaps = run.snaps(phase)
         if not snaps:
             phases[phase] = {"status": "missing"}
             continue
-        reps = rep_rates(snaps)
+        reps = base_reps if phase == base else [rep_values(run, s, thr) for s in snaps]
+        against = None if phase == base else base_reps
         s = summary["phases"][phase]
-        is_base = phase == base
         phases[phase] = {
-            "status": "ok", "repetitions": len(reps), "long_waits": sum(r["long_waits"] for r in reps),
-            "per_second": _rate(reps, base_reps, _per_second, conf, is_base),
-            "per_million_acquisitions": _rate(reps, base_reps, _per_million, conf, is_base),
+            "status": "ok", "repetitions": len(reps),
+            "lhp_spin": lhp_spin(reps, against, thr, conf),
+            "kernel_spin": kernel_spin(reps, against, conf),
+            "causes": causes(reps, thr),
+            "long_waits": sum(r["long_waits"] for r in reps),
+            "per_second": rate(_parts(reps, "long_waits", "duration_s"),
+                               None if against is None else _parts(against, "long_waits", "duration_s"), CORRECTION, conf),
+            "per_million_acquisitions": rate(
+                [(r["long_waits"] * 1e6, r["acquisitions"]) for r in reps],
+                None if against is None else [(r["long_waits"] * 1e6, r["acquisitions"]) for r in against],
+                CORRECTION * 1e6, conf),
             "lhp": lhp_counts(s.get("lhp")),
             "vcpu_off_share": off_share(run.timeline, phase),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
-                                            conf, is_base),
+                                            conf, phase == base),
         }
-    return {"baseline_phase": base, "confidence": conf, "long_k": LONG_K, "threshold_cycles": summary["threshold_cycles"],
-            "test": "Welch's two-sided t-test on log rates across repetitions (0.5 added to counts)",
-            "phases": phases}
+    return {"baseline_phase": base, "confidence": conf, "long_k": LONG_K, "threshold_cycles": thr,
+            "test": "Welch's two-sided t-test on log values across repetitions (0.5 added to counts, "
+                    "half a threshold to LHP cycles)",
+            "warnings": warnings(run, phases, base), "phases": phases}
 
-
-def significant(r: dict | None, confidence: float) -> bool | None:
-    """True/False when a p-value exists, None when there was nothing to test."""
-    if not r or r.get("p") is None:
-        return None
-    return r["p"] < 1.0 - confidence
-
-
-# Text. Numbers are written with a precision fit to what they are: rates to 3 significant
-# digits, ratios to 2 decimals, shares to whole percent.
-
-def g3(x) -> str:
-    if x is None:
-        return "—"
-    if x == 0:
-        return "0"
-    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
-    return f"{x:,.{digits}f}"
-
-
-def cycles_text(c: int) -> str:
-    return f"2^{c.bit_length() - 1}" if c > 0 and c & (c - 1) == 0 else f"{c:,}"
-
-
-def interval(d: dict) -> str:
-    """A rate's interval; a rate cannot be negative, so the t interval is cut at 0."""
-    if d.get("low") is None:
-        return "no interval (one repetition)" if d.get("n", 0) == 1 else "no interval"
-    return f"{g3(max(d['low'], 0.0))} … {g3(d['high'])}"
-
-
-def ratio_text(r: dict | None) -> str:
-    if not r or r.get("ratio") is None:
-        return "—"
-    if r.get("low") is None:
-        return f"×{g3(r['ratio'])} (no interval)"
-    return f"×{g3(r['ratio'])} ({g3(r['low'])} … {g3(r['high'])})"
-
-
-def p_text(r: dict | None, confidence: float) -> str:
-    sig = significant(r, confidence)
-    if sig is None:
-        return "not testable"
-    return f"p = {r['p']:.3f}, " + ("significant" if sig else "NOT significant")
-
-
-def share_text(l: dict | None) -> str:
-    if not l or not l["long_waits"]:
-        return "no long waits listed"
-    share = "—" if l["share"] is None else f"{100 * l['share']:.0f}%"
-    known = l["holder_off"] + l["holder_on"]
-    return f"{share} of {known} ({l['uncertain']} uncertain, {l['unknown']} unknown apart)"
-
-
-def tp_text(t: dict | None, confidence: float) -> str:
-    if not t or t["change_pct"] is None:
-        return "—"
-    if t["low_pct"] is None:
-        return f"{t['change_pct']:+.1f}% (no interval)"
-    return f"{t['change_pct']:+.1f}% ({t['low_pct']:+.1f} … {t['high_pct']:+.1f}%)"
-
-
-def table(v: dict) -> tuple[list, list]:
-    conf = int(round(v["confidence"] * 100))
-    head = ["phase", "reps", f"waits ≥ 2^{v['long_k']} per s ({conf}% CI)", f"× {v['baseline_phase']} (CI), test",
-            "per 10^6 acquisitions (CI)", f"× {v['baseline_phase']} (CI), test",
-            f"holder preempted (of waits ≥ {cycles_text(v['threshold_cycles'])})", f"throughput change ({conf}% CI)"]
-    rows = []
-    for phase, p in v["phases"].items():
-        if p["status"] == "missing":
-            rows.append([phase, "missing"] + ["—"] * (len(head) - 2))
-            continue
-        ps, pm = p["per_second"], p["per_million_acquisitions"]
-        base = phase == v["baseline_phase"]
-        rows.append([phase, str(p["repetitions"]), f"{g3(ps['mean'])} ({interval(ps)})",
-                     "baseline" if base else f"{ratio_text(ps['vs_baseline'])}, {p_text(ps['vs_baseline'], v['confidence'])}",
-                     f"{g3(pm['mean'])} ({interval(pm)})",
-                     "baseline" if base else f"{ratio_text(pm['vs_baseline'])}, {p_text(pm['vs_baseline'], v['confidence'])}",
-                     share_text(p["lhp"]), "baseline" if base else tp_text(p["throughput"], v["confidence"])])
-    return head, rows
-
-
-def paragraph(v: dict) -> str:
-    """The verdict in words, one sentence group per phase compared with the baseline."""
-    base, conf = v["baseline_phase"], v["confidence"]
-    bp = v["phases"].get(base) if base else None
-    if not bp or bp["status"] == "missing":
-        return (f"No verdict: the baseline phase {base or '(none)'} has no snapshot, so nothing can be "
-                "compared with it. The figures below show what was measured.")
-    cpct = int(round(conf * 100))
-    parts = [f"In {base} (the baseline, {bp['repetitions']} repetitions), waits of 2^{v['long_k']} cycles and "
-             f"more occurred {g3(bp['per_second']['mean'])} times per second "
-             f"({g3(bp['per_million_acquisitions']['mean'])} per million acquisitions)."]
-    for phase, p in v["phases"].items():
-        if phase == base:
-            continue
-        if p["status"] == "missing":
-            parts.append(f"{phase}: no snapshot, no verdict.")
-            continue
-        ps = p["per_second"]
-        r = ps["vs_baseline"]
-        s = (f"In {phase} they occurred {g3(ps['mean'])} times per second ({cpct}% CI {interval(ps)}), ")
-        if r and r.get("ratio") is not None:
-            s += f"{g3(r['ratio'])} times the baseline rate"
-            if r.get("low") is not None:
-                s += f" ({cpct}% CI {g3(r['low'])} … {g3(r['high'])})"
-            if r["ratio"] < 1:
-                s += ", fewer than in the baseline"
-            sig = significant(r, conf)
-            if sig is None:
-                s += "; with fewer than two repetitions on a side (or none varying) no test is possible."
-            elif sig:
-                s += f": a significant difference (Welch's t-test on log rates, p = {r['p']:.3f})."
-            else:
-                s += (f": the difference is NOT significant (Welch's t-test on log rates, p = {r['p']:.3f}); "
-                      f"{p['repetitions']} and {bp['repetitions']} repetitions cannot tell it from chance.")
-        else:
-            s += "and the ratio to the baseline cannot be computed."
-        l = p["lhp"]
-        if l and l["share"] is not None:
-            s += (f" Of the attributable long waits, {100 * l['share']:.0f}% had a preempted holder "
-                  f"({l['holder_off']} of {l['holder_off'] + l['holder_on']}; "
-                  f"{l['uncertain']} uncertain and {l['unknown']} unknown not counted).")
-        elif l and l["long_waits"]:
-            s += f" None of its {l['long_waits']} listed long waits could be attributed."
-        t = p["throughput"]
-        if t and t["change_pct"] is not None:
-            s += f" Throughput changed by {t['change_pct']:+.1f}%"
-            s += f" ({cpct}% CI {t['low_pct']:+.1f} … {t['high_pct']:+.1f}%)." if t["low_pct"] is not None else "."
-        parts.append(s)
-    shares = [(ph, p["vcpu_off_share"]) for ph, p in v["phases"].items() if p.get("vcpu_off_share") is not None]
-    if shares:
-        parts.append("The host timeline had the vCPUs off the host CPU " +
-                     ", ".join(f"{100 * x:.0f}% of the time in {ph}" for ph, x in shares) +
-                     (f"; a baseline whose vCPUs were often off was not an idle host." if
-                      v["phases"][base].get("vcpu_off_share", 0) and v["phases"][base]["vcpu_off_share"] > 0.1 else "."))
-    return " ".join(parts)

@@ -33,9 +33,8 @@ def test_compare_two_runs(run_copy, tmp_path):
     assert len(re.findall(r'src="data:image/png;base64,', html)) == 3
     assert html.index('id="compare_wait_ccdf"') < html.index("What differs between the runs")
     # the verdict table: one row per run (each has one phase besides its baseline)
-    assert ("| run-basic | host-load | 2 | 3.50 (0 … 9.85) | ×4.58 (0.0147 … 1,430), p = 0.206, NOT significant |"
-            in md)
-    assert "| run-ticket | host-load | 2 | 3.50 (0 … 9.85) |" in md and "+50.0%" not in md.split("## What differs")[0]
+    assert "| run-basic | host-load | 2 | 4.12 M (0 … 12.1 M); ×16.6 (2.68 … 102), p = 0.032, significant |" in md
+    assert "| run-ticket | host-load | 2 | 4.12 M (0 … 12.1 M);" in md and "+50.0%" not in md.split("## What differs")[0]
     assert json.load(open(out / "summary.json"))["runs"] == ["run-basic", "run-ticket"]
 
 

@@ -43,7 +43,7 @@ def test_report_writes_the_index_with_a_link_per_reported_run(tmp_path):
     summary = json.loads((results / "latest" / "summary.json").read_text())
     assert runs[0]["state"] == summary["state"]
     assert runs[0]["verdict"] == index.verdict_line(summary)
-    assert runs[0]["verdict"].startswith("host-load: waits \u2265 2^20 ")
+    assert runs[0]["verdict"].startswith("host-load: spin behind preempted holders ")
     assert html.escape(runs[0]["verdict"]) in page
     assert compares == []
 
@@ -51,13 +51,18 @@ def test_report_writes_the_index_with_a_link_per_reported_run(tmp_path):
 def test_verdict_line_names_each_phase_against_the_baseline():
     summary = {"verdict": {"baseline_phase": "idle-host", "confidence": 0.95, "long_k": 20, "phases": {
         "idle-host": {"status": "ok", "per_second": {"vs_baseline": None}},
-        "host-load": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 8.04, "p": 0.001}},
+        "host-load": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 0.42, "p": 0.001}},
+                      "lhp_spin": {"cycles_per_vcpu_second": {"vs_baseline": {"ratio": 11.3, "p": 0.002}}},
+                      "kernel_spin": {"share": {"mean": 0.076}},
                       "lhp": {"share": 0.85}, "throughput": {"change_pct": -51.2}},
         "preempt-20ms": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 1.5, "p": 0.4}},
                          "lhp": {"share": None}, "throughput": None},
         "throttle-50%": {"status": "missing"}}}}
+    # the LHP headline first, waits >= 2^20 after it as secondary; a summary from before the
+    # headline (preempt-20ms here) gives the secondary figures alone
     assert index.verdict_line(summary) == (
-        "host-load: waits \u2265 2^20 8.04\u00d7 idle-host (p = 0.001), holder preempted 85%, throughput -51%; "
+        "host-load: spin behind preempted holders 11.3\u00d7 idle-host (p = 0.002), kernel-lock spin 7.60% of vCPU "
+        "time, holder preempted 85%; secondary: waits \u2265 2^20 0.420\u00d7 idle-host (p = 0.001), throughput -51%; "
         "preempt-20ms: waits \u2265 2^20 1.50\u00d7 idle-host (p = 0.400, not significant); throttle-50%: missing")
     assert index.verdict_line(None) == "no report yet"
     assert index.verdict_line({"phases": {}}) == "no verdict in summary.json"

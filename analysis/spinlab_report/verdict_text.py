@@ -1,0 +1,249 @@
+"""The verdict (verdict.build's dict) in words and as a table (pure).
+
+The paragraph and the table lead with the LHP figures: cycles spun behind a preempted holder
+per vCPU-second and holder-preempted long waits per second, the share of vCPU time spent
+spinning on kernel locks, and the causes of the long waits. Waits >= 2^20 per second come
+after them, marked secondary. Numbers are written with a precision fit to what they are:
+rates and shares to 3 significant digits, counts whole.
+"""
+import math
+
+CAUSE_NAMES = (("holder-preempted", "holder preempted"), ("waiter-preempted", "waiter preempted"),
+               ("both", "both"), ("neither", "holder running"))
+
+
+def significant(r: dict | None, confidence: float) -> bool | None:
+    """True/False when a p-value exists, None when there was nothing to test."""
+    if not r or r.get("p") is None:
+        return None
+    return r["p"] < 1.0 - confidence
+
+
+def g3(x) -> str:
+    """3 significant digits, thousands separated: 0.0147, 9.85, 1,430, 12,300,000."""
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    digits = 2 - int(math.floor(math.log10(abs(x))))
+    return f"{round(x, digits):,.{max(digits, 0)}f}"
+
+
+def big(x) -> str:
+    """Cycle counts: 3 significant digits, millions as M and billions as G (983 M, 1.03 G)."""
+    if x is None or abs(x) < 1e6:
+        return g3(x)
+    return f"{g3(x / 1e9)} G" if abs(x) >= 1e9 else f"{g3(x / 1e6)} M"
+
+
+def pct(x) -> str:
+    return "—" if x is None else f"{g3(100.0 * x)}%"
+
+
+def cycles_text(c: int) -> str:
+    return f"2^{c.bit_length() - 1}" if c > 0 and c & (c - 1) == 0 else f"{c:,}"
+
+
+def interval(d: dict, fmt=g3) -> str:
+    """A rate's interval; a rate cannot be negative, so the t interval is cut at 0."""
+    if d.get("low") is None:
+        return "no interval (one repetition)" if d.get("n", 0) == 1 else "no interval"
+    return f"{fmt(max(d['low'], 0.0))} … {fmt(d['high'])}"
+
+
+def ratio_text(r: dict | None) -> str:
+    if not r or r.get("ratio") is None:
+        return "—"
+    if r.get("low") is None:
+        return f"×{g3(r['ratio'])} (no interval)"
+    return f"×{g3(r['ratio'])} ({g3(r['low'])} … {g3(r['high'])})"
+
+
+def p_text(r: dict | None, confidence: float) -> str:
+    sig = significant(r, confidence)
+    if sig is None:
+        return "not testable"
+    return f"p = {r['p']:.3f}, " + ("significant" if sig else "NOT significant")
+
+
+def cell(d: dict, is_base: bool, conf: float, fmt=g3) -> str:
+    """A table cell: mean (interval), then against the baseline the ratio and its test."""
+    if d["mean"] is None:
+        return "— (no data)"
+    out = f"{fmt(d['mean'])} ({interval(d, fmt)})"
+    return out if is_base else f"{out}; {ratio_text(d['vs_baseline'])}, {p_text(d['vs_baseline'], conf)}"
+
+
+def kernel_value(k: dict) -> str:
+    """The kernel-lock spin share: exact, or the bucket-edge range with its estimate."""
+    if k["share"]["mean"] is None:
+        return "—"
+    if k["exact"]:
+        return pct(k["share"]["mean"])
+    return f"{pct(k['lo'])}–{pct(k['hi'])} (bucket edges; estimate {pct(k['share']['mean'])})"
+
+
+def kernel_cell(k: dict, is_base: bool, conf: float) -> str:
+    s = k["share"]
+    if s["mean"] is None:
+        return "— (no data)"
+    out = f"{kernel_value(k)} ({interval(s, pct)})"
+    return out if is_base else f"{out}; {ratio_text(s['vs_baseline'])}, {p_text(s['vs_baseline'], conf)}"
+
+
+def running_text(c: dict) -> str:
+    bits = [f"{c['slow_holder']} slow holder(s)", f"{c['queued']} queued behind other holders"]
+    if c["holder_not_known"]:
+        bits.append(f"{c['holder_not_known']} holder not known")
+    return ", ".join(bits)
+
+
+def causes_text(c: dict) -> str:
+    """holder preempted 2, waiter preempted 1, both 0, holder running 3 (...), uncertain 0, unknown 1."""
+    out = [f"{name} {c[key]}" + (f" ({running_text(c)})" if key == "neither" and c[key] else "")
+           for key, name in CAUSE_NAMES]
+    return ", ".join(out + [f"uncertain {c['uncertain']}", f"unknown {c['unknown']}"])
+
+
+def causes_cell(c: dict) -> str:
+    """The table's short form: 3 / 1 / 0 / 2 (2 slow, 0 queued); 0 uncertain, 1 unknown."""
+    running = f" ({c['slow_holder']} slow, {c['queued']} queued" + (
+        f", {c['holder_not_known']} not known)" if c["holder_not_known"] else ")")
+    return (" / ".join(str(c[key]) for key, _ in CAUSE_NAMES) + running +
+            f"; {c['uncertain']} uncertain, {c['unknown']} unknown")
+
+
+def tp_text(t: dict | None) -> str:
+    if not t or t["change_pct"] is None:
+        return "—"
+    if t["low_pct"] is None:
+        return f"{t['change_pct']:+.1f}% (no interval)"
+    return f"{t['change_pct']:+.1f}% ({t['low_pct']:+.1f} … {t['high_pct']:+.1f}%)"
+
+
+def table(v: dict) -> tuple[list, list]:
+    """One row per phase: the headline columns first, the secondary rate and throughput last."""
+    conf, base = v["confidence"], v["baseline_phase"]
+    c = int(round(conf * 100))
+    vs = f"× {base} (CI), test"
+    head = ["phase", "reps", f"spin behind a preempted holder, cycles per vCPU-s ({c}% CI); {vs}",
+            f"holder-preempted long waits per s ({c}% CI); {vs}",
+            f"spinning on kernel locks, share of vCPU time ({c}% CI); {vs}",
+            f"causes of long waits ≥ {cycles_text(v['threshold_cycles'])}: holder preempted / waiter preempted / "
+            "both / holder running (slow holder, queued behind others)", "vCPUs off the host CPU",
+            f"secondary: waits ≥ 2^{v['long_k']} per s ({c}% CI); {vs}", f"throughput change ({c}% CI)"]
+    rows = []
+    for phase, p in v["phases"].items():
+        if p["status"] == "missing":
+            rows.append([phase, "missing"] + ["—"] * (len(head) - 2))
+            continue
+        is_base, l = phase == base, p["lhp_spin"]
+        rows.append([phase, str(p["repetitions"]), cell(l["cycles_per_vcpu_second"], is_base, conf, big),
+                     cell(l["waits_per_second"], is_base, conf), kernel_cell(p["kernel_spin"], is_base, conf),
+                     causes_cell(p["causes"]), pct(p["vcpu_off_share"]), cell(p["per_second"], is_base, conf),
+                     "baseline" if is_base else tp_text(p["throughput"])])
+    return head, rows
+
+
+# The paragraph ------------------------------------------------------------------------------
+
+def against(r: dict | None, conf: float) -> str:
+    """', ×R the baseline (95% CI a … b; p = ..., significant)' and the like."""
+    if not r or r.get("ratio") is None:
+        return ", not comparable with the baseline (a side has no value above 0)"
+    c = int(round(conf * 100))
+    s = f", ×{g3(r['ratio'])} the baseline"
+    sig = significant(r, conf)
+    if sig is None:
+        return s + " (no test: fewer than two repetitions on a side, or none varying)"
+    ci = f"{c}% CI {g3(r['low'])} … {g3(r['high'])}; " if r.get("low") is not None else ""
+    if sig:
+        return s + f" ({ci}p = {r['p']:.3f}, significant)"
+    return s + f" ({ci}p = {r['p']:.3f}, NOT significant: {r['n']} and {r['n_base']} repetitions cannot tell it from chance)"
+
+
+def with_ci(d: dict, unit: str, conf: float, fmt=g3) -> str:
+    return f"{fmt(d['mean'])} {unit} ({int(round(conf * 100))}% CI {interval(d, fmt)})"
+
+
+def lhp_sentences(p: dict, conf: float) -> str:
+    l, n = p["lhp_spin"], p["repetitions"]
+    cyc, waits = l["cycles_per_vcpu_second"], l["waits_per_second"]
+    if cyc["mean"] is None:
+        return "its spin behind preempted holders is unknown: no repetition's long waits were listed and attributed."
+    out = (f"vCPUs spun {with_ci(cyc, 'cycles per vCPU-second', conf, big)} behind a preempted holder "
+           f"({pct(l['share_of_vcpu_time']['mean'])} of vCPU time){against(cyc['vs_baseline'], conf)}. "
+           f"Holder-preempted long waits: {with_ci(waits, 'per second', conf)}{against(waits['vs_baseline'], conf)}.")
+    if l["repetitions_attributed"] < n:
+        out += (f" (From the {l['repetitions_attributed']} of {n} repetitions whose long waits were listed and "
+                "could be attributed.)")
+    return out
+
+
+def kernel_sentence(p: dict, bp: dict, conf: float) -> str:
+    k = p["kernel_spin"]
+    if k["share"]["mean"] is None:
+        return "The time spent spinning on kernel locks is unknown (no guest TSC span)."
+    s = (f"Spinning on kernel locks took {kernel_value(k)} of vCPU time ({int(round(conf * 100))}% CI "
+         f"{interval(k['share'], pct)}), against {kernel_value(bp['kernel_spin'])} in the baseline")
+    return s + against(k["share"]["vs_baseline"], conf) + "."
+
+
+def causes_sentence(p: dict, v: dict) -> str:
+    c = p["causes"]
+    if not c["long_waits"]:
+        return f"No long wait (≥ {cycles_text(v['threshold_cycles'])} cycles) was listed."
+    s = f"Causes of its {c['long_waits']} listed long waits (≥ {cycles_text(v['threshold_cycles'])} cycles): {causes_text(c)}"
+    if c["neither"]:
+        s += (f"; the hold histograms timed {c['holds_ge_threshold']} hold(s) ≥ "
+              f"{cycles_text(v['threshold_cycles'])}")
+    return s + "."
+
+
+def secondary_sentence(p: dict, v: dict) -> str:
+    ps, conf = p["per_second"], v["confidence"]
+    r = ps["vs_baseline"]
+    s = (f"Secondary: waits of 2^{v['long_k']} cycles and more occurred {g3(ps['mean'])} times per second "
+         f"({int(round(conf * 100))}% CI {interval(ps)}){against(r, conf)}")
+    lr = p["lhp_spin"]["waits_per_second"]["vs_baseline"]
+    if r and lr and r.get("ratio") is not None and lr.get("ratio") is not None and r["ratio"] < 1 < lr["ratio"]:
+        s += (": fewer long waits, yet more of them behind a preempted holder, so counting long waits hides "
+              "the LHP signal")
+    s += "."
+    t = p["throughput"]
+    if t and t["change_pct"] is not None:
+        s += f" Throughput changed by {tp_text(t)}."
+    return s
+
+
+def baseline_sentence(base: str, bp: dict, conf: float) -> str:
+    l = bp["lhp_spin"]
+    spin = ("an unknown number of cycles behind a preempted holder (no long waits listed and attributed)"
+            if l["cycles_per_vcpu_second"]["mean"] is None else
+            f"{big(l['cycles_per_vcpu_second']['mean'])} cycles per vCPU-second behind a preempted holder "
+            f"({g3(l['waits_per_second']['mean'])} holder-preempted long waits per second)")
+    return (f"In {base} (the baseline, {bp['repetitions']} repetitions), vCPUs spun {spin} and spent "
+            f"{kernel_value(bp['kernel_spin'])} of their time spinning on kernel locks.")
+
+
+def paragraph(v: dict) -> str:
+    """The verdict in words: the baseline, then each phase against it, headline first."""
+    base, conf = v["baseline_phase"], v["confidence"]
+    bp = v["phases"].get(base) if base else None
+    if not bp or bp["status"] == "missing":
+        return (f"No verdict: the baseline phase {base or '(none)'} has no snapshot, so nothing can be "
+                "compared with it. The figures below show what was measured.")
+    parts = [baseline_sentence(base, bp, conf)]
+    for phase, p in v["phases"].items():
+        if phase == base:
+            continue
+        if p["status"] == "missing":
+            parts.append(f"{phase}: no snapshot, no verdict.")
+            continue
+        parts += [f"In {phase}, {lhp_sentences(p, conf)}", kernel_sentence(p, bp, conf),
+                  causes_sentence(p, v), secondary_sentence(p, v)]
+    shares = [(ph, p["vcpu_off_share"]) for ph, p in v["phases"].items() if p.get("vcpu_off_share") is not None]
+    if shares:
+        parts.append("The host timeline had the vCPUs off the host CPU " +
+                     ", ".join(f"{pct(x)} of the time in {ph}" for ph, x in shares) + ".")
+    return " ".join(parts)
