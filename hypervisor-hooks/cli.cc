@@ -27,6 +27,7 @@ struct Raw {
     int qemu_pid = 0;
     double freeze_ms = 10, freeze_max_ms = 0, period_ms = 100, phase_ms = 0;
     uint64_t seed = 1;
+    bool no_switch_records = false;
 };
 
 po::options_description session_group(Command& c, Raw& r) {
@@ -134,7 +135,10 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
             ("rep", po::value(&c.timeline.rep)->default_value(0), "repetition written in every row")
             ("freezes", po::value(&c.timeline.freezes),
              "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
-             "written as state frozen; read when the timeline ends");
+             "written as state frozen; read when the timeline ends")
+            ("no-switch-records", po::bool_switch(&r.no_switch_records),
+             "trace only: do not fill the switches sched_switch lacks from the threads' perf switch "
+             "records (they stay unknown)");
         all.add(g);
     }
     return all;
@@ -218,6 +222,7 @@ void convert(Command& c, const Raw& r) {
         validate_target_spec(targets);
     } else if (c.name == "timeline") {
         c.timeline.targets = targets;
+        c.timeline.switch_records = !r.no_switch_records;
         validate_timeline(c.timeline);
     } else if (c.name == "libvirt-args") {
         if (c.qemu_pid <= 0) throw LoadError("--qemu-pid must be a positive pid");

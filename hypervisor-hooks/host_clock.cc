@@ -6,19 +6,23 @@
 
 namespace spinlab::load {
 
-uint64_t monotonic_ns() {
+namespace {
+uint64_t clock_ns(clockid_t clock) {
     timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+}  // namespace
 
-ClockPair sample_clock_pair() {
+uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+ClockPair sample_clock_pair(clockid_t clock) {
     ClockPair best{};
     uint64_t best_gap = UINT64_MAX;
     for (int i = 0; i < 5; ++i) {
-        uint64_t before = monotonic_ns();
+        uint64_t before = clock_ns(clock);
         uint64_t tsc = read_tsc();
-        uint64_t after = monotonic_ns();
+        uint64_t after = clock_ns(clock);
         if (after - before < best_gap) {
             best_gap = after - before;
             best = {before + (after - before) / 2, tsc};

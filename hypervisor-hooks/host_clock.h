@@ -3,6 +3,8 @@
 // linear map between them built from paired samples, so either can be converted.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 
 #include "collector/host_tsc.h"
@@ -14,12 +16,13 @@ uint64_t monotonic_ns();
 inline uint64_t read_tsc() { return collect::host_tsc(); }
 
 struct ClockPair {
-    uint64_t mono_ns;
+    uint64_t mono_ns;  // CLOCK_MONOTONIC, or the clock sample_clock_pair was asked for
     uint64_t tsc;
 };
 // Samples both clocks back to back; the TSC is read between two clock reads and paired with
 // their midpoint, the tightest pair of the few tries (the gap bounds the pairing error).
-ClockPair sample_clock_pair();
+// `clock`: CLOCK_MONOTONIC, or CLOCK_MONOTONIC_RAW for perf's records (switch_records.h).
+ClockPair sample_clock_pair(clockid_t clock = CLOCK_MONOTONIC);
 
 // tsc -> ns through two pairs taken some time apart. Must hold: b.tsc > a.tsc.
 class TscMap {

@@ -70,7 +70,7 @@ int ChildProcess::wait(double timeout_s) {
 std::string ChildProcess::stdout_text() const { return slurp(out_); }
 std::string ChildProcess::stderr_text() const { return slurp(err_); }
 
-FakeVcpus::FakeVcpus(int count, bool idle) {
+FakeVcpus::FakeVcpus(int count, bool idle, bool switchy) {
     int in[2], out[2];
     if (::pipe(in) < 0 || ::pipe(out) < 0) throw LoadError("pipe failed");
     pid_ = ::fork();
@@ -80,8 +80,9 @@ FakeVcpus::FakeVcpus(int count, bool idle) {
         ::close(in[1]);
         ::close(out[0]);
         std::string n = std::to_string(count);
-        if (idle) {
-            ::execl(SPINLAB_FAKE_VCPUS_BIN, SPINLAB_FAKE_VCPUS_BIN, n.c_str(), "60", "--idle", nullptr);
+        if (idle || switchy) {
+            ::execl(SPINLAB_FAKE_VCPUS_BIN, SPINLAB_FAKE_VCPUS_BIN, n.c_str(), "60", idle ? "--idle" : "--switchy",
+                    nullptr);
         } else {
             ::execl(SPINLAB_FAKE_VCPUS_BIN, SPINLAB_FAKE_VCPUS_BIN, n.c_str(), "60", nullptr);
         }

@@ -33,7 +33,8 @@ private:
 
 class FakeVcpus {
 public:
-    FakeVcpus(int count, bool idle = false);
+    // Threads that spin; `idle`: that sleep; `switchy`: that spin 1 ms and sleep 0.2 ms in turn.
+    FakeVcpus(int count, bool idle = false, bool switchy = false);
     ~FakeVcpus();
     int pid() const { return pid_; }
     const std::vector<int>& tids() const { return tids_; }

@@ -7,7 +7,9 @@
 //
 // Some switches are never in the trace: a host kernel can leave out every switch away from
 // some of its own tasks (seen on these machines: no sched_switch ever has prev_comm
-// tokio-rt-worker, although those threads run), and a full buffer loses events. A thread then
+// tokio-rt-worker, although those threads run), and a full buffer loses events. `timeline`
+// adds those from perf's switch records first (untraced_switches.h), so what follows is for
+// the switches neither source has (perf refused, or lost records too). A thread then
 // switches out twice with no switch-in between. It was off from the first switch-out and got
 // the CPU of the second at a moment the trace does not show; that moment is after the last
 // event the trace has on that CPU (any thread's: the CPU was busy with it, not with this one).

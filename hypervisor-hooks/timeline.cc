@@ -4,12 +4,15 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "fs_util.h"
 #include "host_clock.h"
 #include "run_intervals.h"
 #include "sched_switch_parse.h"
+#include "switch_records.h"
 #include "tracefs.h"
+#include "untraced_switches.h"
 
 namespace spinlab::load {
 
@@ -38,6 +41,30 @@ std::optional<bool> running_now(const ThreadTarget& t) {
     }
     return std::nullopt;
 }
+
+// The threads' perf switch records, or none (with one warning) where perf is refused.
+std::unique_ptr<SwitchRecorder> open_switch_records(const TimelineConfig& c, const std::vector<int>& tids) {
+    if (!c.switch_records) return nullptr;
+    try {
+        return std::make_unique<SwitchRecorder>(tids);
+    } catch (const LoadError& e) {
+        std::fprintf(stderr, "timeline: WARNING no perf switch records (%s): switches the kernel leaves out "
+                     "of the trace stay unknown\n", e.what());
+        return nullptr;
+    }
+}
+
+// The records' CLOCK_MONOTONIC_RAW ns on the trace clock, through (raw, TSC) pairs taken at the
+// window's edges (then TSC -> CLOCK_MONOTONIC for the mono trace clock).
+std::vector<SwitchRecord> on_trace_clock(std::vector<SwitchRecord> records, ClockPair raw_first, ClockPair raw_last,
+                                         const TscMap& mono_map, bool tsc_clock) {
+    TscMap raw_map(raw_first, raw_last);
+    for (SwitchRecord& r : records) {
+        const uint64_t tsc = raw_map.to_tsc(r.ts);
+        r.ts = tsc_clock ? tsc : mono_map.to_ns(tsc);
+    }
+    return records;
+}
 }  // namespace
 
 void validate_timeline(const TimelineConfig& c) {
@@ -65,21 +92,27 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     }
     TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb,
                         /*running_stamps=*/true);
+    std::unique_ptr<SwitchRecorder> records = open_switch_records(c, tids);
     const bool tsc_clock = c.clock == "x86-tsc";
     SchedSwitchParser parser;
     std::string raw;
 
+    // perf records from before the trace starts to after it stops: the window is inside both.
+    if (records) records->enable();
     ClockPair first = sample_clock_pair();
+    ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     trace.start();
     session.mark_ready();
-    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s; running stamps %s)\n", tids.size(),
-                 trace.dir().c_str(), c.clock.c_str(),
-                 trace.running_stamps() ? "from local_timer_entry" : "unavailable: irq_vectors:local_timer_entry missing");
+    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s; running stamps %s; perf switch records %s)\n",
+                 tids.size(), trace.dir().c_str(), c.clock.c_str(),
+                 trace.running_stamps() ? "from local_timer_entry" : "unavailable: irq_vectors:local_timer_entry missing",
+                 records ? "on" : "off");
     const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
     auto drain = [&] {
         std::string chunk = trace.read_available();
         if (!c.raw_out.empty()) raw += chunk;
         parser.feed(chunk);
+        if (records) records->drain();
     };
     // Drain on a timer, never on trace_pipe readability: waking up for each event would
     // preempt the traced thread on its CPU, which writes two more events, which wakes us
@@ -92,16 +125,28 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         if (session.wait_until(next) == Wake::kStop) break;
         drain();
     }
+    ClockPair raw_last = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     ClockPair last = sample_clock_pair();
     trace.stop();
+    if (records) records->disable();
     drain();
     parser.finish();
 
     TscMap map(first, last);
     uint64_t window_start = tsc_clock ? first.tsc : first.mono_ns;
     uint64_t window_end = tsc_clock ? last.tsc : last.mono_ns;
-    std::vector<RunInterval> intervals =
-        build_run_intervals(parser.events(), threads, window_start, window_end);
+    std::vector<SchedSwitch> events = parser.events();
+    if (records) {
+        AddedSwitches added = untraced_switches(
+            events, on_trace_clock(records->records(), raw_first, raw_last, map, tsc_clock), tids, window_start,
+            window_end);
+        events.insert(events.end(), added.events.begin(), added.events.end());
+        std::fprintf(stderr, "timeline: %llu switch-in(s) and %llu switch-out(s) the trace lacked, taken from "
+                     "%zu perf switch records\n",
+                     static_cast<unsigned long long>(added.switch_ins),
+                     static_cast<unsigned long long>(added.switch_outs), records->records().size());
+    }
+    std::vector<RunInterval> intervals = build_run_intervals(events, threads, window_start, window_end);
     if (!tsc_clock) {
         // Trace timestamps are ns: keep ns exact, derive the TSC columns.
         for (RunInterval& r : intervals) {
@@ -135,7 +180,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     for (const auto& [tid, t] : totals) {
         std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms, unknown %.1f ms%s\n", tid, ms(t.on),
                      ms(t.off), ms(t.unknown),
-                     t.unknown ? " (switches the kernel did not trace; see README 'unknown')" : "");
+                     t.unknown ? " (switches neither the trace nor perf recorded; see README 'unknown')" : "");
     }
     std::fprintf(stderr, "timeline: %zu events (switches and running stamps)%s%s\n", parser.events().size(),
                  session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
@@ -143,6 +188,12 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         std::fprintf(stderr, "timeline: WARNING the kernel lost %llu events (raise --buffer-kb); "
                      "intervals around the loss are wrong\n",
                      static_cast<unsigned long long>(parser.lost_events()));
+        return 2;
+    }
+    if (records && records->lost()) {
+        std::fprintf(stderr, "timeline: WARNING the kernel lost %llu perf switch records; switches the trace "
+                     "also lacks stay unknown\n",
+                     static_cast<unsigned long long>(records->lost()));
         return 2;
     }
     return code;

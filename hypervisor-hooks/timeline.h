@@ -6,6 +6,11 @@
 //
 // Output CSV (run_intervals.h), the results' timeline.csv itself:
 //   vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu
+// The kernel does not emit every switch into the trace (switch_records.h: on these machines
+// no switch away from some of its own tasks), so the vCPU threads' own perf switch records are
+// read alongside, and every switch the trace lacks is taken from them (untraced_switches.h).
+// Without perf (--no-switch-records, or perf_event_open refused: a warning) those stay
+// `unknown`, bounded by the timer-interrupt running stamps.
 // Given the preempt record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
 #pragma once
@@ -27,6 +32,7 @@ struct TimelineConfig {
     std::string phase;              // written in every row (spinlab-run's phase), may be empty
     uint32_t rep = 0;               // written in every row (spinlab-run's repetition)
     std::string freezes;            // optional: spinlab-load preempt's record, read at the end
+    bool switch_records = true;     // fill the trace's missing switches from perf's records
 };
 
 void validate_timeline(const TimelineConfig& c);
