@@ -1,0 +1,105 @@
+"""One LHP ground-truth run and its measurement, for the TCG and the KVM ground-truth tests.
+
+A run is a 20 s `spinlab-run` of preempt.ini on 2 vCPUs, each pinned to its own host CPU,
+running lockbench on one lock whose critical section is long (2^21 cycles, ~0.8 ms) and whose
+think time is a quarter of it, so that nearly every acquisition waits about 3/4 of a critical
+section (1.5 M cycles, above the 2^20 threshold) behind a holder that runs. The host condition
+is one phase: a freeze of one vCPU (`preempt-30ms`: 30 ms every 100 ms by spinlab-load preempt,
+which records each freeze's effective window), or a hog pinned to one vCPU's host CPU
+(`host-load` with `--run.hog-cpus`: the vCPU thread is runnable but waits, the kind of
+preemption KVM's steal time sees).
+
+measure() classifies the long waits as the report does (lhp.long_waits_share) and, for a freeze,
+counts them against the effective windows (ground_truth.rates).
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RUN = os.path.join(ROOT, "build", "host", "bin", "spinlab-run")
+KERNEL = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, os.path.join(ROOT, "vm-images"))
+
+from spinlab_report import ground_truth, lhp, load  # noqa: E402
+
+CS_CYCLES = 1 << 21
+THINK_CYCLES = CS_CYCLES // 4
+WORKLOAD = (f"--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles {CS_CYCLES} "
+            f"--think-cycles {THINK_CYCLES} --duration-ms 0")
+LONG = 1 << 20
+
+# The sets must hold enough waits to judge: at least this many behind a frozen holder, of a frozen
+# waiter, and behind a running holder; a run thinner than this is made once more, with a RETRIED
+# line. Only a run too thin to judge is repeated, never one whose classes are wrong.
+MIN_SET = {"frozen": 3, "frozen_waiter": 3, "running": 20}
+
+# Each vCPU pinned to its own host CPU (the first two this process may use). Unpinned, the two
+# vCPU threads often shared one host CPU, where they take turns: the running vCPU takes the lock
+# again and again while the other is descheduled, so long waits were few and the sets thin.
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def pin_args():
+    return ["--vm.pin", f"{CPUS[0]},{CPUS[1]}"] if len(CPUS) >= 2 else []
+
+
+def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", hog_vcpu=None,
+             duration=20, timeout=300, extra=()):
+    """Runs spinlab-run into out/gt and returns that directory. phase 'host-load' with hog_vcpu:
+    the hog runs on the host CPU that vCPU hog_vcpu is pinned to."""
+    env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
+    cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", accel,
+           "--vm.lock", lock, "--workload.args", WORKLOAD, "--run.phases", phase, *pin_args(),
+           "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", str(duration),
+           "--output.dir", out, "--output.run-id", "gt", *extra]
+    if "preempt" in phase:
+        cmd += ["--run.preempt-vcpus", str(frozen_vcpu), "--trace.export", "perfetto"]
+    if hog_vcpu is not None:
+        cmd += ["--run.hog-cpus", str(CPUS[hog_vcpu])]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"spinlab-run exit {r.returncode}: {r.stderr[-2000:]}"
+    return os.path.join(out, "gt")
+
+
+def measure(run_dir, frozen_vcpu=0, phase=None):
+    """The run's classified long waits (of its one phase, or of `phase`), and for a freeze the
+    ground-truth rates."""
+    run = load.load_run(run_dir)
+    assert run.timeline is not None and run.clock is not None
+    (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
+    share = lhp.long_waits_share([snap], run.timeline, run.clock, LONG)
+    hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
+    m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz,
+         "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep))}
+    csv_path = os.path.join(run_dir, "preempt", f"{snap.phase}-r{snap.rep}.csv")
+    if os.path.exists(csv_path):
+        m["windows"] = ground_truth.effective_windows(open(csv_path).read(), frozen_vcpu)
+        assert m["windows"], "spinlab-load recorded no effective freeze window"
+        m["rates"] = ground_truth.rates(m["waits"], m["windows"], frozen_vcpu)
+    return m
+
+
+def thin_sets(rates):
+    return {k: rates[k] for k, n in MIN_SET.items() if rates[k] < n}
+
+
+def rates_line(g, m):
+    return (f"holder frozen > half the wait: {g['frozen_holder_off']}/{g['frozen']} classed holder-off, of "
+            f"which {g['frozen_holder_preempted']} holder-preempted (classes {g['frozen_classes']}); holder "
+            f"running: {g['running_holder_off']}/{g['running']} classed holder-off (classes "
+            f"{g['running_classes']}); waiter frozen > half the wait: {g['frozen_waiter_off']}/"
+            f"{g['frozen_waiter']} classed waiter-off (classes {g['frozen_waiter_classes']}); "
+            f"{len(m['windows'])} effective freezes, {len(m['waits'])} long waits")
+
+
+def assert_rates(g):
+    """The three bars of issue 26 on the report's final classes."""
+    assert g["frozen"] >= MIN_SET["frozen"], f"too few waits behind a frozen holder to judge: {g}"
+    assert g["frozen_rate"] >= 0.95, g
+    assert g["running"] >= MIN_SET["running"], f"too few waits behind a running holder to judge: {g}"
+    assert g["running_rate"] <= 0.05, g
+    assert g["frozen_waiter"] >= MIN_SET["frozen_waiter"], f"too few waits of a frozen waiter to judge: {g}"
+    assert g["frozen_waiter_rate"] >= 0.95, g
