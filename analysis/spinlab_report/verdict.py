@@ -118,11 +118,11 @@ def rep_values(run, snap, threshold: int) -> dict:
     waits = attributed_waits(run, snap, threshold)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
-    unplaced = waits is None or (waits and all(w.get("lhp") == "unknown" for w in waits))
+    unplaced = waits is None or bool(waits) and all(w.get("lhp") == "unknown" for w in waits)
     off = None if unplaced else [w for w in waits if w.get("holder_side") == "off"]
     vcpus, span = vcpu_count(run, snap), tsc_span(run, snap)
-    return {"rep": snap.rep, "duration_s": snap.duration_s,
-            "long_waits": sum(int(st.wait[LONG_K:].sum()) for st in snap.stats),
+    long_waits = sum(int(st.wait[LONG_K:].sum()) for st in snap.stats)
+    return {"rep": snap.rep, "duration_s": snap.duration_s, "long_waits": long_waits, "long_waits_e6": long_waits * 1e6,
             "acquisitions": sum(st.acquisitions for st in snap.stats),
             "vcpu_seconds": vcpus * snap.duration_s if vcpus and snap.duration_s else None,
             "vcpu_cycles": vcpus * span if vcpus and span else None,
@@ -159,21 +159,22 @@ def rate(parts, base_parts, correction: float, confidence: float) -> dict:
     return out
 
 
-def _parts(reps, num: str, den: str) -> list:
-    return [(r[num], r[den]) for r in reps]
+def _parts(reps, num: str, den: str) -> list | None:
+    """(reps[i][num], reps[i][den]) per repetition; None when reps is None (no baseline)."""
+    return None if reps is None else [(r[num], r[den]) for r in reps]
+
+
+def _rate(reps, base_reps, num: str, den: str, correction: float, conf: float) -> dict:
+    return rate(_parts(reps, num, den), _parts(base_reps, num, den), correction, conf)
 
 
 def lhp_spin(reps, base_reps, threshold: int, conf: float) -> dict:
     """Headline 1: cycles spun behind a preempted holder per vCPU-second, the same as a share of
     vCPU time, and holder-preempted long waits per second."""
-    b = (lambda num, den: None if base_reps is None else _parts(base_reps, num, den))
     half_wait = CORRECTION * threshold
-    return {"cycles_per_vcpu_second": rate(_parts(reps, "holder_off_cycles", "vcpu_seconds"),
-                                           b("holder_off_cycles", "vcpu_seconds"), half_wait, conf),
-            "share_of_vcpu_time": rate(_parts(reps, "holder_off_cycles", "vcpu_cycles"),
-                                       b("holder_off_cycles", "vcpu_cycles"), half_wait, conf),
-            "waits_per_second": rate(_parts(reps, "holder_off_waits", "duration_s"),
-                                     b("holder_off_waits", "duration_s"), CORRECTION, conf),
+    return {"cycles_per_vcpu_second": _rate(reps, base_reps, "holder_off_cycles", "vcpu_seconds", half_wait, conf),
+            "share_of_vcpu_time": _rate(reps, base_reps, "holder_off_cycles", "vcpu_cycles", half_wait, conf),
+            "waits_per_second": _rate(reps, base_reps, "holder_off_waits", "duration_s", CORRECTION, conf),
             "repetitions_attributed": sum(r["holder_off_waits"] is not None for r in reps)}
 
 
@@ -326,12 +327,8 @@ def build(run, summary: dict) -> dict:
             "kernel_spin": kernel_spin(reps, against, conf),
             "causes": causes(reps, thr),
             "long_waits": sum(r["long_waits"] for r in reps),
-            "per_second": rate(_parts(reps, "long_waits", "duration_s"),
-                               None if against is None else _parts(against, "long_waits", "duration_s"), CORRECTION, conf),
-            "per_million_acquisitions": rate(
-                [(r["long_waits"] * 1e6, r["acquisitions"]) for r in reps],
-                None if against is None else [(r["long_waits"] * 1e6, r["acquisitions"]) for r in against],
-                CORRECTION * 1e6, conf),
+            "per_second": _rate(reps, against, "long_waits", "duration_s", CORRECTION, conf),
+            "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6, conf),
             "lhp": lhp_counts(s.get("lhp")),
             "vcpu_off_share": off_share(run.timeline, phase),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
