@@ -45,8 +45,14 @@ CONFIGURE = cmake -S . -B $(BUILD)/host -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPIN
 
 all: build
 
+# The package set: `make run` and `make install` install only what they use (scripts/deps.sh);
+# a target-specific value reaches the prerequisites (kernel, tools) it builds.
+DEPS_SET ?= all
+run: DEPS_SET = run
+install: DEPS_SET = install
+
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh $(DEPS_SET)
 
 kernel: deps
 	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT) $(KJOBS)

@@ -1,30 +1,47 @@
 #!/usr/bin/env bash
 # Install what spinlab needs from Debian's packages, only when something is missing.
-# Usage: scripts/deps.sh [all|slurm]   (all is the default; slurm: what `make test-slurm` adds,
-# a one-node Slurm cluster's daemons, kept out of `make run` and `make test` on purpose)
+# Usage: scripts/deps.sh [run|install|all|slurm]
+#   run      what `make run` uses: build the kernel and the tools, run the default experiment,
+#            write its report (CMake's configure also wants GoogleTest, Google Benchmark and
+#            help2man: small, and needed to configure the one host build)
+#   install  run's, plus man-db and bash-completion for `make install`
+#   all      (the default) everything `make test`, `make bench`, `make fuzz` and the optional
+#            features use: clang/libFuzzer, libvirt, the GRUB ISO, pytest, chromium, Snakemake
+#   slurm    what `make test-slurm` adds, a one-node Slurm cluster's daemons, kept out of
+#            `make run` and `make test` on purpose
+# A feature outside `run` that finds its package missing names it (e.g. spinlab-vm --backend
+# libvirt: libvirt-clients).
 set -euo pipefail
 
-pkgs=(
+run_pkgs=(
   build-essential cmake make git
-  clang lld llvm libclang-rt-14-dev          # freestanding kernel build checks, libFuzzer
-  libgtest-dev libgmock-dev libbenchmark-dev  # host unit tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev  # CMake's configure (the tests and benchmarks)
   libboost-program-options-dev               # CLI and experiment specs
   qemu-system-x86 qemu-utils                 # the VM (qboot.rom ships in qemu-system-data)
-  libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
-  grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
-  python3 python3-matplotlib python3-numpy python3-pandas python3-pytest
+  python3 python3-matplotlib python3-numpy python3-pandas
   python3-scipy                              # analysis: t quantiles, Welch's test
-  chromium                                   # analysis: the report's rendering test (headless)
   cpio util-linux procps psmisc
-  snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
-  help2man man-db bash-completion            # man pages from --help (build), man, completion
-  strace                                     # the install test: nothing reads the source tree
-  babeltrace2 python3-bt2                    # trace export: CTF read back (tests), trace analysis
+  help2man                                   # man pages from --help (CMake's configure wants it)
+  babeltrace2 python3-bt2                    # the report's trace section reads the CTF export
   libdw-dev pkg-config                       # trace dump --stacks: guest addresses to names (elfutils)
 )
-if [ "${1:-all}" = slurm ]; then
-  pkgs=(slurm-wlm munge)                     # slurmctld, slurmd, sbatch...; munged
-fi
+install_pkgs=(man-db bash-completion)        # man, completion
+test_pkgs=(
+  clang lld llvm libclang-rt-14-dev          # freestanding kernel build checks, libFuzzer
+  libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
+  grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
+  python3-pytest
+  chromium                                   # analysis: the report's rendering test (headless)
+  snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
+  strace                                     # the install test: nothing reads the source tree
+)
+case "${1:-all}" in
+  run) pkgs=("${run_pkgs[@]}") ;;
+  install) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}") ;;
+  all) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}" "${test_pkgs[@]}") ;;
+  slurm) pkgs=(slurm-wlm munge) ;;            # slurmctld, slurmd, sbatch...; munged
+  *) echo "deps.sh: unknown set '$1' (run, install, all or slurm)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
