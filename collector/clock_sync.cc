@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace spinlab::collect {
@@ -37,22 +38,35 @@ double segment_bound(const ClockPoint& p, const ClockPoint& q) {
     return std::max(p.half_width, q.half_width) + std::fabs(double(q.offset - p.offset));
 }
 
-// The rate at which the two TSCs run apart, from the step-free segments only. A segment
-// (two consecutive points) is step-free at rate r when its offset change is r times its guest
-// length to within the two points' half widths plus the drift allowance; QEMU's steps (0.1 to
-// 1.6 M cycles here) are far beyond that. The rate is first the one that the most segments
-// agree with (each segment's own slope is a candidate; on a tie the higher, since QEMU's steps
-// only lower the offset), then the pooled rate of the segments that agree: their offset changes
-// summed over their guest lengths. Within a run of consecutive step-free segments the sum
-// telescopes to the run's end points, so bracket noise moves the rate by at most the half
-// widths at the ends of each run over the total length. But a step smaller than a segment's
-// two half widths cannot be told from noise, and QEMU makes such steps too (the guard adds
-// whatever cross-CPU TSC difference it saw): on loaded TCG runs the pooled rate came out
-// -0.27 and -0.15 ppm where the end-point term alone was 0.05 and 0.10. So `bound` adds, for
-// every step-free segment, a hidden step as large as its two half widths. Fewer than two
-// segments that agree: not measured (one segment cannot tell a small step from a drift).
-// Before (sessions up to 6) the rate was the upper quartile of the segment slopes: on real TCG
-// runs it came out 2 to 5 ppm high (the upper quartile of noise), and 21.6 ppm once under load.
+// The rate at which the two TSCs run apart ("drift", steps aside), and when it can be told.
+//
+// QEMU's guard moves the offset one way only (down: the guest gains), in steps of every size:
+// 0.4 to 1.6 M cycles now and then on a quiet host, and beside a busy unpinned process a creep
+// of small steps in nearly every segment, -4 to -155 ppm from one segment to the next (two
+// ground-truth runs, session 8: every one of 31 segments moved down, none stood still). A
+// creep is no rate, but over one segment it looks like one, and with the agreement allowance
+// of 10 ppm used before, 20 of 31 such segments "agreed" on -17.5 ppm, stated +-0.45 ppm, where
+// the true rate is 0; beside a busy loop the same gave -58 to -166 ppm (+-1 ppm), and -460.7.
+// So:
+//   - a segment agrees with rate r when its offset change is r times its length to within the
+//     two points' half widths, plus twice the noise floor (below), plus kAgreePpm of its length:
+//     no more. A creep then shows as what it is, segments whose slopes scatter far beyond their
+//     noise, and clusters only by chance;
+//   - the rate is the one the most segments agree with (each segment's own slope is a candidate;
+//     on a tie the higher, since the guard only lowers the offset), then the pooled rate of the
+//     segments that agree: their offset changes summed over their guest lengths;
+//   - it is measured only when those segments cover at least kDriftCoverage of the kept span:
+//     the offset then stood still (at rate r) through most of the run, and the minority that
+//     moved holds the steps. A rate that fewer segments agree with cannot be told from a creep
+//     that happened to be steady there: not measured, and drift_note says why;
+//   - its bound adds, for every agreeing segment, a hidden move as large as the agreement test
+//     lets through (its whole tolerance: a move below that cannot be seen), and the half widths
+//     and noise floor at the ends of each run of agreeing segments (bracket noise telescopes
+//     within a run).
+// Before (sessions up to 7) the bound counted a hidden step of only the two half widths per
+// segment, and a minority of segments could set the rate.
+constexpr double kAgreePpm = 1;
+constexpr double kDriftCoverage = 2.0 / 3.0;
 constexpr size_t kDriftCandidates = 1024;
 
 struct DriftEstimate {
@@ -60,15 +74,19 @@ struct DriftEstimate {
     double rate = 0;   // host cycles per guest cycle, minus 1; 0 when not measured
     double bound = 0;  // |rate error| <= bound (same unit), when measured (see above)
     size_t segments = 0;
+    double coverage = 0;  // the agreeing segments' share of the kept span
+    std::string note;     // why not measured
 };
 
-DriftEstimate step_free_rate(const std::vector<ClockPoint>& p) {
+DriftEstimate step_free_rate(const std::vector<ClockPoint>& p, double noise) {
     const size_t n = p.size() - 1;  // segments
     std::vector<double> len(n), moved(n), tol(n);
+    double span = 0;
     for (size_t i = 0; i < n; ++i) {
         len[i] = double(p[i + 1].guest_tsc - p[i].guest_tsc);
         moved[i] = double(p[i + 1].offset - p[i].offset);
-        tol[i] = p[i].half_width + p[i + 1].half_width + len[i] * kDriftAllowancePpm * 1e-6;
+        tol[i] = p[i].half_width + p[i + 1].half_width + 2 * noise + len[i] * kAgreePpm * 1e-6;
+        span += len[i];
     }
     auto agrees = [&](size_t j, double r) { return std::fabs(moved[j] - r * len[j]) <= tol[j]; };
     auto agreeing = [&](double r) {
@@ -87,7 +105,10 @@ DriftEstimate step_free_rate(const std::vector<ClockPoint>& p) {
         if (k > best_n || (k == best_n && cand > r)) best_n = k, r = cand;
     }
     DriftEstimate e;
-    if (best_n < 2) return e;
+    if (best_n < 2) {
+        e.note = "no two segments agree on one rate: the offset moved beyond the brackets in nearly every segment";
+        return e;
+    }
     for (int iter = 0; iter < 8; ++iter) {  // pool, then re-select at the pooled rate
         double sum_moved = 0, sum_len = 0;
         for (size_t j = 0; j < n; ++j)
@@ -96,19 +117,48 @@ DriftEstimate step_free_rate(const std::vector<ClockPoint>& p) {
         if (next == r || agreeing(next) < 2) break;
         r = next;
     }
-    double sum_moved = 0, sum_len = 0, ends = 0;
+    double sum_moved = 0, sum_len = 0, ends = 0, hidden = 0;
     for (size_t j = 0; j < n; ++j) {
         if (!agrees(j, r)) continue;
         ++e.segments;
         sum_moved += moved[j], sum_len += len[j];
-        if (j == 0 || !agrees(j - 1, r)) ends += p[j].half_width;          // a run starts
-        if (j + 1 == n || !agrees(j + 1, r)) ends += p[j + 1].half_width;  // a run ends
-        ends += p[j].half_width + p[j + 1].half_width;                     // a hidden step
+        if (j == 0 || !agrees(j - 1, r)) ends += p[j].half_width + noise;          // a run starts
+        if (j + 1 == n || !agrees(j + 1, r)) ends += p[j + 1].half_width + noise;  // a run ends
+        hidden += tol[j];
+    }
+    e.coverage = sum_len / span;
+    if (e.coverage < kDriftCoverage) {
+        char why[160];
+        snprintf(why, sizeof why, "the segments that agree on one rate cover %.0f%% of the run (need %.0f%%): "
+                 "the offset moved beyond the brackets through most of it", e.coverage * 100, kDriftCoverage * 100);
+        e.note = why;
+        e.segments = 0;
+        return e;
     }
     e.measured = true;
     e.rate = sum_moved / sum_len;  // the pooled rate of exactly the segments counted
-    e.bound = ends / sum_len;
+    e.bound = (ends + hidden) / sum_len;
     return e;
+}
+
+// The noise floor. Nothing makes the offset rise (QEMU's guard only lowers it, KVM keeps it),
+// so a rise over a segment (beyond the rate) that the two points' half widths cannot explain
+// is error of the points themselves that their brackets do not show: a publication late by
+// less than the late test can see, or host CPUs whose TSCs disagree (the poller and the
+// publishing vCPU run on different ones). The later point may then be off by the rise plus
+// both half widths (its own bracket error and the earlier point's, in the other direction);
+// the largest such is the floor. Measured beside a busy loop: a rise of 6,970 cycles over
+// half widths of ~330 (a floor of 7,644 cycles, 3.1 us). It is a floor, not a bound: two
+// points late by the same amount show no rise between them.
+double noise_floor(const std::vector<ClockPoint>& p, double rate) {
+    double floor = 0;
+    for (size_t i = 0; i + 1 < p.size(); ++i) {
+        const double len = double(p[i + 1].guest_tsc - p[i].guest_tsc);
+        const double rise = double(p[i + 1].offset - p[i].offset) - rate * len;
+        const double brackets = p[i].half_width + p[i + 1].half_width;
+        if (rise > brackets) floor = std::max(floor, rise + brackets);
+    }
+    return floor;
 }
 
 }  // namespace
@@ -173,12 +223,20 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
 
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
-    // The rate, from the segments that hold no offset step (see step_free_rate).
-    DriftEstimate drift = step_free_rate(fit.points);
+    // The rate, from the segments that hold no offset step (see step_free_rate), with the
+    // noise floor measured against the rate 0 first, then against the rate found (a real
+    // drift is a rise too). Every point's half width then carries the floor, so the mapping's
+    // bound does as well.
+    DriftEstimate drift = step_free_rate(fit.points, noise_floor(fit.points, 0));
+    fit.noise_floor = noise_floor(fit.points, drift.rate);
+    drift = step_free_rate(fit.points, fit.noise_floor);
+    for (ClockPoint& p : fit.points) p.half_width += fit.noise_floor;
     double rate = drift.rate;
     fit.drift_measured = drift.measured;
     fit.drift_bound_ppm = drift.bound * 1e6;
     fit.drift_segments = drift.segments;
+    fit.drift_coverage = drift.coverage;
+    fit.drift_note = drift.note;
     fit.slope = 1 + rate;
     fit.drift_ppm = rate * 1e6;
     // The line's offset at guest_ref: the median of the points' offsets along that rate.

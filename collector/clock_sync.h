@@ -25,16 +25,22 @@
 //      upper bounds of both neighbours (a step of the offset moves the level for good; a
 //      late publication is one isolated spike upwards);
 //   3. each remaining sample is a point (guest_tsc, offset = bracket middle - guest_tsc,
-//      half_width); between two points the offset is interpolated linearly, with the bound
+//      half_width = half the bracket + the noise floor); between two points the offset is
+//      interpolated linearly, with the bound
 //          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
 //      which holds whenever the offset moved monotonically between the two (a step or a
 //      drift). Outside the first and last point there is no bound.
+// The noise floor is the largest rise of the offset over a segment beyond its brackets: the
+// offset never rises (QEMU's guard only lowers it), so a rise is error the brackets do not
+// show (a publication a little late, host CPUs whose TSCs disagree), and every point carries it.
 // The straight-line summary is for reporting; mapping uses the points. Its slope is the rate
-// at which the two TSCs run apart, taken from the step-free segments only (offset change
-// within the two points' half widths of one rate; QEMU's steps do not change the rate), with
-// an error bound for bracket noise and for steps too small to tell from it; with fewer than two step-free
-// segments the drift is "not measured" (drift_measured false, slope 1). offset_steps adds up
-// the steps.
+// at which the two TSCs run apart, steps aside: the pooled rate of the segments whose offset
+// change agrees with one rate to within their half widths and noise floor. Under load QEMU's
+// guard lowers the offset in small steps through nearly every segment (a creep, -4 to -155 ppm
+// from segment to segment, which over one segment looks like a rate), so the rate counts as
+// measured only when the agreeing segments cover most of the run (drift_coverage >= 2/3);
+// otherwise drift_measured is false, slope 1, and drift_note says why. Its bound counts bracket
+// noise and any move the agreement test cannot see. offset_steps adds up the steps.
 // Pure: tested on synthetic data.
 #pragma once
 #include <cstdint>
@@ -63,12 +69,17 @@ struct ClockFit {
     std::string method = "bracket-envelope";
     uint64_t guest_ref = 0;  // reference points (the first kept sample), so the doubles below
     uint64_t host_ref = 0;   // only carry differences and keep their precision
+    uint64_t host_tsc_hz = 0;  // the rate of the host TSC the points map to (0: not stated).
+                               // Not the guest's: host times go on an axis at this rate.
     double intercept = 0;    // straight-line summary: host cycles at guest_ref, minus host_ref
     double slope = 1;        // host cycles per guest cycle (the rate, steps aside)
     double drift_ppm = 0;    // (slope - 1) * 1e6: how fast the TSCs run apart, steps aside
-    bool drift_measured = false;  // false: fewer than 2 step-free segments; drift_ppm is then 0
+    bool drift_measured = false;  // false: see drift_note; drift_ppm is then 0
     double drift_bound_ppm = 0;   // |drift_ppm - true drift| <= this: bracket noise, and steps too small to see
-    size_t drift_segments = 0;    // step-free segments the drift was taken from
+    size_t drift_segments = 0;    // step-free segments the drift was taken from (0: not measured)
+    double drift_coverage = 0;    // their share of the kept span (at least 2/3 to be measured)
+    std::string drift_note;       // why the drift is not measured ("" when it is)
+    double noise_floor = 0;       // host cycles added to every point's half width (see above)
     double residual_rms = 0; // of the points about the straight line, host cycles
     double offset_steps = 0; // total offset change beyond brackets and drift (QEMU's steps)
     double max_width = 0;    // widest bracket kept, host cycles

@@ -71,12 +71,16 @@ TEST(ClockSync, RecoversAConstantOffsetWithinTheBound) {
     EXPECT_EQ(fit.used, 200u);
     // Each segment's slope is +-15 ppm of bracket noise, but all 199 segments are step-free
     // and their pooled rate telescopes to the two end points: good to 4000 cycles in 20 s.
-    // The stated bound is wider: it allows a step as large as the half widths (~1000 cycles
-    // on average here) hidden in every segment, ~7.7 ppm at one segment per 0.1 s.
+    // The stated bound is wider: it allows a move as large as the agreement test lets through
+    // (the two half widths, ~1000 cycles each on average here, and 1 ppm) hidden in every
+    // segment, ~8.8 ppm at one segment per 0.1 s.
     ASSERT_TRUE(fit.drift_measured);
     EXPECT_EQ(fit.drift_segments, 199u);
+    EXPECT_EQ(fit.drift_coverage, 1.0);
+    EXPECT_EQ(fit.drift_note, "");
+    EXPECT_EQ(fit.noise_floor, 0.0);  // no rise beyond the brackets
     EXPECT_LE(std::fabs(fit.drift_ppm), 0.1);
-    EXPECT_LE(fit.drift_bound_ppm, 8.5);
+    EXPECT_LE(fit.drift_bound_ppm, 9.5);
     EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
     // The summary line's offset carries the rate's error over half the run (2.6e10 cycles);
     // the mapping itself (below) is checked against each point's bound.
@@ -160,7 +164,7 @@ TEST(ClockSync, OffsetStepsAreFollowedAndBoundTheirSegmentOnly) {
     EXPECT_EQ(fit.drift_segments, 116u);
     EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
     EXPECT_LE(std::fabs(fit.drift_ppm), 0.3);  // bracket noise: 4 runs' end points over 11.6 s
-    EXPECT_LE(fit.drift_bound_ppm, 4.5);       // and a hidden step of ~500 per segment
+    EXPECT_LE(fit.drift_bound_ppm, 5.5);       // and a hidden move of ~1000 + 1 ppm per segment
     EXPECT_NEAR(fit.offset_steps, 3'000'000, 10'000);
     EXPECT_LE(fit.bound_median, 2'100);   // the rest are tight
     HostTime away = map_guest(fit, kGuest0 + 45 * kPeriod + 1000);
@@ -171,8 +175,9 @@ TEST(ClockSync, StepsWhereNarrowSamplesAreScarceAreNotADrift) {
     // On a loaded host QEMU steps most when the poller is descheduled most: for 6 s the offset
     // steps down by 200 k cycles every 50 ms and only every 10th bracket there is narrow. The
     // few long segments across that stretch cover most of the run's guest time, and agree
-    // with one another (the steps are regular); the rate is still that of the step-free
-    // segments, which are more.
+    // with one another (the steps are regular): a rate of -7,700 ppm over 60 % of the run.
+    // The step-free segments are more but cover 40 %: the offset moved through most of the
+    // run, so no rate is stated, neither the steps' nor the rest's.
     const uint64_t from = kGuest0 + 20 * kPeriod, to = kGuest0 + 80 * kPeriod;
     Truth t = [&](uint64_t g) {
         double off = 50'000'000;
@@ -185,8 +190,10 @@ TEST(ClockSync, StepsWhereNarrowSamplesAreScarceAreNotADrift) {
     ClockFit fit = fit_clock(s.samples);
     ASSERT_TRUE(fit.ok) << fit.error;
     EXPECT_EQ(fit.rejected_wide, 54u);
-    ASSERT_TRUE(fit.drift_measured);
-    EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
+    EXPECT_FALSE(fit.drift_measured);
+    EXPECT_EQ(fit.drift_ppm, 0.0);
+    EXPECT_NEAR(fit.drift_coverage, 0.4, 0.03);
+    EXPECT_NE(fit.drift_note.find("cover 3"), std::string::npos) << fit.drift_note;
     EXPECT_NEAR(fit.offset_steps, 120 * 200'000.0, 20'000);
     check_within_bound(fit, t, kGuest0, kGuest0 + 99 * kPeriod);
 }
@@ -213,11 +220,12 @@ Truth stepped(double drift_ppm, std::vector<std::pair<uint64_t, double>> steps) 
     };
 }
 
-TEST(ClockSync, DriftFromTheFewStepFreeSegmentsWhenMostHoldAStep) {
+TEST(ClockSync, NoDriftFromTheFewStepFreeSegmentsWhenMostHoldAStep) {
     // A loaded TCG host: QEMU steps (100 k to 1.6 M cycles, irregular) in 4 of every 5
     // segments (not the first and last two: a step there makes an end point look late), and
-    // the TSCs drift apart by -7 ppm. The upper quartile of the slopes (the rule before) would
-    // be a step's; the rate must come from the segments without one.
+    // the TSCs drift apart by -7 ppm. The segments without a step agree on -7 ppm, but they
+    // are a fifth of the run: on real loaded runs such a minority agreed on a creep (-17.5 ppm
+    // where the truth was 0), so a minority states no rate. The mapping is still bounded.
     std::mt19937_64 rng(11);
     std::uniform_real_distribution<double> u(0.0, 1.0);
     std::vector<std::pair<uint64_t, double>> steps;
@@ -234,12 +242,10 @@ TEST(ClockSync, DriftFromTheFewStepFreeSegmentsWhenMostHoldAStep) {
     Synth s = synth(t, kGuest0, 120, kPeriod, 2'000, 12);
     ClockFit fit = fit_clock(s.samples);
     ASSERT_TRUE(fit.ok) << fit.error;
-    ASSERT_TRUE(fit.drift_measured);
-    EXPECT_EQ(fit.drift_segments, free);
-    EXPECT_LE(std::fabs(fit.drift_ppm + 7.0), fit.drift_bound_ppm);
-    // Runs of one segment mostly: 2 half widths (<= 1025 cycles) per 0.1 s for the noise, as
-    // much again for a hidden step.
-    EXPECT_LE(fit.drift_bound_ppm, 12.0);
+    EXPECT_FALSE(fit.drift_measured);
+    EXPECT_EQ(fit.drift_segments, 0u);
+    EXPECT_NEAR(fit.drift_coverage, double(free) / 119, 0.01);
+    EXPECT_NE(fit.drift_note.find("cover"), std::string::npos) << fit.drift_note;
     check_within_bound(fit, t, kGuest0, kGuest0 + 119 * kPeriod);
 }
 
@@ -259,6 +265,58 @@ TEST(ClockSync, StepsTooSmallToSeeLowerTheRateWithinTheBound) {
     EXPECT_NEAR(fit.drift_ppm, -700.0 / double(kPeriod) * 1e6, 0.2);
     EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
     check_within_bound(fit, t, kGuest0, kGuest0 + 99 * kPeriod);
+}
+
+// An offset that creeps down at its own rate in every segment (ppm per segment), as QEMU's
+// guard makes it beside a busy unpinned process.
+Truth creeping(const std::vector<double>& ppm) {
+    return [=](uint64_t g) {
+        double off = 9'000'000;
+        uint64_t at = kGuest0;
+        for (size_t i = 0; i < ppm.size() && at < g; ++i, at += kPeriod)
+            off += ppm[i] * 1e-6 * double(std::min<uint64_t>(g - at, kPeriod));
+        return double(g) + off;
+    };
+}
+
+TEST(ClockSync, ACreepInEverySegmentIsNoDrift) {
+    // Measured in a ground-truth run beside a busy loop (session 8): every segment's offset
+    // moved down, -4 to -85 ppm, most of them -10 to -30; the true rate was 0. With an
+    // agreement allowance of 10 ppm (the rule before) 20 of 31 segments agreed on -17.5 ppm
+    // +- 0.45. A creep is no rate: the segments must not agree beyond chance, and none is stated.
+    std::mt19937_64 rng(21);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<double> ppm;
+    for (int i = 0; i < 79; ++i) ppm.push_back(-(4 + 40 * u(rng) * u(rng) + (i % 9 == 4 ? 45 : 0)));
+    Truth t = creeping(ppm);
+    Synth s = synth(t, kGuest0, 80, kPeriod, 700, 22);
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_FALSE(fit.drift_measured) << fit.drift_ppm << " +- " << fit.drift_bound_ppm;
+    EXPECT_LT(fit.drift_coverage, 0.5);
+    EXPECT_FALSE(fit.drift_note.empty());
+    // (An end point after a change of creep can look late; the mapping covers the kept span.)
+    EXPECT_LE(fit.rejected_late, 2u);
+    check_within_bound(fit, t, fit.points.front().guest_tsc, fit.points.back().guest_tsc);
+}
+
+TEST(ClockSync, ARiseTheBracketsDoNotShowWidensEveryPoint) {
+    // Publications a little late (by less than the late test sees: 6,000 cycles against its
+    // 2,600 per 0.1 s allowance, once on each side of it) and otherwise narrow brackets. The
+    // offset never rises, so the largest rise beyond the brackets is error the brackets do not
+    // show; every point carries it, and the mapping's bound holds at the late points too.
+    Truth t = [](uint64_t g) { return double(g) + 1'000'000; };
+    Synth s = synth(t, kGuest0, 60, kPeriod, 600, 23);
+    for (size_t i : {size_t(20), size_t(21), size_t(40), size_t(41)})
+        s.samples[i].host_before += 6'000, s.samples[i].host_after += 6'000;
+    ClockFit fit = fit_clock(s.samples);
+    ASSERT_TRUE(fit.ok) << fit.error;
+    EXPECT_EQ(fit.rejected_late, 0u);
+    EXPECT_GT(fit.noise_floor, 6'000);
+    EXPECT_LT(fit.noise_floor, 7'300);  // the rise and two half widths (of at most 350)
+    check_within_bound(fit, t, kGuest0, kGuest0 + 59 * kPeriod);
+    ASSERT_TRUE(fit.drift_measured);
+    EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
 }
 
 TEST(ClockSync, AnHoursSamplesTakeTheDriftFromEvenlySpacedCandidates) {

@@ -97,6 +97,8 @@ std::string record_end_json(const std::string& reason, uint64_t snapshots, const
             .field("method", fit.method).field("bound_max", fit.bound_max)
             .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
         if (fit.drift_measured) w.field("drift_bound_ppm", fit.drift_bound_ppm);
+        else w.field("drift_note", fit.drift_note);
+        w.field("drift_coverage", fit.drift_coverage).field("noise_floor", fit.noise_floor);
     } else {
         w.field("error", fit.error);
     }

@@ -1,4 +1,5 @@
-// record's `end` line: the clock fit's fields, and the drift's bound only when it was measured.
+// record's `end` line: the clock fit's fields, the drift's bound only when it was measured and
+// the reason when it was not.
 #include "record_file.h"
 
 #include <gtest/gtest.h>
@@ -28,10 +29,17 @@ TEST(RecordEnd, ADriftNotMeasuredHasNoBoundAndIsNotAnError) {
     ClockFit fit;
     fit.ok = true;
     fit.drift_measured = false;
+    fit.drift_coverage = 0.38;
+    fit.drift_note = "the segments that agree on one rate cover 38% of the run";
+    fit.noise_floor = 7644;
     std::string j = record_end_json("done", 3, fit);
     EXPECT_NE(j.find("\"drift_measured\":false"), std::string::npos) << j;
     EXPECT_FALSE(has(j, "drift_bound_ppm")) << j;
     EXPECT_FALSE(has(j, "error")) << j;
+    // Why not, and how much of the run agreed: the reader sees the reason, not only a false.
+    EXPECT_NE(j.find("\"drift_note\":\"the segments that agree on one rate cover 38% of the run\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"drift_coverage\":0.38"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"noise_floor\":7644"), std::string::npos) << j;
 }
 
 TEST(RecordEnd, NoFitGivesTheReason) {

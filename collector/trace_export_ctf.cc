@@ -1,6 +1,7 @@
 // collector/trace_export_ctf.cc: see trace_export_ctf.h.
 #include "trace_export_ctf.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,7 +80,14 @@ int64_t ctf_clock_offset(const LoadedTrace& t, const ClockFit* clock) {
         for (const TraceBuffer& b : bufs)
             if (b.header.event_count) first = std::min(first, b.header.first_tsc);
     if (first == UINT64_MAX) first = t.header.session.start_tsc;
-    return int64_t(map_guest(*clock, first).host_tsc - first);
+    const uint64_t host = map_guest(*clock, first).host_tsc;
+    const uint64_t hz = t.header.tsc_hz;
+    if (clock->host_tsc_hz == 0 || clock->host_tsc_hz == hz) return int64_t(host - first);
+    // The clock counts guest cycles at the guest's rate: the host's time of the first event,
+    // host / host_tsc_hz seconds, is that many seconds of guest cycles (never host cycles read
+    // at the guest's rate: 73 ppm of the host TSC's value apart on one host).
+    const long double host_s = (long double)host / (long double)clock->host_tsc_hz;
+    return int64_t(std::llroundl(host_s * (long double)hz)) - int64_t(first);
 }
 
 std::string ctf_metadata(const LoadedTrace& t, int64_t clock_offset, bool correlated) {

@@ -17,9 +17,10 @@
 //   event.context   thread_id, process_id
 //   payload         the ABI payload after the event header, byte for byte.
 // The clock class counts guest TSC cycles at the file's tsc_hz. With a clock correlation
-// (clock.json) its offset is host TSC - guest TSC at the trace's first event, so timestamps read
-// as host TSC time (seconds since the host TSC's zero, at the guest's rate); the correlation's
-// later steps and drift are not in a CTF clock class (one constant offset).
+// (clock.json) its offset puts the trace's first event at its host time (host TSC / the host's
+// TSC rate, clock.json's host_tsc_hz; where that is not stated, host TSC read at the guest's
+// rate), so timestamps read as seconds since the host TSC's zero; the correlation's later steps
+// and drift are not in a CTF clock class (one constant offset).
 #pragma once
 #include <string>
 

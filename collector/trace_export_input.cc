@@ -79,6 +79,23 @@ LoadedTrace load_trace(const std::string& path, std::ostream& err) {
     return t;
 }
 
+namespace {
+
+// host.tsc_hz of the results directory's meta.json beside clock.json; 0 when there is none.
+uint64_t host_tsc_hz_beside(const std::string& clock_path) {
+    const size_t slash = clock_path.rfind('/');
+    const std::string meta = (slash == std::string::npos ? "" : clock_path.substr(0, slash + 1)) + "meta.json";
+    boost::property_tree::ptree root;
+    try {
+        boost::property_tree::read_json(meta, root);
+        return root.get<uint64_t>("host.tsc_hz", 0);
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+}  // namespace
+
 ClockFit read_clock_json(const std::string& path) {
     namespace pt = boost::property_tree;
     pt::ptree root;
@@ -99,6 +116,7 @@ ClockFit read_clock_json(const std::string& path) {
         fit.drift_ppm = root.get<double>("drift_ppm", 0.0);
         fit.slope = 1 + fit.drift_ppm * 1e-6;
         fit.bound_max = root.get<double>("bound_max_cycles", 0.0);
+        fit.host_tsc_hz = root.get<uint64_t>("host_tsc_hz", 0);
         if (auto pts = root.get_child_optional("points")) {
             for (const auto& [_, p] : *pts) {
                 std::vector<std::string> v;
@@ -118,6 +136,7 @@ ClockFit read_clock_json(const std::string& path) {
         const int64_t off = int64_t(fit.host_ref - fit.guest_ref);
         fit.points.push_back({g, off, fit.bound_max});
     }
+    if (fit.host_tsc_hz == 0) fit.host_tsc_hz = host_tsc_hz_beside(path);
     std::sort(fit.points.begin(), fit.points.end(),
               [](const ClockPoint& a, const ClockPoint& b) { return a.guest_tsc < b.guest_tsc; });
     fit.used = fit.points.size();

@@ -33,8 +33,10 @@ struct LoadedTrace {
 // throws CollectError when the file is not a trace file at all.
 LoadedTrace load_trace(const std::string& path, std::ostream& err);
 
-// clock.json as a fit for map_guest (points and the straight-line summary). Throws
-// CollectError naming the file and what is wrong.
+// clock.json as a fit for map_guest (points and the straight-line summary). The host's TSC rate
+// (host_tsc_hz) comes from clock.json, or for one written before it was stated there from the
+// meta.json beside it (host.tsc_hz); neither: host_tsc_hz stays 0. Throws CollectError naming
+// the file and what is wrong.
 ClockFit read_clock_json(const std::string& path);
 
 // One row of timeline.csv.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "error.h"
 #include "json_writer.h"
 #include "locktrace/buffer_parser.h"
 
@@ -34,14 +35,17 @@ struct Event {
 
 class Emitter {
 public:
-    Emitter(const LoadedTrace& t, const ClockFit* clock) : t_(t), clock_(clock) {
+    // The axis counts host TSC at the host's rate when there is a correlation, else guest TSC
+    // at the guest's (the two rates differ: each side calibrates its own, ~73 ppm apart here).
+    Emitter(const LoadedTrace& t, const ClockFit* clock)
+        : t_(t), clock_(clock), axis_hz_(clock ? clock->host_tsc_hz : t.header.tsc_hz) {
         j_.begin_object().key("traceEvents").begin_array();
     }
     double guest_us(uint64_t tsc) const {
         const uint64_t host = clock_ ? map_guest(*clock_, tsc).host_tsc : tsc;
-        return host_us(host);
+        return axis_us(host);
     }
-    double host_us(uint64_t tsc) const { return double(tsc) * 1e6 / double(t_.header.tsc_hz); }
+    double host_us(uint64_t tsc) const { return axis_us(tsc); }  // only with a correlation
 
     void meta(int pid, int64_t tid, const char* what, const std::string& name) {
         j_.begin_object().field("ph", "M").field("pid", pid).field("tid", tid).field("name", what)
@@ -70,14 +74,19 @@ public:
             .field("source", "spinlab-collect trace export")
             .field("session_id", t_.header.session.session_id)
             .field("tsc_hz", t_.header.tsc_hz)
-            .field("time_axis", clock_ ? "host TSC (guest TSC mapped through clock.json)" : "guest TSC")
+            .field("axis_tsc_hz", axis_hz_)
+            .field("time_axis", clock_ ? "host TSC / axis_tsc_hz (guest TSC mapped through clock.json)"
+                                       : "guest TSC / axis_tsc_hz")
             .end_object().end_object();
         return j_.take();
     }
 
 private:
+    double axis_us(uint64_t tsc) const { return double(tsc) * 1e6 / double(axis_hz_); }
+
     const LoadedTrace& t_;
     const ClockFit* clock_;
+    uint64_t axis_hz_;
     JsonWriter j_;
 };
 
@@ -87,6 +96,10 @@ std::string text(const char* s, size_t n) { return std::string(s, strnlen(s, n))
 
 std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
                           const std::vector<TimelineRow>* timeline) {
+    if (clock != nullptr && clock->host_tsc_hz == 0)
+        throw CollectError(kExitUsage, "the clock correlation states no host TSC rate (clock.json "
+                                       "host_tsc_hz, or meta.json host.tsc_hz beside it): host time "
+                                       "cannot be put on the Perfetto axis");
     Emitter out(t, clock);
     // Every event, per CPU in order; the thread names from thread start/rundown events.
     std::vector<std::vector<Event>> cpus(t.header.cpu_count);

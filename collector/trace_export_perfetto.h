@@ -13,8 +13,11 @@
 //   pid 3 "host vCPUs", tid = vCPU       the host timeline's on/off/frozen intervals ("X")
 // Timestamps are microseconds (doubles). With a clock correlation every guest TSC is mapped to
 // host TSC through it (piecewise, as the analysis does) and host TSC values are used as they
-// are, both at the trace's tsc_hz: one time axis for guest and host tracks. Without one, guest
-// TSC / tsc_hz.
+// are, both divided by the host's TSC rate (clock->host_tsc_hz, never the guest's tsc_hz: the
+// two sides calibrate their own rates, and 73 ppm apart is 6 ms at the end of an 80 s run):
+// one time axis for guest and host tracks. Without one, guest TSC / the trace's tsc_hz.
+// otherData.axis_tsc_hz states the rate the axis used. A correlation without a host rate is an
+// error (CollectError), not a guess.
 #pragma once
 #include <string>
 #include <vector>

@@ -119,9 +119,10 @@ def test_overwritten_buffers_are_discarded_packets(trace, tmp_path):
     assert last == 10000 + 999 * 100
 
 
-def clock_json(path, offset, drift_points=()):
+def clock_json(path, offset, drift_points=(), host_tsc_hz=10**9):
     pts = [[0, offset, 100.0], [10**9, offset, 100.0], *drift_points]
-    json.dump({"format": 1, "method": "bracket-envelope", "offset_cycles": offset, "drift_ppm": 0.0,
+    rate = {"host_tsc_hz": host_tsc_hz} if host_tsc_hz else {}
+    json.dump({"format": 1, "method": "bracket-envelope", "offset_cycles": offset, "drift_ppm": 0.0, **rate,
                "ref_guest_tsc": 0, "bound_max_cycles": 100.0, "bound_median_cycles": 100.0,
                "samples": 2, "samples_taken": 2, "rejected": {"unordered": 0, "wide": 0, "late": 0},
                "residual_cycles": 0.0, "max_bracket_cycles": 700, "points": pts}, open(path, "w"))
@@ -137,6 +138,19 @@ def test_ctf_clock_class_carries_the_offset_to_host_time(trace, tmp_path):
         assert e["ns"] == e["tsc"] + offset
     plain = read_ctf(ctf(t, tmp_path))
     assert [e["ns"] for e in plain["events"]] == [e["tsc"] for e in plain["events"]]
+
+
+def test_ctf_clock_puts_the_first_event_at_its_host_time_at_the_hosts_rate(trace, tmp_path):
+    # Host TSC at 1.25 GHz, guest at 1 GHz: the first event (guest 1000, host 1000 + offset)
+    # reads as (1000 + offset) / 1.25 GHz; the rest follow at the guest's rate (guest cycles).
+    t = trace("sched")
+    offset = 5_000_000_000
+    clock = clock_json(str(tmp_path / "clock.json"), offset, host_tsc_hz=1_250_000_000)
+    events = sorted(read_ctf(ctf(t, tmp_path, "--clock", clock))["events"], key=lambda e: e["tsc"])
+    first = events[0]["tsc"]
+    at = (first + offset) * 1e9 / 1.25e9
+    for e in events:
+        assert abs(e["ns"] - (at + (e["tsc"] - first))) <= 1, (e["tsc"], e["ns"])
 
 
 def test_perfetto_json_has_guest_and_host_tracks_on_one_axis(trace, tmp_path):
@@ -178,6 +192,47 @@ def test_perfetto_json_has_guest_and_host_tracks_on_one_axis(trace, tmp_path):
     assert counters and any(e["args"].get("class 9") == 100.0 for e in counters)  # 1 in 10 ms
     names = {(e["pid"], e["args"]["name"]) for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     assert {n for _, n in names} >= {"guest CPUs", "host vCPUs"}
+
+
+def perfetto_axis(t, tmp_path, clock):
+    timeline = tmp_path / "timeline.csv"
+    timeline.write_text("vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep\n"
+                        "0,900,off,2005000,2015000,p,1\n")
+    out = str(tmp_path / "axis.json")
+    r = export(t, "perfetto", out, "--clock", clock, "--timeline", str(timeline))
+    return r, (json.load(open(out)) if r.returncode == 0 else None)
+
+
+def test_perfetto_puts_host_time_at_the_hosts_rate_not_the_guests(trace, tmp_path):
+    # The trace's (guest's) TSC Hz is 1 GHz; the host's TSC runs at 1.25 GHz. Every timestamp is
+    # host TSC / 1.25 GHz: the wait (guest 11000..13000 cycles, offset 2 M) and the host's off
+    # interval alike. Put on the guest's rate instead, both would be 25 % late.
+    t = trace("sched")
+    offset, host_hz = 2_000_000, 1_250_000_000
+    r, doc = perfetto_axis(t, tmp_path, clock_json(str(tmp_path / "clock.json"), offset, host_tsc_hz=host_hz))
+    assert r.returncode == 0, r.stderr
+    assert doc["otherData"]["axis_tsc_hz"] == host_hz and doc["otherData"]["tsc_hz"] == 10**9
+    us = lambda host_tsc: host_tsc * 1e6 / host_hz  # noqa: E731
+    wait = next(e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 2)
+    assert wait["ts"] == pytest.approx(us(11000 + offset), abs=1e-6)
+    assert wait["dur"] == pytest.approx(us(2000), abs=1e-6)
+    off = next(e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 3)
+    assert (off["ts"], off["dur"]) == (pytest.approx(us(2005000), abs=1e-6), pytest.approx(us(10000), abs=1e-6))
+
+
+def test_perfetto_takes_the_host_rate_from_meta_json_or_says_it_has_none(trace, tmp_path):
+    # A clock.json written before it stated host_tsc_hz: the results directory's meta.json beside
+    # it gives the rate; with neither, the export fails naming what is missing.
+    t = trace("sched")
+    clock = clock_json(str(tmp_path / "clock.json"), 2_000_000, host_tsc_hz=None)
+    r, _ = perfetto_axis(t, tmp_path, clock)
+    assert r.returncode != 0 and "host_tsc_hz" in r.stderr, r.stderr
+    json.dump({"format": 1, "host": {"tsc_hz": 2 * 10**9}}, open(tmp_path / "meta.json", "w"))
+    r, doc = perfetto_axis(t, tmp_path, clock)
+    assert r.returncode == 0, r.stderr
+    assert doc["otherData"]["axis_tsc_hz"] == 2 * 10**9
+    off = next(e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 3)
+    assert off["ts"] == pytest.approx(2005000 / 2000.0, abs=1e-6)
 
 
 def test_waits_without_a_thread_get_a_track_per_cpu(trace, tmp_path):

@@ -203,12 +203,18 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     j.field("format", kResultsFormat);
     j.field("method", fit.method);
     j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
+    // The host side's TSC rate (meta.json's host.tsc_hz): host times go on an axis at this rate.
+    if (fit.host_tsc_hz) j.field("host_tsc_hz", fit.host_tsc_hz);
     j.field("drift_ppm", fit.drift_ppm);
     // The drift is taken from step-free segments only; with fewer than two it is not measured
     // (drift_ppm 0 is then the straight line's assumption, not a measurement).
     j.field("drift_measured", fit.drift_measured);
     if (fit.drift_measured) j.field("drift_bound_ppm", fit.drift_bound_ppm);
+    else j.field("drift_note", fit.drift_note);
     j.field("drift_segments", uint64_t(fit.drift_segments));
+    j.field("drift_coverage", fit.drift_coverage);
+    // Added to every point's half width: error of the points that their brackets do not show.
+    j.field("noise_floor_cycles", fit.noise_floor);
     j.field("ref_guest_tsc", fit.guest_ref);
     j.field("offset_steps_cycles", fit.offset_steps);
     j.field("bound_max_cycles", fit.bound_max);
@@ -225,7 +231,8 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     j.field("residual_cycles", fit.residual_rms);
     j.field("max_bracket_cycles", fit.max_width);
     j.field("bracket_limit_cycles", fit.max_bracket);
-    // The piecewise mapping itself: [guest_tsc, host - guest, half bracket] per kept sample.
+    // The piecewise mapping itself: [guest_tsc, host - guest, half width] per kept sample (half
+    // the bracket plus noise_floor_cycles).
     j.key("points").begin_array();
     for (const collect::ClockPoint& p : fit.points) {
         j.begin_array();

@@ -77,6 +77,7 @@ private:
     std::vector<Slot> plan_;
     std::vector<Done> done_;
     std::vector<collect::ClockSample> clock_samples_;
+    uint64_t host_tsc_hz_ = 0;  // meta.json's: the rate of clock.json's host side
     size_t slot_index_ = 0;
     double live_ops_ = -1;
     double setup_s_ = 0;  // seconds spent before the first repetition (VM boot)
@@ -117,6 +118,7 @@ collect::ClockFit Experiment::write_clock() {
     if (all.size() < 2) return {};
     collect::ClockFit fit = collect::fit_clock(all);
     if (!fit.ok) return fit;
+    fit.host_tsc_hz = host_tsc_hz_;
     write_file(dir_ + "/clock.json", clock_json(fit, vm_->clock_samples_missed()));
     return fit;
 }
@@ -211,9 +213,9 @@ int Experiment::run() {
     std::string reason;
     try {
         vm_->start([&](const std::string& line) { note(line); });
-        write_file(dir_ + "/meta.json",
-                   meta_json(make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir,
-                                        vm_->info(), vm_->guest()})));
+        const Meta meta = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
+        host_tsc_hz_ = meta.host.tsc_hz;
+        write_file(dir_ + "/meta.json", meta_json(meta));
         setup_s_ = elapsed();
         for (slot_index_ = 0; slot_index_ < plan_.size(); ++slot_index_) {
             const Slot& slot = plan_[slot_index_];

@@ -11,8 +11,9 @@ waited long; that set held 0 to 8 waits, and one loaded make test failed on 0.) 
 
 - clock.json: the bracket-envelope method, the stated bound, and a drift that is not the steps
   (QEMU TCG reads the host TSC for the guest; its offset steps, which the piecewise mapping
-  follows and bounds, but the rates agree): measured from the step-free segments, |drift| < 20
-  ppm, and the true drift (0) within the bound clock.json states for it.
+  follows and bounds, but the rates agree): when stated, |drift| < 20 ppm and the true drift
+  (0) within the bound clock.json states for it; beside a busy process, where QEMU's steps
+  creep through most of the run, clock.json may say it is not measured, and why.
 - the clock against the host's own records (ground_truth.stamps_off_cpu): every long wait
   starts and ends with TSC reads by its vCPU, so mapped to the host no stamp may lie inside one
   of that vCPU's effective freezes or off intervals by more than the bound. This is what fails
@@ -30,7 +31,7 @@ waited long; that set held 0 to 8 waits, and one loaded make test failed on 0.) 
 - the Perfetto export of the same run (`[trace] export = perfetto`) puts the guest's waits and
   the host's vCPU tracks on one time axis: each long wait's slice starts where the analysis
   placed it (within the clock's bound), and the frozen vCPU's track is 'frozen' at the middle of
-  each effective freeze.
+  each effective freeze; the axis is host TSC at the host's TSC Hz, not the guest's.
 
 Needs `make build` and root (cgroup freezer, tracefs). About 35 s on a loaded 2-core host.
 """
@@ -131,25 +132,32 @@ def test_clock_json_states_method_bound_and_drift(run_dir, measured):
     c = json.load(open(os.path.join(run_dir, "clock.json")))
     hz = measured["hz"]
     drift = (f"drift {c['drift_ppm']:.2f} +- {c['drift_bound_ppm']:.2f} ppm from {c['drift_segments']} step-free "
-             f"segments" if c["drift_measured"] else "drift not measured (no two step-free segments)")
-    print(f"\nclock: {c['method']}, {drift}, offset steps {c['offset_steps_cycles']:.0f} "
-          f"cycles, bound median {c['bound_median_cycles'] / hz * 1e6:.2f} us, max "
-          f"{c['bound_max_cycles'] / hz * 1e6:.1f} us, {c['samples']} of {c['samples_taken']} samples "
-          f"(rejected {c['rejected']}, {c['samples_missed']} attempts saw no publication)")
+             f"segments" if c["drift_measured"] else f"drift not measured ({c['drift_note']})")
+    print(f"\nclock: {c['method']}, {drift}, agreeing segments cover {c['drift_coverage']:.0%}, offset steps "
+          f"{c['offset_steps_cycles']:.0f} cycles, noise floor {c['noise_floor_cycles'] / hz * 1e6:.2f} us, bound "
+          f"median {c['bound_median_cycles'] / hz * 1e6:.2f} us, max {c['bound_max_cycles'] / hz * 1e6:.1f} us, "
+          f"{c['samples']} of {c['samples_taken']} samples (rejected {c['rejected']}, {c['samples_missed']} attempts "
+          f"saw no publication)")
     assert c["method"] == "bracket-envelope"
-    # Under TCG the guest TSC is the host's plus QEMU's offset, so the true drift is 0: the rate
-    # of the step-free segments must be within its stated bound of 0, and below 20 ppm (issue
-    # 13). Before, the rate was the upper quartile of all segments' slopes: +2 to +5 ppm on
-    # quiet runs, and -35, -72, -178 and +21.6 ppm on loaded ones, where QEMU steps in most
-    # segments.
-    assert c["drift_measured"], c
-    assert c["drift_segments"] >= 2
-    assert abs(c["drift_ppm"]) <= c["drift_bound_ppm"] + 1e-9, c["drift_ppm"]
-    assert abs(c["drift_ppm"]) < 20, c["drift_ppm"]
+    assert c["host_tsc_hz"] == hz  # the rate of the host side, for the exports' time axis
+    # Under TCG the guest TSC is the host's plus QEMU's offset, so the true drift is 0: a rate
+    # that is stated must hold 0 within its bound, and be below 20 ppm (issue 13). Beside a busy
+    # unpinned process QEMU's guard lowers the offset through nearly every segment (a creep of
+    # -4 to -155 ppm); the rule before took a rate from the segments that happened to agree and
+    # stated -17.5 +- 0.45, -58 to -166 +- ~1 and -460.7 +- 2.45 ppm on such runs (issue 26).
+    # Now a rate is stated only when the segments that agree on it cover most of the run;
+    # otherwise clock.json says it is not measured and why.
+    if c["drift_measured"]:
+        assert c["drift_segments"] >= 2 and c["drift_coverage"] >= 2 / 3, c
+        assert abs(c["drift_ppm"]) <= c["drift_bound_ppm"] + 1e-9, c["drift_ppm"]
+        assert abs(c["drift_ppm"]) < 20, c["drift_ppm"]
+    else:
+        assert c["drift_ppm"] == 0 and c["drift_note"], c
+        assert "drift_bound_ppm" not in c
     assert c["samples"] >= 2 and len(c["points"]) == c["samples"]
     assert c["samples_taken"] == c["samples"] + sum(c["rejected"].values())
-    # Every point's own bracket is within the limit applied.
-    assert all(2 * p[2] <= c["bracket_limit_cycles"] for p in c["points"])
+    # Every point's own bracket (its half width less the noise floor) is within the limit applied.
+    assert all(2 * (p[2] - c["noise_floor_cycles"]) <= c["bracket_limit_cycles"] + 1 for p in c["points"])
 
 
 # A stamp may lie this far inside an off interval beyond the clock's stated bound. The bound
@@ -211,17 +219,20 @@ def test_a_clock_1ms_off_either_way_is_caught(measured):
 
 
 def perfetto_tracks(path):
-    """(events, {process name: pid}, cycles per second of its axis) of spinlab's Chrome trace-event
-    JSON: ts is host TSC / otherData.tsc_hz in us (the trace header's TSC Hz, for guest and host
-    tracks alike)."""
+    """(events, {process name: pid}, otherData) of spinlab's Chrome trace-event JSON."""
     doc = json.load(open(path))
     pids = {e["args"]["name"]: e["pid"] for e in doc["traceEvents"]
             if e.get("ph") == "M" and e.get("name") == "process_name"}
-    return doc["traceEvents"], pids, doc["otherData"]["tsc_hz"]
+    return doc["traceEvents"], pids, doc["otherData"]
 
 
 def test_perfetto_export_puts_guest_waits_and_host_vcpus_on_one_axis(run_dir, measured):
-    ev, pids, hz = perfetto_tracks(os.path.join(run_dir, "trace-export", "preempt-30ms-r1.json"))
+    # ts is host TSC / the host's TSC Hz (meta.json's), in us, for guest and host tracks alike;
+    # never the guest's Hz (2,599.81 MHz against the host's 2,600.00 on one host: 73 ppm, which
+    # at a host TSC of an hour's uptime is 260 ms, far beyond any bound below).
+    ev, pids, other = perfetto_tracks(os.path.join(run_dir, "trace-export", "preempt-30ms-r1.json"))
+    hz = measured["hz"]
+    assert other["axis_tsc_hz"] == hz, (other, hz)
     assert "host vCPUs" in pids and "guest threads (spinlock waits)" in pids, pids
     starts = sorted(e["ts"] for e in ev if e.get("pid") == pids["guest threads (spinlock waits)"] and e.get("ph") == "X")
     placed = [w for w in measured["waits"] if w.get("host_start") is not None and w.get("bound_cycles") is not None]
