@@ -58,13 +58,31 @@ FILE* open_output(const std::string& path) {
     return f;
 }
 
-void set_rt_priority(int priority) {
-    if (priority <= 0) return;
+// Makes the injector SCHED_FIFO at `priority` (0: leaves it alone). Where that is not permitted
+// (EPERM: no CAP_SYS_NICE and RLIMIT_RTPRIO below it, as in an unprivileged container) it stays
+// at normal priority: the freezes still work, they may only start later under load. Returns
+// why it fell back, empty when it did not; other errors throw.
+std::string set_rt_priority(int priority) {
+    if (priority <= 0) return "";
     sched_param sp{};
     sp.sched_priority = priority;
-    if (::sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
-        throw LoadError("--rt-priority " + std::to_string(priority) + ": " + std::strerror(errno));
+    if (::sched_setscheduler(0, SCHED_FIFO, &sp) == 0) return "";
+    if (errno != EPERM) throw LoadError("--rt-priority " + std::to_string(priority) + ": " + std::strerror(errno));
+    return std::string("sched_setscheduler(SCHED_FIFO, ") + std::to_string(priority) + "): " + std::strerror(errno);
+}
+
+// The one warning of a fallback, and the facts the ready file states (session.h).
+std::vector<std::pair<std::string, std::string>> priority_facts(int asked, const std::string& fallback) {
+    if (asked <= 0) return {};
+    if (!fallback.empty()) {
+        std::fprintf(stderr, "preempt: WARNING --rt-priority %d refused (%s; needs CAP_SYS_NICE or "
+                     "RLIMIT_RTPRIO >= %d): the injector runs at normal priority, so under load freezes "
+                     "can start late (the record's begin - planned_begin says by how much)\n",
+                     asked, fallback.c_str(), asked);
     }
+    return {{"rt_priority_asked", std::to_string(asked)},
+            {"rt_priority", fallback.empty() ? std::to_string(asked) : "0"},
+            {"rt_priority_fallback", fallback}};
 }
 }  // namespace
 
@@ -93,7 +111,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::fputs(freeze_record_header().c_str(), out);
     std::fflush(out);
     auto writer = std::make_unique<RecordWriter>(out);  // before the priority: it stays SCHED_OTHER
-    set_rt_priority(c.rt_priority);
+    const auto facts = priority_facts(c.rt_priority, set_rt_priority(c.rt_priority));
 
     std::deque<Victim> victims;
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -113,7 +131,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s\n", victims.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str());
-    session.mark_ready();
+    session.mark_ready(facts);
 
     const uint64_t end = c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
     uint64_t seq = 0;

@@ -26,7 +26,9 @@ struct PreemptConfig {
     double start_delay_s = 0;  // wait before the first window
     std::string out_csv;       // "-" or empty: stdout
     std::string latency_json;  // optional: the freezer's latencies (freeze_latency.h) at exit
-    int rt_priority = 0;       // >0: run the injector SCHED_FIFO at this priority
+    // >0: run the injector SCHED_FIFO at this priority; where that is not permitted (EPERM) it
+    // runs at normal priority with one warning, and the ready file says so (session.h).
+    int rt_priority = 0;
 };
 
 void validate_preempt(const PreemptConfig& c);

@@ -1,6 +1,7 @@
 // preempt on a busy thread, traced by timeline at the same time: every recorded freeze window
 // must show up as the thread being off CPU, and nothing may be left behind.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -227,6 +228,80 @@ TEST_P(PreemptKilled, ThreadIsThawedAndNothingLeft) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, PreemptKilled, ::testing::Values(SIGINT, SIGKILL));
+
+// --rt-priority without the privilege for it (no CAP_SYS_NICE, RLIMIT_RTPRIO 0: an unprivileged
+// container): the injector runs at normal priority with one warning, still freezes, and its
+// ready file says so; with the privilege, SCHED_FIFO and no warning (the control that shows
+// the test sees the difference).
+struct PriorityRun {
+    int status = -1;
+    std::string stderr_text, ready;
+    int policy = -1;  // of the injector while it ran (/proc/<pid>/stat field 41)
+    Rows record;
+};
+
+PriorityRun run_with_priority(const FakeVcpus& vm, bool privileged) {
+    const std::string dir = temp_dir();
+    std::vector<std::string> argv;
+    if (!privileged)
+        argv = {"/usr/bin/prlimit", "--rtprio=0:0", "/usr/bin/setpriv", "--inh-caps=-sys_nice",
+                "--bounding-set=-sys_nice", "--"};  // both exec the command: the pid stays
+    argv.insert(argv.end(), {SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
+                             "10", "--period-ms", "100", "--duration", "1.5", "--rt-priority", "10", "--out",
+                             dir + "/preempt.csv", "--state-dir", dir + "/s", "--ready-file", dir + "/ready"});
+    ChildProcess p(argv);
+    PriorityRun r;
+    // Until the ready file appears, or the command has ended without it (its status is kept).
+    if (eventually(kEventuallyS, [&] { return path_exists(dir + "/ready") || (r.status = p.wait(0)) != -1; }) &&
+        r.status == -1) {
+        r.ready = slurp(dir + "/ready");
+        std::string stat = slurp("/proc/" + std::to_string(p.pid()) + "/stat");
+        std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+        std::string field;
+        for (int i = 3; i <= 41 && fields >> field; ++i)
+            if (i == 41) r.policy = std::stoi(field);
+    }
+    if (r.status == -1) r.status = p.wait(30);
+    r.stderr_text = p.stderr_text();
+    if (path_exists(dir + "/preempt.csv")) r.record = parse_csv(slurp(dir + "/preempt.csv"));
+    return r;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+TEST(Preempt, RtPriorityFallsBackToNormalWithoutThePrivilege) {
+    if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
+    if (!path_exists("/usr/bin/setpriv") || !path_exists("/usr/bin/prlimit"))
+        GTEST_SKIP() << "needs util-linux's setpriv and prlimit to drop CAP_SYS_NICE and RLIMIT_RTPRIO";
+    FakeVcpus vm(1);
+
+    PriorityRun granted = run_with_priority(vm, true);
+    ASSERT_TRUE(WIFEXITED(granted.status) && WEXITSTATUS(granted.status) == 0) << granted.stderr_text;
+    EXPECT_EQ(granted.policy, SCHED_FIFO) << granted.stderr_text;
+    EXPECT_NE(granted.ready.find("\nrt_priority=10\n"), std::string::npos) << granted.ready;
+    EXPECT_NE(granted.ready.find("\nrt_priority_fallback=\n"), std::string::npos) << granted.ready;
+    EXPECT_EQ(count_of(granted.stderr_text, "WARNING"), 0u) << granted.stderr_text;
+
+    PriorityRun refused = run_with_priority(vm, false);
+    ASSERT_TRUE(WIFEXITED(refused.status) && WEXITSTATUS(refused.status) == 0) << refused.stderr_text;
+    EXPECT_EQ(refused.policy, SCHED_OTHER) << refused.stderr_text;
+    EXPECT_NE(refused.ready.find("\nrt_priority_asked=10\nrt_priority=0\n"), std::string::npos) << refused.ready;
+    EXPECT_NE(refused.ready.find("rt_priority_fallback=sched_setscheduler(SCHED_FIFO, 10): Operation not permitted"),
+              std::string::npos)
+        << refused.ready;
+    // One warning for the whole run, not one per freeze.
+    EXPECT_EQ(count_of(refused.stderr_text, "WARNING --rt-priority 10 refused"), 1u) << refused.stderr_text;
+    EXPECT_EQ(count_of(refused.stderr_text, "WARNING"), 1u) << refused.stderr_text;
+    // The freezes themselves happened: 1.5 s at one per 100 ms.
+    size_t ok = 0;
+    for (const auto& row : refused.record) ok += row.at("effective") == "ok";
+    EXPECT_GE(refused.record.size(), 10u) << refused.stderr_text;
+    EXPECT_GE(ok, 10u) << refused.stderr_text;
+}
 
 }  // namespace
 }  // namespace spinlab::load

@@ -145,12 +145,17 @@ Wake Session::wait_until(uint64_t deadline_ns, bool wake_on_child) {
     }
 }
 
-void Session::mark_ready() {
+void Session::mark_ready(const std::vector<std::pair<std::string, std::string>>& facts) {
     if (options_.ready_file.empty()) return;
     const std::string tmp = options_.ready_file + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw LoadError("--ready-file " + options_.ready_file + ": " + std::strerror(errno));
     std::string text = std::to_string(owner_) + "\n";
+    for (const auto& [key, value] : facts) {
+        if (key.find_first_of("=\n") != std::string::npos || value.find('\n') != std::string::npos)
+            throw LoadError("ready-file fact '" + key + "' must be one line with no '=' in its key");
+        text += key + "=" + value + "\n";
+    }
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
     if (!ok || ::rename(tmp.c_str(), options_.ready_file.c_str()) < 0) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ledger.h"
@@ -29,7 +30,10 @@ struct SessionOptions {
     std::string state_dir;
     bool survive_parent = false;
     bool guardian = true;
-    std::string ready_file;  // written once the command's load is in effect, removed at exit
+    // Written once the command's load is in effect, removed at exit. Its first line is our pid;
+    // then one `key=value` line per fact the command states about how it runs (preempt:
+    // rt_priority_asked, rt_priority, rt_priority_fallback), for spinlab-run's meta.json.
+    std::string ready_file;
 };
 
 enum class Wake { kDeadline, kStop, kChild };
@@ -51,7 +55,8 @@ public:
     Wake consume_signals();
     bool stopped() const { return stopped_; }
     const std::string& stop_reason() const { return stop_reason_; }
-    void mark_ready();
+    // Writes the ready file (atomically: it appears complete) with these `key=value` facts.
+    void mark_ready(const std::vector<std::pair<std::string, std::string>>& facts = {});
     // Undoes everything (idempotent); returns the problems met.
     std::vector<std::string> finish();
     // Call in a forked child that will not exec: closes our fds and restores signals.

@@ -55,6 +55,18 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
     return argv;
 }
 
+std::map<std::string, std::string> ready_facts(const std::string& text) {
+    std::map<std::string, std::string> facts;
+    size_t at = text.find('\n');
+    while (at != std::string::npos && at + 1 < text.size()) {
+        const size_t end = text.find('\n', at + 1);
+        const std::string line = text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+        if (const size_t eq = line.find('='); eq != std::string::npos) facts[line.substr(0, eq)] = line.substr(eq + 1);
+        at = end;
+    }
+    return facts;
+}
+
 Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
                           const std::string& spinlab_load, const VmInfo& vm,
                           const std::string& results_dir) {
@@ -76,6 +88,8 @@ Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
         c.child->stop();
         throw std::runtime_error(c.what + " for " + stem + " " + why + ": " + last_line(log));
     }
+    // Read at once: spinlab-load removes its ready file when it exits (then: no facts).
+    c.facts = ready_facts(read_text(ready));
     return c;
 }
 

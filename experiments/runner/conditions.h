@@ -2,6 +2,7 @@
 // (phase.h names them): its command line, and starting it until it says it is in effect
 // (--ready-file). idle-host starts nothing.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +30,13 @@ struct Condition {
     std::unique_ptr<Child> child;  // none for idle-host
     std::string preempt_csv;       // preempt: the freeze record
     std::string what;              // for messages: "spinlab-load hog"
+    // What spinlab-load said about how it runs: the `key=value` lines of its ready file after
+    // the pid (preempt: rt_priority_asked, rt_priority, rt_priority_fallback; meta.h).
+    std::map<std::string, std::string> facts;
 };
+
+// The `key=value` lines of a ready file's text (its first line, the pid, is not one).
+std::map<std::string, std::string> ready_facts(const std::string& text);
 
 // Starts phase p's condition for repetition `rep`: logs under `results_dir`/logs, the freeze
 // record under `results_dir`/preempt. Throws std::runtime_error when it is not in effect

@@ -73,5 +73,15 @@ TEST(ConditionArgv, IdleHostHasNoCommand) {
                  std::logic_error);
 }
 
+TEST(ReadyFacts, TheKeyValueLinesAfterThePid) {
+    auto f = ready_facts("4242\nrt_priority_asked=10\nrt_priority=0\nrt_priority_fallback=a: b=c\n");
+    EXPECT_EQ(f.size(), 3u);
+    EXPECT_EQ(f["rt_priority"], "0");
+    EXPECT_EQ(f["rt_priority_fallback"], "a: b=c") << "split at the first '='";
+    EXPECT_TRUE(ready_facts("4242\n").empty());
+    EXPECT_TRUE(ready_facts("").empty()) << "a ready file gone already";
+    EXPECT_EQ(ready_facts("4242\nx=1").at("x"), "1") << "no final newline";
+}
+
 }  // namespace
 }  // namespace spinlab::run

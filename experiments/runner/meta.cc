@@ -5,9 +5,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "host_tsc.h"
@@ -78,6 +80,7 @@ Meta make_meta(const MetaSources& s) {
     m.workload = init_line(spec.workload);
     m.kernel_append = kernel_append(spec);
     for (const Phase& p : spec.run.phases) m.phases.push_back(p.name());
+    m.preempt_rt_priority.asked = spec.run.preempt_rt_priority;
     m.repetitions = spec.run.repetitions;
     m.order = order_name(spec.run.order);
     m.seed = spec.run.seed;
@@ -94,6 +97,23 @@ Meta make_meta(const MetaSources& s) {
     if (spec.trace.enabled()) m.trace = spec.trace.params;
     m.trace_stacks = spec.trace.stacks;
     return m;
+}
+
+bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts) {
+    auto used = facts.find("rt_priority");
+    if (used == facts.end()) return false;
+    Meta::InjectorPriority now = m.preempt_rt_priority;
+    uint32_t priority = 0;
+    const std::string& text = used->second;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), priority);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+        throw std::runtime_error("spinlab-load's ready file: rt_priority '" + text + "' is not a priority");
+    now.used = priority;
+    auto fallback = facts.find("rt_priority_fallback");
+    now.fallback = fallback == facts.end() ? "" : fallback->second;
+    if (now.used == m.preempt_rt_priority.used && now.fallback == m.preempt_rt_priority.fallback) return false;
+    m.preempt_rt_priority = now;
+    return true;
 }
 
 }  // namespace spinlab::run

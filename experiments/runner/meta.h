@@ -1,6 +1,8 @@
 // experiments/runner/meta.h: what meta.json records about a run: the host (CPU, kernel, TSC
-// rate), the source revision, the VM and the guest as they came up, and the spec's plan.
+// rate), the source revision, the VM and the guest as they came up, and the spec's plan; and,
+// once a preempt phase has started, the priority its freeze injector really ran at.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,5 +28,10 @@ struct MetaSources {
     const Guest& guest;
 };
 Meta make_meta(const MetaSources& s);
+
+// What a preempt condition's ready file says of its injector's priority (conditions.h facts:
+// rt_priority, rt_priority_fallback) into m.preempt_rt_priority. Returns true when it changed
+// (meta.json is then written again); facts without rt_priority change nothing.
+bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts);
 
 }  // namespace spinlab::run

@@ -302,6 +302,15 @@ std::string meta_json(const Meta& m) {
     j.field("guest_build_id", m.guest_build_id);
     j.field("guest_hypervisor", m.guest_hypervisor);
     j.field("runner", m.runner_version);
+    j.key("preempt_rt_priority").begin_object();
+    j.field("asked", m.preempt_rt_priority.asked);
+    j.key("used");
+    if (m.preempt_rt_priority.used) j.value(*m.preempt_rt_priority.used);
+    else null_value(j);
+    j.key("fallback");
+    if (m.preempt_rt_priority.fallback.empty()) null_value(j);
+    else j.value(m.preempt_rt_priority.fallback);
+    j.end_object();
     j.key("trace");
     if (m.trace) {
         j.begin_object();

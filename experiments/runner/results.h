@@ -134,6 +134,13 @@ struct Meta {
     std::string cpu_mapping;
     std::string guest_build_id, guest_hypervisor;
     std::string runner_version;
+    // The freeze injector's SCHED_FIFO priority: asked (run.preempt-rt-priority), what it got
+    // (unknown until a preempt phase has started), and why it fell back to normal priority.
+    struct InjectorPriority {
+        uint32_t asked = 0;
+        std::optional<uint32_t> used;
+        std::string fallback;  // empty: none
+    } preempt_rt_priority;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none
     TraceStackInformation trace_stacks{};          // [trace] stack-*, clamped (with trace only)
 };

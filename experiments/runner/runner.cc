@@ -77,6 +77,7 @@ private:
     std::vector<Slot> plan_;
     std::vector<Done> done_;
     std::vector<collect::ClockSample> clock_samples_;
+    Meta meta_;  // meta.json as written; again when a preempt condition tells its priority
     uint64_t host_tsc_hz_ = 0;  // meta.json's: the rate of clock.json's host side
     size_t slot_index_ = 0;
     double live_ops_ = -1;
@@ -149,6 +150,13 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     auto seconds = [](double s) { return std::chrono::milliseconds(long(s * 1000)); };
 
     Condition cond = start_condition(p, rep, spec_.run, tools_.spinlab_load, vm_->info(), dir_);
+    if (note_injector_priority(meta_, cond.facts)) {
+        write_file(dir_ + "/meta.json", meta_json(meta_));
+        if (!meta_.preempt_rt_priority.fallback.empty())
+            note(at + ": the freeze injector runs at normal priority, not SCHED_FIFO " +
+                 std::to_string(meta_.preempt_rt_priority.asked) + " (" + meta_.preempt_rt_priority.fallback +
+                 "; recorded in meta.json)");
+    }
     progress_.show(progress_state("warm-up"), true);
     Stop s = wait(Clock::now() + seconds(spec_.run.warmup_s), &cond,
                   [&] { progress_.show(progress_state("warm-up")); });
@@ -213,9 +221,9 @@ int Experiment::run() {
     std::string reason;
     try {
         vm_->start([&](const std::string& line) { note(line); });
-        const Meta meta = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
-        host_tsc_hz_ = meta.host.tsc_hz;
-        write_file(dir_ + "/meta.json", meta_json(meta));
+        meta_ = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
+        host_tsc_hz_ = meta_.host.tsc_hz;
+        write_file(dir_ + "/meta.json", meta_json(meta_));
         setup_s_ = elapsed();
         for (slot_index_ = 0; slot_index_ < plan_.size(); ++slot_index_) {
             const Slot& slot = plan_[slot_index_];
