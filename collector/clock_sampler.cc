@@ -42,7 +42,21 @@ std::vector<ClockSample> ClockSampler::samples() const {
     return samples_;
 }
 
+std::string ClockSampler::error() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return error_;
+}
+
 void ClockSampler::run(std::chrono::milliseconds interval) {
+    try {
+        sample_until_stopped(interval);
+    } catch (const std::exception& e) {  // a corrupt publication: keep what was taken
+        std::lock_guard<std::mutex> g(mu_);
+        error_ = e.what();
+    }
+}
+
+void ClockSampler::sample_until_stopped(std::chrono::milliseconds interval) {
     using Clock = std::chrono::steady_clock;
     setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), kNice);  // this thread only
     RegionReader& r = *reader_;

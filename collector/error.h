@@ -14,7 +14,16 @@ enum ExitCode : int {
     kExitNoVm = 3,      // nothing to attach to, or the guest does not answer (timeout)
     kExitAbi = 4,       // ABI version mismatch between collector and guest
     kExitGuestGone = 5, // the guest went away during watch/record (data kept)
+    kExitCorrupt = 6,   // the guest's shared region breaks its own rules (a bad offset, a
+                        // counter that went backwards): the message names the field and the
+                        // CPU; everything taken before it is kept in the output
 };
+
+// The message of a kExitCorrupt error: "corrupt shared region PATH: WHAT" (WHAT names the field
+// and the CPU: "cpu 3: produced went backwards").
+inline std::string corrupt_region_message(const std::string& path, const std::string& what) {
+    return "corrupt shared region " + path + ": " + what;
+}
 
 class CollectError : public std::runtime_error {
 public:

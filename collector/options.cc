@@ -167,7 +167,9 @@ std::string usage_text() {
          "                            Perfetto UI); --clock clock.json, --timeline timeline.csv\n\n"
       << d.visible()
       << "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 no VM or no answer,\n"
-         "4 ABI version mismatch, 5 the guest went away during watch/record.\n"
+         "4 ABI version mismatch, 5 the guest went away during watch/record,\n"
+         "6 the guest's shared region is corrupt (the message names the field and the CPU;\n"
+         "what was taken before is kept in the output).\n"
          "\nEXAMPLES\n"
          "  spinlab-collect query --vm lab1\n"
          "  spinlab-collect query --vm lab1 --class sched --per-cpu --format csv\n"

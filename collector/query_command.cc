@@ -1,4 +1,5 @@
-// collector/query_command.cc: `query`: one snapshot, printed as table, csv or json.
+// collector/query_command.cc: `query`: one snapshot, printed as table, csv or json. A corrupt
+// region is the CollectError(kExitCorrupt) of the snapshot (RegionReader), printed by main().
 #include "commands.h"
 #include "report_format.h"
 

@@ -1,5 +1,6 @@
 // collector/record_command.cc: `record`: a time series of snapshots to a JSON-lines file
-// (record_file.h), each line on disk before the next snapshot is taken.
+// (record_file.h), each line on disk before the next snapshot is taken. A corrupt region ends
+// the series: the end line is still written (its reason is the error), exit status kExitCorrupt.
 #include "commands.h"
 #include "error.h"
 #include "host_tsc.h"
@@ -31,6 +32,11 @@ int run_record(Session& s, const Config& c, std::ostream& out, std::ostream& err
         file.write_line(record_snapshot_json(seq, snap, clock));
     });
     file.write_line(record_end_json(end.reason, end.snapshots, fit_clock(end.clock_samples)));
+    if (end.corrupt) {
+        err << "spinlab-collect: " << end.reason << "; " << c.output << " holds all "
+            << end.snapshots << " snapshots taken before\n";
+        return kExitCorrupt;
+    }
     if (end.guest_gone) {
         err << "spinlab-collect: " << end.reason << "; " << c.output << " holds all "
             << end.snapshots << " snapshots taken\n";

@@ -24,7 +24,47 @@ void copy_words(void* dst, const void* src, size_t bytes) {
     for (size_t i = 0; i < bytes / 8; ++i) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
 }
 
+// The header field a region_parse error is about.
+const char* region_field(RegionError e) {
+    switch (e) {
+        case RegionError::kTooSmall: return "the mapping is smaller than a header";
+        case RegionError::kBadHeaderSize: return "header_size or section_count";
+        case RegionError::kBadRegionSize: return "region_size";
+        case RegionError::kBadCpuCount: return "cpu_count";
+        case RegionError::kBadSection: return "the section table";
+        default: return "the header";
+    }
+}
+
 }  // namespace
+
+CollectError region_error(const std::string& path, RegionError e, const void* base) {
+    RegionHeader h;
+    std::memcpy(&h, base, sizeof h);  // once: the numbers printed are the ones judged
+    if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData)
+        return CollectError(kExitAbi,
+                            "ABI version mismatch: the shared region " + path + " has region ABI " +
+                                std::to_string(h.abi_version) + " / perf data " +
+                                std::to_string(h.perfdata_version) + ", this collector reads " +
+                                std::to_string(kRegionAbiVersion) + " / " +
+                                std::to_string(kPerfDataVersion));
+    return CollectError(kExitCorrupt, corrupt_region_message(path, std::string("region header: ") +
+                                                                       region_field(e) + ": " +
+                                                                       region_error_name(e)));
+}
+
+std::string check_clock(const ClockReading& r, const RegionLayout& layout, const ClockReading* last) {
+    if (r.cpu >= layout.cpu_count)
+        return "clock publication: cpu " + std::to_string(r.cpu) + " is not below cpu_count " +
+               std::to_string(layout.cpu_count);
+    if (r.period_us == 0 || r.period_us > kMaxClockPeriodUs)
+        return "cpu " + std::to_string(r.cpu) + ": clock publication: period_us " +
+               std::to_string(r.period_us) + " is outside 1.." + std::to_string(kMaxClockPeriodUs);
+    if (last && r.count < last->count)
+        return "cpu " + std::to_string(r.cpu) + ": clock publication: count went backwards (" +
+               std::to_string(r.count) + " after " + std::to_string(last->count) + ")";
+    return "";
+}
 
 RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds timeout)
     : path_(path) {
@@ -47,6 +87,7 @@ RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds ti
     base_ = static_cast<const uint8_t*>(p);
     try {
         parse(timeout);
+        attached_ = true;
     } catch (...) {
         ::munmap(const_cast<uint8_t*>(base_), mapped_);
         ::close(fd_);
@@ -63,27 +104,28 @@ void RegionReader::parse(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         RegionError e = region_parse(base_, mapped_, &layout_);
-        if (e == RegionError::kNone) return;
+        if (e == RegionError::kNone) {
+            last_clock_.reset();  // a new layout: its clock count starts again
+            return;
+        }
         bool transient = e == RegionError::kBusy || e == RegionError::kBadMagic;
         if (transient && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
             continue;
         }
-        if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData) {
-            const auto* h = reinterpret_cast<const RegionHeader*>(base_);
-            throw CollectError(kExitAbi,
-                               "ABI version mismatch: the shared region " + path_ +
-                                   " has region ABI " + std::to_string(h->abi_version) +
-                                   " / perf data " + std::to_string(h->perfdata_version) +
-                                   ", this collector reads " + std::to_string(kRegionAbiVersion) +
-                                   " / " + std::to_string(kPerfDataVersion));
-        }
+        if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData)
+            throw region_error(path_, e, base_);  // another kernel (a reboot into it): exit 4
+        if (attached_)  // it was valid when we attached: the guest broke it since
+            throw CollectError(kExitCorrupt,
+                               corrupt_region_message(path_, std::string("region header, after a "
+                                                                         "new generation: ") +
+                                                                 region_field(e) + ": " +
+                                                                 region_error_name(e)));
         if (transient)
             throw CollectError(kExitNoVm, "the guest has not set up the shared region " + path_ +
                                               " within " + std::to_string(timeout.count()) +
                                               " ms (" + region_error_name(e) + ")");
-        throw CollectError(kExitFailure, path_ + " is not a valid spinlab shared region: " +
-                                             region_error_name(e));
+        throw region_error(path_, e, base_);
     }
 }
 
@@ -109,15 +151,31 @@ Snapshot RegionReader::snapshot() {
         if (region_end_read(base_, layout_) == RegionError::kNone) return s;
         parse(std::chrono::milliseconds(1000));  // re-laid out (guest reboot): read again
     }
-    throw CollectError(kExitFailure, "the shared region " + path_ + " keeps changing under us");
+    throw CollectError(kExitCorrupt, corrupt_region_message(path_, "region header: generation "
+                                                                   "changed at each of 100 reads"));
+}
+
+const ClockArea* RegionReader::clock_area() const {
+    return reinterpret_cast<const ClockArea*>(base_ + layout_.section(RegionSection::kClock).offset);
+}
+
+bool RegionReader::read_clock(ClockReading* r) {
+    if (!clock_try_read(clock_area(), r)) return false;
+    std::string bad = check_clock(*r, layout_, last_clock_ ? &*last_clock_ : nullptr);
+    if (!bad.empty() && last_clock_ && region_end_read(base_, layout_) != RegionError::kNone) {
+        // A count below the last is a reboot when the generation moved: start over there.
+        parse(std::chrono::milliseconds(1000));
+        bad = check_clock(*r, layout_, nullptr);
+    }
+    if (!bad.empty()) throw CollectError(kExitCorrupt, corrupt_region_message(path_, bad));
+    last_clock_ = *r;
+    return true;
 }
 
 std::optional<ClockReading> RegionReader::clock() {
-    const auto* area = reinterpret_cast<const ClockArea*>(
-        base_ + layout_.section(RegionSection::kClock).offset);
     ClockReading r;
     for (int i = 0; i < 1000; ++i)
-        if (clock_try_read(area, &r)) return r;
+        if (read_clock(&r)) return r;
     return std::nullopt;
 }
 
@@ -139,21 +197,19 @@ std::optional<ClockSample> RegionReader::sample_clock(std::chrono::milliseconds 
 }
 
 std::optional<ClockSample> RegionReader::sample_once(std::chrono::steady_clock::time_point deadline) {
-    const auto* area = reinterpret_cast<const ClockArea*>(
-        base_ + layout_.section(RegionSection::kClock).offset);
     // The first consistent read sets the publication we wait to see replaced.
     ClockReading first;
     uint64_t before = 0;
     for (;;) {
         before = host_tsc();
-        if (clock_try_read(area, &first)) break;
+        if (read_clock(&first)) break;
         if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
     }
     uint32_t polls = 0;
     for (;;) {
         uint64_t t0 = host_tsc();
         ClockReading r;
-        bool ok = clock_try_read(area, &r);
+        bool ok = read_clock(&r);
         uint64_t t1 = host_tsc();
         if (ok && r.seq != first.seq) return ClockSample{r.guest_tsc, before, t1};
         // Still the old publication (or one in progress): the next one is later than t0.

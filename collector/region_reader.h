@@ -1,6 +1,12 @@
 // collector/region_reader.h: the host's view of the guest's shared region (spinlab/shm.h):
 // maps the memory-backend file read-only, checks its header, and reads counters, the clock
 // publication and the channel server's counts without disturbing the guest.
+//
+// The guest is not trusted (docs/architecture.md, "What the host trusts"). The header is copied
+// and checked against the mapping's size once (region_parse, at attach and again only when the
+// guest re-lays the region out: a new generation); every address comes from that copy. Clock
+// publications are checked before use (check_clock). A region that breaks its rules throws
+// CollectError(kExitCorrupt) naming the field.
 #pragma once
 #include <spinlab/shm.h>
 
@@ -11,15 +17,32 @@
 #include "channel/clock_area.h"
 #include "channel/region_header.h"
 #include "clock_sync.h"
+#include "error.h"
 #include "snapshot.h"
 
 namespace spinlab::collect {
+
+// The error for a region_parse failure that is not transient (not kBusy, kBadMagic): kExitAbi
+// for another ABI version, kExitCorrupt naming the field otherwise. `base` is the mapping (the
+// header is copied once from it for the message).
+CollectError region_error(const std::string& path, RegionError e, const void* base);
+
+// The longest publication period a guest may state (its timer tick is 10 ms).
+inline constexpr uint32_t kMaxClockPeriodUs = 1'000'000;
+
+// Checks one consistent clock publication against the layout and the previous one accepted
+// (`last`, null for the first): cpu below cpu_count, period_us 1..kMaxClockPeriodUs, count not
+// below last's. Returns what is wrong ("clock publication: count went backwards (5 after 9)"),
+// or "" when it is fine.
+std::string check_clock(const ClockReading& r, const RegionLayout& layout, const ClockReading* last);
 
 class RegionReader {
 public:
     // Maps `path` and validates its header, retrying while the guest is laying it out, for up
     // to `timeout`. Throws CollectError: kExitNoVm (no file, or the guest never finished laying
-    // it out), kExitAbi (a region of another ABI version), kExitFailure (not a spinlab region).
+    // it out), kExitAbi (a region of another ABI version), kExitFailure (a file too small to be
+    // a region), kExitCorrupt (a header that breaks its rules, naming the field). Once attached,
+    // any header the guest breaks later (seen at a new generation) is kExitCorrupt.
     RegionReader(const std::string& path, std::chrono::milliseconds timeout);
     ~RegionReader();
     RegionReader(const RegionReader&) = delete;
@@ -33,6 +56,7 @@ public:
     Snapshot snapshot();
 
     // The latest clock publication (nullopt while one is being written, after a few retries).
+    // Throws CollectError(kExitCorrupt) when it fails check_clock.
     std::optional<ClockReading> clock();
 
     // Polls the clock publication until it changes, bracketing the change between two host
@@ -50,12 +74,17 @@ public:
 private:
     void parse(std::chrono::milliseconds timeout);
     std::optional<ClockSample> sample_once(std::chrono::steady_clock::time_point deadline);
+    // One attempt at a consistent publication, checked (throws as clock() does).
+    bool read_clock(ClockReading* r);
+    const ClockArea* clock_area() const;
 
     std::string path_;
     int fd_ = -1;
     const uint8_t* base_ = nullptr;
     size_t mapped_ = 0;
     RegionLayout layout_{};
+    bool attached_ = false;  // the first parse succeeded: a later failure is a corrupt region
+    std::optional<ClockReading> last_clock_;  // the last publication accepted (this generation)
 };
 
 }  // namespace spinlab::collect

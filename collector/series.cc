@@ -18,11 +18,34 @@ std::chrono::milliseconds ms(double seconds) {
 
 }  // namespace
 
+namespace {
+
+SeriesEnd series_loop(Session& s, const Config& c, SeriesEnd& end,
+                      const std::function<void(uint64_t, const Snapshot&,
+                                               const std::optional<ClockSample>&)>& on_snapshot);
+
+}  // namespace
+
 SeriesEnd run_series(Session& s, const Config& c,
                      const std::function<void(uint64_t, const Snapshot&,
                                               const std::optional<ClockSample>&)>& on_snapshot) {
     install_stop_handlers();
     SeriesEnd end;
+    try {
+        return series_loop(s, c, end, on_snapshot);
+    } catch (const CollectError& e) {
+        if (e.exit_code() != kExitCorrupt) throw;
+        end.reason = e.what();
+        end.corrupt = true;
+        return end;
+    }
+}
+
+namespace {
+
+SeriesEnd series_loop(Session& s, const Config& c, SeriesEnd& end,
+                      const std::function<void(uint64_t, const Snapshot&,
+                                               const std::optional<ClockSample>&)>& on_snapshot) {
     RegionReader* region = nullptr;
     if (s.has_region()) region = &s.region();
     Heartbeat heartbeat(ms(c.stall_timeout_s));
@@ -91,5 +114,7 @@ SeriesEnd run_series(Session& s, const Config& c,
         }
     }
 }
+
+}  // namespace
 
 }  // namespace spinlab::collect

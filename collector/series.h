@@ -1,5 +1,7 @@
 // collector/series.h: the loop watch and record share: take a snapshot every interval until
-// --count, --duration, a stop signal, or the guest going away.
+// --count, --duration, a stop signal, the guest going away, or a corrupt region (a
+// CollectError(kExitCorrupt) from a snapshot or a clock read ends the series with corrupt set,
+// so the caller still closes its output with everything taken before).
 #pragma once
 #include <functional>
 #include <optional>
@@ -15,6 +17,7 @@ struct SeriesEnd {
     std::string reason;   // "count reached", "duration reached", "stopped by signal", or why
                           // the guest is considered gone
     bool guest_gone = false;
+    bool corrupt = false;  // the region broke its rules (reason: the kExitCorrupt message)
     uint64_t snapshots = 0;
     std::vector<ClockSample> clock_samples;
 };

@@ -1,6 +1,7 @@
 // collector/session.cc: see session.h.
 #include "session.h"
 
+#include <spinlab/shm.h>
 #include <spinlab/status.h>
 
 #include <cstring>
@@ -104,6 +105,11 @@ Snapshot Session::snapshot_through_channel() {
         SpinlockPerfRecord rec;
         std::memcpy(&rec, r.data.data() + sizeof head + size_t(i) * sizeof rec, sizeof rec);
         if (rec.class_id >= kMaxLockClasses || rec.cpu == kAllCpus) continue;
+        if (rec.cpu >= kRegionMaxCpus)  // an index: checked before it sizes the CPU list
+            throw CollectError(kExitCorrupt, "the guest's perf data answer is corrupt: record " +
+                                                 std::to_string(i) + " names cpu " +
+                                                 std::to_string(rec.cpu) + " (at most " +
+                                                 std::to_string(kRegionMaxCpus - 1) + ")");
         while (s.cpus.size() <= rec.cpu) s.cpus.push_back(empty_cpu(uint32_t(s.cpus.size())));
         s.cpus[rec.cpu].classes[rec.class_id] = rec.perf;
     }

@@ -1,6 +1,7 @@
 // collector/snapshot.cc: see snapshot.h.
 #include "snapshot.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "lockstat/perf_record.h"
@@ -52,6 +53,19 @@ LockClassPerf class_delta(const LockClassPerf& later, const LockClassPerf& earli
     return d;
 }
 
+bool class_went_backwards(const LockClassPerf& later, const LockClassPerf& earlier) {
+    static_assert(sizeof(LockClassPerf) % sizeof(uint64_t) == 0);
+    constexpr size_t n = sizeof(LockClassPerf) / sizeof(uint64_t);
+    constexpr size_t kWaitMax = offsetof(LockClassPerf, wait_cycles_max) / sizeof(uint64_t);
+    constexpr size_t kHoldMax = offsetof(LockClassPerf, hold_cycles_max) / sizeof(uint64_t);
+    uint64_t a[n], b[n];
+    std::memcpy(a, &later, sizeof a);
+    std::memcpy(b, &earlier, sizeof b);
+    for (size_t i = 0; i < n; ++i)
+        if (i != kWaitMax && i != kHoldMax && a[i] < b[i]) return true;
+    return false;
+}
+
 Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier) {
     Snapshot d = later;
     for (CpuSnapshot& c : d.cpus) {
@@ -59,8 +73,13 @@ Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier) {
         for (const CpuSnapshot& e : earlier.cpus)
             if (e.cpu == c.cpu) before = &e;
         if (before == nullptr || before->resets != c.resets) continue;
-        for (size_t id = 0; id < c.classes.size() && id < before->classes.size(); ++id)
+        for (size_t id = 0; id < c.classes.size() && id < before->classes.size(); ++id) {
+            // A count below the earlier one: the class was reset under the same `resets` value
+            // (a reset zeroes the counters before it bumps resets) or the guest wrote nonsense.
+            // Either way counting restarted: later's counts as they are, never a wrapped delta.
+            if (class_went_backwards(c.classes[id], before->classes[id])) continue;
             c.classes[id] = class_delta(c.classes[id], before->classes[id]);
+        }
     }
     d.read_cycles = later.read_cycles;
     return d;

@@ -1,5 +1,7 @@
 // collector/snapshot.h: one reading of every CPU's lock counters, and what the collector
 // computes from readings: CPU merges (lockstat's merge_class_perf) and interval deltas.
+// The counts come from the guest and are not trusted: they are numbers, never an index or a
+// size, and every formatter takes any value (a percentage of a total of 0 is 0).
 #pragma once
 #include <spinlab/perfdata.h>
 
@@ -41,10 +43,13 @@ std::vector<uint32_t> active_classes(const Snapshot& s);
 
 // later - earlier for counts and histograms; maxima are later's (a maximum has no delta).
 // A CPU whose `resets` changed in between contributes later's counts as they are (counting
-// restarted from zero at the reset). CPUs are matched by number; one missing from `earlier`
-// counts from zero.
+// restarted from zero at the reset), and so does a class with any count below the earlier one
+// (class_went_backwards: a reset seen before its `resets` bump, or a guest writing nonsense;
+// a delta never wraps). CPUs are matched by number; one missing from `earlier` counts from zero.
 Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier);
 LockClassPerf class_delta(const LockClassPerf& later, const LockClassPerf& earlier);
+// Whether any count (every field but the two maxima) of later is below earlier's.
+bool class_went_backwards(const LockClassPerf& later, const LockClassPerf& earlier);
 
 // uncontended + sum(wait_hist) + wait_overflow - acquisitions: 0 when the invariant holds,
 // nonzero (by how much it is off) on a snapshot taken while records were in flight.

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iterator>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -158,39 +159,39 @@ int stop(Session& s, std::ostream& out, std::ostream& err, bool quiet = false) {
     return 0;
 }
 
-int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
-    if (!s.has_region()) throw CollectError(kExitUsage, "trace record needs the shared region: --vm or --shm");
-    bool started = false;
-    if (query_trace_session(s).state != uint32_t(TraceState::kRunning)) {
-        if (int rc = start(s, c, out, err, true)) return rc;
-        started = true;
-    }
-    TraceRecorder rec(s.paths().shm, c.output, c.fsync);
+// How a recording's drain loop ended.
+struct RecordEnd {
+    std::string reason = "stopped";
+    bool gone = false;   // the guest went away
+    std::string error;   // a CollectError that ended it (kExitCorrupt: the region broke its rules)
+    int code = 0;        // that error's exit status
+};
 
-    install_stop_handlers();
+// Drains until --duration, a signal or the guest going away; prints a rate line each second.
+// Throws CollectError(kExitCorrupt) when the region breaks its rules (drain, clock).
+RecordEnd record_loop(Session& s, const Config& c, TraceRecorder& rec, std::ostream& err) {
+    RecordEnd end;
     const auto t0 = std::chrono::steady_clock::now();
     auto last_line = t0;
     uint64_t last_events = 0, last_bytes = 0;
-    bool gone = false;
-    std::string reason = "stopped";
     Heartbeat heartbeat(std::chrono::milliseconds(uint64_t(c.stall_timeout_s * 1000)));
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
         const double elapsed = std::chrono::duration<double>(now - t0).count();
         if (stop_requested()) {
-            reason = "interrupted";
-            break;
+            end.reason = "interrupted";
+            return end;
         }
         if (c.duration_s > 0 && elapsed >= c.duration_s) {
-            reason = "duration reached";
-            break;
+            end.reason = "duration reached";
+            return end;
         }
         std::optional<uint64_t> count;
         if (auto ck = s.region().clock()) count = ck->count;
         if (auto why = heartbeat.observe(rec.region_unlinked(), count, now)) {
-            gone = true;
-            reason = "the guest went away: " + *why;
-            break;
+            end.gone = true;
+            end.reason = "the guest went away: " + *why;
+            return end;
         }
         if (rec.drain()) continue;
         if (now - last_line >= std::chrono::seconds(1)) {
@@ -205,22 +206,70 @@ int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (started && !gone) {
+}
+
+int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
+    if (!s.has_region()) throw CollectError(kExitUsage, "trace record needs the shared region: --vm or --shm");
+    bool started = false;
+    if (query_trace_session(s).state != uint32_t(TraceState::kRunning)) {
+        if (int rc = start(s, c, out, err, true)) return rc;
+        started = true;
+    }
+    std::optional<TraceRecorder> attached;
+    try {
+        attached.emplace(s.paths().shm, c.output, c.fsync);
+    } catch (const CollectError&) {
+        if (started) {  // leave no session running behind the error (which is what is reported)
+            try {
+                stop(s, out, err, true);
+            } catch (const CollectError&) {
+            }
+        }
+        throw;
+    }
+    TraceRecorder& rec = *attached;
+
+    install_stop_handlers();
+    RecordEnd end;
+    try {
+        end = record_loop(s, c, rec, err);
+    } catch (const CollectError& e) {
+        // A corrupt region (or a session the guest restarted under us): stop, keep the file.
+        if (e.exit_code() != kExitCorrupt && e.exit_code() != kExitFailure) throw;
+        end.error = e.what();
+        end.code = e.exit_code();
+    }
+    if (started && !end.gone) {
         // The guest flushes every CPU's last buffer and writes the configuration event.
         try {
             stop(s, out, err, true);
         } catch (const CollectError& e) {
             err << "spinlab-collect: " << e.what() << "\n";
-            gone = true;
+            end.gone = true;
         }
     }
-    // Whatever is published now (a dead guest's too: the mapping outlives the file).
-    rec.finish();
-    (gone ? err : out) << "trace: " << reason << "; " << rec.buffers() << " buffers, " << rec.events()
-                       << " events to " << c.output << "; " << trace_counters_line(rec.totals())
-                       << (rec.damaged() ? "; " + std::to_string(rec.damaged()) + " damaged buffers skipped" : "")
-                       << "\n";
-    return gone ? kExitGuestGone : 0;
+    if (end.error.empty()) {
+        // Whatever is published now (a dead guest's too: the mapping outlives the file).
+        try {
+            rec.finish();
+        } catch (const CollectError& e) {
+            if (e.exit_code() != kExitCorrupt && e.exit_code() != kExitFailure) throw;
+            end.error = e.what();
+            end.code = e.exit_code();
+        }
+    }
+    if (!end.error.empty()) {
+        rec.abandon();  // the counters frame: the file ends as a finished one does
+        err << "spinlab-collect: " << end.error << "\n";
+        end.reason = "stopped by the error above";
+    }
+    const bool failed = end.gone || !end.error.empty();
+    (failed ? err : out) << "trace: " << end.reason << "; " << rec.buffers() << " buffers, " << rec.events()
+                         << " events to " << c.output << "; " << trace_counters_line(rec.totals())
+                         << (rec.damaged() ? "; " + std::to_string(rec.damaged()) + " damaged buffers skipped" : "")
+                         << "\n";
+    if (!end.error.empty()) return end.code;
+    return end.gone ? kExitGuestGone : 0;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "channel/region_header.h"
 #include "error.h"
 #include "locktrace/drain.h"
+#include "region_reader.h"
 #include "locktrace/session.h"
 #include "locktrace/trace_file.h"
 
@@ -35,9 +36,18 @@ public:
         base_ = static_cast<uint8_t*>(p);
         RegionLayout layout;
         const RegionError e = region_parse(base_, size_, &layout);
-        if (e != RegionError::kNone)
-            throw CollectError(kExitFailure, std::string("shared region ") + path + ": " +
-                                                 region_error_name(e));
+        if (e != RegionError::kNone) {
+            const CollectError error =
+                e == RegionError::kBusy || e == RegionError::kBadMagic
+                    ? CollectError(kExitNoVm, "the guest has not set up the shared region " + path +
+                                                  " (" + region_error_name(e) + ")")
+                    : region_error(path, e, base_);
+            ::munmap(base_, size_);
+            base_ = nullptr;
+            ::close(fd_);
+            fd_ = -1;
+            throw error;
+        }
         const RegionSectionEntry& t = layout.section(RegionSection::kTrace);
         area_ = base_ + t.offset;
         area_size_ = t.size;
@@ -108,13 +118,31 @@ private:
 }  // namespace
 
 struct TraceRecorder::Impl {
-    Impl(const std::string& region_path, const std::string& file, bool fsync_each)
-        : region(region_path), out(file, fsync_each) {}
+    Impl(const std::string& path, const std::string& file, bool fsync_each)
+        : region(path), out(file, fsync_each), region_path(path) {}
     TraceRegion region;
     TraceFileWriter out;
-    TraceAreaHeader h{};
+    std::string region_path;
+    TraceAreaHeader h{};                // the copy area_parse checked: the only geometry used
+    std::vector<lt::DrainCursor> cursors;  // one per CPU: what the host took and accepted
     std::vector<uint8_t> buf;
     uint64_t buffers = 0, events = 0, bytes = 0, damaged = 0;
+    bool counters_written = false;
+
+    // A protocol break on `cpu`: the error every caller sees. When the area's header now names
+    // another session, the guest restarted it under us; that is said, not called corrupt.
+    [[noreturn]] void fail(uint32_t cpu, lt::DrainError e) {
+        const std::string what = "cpu " + std::to_string(cpu) + ": " + lt::drain_error_name(e);
+        TraceAreaHeader now;
+        if (lt::area_parse(region.area(), region.area_size(), &now) == nullptr &&
+            now.session.session_id != h.session.session_id)
+            throw CollectError(kExitFailure, "the guest started trace session " +
+                                                 std::to_string(now.session.session_id) +
+                                                 " while session " +
+                                                 std::to_string(h.session.session_id) +
+                                                 " was recorded (" + what + ")");
+        throw CollectError(kExitCorrupt, corrupt_region_message(region_path, what));
+    }
 
     void write_buffer(const uint8_t* data, uint32_t len) {
         out.frame(TraceFrameKind::kBuffer, data, len);
@@ -131,7 +159,16 @@ TraceRecorder::TraceRecorder(const std::string& region_path, const std::string& 
     const char* why = "busy";
     for (int i = 0; i < 100 && why && std::strcmp(why, "busy") == 0; i++)
         why = lt::area_parse(m.region.area(), m.region.area_size(), &m.h);
-    if (why) throw CollectError(kExitFailure, std::string("trace area: ") + why);
+    if (why && std::strcmp(why, "busy") == 0)
+        throw CollectError(kExitFailure, "trace area: a session start or stop did not finish");
+    if (why && std::strcmp(why, "no trace session since the guest booted") == 0)
+        throw CollectError(kExitFailure, std::string("trace area: ") + why);
+    if (why) throw CollectError(kExitCorrupt, corrupt_region_message(region_path, std::string("trace area: ") + why));
+    m.cursors.resize(m.h.session.cpu_count);
+    for (uint32_t k = 0; k < m.h.session.cpu_count; k++)
+        if (const lt::DrainError e = lt::cursor_init(m.region.area(), m.h, k, &m.cursors[k]);
+            e != lt::DrainError::kNone)
+            m.fail(k, e);
     m.buf.resize(m.h.session.buffer_size);
     const TraceFileHeader fh = lt::make_file_header(m.h.session, m.h.session.cpu_count, m.region.tsc_hz());
     m.out.write_bytes(&fh, sizeof fh);
@@ -146,7 +183,10 @@ bool TraceRecorder::drain() {
     for (uint32_t k = 0; k < m.h.session.cpu_count; k++) {
         uint32_t len;
         for (;;) {
-            const lt::TakeResult r = lt::take_buffer(m.region.area(), m.h, k, m.buf.data(), &len);
+            lt::DrainError e = lt::DrainError::kNone;
+            const lt::TakeResult r =
+                lt::take_buffer(m.region.area(), m.h, k, &m.cursors[k], m.buf.data(), &len, &e);
+            if (r == lt::TakeResult::kCorrupt) m.fail(k, e);
             if (r == lt::TakeResult::kEmpty) break;
             any = true;
             if (r == lt::TakeResult::kBad) {
@@ -162,15 +202,25 @@ bool TraceRecorder::drain() {
 void TraceRecorder::finish() {
     Impl& m = *impl_;
     if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) {
-        for (uint32_t k = 0; k < m.h.session.cpu_count; k++)
-            lt::read_in_place(m.region.area(), m.h, k, m.buf.data(),
+        for (uint32_t k = 0; k < m.h.session.cpu_count; k++) {
+            lt::DrainError e = lt::DrainError::kNone;
+            lt::read_in_place(m.region.area(), m.h, k, &m.cursors[k], m.buf.data(),
                               [](void* arg, const uint8_t* data, uint32_t len) {
                                   static_cast<Impl*>(arg)->write_buffer(data, len);
                               },
-                              &m);
+                              &m, &e);
+            if (e != lt::DrainError::kNone) m.fail(k, e);
+        }
     } else {
         while (drain()) {}
     }
+    abandon();
+}
+
+void TraceRecorder::abandon() {
+    Impl& m = *impl_;
+    if (m.counters_written) return;
+    m.counters_written = true;
     const std::vector<TraceCpuCounters> v = counters();
     m.out.frame(TraceFrameKind::kCounters, v.data(), uint32_t(v.size() * sizeof v[0]));
 }
@@ -186,15 +236,15 @@ bool TraceRecorder::region_unlinked() const { return impl_->region.unlinked(); }
 std::vector<TraceCpuCounters> TraceRecorder::counters() const {
     std::vector<TraceCpuCounters> v(cpu_count());
     for (uint32_t k = 0; k < v.size(); k++) {
-        const TraceCpuControl* c = lt::area_control(impl_->region.area(), k);
         v[k].cpu = k;
         v[k].reserved = 0;
-        v[k].counters = {c->events_attempted, c->events_written, c->events_lost,
-                         c->buffers_written, c->log_buffers_lost, c->realtime_buffers_lost};
+        v[k].counters = lt::cpu_loss_counters(impl_->region.area(), impl_->h, k);
     }
     return v;
 }
 
-TraceLossCounters TraceRecorder::totals() const { return lt::area_totals(impl_->region.area()); }
+TraceLossCounters TraceRecorder::totals() const {
+    return lt::area_totals(impl_->region.area(), impl_->h);
+}
 
 }  // namespace spinlab::collect

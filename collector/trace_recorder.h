@@ -9,6 +9,12 @@
 //   (stop the session)
 //   r.finish()                     - the rest (circular: the newest buffers, read in place) and
 //                                    the counters frame: the per-CPU loss counters
+//
+// The guest is not trusted: the trace area's header is copied and checked once here (the
+// geometry: CPUs, buffers, sizes, offsets, against the section's size), and every address
+// comes from that copy. A guest whose counters break the protocol makes drain() and finish()
+// throw CollectError(kExitCorrupt) naming the CPU and the field; every frame written before
+// stays in the file, and abandon() then closes it with the counters frame.
 #pragma once
 #include <spinlab/trace.h>
 
@@ -33,6 +39,9 @@ public:
     bool drain();
     // After the session stopped (or the guest died): the last buffers, then the counters frame.
     void finish();
+    // After drain() or finish() threw: the counters frame only (nothing more is read from the
+    // buffers), so the file ends as a finished one does.
+    void abandon();
 
     const TraceSessionInformation& session() const;  // as the area described it at the start
     uint32_t cpu_count() const;

@@ -44,6 +44,10 @@ int run_watch(Session& s, const Config& c, std::ostream& out, std::ostream& err)
                     fmt == OutputFormat::kTable ? title : ""};
         out << format_query(v, fmt) << std::flush;
     });
+    if (end.corrupt) {  // every interval before it was printed
+        err << "spinlab-collect: " << end.reason << "\n";
+        return kExitCorrupt;
+    }
     if (end.guest_gone) {
         err << "spinlab-collect: " << end.reason << "\n";
         return kExitGuestGone;

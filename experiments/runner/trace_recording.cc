@@ -26,8 +26,11 @@ TraceRecording::TraceRecording(Guest& guest, const TraceSessionInformation& para
         try {
             while (!stop_drainer_.load(std::memory_order_relaxed))
                 if (!recorder_->drain()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        } catch (const collect::CollectError& e) {
+            drain_error_ = e.what();  // a corrupt region, or the file cannot be written
+            drain_error_code_ = e.exit_code();
         } catch (const std::exception& e) {
-            drain_error_ = e.what();  // the file cannot be written: stop() says so
+            drain_error_ = e.what();
         }
     });
 }
@@ -52,8 +55,10 @@ void TraceRecording::stop() {
     }
     halt_drainer();
     if (drain_error_.empty()) recorder_->finish();
+    else if (drain_error_code_ == collect::kExitCorrupt) recorder_->abandon();  // keep what was taken
     if (failed) std::rethrow_exception(failed);
-    if (!drain_error_.empty()) throw std::runtime_error("trace: " + drain_error_);
+    // The runner marks the repetition partial with this message as the reason.
+    if (!drain_error_.empty()) throw collect::CollectError(drain_error_code_, "trace: " + drain_error_);
 }
 
 TraceRecording::~TraceRecording() {

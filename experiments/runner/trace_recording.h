@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "error.h"
 #include "guest.h"
 #include "trace_recorder.h"
 
@@ -25,7 +26,8 @@ public:
     TraceRecording& operator=(const TraceRecording&) = delete;
 
     // Stops the session and completes the file. Idempotent. Throws collect::CollectError when
-    // the guest does not answer (the file keeps every buffer taken so far and the counters).
+    // the guest does not answer or the drain failed (kExitCorrupt: a corrupt region, named); the
+    // file keeps every buffer taken so far and the counters.
     void stop();
 
 private:
@@ -36,6 +38,7 @@ private:
     std::atomic<bool> stop_drainer_{false};
     std::thread drainer_;
     std::string drain_error_;
+    int drain_error_code_ = collect::kExitFailure;  // kExitCorrupt: the region broke its rules
     bool session_running_ = false;
     bool finished_ = false;
 };

@@ -74,7 +74,8 @@ size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
             count >>= 1;
             total >>= 1;
         }
-        bp = (count * 10000 + total / 2) / total;
+        // count above total (a skewed or hostile reading) can halve total to 0.
+        if (total != 0) bp = (count * 10000 + total / 2) / total;
     }
     return size_t(format(buf, cap, "%llu.%02llu", (unsigned long long)(bp / 100),
                          (unsigned long long)(bp % 100)));

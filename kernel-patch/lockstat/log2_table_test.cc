@@ -100,6 +100,9 @@ TEST(Log2Table, PercentRoundsHalfUpAndSurvivesHugeCounts) {
     EXPECT_STREQ(b, "100.00");
     format_percent(~0ull / 2, ~0ull, b, sizeof b);
     EXPECT_STREQ(b, "50.00");
+    // A count far above its total (a guest-written reading): no division by the halved total.
+    format_percent(~0ull, 1, b, sizeof b);
+    EXPECT_STREQ(b, "0.00");
 }
 
 }  // namespace

@@ -1,6 +1,15 @@
 // locktrace/drain.h: the host side of the buffer protocol (spinlab/trace.h): taking full buffers
 // and giving them back (real-time and no-drop-stall), and reading the newest buffers in place
-// (circular). Pure: the collector's drainer, the host tests and the benchmark use it.
+// (circular). Pure, freestanding: the collector's drainer, the host tests and the guest's
+// selftest use it.
+//
+// The guest is not trusted (docs/architecture.md, "What the host trusts"). Every function here
+// takes the session's geometry from `h`, a header the caller copied and checked once with
+// area_parse (session.h), never from the area again; every guest word it needs (produced,
+// overwritten) is loaded once into a local and checked against the host's own DrainCursor
+// before it is used. A guest that breaks the protocol gets TakeResult::kCorrupt and a
+// DrainError naming the field; nothing outside [area, area + h.area_size) is read or written
+// and nothing beyond h.session.buffer_size bytes is copied into dst.
 #pragma once
 
 #include <spinlab/trace.h>
@@ -8,27 +17,73 @@
 
 namespace spinlab::locktrace {
 
+// What a guest did that the protocol forbids (all but kNone are a corrupt region).
+enum class DrainError : uint32_t {
+    kNone = 0,
+    kBadCpu,                // a CPU number at or above the session's cpu_count (caller's bug)
+    kProducedBackwards,     // produced below a value accepted before
+    kProducedAhead,         // produced more than buffers_per_cpu past what the host took
+    kConsumedAhead,         // (at attach) the area's consumed above its produced
+    kOverwrittenBackwards,  // overwritten below a value accepted before
+    kOverwrittenAhead,      // overwritten above produced
+};
+
+// The field and what is wrong with it, as a phrase ("produced went backwards").
+const char* drain_error_name(DrainError e);
+
+// The host's own state of one CPU's queue. consumed is the host's count of buffers taken (the
+// area's `consumed` is only the copy the CPU reads); produced and overwritten are the last values
+// accepted. Counters only grow during a session, so a fresh guest value is checked against these.
+struct DrainCursor {
+    uint64_t consumed = 0;
+    uint64_t produced = 0;
+    uint64_t overwritten = 0;
+};
+
+// Starts a cursor from the area's counters once (a recorder that attaches to a running session
+// takes over where the last one stopped). kConsumedAhead / kOverwrittenAhead / kProducedAhead
+// (not circular: more than buffers_per_cpu queued) when they cannot be a session's counters.
+DrainError cursor_init(const void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c);
+
 enum class TakeResult : uint32_t {
     kEmpty = 0,  // no full buffer queued
     kTaken,      // *len bytes of a checked buffer copied into dst
     kBad,        // the oldest buffer failed its checks: counted in realtime_buffers_lost, given back
+    kCorrupt,    // the CPU's counters break the protocol: *err says which; nothing was taken
 };
 
 // Takes CPU `cpu`'s oldest full buffer: copies it into dst (room for h.session.buffer_size
 // bytes), checks it (parse_buffer, and that it is the buffer this CPU should have published
 // next in this session), then gives the slot back (consumed + 1, release).
+TakeResult take_buffer(void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c,
+                       uint8_t* dst, uint32_t* len, DrainError* err);
+
+// The same with a cursor started from the area's counters at each call (cursor_init): what one
+// reading can check (consumed <= produced <= consumed + buffers_per_cpu), not what needs a
+// history (went backwards). For tests and tools over an area they wrote themselves; the collector
+// keeps a cursor per CPU. A protocol break is kCorrupt, as above.
 TakeResult take_buffer(void* area, const TraceAreaHeader& h, uint32_t cpu, uint8_t* dst,
                        uint32_t* len);
-
-// Full buffers waiting for the host on `cpu` (real-time and no-drop-stall).
-uint64_t queued_buffers(const void* area, uint32_t cpu);
 
 // Circular: copies every published buffer of `cpu` still intact, oldest first, into dst one at
 // a time and calls emit(arg, dst, len) for each one that stayed intact during the copy. Returns
 // how many were overwritten while it read. Also usable on a stopped real-time session (it then
-// reads what the host has not taken).
+// reads what the host has not taken: buffers from c->consumed on). On a protocol break *err is
+// set and nothing is emitted.
 using EmitFn = void (*)(void* arg, const uint8_t* data, uint32_t len);
+uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c,
+                       uint8_t* dst, EmitFn emit, void* arg, DrainError* err);
+
+// The same from a cursor started with cursor_init (the guest's selftest reads its own area this
+// way); a protocol break reads nothing.
 uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu, uint8_t* dst,
                        EmitFn emit, void* arg);
+
+// CPU `cpu`'s loss counters as the area has them now (plain numbers: skewed while it writes,
+// never an address or a length). cpu < h.session.cpu_count.
+TraceLossCounters cpu_loss_counters(const void* area, const TraceAreaHeader& h, uint32_t cpu);
+
+// cpu_loss_counters summed over the session's CPUs (h.session.cpu_count, the checked copy).
+TraceLossCounters area_totals(const void* area, const TraceAreaHeader& h);
 
 }  // namespace spinlab::locktrace

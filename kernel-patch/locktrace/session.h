@@ -60,6 +60,8 @@ void area_start(void* area, uint64_t area_size, uint32_t cpu_count,
 // Marks the session stopped (state, stop_tsc), under seq.
 void area_stop(void* area, uint64_t stop_tsc);
 
+// The guest's addressing (the writer and area_start): from the area's own header, which the
+// guest trusts. The host never uses these; drain.h addresses from a checked copy.
 inline TraceCpuControl* area_control(void* area, uint32_t cpu) {
     const TraceAreaHeader* h = static_cast<const TraceAreaHeader*>(area);
     return reinterpret_cast<TraceCpuControl*>(static_cast<uint8_t*>(area) + h->control_offset +
@@ -71,7 +73,8 @@ inline uint8_t* area_buffer(void* area, uint32_t cpu, uint32_t index) {
            (uint64_t(cpu) * h->session.buffers_per_cpu + index) * h->session.buffer_size;
 }
 
-// Sums the CPUs' loss counters (skewed while they write).
+// Sums the CPUs' loss counters (skewed while they write). The guest's (its own area, addressed
+// through its own header); the host sums from a checked copy: drain.h's area_totals(area, h).
 TraceLossCounters area_totals(const void* area);
 
 // Reader (host; the area may be written by a running or hostile guest): copies the header
