@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "lockstat/params.h"
 #include "locktrace/session.h"
 #include "locktrace/stack_settings.h"
 #include "trace_text.h"
@@ -75,6 +76,18 @@ const Key kKeys[] = {
     {"trace", "flush-timer", "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)"},
     {"trace", "mode", "LoggerMode: real-time, circular or no-drop-stall (default real-time)"},
     {"trace", "profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)"},
+    {"trace", "spin-threshold",
+     "SpinLockSpinThreshold: contended acquisitions with fewer spins are not traced, at least 1 "
+     "(boot option spin-threshold=; default 1)"},
+    {"trace", "acquire-sample-rate",
+     "SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled, at least 1000 "
+     "(boot option acquire-sample-rate=; default 1000)"},
+    {"trace", "contention-sample-rate",
+     "SpinLockContentionSampleRate: every Nth qualifying contended acquisition is traced, at least 1 "
+     "(boot option contention-sample-rate=; default 1)"},
+    {"trace", "hold-threshold",
+     "SpinLockHoldThreshold: holds of at least this many TSC cycles are traced, at least 1000000 "
+     "(boot option hold-threshold=; default 1000000)"},
     {"trace", "stack-enable",
      "StackFlags: groups whose events get a call stack, comma-separated: spinlock, cswitch, ready, "
      "syscall, profile, longwait (each also in trace.enable); none (default)"},
@@ -320,6 +333,27 @@ void parse_trace(TraceSpec& t, const Has& has, const Str& str, const Where& wher
             }
 }
 
+// [trace] spin-threshold, acquire-sample-rate, contention-sample-rate, hold-threshold: one row
+// per spinlock-tracing parameter, index into lockstat::kSpinlockParamInfo (its name and minimum)
+// and TraceSpec::spinlock. The key without "trace." is the kernel's boot option.
+const char* const kSpinlockKeys[lockstat::kSpinlockParamCount] = {
+    "trace.spin-threshold", "trace.acquire-sample-rate", "trace.contention-sample-rate",
+    "trace.hold-threshold"};
+
+template <class Has, class Str, class Where>
+void parse_trace_spinlock(TraceSpec& t, const std::string& attach, const Has& has, const Str& str,
+                          const Where& where) {
+    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i) {
+        const char* key = kSpinlockKeys[i];
+        if (!has(key)) continue;
+        const lockstat::SpinlockParamInfo& info = lockstat::kSpinlockParamInfo[i];
+        t.spinlock[i] = uint32_t(to_u64(where(key), str(key), info.minimum, UINT32_MAX));
+        if (!attach.empty())
+            bad(where(key), str(key), std::string(info.name) +
+                                          " is a boot option: it needs a VM that spinlab-run boots, not vm.attach");
+    }
+}
+
 // [trace] stack-*: the stack settings (TraceStackInformation), checked as the guest checks them
 // (locktrace::first_invalid_stack_param), each error naming its key.
 template <class Has, class Str, class Where>
@@ -553,6 +587,7 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
 
     parse_trace(s.trace, has, str, where);
+    parse_trace_spinlock(s.trace, s.vm.attach, has, str, where);
     parse_trace_stacks(s.trace, has, str, where);
     if (has("trace.export")) {
         const std::string v = str("trace.export");
@@ -631,6 +666,8 @@ std::string kernel_append(const Spec& s) {
     std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" +
                     (s.vm.pause ? "on" : "off");
     if (s.vm.hz) a += " hz=" + std::to_string(s.vm.hz);
+    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i)  // [trace] spin-threshold & co.
+        if (s.trace.spinlock[i]) a += " " + std::string(kSpinlockKeys[i]).substr(6) + "=" + std::to_string(*s.trace.spinlock[i]);
     if (!s.vm.append.empty()) a += " " + s.vm.append;
     return a + " init=" + init_line(s.workload);
 }
@@ -663,6 +700,9 @@ std::string to_ini(const Spec& s) {
       << "\n\n[trace]\n";
     for (const TraceKey& k : kTraceKeys)
         o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";
+    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i)  // unset: the kernel's default
+        if (s.trace.spinlock[i])
+            o << std::string(kSpinlockKeys[i]).substr(6) << " = " << *s.trace.spinlock[i] << "\n";
     const TraceStackInformation& st = s.trace.stacks;
     o << "stack-enable = " << (st.stack_flags ? collect::trace_groups_text(st.stack_flags) : std::string("none"))
       << "\nstack-caching = " << onoff(st.caching) << "\nstack-depth = " << st.max_depth

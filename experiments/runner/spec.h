@@ -6,6 +6,9 @@
 #pragma once
 #include <spinlab/trace.h>
 
+#include <array>
+#include <optional>
+
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -76,6 +79,12 @@ struct RunSpec {
 // long waits).
 struct TraceSpec {
     TraceSessionInformation params = default_params();
+    // spin-threshold, acquire-sample-rate, contention-sample-rate, hold-threshold: the four
+    // spinlock-tracing parameters of seed 000 (SpinLockSpinThreshold, ...), in the order of
+    // lockstat::kSpinlockParamInfo. They are the kernel's, not the session's: spinlab-run passes
+    // each one set as the boot option of the same name (kernel_append). Unset: the kernel's
+    // default (the minimum).
+    std::array<std::optional<uint32_t>, 4> spinlock;
     // The call stacks of the session's events (stack-enable, stack-caching, stack-depth,
     // stack-buckets, stack-cache-size; the collector's trace start --stack-* options): set in
     // the guest before each start. Default: no stacks.

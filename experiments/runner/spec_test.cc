@@ -152,6 +152,25 @@ TEST(SpecParse, KernelCommandLine) {
               "lock=pv clock=cpuid pause=on hz=250 init=/bin/lockbench --locks 1 --duration-ms 0");
 }
 
+TEST(SpecParse, TraceSpinlockParametersAreBootOptions) {
+    // Unset: nothing on the command line, nothing in spec.ini (the kernel's defaults).
+    ParsedSpec d = parse({kPhases});
+    EXPECT_EQ(kernel_append(d.spec).find("threshold"), std::string::npos);
+    EXPECT_EQ(to_ini(d.spec).find("sample-rate"), std::string::npos);
+    std::string f = write_spec("[trace]\nacquire-sample-rate = 10000\nhold-threshold = 2000000\n");
+    ParsedSpec p = parse({"--spec", f, kPhases, "--trace.contention-sample-rate", "4",
+                          "--trace.spin-threshold", "9", "--workload.kmix", "off"});
+    EXPECT_EQ(p.spec.trace.spinlock[0], 9u);
+    EXPECT_EQ(p.spec.trace.spinlock[1], 10000u);
+    EXPECT_EQ(p.spec.trace.spinlock[2], 4u);
+    EXPECT_EQ(p.spec.trace.spinlock[3], 2000000u);
+    EXPECT_NE(kernel_append(p.spec).find(" spin-threshold=9 acquire-sample-rate=10000 "
+                                         "contention-sample-rate=4 hold-threshold=2000000 init="),
+              std::string::npos) << kernel_append(p.spec);
+    // spec.ini reads back to the same parameters.
+    EXPECT_EQ(parse({"--spec", write_spec(to_ini(p.spec))}).spec.trace.spinlock, p.spec.trace.spinlock);
+}
+
 struct Golden {
     std::vector<std::string> args;
     std::string message;
@@ -295,6 +314,13 @@ INSTANTIATE_TEST_SUITE_P(
                "--trace.stack-enable = 'cswitch': names cswitch, which trace.enable (longwait) does not record"},
         Golden{{kPhases, "--trace.enable", "none", "--trace.stack-enable", "longwait"},
                "--trace.stack-enable = 'longwait': needs a trace (trace.enable is none)"},
+        Golden{{kPhases, "--trace.acquire-sample-rate", "999"},
+               "--trace.acquire-sample-rate = '999': must be a whole number from 1000 to 4294967295"},
+        Golden{{kPhases, "--trace.hold-threshold", "4294967296"},
+               "--trace.hold-threshold = '4294967296': must be a whole number from 1000000 to 4294967295"},
+        Golden{{kPhases, "--vm.attach", "lab1", "--trace.spin-threshold", "5"},
+               "--trace.spin-threshold = '5': SpinLockSpinThreshold is a boot option: it needs a VM that "
+               "spinlab-run boots, not vm.attach"},
         Golden{{kPhases, "--trace.stack-depth", "257"},
                "--trace.stack-depth = '257': must be a whole number from 1 to 256"},
         Golden{{kPhases, "--trace.stack-caching", "yes"},

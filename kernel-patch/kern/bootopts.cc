@@ -31,6 +31,16 @@ const bootopt::Spec kSpecs[] = {
      "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
     {"stackprobe", Kind::kChoice, "on|off", 0, 0,
      "a kernel thread with a known call chain for the stack tests: on|off (default off)"},
+    // The four spinlock-tracing parameters (seed 000), the same names as spinlab-run's [trace]
+    // keys and spinlab-collect set's options; minimums as the set call's (lockstat/params.h).
+    {"spin-threshold", Kind::kUint, nullptr, spinlab::kMinSpinThreshold, 0xFFFFFFFFu,
+     "SpinLockSpinThreshold: fewest spins of a traced contended acquisition (default 1)"},
+    {"acquire-sample-rate", Kind::kUint, nullptr, spinlab::kMinAcquireSampleRate, 0xFFFFFFFFu,
+     "SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled (default 1000)"},
+    {"contention-sample-rate", Kind::kUint, nullptr, spinlab::kMinContentionSampleRate, 0xFFFFFFFFu,
+     "SpinLockContentionSampleRate: every Nth contended acquisition is traced (default 1)"},
+    {"hold-threshold", Kind::kUint, nullptr, spinlab::kMinHoldThreshold, 0xFFFFFFFFu,
+     "SpinLockHoldThreshold: holds of at least this many TSC cycles are traced (default 1000000)"},
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
@@ -72,9 +82,16 @@ void bootopts_init(const char* cmdline) {
     g_boot.bench = values[9].set ? values[9].str : "";
     g_boot.pvyield = values[10].set ? values[10].num == 0 : true;
     g_boot.stackprobe = values[11].set && values[11].num == 0;
-    g_boot.init = values[12].set ? values[12].str : "";
+    g_boot.spinlock = spinlab::lockstat::kDefaultSpinlockParams;
+    if (values[12].set) g_boot.spinlock.spin_threshold = uint32_t(values[12].num);
+    if (values[13].set) g_boot.spinlock.acquire_sample_rate = uint32_t(values[13].num);
+    if (values[14].set) g_boot.spinlock.contention_sample_rate = uint32_t(values[14].num);
+    if (values[15].set) g_boot.spinlock.hold_threshold = uint32_t(values[15].num);
+    g_boot.init = values[16].set ? values[16].str : "";
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
                         g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,
                         g_boot.pvyield});
+    // Before any CPU's lockstat_init_cpu, which loads the acquire countdown from it.
+    g_spinlock_params = g_boot.spinlock;
 }

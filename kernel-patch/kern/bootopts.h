@@ -2,6 +2,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "../lockstat/params.h"
+
 struct BootOptions {
     const char* selftest;   // "" = none; "all" or a comma-separated list of suites
     uint32_t hz;            // timer interrupts per second per CPU
@@ -17,6 +19,9 @@ struct BootOptions {
     const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
     bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
     bool stackprobe;        // stackprobe=on: kern/stackprobe.h's thread runs
+    // spin-threshold=, acquire-sample-rate=, contention-sample-rate=, hold-threshold=: the
+    // starting values of the live parameters (g_spinlock_params), each at least its minimum.
+    spinlab::lockstat::SpinlockParams spinlock;
 };
 
 extern BootOptions g_boot;

@@ -13,6 +13,11 @@
 // runs, and "lockbench: round R start" is printed before a round's threads exist. The soak
 // (experiments/soak) reads the counters from the host between those two lines, when every
 // workload class is quiescent.
+//
+// The four spinlock-tracing parameters (SpinLockAcquireSampleRate & co.) are the kernel's: the
+// lock code here reads a copy that the workers refresh from the kernel (a query system call)
+// every kParamsRefreshCycles, so a `spinlab-collect set` during a run reaches these locks
+// within that period, well inside one trace flush period (FlushTimer, 50 ms and up).
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/build_level.h"
@@ -27,7 +32,29 @@ using namespace spinlab;
 namespace {
 
 LockstatMapping map;
-lockstat::SpinlockParams params_copy = lockstat::kDefaultSpinlockParams;  // as the kernel's, at start
+lockstat::SpinlockParams params_copy = lockstat::kDefaultSpinlockParams;  // refreshed, see above
+// About 10 ms at 2-3 GHz: a query per period costs the workers nothing measurable.
+constexpr uint64_t kParamsRefreshCycles = 1ull << 25;
+uint64_t params_refresh_at;  // TSC at which the next worker to look refreshes params_copy
+
+// Loads the kernel's live parameters into params_copy (kept as is if the query fails).
+void refresh_params() {
+    EventTraceSpinlockInformation p{};
+    p.event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
+    uint32_t len = 0;
+    if (sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p, &len) == 0)
+        lockstat::set_spinlock_params(params_copy, p);
+}
+
+// Called by every worker between acquisitions: the first to pass the deadline refreshes.
+void maybe_refresh_params(uint64_t now) {
+    uint64_t due = __atomic_load_n(&params_refresh_at, __ATOMIC_RELAXED);
+    if (now < due) return;
+    if (!__atomic_compare_exchange_n(&params_refresh_at, &due, now + kParamsRefreshCycles, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;  // another worker took this period's refresh
+    refresh_params();
+}
 
 struct kvm_steal_time_view {  // the first fields of struct kvm_steal_time (KVM ABI)
     uint64_t steal;
@@ -145,6 +172,7 @@ void worker(void* p) {
         t.acquired[k]++;
         t.ops++;
         spin_cycles(think_cycles);
+        maybe_refresh_params(sys::rdtsc());
     }
     t.cycles = sys::rdtsc() - t0;
 }
@@ -281,11 +309,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    EventTraceSpinlockInformation p{};
-    p.event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
-    uint32_t len = 0;
-    if (sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p, &len) == 0)
-        lockstat::set_spinlock_params(params_copy, p);
+    refresh_params();
+    params_refresh_at = sys::rdtsc() + kParamsRefreshCycles;
     for (uint64_t k = 0; k < nlocks; k++) {
         format(lock_names[k], sizeof lock_names[k], "bench%lu", k);
         spinlock::lock_init(locks[k].l, lock_names[k], class_of(k));
