@@ -128,12 +128,13 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                 std::snprintf(b, sizeof b, "%.0f cycles at guest TSC %llu", fit.offset_at_ref(),
                               (unsigned long long)fit.guest_ref);
                 row(t, "offset (host - guest)", b);
-                if (fit.drift_measured)
+                if (fit.drift_measured) {
                     std::snprintf(b, sizeof b, "%.3f ppm +- %.3f (slope %.9f, %zu step-free segments)",
                                   fit.drift_ppm, fit.drift_bound_ppm, fit.slope, fit.drift_segments);
-                else
-                    std::snprintf(b, sizeof b, "not measured (fewer than 2 step-free segments)");
-                row(t, "drift", b);
+                    row(t, "drift", b);
+                } else {
+                    row(t, "drift", "not measured (" + fit.drift_note + ")");
+                }
                 std::snprintf(b, sizeof b, "+-%.0f cycles (median %.0f), brackets up to %.0f cycles",
                               fit.bound_max, fit.bound_median, fit.max_width);
                 row(t, "error bound", b);
@@ -146,6 +147,7 @@ int run_info(Session& s, const Config& c, std::ostream& out, std::ostream& err) 
                     .field("method", fit.method).field("bound_max", fit.bound_max)
                     .field("bound_median", fit.bound_median);
                 if (fit.drift_measured) j.field("drift_bound_ppm", fit.drift_bound_ppm);
+                else j.field("drift_note", fit.drift_note);
             } else {
                 row(t, "no fit", fit.error);
                 j.field("ok", false).field("error", fit.error);
