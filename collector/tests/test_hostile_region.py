@@ -11,14 +11,16 @@ is whole JSON lines with its end line and every snapshot it counted, a query's J
 
 The writes: half are 64 random bytes at a random offset anywhere in the region (the issue's
 recipe), half are one word on a field a host tool reads (each CPU's trace counters and perf
-data, the clock publication's cpu/period/count), and once, late in the 20 s, the region
+data, the clock publication's cpu/period/count, the trace session's geometry: buffers_offset,
+BufferSize, buffers_per_cpu, the issue's SIGSEGV), and once, late in the 20 s, the region
 header's geometry (which stays broken: every later attach stops at it). Left alone,
 because they are not about the host: the words a fresh attach uses to tell "not a spinlab region
 / another ABI / still booting" (magic, abi_version, generation: exits 3 and 4 by design, and a
 broken generation after attach is covered by hostile_region_test), the clock's seq and guest_tsc
-(the guest's own heartbeat: a guest that stops publishing is a guest gone, exit 5), and the trace
-area's header (the guest's kernel re-reads it itself; the host's copy is tested by
-hostile_region_test and hostile_region_fuzzer). The seed is printed for a rerun
+(the guest's own heartbeat: a guest that stops publishing is a guest gone, exit 5), and the rest
+of the trace area's header (the guest's kernel re-reads its offsets, CPU count and seq for every
+trace query: it would crash itself; the host's copy of them is tested by hostile_region_test and
+hostile_region_fuzzer). The seed is printed for a rerun
 (SPINLAB_HOSTILE_SEED). Needs `make build` and /dev/shm; TCG.
 """
 import json
@@ -77,18 +79,25 @@ class Layout:
         self.clock = sec[1][0]
         trace = sec[3][0]
         control_offset, stride = struct.unpack_from("<II", m, trace + 24)
-        self.trace_header = (trace, trace + 240)
+        self.trace = trace
+        # The trace area's header, but for the geometry words the guest reads only when a
+        # session starts (and rewrites then): the ones the host's drain once re-read (issue 32).
+        self.trace_geometry = [(trace + 32, 8), (trace + 56, 4), (trace + 60, 4), (trace + 64, 4),
+                               (trace + 92, 4)]  # buffers_offset, BufferSize, Min/MaxBuffers,
+        #                                           buffers_per_cpu
+        header = [(trace, trace + 32), (trace + 40, trace + 56), (trace + 68, trace + 92),
+                  (trace + 96, trace + 240)]
         self.controls = [trace + control_offset + stride * k for k in range(cpus)]
         # Never written (see the module's docstring): magic, abi_version, generation,
         # perfdata_version and perfdata_size; the clock's seq and guest_tsc; the trace header.
-        self.protected = [(0, 16), (24, 32), (36, 44), (self.clock, self.clock + 16),
-                          self.trace_header]
+        self.protected = [(0, 16), (24, 32), (36, 44), (self.clock, self.clock + 16)] + header
 
     def fields(self):
         """(offset, width) of the fields a host tool reads: the region header's 15 first."""
         out = [(16, 8), (32, 4), (44, 4)]                                # size, cpus, sections
         out += [(96 + 8 * i, 8) for i in range(12)]                       # the section table
         out += [(self.clock + 16, 8), (self.clock + 24, 4), (self.clock + 28, 4)]  # count ..
+        out += self.trace_geometry
         for c in self.controls:                                           # produced, overwritten,
             out += [(c + o, 8) for o in (0, 8, 16, 32, 192, 200)]         # .. consumed
         for p in self.perf:                                               # magic .. counts
