@@ -15,8 +15,9 @@
 namespace spinlab::load {
 
 namespace {
-// Ring buffer of each thread: 2^6 pages of 4 KiB = 8,192 switch records of 32 bytes.
-constexpr size_t kDataPages = 64;
+// Ring buffer of each thread: 2^7 pages of 4 KiB = 16,384 switch records of 32 bytes, 64,000
+// switches a second at timeline's 250 ms drain period (a busy vCPU thread here: 1,000-3,000).
+constexpr size_t kDataPages = 128;
 // sample_id of every record with sample_type TID|TIME|CPU: pid, tid, time, cpu, reserved.
 constexpr size_t kSampleIdSize = 4 + 4 + 8 + 4 + 4;
 

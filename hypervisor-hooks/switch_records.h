@@ -56,7 +56,8 @@ public:
     void enable();
     void disable();
     // Moves every complete record out of the ring buffers into records() (call at least every
-    // few hundred ms: each buffer holds about 8,000 switches).
+    // few hundred ms: each buffer holds about 16,000 switches; beyond, the kernel counts them
+    // lost).
     void drain();
     const std::vector<SwitchRecord>& records() const { return records_; }
     uint64_t lost() const { return lost_; }
