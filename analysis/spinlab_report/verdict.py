@@ -8,6 +8,8 @@ t interval and two-sided test on log values (confidence.log_ratio; why that test
    (lhp.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
    per repetition: their wait cycles summed and divided by vCPUs x duration (cycles per
    vCPU-second; over the guest TSC span also a share of vCPU time), and their number per second.
+   Only the cycles of listed waits inside the repetition count (the trace session that lists
+   them runs before and after the counters); a wait that spun during it counts once.
    Waits whose holder side is uncertain or unknown are left out and counted. A repetition
    without a long-wait list, or none of whose long waits could be attributed, has no value
    (never a zero).
@@ -19,6 +21,9 @@ t interval and two-sided test on log values (confidence.log_ratio; why that test
    its cycles are then a range from the bucket edges (bucket k: [2^k, 2^(k+1)), bucket 0:
    [0, 2)) with the log-uniform mean 2^k / ln 2 (the report's CDF assumption) as the estimate
    that the interval and the test use. Overflowed (untimed) waits have no length: counted apart.
+   The counters take a wait whole when it ends, so for the listed long kernel-lock waits the
+   cycles outside the repetition are taken off and those inside it of waits that ended after it
+   added (waits shorter than the threshold straddle an edge by less than the threshold each).
 3. Causes of the long waits, pooled over repetitions: holder preempted, waiter preempted, both,
    holder running (class 'neither'), uncertain, unknown. A holder-running wait is a slow holder
    when one hold lasted at least the threshold during the wait: a placed hold of its hand-over
@@ -72,9 +77,14 @@ def hist_cycles(h) -> tuple[float, float, float]:
     return lo, hi, est
 
 
-def kernel_spin_cycles(snap) -> dict:
-    """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not."""
-    out = {"lo": 0.0, "hi": 0.0, "est": 0.0, "exact": True, "overflow": 0, "classes": set()}
+def kernel_spin_cycles(snap, waits: list | None) -> dict:
+    """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not.
+    The counters take each wait whole when it ends; for the listed long waits (window_waits'
+    result) the cycles outside the repetition are taken off and those inside it of waits that
+    ended after it are added (edge_cycles: the net change)."""
+    edge = sum(cycles_in_window(w, snap) - (w["wait_cycles"] if counted(w, snap) else 0)
+               for w in waits or [] if is_kernel_class(w["class"]))
+    out = {"lo": edge, "hi": edge, "est": edge, "exact": True, "overflow": 0, "classes": set(), "edge": edge}
     for st in snap.stats:
         if not is_kernel_class(st.lock_class):
             continue
@@ -106,16 +116,34 @@ def tsc_span(run, snap) -> float | None:
     return float(snap.duration_s * hz) if snap.duration_s and isinstance(hz, (int, float)) and hz > 0 else None
 
 
-def attributed_waits(run, snap, threshold: int) -> list | None:
-    """The snapshot's long waits as lhp.long_waits_share classes them; None without a list."""
+def counted(w: dict, snap) -> bool:
+    """Whether the counters took this listed wait: it ended inside the repetition (start to end
+    guest TSC); True when the repetition's TSC span is not known."""
+    a, b = snap.start_guest_tsc, snap.end_guest_tsc
+    return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
+
+
+def cycles_in_window(w: dict, snap) -> float:
+    """The wait's cycles inside the repetition (a wait may begin before it or end after it)."""
+    a, b = snap.start_guest_tsc, snap.end_guest_tsc
+    if a is None or b is None:
+        return float(w["wait_cycles"])
+    return float(max(0, min(w["start_tsc"] + w["wait_cycles"], b) - max(w["start_tsc"], a)))
+
+
+def window_waits(run, snap, threshold: int) -> list | None:
+    """The snapshot's long waits that spun during the repetition, as lhp.long_waits_share
+    attributes them (the trace session that lists them runs before and after the counters);
+    None without a list."""
     if snap.long_waits is None:
         return None
-    return lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"]
+    return [w for w in lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"]
+            if cycles_in_window(w, snap) > 0]
 
 
 def rep_values(run, snap, threshold: int) -> dict:
     """Everything the verdict needs from one repetition."""
-    waits = attributed_waits(run, snap, threshold)
+    waits = window_waits(run, snap, threshold)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
     unplaced = waits is None or bool(waits) and all(w.get("lhp") == "unknown" for w in waits)
@@ -127,8 +155,8 @@ def rep_values(run, snap, threshold: int) -> dict:
             "vcpu_seconds": vcpus * snap.duration_s if vcpus and snap.duration_s else None,
             "vcpu_cycles": vcpus * span if vcpus and span else None,
             "holder_off_waits": None if off is None else len(off),
-            "holder_off_cycles": None if off is None else float(sum(w["wait_cycles"] for w in off)),
-            "kernel_spin": kernel_spin_cycles(snap), "waits": waits or [],
+            "holder_off_cycles": None if off is None else sum(cycles_in_window(w, snap) for w in off),
+            "kernel_spin": kernel_spin_cycles(snap, waits), "waits": waits or [],
             "holds_ge_threshold": sum(timed_holds_at_least(st.hold, threshold) for st in snap.stats)}
 
 
@@ -189,6 +217,7 @@ def kernel_spin(reps, base_reps, conf: float) -> dict:
         out[key] = float(np.mean(vals)) if vals else None
     out["exact"] = all(r["kernel_spin"]["exact"] for r in reps)
     out["overflow"] = sum(r["kernel_spin"]["overflow"] for r in reps)
+    out["edge_cycles"] = sum(r["kernel_spin"]["edge"] for r in reps)
     out["classes"] = sorted(set().union(*(r["kernel_spin"]["classes"] for r in reps)))
     return out
 

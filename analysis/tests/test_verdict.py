@@ -140,6 +140,33 @@ def test_headline_shows_the_rise_behind_preempted_holders_while_long_waits_fall(
     assert v["warnings"] == []
 
 
+def test_only_the_cycles_inside_the_repetition_count(tmp_path):
+    """The trace lists waits before and after the counters' window: a wait that began before the
+    repetition counts from its start, one that ended after it up to its end, one after it not."""
+    path = make_run(tmp_path / "run")
+    f = path / "snapshots" / "host-load-r1.json"
+    d = json.load(open(f))
+    t0 = d["start"]["guest_tsc"]
+    edge = {"cpu": 0, "class": "sched", "wait_cycles": WAIT, "holder_cpu": 1, "lhp_class": "holder-preempted"}
+    d["long_waits"] += [{**edge, "start_tsc": t0 - WAIT // 4},            # 3/4 inside, counted at its end
+                        {**edge, "start_tsc": t0 + GHZ - WAIT // 2},      # 1/2 inside, not in the counters
+                        {**edge, "start_tsc": t0 + GHZ + 10}]             # after the repetition
+    sched = d["cpus"][0]["classes"]["sched"]  # the counters take the first whole
+    sched["wait_hist"]["20"] = 1
+    sched["wait_cycles_sum"] += WAIT
+    sched["acquisitions"] += 1
+    json.dump(d, open(f, "w"))
+    v = verdict_of(path)
+    load_ = v["phases"]["host-load"]
+    # outside the host timeline: steal time says the holder was off, the waiter side is unknown
+    assert load_["lhp_spin"]["cycles_per_vcpu_second"]["values"][0] == pytest.approx((9 + 3 / 4 + 1 / 2) * WAIT / 3)
+    assert load_["lhp_spin"]["waits_per_second"]["values"][0] == 11.0
+    assert load_["causes"]["long_waits"] == 38 and load_["causes"]["unknown"] == 2
+    k = load_["kernel_spin"]
+    assert k["edge_cycles"] == -WAIT / 4 + WAIT / 2
+    assert k["share"]["values"][0] == pytest.approx((KERNEL["host-load"][0] + WAIT * 5 / 4) / 3e9)
+
+
 def test_causes_of_long_waits(tmp_path):
     v = verdict_of(make_run(tmp_path / "run"))
     c = v["phases"]["host-load"]["causes"]
