@@ -38,6 +38,21 @@ bool parse_timestamp(std::string_view s, uint64_t& out) {
 }
 }  // namespace
 
+void check_sched_switch_format(const std::string& format) {
+    for (const char* field : {" prev_pid;", " prev_state;", " next_pid;"}) {
+        if (format.find(field) == std::string::npos)
+            throw LoadError(std::string("this kernel's sched_switch has no field") + field +
+                            " (events/sched/sched_switch/format); the timeline cannot read it");
+    }
+    const size_t print = format.find("print fmt:");
+    if (print == std::string::npos) throw LoadError("this kernel's sched_switch format has no 'print fmt:' line");
+    for (const char* text : {"prev_pid=%d", "prev_state=%s", " ==> ", "next_pid=%d"}) {
+        if (format.find(text, print) == std::string::npos)
+            throw LoadError(std::string("this kernel's sched_switch prints no '") + text +
+                            "' (events/sched/sched_switch/format); the timeline cannot parse its lines");
+    }
+}
+
 std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line) {
     const std::string_view kMarker = ": sched_switch: ";
     size_t marker = line.find(kMarker);

@@ -35,6 +35,13 @@ struct SchedSwitch {
     bool running_stamp = false;
 };
 
+// Checks the kernel's description of sched:sched_switch (events/sched/sched_switch/format) for
+// what this parser reads from the text lines: the fields prev_pid, prev_state, next_pid, and a
+// print format that writes them as "prev_pid=%d", "prev_state=%s", " ==> ", "next_pid=%d"
+// (so it is on every kernel from 4.x to 6.18; 6.18's format file is in the tests). Throws
+// LoadError naming what is missing: a kernel that changed it needs this parser changed.
+void check_sched_switch_format(const std::string& format);
+
 // One line; nullopt when the line is not a sched_switch record. Throws LoadError naming the
 // line when it claims to be a sched_switch record but a field is malformed.
 std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line);

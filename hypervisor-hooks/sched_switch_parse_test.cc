@@ -109,5 +109,45 @@ TEST(SchedSwitchParser, TimerEntryIsARunningStampOfTheTaskInItsHeader) {
     EXPECT_EQ(p.other_lines(), 0u);
 }
 
+// events/sched/sched_switch/format of this machine's kernel, 6.18.44, as read from tracefs.
+const std::string kFormat618 = R"FMT(name: sched_switch
+ID: 372
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t prev_pid;	offset:24;	size:4;	signed:1;
+	field:int prev_prio;	offset:28;	size:4;	signed:1;
+	field:long prev_state;	offset:32;	size:8;	signed:1;
+	field:char next_comm[16];	offset:40;	size:16;	signed:0;
+	field:pid_t next_pid;	offset:56;	size:4;	signed:1;
+	field:int next_prio;	offset:60;	size:4;	signed:1;
+
+print fmt: "prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d", REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1), "|", { 0x00000001, "S" }, { 0x00000002, "D" }, { 0x00000004, "T" }, { 0x00000008, "t" }, { 0x00000010, "X" }, { 0x00000020, "Z" }, { 0x00000040, "P" }, { 0x00000080, "I" }) : "R", REC->prev_state & (((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) ? "+" : "", REC->next_comm, REC->next_pid, REC->next_prio
+)FMT";
+
+TEST(SchedSwitchFormat, Linux618IsReadable) { EXPECT_NO_THROW(check_sched_switch_format(kFormat618)); }
+
+TEST(SchedSwitchFormat, AMissingFieldOrPrintIsNamed) {
+    auto message = [](const std::string& format) {
+        try {
+            check_sched_switch_format(format);
+        } catch (const LoadError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    std::string no_field = kFormat618;
+    no_field.replace(no_field.find(" next_pid;"), 10, " next_tid;");
+    EXPECT_NE(message(no_field).find("next_pid"), std::string::npos) << message(no_field);
+    std::string other_print = kFormat618;
+    other_print.replace(other_print.find(" ==> "), 5, " -> ");
+    EXPECT_NE(message(other_print).find("' ==> '"), std::string::npos) << message(other_print);
+    EXPECT_NE(message("").find("prev_pid"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace spinlab::load

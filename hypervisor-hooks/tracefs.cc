@@ -11,6 +11,7 @@
 
 #include "cgroup_paths.h"
 #include "fs_util.h"
+#include "sched_switch_parse.h"
 
 namespace spinlab::load {
 
@@ -81,6 +82,7 @@ TraceInstance::TraceInstance(Ledger& ledger, int owner_pid, const std::string& t
     if (!is_directory(event)) {
         throw LoadError("the sched:sched_switch tracepoint is missing in " + dir_ + "/events");
     }
+    check_sched_switch_format(read_file(event + "/format"));
     write_file(event + "/filter", sched_switch_filter(tids));
     write_file(event + "/enable", "1");
     const std::string timer = dir_ + "/events/irq_vectors/local_timer_entry";
