@@ -62,7 +62,8 @@ double segment_bound(const ClockPoint& p, const ClockPoint& q) {
 //   - its bound adds, for every agreeing segment, a hidden move as large as the agreement test
 //     lets through (its whole tolerance: a move below that cannot be seen), and the half widths
 //     and noise floor at the ends of each run of agreeing segments (bracket noise telescopes
-//     within a run).
+//     within a run). A bound above kDriftAllowancePpm (what the late test already allows any
+//     TSC pair) is no measurement either: not measured.
 // Before (sessions up to 7) the bound counted a hidden step of only the two half widths per
 // segment, and a minority of segments could set the rate.
 constexpr double kAgreePpm = 1;
@@ -72,6 +73,7 @@ constexpr size_t kDriftCandidates = 1024;
 struct DriftEstimate {
     bool measured = false;
     double rate = 0;   // host cycles per guest cycle, minus 1; 0 when not measured
+    double candidate = 0;  // the agreeing segments' pooled rate, measured or not (0: none agree)
     double bound = 0;  // |rate error| <= bound (same unit), when measured (see above)
     size_t segments = 0;
     double coverage = 0;  // the agreeing segments' share of the kept span
@@ -127,6 +129,7 @@ DriftEstimate step_free_rate(const std::vector<ClockPoint>& p, double noise) {
         hidden += tol[j];
     }
     e.coverage = sum_len / span;
+    e.candidate = sum_moved / sum_len;
     if (e.coverage < kDriftCoverage) {
         char why[160];
         snprintf(why, sizeof why, "the segments that agree on one rate cover %.0f%% of the run (need %.0f%%): "
@@ -135,9 +138,20 @@ DriftEstimate step_free_rate(const std::vector<ClockPoint>& p, double noise) {
         e.segments = 0;
         return e;
     }
+    const double bound = (ends + hidden) / sum_len;
+    if (bound * 1e6 > kDriftAllowancePpm) {
+        // Known no better than the drift the fit already allows every TSC pair (the late test):
+        // no measurement. A large noise floor does this (one run: 28 us, a bound of 58 ppm).
+        char why[160];
+        snprintf(why, sizeof why, "its bound would be %.1f ppm, wider than the %.0f ppm the fit allows any TSC pair",
+                 bound * 1e6, kDriftAllowancePpm);
+        e.note = why;
+        e.segments = 0;
+        return e;
+    }
     e.measured = true;
     e.rate = sum_moved / sum_len;  // the pooled rate of exactly the segments counted
-    e.bound = (ends + hidden) / sum_len;
+    e.bound = bound;
     return e;
 }
 
@@ -224,11 +238,12 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     fit.guest_ref = fit.points.front().guest_tsc;
     fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
     // The rate, from the segments that hold no offset step (see step_free_rate), with the
-    // noise floor measured against the rate 0 first, then against the rate found (a real
-    // drift is a rise too). Every point's half width then carries the floor, so the mapping's
-    // bound does as well.
-    DriftEstimate drift = step_free_rate(fit.points, noise_floor(fit.points, 0));
-    fit.noise_floor = noise_floor(fit.points, drift.rate);
+    // noise floor measured against the rate 0 or against the rate most segments agree on (a
+    // real drift is a rise too), whichever shows the smaller floor. Every point's half width
+    // then carries the floor, so the mapping's bound does as well.
+    const double floor0 = noise_floor(fit.points, 0);
+    DriftEstimate drift = step_free_rate(fit.points, floor0);
+    fit.noise_floor = std::min(floor0, noise_floor(fit.points, drift.candidate));
     drift = step_free_rate(fit.points, fit.noise_floor);
     for (ClockPoint& p : fit.points) p.half_width += fit.noise_floor;
     double rate = drift.rate;

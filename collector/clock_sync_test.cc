@@ -315,8 +315,10 @@ TEST(ClockSync, ARiseTheBracketsDoNotShowWidensEveryPoint) {
     EXPECT_GT(fit.noise_floor, 6'000);
     EXPECT_LT(fit.noise_floor, 7'300);  // the rise and two half widths (of at most 350)
     check_within_bound(fit, t, kGuest0, kGuest0 + 59 * kPeriod);
-    ASSERT_TRUE(fit.drift_measured);
-    EXPECT_LE(std::fabs(fit.drift_ppm), fit.drift_bound_ppm);
+    // Every 0.1 s segment may now hide a move of twice the floor: ~50 ppm, beyond the 10 ppm
+    // the fit allows any TSC pair, so the drift is not measured (and says so).
+    EXPECT_FALSE(fit.drift_measured);
+    EXPECT_NE(fit.drift_note.find("wider than the 10 ppm"), std::string::npos) << fit.drift_note;
 }
 
 TEST(ClockSync, AnHoursSamplesTakeTheDriftFromEvenlySpacedCandidates) {
