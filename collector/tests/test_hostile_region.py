@@ -1,9 +1,10 @@
 """The host tools against a real guest whose shared region is scribbled on (issue 32).
 
-Boots the kernel under TCG with lockbench on 2 vCPUs and runs `trace record --enable all`,
-`watch -i 1`, `record -i 0.5` and `query` on it, each again and again (a run that ends is
-started anew), while for 20 s this process writes random bytes into the region file
-(/dev/shm/spinlab-NAME), as a hostile guest would. Every run must end with exit status 0 or 6
+Boots the kernel under TCG with lockbench on 2 vCPUs, starts a trace session with every group,
+and runs `trace record`, `watch -i 1`, `record -i 0.5` and `query` on it, each again and again
+(a run that ends is started anew; each trace record attaches to the one session), while for
+20 s this process writes random bytes into the region file (/dev/shm/spinlab-NAME), as a
+hostile guest would. Every run must end with exit status 0 or 6
 (the corrupt-region status, docs/architecture.md "What the host trusts"), never a signal; a 6
 must name what was wrong; and each output must keep what was taken before the end: a trace file
 holds exactly the events its `trace record` said it wrote (trace dump reads them), a record file
@@ -198,12 +199,17 @@ def test_tools_survive_random_writes(guest, tmp_path):
     rng = random.Random(seed)
     g = dict(guest, tmp=str(tmp_path))
     shm = os.path.join(g["run_dir"], "vm", g["name"], "shm")
+    # One session, started before the first write and stopped after the last: each trace record
+    # run attaches to it. A start lays out the trace area and every guest CPU then arms its
+    # writer from the area's header (the guest trusts its own region), so none may happen while
+    # this test writes into that header.
+    r = collect_args(g, "trace", "start", "--enable", "all", "--flush-timer", "50")
+    assert r.returncode == 0, r.stderr
     start = time.time()
-    writes_from = start + 7  # a session with every group drained for 7 s first
+    writes_from = start + 7  # the session drained for 7 s first
     until = writes_from + WRITE_SECONDS
     tools = {
-        "trace record": lambda path, d: (["trace", "record", "--enable", "all", "--flush-timer",
-                                          "50", "--duration", d, "-o", path], 20000),
+        "trace record": lambda path, d: (["trace", "record", "--duration", d, "-o", path], 20000),
         "watch": lambda path, d: (["watch", "-i", "1", "--duration", d], 2000),
         "record": lambda path, d: (["record", "-i", "0.5", "--duration", d, "-o", path], 2000),
         "query": lambda path, d: (["query", "--format", "json"], 2000),
@@ -219,6 +225,7 @@ def test_tools_survive_random_writes(guest, tmp_path):
     writes = scribble(shm, WRITE_SECONDS, rng)
     for t in threads:
         t.join()
+    collect_args(g, "trace", "stop")  # best effort: the guest may refuse a scribbled-on session
 
     exits = {}
     for what, rc, out, err, path in results:
