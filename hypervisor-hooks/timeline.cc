@@ -180,7 +180,9 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     for (const auto& [tid, t] : totals) {
         std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms, unknown %.1f ms%s\n", tid, ms(t.on),
                      ms(t.off), ms(t.unknown),
-                     t.unknown ? " (switches neither the trace nor perf recorded; see README 'unknown')" : "");
+                     !t.unknown ? ""
+                     : records  ? " (switches neither the trace nor perf recorded; see README 'unknown')"
+                                : " (switches the kernel did not trace; see README 'unknown')");
     }
     std::fprintf(stderr, "timeline: %zu events (switches and running stamps)%s%s\n", parser.events().size(),
                  session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
