@@ -209,8 +209,10 @@ def verdict_method(v: dict) -> list:
     classes = sorted({c for p in v["phases"].values() if p["status"] == "ok" for c in p["kernel_spin"]["classes"]})
     return [
         f"Verdict, headline: per repetition, the wait cycles of the long waits (≥ {thr}) whose holder was off "
-        "the host CPU (the LHP attribution below: holder side off), over vCPUs × duration (cycles per "
-        "vCPU-second; over the guest TSC span, a share of vCPU time), and their number per second; waits whose "
+        "the host CPU (the LHP attribution below: holder side off), counted inside the repetition only and per "
+        "waiter vCPU as the union of their spans (overlapping waits on one vCPU count once), over vCPUs × "
+        "duration (cycles per vCPU-second; over the guest TSC span, a share of vCPU time), and their number "
+        "per second; waits whose "
         "holder side is uncertain or unknown are left out, and a repetition without a long-wait list has no "
         "value. Spinning on kernel locks: the wait cycles of every contended acquisition of a kernel lock class "
         "(" + (", ".join(classes) or "none found") + "; every class but the ring-3 workload classes, userN) "

@@ -167,6 +167,22 @@ def test_only_the_cycles_inside_the_repetition_count(tmp_path):
     assert k["share"]["values"][0] == pytest.approx((KERNEL["host-load"][0] + WAIT * 5 / 4) / 3e9)
 
 
+def test_waits_that_overlap_on_one_vcpu_count_their_common_time_once(tmp_path):
+    """A ring-3 wait interrupted by a kernel wait on the same vCPU: the vCPU spun once."""
+    path = make_run(tmp_path / "run")
+    f = path / "snapshots" / "host-load-r2.json"
+    d = json.load(open(f))
+    first = d["long_waits"][0]  # holder 1 off for the whole of it
+    d["long_waits"].append({**first, "class": "sched", "start_tsc": first["start_tsc"] + 400_000,
+                            "wait_cycles": 1_200_000})
+    json.dump(d, open(f, "w"))
+    v = verdict_of(path)
+    spin = v["phases"]["host-load"]["lhp_spin"]
+    # r2: 7 waits of WAIT behind holder 1 while it was off, plus one inside the first: still 7 WAIT
+    assert spin["waits_per_second"]["values"][1] == 8.0
+    assert spin["cycles_per_vcpu_second"]["values"][1] == pytest.approx(7 * WAIT / 3)
+
+
 def test_causes_of_long_waits(tmp_path):
     v = verdict_of(make_run(tmp_path / "run"))
     c = v["phases"]["host-load"]["causes"]
