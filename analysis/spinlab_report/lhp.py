@@ -254,22 +254,24 @@ def holder_pieces(wait: dict) -> list | None:
     """The wait's holders as pieces (first, last, lo, hi), lo and hi in cycles from the wait's
     start: [lo, hi) held by `first`, or by `first` and then from an unknown moment by `last`.
     From "holds" ([cpu, from_tsc] in order, the first holding when the wait began; from_tsc null
-    where the hand-over was not placed), else from the guest's holders at start and end."""
+    where the hand-over was not placed: one gap up to the next placed one), else from the guest's
+    holders at start and end (one gap over the whole wait when they differ)."""
     w = float(wait["wait_cycles"])
     holds = wait.get("holds")
     if not holds:
         h = holders_of(wait)
         return None if h is None else [(h[0], h[-1], 0.0, w)]
     start = float(wait["start_tsc"])
-    at = [0.0] + [None if t is None else min(max(float(t) - start, 0.0), w) for _, t in holds[1:]] + [w]
-    pieces, i = [], 0
-    while i < len(holds):
-        j = i + 1
-        while j < len(holds) and at[j] is None:  # hand-overs of unknown moment: one gap
-            j += 1
-        pieces.append((holds[i][0], holds[j - 1][0], at[i], at[j]))
-        i = j
-    return pieces
+    pieces, lo, first, last = [], 0.0, holds[0][0], holds[0][0]
+    for cpu, frm in holds[1:]:
+        if frm is None:
+            last = cpu  # at an unknown moment, up to the next placed hand-over
+            continue
+        t = min(max(float(frm) - start, lo), w)
+        pieces.append((first, last, lo, t))
+        lo, first, last = t, cpu, cpu
+    pieces.append((first, last, lo, w))
+    return [p for p in pieces if p[3] > p[2]] or pieces[-1:]
 
 
 def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
@@ -372,8 +374,8 @@ def _count(out: dict, w: dict, m: dict | None, r: dict):
     holders = m["holders"] if m else holders_of(w)
     if holders is not None and len(holders) > 1:
         out["holder_changed"] += 1
-    for _, t in (w.get("holds") or [])[1:]:
-        out["handovers_placed" if t is not None else "handovers_unplaced"] += 1
+    for _, frm in (w.get("holds") or [])[1:]:
+        out["handovers_placed" if frm is not None else "handovers_unplaced"] += 1
     d, steal = out["disagreements"], steal_sides(w["lhp_class"])
     for i, side in enumerate(("holder", "waiter")):
         out["sources"][side][r[f"{side}_source"]] += 1

@@ -3,6 +3,9 @@
 Per phase: acquisitions, contended share, p50/p99/p99.9 of timed waits (log-uniform within a
 log2 bucket, see cdf.py), the share of timed waits >= 2^20 cycles, the LHP share of long waits
 (>= the threshold) and lockbench throughput with its interval and change from the baseline.
+The host timeline's 'unknown' spans (switches of a vCPU thread the host trace did not record):
+how many, their cycles and their share of the vCPU time the timeline covers, per phase and for
+the whole run (with each repetition), and named in the problems when there are any.
 """
 from dataclasses import dataclass
 
@@ -52,7 +55,30 @@ def phase_summary(run, phase: str, opts: Options) -> dict:
         "lhp": lw,
         "throughput": throughput.phase_throughput(snaps, opts.confidence),
         "trace": trace_loss(snaps),
+        "timeline_unknown": timeline_unknown(run.timeline, phase),
     }
+
+
+def _unknown_counts(rows) -> dict:
+    """Unknown spans of these timeline rows, their cycles, and the share of all their cycles."""
+    length = (rows["end_host_tsc"] - rows["start_host_tsc"]).to_numpy(dtype="int64")
+    unknown = (rows["state"] == c.UNKNOWN_STATE).to_numpy()
+    total, cycles = int(length.sum()), int(length[unknown].sum())
+    return {"spans": int(unknown.sum()), "cycles": cycles, "vcpu_cycles": total,
+            "share": _r(cycles / total if total else None, 9)}
+
+
+def timeline_unknown(timeline, phase: str | None = None) -> dict | None:
+    """The timeline's unknown spans (of one phase, or of the whole run with per_repetition);
+    None without a timeline."""
+    if timeline is None:
+        return None
+    rows = timeline if phase is None else timeline[timeline["phase"] == phase]
+    out = _unknown_counts(rows)
+    if phase is None:
+        out["per_repetition"] = [{"phase": p, "rep": int(r), **_unknown_counts(g)}
+                                 for (p, r), g in rows.groupby(["phase", "rep"], sort=True)]
+    return out
 
 
 def trace_loss(snaps) -> dict | None:
@@ -86,7 +112,34 @@ def build(run, opts: Options) -> dict:
     return {"format": 1, "run_id": run.run_id, "state": status.get("state", "unknown"),
             "reason": status.get("reason", ""), "threshold_cycles": opts.threshold,
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
-            "phases": phases, "problems": run.problems + aggregate.data_problems(run) + lhp_problems(run, opts)}
+            "phases": phases, "timeline_unknown": timeline_unknown(run.timeline),
+            "problems": run.problems + aggregate.data_problems(run) + lhp_problems(run, opts)
+            + timeline_problems(run) + disagreement_problems(phases)}
+
+
+def timeline_problems(run) -> list:
+    """The host timeline's unknown time, when there is any."""
+    u = timeline_unknown(run.timeline)
+    if not u or not u["spans"]:
+        return []
+    return [f"{c.TIMELINE}: {u['spans']} span(s) of unknown state, {u['cycles']} cycles, "
+            f"{u['cycles'] / u['vcpu_cycles']:.3%} of the vCPU time it covers: switches of a vCPU thread the host trace "
+            "did not record. The attribution counts that time as on-CPU for the least and as off-CPU for the most "
+            "off time, so a wait whose class depends on it is uncertain."]
+
+
+def disagreement_problems(phases: dict) -> list:
+    """Where the guest's steal time and the host timeline said different things of a wait's side."""
+    out = []
+    for phase, s in phases.items():
+        d = (s.get("lhp") or {}).get("disagreements")
+        if d and d["total"]:
+            out.append(f"Phase {phase}: steal time and the host timeline disagreed on {d['total']} of "
+                       f"{d['sides_compared']} wait sides both spoke of ({d['steal_silent_timeline_off']} with no steal "
+                       f"while the timeline had the vCPU off: a frozen, sleeping or blocked vCPU thread accrues no "
+                       f"steal time; {d['steal_off_timeline_on']} with steal time while the timeline had the vCPU off for "
+                       "less than the threshold). The timeline decided them.")
+    return out
 
 
 def lhp_problems(run, opts: Options) -> list:

@@ -87,7 +87,9 @@ def check_results(path):
     expect("long waits", s.long_waits,
            [{"cpu": l % 2, "class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
              "wait_cycles": (1 << 21) + l, "holder_cpu": None if l == 0 else 1 - l % 2,
-             "holder_end_cpu": None if l == 4 else l % 2, "lhp_class": name}
+             "holder_end_cpu": None if l == 4 else l % 2, "lhp_class": name,
+             "holds": None if l == 0 else [[1 - l % 2, 4000 + l], [l % 2, 6000 + l if l % 2 else None]],
+             "holder_steal_ns": None if l == 4 else 100 * l, "waiter_steal_ns": None if l == 4 else 10 * l}
             for l, name in enumerate(ABI_LHP)])
     tl = run.timeline
     expect("timeline rows", None if tl is None else

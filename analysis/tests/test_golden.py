@@ -59,3 +59,56 @@ def test_threshold_option_changes_the_lhp_set():
     l = s["phases"]["host-load"]["lhp"]  # only the three waits of 17M, 20M and 30M cycles remain
     assert (l["long_waits"], l["holder_off"], l["holder_on"], l["unknown"]) == (3, 0, 2, 1)
     assert s["phases"]["idle-host"]["lhp"]["share"] is None
+
+
+def test_unknown_timeline_spans_are_counted_and_named(run_copy):
+    """timeline.csv's 'unknown' rows: their number, cycles and share of the vCPU time, per phase
+    and per run, and a sentence in the problems; none in run-basic."""
+    from spinlab_report import load, summary
+    from conftest import BASIC
+    s = summary.build(load.load_run(BASIC), summary.Options())
+    # 2 vCPUs x 4 repetitions x 1e9 cycles, all known
+    assert s["timeline_unknown"] == {"spans": 0, "cycles": 0, "vcpu_cycles": 8_000_000_000, "share": 0.0,
+                                     "per_repetition": [
+                                         {"phase": p, "rep": r, "spans": 0, "cycles": 0, "vcpu_cycles": 2_000_000_000,
+                                          "share": 0.0} for p, r in (("host-load", 1), ("host-load", 2),
+                                                                     ("idle-host", 1), ("idle-host", 2))]}
+    assert not any("unknown state" in p for p in s["problems"])
+    # two unknown spans of 1M and 3M cycles in host-load r2, cut out of vCPU 1's first 'on' row
+    path = run_copy / "timeline.csv"
+    lines = path.read_text().splitlines()
+    i = next(k for k, l in enumerate(lines) if l.startswith("1,1002,on,") and l.endswith(",host-load,2"))
+    v, tid, _, a, b, ph, rep = lines[i].split(",")
+    a = int(a)
+    lines[i:i + 1] = [f"1,1002,unknown,{a},{a + 1_000_000},host-load,2", f"1,1002,on,{a + 1_000_000},{a + 2_000_000},host-load,2",
+                      f"1,1002,unknown,{a + 2_000_000},{a + 5_000_000},host-load,2", f"1,1002,on,{a + 5_000_000},{b},host-load,2"]
+    path.write_text("\n".join(lines) + "\n")
+    s = summary.build(load.load_run(str(run_copy)), summary.Options())
+    u = s["timeline_unknown"]
+    assert (u["spans"], u["cycles"], u["share"]) == (2, 4_000_000, 0.0005)
+    assert [(r["phase"], r["rep"], r["spans"]) for r in u["per_repetition"] if r["spans"]] == [("host-load", 2, 2)]
+    assert s["phases"]["host-load"]["timeline_unknown"]["cycles"] == 4_000_000
+    assert s["phases"]["idle-host"]["timeline_unknown"]["spans"] == 0
+    (p,) = [p for p in s["problems"] if "unknown state" in p]
+    assert p.startswith("timeline.csv: 2 span(s) of unknown state, 4000000 cycles, 0.050% of the vCPU time")
+
+
+def test_steal_time_disagreeing_with_the_timeline_is_a_problem_named(run_copy):
+    """The 6M wait of host-load r1 (1 -> 0, steal time 'neither'): with vCPU 0 off for all of
+    it on the timeline, the timeline decides holder-preempted and the problems count one
+    disagreement of steal time's kind."""
+    from spinlab_report import load, summary
+    path = run_copy / "timeline.csv"
+    lines = path.read_text().splitlines()
+    # host [3_200_001_000, 3_206_001_000): vCPU 0 'on' from the r1 start is cut there
+    i = next(k for k, l in enumerate(lines) if l.startswith("0,1001,on,3000001000,"))
+    b = lines[i].split(",")[4]
+    lines[i:i + 1] = ["0,1001,on,3000001000,3200001000,host-load,1", "0,1001,off,3200001000,3206001000,host-load,1",
+                      f"0,1001,on,3206001000,{b},host-load,1"]
+    path.write_text("\n".join(lines) + "\n")
+    s = summary.build(load.load_run(str(run_copy)), summary.Options())
+    l = s["phases"]["host-load"]["lhp"]
+    assert (l["holder_off"], l["holder_on"], l["disagreements"]["total"]) == (4, 2, 1)
+    assert l["disagreements"]["steal_silent_timeline_off"] == 1
+    (p,) = [p for p in s["problems"] if "disagreed" in p]
+    assert p.startswith("Phase host-load: steal time and the host timeline disagreed on 1 of 4 wait sides")

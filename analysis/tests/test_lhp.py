@@ -263,7 +263,8 @@ def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
     # without the hand-over's moment (the guest's start and end holders only) it is uncertain
     guessed = _share([wait(2, 0, 0, 100_000, holder_end=1)], _tl(QUEUE_TL))["waits"][0]
     assert guessed["holder_off_cycles"] == [0.0, 60_000.0] and guessed["holder_side"] == "uncertain"
-    # a hand-over whose hold was not traced falls back to the range for that gap only
+    # a hand-over whose hold was not traced falls back to the range for that gap only: CPU 0
+    # then CPU 1 over [0, 90_000), CPU 3 from 90_000
     gap = dict(wait(2, 0, 0, 100_000, holder_end=3), holds=[[0, None], [1, None], [3, 90_000]])
     assert holder_pieces(gap) == [(0, 1, 0.0, 90_000.0), (3, 3, 90_000.0, 100_000.0)]
     tl = _tl(QUEUE_TL + [(3, "off", 0, 200_000)])

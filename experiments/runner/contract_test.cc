@@ -80,10 +80,19 @@ SnapshotRecord known_record() {
     LongWaits lw;
     lw.min_cycles = 1 << 20;
     lw.dropped = 3;
-    for (uint32_t l = 0; l < kLhpClassCount; ++l)
-        lw.entries.push_back({l % 2, l % 2 ? "sched" : "lockbench.0", 5000 + l, (uint64_t(1) << 21) + l,
-                              l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2),
-                              l == 4 ? std::nullopt : std::optional<uint32_t>(l % 2), l});
+    for (uint32_t l = 0; l < kLhpClassCount; ++l) {
+        LongWaitEntry e;
+        e.cpu = l % 2, e.class_name = l % 2 ? "sched" : "lockbench.0", e.start_tsc = 5000 + l;
+        e.wait_cycles = (uint64_t(1) << 21) + l;
+        e.holder_cpu = l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2);
+        e.holder_end_cpu = l == 4 ? std::nullopt : std::optional<uint32_t>(l % 2);
+        e.lhp_class = l;
+        // holds: none for l = 0; a placed hand-over (l = 1, 3); an unplaced one (l = 2, 4)
+        if (l > 0)
+            e.holds = {{1 - l % 2, 4000 + l}, {l % 2, l % 2 ? std::optional<uint64_t>(6000 + l) : std::nullopt}};
+        if (l != 4) e.holder_steal_ns = 100 * l, e.waiter_steal_ns = 10 * l;
+        lw.entries.push_back(e);
+    }
     r.long_waits = lw;
     // The trace session: contract_check.py:known_trace() is the same recipe.
     TraceRecord t;

@@ -145,6 +145,21 @@ std::string snapshot_json(const SnapshotRecord& r) {
             else
                 null_value(j);
             j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
+            if (!w.holds.empty()) {
+                j.key("holds").begin_array();
+                for (const HoldLink& h : w.holds) {  // [cpu, from_tsc], null: not traced
+                    j.begin_array();
+                    j.value(h.cpu);
+                    if (h.from_tsc)
+                        j.value(*h.from_tsc);
+                    else
+                        null_value(j);
+                    j.end_array();
+                }
+                j.end_array();
+            }
+            if (w.holder_steal_ns) j.field("holder_steal_ns", *w.holder_steal_ns);
+            if (w.waiter_steal_ns) j.field("waiter_steal_ns", *w.waiter_steal_ns);
             j.end_object();
         }
         j.end_array();

@@ -25,6 +25,16 @@ struct Stamp {
     std::string wall;  // ISO 8601 UTC
 };
 
+// One holder of the lock during a long wait: from_tsc (guest TSC) is when the lock became its:
+// the release of the hold before it when that hold is traced, else its own acquire stamp (the
+// hand-over was then at or before it: the stamp is late only if the vCPU stopped between taking
+// the lock and reading the TSC); nullopt where its own hold was not traced.
+struct HoldLink {
+    uint32_t cpu = 0;
+    std::optional<uint64_t> from_tsc;
+    bool operator==(const HoldLink&) const = default;
+};
+
 struct LongWaitEntry {
     uint32_t cpu = 0;
     std::string class_name;
@@ -33,6 +43,12 @@ struct LongWaitEntry {
     std::optional<uint32_t> holder_cpu;      // when the wait began
     std::optional<uint32_t> holder_end_cpu;  // whose release handed the lock over
     uint32_t lhp_class = uint32_t(LhpClass::kUnknown);
+    // The holders in order, the first holding when the wait began, placed from the trace's
+    // hold events (trace_results.h hand_over_chains); empty: not placed (key omitted).
+    std::vector<HoldLink> holds;
+    // The guest's steal time of the holder's and its own vCPU during the wait (KVM; 0 without
+    // steal time); nullopt: not known (keys omitted).
+    std::optional<uint64_t> holder_steal_ns, waiter_steal_ns;
 };
 
 struct LongWaits {

@@ -47,9 +47,16 @@ SnapshotRecord record(const std::string& phase, uint32_t rep, int k, uint64_t wa
     r.workload = workload_ops(r.counters, r.names, "lockbench", {"lockbench"}, r.duration_s);
     LongWaits lw;
     lw.min_cycles = 1 << 20;
-    lw.entries.push_back({0, "lockbench.0", 5000, uint64_t(1) << 23, 1, 0, uint32_t(LhpClass::kUnknown)});
-    lw.entries.push_back({1, "lockbench.0", 6000, uint64_t(1) << 22, std::nullopt, std::nullopt,
-                          uint32_t(LhpClass::kHolderPreempted)});
+    LongWaitEntry a;  // the holder changed during it: CPU 1, then CPU 0 from an unplaced moment
+    a.cpu = 0, a.class_name = "lockbench.0", a.start_tsc = 5000, a.wait_cycles = uint64_t(1) << 23;
+    a.holder_cpu = 1, a.holder_end_cpu = 0, a.lhp_class = uint32_t(LhpClass::kUnknown);
+    a.holds = {{1, std::nullopt}, {0, 5200}};
+    a.holder_steal_ns = 0, a.waiter_steal_ns = 12;
+    lw.entries.push_back(a);
+    LongWaitEntry b;  // nothing known of its holders and no steal times
+    b.cpu = 1, b.class_name = "lockbench.0", b.start_tsc = 6000, b.wait_cycles = uint64_t(1) << 22;
+    b.lhp_class = uint32_t(LhpClass::kHolderPreempted);
+    lw.entries.push_back(b);
     r.long_waits = lw;
     return r;
 }
@@ -92,10 +99,21 @@ TEST(Results, SnapshotFollowsTheContract) {
     EXPECT_EQ(lw->second.get<int>("holder_cpu"), 1);
     EXPECT_EQ(lw->second.get<int>("holder_end_cpu"), 0);
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "unknown");
+    // "holds": [[1, null], [0, 5200]]
+    std::vector<std::vector<std::string>> holds;
+    for (const auto& [k, h] : lw->second.get_child("holds")) {
+        holds.emplace_back();
+        for (const auto& [kk, x] : h) holds.back().push_back(x.data());
+    }
+    EXPECT_EQ(holds, (std::vector<std::vector<std::string>>{{"1", "null"}, {"0", "5200"}}));
+    EXPECT_EQ(lw->second.get<uint64_t>("holder_steal_ns"), 0u);
+    EXPECT_EQ(lw->second.get<uint64_t>("waiter_steal_ns"), 12u);
     ++lw;
     EXPECT_EQ(lw->second.get<std::string>("holder_cpu"), "null");
     EXPECT_EQ(lw->second.get<std::string>("holder_end_cpu"), "null");
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "holder-preempted");
+    // not placed, not known: the keys are left out
+    EXPECT_EQ(lw->second.count("holds") + lw->second.count("holder_steal_ns") + lw->second.count("waiter_steal_ns"), 0u);
     EXPECT_EQ(t.get<uint64_t>("long_waits_min_cycles"), 1u << 20);
 }
 

@@ -1,10 +1,13 @@
 // experiments/runner/trace_results.cc: see trace_results.h.
 #include "trace_results.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include "locktrace/buffer_parser.h"
 #include "locktrace/trace_file.h"
@@ -23,7 +26,79 @@ LongWaitEntry long_wait_from_event(const TraceSpinlockEvent& e, const collect::C
     if (e.holder_cpu_start != kNoCpu) w.holder_cpu = e.holder_cpu_start;
     if (e.holder_cpu_end != kNoCpu) w.holder_end_cpu = e.holder_cpu_end;
     w.lhp_class = e.lhp_class < kLhpClassCount ? e.lhp_class : uint32_t(LhpClass::kUnknown);
+    w.holder_steal_ns = e.holder_steal_ns;
+    w.waiter_steal_ns = e.waiter_steal_ns;
     return w;
+}
+
+TracedHold traced_hold(const TraceSpinlockEvent& e) {
+    return {e.lock_address, e.class_id, e.h.cpu, e.acquire_tsc, e.release_tsc, e.wait_cycles,
+            e.holder_cpu_start, e.holder_cpu_end};
+}
+
+namespace {
+
+uint64_t wait_start(const TracedHold& h) { return h.acquire_tsc >= h.wait_cycles ? h.acquire_tsc - h.wait_cycles : 0; }
+
+bool same_lock(const TracedHold& a, const TracedHold& b) { return a.lock == b.lock && a.class_id == b.class_id; }
+
+// Whether the hold just before sorted[i] (by acquire time, on the same lock) is the one that
+// handed the lock to it: by the CPU it names as holder_cpu_end, released during its wait.
+bool handed_over(const std::vector<TracedHold>& sorted, size_t i) {
+    const TracedHold& c = sorted[i];
+    return c.holder_cpu_end != kNoCpu && i > 0 && same_lock(sorted[i - 1], c) &&
+           sorted[i - 1].cpu == c.holder_cpu_end && sorted[i - 1].release_tsc >= wait_start(c);
+}
+
+// The chain of one wait, `at` its position in `sorted` (holds by lock, then acquire time).
+std::vector<HoldLink> chain_of(const std::vector<TracedHold>& sorted, size_t at) {
+    const TracedHold& wait = sorted[at];
+    const uint64_t start = wait_start(wait);
+    if (wait.holder_cpu_end == kNoCpu) return {};
+    std::vector<HoldLink> back;  // from the last holder to the first
+    bool complete = false;
+    for (size_t cur = at;;) {
+        if (!handed_over(sorted, cur)) {  // the hold that handed the lock to cur was not traced
+            back.push_back({sorted[cur].holder_cpu_end, std::nullopt});
+            break;
+        }
+        const size_t pi = cur - 1;
+        const TracedHold& p = sorted[pi];
+        // the lock became p's when the hold before it let go, else (not traced) by p's own stamp
+        const uint64_t from = handed_over(sorted, pi) ? sorted[pi - 1].release_tsc : p.acquire_tsc;
+        back.push_back({p.cpu, from});
+        if (from <= start) {  // the holder when the wait began
+            complete = true;
+            break;
+        }
+        if (p.holder_cpu_end == kNoCpu) break;  // taken uncontended: who held it before is not known
+        cur = pi;
+    }
+    if (!complete && wait.holder_cpu_start != kNoCpu && back.back().cpu != wait.holder_cpu_start)
+        back.push_back({wait.holder_cpu_start, std::nullopt});
+    return {back.rbegin(), back.rend()};
+}
+
+}  // namespace
+
+std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold>& holds,
+                                                    const std::vector<size_t>& waits) {
+    std::vector<size_t> order(holds.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const TracedHold &x = holds[a], &y = holds[b];
+        return std::tie(x.lock, x.class_id, x.acquire_tsc, x.cpu) < std::tie(y.lock, y.class_id, y.acquire_tsc, y.cpu);
+    });
+    std::vector<TracedHold> sorted(holds.size());
+    std::vector<size_t> position(holds.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        sorted[i] = holds[order[i]];
+        position[order[i]] = i;
+    }
+    std::vector<std::vector<HoldLink>> out;
+    out.reserve(waits.size());
+    for (size_t w : waits) out.push_back(chain_of(sorted, position.at(w)));
+    return out;
 }
 
 TraceRecord read_trace_file(const std::string& path, const std::string& file,
@@ -38,6 +113,9 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
     r.file = file;
     r.session = fh.session;
     size_t off = sizeof fh;
+    std::vector<TracedHold> holds;  // every spinlock event, for placing hand-overs
+    std::vector<size_t> waits;      // the long waits among them
+    std::vector<LongWaitEntry> found;
     lt::FrameView f;
     lt::FileError e;
     while ((e = lt::next_frame(data.data(), data.size(), &off, &f)) == lt::FileError::kNone) {
@@ -64,11 +142,20 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
             if (h.type != uint16_t(TraceEventType::kSpinlock) || long_waits == nullptr) return;
             TraceSpinlockEvent s;
             std::memcpy(&s, ev, sizeof s);
-            if (s.rules & kTraceRuleLongWait) long_waits->entries.push_back(long_wait_from_event(s, names));
+            if (s.rules & kTraceRuleLongWait) {
+                waits.push_back(holds.size());
+                found.push_back(long_wait_from_event(s, names));
+            }
+            holds.push_back(traced_hold(s));
         });
     }
     if (e != lt::FileError::kEnd) r.damaged_frames++;  // a tail cut short: what came before counts
-    if (long_waits) long_waits->dropped += r.totals.events_lost;
+    if (long_waits) {
+        std::vector<std::vector<HoldLink>> chains = hand_over_chains(holds, waits);
+        for (size_t i = 0; i < found.size(); ++i) found[i].holds = std::move(chains[i]);
+        long_waits->entries.insert(long_waits->entries.end(), found.begin(), found.end());
+        long_waits->dropped += r.totals.events_lost;
+    }
     return r;
 }
 

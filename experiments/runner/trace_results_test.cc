@@ -2,7 +2,8 @@
 // results: a region file with a trace session in it, events written with the kernel's writer
 // code, drained by the collector's TraceRecorder into a trace file, read back by
 // read_trace_file: every long-wait event becomes one long wait with both holder CPUs, other
-// events do not, and the loss counters are the CPUs' exactly.
+// events do not, and the loss counters are the CPUs' exactly. hand_over_chains places the
+// hand-overs of a lock during a wait from its traced holds (a ticket queue, a missing link).
 #include "trace_results.h"
 
 #include <fcntl.h>
@@ -81,6 +82,35 @@ bool write_spin(lt::Writer& w, uint32_t cpu, uint8_t rules, uint64_t acquire, ui
     e->rules = rules;
     e->flags = wait ? kTraceSpinContended : 0;
     lt::end_write(w, sizeof *e, acquire + 100);
+    return true;
+}
+
+// A hold of lock `lock` on `cpu`: [acquire, release), after a wait of `wait` cycles (0:
+// uncontended), handed over by `from` (kNoCpu: nobody, or not known).
+TracedHold hold(uint64_t lock, uint32_t cpu, uint64_t acquire, uint64_t release, uint64_t wait,
+                uint32_t start_holder, uint32_t from) {
+    return {lock, 0, cpu, acquire, release, wait, start_holder, from};
+}
+
+bool write_hold(lt::Writer& w, const TracedHold& h, uint8_t rules, uint64_t holder_steal, uint64_t waiter_steal) {
+    auto* e = static_cast<TraceSpinlockEvent*>(lt::begin_write(w, sizeof(TraceSpinlockEvent)));
+    if (e == nullptr) return false;
+    std::memset(e, 0, sizeof *e);
+    lt::fill_header(e->h, sizeof *e, TraceEventType::kSpinlock, h.cpu, 5, 6, h.release_tsc);
+    e->lock_address = h.lock;
+    e->acquire_tsc = h.acquire_tsc;
+    e->release_tsc = h.release_tsc;
+    e->wait_cycles = h.wait_cycles;
+    e->spin_count = h.wait_cycles ? 9 : 0;
+    e->holder_steal_ns = holder_steal;
+    e->waiter_steal_ns = waiter_steal;
+    e->class_id = h.class_id;
+    e->holder_cpu_start = h.holder_cpu_start;
+    e->holder_cpu_end = h.holder_cpu_end;
+    e->lhp_class = uint8_t(h.wait_cycles ? LhpClass::kNeither : LhpClass::kUnknown);
+    e->rules = rules;
+    e->flags = h.wait_cycles ? kTraceSpinContended : 0;
+    lt::end_write(w, sizeof *e, h.release_tsc);
     return true;
 }
 
@@ -185,6 +215,91 @@ TEST(TraceResults, ACutFileKeepsItsWholeFramesAndSaysSo) {
     EXPECT_FALSE(r.counters_found);
     EXPECT_EQ(r.damaged_frames, 1u);
     EXPECT_THROW(read_trace_file(temp("missing"), "f", names(), &lw), std::runtime_error);
+    fs::remove(file);
+}
+
+// A ticket queue on lock 0xA: CPU 0 holds it from 100 (uncontended) and is frozen until 1000;
+// CPU 1, queued since 150, takes it at 1000 and releases at 1500 to CPU 2, which has waited
+// since 200. Holds of another lock (0xB) fall in between and must not be linked.
+std::vector<TracedHold> queue() {
+    return {hold(0xA, 0, 100, 1000, 0, kNoCpu, kNoCpu),   // 0
+            hold(0xB, 1, 120, 130, 0, kNoCpu, kNoCpu),    // 1: another lock
+            hold(0xA, 1, 1000, 1500, 850, 0, 0),          // 2
+            hold(0xB, 0, 1200, 1300, 50, 1, 1),           // 3: another lock
+            hold(0xA, 2, 1500, 1600, 1300, 0, 1)};        // 4: the wait of CPU 2, [200, 1500)
+}
+
+TEST(HandOverChains, ATicketQueueIsPlacedHoldByHold) {
+    const auto chains = hand_over_chains(queue(), {4, 2});
+    // CPU 2's wait: CPU 0 (its stamp 100, before the wait began; who handed it the lock is not
+    // traced), then CPU 1 from 1000, when CPU 0 let go
+    const std::vector<HoldLink> two{{0, 100}, {1, 1000}};
+    EXPECT_EQ(chains[0], two);
+    // CPU 1's own wait [150, 1000): CPU 0 throughout
+    EXPECT_EQ(chains[1], (std::vector<HoldLink>{{0, 100}}));
+    // the holds given in another order: the same chains
+    std::vector<TracedHold> shuffled = queue();
+    std::swap(shuffled[0], shuffled[4]);
+    EXPECT_EQ(hand_over_chains(shuffled, {0})[0], two);
+    // a late acquire stamp (CPU 1 stopped between taking the lock and reading the TSC): the
+    // hand-over is still when CPU 0 let go
+    std::vector<TracedHold> late = queue();
+    late[2].acquire_tsc = 1400, late[2].wait_cycles = 1250;
+    EXPECT_EQ(hand_over_chains(late, {4})[0], two);
+}
+
+TEST(HandOverChains, AMissingLinkIsSaidAndTheWalkStops) {
+    // CPU 1's hold was not traced: CPU 2's wait names CPU 1 as the one that handed over, and the
+    // hold before it is CPU 0's: CPU 1 from an unknown moment, after CPU 0 (the holder at the start)
+    std::vector<TracedHold> h = queue();
+    h.erase(h.begin() + 2);
+    const std::vector<HoldLink> none{{0, std::nullopt}, {1, std::nullopt}};
+    EXPECT_EQ(hand_over_chains(h, {3})[0], none);
+    // CPU 0's hold not traced: CPU 1 from its own stamp (1000), CPU 0 before it
+    h = queue();
+    h.erase(h.begin());
+    const std::vector<HoldLink> stamped{{0, std::nullopt}, {1, 1000}};
+    EXPECT_EQ(hand_over_chains(h, {3})[0], stamped);
+    // a hold by the right CPU that ended before the later hold's wait began is not the one: CPU 0
+    // held 0xA [10, 50) too, and CPU 1 began to wait at 150
+    h = queue();
+    h[0] = hold(0xA, 0, 10, 50, 0, kNoCpu, kNoCpu);
+    EXPECT_EQ(hand_over_chains(h, {4})[0], stamped);
+    // a wait whose hand-over is not known at all has no chain
+    h = queue();
+    h[4].holder_cpu_end = kNoCpu;
+    EXPECT_TRUE(hand_over_chains(h, {4})[0].empty());
+}
+
+TEST(TraceResults, LongWaitsCarryTheirPlacedHoldsAndStealTimes) {
+    RegionFile region(temp("region4"), 3, 4);
+    const std::string file = temp("d.trace");
+    collect::TraceRecorder rec(temp("region4"), file);
+    lt::Writer w[3];
+    for (uint32_t c = 0; c < 3; ++c) lt::writer_arm(w[c], region.area(), c);
+    // the queue's holds with the guest's times scaled up to long waits (x 10,000)
+    for (TracedHold h : queue()) {
+        h.acquire_tsc *= 10'000, h.release_tsc *= 10'000, h.wait_cycles *= 10'000;
+        const uint8_t rules = h.wait_cycles >= 1'000'000 ? kTraceRuleLongWait : kTraceRuleAcquireSample;
+        ASSERT_TRUE(write_hold(w[h.cpu], h, rules, 7 * h.cpu, 11 * h.cpu));
+    }
+    for (auto& x : w) lt::flush(x, kTraceBufferFinal);
+    lt::area_stop(region.area(), 99'000'000);
+    rec.drain();
+    rec.finish();
+    LongWaits lw;
+    read_trace_file(file, "f", names(), &lw);
+    ASSERT_EQ(lw.entries.size(), 2u);  // CPU 1's wait and CPU 2's (0xB's 50-cycle wait is not long)
+    for (const LongWaitEntry& e : lw.entries) {
+        if (e.cpu == 2) {
+            EXPECT_EQ(e.holds, (std::vector<HoldLink>{{0, 1'000'000}, {1, 10'000'000}}));
+            EXPECT_EQ(e.holder_steal_ns, std::optional<uint64_t>(14));
+            EXPECT_EQ(e.waiter_steal_ns, std::optional<uint64_t>(22));
+        } else {
+            EXPECT_EQ(e.cpu, 1u);
+            EXPECT_EQ(e.holds, (std::vector<HoldLink>{{0, 1'000'000}}));
+        }
+    }
     fs::remove(file);
 }
 
