@@ -5,14 +5,14 @@ host CPU (off or frozen in timeline.csv). A wait caused by lock-holder preemptio
 a wait with a running holder near 0; the class thresholds are horizontal cuts. When the
 attribution gives the fraction per wait (field holder_off_fraction), it is used as is; else it
 is measured here from the host timeline joined through clock.json, and waits that cannot be
-joined have no point (they are counted in the caption).
+joined have no point (they are counted in the caption). Beyond dense.DENSE points, marks that
+would land on the same pixel as another of their series are drawn once, and rasterized.
 """
 import numpy as np
 
-from . import lhp
+from . import dense, lhp
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .plotting import CLASS_COLORS, Figure, k_range, log2_axis, plt, save
-from .buckets import bucket_of
 
 NAME, TITLE = "holder_off_scatter", "Holder off-CPU fraction against wait length, per long wait"
 
@@ -68,9 +68,8 @@ def points(run, threshold: int) -> tuple[list, int, int]:
     fractions measured by the attribution)."""
     pts, missing, given = [], 0, 0
     for phase in run.phases:
-        waits = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
         cache = {}
-        for w in waits:
+        for w in dense.long_waits(run, phase, threshold):
             frac = attributed_fraction(w)
             given += frac is not None
             if frac is None and run.timeline is not None and run.clock is not None and w["wait_cycles"] > 0:
@@ -86,27 +85,45 @@ def points(run, threshold: int) -> tuple[list, int, int]:
     return pts, missing, given
 
 
+FIGSIZE, YLIM = (6, 4.2), (-0.04, 1.04)
+
+
+def thin(x, y, lo_y, hi_y, lo_k: int, hi_k: int, dpi: float) -> np.ndarray:
+    """Indices of the marks to draw: all of them up to dense.DENSE, else one per pixel cell of
+    the figure (point and bar together), which looks the same."""
+    if x.size <= dense.DENSE:
+        return np.arange(x.size)
+    w, h = FIGSIZE[0] * dpi, FIGSIZE[1] * dpi
+    col = dense.pixel(np.log2(x), lo_k, hi_k, int(w))
+    rows = [dense.pixel(v, YLIM[0], YLIM[1], int(h)) for v in (y, lo_y, hi_y)]
+    return dense.one_per_cell(col, *rows)
+
+
 def make(run, outdir: str, threshold: int) -> Figure:
     pts, missing, given = points(run, threshold)
     if not pts:
         why = "no long waits were listed" if not missing else \
             f"none of the {missing} long waits could be joined with a host timeline"
         return Figure(NAME, TITLE, missing=why)
-    ks = [bucket_of(int(q[1])) for q in pts]
-    lo, hi = k_range([np.bincount(ks, minlength=64)])
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    wait = np.array([q[1] for q in pts], dtype=np.float64)
+    frac, least, most = (np.array([q[i] for q in pts], dtype=np.float64) for i in (2, 4, 5))
+    cls_of, phase_of = np.array([q[3] for q in pts], dtype=object), np.array([q[0] for q in pts], dtype=object)
+    lo, hi = k_range([np.bincount(np.maximum(np.frexp(wait)[1] - 1, 0), minlength=64)])  # bucket_of, vectorized
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     markers = ["o", "s", "^", "D", "v", "P"]
-    phases = [p for p in run.phases if any(q[0] == p for q in pts)]
+    phases = [p for p in run.phases if np.any(phase_of == p)]
+    crowded = len(pts) > dense.DENSE
     for cls, col in CLASS_COLORS.items():
         for i, phase in enumerate(phases):
-            sel = [q for q in pts if q[3] == cls and q[0] == phase]
-            if sel:
-                x, y = [q[1] for q in sel], [q[2] for q in sel]
-                ax.vlines(x, [q[4] for q in sel], [q[5] for q in sel], color=col, lw=0.6, alpha=0.5)
+            sel = np.flatnonzero((cls_of == cls) & (phase_of == phase))
+            if sel.size:
+                keep = sel[thin(wait[sel], frac[sel], least[sel], most[sel], lo, hi, fig.dpi)]
+                x, y = wait[keep], frac[keep]
+                ax.vlines(x, least[keep], most[keep], color=col, lw=0.6, alpha=0.5, rasterized=crowded)
                 ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
-                           label=f"{cls.replace('-', ' ')}, {phase} ({len(sel)})")
+                           label=f"{cls.replace('-', ' ')}, {phase} ({sel.size})", rasterized=crowded)
     log2_axis(ax, lo, hi)
-    ax.set_ylim(-0.04, 1.04)
+    ax.set_ylim(*YLIM)
     ax.set_ylabel("share of the wait the holder was off-CPU")
     ax.set_title(TITLE, fontsize=9)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
@@ -116,5 +133,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
                                                    "clock.json's straight line" + (f" ({given} from the attribution)" if given else ""))
     note = f" {missing} long wait(s) without a fraction (no timeline coverage or holder unknown) are not drawn." \
         if missing else ""
+    if crowded:
+        note += " Where several waits of one class and phase fall on the same pixel, one is drawn."
     return save(fig, outdir, NAME, TITLE, f"One point per wait of at least {threshold} cycles; the fraction is "
                 f"measured from {src}. Colour: the wait's class; marker: its phase.{note}")

@@ -8,7 +8,9 @@ the lock's holder. Short intervals are drawn at least one line wide so none disa
 """
 import numpy as np
 
-from . import lhp
+from matplotlib.collections import LineCollection
+
+from . import dense, lhp
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .fig_wait_ccdf import tsc_hz
 from .plotting import CLASS_COLORS, Figure, plt, save
@@ -36,9 +38,11 @@ def pick(run, threshold: int, width: float):
     """(phase, rep, window start in guest TSC, waits in the window) with the most long waits."""
     best = None
     for phase in run.phases:
-        waits = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
-        for rep in sorted({w["rep"] for w in waits}):
-            mine = [w for w in waits if w["rep"] == rep]
+        waits = dense.long_waits(run, phase, threshold)
+        by_rep = {}
+        for w in waits:
+            by_rep.setdefault(w["rep"], []).append(w)
+        for rep, mine in sorted(by_rep.items()):
             found = busiest_window([w["start_tsc"] for w in mine], width)
             if found and (best is None or found[1] > len(best[3])):
                 t0 = found[0]
@@ -69,12 +73,16 @@ def make(run, outdir: str, threshold: int) -> Figure:
             ax.broken_barh(spans, (vcpu - 0.4, 0.35), color=OFF_COLORS[state], edgecolor=OFF_COLORS[state], lw=0.6)
             n_off += len(spans)
             cpus.add(int(vcpu))
-    for w in waits:
-        c = CLASS_COLORS.get(w["lhp"], CLASS_COLORS["unknown"])
-        x = ms(w["start_tsc"] - t0)
-        ax.broken_barh([(x, ms(w["wait_cycles"]))], (w["cpu"] + 0.05, 0.35), color=c, edgecolor=c, lw=0.6)
-        if w["holder_cpu"] is not None and w["holder_cpu"] != w["cpu"]:
-            ax.plot([x, x], [w["cpu"] + 0.05, w["holder_cpu"] - 0.05], color=c, lw=0.5, alpha=0.7)
+    for cls in sorted({w["lhp"] for w in waits}):  # one collection of bars and one of lines per class
+        c = CLASS_COLORS.get(cls, CLASS_COLORS["unknown"])
+        mine = [w for w in waits if w["lhp"] == cls]
+        for cpu in sorted({w["cpu"] for w in mine}):
+            ax.broken_barh([(ms(w["start_tsc"] - t0), ms(w["wait_cycles"])) for w in mine if w["cpu"] == cpu],
+                           (cpu + 0.05, 0.35), color=c, edgecolor=c, lw=0.6)
+        lines = [[(ms(w["start_tsc"] - t0), w["cpu"] + 0.05), (ms(w["start_tsc"] - t0), w["holder_cpu"] - 0.05)]
+                 for w in mine if w["holder_cpu"] is not None and w["holder_cpu"] != w["cpu"]]
+        if lines:
+            ax.add_collection(LineCollection(lines, colors=c, linewidths=0.5, alpha=0.7))
     cpus = sorted(cpus)
     ax.set_yticks(cpus, [f"vCPU {c}" for c in cpus])
     ax.set_ylim(max(cpus) + 0.6, min(cpus) - 0.6)

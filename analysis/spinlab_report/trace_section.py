@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from . import fig_trace_timeline, fig_wake_cdf, trace_replay, trace_stacks
+from . import fig_trace_timeline, fig_wake_cdf, progress, trace_replay, trace_stacks
 
 MAX_TRACES = 4  # traces of a run analysed in its report (the rest are named)
 
@@ -82,19 +82,23 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
     files = run_traces(run)
     if not files:
         return []
-    timeline = run.timeline.to_dict("records") if run.timeline is not None else None
+    timeline = run.timeline  # a DataFrame: trace_replay.host_off_fn indexes it with numpy
     out = []
     for f in files[:MAX_TRACES]:
         label = os.path.basename(f)
         try:
-            a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline if run.clock else None, clock=run.clock if timeline else None)
+            with progress.stage(f"trace {label}", progress.count(os.path.getsize(f), "bytes")):
+                a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline if run.clock is not None else None,
+                                        clock=run.clock if timeline is not None else None)
         except (ValueError, OSError) as e:
             out += [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")]
             continue
-        out += blocks(a, figdir, label)
+        with progress.stage(f"trace {label}: tables and figures", progress.count(a.events, "events")):
+            out += blocks(a, figdir, label)
     if len(files) > MAX_TRACES:
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
     # Call stacks: every trace file, summed per phase (the report's folder is figdir's parent).
-    out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text))
+    with progress.stage("call stacks", progress.count(len(files), "trace files")):
+        out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text))
     return out

@@ -1,0 +1,45 @@
+"""Helpers for figures that may hold millions of marks (issue 28): one attribution per phase shared
+by the figures, and thinning to at most one mark per pixel.
+
+- `long_waits(run, phase, threshold)`: lhp.long_waits_share(...)["waits"] of a phase, computed once
+  per run, phase and threshold and reused by every figure that draws long waits (the attribution
+  measures each wait against the timeline; doing it once per figure multiplied the report's cost).
+- `one_per_cell(*coords)`: the indices of the first mark in each cell of a pixel grid, so a figure
+  never draws more marks than it has pixels; a mark hidden under another of the same series in
+  the same pixel changes nothing that can be seen.
+- DENSE: the number of marks above which a figure thins and rasterizes its marks (the SVG then
+  embeds them as an image instead of one element per mark).
+"""
+import numpy as np
+
+from . import lhp
+
+DENSE = 5000
+
+_cache = {"run": None, "waits": {}}  # the last run's attributions only: memory stays bounded
+
+
+def long_waits(run, phase: str, threshold: int) -> list:
+    """The attributed long waits of one phase (lhp.long_waits_share), computed once per run."""
+    if _cache["run"] is not run:
+        _cache["run"], _cache["waits"] = run, {}
+    key = (phase, threshold)
+    if key not in _cache["waits"]:
+        _cache["waits"][key] = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
+    return _cache["waits"][key]
+
+
+def one_per_cell(*cells) -> np.ndarray:
+    """Sorted indices of the first mark in each distinct cell; cells: one integer array per axis
+    (pixel column, row, ...), all the same length."""
+    if not cells or not len(cells[0]):
+        return np.zeros(0, dtype=np.int64)
+    key = np.stack([np.asarray(c, dtype=np.int64) for c in cells], axis=1)
+    _, first = np.unique(key, axis=0, return_index=True)
+    return np.sort(first)
+
+
+def pixel(values, lo: float, hi: float, pixels: int) -> np.ndarray:
+    """The pixel (0 .. pixels-1) of each value on an axis from lo to hi (values outside: clipped)."""
+    v = (np.asarray(values, dtype=np.float64) - lo) / ((hi - lo) or 1.0) * pixels
+    return np.clip(np.floor(v), 0, pixels - 1).astype(np.int64)
