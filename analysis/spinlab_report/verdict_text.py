@@ -1,7 +1,7 @@
 """The verdict (verdict.build's dict) in words and as a table (pure).
 
 The paragraph and the table lead with the LHP figures: cycles spun behind a preempted holder
-per vCPU-second and holder-preempted long waits per second, the share of vCPU time spent
+per vCPU-second and the long waits behind one per second, the share of vCPU time spent
 spinning on kernel locks, and the causes of the long waits. Waits >= 2^20 per second come
 after them, marked secondary. Numbers are written with a precision fit to what they are:
 rates and shares to 3 significant digits, counts whole.
@@ -127,7 +127,7 @@ def table(v: dict) -> tuple[list, list]:
     c = int(round(conf * 100))
     vs = f"× {base} (CI), test"
     head = ["phase", "reps", f"spin behind a preempted holder, cycles per vCPU-s ({c}% CI); {vs}",
-            f"holder-preempted long waits per s ({c}% CI); {vs}",
+            f"long waits behind a preempted holder per s ({c}% CI); {vs}",
             f"spinning on kernel locks, share of vCPU time ({c}% CI); {vs}",
             f"causes of long waits ≥ {cycles_text(v['threshold_cycles'])}: holder preempted / waiter preempted / "
             "both / holder running (slow holder, queued behind others)", "vCPUs off the host CPU",
@@ -173,7 +173,7 @@ def lhp_sentences(p: dict, conf: float) -> str:
         return "its spin behind preempted holders is unknown: no repetition's long waits were listed and attributed."
     out = (f"vCPUs spun {with_ci(cyc, 'cycles per vCPU-second', conf, big)} behind a preempted holder "
            f"({pct(l['share_of_vcpu_time']['mean'])} of vCPU time){against(cyc['vs_baseline'], conf)}. "
-           f"Holder-preempted long waits: {with_ci(waits, 'per second', conf)}{against(waits['vs_baseline'], conf)}.")
+           f"Long waits behind a preempted holder (holder preempted or both): {with_ci(waits, 'per second', conf)}{against(waits['vs_baseline'], conf)}.")
     if l["repetitions_attributed"] < n:
         out += (f" (From the {l['repetitions_attributed']} of {n} repetitions whose long waits were listed and "
                 "could be attributed.)")
@@ -221,7 +221,7 @@ def baseline_sentence(base: str, bp: dict, conf: float) -> str:
     spin = ("an unknown number of cycles behind a preempted holder (no long waits listed and attributed)"
             if l["cycles_per_vcpu_second"]["mean"] is None else
             f"{big(l['cycles_per_vcpu_second']['mean'])} cycles per vCPU-second behind a preempted holder "
-            f"({g3(l['waits_per_second']['mean'])} holder-preempted long waits per second)")
+            f"(in {g3(l['waits_per_second']['mean'])} long waits per second)")
     return (f"In {base} (the baseline, {bp['repetitions']} repetitions), vCPUs spun {spin} and spent "
             f"{kernel_value(bp['kernel_spin'])} of their time spinning on kernel locks.")
 
