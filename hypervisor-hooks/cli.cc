@@ -116,7 +116,9 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
              "write the freezer's latencies (median, p99, max) here as JSON at exit")
             ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 (freezer) or v2 (cgroup.freeze)")
             ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
-             "run the injector SCHED_FIFO at this priority (0: normal)");
+             "run the injector SCHED_FIFO at this priority (0: normal); where that is not "
+             "permitted (no CAP_SYS_NICE, RLIMIT_RTPRIO too low) it runs at normal priority, with "
+             "one warning");
         all.add(g);
     } else if (name == "pin") {
         po::options_description g("Pin");
