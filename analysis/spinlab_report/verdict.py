@@ -293,13 +293,13 @@ def causes(reps, threshold: int) -> dict:
 
 # Secondary and context -----------------------------------------------------------------------
 
-def lhp_counts(l: dict | None) -> dict | None:
-    """holder preempted / holder running / uncertain / unknown long waits and the share."""
-    if not l:
-        return None
-    off, on = l.get("holder_off", 0), l.get("holder_on", 0)
-    return {"long_waits": l.get("long_waits", 0), "holder_off": off, "holder_on": on,
-            "uncertain": l.get("uncertain", 0), "unknown": l.get("unknown", 0),
+def lhp_counts(reps) -> dict:
+    """Long waits inside the repetitions by their holder's side: off (preempted), on (running),
+    uncertain, unknown; and the share of preempted holders among the decided ones."""
+    sides = [w.get("holder_side") for r in reps for w in r["waits"]]
+    off, on = sides.count("off"), sides.count("on")
+    return {"long_waits": len(sides), "holder_off": off, "holder_on": on, "uncertain": sides.count("uncertain"),
+            "unknown": len(sides) - off - on - sides.count("uncertain"),
             "share": off / (off + on) if off + on else None}
 
 
@@ -378,7 +378,7 @@ def build(run, summary: dict) -> dict:
             "long_waits": sum(r["long_waits"] for r in reps),
             "per_second": _rate(reps, against, "long_waits", "duration_s", CORRECTION, conf),
             "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6, conf),
-            "lhp": lhp_counts(s.get("lhp")),
+            "lhp": lhp_counts(reps),
             "vcpu_off_share": off_share(run.timeline, phase),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
                                             conf, phase == base),

@@ -191,6 +191,9 @@ def test_causes_of_long_waits(tmp_path):
     assert c["holds_ge_threshold"] == 9  # 3 timed holds in bucket 2^20 per repetition
     idle = v["phases"]["idle-host"]["causes"]
     assert (idle["slow_holder"], idle["queued"], idle["holder-preempted"]) == (117, 4, 1)
+    # by the holder's side: holder preempted and both are off, the rest on
+    assert v["phases"]["host-load"]["lhp"] == {"long_waits": 36, "holder_off": 25, "holder_on": 11, "uncertain": 0,
+                                               "unknown": 0, "share": 25 / 36}
     assert ("holder preempted 24, waiter preempted 1, both 1, holder running 10 (9 slow holder(s), "
             "1 queued behind other holders), uncertain 0, unknown 0") in verdict.paragraph(v)
 
