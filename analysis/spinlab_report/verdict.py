@@ -6,7 +6,7 @@ t interval and two-sided test on log values (confidence.log_ratio; why that test
 
 1. LHP spin. The long waits (>= the threshold) whose holder side is off the host CPU
    (lhp.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
-   per repetition: their wait cycles summed and divided by vCPUs x duration (cycles per
+   per repetition: the cycles spent in them divided by vCPUs x duration (cycles per
    vCPU-second; over the guest TSC span also a share of vCPU time), and their number per second.
    Only the cycles of listed waits inside the repetition count (the trace session that lists
    them runs before and after the counters), and per waiter vCPU the union of its waits' spans:
