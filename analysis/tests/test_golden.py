@@ -112,3 +112,22 @@ def test_steal_time_disagreeing_with_the_timeline_is_a_problem_named(run_copy):
     assert l["disagreements"]["steal_silent_timeline_off"] == 1
     (p,) = [p for p in s["problems"] if "disagreed" in p]
     assert p.startswith("Phase host-load: steal time and the host timeline disagreed on 1 of 4 wait sides")
+
+
+def test_a_malformed_holds_list_is_named(run_copy):
+    """A long wait's "holds" must be [[cpu, from_tsc or null], ...]: anything else leaves the
+    snapshot out with a sentence naming the field; a well-formed one is read as it is."""
+    import json as _json
+    from spinlab_report import load
+    path = run_copy / "snapshots" / "host-load-r1.json"
+    d = _json.loads(path.read_text())
+    d["long_waits"][0]["holds"] = [[1, None], [0, 3_102_000_000]]
+    path.write_text(_json.dumps(d))
+    run = load.load_run(str(run_copy))
+    (s,) = [s for s in run.snapshots if (s.phase, s.rep) == ("host-load", 1)]
+    assert s.long_waits[0]["holds"] == [[1, None], [0, 3_102_000_000]] and s.long_waits[1]["holds"] is None
+    d["long_waits"][0]["holds"] = [[1, None, 5]]
+    path.write_text(_json.dumps(d))
+    run = load.load_run(str(run_copy))
+    assert not [s for s in run.snapshots if (s.phase, s.rep) == ("host-load", 1)]
+    assert any("long_waits[0]: 'holds' must be a non-empty list of [cpu, from_tsc or null]" in p for p in run.problems)
