@@ -354,7 +354,7 @@ class _Machine:
 
     def long_waits(self, runs, long_wait, host):
         starts = {c: [a for a, _, _ in iv] for c, iv in runs.items()}
-        out = []
+        out, placed = [], []  # placed: (row, holder CPU, a, b) of the waits whose holder CPU ran
         for e in self.ev:
             if e.name != "spinlock" or not (e.f["flags"] & 1):
                 continue
@@ -386,14 +386,19 @@ class _Machine:
                 share["unknown"] += max(0, w - covered)
                 row.update(holder_thread=holder, holder_running=share["holder"] / w, other_thread=share["other"] / w,
                            idle=share["idle"] / w, unknown=share["unknown"] / w)
-                if host is not None:
-                    row["host_off"] = host(h, a, b)
-                shares = {"running the holder": row["holder_running"], "running another thread": row["other_thread"],
-                          "idle": row["idle"]}
-                if row["host_off"] is not None:
-                    shares["off-CPU on the host"] = row["host_off"]
-                row["verdict"] = max(shares, key=shares.get)
+                placed.append((row, h, a, b))
             out.append(row)
+        if host is not None and placed:  # one batch: the timeline's binary searches in numpy
+            shares = host(np.array([p[1] for p in placed]), np.array([p[2] for p in placed], dtype=np.float64),
+                          np.array([p[3] for p in placed], dtype=np.float64))
+            for (row, _, _, _), v in zip(placed, shares.tolist()):
+                row["host_off"] = None if v != v else v  # NaN: not placed
+        for row, _, _, _ in placed:
+            shares = {"running the holder": row["holder_running"], "running another thread": row["other_thread"],
+                      "idle": row["idle"]}
+            if row["host_off"] is not None:
+                shares["off-CPU on the host"] = row["host_off"]
+            row["verdict"] = max(shares, key=shares.get)
         return out
 
 
@@ -433,28 +438,48 @@ def _covered(entry, t):
     return np.where(i >= 0, before[j] + inside, 0.0) if s.size else inside
 
 
+def host_map(cmap, guest) -> tuple:
+    """lhp.ClockMap.map over an array: (host TSC, bound), the bound inf where the clock cannot
+    place the time. The same arithmetic as map(), element by element."""
+    g = np.asarray(guest, dtype=np.float64)
+    if len(cmap.g) >= 2:
+        i = np.clip(np.searchsorted(cmap.g, g, side="right"), 1, len(cmap.g) - 1)
+        t = (g - cmap.g[i - 1]) / (cmap.g[i] - cmap.g[i - 1])
+        off = cmap.off[i - 1] + t * (cmap.off[i] - cmap.off[i - 1])
+        bound = np.maximum(cmap.hw[i - 1], cmap.hw[i]) + np.abs(cmap.off[i] - cmap.off[i - 1])
+        before, after = g < cmap.g[0], g > cmap.g[-1]
+        host = np.where(before, g + cmap.off[0], np.where(after, g + cmap.off[-1], g + off))
+        return host, np.where(before | after, np.inf, bound)
+    from .lhp import guest_to_host
+    return np.asarray(guest_to_host(g, cmap.clock), dtype=np.float64), np.full(g.shape, cmap.line_bound)
+
+
 def host_off_fn(timeline, clock):
-    """(vcpu, guest a, guest b) -> share of [a, b) the vCPU was off or frozen on the host, through
-    clock.json's mapping (lhp.ClockMap); None where the clock cannot place the wait, or where the
-    host trace does not show the vCPU's state for part of it ('unknown'). timeline: timeline.csv
-    as a DataFrame or as rows (dicts). Each call is two binary searches per union (sorted, disjoint
-    intervals with cumulative cycles), so a trace with many long waits costs O(waits log rows)."""
+    """(vcpus, guest a, guest b), arrays of one length -> per wait the share of [a, b) the vCPU
+    was off or frozen on the host, through clock.json's mapping (lhp.ClockMap); NaN where the
+    clock cannot place the wait, or where the host trace does not show the vCPU's state for part
+    of it ('unknown'). timeline: timeline.csv as a DataFrame or as rows (dicts). Per vCPU, two
+    binary searches per wait in the union of its off rows (sorted, disjoint, with cumulative
+    cycles): O(waits log rows) in numpy."""
     from .lhp import ClockMap
     cmap = ClockMap(clock)
     off, unknown = _unions(timeline, OFF_STATES), _unions(timeline, (UNKNOWN_STATE,))
 
     def between(index, vcpu, ha, hb):
         u = index.get(vcpu)
-        return 0.0 if u is None else float(_covered(u, hb) - _covered(u, ha))
+        return np.zeros(ha.shape) if u is None else _covered(u, hb) - _covered(u, ha)
 
-    def share(vcpu, a, b):
-        ha, ea = cmap.map(a)
-        hb, eb = cmap.map(b)
-        if not np.isfinite(ea) or not np.isfinite(eb) or hb <= ha:
-            return None
-        if between(unknown, vcpu, ha, hb) > 0:
-            return None
-        return between(off, vcpu, ha, hb) / (hb - ha)
+    def share(vcpus, a, b):
+        vcpus = np.asarray(vcpus, dtype=np.int64)
+        (ha, ea), (hb, eb) = host_map(cmap, a), host_map(cmap, b)
+        out = np.full(vcpus.shape, np.nan)
+        ok = np.isfinite(ea) & np.isfinite(eb) & (hb > ha)
+        for v in np.unique(vcpus[ok]).tolist():
+            sel = np.flatnonzero(ok & (vcpus == v))
+            known = between(unknown, v, ha[sel], hb[sel]) <= 0
+            sel = sel[known]
+            out[sel] = between(off, v, ha[sel], hb[sel]) / (hb[sel] - ha[sel])
+        return out
     return share
 
 

@@ -1,7 +1,9 @@
 """The report's "Trace" section: the tables of the trace state machine (trace_replay) and its two
 figures, for each trace file of a run (snapshots/<phase>-r<rep>.trace) or for one trace given
-with `spinlab-report --trace FILE`."""
+with `spinlab-report --trace FILE`. A run's trace files (up to MAX_TRACES), when they add up to
+PARALLEL_BYTES or more, are replayed in parallel, one forked process per file (one per CPU)."""
 import glob
+import multiprocessing
 import os
 
 import numpy as np
@@ -77,24 +79,42 @@ def run_traces(run) -> list:
     return sorted(glob.glob(os.path.join(run.path, "snapshots", "*.trace")))
 
 
+PARALLEL_BYTES = 4 << 20  # trace files at least this large in total are replayed one per process
+_job = None  # (timeline, clock, figdir, long_wait) of the run_section under way, for _one_trace
+
+
+def _one_trace(f: str) -> list:
+    """The Trace section of one trace file of the run (in a worker process when they are big)."""
+    timeline, clock, figdir, long_wait = _job
+    label = os.path.basename(f)
+    try:
+        a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline, clock=clock)
+    except (ValueError, OSError) as e:
+        return [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")]
+    return blocks(a, figdir, label)
+
+
 def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAULT) -> list:
     """The Trace sections of a run: empty when it has no trace files."""
     files = run_traces(run)
     if not files:
         return []
-    timeline = run.timeline  # a DataFrame: trace_replay.host_off_fn indexes it with numpy
+    global _job
+    _job = (run.timeline if run.clock is not None else None,  # a DataFrame: host_off_fn indexes it in numpy
+            run.clock if run.timeline is not None else None, figdir, long_wait)
+    chosen = files[:MAX_TRACES]
+    big = sum(os.path.getsize(f) for f in chosen) >= PARALLEL_BYTES
+    workers = min(len(chosen), os.cpu_count() or 1) if big else 1
     out = []
-    for f in files[:MAX_TRACES]:
-        label = os.path.basename(f)
-        try:
-            with progress.stage(f"trace {label}", progress.count(os.path.getsize(f), "bytes")):
-                a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline if run.clock is not None else None,
-                                        clock=run.clock if timeline is not None else None)
-        except (ValueError, OSError) as e:
-            out += [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")]
-            continue
-        with progress.stage(f"trace {label}: tables and figures", progress.count(a.events, "events")):
-            out += blocks(a, figdir, label)
+    with progress.stage(f"{len(chosen)} trace file(s)" + (f" in {workers} processes" if workers > 1 else ""),
+                        progress.count(sum(os.path.getsize(f) for f in chosen), "bytes")):
+        if workers > 1:  # forked: the children inherit _job (the timeline is not pickled)
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                parts = pool.map(_one_trace, chosen, chunksize=1)
+        else:
+            parts = [_one_trace(f) for f in chosen]
+    for part in parts:
+        out += part
     if len(files) > MAX_TRACES:
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
