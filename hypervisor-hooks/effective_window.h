@@ -27,6 +27,12 @@
 // the thaw; so it was off from that last switch-out on (seen: it switched out into the freezer
 // during a 184 us freeze write, and the thaw's switch-in was not traced: 1 freeze in ~100).
 //
+// The kernel's own perf switch-in records of the thread (switch_records.h), when given, fill
+// those holes first: a recorded switch-in whose last traced switch before it is a switch-out
+// (or that comes before the thread's first traced switch, a switch-out) is a switch-in the trace
+// lacks, and counts as traced. They must be read before the trace they are matched with, so
+// that the trace already holds every switch-in that the kernel did emit before them.
+//
 // Inside [stopped, resumed) the thread runs no user code (no guest code for a vCPU); it may be
 // on CPU only on that kernel path. Statuses:
 //   ok             both ends known;
@@ -61,6 +67,8 @@ public:
     int tid() const { return tid_; }
     // Keeps the events that concern this thread (any order; they are sorted by time).
     void add(const std::vector<SchedSwitch>& events);
+    // Keeps perf's switch-in records of this thread (TSC; any order), to fill the trace's holes.
+    void add_recorded_ins(const std::vector<uint64_t>& tsc);
     // Whether a switch-in after `thaw` has been seen (the window can be finished).
     bool resumed_after(uint64_t thaw) const;
     // Call once resumed_after(thaw), or when tracing has ended (then: not-resumed). `frozen`:
@@ -75,8 +83,11 @@ private:
         uint64_t ts;
         bool in;  // switched in (next_pid == tid) or out (prev_pid == tid)
     };
+    // The traced switches with the recorded switch-ins the trace lacks inserted, in time order.
+    std::vector<Switch> filled() const;
     int tid_;
     std::vector<Switch> switches_;
+    std::vector<uint64_t> recorded_ins_;  // sorted
 };
 
 }  // namespace spinlab::load

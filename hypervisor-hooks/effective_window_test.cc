@@ -143,5 +143,35 @@ TEST(EffectiveWindow, DroppingFinishedEventsKeepsTheStateForTheNextWindow) {
     EXPECT_EQ(s.window(2000, 2005, 3000).status, EffectiveStatus::kOk);
 }
 
+TEST(EffectiveWindow, ARecordedSwitchInFillsTheTracesHoleAfterTheThaw) {
+    // Into the freezer at 130; thawed at 1000; the switch-in at 1040 is not traced (the CPU came
+    // from a task whose switches the kernel never emits), the next switch-out at 1500 is.
+    std::vector<SchedSwitch> trace = {in(10), out(130), out(1500, "R")};
+    EffectiveWindow without = with(trace).window(100, 105, 1000);
+    EXPECT_EQ(without.resumed, 1000u) << "the trace alone: it may have run from the thaw on";
+    ThreadSwitches s = with(trace);
+    s.add_recorded_ins({11, 1041});  // perf's, each a little after the tracepoint would be
+    ASSERT_TRUE(s.resumed_after(1000));
+    EffectiveWindow w = s.window(100, 105, 1000);
+    EXPECT_EQ(w.status, EffectiveStatus::kOk);
+    EXPECT_EQ(w.stopped, 130u);
+    EXPECT_EQ(w.resumed, 1041u);
+}
+
+TEST(EffectiveWindow, RecordedSwitchInsTheTraceHasChangeNothing) {
+    ThreadSwitches s = with({in(10), out(130), in(1040), out(2000, "R")});
+    s.add_recorded_ins({11, 1041});
+    EffectiveWindow w = s.window(100, 105, 1000);
+    EXPECT_EQ(w.stopped, 130u);
+    EXPECT_EQ(w.resumed, 1040u);
+}
+
+TEST(EffectiveWindow, ARecordedSwitchInStillFillsAfterOlderWindowsAreDropped) {
+    ThreadSwitches s = with({in(10), out(130), out(1500, "R"), in(3000), out(3100)});
+    s.add_recorded_ins({11, 1041, 3001});
+    s.drop_before(900);  // the window before 900 is finished; 130 stays: it gives the state
+    EXPECT_EQ(s.window(100, 105, 1000).resumed, 1041u);
+}
+
 }  // namespace
 }  // namespace spinlab::load

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 
 #include "freeze_latency.h"
@@ -17,6 +18,7 @@
 #include "record_writer.h"
 #include "host_clock.h"
 #include "sched_switch_parse.h"
+#include "switch_records.h"
 #include "tracefs.h"
 
 namespace spinlab::load {
@@ -71,6 +73,17 @@ std::string set_rt_priority(int priority) {
     return std::string("sched_setscheduler(SCHED_FIFO, ") + std::to_string(priority) + "): " + std::strerror(errno);
 }
 
+// The victims' perf switch records (effective_window.h), or none with one warning.
+std::unique_ptr<SwitchRecorder> open_switch_records(const std::vector<int>& tids) {
+    try {
+        return std::make_unique<SwitchRecorder>(tids);
+    } catch (const LoadError& e) {
+        std::fprintf(stderr, "preempt: WARNING no perf switch records (%s): a switch-in the kernel leaves out of "
+                     "the trace ends its window at the thaw request\n", e.what());
+        return nullptr;
+    }
+}
+
 // The one warning of a fallback, and the facts the ready file states (session.h).
 std::vector<std::pair<std::string, std::string>> priority_facts(int asked, const std::string& fallback) {
     if (asked <= 0) return {};
@@ -103,6 +116,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     for (const ThreadTarget& t : targets) tids.push_back(t.tid);
     // The effective windows come from the threads' own sched_switch events, in TSC.
     TraceInstance trace(session.ledger(), session.owner(), "effective", "x86-tsc", tids, 512);
+    std::unique_ptr<SwitchRecorder> records = open_switch_records(tids);
     SchedSwitchParser parser;
     // Timers fire late by the timer slack (50 us by default); windows should be exact.
     ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
@@ -120,7 +134,9 @@ int run_preempt(Session& session, const PreemptConfig& c) {
                                          FreezeSchedule(c.schedule, i), 0);
         v.window = v.schedule.next();
     }
+    if (records) records->enable();
     const ClockPair first_pair = sample_clock_pair();
+    const ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     trace.start();
     // The schedule starts once everything is set up (moving threads between cgroups can take
     // tens of ms under load, which made first windows late).
@@ -141,10 +157,19 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     // Reads the trace and writes every record whose thread has run again (all of them when
     // `final`), in the order the windows ended.
     auto drain = [&](bool final) {
+        if (records) records->drain();  // before the trace (effective_window.h)
         parser.feed(trace.read_available());
         if (final) parser.finish();
         std::vector<SchedSwitch> events = parser.take_events();
         for (Victim& v : victims) v.switches.add(events);
+        if (records) {
+            // CLOCK_MONOTONIC_RAW -> TSC between the first pair and now: every record is inside.
+            TscMap raw_map(raw_first, sample_clock_pair(CLOCK_MONOTONIC_RAW));
+            std::map<int, std::vector<uint64_t>> ins;
+            for (const SwitchRecord& r : records->take_records())
+                if (r.in) ins[r.tid].push_back(raw_map.to_tsc(r.ts));
+            for (Victim& v : victims) v.switches.add_recorded_ins(ins[v.target.tid]);
+        }
         if (unfinished.empty()) return;
         TscMap map(first_pair, sample_clock_pair());
         auto to_ns = [&](uint64_t tsc) { return map.to_ns(tsc); };
@@ -219,6 +244,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         drain(false);
     }
     trace.stop();
+    if (records) records->disable();
     drain(true);
     writer.reset();  // every row written before the summary
     std::vector<size_t> status_counts(4, 0);
@@ -237,6 +263,11 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         if (!j || std::fprintf(j, "%s\n", latency.json().c_str()) < 0 || std::fclose(j) != 0) {
             throw LoadError("--latency-json " + c.latency_json + ": " + std::strerror(errno));
         }
+    }
+    if (records && records->lost()) {
+        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu perf switch records; a window whose switch-in "
+                     "the trace also lacks ends at its thaw request\n",
+                     static_cast<unsigned long long>(records->lost()));
     }
     if (parser.lost_events()) {
         std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "

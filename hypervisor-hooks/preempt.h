@@ -4,7 +4,8 @@
 //
 // Each freeze becomes one row of the preempt record (freeze_record.h, README.md): planned
 // window, requests, the kernel's confirmation and the effective window (effective_window.h),
-// read from the threads' sched_switch events in a trace instance of preempt's own. A row is
+// read from the threads' sched_switch events in a trace instance of preempt's own, with the
+// switch-ins the kernel leaves out of it from their perf switch records. A row is
 // written once its thread has run again, so a SIGKILL loses the rows not yet written.
 #pragma once
 

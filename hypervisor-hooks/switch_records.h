@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spinlab::load {
@@ -60,6 +61,8 @@ public:
     // lost).
     void drain();
     const std::vector<SwitchRecord>& records() const { return records_; }
+    // The records drained so far, handed over (the recorder keeps none).
+    std::vector<SwitchRecord> take_records() { return std::exchange(records_, {}); }
     uint64_t lost() const { return lost_; }
 
 private:
