@@ -15,7 +15,8 @@ VM = os.path.join(ROOT, "vm-images", "spinlab-vm")
 
 
 @contextlib.contextmanager
-def lockbench_guest(prefix: str, boot_options: str = ""):
+def lockbench_guest(prefix: str, boot_options: str = "",
+                    lockbench_args: str = "--duration-ms 0 --locks 2 --pattern random"):
     """Yields {name, env, run_dir, state} of a running guest; `spinlab-vm stop` at the end.
     boot_options go before init= (which takes the rest of the line)."""
     for p in (COLLECT, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
@@ -27,7 +28,7 @@ def lockbench_guest(prefix: str, boot_options: str = ""):
     try:
         subprocess.run([VM, "start", name, "--cpus", "2", "--accel", "tcg",
                         "--append", (boot_options + " " if boot_options else "")
-                        + "init=/bin/lockbench --duration-ms 0 --locks 2 --pattern random"],
+                        + "init=/bin/lockbench " + lockbench_args],
                        env=env, check=True, stdout=subprocess.DEVNULL)
         state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
         yield {"name": name, "env": env, "run_dir": run_dir, "state": state}
