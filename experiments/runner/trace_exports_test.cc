@@ -74,6 +74,11 @@ TEST(TraceExports, BothFormatsBesideTheResultsWithHostTime) {
     collect::ClockFit fit;
     fit.ok = true;
     fit.points = {{0, 5'000'000'000, 100}, {10'000'000, 5'000'000'000, 100}};
+    // Host time goes on the host's rate (the runner sets it from meta.json): without it the
+    // Perfetto export is refused with a sentence, and the CTF one still written.
+    const std::string refused = export_repetition(dir, "x-r1", {"perfetto"}, &fit);
+    EXPECT_NE(refused.find("no host TSC rate"), std::string::npos) << refused;
+    fit.host_tsc_hz = 1'000'000'000;
     EXPECT_EQ(export_repetition(dir, "x-r1", {"ctf", "perfetto"}, &fit), "");
     const std::string ctf = dir + "/trace-export/x-r1.ctf";
     const std::string metadata = read(ctf + "/metadata");
