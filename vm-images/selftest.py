@@ -33,6 +33,29 @@ import qemu_launch  # noqa: E402
 from spinlab_vm import config  # noqa: E402
 
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
+# The lockstat suite's line with the configuration the guest reports (SystemConfiguration).
+CONFIG = re.compile(r"lockstat: config: .* lock (\S+), clock (\S+),")
+DEFAULTS = {"lock": "tas", "clock": "lfence"}
+
+
+def config_mismatch(lines, append):
+    """What the guest's reported lock=/clock= configuration gets wrong against the command line
+    it was booted with (the last of each key wins, as in the kernel), or None. A check from
+    outside the guest: the in-guest test can only compare the answer with the kernel's own
+    variables. Nothing to check when no lockstat suite printed its configuration."""
+    m = next((CONFIG.search(l) for l in lines if CONFIG.search(l)), None)
+    if not m:
+        return None
+    want = dict(DEFAULTS)
+    for word in append.split():
+        if word.startswith("init="):
+            break
+        key, _, value = word.partition("=")
+        if key in want:
+            want[key] = value
+    got = {"lock": m.group(1), "clock": m.group(2)}
+    bad = [f"{k} {got[k]}, booted with {k}={want[k]}" for k in ("lock", "clock") if got[k] != want[k]]
+    return "; ".join(bad) or None
 
 
 def parse_args(argv):
@@ -156,6 +179,9 @@ def run(a):
     failed = int(summary[-1].group(2))
     if status != qemu_launch.EXIT_PASS or failed:
         print(f"selftest: FAIL: {failed} test(s) failed (QEMU status {status})")
+        return 1
+    if why := config_mismatch(lines, append):
+        print(f"selftest: FAIL: the guest reports {why}")
         return 1
     print(f"selftest: ok in {elapsed:.1f} s")
     return 0

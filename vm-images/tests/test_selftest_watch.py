@@ -37,3 +37,13 @@ def test_endless_progress_is_stopped_at_max_time():
     status, lines, why = selftest.watch(p, timeout=1.0, max_time=1.5, on_line=lambda l: None)
     assert status is None and why.startswith("too slow: still running after")
     assert 3 <= len(lines) < 100 and p.poll() is not None
+
+
+def test_config_mismatch_compares_the_reported_configuration_with_the_command_line():
+    line = ("lockstat: config: 2 CPUs, TSC 2600000000 Hz, lock mcs, clock cpuid, instrument full, "
+            "hypervisor 'TCGTCGTCGTCG', KVM features 0x0, build abc")
+    assert selftest.config_mismatch([line], "selftest=lockstat lock=mcs clock=cpuid") is None
+    assert selftest.config_mismatch([line], "lock=mcs clock=lfence clock=cpuid") is None  # last wins
+    assert selftest.config_mismatch([line], "lock=mcs") == "clock cpuid, booted with clock=lfence"
+    assert selftest.config_mismatch([line], "clock=cpuid") == "lock mcs, booted with lock=tas"
+    assert selftest.config_mismatch(["no config line"], "clock=cpuid") is None
