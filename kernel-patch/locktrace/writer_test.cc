@@ -244,8 +244,12 @@ void concurrent_run(TraceLoggerMode mode, uint64_t per_cpu, bool slow_consumer) 
         };
         producers.emplace_back([&, c] {
             // At least per_cpu events, and until the 3 slots wrapped around many times
-            // (however the threads are scheduled on a loaded machine).
-            for (uint64_t i = 0; i < per_cpu || writers[c].ctl->produced < 20; i++)
+            // (however the threads are scheduled on a loaded machine); in real time against
+            // the slow consumer also until the writer dropped one (up to 100 x per_cpu).
+            const bool must_lose = mode == TraceLoggerMode::kRealTime && slow_consumer;
+            for (uint64_t i = 0; i < per_cpu || writers[c].ctl->produced < 20 ||
+                                 (must_lose && writers[c].ctl->events_lost == 0 && i < 100 * per_cpu);
+                 i++)
                 write_value(writers[c], i, true);
             flush(writers[c], kTraceBufferFinal);
             running--;
@@ -270,6 +274,12 @@ void concurrent_run(TraceLoggerMode mode, uint64_t per_cpu, bool slow_consumer) 
         EXPECT_GE(k.produced, 20u);
         for (size_t i = 1; i < d[c].values.size(); i++)
             ASSERT_LT(d[c].values[i - 1], d[c].values[i]) << "order at " << i;
+        // Real time never waits for the consumer: a slow one loses events, and the values
+        // that arrive have gaps exactly where the lost ones were (order is checked above).
+        if (mode == TraceLoggerMode::kRealTime && slow_consumer) {
+            EXPECT_GT(k.events_lost, 0u);
+            EXPECT_EQ(k.stalls, 0u);
+        }
         if (mode == TraceLoggerMode::kNoDropStall) {
             EXPECT_EQ(k.events_lost, 0u);
             for (size_t i = 0; i < d[c].values.size(); i++) ASSERT_EQ(d[c].values[i], i);
