@@ -109,19 +109,23 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
         l = s["lhp"]
         rows.append([phase, str(l["long_waits"]), lost_text(l, s.get("trace")), str(l["holder_off"]), str(l["holder_on"]),
                      str(l["uncertain"]), str(l["unknown"]),
-                     f"{pct(l['share'], 1)} (guest {l['from_guest']}, timeline {l['from_timeline']})"])
+                     f"{pct(l['share'], 1)} (steal {l['from_guest']}, timeline {l['from_timeline']})"])
         ft = l.get("holder_off_fraction") or {}
         edges = ft.get("fraction_edges", edges)
         for octave, counts in ft.get("by_wait_octave", {}).items():
             frac_rows.append([phase, octave] + [str(c) for c in counts])
     t = l_thresholds(summary)
     out = [("h2", "Long waits and lock-holder preemption"),
-           ("p", f"A long wait is one of at least {opts.threshold} cycles. From the guest's steal-time class where "
-                 "it is known; else measured on the host timeline through the clock correlation: the cycles of the "
-                 "wait during which the holder's (and the waiter's) vCPU was off-CPU, as a range over the clock's "
-                 f"error bound. Holder off-CPU means off for at least {t[0]:.0%} of the wait (waiter: {t[1]:.0%}); a "
-                 "wait whose range straddles a threshold is uncertain. The share is over waits whose holder side "
-                 "is known and certain (the uncertain column counts those whose holder side straddles its threshold)."),
+           ("p", f"A long wait is one of at least {opts.threshold} cycles. Each side of it (the holder's, the "
+                 "waiter's) is placed by the host timeline where the timeline covers it, through the clock "
+                 "correlation: the cycles of the wait during which that vCPU was off-CPU (a holder's only while it "
+                 "held the lock), as a range over the clock's error bound. Holder off-CPU means off for at least "
+                 f"{t[0]:.0%} of the wait (waiter: {t[1]:.0%}); a side whose range straddles its threshold is "
+                 "uncertain. Where the timeline does not cover a side, the guest's steal time can only say it was "
+                 "off (steal time does not see a frozen, sleeping or blocked vCPU thread); else the side is "
+                 "unknown. The share is over waits whose holder side is known and certain (the uncertain column "
+                 "counts those whose holder side straddles its threshold); the LHP share column says which source "
+                 "decided the holder side (steal, timeline)."),
            ("p", "Lost: long waits missing from the list, from the trace sessions' exact loss counters "
                  "(EventsLost; buffers lost whole are named in the problems above)."),
            ("table", ["phase", "long waits", "lost", "holder off-CPU", "holder running", "uncertain", "unknown",

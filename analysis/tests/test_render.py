@@ -53,7 +53,7 @@ def test_report_reads_top_to_bottom(basic_report):
              "## How the numbers are computed", "## The run", "| git revision | 0123abc |"]
     pos = [md.index(h) for h in order]
     assert pos == sorted(pos)
-    assert "| host-load | 7 | 0 | 3 | 3 | 0 | 1 | 50.0% (guest 0, timeline 6) |" in md
+    assert "| host-load | 7 | 0 | 3 | 3 | 0 | 1 | 50.0% (steal 0, timeline 6) |" in md
     # 6M (holder off 0%), 4.5M (56%), 7M (71%), 5M (100%)
     assert "| host-load | 2^22 | 1 | 0 | 0 | 2 | 0 | 1 |" in md
     assert "| host-load | 550.0 | -85.3 … 1,185.3 | 2 | -47.6% |" in md
