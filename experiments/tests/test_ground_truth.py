@@ -39,79 +39,40 @@ import bisect
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-RUN = os.path.join(ROOT, "build", "host", "bin", "spinlab-run")
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, os.path.dirname(__file__))
+import gt_run  # noqa: E402  (the run and its measurement, shared with the KVM test)
+from gt_run import MIN_SET  # noqa: E402
 
-from spinlab_report import ground_truth, lhp, load  # noqa: E402
+from spinlab_report import ground_truth  # noqa: E402
 
 # vCPU 0 publishes the guest's TSC (on its tick), so its freezes leave gaps in the clock's
 # samples; freezing vCPU 1 instead was worse (one run: 2 of 24 samples kept, the guest's tick on
-# CPU 0 held up while vCPU 1 was frozen).
+# CPU 0 held up while vCPU 1 was frozen). The KVM test freezes vCPU 1 as well.
 FROZEN_VCPU = 0
-CS_CYCLES = 1 << 21
-THINK_CYCLES = CS_CYCLES // 4
-WORKLOAD = (f"--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles {CS_CYCLES} "
-            f"--think-cycles {THINK_CYCLES} --duration-ms 0")
-
-
-# The sets must hold enough waits to judge: at least this many behind a frozen holder, of a frozen
-# waiter, and behind a running holder (see PIN for the counts measured); a run thinner than this
-# is made once more, with a RETRIED line. Only a run too thin to judge is repeated, never one
-# whose classes are wrong.
-MIN_SET = {"frozen": 3, "frozen_waiter": 3, "running": 20}
-
-
-# Each vCPU pinned to its own host CPU (the first two this process may use). Unpinned, the two
-# vCPU threads often shared one host CPU, where they take turns: the running vCPU takes the lock
-# again and again while the other is descheduled, so long waits were few (250-300 in 20 s
-# against 2,000-4,500 when they ran side by side) and the sets thin (2 to 6 waits of a frozen
-# waiter in 3 of 8 runs with a hog on one host CPU, session 7). Pinned, four such runs gave
-# 107-132 / 39-60 / 2,860-3,046. On a one-CPU host there is nothing to pin to.
-_CPUS = sorted(os.sched_getaffinity(0))
-PIN = ["--vm.pin", f"{_CPUS[0]},{_CPUS[1]}"] if len(_CPUS) >= 2 else []
 
 
 def make_run(out):
-    env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
-    cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", "tcg",
-           "--workload.args", WORKLOAD, "--run.preempt-vcpus", str(FROZEN_VCPU), "--run.phases", "preempt-30ms",
-           *PIN, "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", "20", "--trace.export", "perfetto",
-           "--output.dir", out, "--output.run-id", "gt"]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, f"spinlab-run exit {r.returncode}: {r.stderr[-2000:]}"
-    return os.path.join(out, "gt")
+    return gt_run.make_run(out, accel="tcg", lock="tas", frozen_vcpu=FROZEN_VCPU, timeout=240)
 
 
 def measure(run_dir):
-    run = load.load_run(run_dir)
-    assert run.timeline is not None and run.clock is not None
-    (snap,) = run.snapshots
-    waits = lhp.long_waits_share([snap], run.timeline, run.clock, 1 << 20)["waits"]
-    csv = open(os.path.join(run_dir, "preempt", f"{snap.phase}-r{snap.rep}.csv")).read()
-    windows = ground_truth.effective_windows(csv, FROZEN_VCPU)
-    assert windows, "spinlab-load recorded no effective freeze window"
-    off = ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep))
-    hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
-    return {"dir": run_dir, "run": run, "waits": waits, "windows": windows, "off": off, "hz": hz,
-            "rates": ground_truth.rates(waits, windows, FROZEN_VCPU)}
+    return gt_run.measure(run_dir, FROZEN_VCPU)
 
 
 @pytest.fixture(scope="module")
 def measured():
-    for p in (RUN, os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
+    for p in (gt_run.RUN, gt_run.KERNEL):
         if not os.path.exists(p):
             pytest.fail(f"{p} missing: run `make build` first")
     out = tempfile.mkdtemp(prefix="spinlab-gt-")
     try:  # removed also when a run fails inside the fixture
         m = measure(make_run(os.path.join(out, "1")))
-        thin = {k: m["rates"][k] for k, n in MIN_SET.items() if m["rates"][k] < n}
+        thin = gt_run.thin_sets(m["rates"])
         if thin:
             print(f"\nRETRIED LHP ground-truth run: too few waits to judge in {thin} (need {MIN_SET}); once more")
             m = measure(make_run(os.path.join(out, "2")))
@@ -189,19 +150,8 @@ def test_clock_places_stamps_where_their_vcpu_ran(measured):
 
 
 def test_ground_truth_rates(measured):
-    g = measured["rates"]
-    print(f"\nground truth: holder frozen > half the wait: {g['frozen_holder_off']}/{g['frozen']} classed "
-          f"holder-off, of which {g['frozen_holder_preempted']} holder-preempted (classes {g['frozen_classes']}); "
-          f"holder running: {g['running_holder_off']}/{g['running']} classed holder-off (classes "
-          f"{g['running_classes']}); waiter frozen > half the wait: {g['frozen_waiter_off']}/{g['frozen_waiter']} "
-          f"classed waiter-off (classes {g['frozen_waiter_classes']}); {len(measured['windows'])} effective freezes, "
-          f"{len(measured['waits'])} long waits")
-    assert g["frozen"] >= MIN_SET["frozen"], f"too few waits behind a frozen holder to judge: {g}"
-    assert g["frozen_rate"] >= 0.95, g
-    assert g["running"] >= MIN_SET["running"], f"no wait behind a running holder to judge: {g}"
-    assert g["running_rate"] <= 0.05, g
-    assert g["frozen_waiter"] >= MIN_SET["frozen_waiter"], f"too few waits of a frozen waiter to judge: {g}"
-    assert g["frozen_waiter_rate"] >= 0.95, g
+    print(f"\nground truth: {gt_run.rates_line(measured['rates'], measured)}")
+    gt_run.assert_rates(measured["rates"])
 
 
 def test_a_clock_1ms_off_either_way_is_caught(measured):
