@@ -99,7 +99,11 @@ void Guest::start_trace(const TraceSessionInformation& params, const TraceStackI
     const Status st = collect::start_trace_session(session_, params);
     if (st == Status::kSuccess) return;
     std::string why = collect::start_refusal(session_, params, st);
-    if (st == Status::kInvalidParameter)
+    if (st == Status::kInvalidParameter && (params.enable_flags & kTraceGroupSpinlock) &&
+        config_.instrument_level != uint32_t(InstrumentLevel::kFull))
+        why += " (trace.enable: the spinlock group needs a kernel with full instrumentation; this one is " +
+               std::string(instrument_level_name(InstrumentLevel(config_.instrument_level))) + ")";
+    else if (st == Status::kInvalidParameter)
         why += " (trace.buffer-size, trace.min-buffers)";
     else if (st == Status::kInvalidInfoClass)
         why += " (this kernel has no trace sessions: built with INSTRUMENT=0?; [trace] enable = none runs without)";

@@ -179,6 +179,14 @@ bool wait_for_cpus(Done done) {
 spinlab::Status start(const spinlab::TraceSessionInformation& in) {
     if (pub.state == uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
     if (lt::first_invalid_session_param(in) != nullptr) return spinlab::Status::kInvalidParameter;
+    // Spinlock events are written by the full instrumentation only (lock_release<kFull>): a
+    // counters-only kernel (INSTRUMENT=2) would run the session and write none of them.
+    if (spinlab::lockstat::kBuildLevel != spinlab::InstrumentLevel::kFull &&
+        (in.enable_flags & spinlab::kTraceGroupSpinlock)) {
+        kprintf("locktrace: the spinlock group needs the full instrumentation; this kernel is %s\n",
+                spinlab::instrument_level_name(spinlab::lockstat::kBuildLevel));
+        return spinlab::Status::kInvalidParameter;
+    }
     lt::SessionPlan plan;
     if (!area || !lt::plan_session(in, area_size, g_ncpus, &plan))
         return spinlab::Status::kInvalidParameter;  // fewer than MinimumBuffers fit

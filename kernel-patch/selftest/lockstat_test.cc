@@ -18,6 +18,7 @@
 #include "../kern/spinlock.h"
 #include "../kern/sysinfo_glue.h"
 #include "../lockstat/perf_record.h"
+#include "../locktrace/session.h"
 #include "../sysinfo/memory_buffer.h"
 
 namespace {
@@ -303,6 +304,28 @@ void short_buffers_get_needed_length() {
     TEST_CHECK_STATUS(query(InfoClass(0x5399), buf, sizeof buf, &ret), Status::kInvalidInfoClass);
 }
 
+// The spinlock trace group is the full instrumentation's: a kernel built with less refuses a
+// session that asks for it (kInvalidParameter, nothing started) instead of running one that
+// writes no spinlock event. The full kernel starts it (and stops it again).
+void spinlock_trace_group_needs_full_instrumentation() {
+    if (kLevel == spinlab::InstrumentLevel::kOff) return;  // no trace sessions at all
+    spinlab::TraceSessionInformation s = spinlab::locktrace::default_session_params();
+    s.event_trace_information_class = spinlab::kSpinlabTraceSession;
+    s.command = uint32_t(spinlab::TraceCommand::kStart);
+    s.enable_flags = spinlab::kTraceGroupSpinlock;
+    s.buffer_size = 16384;  // small, as the trace suite's: fits any guest's trace area
+    s.minimum_buffers = 2;
+    s.maximum_buffers = 4;
+    uint32_t ret;
+    const Status want = kLevel == spinlab::InstrumentLevel::kFull ? Status::kSuccess : Status::kInvalidParameter;
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &s, sizeof s, true, &ret), want);
+    spinlab::TraceSessionInformation stop{};
+    stop.event_trace_information_class = spinlab::kSpinlabTraceSession;
+    stop.command = uint32_t(spinlab::TraceCommand::kStop);
+    TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &stop, sizeof stop, true, &ret),
+                      want == Status::kSuccess ? Status::kSuccess : Status::kInvalidParameter);  // none ran
+}
+
 void configuration_and_class_table() {
     spinlab::SystemConfiguration c{};
     uint32_t ret;
@@ -421,6 +444,7 @@ const SelfTest kTests[] = {
     {"below_minimum_refused", below_minimum_refused},
     {"short_buffers_get_needed_length", short_buffers_get_needed_length},
     {"configuration_and_class_table", configuration_and_class_table},
+    {"spinlock_trace_group_needs_full_instrumentation", spinlock_trace_group_needs_full_instrumentation},
     {"reset_reaches_every_cpu", reset_reaches_every_cpu},
     {"lockup_detector_reports", lockup_detector_reports},
 };
