@@ -16,7 +16,8 @@ Results (`replay()` returns a `TraceAnalysis`):
 - cpu_use: per thread and per process, exact cycles from the context switches and the share the
   profile samples estimate, side by side; idle share per CPU (exact and sampled);
 - syscalls: per call number count, p50, p99, max latency (cycles), enter to exit of one thread;
-- top locks by total wait, top call sites (the acquire site; call stacks do not exist yet);
+- top locks by total wait, top call sites (the acquire site only; the call stacks behind them,
+  when the trace records them, are summed by trace_stacks.py into stacks/<phase>/);
 - wakes: who woke whom (edges with counts), the wake-to-run delays (ready -> switched in), chains;
 - long waits: each wait >= long_wait cycles with what the holder's CPU did during it: running the
   holder, another thread, idle, and (with the host timeline and clock) off-CPU on the host.
