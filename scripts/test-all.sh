@@ -118,10 +118,12 @@ for algo in tas ticket mcs pv; do
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 4 --accel tcg \
         --suite lockstat,spinlock,user --append "lock=$algo" --log build/selftest-lockstat-$algo.log
 done
-# The seed's clock (cpuid; rdtsc); the harness checks the configuration the guest reports (~5 s).
+# The seed's clock (cpuid; rdtsc), and two spinlock parameters set by boot option: the harness
+# checks the configuration the guest reports, lockstat.params_round_trip the live parameters (~5 s).
 step "lockstat self-tests, clock=cpuid, 2 vCPUs (TCG)" \
     $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 2 --accel tcg \
-    --suite lockstat,spinlock --append "clock=cpuid" --log build/selftest-clock-cpuid.log
+    --suite lockstat,spinlock --append "clock=cpuid acquire-sample-rate=5000 spin-threshold=3" \
+    --log build/selftest-clock-cpuid.log
 for level in 0 2; do
     kdir=build/kernel-plain
     [ $level = 2 ] && kdir=build/kernel-counters

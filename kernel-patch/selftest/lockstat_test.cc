@@ -7,6 +7,7 @@
 #include <spinlab/sysinfo.h>
 
 #include "../arch/x86.h"
+#include "../kern/bootopts.h"
 #include "../kern/console.h"
 #include "../kern/kvm.h"
 #include "../kern/lapic.h"
@@ -230,15 +231,21 @@ void nested_out_of_order_release() {
 
 // --- sysinfo -------------------------------------------------------------------------------------
 
+// Boot options spin-threshold= & co. set the starting values (the defaults without them).
+spinlab::EventTraceSpinlockInformation boot_params() {
+    return {5, g_boot.spinlock.spin_threshold, g_boot.spinlock.acquire_sample_rate,
+            g_boot.spinlock.contention_sample_rate, g_boot.spinlock.hold_threshold};
+}
+
 void params_round_trip() {
     const auto before = params_now();
-    TEST_CHECK(same_params(before, default_params()));
+    TEST_CHECK(same_params(before, boot_params()));
     spinlab::EventTraceSpinlockInformation p = {5, 7, 2000, 3, 5000000};
     TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &p, sizeof p, true),
                  Status::kSuccess);
     TEST_CHECK(same_params(params_now(), p));
     TEST_CHECK_EQ(g_spinlock_params.hold_threshold, 5000000);
-    auto d = default_params();
+    auto d = boot_params();
     TEST_CHECK_STATUS(set(InfoClass::kSystemPerformanceTraceInformation, &d, sizeof d, true),
                  Status::kSuccess);
     TEST_CHECK(same_params(params_now(), d));
