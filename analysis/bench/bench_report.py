@@ -23,7 +23,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 REPORT = os.path.join(HERE, "..", "spinlab-report")
 GENERATOR = os.path.join(HERE, "make_synthetic_run.py")
 GOAL_S, GOAL_MB = 30.0, 2048.0

@@ -112,12 +112,13 @@ def make(run, outdir: str, threshold: int) -> Figure:
     fig, ax = plt.subplots(figsize=FIGSIZE)
     markers = ["o", "s", "^", "D", "v", "P"]
     phases = [p for p in run.phases if np.any(phase_of == p)]
-    crowded = len(pts) > dense.DENSE
+    crowded, thinned = len(pts) > dense.DENSE, False
     for cls, col in CLASS_COLORS.items():
         for i, phase in enumerate(phases):
             sel = np.flatnonzero((cls_of == cls) & (phase_of == phase))
             if sel.size:
                 keep = sel[thin(wait[sel], frac[sel], least[sel], most[sel], lo, hi, fig.dpi)]
+                thinned |= keep.size < sel.size
                 x, y = wait[keep], frac[keep]
                 ax.vlines(x, least[keep], most[keep], color=col, lw=0.6, alpha=0.5, rasterized=crowded)
                 ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
@@ -133,7 +134,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
                                                    "clock.json's straight line" + (f" ({given} from the attribution)" if given else ""))
     note = f" {missing} long wait(s) without a fraction (no timeline coverage or holder unknown) are not drawn." \
         if missing else ""
-    if crowded:
+    if thinned:
         note += " Where several waits of one class and phase fall on the same pixel, one is drawn."
     return save(fig, outdir, NAME, TITLE, f"One point per wait of at least {threshold} cycles; the fraction is "
                 f"measured from {src}. Colour: the wait's class; marker: its phase.{note}")
