@@ -358,6 +358,7 @@ def _new_share() -> dict:
     return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
             "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
             "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
+            "outside_repetition": 0,
             "thresholds": dict(THRESHOLDS), "waits": [],
             "sources": {side: {src: 0 for src in SOURCES} for side in ("holder", "waiter")},
             "disagreements": {"total": 0, "holder": 0, "waiter": 0, "steal_off_timeline_on": 0,
@@ -394,12 +395,23 @@ def _count(out: dict, w: dict, m: dict | None, r: dict):
             row[t] = row.get(t, 0) + 1
 
 
+def ended_inside(w: dict, snap) -> bool:
+    """Whether the wait ended inside the repetition (its start to end snapshot, guest TSC), where
+    the counters took it. The trace session that lists the waits runs a little longer (it stops
+    after the end snapshot; under nested KVM, seconds longer), so the list can hold waits the
+    counters never saw; True when the repetition's TSC span is not known."""
+    a, b = getattr(snap, "start_guest_tsc", None), getattr(snap, "end_guest_tsc", None)
+    return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
+
+
 def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones.
 
     Per wait (out["waits"]): the wait, its rep, the timeline measurement (measure) when there is
     a timeline and a clock, and the attribution (attribute: holder_side/waiter_side 'off', 'on',
-    'uncertain' or 'unknown', holder_source/waiter_source, lhp). Counts by the holder's side:
+    'uncertain' or 'unknown', holder_source/waiter_source, lhp), and in_repetition (ended_inside).
+    Every listed wait is counted; outside_repetition says how many of them ended outside their
+    repetition, where the counters (and the verdict, verdict.counted) do not take them. Counts by the holder's side:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
     """
@@ -416,10 +428,12 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
                 continue
             m = measure(w, index, cmap) if index is not None else None
             r = attribute(w, m)
+            inside = ended_inside(w, s)
             _count(out, w, m, r)
+            out["outside_repetition"] += not inside
             base = m if m is not None else {"host_start": None, "bound_cycles": None, "holder_off_cycles": None,
                                             "waiter_off_cycles": None, "holders": holders_of(w)}
-            out["waits"].append({**w, "rep": s.rep, **base, **r})
+            out["waits"].append({**w, "rep": s.rep, **base, **r, "in_repetition": inside})
     known = out["holder_off"] + out["holder_on"]
     out["share"] = out["holder_off"] / known if known else None
     out["holder_off_fraction"] = fraction_table(out["waits"])

@@ -99,6 +99,19 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     return doc
 
 
+def outside_text(summary: dict) -> str:
+    """The listed waits that ended outside their repetition (the trace session stops a little
+    after the end snapshot), which the counters and the verdict do not take."""
+    n = {p: s["lhp"].get("outside_repetition", 0) for p, s in summary["phases"].items()
+         if s["status"] != "missing" and s.get("lhp")}
+    if not any(n.values()):
+        return ""
+    parts = ", ".join(f"{k} in {p}" for p, k in n.items() if k)
+    return (f" The table counts every listed wait; of them, {parts} ended after their repetition's end "
+            "snapshot (the trace session stops a little later), where the counters and the verdict do not "
+            "take them.")
+
+
 def lhp_section(summary: dict, figs: dict, opts) -> list:
     rows, frac_rows = [], []
     edges = None
@@ -127,7 +140,8 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
                  "counts those whose holder side straddles its threshold); the LHP share column says which source "
                  "decided the holder side (steal, timeline)."),
            ("p", "Lost: long waits missing from the list, from the trace sessions' exact loss counters "
-                 "(EventsLost; buffers lost whole are named in the problems above)."),
+                 "(EventsLost; buffers lost whole are named in the problems above)."
+                 + outside_text(summary)),
            ("table", ["phase", "long waits", "lost", "holder off-CPU", "holder running", "uncertain", "unknown",
                       "LHP share"], rows)]
     if frac_rows and edges:

@@ -119,10 +119,9 @@ def tsc_span(run, snap) -> float | None:
 
 
 def counted(w: dict, snap) -> bool:
-    """Whether the counters took this listed wait: it ended inside the repetition (start to end
-    guest TSC); True when the repetition's TSC span is not known."""
-    a, b = snap.start_guest_tsc, snap.end_guest_tsc
-    return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
+    """Whether the counters took this listed wait (lhp.ended_inside: it ended inside the
+    repetition; True when the repetition's TSC span is not known)."""
+    return lhp.ended_inside(w, snap)
 
 
 def cycles_in_window(w: dict, snap) -> float:

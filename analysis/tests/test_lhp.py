@@ -273,3 +273,13 @@ def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
     # vCPU 3 off for its 10_000 (+-10); vCPU 0 then 1 over [0, 90_000): 0 to 60_000 more
     assert w["holder_off_cycles"] == [9_980.0, 70_020.0] and w["holder_side"] == "uncertain"
     assert (g["handovers_placed"], g["handovers_unplaced"]) == (1, 1)
+
+
+def test_waits_that_ended_after_the_repetition_are_counted_and_named():
+    # The repetition runs from guest TSC 0 to 10^6; the trace session lists one more wait that
+    # ended after the end snapshot. It is attributed and counted like the others, and named in
+    # outside_repetition (the counters and the verdict leave it out: verdict.counted).
+    waits = [wait(0, 1, 100_000, 2 ** 19), wait(0, 1, 900_000, 2 ** 19)]
+    r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 6, {}, [], waits, 1, 0, "s")], None, None, 1)
+    assert r["long_waits"] == 2 and r["outside_repetition"] == 1
+    assert [w["in_repetition"] for w in r["waits"]] == [True, False]
