@@ -13,7 +13,7 @@ from matplotlib.collections import LineCollection
 from . import dense, lhp
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .fig_wait_ccdf import tsc_hz
-from .plotting import CLASS_COLORS, Figure, plt, save
+from .plotting import CLASS_COLORS, Figure, plt, rows_height, save
 from .verdict import cycles_text
 
 NAME, TITLE = "long_wait_window", "The 200 ms with the most long waits"
@@ -61,7 +61,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
     phase, rep, t0, waits = found
     ms = lambda cycles: cycles / hz * 1e3
     cpus = {w["cpu"] for w in waits} | {w["holder_cpu"] for w in waits if w["holder_cpu"] is not None}
-    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * max(len(cpus), 2)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, rows_height(max(len(cpus), 2), 0.9, 1.6)), layout="constrained")
     n_off = 0
     if run.timeline is not None and run.clock is not None:
         host0 = float(lhp.guest_to_host(t0, run.clock))

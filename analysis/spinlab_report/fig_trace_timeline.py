@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 
 from . import dense
-from .plotting import PALETTE, Figure, plt, save
+from .plotting import PALETTE, Figure, plt, rows_height, save
 
 THREAD_COLORS = [c for c in PALETTE if c != "#d62728"]  # red marks long waits
 
@@ -41,7 +41,7 @@ def make(a, outdir: str, name: str = NAME) -> Figure:
         return Figure(name, TITLE, missing="the trace has no context switches and no long waits")
     lo, hi = window(a)
     us = lambda t: (t - lo) * 1e6 / a.tsc_hz  # noqa: E731
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * a.cpus))
+    fig, ax = plt.subplots(figsize=(8, rows_height(a.cpus, 0.6, 1.2)))
     # Threads: one collection per thread (colour), all CPUs; colours and legend in order of first
     # appearance (CPU by CPU, in time).
     per_tid, order = {}, []

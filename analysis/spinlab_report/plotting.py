@@ -38,6 +38,15 @@ def color(phases: list, phase: str) -> str:
     return PALETTE[phases.index(phase) % len(PALETTE)] if phase in phases else "#555555"
 
 
+ROWS_MAX_INCHES = 10.0  # figures with a row per CPU stop growing here (64 vCPUs: 0.16 in, ~19 px a row)
+
+
+def rows_height(rows: int, per_row: float, base: float) -> float:
+    """Height in inches of a figure with one row per CPU: base + per_row each, the rows together at
+    most ROWS_MAX_INCHES (a 64-CPU figure would otherwise be ~40 inches tall and slow to write)."""
+    return base + min(per_row * rows, ROWS_MAX_INCHES)
+
+
 def log2_axis(ax, lo_k: int, hi_k: int, which: str = "x", label: str = "wait (TSC cycles)"):
     """Log2 scale from 2^lo_k to 2^hi_k with ticks written 2^k (at most ~12 of them)."""
     step = max(1, (hi_k - lo_k + 11) // 12)

@@ -168,3 +168,9 @@ def test_trace_section_in_parallel_is_the_same(tmp_path, monkeypatch):
     assert calls == ["fork"]
     assert one == two and sum(1 for b in one if b[0] == "h2" and b[1].startswith("Trace: ")) == 4
     assert "off-CPU on the host" in str(one)  # the long waits were measured against the host timeline
+
+
+def test_figures_with_a_row_per_cpu_stop_growing():
+    from spinlab_report.plotting import ROWS_MAX_INCHES, rows_height
+    assert rows_height(2, 0.6, 1.2) == 1.2 + 0.6 * 2  # small runs: the figure as before
+    assert rows_height(64, 0.6, 1.2) == 1.2 + ROWS_MAX_INCHES
