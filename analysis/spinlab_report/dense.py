@@ -29,6 +29,12 @@ def long_waits(run, phase: str, threshold: int) -> list:
     return _cache["waits"][key]
 
 
+def release():
+    """Drops the cached attributions (about 1 KB per wait); a later long_waits() recomputes them.
+    The Trace section calls it: the report draws it after every figure that uses the cache."""
+    _cache["run"], _cache["waits"] = None, {}
+
+
 def one_per_cell(*cells) -> np.ndarray:
     """Sorted indices of the first mark in each distinct cell; cells: one integer array per axis
     (pixel column, row, ...), all the same length."""

@@ -174,3 +174,16 @@ def test_figures_with_a_row_per_cpu_stop_growing():
     from spinlab_report.plotting import ROWS_MAX_INCHES, rows_height
     assert rows_height(2, 0.6, 1.2) == 1.2 + 0.6 * 2  # small runs: the figure as before
     assert rows_height(64, 0.6, 1.2) == 1.2 + ROWS_MAX_INCHES
+
+
+def test_one_attribution_per_phase_shared_by_the_figures(monkeypatch):
+    from spinlab_report import lhp
+    run = load.load_run(os.path.join(HERE, "data", "run-basic"))
+    calls = []
+    real = lhp.long_waits_share
+    monkeypatch.setattr(lhp, "long_waits_share", lambda *a: calls.append(1) or real(*a))
+    first = dense.long_waits(run, "host-load", 1 << 20)
+    assert dense.long_waits(run, "host-load", 1 << 20) is first and len(calls) == 1
+    assert len(first) == 7  # run-basic's host-load long waits (tests/data/README.md)
+    dense.release()
+    assert dense.long_waits(run, "host-load", 1 << 20) == first and len(calls) == 2
