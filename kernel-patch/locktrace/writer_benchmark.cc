@@ -4,8 +4,9 @@
 //   BM_SpinlockEvent: cycles per spinlock event written (lfence;rdtsc timestamp, payload filled
 //     in place, begin/end write, buffer switches included). Circular mode, so it never loses.
 //   BM_Drain: a producer thread writes spinlock events as fast as it can into a trace area in a
-//     real shared-memory file (/dev/shm, mapped MAP_SHARED), the real drainer takes buffers and
-//     writes them to a file; events/s and MB/s delivered, and events lost. Arg: the producer's
+//     real shared-memory file (/dev/shm, mapped MAP_SHARED), the real drain (take_buffer) takes
+//     buffers and this loop fwrites them to /dev/null: a memory-copy rate, not the collector's
+//     TraceRecorder writing a trace file; events/s and MB/s delivered, and events lost. Arg: the producer's
 //     pause between events in ns (0: flat out) to find the rate at which loss starts.
 //
 // Counter cycles_per_event: TSC ticks per event, from rdtsc around batches. JSON:
