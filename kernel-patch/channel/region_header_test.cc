@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -201,16 +202,20 @@ TEST(ClockArea, AnyCpuPublishesButNotTwicePerGapNorWhileAnotherWrites) {
 TEST(ClockArea, ConcurrentPublishersNeverTearAPublication) {
     // Four writers race with a reader: every consistent read has a guest_tsc that some writer
     // published with the cpu that published it (tsc = cpu * 2^40 + i), and the count is exact.
+    // The writers go on past 20,000 publications each until the reader has made 100 consistent
+    // reads (or 5 s have passed): on a loaded 2-core host the reader was once not scheduled at
+    // all before the writers were done (reads 0).
     ClockArea a{};
-    std::atomic<uint64_t> published{0};
+    std::atomic<uint64_t> published{0}, reads{0};
     std::atomic<bool> done{false};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     std::vector<std::thread> writers;
     for (uint32_t cpu = 0; cpu < 4; ++cpu)
         writers.emplace_back([&, cpu] {
-            for (uint64_t i = 1; i <= 20000; ++i)
+            for (uint64_t i = 1; i <= 20000 || (reads < 100 && std::chrono::steady_clock::now() < deadline); ++i)
                 published += clock_publish(&a, (uint64_t(cpu) << 40) + i, cpu, 10, 0);
         });
-    uint64_t reads = 0, torn = 0;
+    uint64_t torn = 0;
     std::thread reader([&] {
         while (!done) {
             ClockReading r;
