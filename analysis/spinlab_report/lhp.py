@@ -100,17 +100,21 @@ def guest_to_host(guest_tsc, clock: dict):
 
 def _union(g, states) -> tuple:
     """The union of g's rows in these states as sorted disjoint (starts, ends), with the cumulative
-    cycles before each start."""
-    rows = g[g["state"].isin(states)].sort_values("start_host_tsc")
-    starts, ends = [], []
-    for a, b in zip(rows["start_host_tsc"].to_numpy(dtype=np.float64), rows["end_host_tsc"].to_numpy(dtype=np.float64)):
-        if starts and a <= ends[-1]:
-            ends[-1] = max(ends[-1], b)
-        elif b > a:
-            starts.append(a), ends.append(b)
-    s, e = np.array(starts), np.array(ends)
-    before = np.concatenate(([0.0], np.cumsum(e - s)[:-1])) if len(s) else s
-    return s, e, before
+    cycles before each start. In numpy: sorted by start, a row opens a new interval where it
+    starts after every end before it (rows that touch merge); empty rows add nothing."""
+    rows = g[g["state"].isin(states)]
+    a = rows["start_host_tsc"].to_numpy(dtype=np.float64)
+    b = rows["end_host_tsc"].to_numpy(dtype=np.float64)
+    keep = b > a
+    a, b = a[keep], b[keep]
+    if not len(a):
+        empty = np.array([], dtype=np.float64)
+        return empty, empty, empty
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], b[order]
+    first = np.flatnonzero(np.concatenate(([True], a[1:] > np.maximum.accumulate(b)[:-1])))
+    s, e = a[first], np.maximum.reduceat(b, first)
+    return s, e, np.concatenate(([0.0], np.cumsum(e - s)[:-1]))
 
 
 def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dict:
