@@ -7,9 +7,16 @@ lock about 2 M cycles, 20 times a second). One trace session (spinlock group) ru
 lockbench rounds; between rounds, in a pause, `spinlab-collect set` changes the parameters and a
 new `trace record` attaches to the same session, so each file holds one round's workload events:
 
-  round 1: AcquireSampleRate 1000, ContentionSampleRate 1, SpinThreshold 1, HoldThreshold 3e9
-  round 2: AcquireSampleRate 10000, ContentionSampleRate 4, HoldThreshold 1e6 (lowered)
-  round 3: AcquireSampleRate 1000, ContentionSampleRate 1, SpinThreshold above round 1's median
+  round 1: AcquireSampleRate 1000, ContentionSampleRate 4, SpinThreshold 1, HoldThreshold 3e9
+  round 2: AcquireSampleRate 10000, ContentionSampleRate 16, HoldThreshold 1e6 (lowered)
+  round 3: AcquireSampleRate 1000, ContentionSampleRate 4, SpinThreshold above round 1's median
+
+On a quiet host a 3 s round made ~260 k contended acquisitions per CPU; traced one by one (rate
+1, as this test first did) they overflowed the buffers between drains (one run lost 193 k of
+264 k events on CPU 0). Rounds are 2 s and the contention rates 4 and 16. On a loaded host the
+two vCPUs seldom run at once and a round may hold only ~100 contended acquisitions: the
+contention rule is then said not judged (fewer than 20 events expected) rather than failed; the
+acquire-sample and hold rules are judged in every run.
 
 Each rule is checked against the counters of the same round, within 10 %: acquire-sample
 events = uncontended acquisitions / rate (about 10x fewer in round 2), contention events =
@@ -29,7 +36,7 @@ import pytest
 
 from real_guest import COLLECT, lockbench_guest
 
-ROUND_MS = 3000
+ROUND_MS = 2000
 PAUSE_MS = 6000  # room for the test's own steps (each spinlab-collect call ~0.5 s under TCG)
 # lockbench --locks 1 (both threads on one lock, for contention): class user0, the kernel's
 # first workload class (kFirstUserLockClass = 16, checked against the name in the test).
@@ -145,7 +152,7 @@ def test_boot_options_set_the_starting_parameters(guest):
 def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
     g = guest
     files, windows = [], []
-    rounds = [(1, 1000, 1, HIGH_HOLD), (1, 10000, 4, 1000000), None]  # round 3's SpinThreshold: below
+    rounds = [(1, 1000, 4, HIGH_HOLD), (1, 10000, 16, 1000000), None]  # round 3's SpinThreshold: below
     collect(g, "trace", "stop", check=False)
     ids = {c["name"]: c["id"] for c in json.loads(collect(g, "query", "--format", "json").stdout)["classes"]}
     assert (ids.get("user0"),) == USER_IDS, ids
@@ -158,7 +165,7 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
             if params is None:  # raised above the median spin count of round 1's contended waits
                 spins = sorted(e["spins"] for e in spinlock_events(files[0])
                                if e["class"] in user_ids and "contention" in e["rules"])
-                params = (spins[len(spins) // 2] + 1, 1000, 1, HIGH_HOLD)
+                params = (spins[len(spins) // 2] + 1, 1000, 4, HIGH_HOLD)
                 rounds[k] = params
             set_params(g, *params)
             # What the kernel's locks traced before the set goes elsewhere: the round's file
@@ -181,6 +188,9 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
     user = [[e for e in ev if e["class"] in user_ids] for ev in events]
     bench_id = ids["bench"]
     probe = lambda a, s: delta(a, s, bench_id, "acquisitions")  # noqa: E731
+    # First: a round that lost events cannot be judged by its counts, and says so.
+    lost = int(re.search(r"EventsLost\s+(\d+)", status)[1])
+    assert lost <= 0.01 * sum(len(ev) for ev in events), f"the session lost {lost} events: {status}"
     for k, ((spin, acquire, contention, hold), ev, (b, s, a)) in enumerate(zip(rounds, events, windows)):
         name = f"round {k + 1}"
         unc = sum(delta(a, b, i, "uncontended") for i in USER_IDS)
@@ -191,13 +201,16 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
         # Rule (b): contended ones with >= spin-threshold spins, every contention-sample-rate-th.
         traced = [e for e in user[k] if "contention" in e["rules"]]
         assert all(e["spins"] >= spin for e in traced), f"{name}: a contention event below SpinThreshold {spin}"
-        if spin == 1:
+        if contended / contention < 20:
+            print(f"\n{name}: contention rule not judged: {contended} contended acquisitions, rate {contention}")
+        elif spin == 1:
             within(len(traced), contended / contention,
                    f"{name}: contention events of {contended} contended, rate {contention}")
         else:
             # The counters have no spin counts, and under TCG the spin distribution moves from
-            # round to round: above round 1's median, well under all of them and more than none.
-            share = len(traced) / contended
+            # round to round: above round 1's median, well under all of them and more than none
+            # (each traced event stands for `contention` contended waits).
+            share = len(traced) * contention / contended
             assert 0 < share < 0.6, f"{name}: {share:.2f} of contended waits traced at SpinThreshold {spin}"
         # Rule (c): holds >= hold-threshold, whatever else; the stackprobe's 2 M-cycle holds.
         assert all(("hold" in e["rules"]) == (e["hold"] >= hold) for e in user[k]), f"{name}: hold rule"
@@ -210,7 +223,4 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
     r1 = sum("acquire-sample" in e["rules"] for e in user[0])
     r2 = sum("acquire-sample" in e["rules"] for e in user[1])
     assert r2 < r1 / 5, f"AcquireSampleRate 1000 -> 10000: {r1} -> {r2} events"
-    # Last, so that a broken rule is what a failure names: the session lost too few events to
-    # matter (between drains the buffers hold a whole round; a loaded host may fill them).
-    lost = int(re.search(r"EventsLost\s+(\d+)", status)[1])
-    assert lost <= 0.01 * sum(len(ev) for ev in events), status
+
