@@ -14,6 +14,7 @@
 #include "record_file.h"
 #include "report_format.h"
 #include "results.h"
+#include "locktrace/drain.h"
 #include "results_testing.h"
 #include "spec.h"
 #include "hypervisor-hooks/run_intervals.h"  // the one writer of timeline.csv
@@ -108,7 +109,7 @@ SnapshotRecord known_record() {
         const uint64_t b = 100 * (cpu + 1);
         TraceCpuCounters k{cpu, 0, {b + 10, b + 7, 3, b + 1, b + 2, b + 4}};
         t.cpus.push_back(k);
-        add_loss(t.totals, k.counters);
+        locktrace::add_loss(t.totals, k.counters);
     }
     r.trace = t;
     return r;

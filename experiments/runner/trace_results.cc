@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "locktrace/buffer_parser.h"
+#include "locktrace/drain.h"
 #include "locktrace/trace_file.h"
 
 namespace spinlab::run {
@@ -126,7 +127,7 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
                 TraceCpuCounters k;
                 std::memcpy(&k, f.payload + i, sizeof k);
                 r.cpus.push_back(k);
-                add_loss(r.totals, k.counters);
+                lt::add_loss(r.totals, k.counters);
             }
             r.counters_found = true;
             continue;
@@ -159,13 +160,5 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
     return r;
 }
 
-void add_loss(TraceLossCounters& total, const TraceLossCounters& cpu) {
-    total.events_attempted += cpu.events_attempted;
-    total.events_written += cpu.events_written;
-    total.events_lost += cpu.events_lost;
-    total.buffers_written += cpu.buffers_written;
-    total.log_buffers_lost += cpu.log_buffers_lost;
-    total.realtime_buffers_lost += cpu.realtime_buffers_lost;
-}
 
 }  // namespace spinlab::run

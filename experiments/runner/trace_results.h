@@ -53,7 +53,4 @@ std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold
 TraceRecord read_trace_file(const std::string& path, const std::string& file,
                             const collect::ClassNames& names, LongWaits* long_waits);
 
-// Adds one CPU's loss counters to a total (the file's counters frame holds them per CPU).
-void add_loss(TraceLossCounters& total, const TraceLossCounters& cpu);
-
 }  // namespace spinlab::run

@@ -172,13 +172,7 @@ TraceLossCounters area_totals(const void* area, const TraceAreaHeader& h) {
     TraceLossCounters t;
     __builtin_memset(&t, 0, sizeof t);
     for (uint32_t c = 0; c < h.session.cpu_count; c++) {
-        const TraceLossCounters k = cpu_loss_counters(area, h, c);
-        t.events_attempted += k.events_attempted;
-        t.events_written += k.events_written;
-        t.events_lost += k.events_lost;
-        t.buffers_written += k.buffers_written;
-        t.log_buffers_lost += k.log_buffers_lost;
-        t.realtime_buffers_lost += k.realtime_buffers_lost;
+        add_loss(t, cpu_loss_counters(area, h, c));
     }
     return t;
 }

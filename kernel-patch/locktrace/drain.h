@@ -83,6 +83,16 @@ uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu,
 // never an address or a length). cpu < h.session.cpu_count.
 TraceLossCounters cpu_loss_counters(const void* area, const TraceAreaHeader& h, uint32_t cpu);
 
+// total += one CPU's loss counters (the one place that knows the fields to sum).
+inline void add_loss(TraceLossCounters& total, const TraceLossCounters& cpu) {
+    total.events_attempted += cpu.events_attempted;
+    total.events_written += cpu.events_written;
+    total.events_lost += cpu.events_lost;
+    total.buffers_written += cpu.buffers_written;
+    total.log_buffers_lost += cpu.log_buffers_lost;
+    total.realtime_buffers_lost += cpu.realtime_buffers_lost;
+}
+
 // cpu_loss_counters summed over the session's CPUs (h.session.cpu_count, the checked copy).
 TraceLossCounters area_totals(const void* area, const TraceAreaHeader& h);
 
