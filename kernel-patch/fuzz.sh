@@ -4,7 +4,7 @@
 # collector runs on guest-written bytes)
 # with clang, ASan and UBSan, whatever compiler CMake uses, and run each for a bounded time.
 # Usage: kernel-patch/fuzz.sh [SECONDS_EACH] [BUILD_DIR]   (scripts/fuzz.sh, make fuzz, make test)
-#   SECONDS_EACH  default 20 (what `make test` uses; `make fuzz` passes more)
+#   SECONDS_EACH  default 20 (`make test` passes 5, `make fuzz` FUZZ_SECONDS)
 #   BUILD_DIR     default build/fuzz under the repository root
 # Exit status: 0 when no target found a crash; the crashing input is left in BUILD_DIR.
 set -euo pipefail

@@ -3,7 +3,8 @@
 # header parser, trace file reader, stack decoder), then the hostile-region fuzzer
 # (collector/hostile_region_fuzzer.cc: a guest thread rewrites a live region while the host's
 # region reader, snapshot code and trace drain read it), all with clang, ASan and UBSan.
-# make test runs them 20 s each; make fuzz longer (FUZZ_SECONDS).
+# make test runs them 5 s each (the sanitizer builds and a short search from an empty corpus, as a
+# check); make fuzz searches longer (FUZZ_SECONDS, 300 s each).
 # Exit status: 0 when no target found a crash; the crashing input is left in build/fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-"""The guest both real-guest test files boot: the kernel under TCG with lockbench on 2 vCPUs,
+"""The guest the real-guest test files boot: the kernel under TCG with lockbench on 2 vCPUs,
 started through spinlab-vm in a run directory of its own, stopped and removed afterwards."""
 import contextlib
 import json
@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -31,7 +32,20 @@ def lockbench_guest(prefix: str, boot_options: str = "",
                         + "init=/bin/lockbench " + lockbench_args],
                        env=env, check=True, stdout=subprocess.DEVNULL)
         state = json.load(open(os.path.join(run_dir, "vm", name, "vm.json")))
+        wait_until_it_answers(name, env, run_dir)
         yield {"name": name, "env": env, "run_dir": run_dir, "state": state}
     finally:
         subprocess.run([VM, "stop", name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def wait_until_it_answers(name: str, env: dict, run_dir: str, limit_s: float = 120):
+    """Polls `trace status` until the guest's channel answers. A query sent before the guest's
+    handler runs is never answered, so each poll waits 1 s, not the tests' 20 s: under TCG the
+    guest answers ~2 s after QEMU starts."""
+    deadline = time.time() + limit_s
+    while subprocess.run([COLLECT, "trace", "status", "--vm", name, "--run-dir", run_dir, "--timeout", "1000"],
+                         env=env, capture_output=True, timeout=60).returncode != 0:
+        if time.time() > deadline:
+            pytest.fail(f"the guest {name} did not answer on its channel within {limit_s:.0f} s")
+        time.sleep(0.3)

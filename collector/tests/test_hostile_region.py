@@ -3,7 +3,7 @@
 Boots the kernel under TCG with lockbench on 2 vCPUs, starts a trace session with every group,
 and runs `trace record`, `watch -i 1`, `record -i 0.5` and `query` on it, each again and again
 (a run that ends is started anew; each trace record attaches to the one session), while for
-20 s this process writes random bytes into the region file (/dev/shm/spinlab-NAME), as a
+12 s this process writes (300 a second) random bytes into the region file (/dev/shm/spinlab-NAME), as a
 hostile guest would. Every run must end with exit status 0 or 6
 (the corrupt-region status, docs/architecture.md "What the host trusts"), never a signal; a 6
 must name what was wrong; and each output must keep what was taken before the end: a trace file
@@ -13,7 +13,7 @@ is whole JSON lines with its end line and every snapshot it counted, a query's J
 The writes: half are 64 random bytes at a random offset anywhere in the region (the issue's
 recipe), half are one word on a field a host tool reads (each CPU's trace counters and perf
 data, the clock publication's cpu/period/count, the trace session's geometry: buffers_offset,
-BufferSize, buffers_per_cpu, the issue's SIGSEGV), and once, late in the 20 s, the region
+BufferSize, buffers_per_cpu, the issue's SIGSEGV), and once, late in the 12 s, the region
 header's geometry (which stays broken: every later attach stops at it). Left alone,
 because they are not about the host: the words a fresh attach uses to tell "not a spinlab region
 / another ABI / still booting" (magic, abi_version, generation: exits 3 and 4 by design, and a
@@ -40,17 +40,13 @@ import pytest
 from real_guest import COLLECT, lockbench_guest
 
 CORRUPT = 6  # collector/error.h kExitCorrupt
-WRITE_SECONDS = 20
-WRITES_PER_SECOND = 200
+WRITE_SECONDS = 12
+WRITES_PER_SECOND = 300
 
 
 @pytest.fixture(scope="module")
 def guest():
     with lockbench_guest("hr") as g:
-        deadline = time.time() + 120
-        while collect_args(g, "trace", "status").returncode != 0:  # still booting
-            assert time.time() < deadline, "the guest never answered"
-            time.sleep(0.5)
         yield g
 
 
@@ -206,7 +202,7 @@ def test_tools_survive_random_writes(guest, tmp_path):
     r = collect_args(g, "trace", "start", "--enable", "all", "--flush-timer", "50")
     assert r.returncode == 0, r.stderr
     start = time.time()
-    writes_from = start + 7  # the session drained for 7 s first
+    writes_from = start + 5  # the session drained for 5 s first
     until = writes_from + WRITE_SECONDS
     tools = {
         "trace record": lambda path, d: (["trace", "record", "--duration", d, "-o", path], 20000),
@@ -250,4 +246,4 @@ def test_tools_survive_random_writes(guest, tmp_path):
             json.loads(out)  # a whole answer, never a half-printed one
         elif what.startswith("watch") and rc == 0:
             assert out.count("interval") >= 1, (what, out[-500:])
-    assert events and events[0] > 0, events  # the first recording ran 7 s before any write
+    assert events and events[0] > 0, events  # the first recording ran 5 s before any write

@@ -13,7 +13,8 @@ new `trace record` attaches to the same session, so each file holds one round's 
 
 On a quiet host a 3 s round made ~260 k contended acquisitions per CPU; traced one by one (rate
 1, as this test first did) they overflowed the buffers between drains (one run lost 193 k of
-264 k events on CPU 0). Rounds are 2 s and the contention rates 4 and 16. On a loaded host the
+264 k events on CPU 0). Rounds are 2 s and the contention rates 4 and 16, and each round's
+file is drained by a `trace record` that runs through the round. On a loaded host the
 two vCPUs seldom run at once and a round may hold only ~100 contended acquisitions: the
 contention rule is then said not judged (fewer than 20 events expected) rather than failed; the
 acquire-sample and hold rules are judged in every run.
@@ -25,10 +26,12 @@ the threshold is below its 2 M-cycle holds (none above). The counters have no sp
 round 3 every contention event has at least SpinThreshold spins and fewer than 60 % (but some)
 of the contended acquisitions are traced. lockbench is never restarted: its ring-3 locks pick
 the new values up from the kernel while it runs.
-Needs `make build` and root for /dev/shm; about 50 s (20 s of it the boot).
+Needs `make build` and root for /dev/shm; about 35 s.
 """
 import json
+import os
 import re
+import signal
 import subprocess
 import time
 
@@ -48,10 +51,6 @@ HIGH_HOLD = 3000000000  # above any hold of this guest (about 1 s)
 def guest():
     with lockbench_guest("tp", f"stackprobe=on acquire-sample-rate=2000 hold-threshold={HIGH_HOLD}",
                          f"--rounds 0 --duration-ms {ROUND_MS} --pause-ms {PAUSE_MS} --locks 1 --cs-cycles 2000") as g:
-        deadline = time.time() + 120
-        while collect(g, "trace", "status", check=False).returncode != 0:  # still booting
-            assert time.time() < deadline, "the guest never answered"
-            time.sleep(0.5)
         yield g
 
 
@@ -71,9 +70,13 @@ def set_params(g, spin, acquire, contention, hold):
 
 def counters(g):
     """({class id: merged counters}, {class name: id}) of every class with acquisitions, read
-    from the shared region. By id: while a `trace record` holds the control channel, the names'
-    request is not answered (after a short timeout the query names the classes classN)."""
-    doc = json.loads(collect(g, "query", "--format", "json", "--source", "region", timeout_ms=300).stdout)
+    from the shared region alone (--shm, no channel: QEMU's chardev serves one client, and a
+    `trace record` holds it while it drains; the names are then classN, so by id)."""
+    shm = os.path.join(g["run_dir"], "vm", g["name"], "shm")
+    r = subprocess.run([COLLECT, "query", "--format", "json", "--shm", shm], env=g["env"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, f"spinlab-collect query --shm {shm}: exit {r.returncode}: {r.stderr}"
+    doc = json.loads(r.stdout)
     return {c["id"]: c["merged"] for c in doc["classes"]}, {c["name"]: c["id"] for c in doc["classes"]}
 
 
@@ -109,6 +112,23 @@ def drain(g, path):
     """The session's events so far into `path`: a `trace record` that attaches to the running
     session, drains what the guest published and leaves the session running."""
     collect(g, "trace", "record", "--duration", "0.3", "-o", path)
+
+
+def draining(g, path):
+    """A `trace record` that attaches to the running session and drains it into `path` until
+    stop_draining (SIGINT): a quiet host's round makes more events per CPU (~65 k at rate 4) than
+    the buffers hold, so they are drained while the round runs, as real-time mode means."""
+    return subprocess.Popen([COLLECT, "trace", "record", "--duration", "120", "-o", path, "--vm", g["name"],
+                             "--run-dir", g["run_dir"], "--timeout", "20000"],
+                            env=g["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stop_draining(p, path):
+    """Ctrl-C: the recorder takes what is published (the guest's flush timer has published
+    each CPU's last buffer: the round ended 1.6 s ago) and leaves the session running."""
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, f"trace record -o {path}: exit {p.returncode}: {err[-2000:]}"
 
 
 def spinlock_events(path):
@@ -173,9 +193,10 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
             drain(g, str(tmp_path / f"before-round{k + 1}.trace"))
             start, _ = counters(g)
             still_paused(g, before)
-            wait_for_round_end(g, before)
             path = str(tmp_path / f"round{k + 1}.trace")
-            drain(g, path)
+            recorder = draining(g, path)  # the whole round: buffers are drained as they fill
+            wait_for_round_end(g, before)
+            stop_draining(recorder, path)
             after, _ = counters(g)  # user classes: still paused, so the round's end exactly
             files.append(path)
             windows.append((before, start, after))
@@ -191,9 +212,11 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
     # First: a round that lost events cannot be judged by its counts, and says so.
     lost = int(re.search(r"EventsLost\s+(\d+)", status)[1])
     assert lost <= 0.01 * sum(len(ev) for ev in events), f"the session lost {lost} events: {status}"
+    uncontended = []
     for k, ((spin, acquire, contention, hold), ev, (b, s, a)) in enumerate(zip(rounds, events, windows)):
         name = f"round {k + 1}"
         unc = sum(delta(a, b, i, "uncontended") for i in USER_IDS)
+        uncontended.append(unc)
         contended = sum(delta(a, b, i, "acquisitions") for i in USER_IDS) - unc
         samples = sum("acquire-sample" in e["rules"] for e in user[k])
         # Rule (a): every acquire-sample-rate-th uncontended acquisition (per thread).
@@ -222,7 +245,9 @@ def test_each_rule_follows_a_change_during_the_session(guest, tmp_path):
         else:
             assert probe_holds == 0, f"{name}: {probe_holds} hold events above HoldThreshold {hold}"
     # The 10x of the issue: sampled uncontended events per uncontended acquisition.
-    r1 = sum("acquire-sample" in e["rules"] for e in user[0])
-    r2 = sum("acquire-sample" in e["rules"] for e in user[1])
-    assert r2 < r1 / 5, f"AcquireSampleRate 1000 -> 10000: {r1} -> {r2} events"
+    # Per uncontended acquisition: the rounds' workloads differ (one run: 327 events of round 1,
+    # 104 of a busier round 2, 10x fewer per acquisition).
+    r1 = sum("acquire-sample" in e["rules"] for e in user[0]) / max(uncontended[0], 1)
+    r2 = sum("acquire-sample" in e["rules"] for e in user[1]) / max(uncontended[1], 1)
+    assert r2 < r1 / 5, f"AcquireSampleRate 1000 -> 10000: {r1:.2e} -> {r2:.2e} events per uncontended acquisition"
 

@@ -27,10 +27,6 @@ from real_guest import COLLECT, ROOT, lockbench_guest
 @pytest.fixture(scope="module")
 def guest():
     with lockbench_guest("tr", "stackprobe=on") as g:
-        deadline = time.time() + 120
-        while collect(g, "trace", "status", check=False).returncode != 0:  # still booting
-            assert time.time() < deadline, "the guest never answered"
-            time.sleep(0.5)
         yield g
 
 
@@ -96,12 +92,16 @@ def test_export_of_a_real_trace_reads_back_in_babeltrace2_and_perfetto(guest):
     """trace export on a real recording: babeltrace2 reads every event with the native values,
     losses (if any) as discarded events, and the Chrome JSON follows the documented format."""
     out = os.path.join(guest["run_dir"], "export.trace")
-    collect(guest, "trace", "record", "--enable", "all", "--duration", "2", "--flush-timer", "50", "-o", out)
+    # A quarter second: lockbench makes ~450 k events/s with every group on, and python3-bt2
+    # reads ~3 k events/s per field; every kind still appears (cswitch ~250/s on 2 vCPUs).
+    collect(guest, "trace", "record", "--enable", "all", "--duration", "0.25", "--flush-timer", "50",
+            "-o", out)
     native, counters = tx.dump(out)
+    assert len(native) > 100, f"only {len(native)} events in the recording"  # ~1 k beside two busy loops
     ctf_dir = os.path.join(guest["run_dir"], "export.ctf")
     r = tx.export(out, "ctf", ctf_dir)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    got = tx.read_ctf(ctf_dir)
+    got = tx.read_ctf(ctf_dir, fields_of={"spinlock"})
     assert sorted((e["tsc"], e["cpu"], e["tid"], e["pid"], e["name"]) for e in got["events"]) == sorted(native)
     lost = {}
     for cpu, n in got["discarded_events"]:
@@ -115,7 +115,12 @@ def test_export_of_a_real_trace_reads_back_in_babeltrace2_and_perfetto(guest):
     assert want and sorted((e["tsc"], e["cpu"], e["fields"]["lock_address"], e["fields"]["wait_cycles"],
                             e["fields"]["spin_count"]) for e in got["events"] if e["name"] == "spinlock") == want
     text = subprocess.run(["babeltrace2", ctf_dir], capture_output=True, text=True, timeout=300)
-    assert text.returncode == 0 and text.stderr == "", text.stderr
+    # Its only complaints may be the losses (a recorder starved by a busy host loses events):
+    # one warning per discarded-events message, with the counts the trace file has.
+    warned = [int(n) for n in re.findall(r"^WARNING: Tracer discarded (\d+) events", text.stderr, re.M)]
+    rest = [l for l in text.stderr.splitlines() if l.strip() and not l.startswith("WARNING: Tracer discarded")]
+    assert text.returncode == 0 and rest == [], text.stderr
+    assert sum(warned) == sum(lost.values()), (warned, lost)
     others = [line for line in text.stdout.splitlines() if not line.startswith("[")]
     assert len(text.stdout.splitlines()) - len(others) == len(native)
     assert all("discarded" in line for line in others if line.strip()), others[:3]

@@ -40,6 +40,9 @@ if not qemu_launch.kvm_usable():
 # Nested KVM runs guest ring 0 hundreds of times slower: the channel's requests and the boot
 # take longer than under TCG.
 KVM_ARGS = ["--vm.channel-timeout", "30", "--vm.boot-timeout", "300"]
+# Seconds per phase: 20 s phases gave sets of 120-180 waits behind a frozen holder and 43-93 of
+# a frozen waiter on this 2-core machine; 10 s keeps each set well above MIN_SET (3, 3, 20).
+PHASE_SECONDS = 10
 AGREE_MIN = 0.9
 AGREE_SET_MIN = 20
 
@@ -50,7 +53,8 @@ def kvm_run(name, **kw):
             pytest.fail(f"{p} missing: run `make build` first")
     out = tempfile.mkdtemp(prefix=f"spinlab-gt-kvm-{name}-")
     try:
-        return out, gt_run.make_run(os.path.join(out, "1"), accel="kvm", timeout=600, extra=KVM_ARGS, **kw)
+        return out, gt_run.make_run(os.path.join(out, "1"), accel="kvm", timeout=600, duration=PHASE_SECONDS,
+                                 extra=KVM_ARGS, **kw)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -71,7 +75,8 @@ def ticket_run():
     kw = dict(lock="ticket", frozen_vcpu=1, phase="preempt-30ms, host-load", hog_vcpu=1)
     out, run_dir = kvm_run("ticket", **kw)
     try:
-        remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, extra=KVM_ARGS, **kw)  # noqa: E731
+        remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, duration=PHASE_SECONDS,  # noqa: E731
+                                           extra=KVM_ARGS, **kw)
         yield {"freeze": judged("ticket", run_dir, 1, "preempt-30ms", out, remake),
                "hog": gt_run.measure(run_dir, 1, "host-load")}
     finally:
@@ -83,7 +88,8 @@ def mcs_run():
     kw = dict(lock="mcs", frozen_vcpu=0)
     out, run_dir = kvm_run("mcs", **kw)
     try:
-        remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, extra=KVM_ARGS, **kw)  # noqa: E731
+        remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, duration=PHASE_SECONDS,  # noqa: E731
+                                           extra=KVM_ARGS, **kw)
         yield judged("mcs", run_dir, 0, None, out, remake)
     finally:
         keep(out)
