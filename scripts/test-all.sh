@@ -99,7 +99,7 @@ step "LHP ground truth and clock on a real guest (pytest, TCG)" \
     bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth.py"
 # The same bars under KVM, on the report's final classes (issue 26): a ticket lock freezing vCPU 1
 # and then a hog on its host CPU (runnable preemption: steal time and the timeline must agree),
-# an MCS lock freezing vCPU 0. About 3.5 min under nested KVM.
+# an MCS lock freezing vCPU 0. About 2.7 min under nested KVM.
 if kvm_ok; then
     step "LHP ground truth on a real guest (pytest, KVM)" \
         bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth_kvm.py"

@@ -19,7 +19,7 @@ lockbench as in the TCG ground truth (gt_run.py):
 - queued (MCS) lock freezing vCPU 0: the three bars again, another algorithm, the other vCPU.
 
 Skipped (with the reason) where /dev/kvm cannot be opened. Needs `make build` and root. About
-2 + 1.5 minutes on a loaded 2-core host (nested KVM boots in 30-80 s).
+2.7 minutes on a quiet 2-core host (10 s phases; nested KVM boots in 30-80 s).
 """
 import os
 import shutil
