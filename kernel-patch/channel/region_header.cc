@@ -22,6 +22,7 @@ uint64_t min_section_size(RegionSection s, uint32_t cpu_count) {
         case RegionSection::kClock: return sizeof(ClockArea);
         case RegionSection::kChannelStats: return sizeof(ChannelServerStats);
         case RegionSection::kTrace: return 0;
+        case RegionSection::kVcpuState: return sizeof(VcpuStateArea);  // the host writes it whole
         case RegionSection::kCount: break;
     }
     return 0;
@@ -92,6 +93,9 @@ RegionError region_layout(void* base, uint64_t size, uint32_t cpu_count, uint64_
                                                               sizeof(ChannelServerStats), 0, 1};
     uint64_t trace_off = perf_off + perf_size;
     fresh.sections[uint32_t(RegionSection::kTrace)] = {trace_off, size - trace_off, 0, 1};
+    // Zeroed above: every vCPU reads "running" until a host writer says otherwise.
+    fresh.sections[uint32_t(RegionSection::kVcpuState)] = {kRegionVcpuStateOffset,
+                                                           sizeof(VcpuStateArea), 0, 1};
     __builtin_memcpy(p, &fresh, sizeof fresh);
 
     // Release: every field above is visible before the even generation that validates them.

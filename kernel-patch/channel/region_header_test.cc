@@ -48,6 +48,13 @@ TEST(RegionHeader, LayoutThenParseAgrees) {
     EXPECT_EQ(reinterpret_cast<uint8_t*>(cpu3) - static_cast<uint8_t*>(r.base()),
               int64_t(perf.offset + 3 * perf.stride));
     EXPECT_EQ(region_end_read(r.base(), l), RegionError::kNone);
+    // The host-written vCPU state area: in page 0, whole, zeroed (every vCPU "running").
+    const auto& vs = l.section(RegionSection::kVcpuState);
+    EXPECT_EQ(vs.offset, kRegionVcpuStateOffset);
+    EXPECT_EQ(vs.size, sizeof(VcpuStateArea));
+    const auto* area = reinterpret_cast<const VcpuStateArea*>(static_cast<uint8_t*>(r.base()) + vs.offset);
+    EXPECT_EQ(area->publishers, 0u);
+    for (const VcpuStateEntry& e : area->cpu) EXPECT_EQ(e.off, 0u);
 }
 
 TEST(RegionHeader, RelayoutBumpsGenerationAndZeroesCounters) {
@@ -94,6 +101,7 @@ TEST_P(RegionHeaderCorrupt, IsRejectedWithItsReason) {
 constexpr uint32_t kPerf = uint32_t(RegionSection::kPerfData);
 constexpr uint32_t kClockSec = uint32_t(RegionSection::kClock);
 constexpr uint32_t kTraceSec = uint32_t(RegionSection::kTrace);
+constexpr uint32_t kVcpuSec = uint32_t(RegionSection::kVcpuState);
 
 INSTANTIATE_TEST_SUITE_P(
     EveryField, RegionHeaderCorrupt,
@@ -133,6 +141,20 @@ INSTANTIATE_TEST_SUITE_P(
                    [](RegionHeader& h) {
                        h.sections[kClockSec].offset = h.sections[kPerf].offset;
                    },
+                   RegionError::kBadSection},
+        // The host writes the vCPU state area: it must be whole, inside the region and apart
+        // from every section the guest writes, or the host's stores would land in them.
+        Corruption{"vcpu state too small",
+                   [](RegionHeader& h) { h.sections[kVcpuSec].size = 64; },
+                   RegionError::kBadSection},
+        Corruption{"vcpu state over the clock",
+                   [](RegionHeader& h) { h.sections[kVcpuSec].offset = h.sections[kClockSec].offset; },
+                   RegionError::kBadSection},
+        Corruption{"vcpu state past end",
+                   [](RegionHeader& h) { h.sections[kVcpuSec].offset = kSize - 64; },
+                   RegionError::kBadSection},
+        Corruption{"vcpu state inside header",
+                   [](RegionHeader& h) { h.sections[kVcpuSec].offset = 0; },
                    RegionError::kBadSection}),
     [](const auto& info) {
         std::string s = info.param.name;

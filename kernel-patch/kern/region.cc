@@ -77,3 +77,7 @@ void* region_trace(uint64_t* size) {
     *size = s.size;
     return s.size ? base + s.offset : nullptr;
 }
+
+const spinlab::VcpuStateArea* region_vcpu_state() {
+    return base ? section<const spinlab::VcpuStateArea>(spinlab::RegionSection::kVcpuState) : nullptr;
+}

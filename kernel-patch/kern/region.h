@@ -15,3 +15,5 @@ spinlab::ChannelServerStats* region_channel_stats();   // nullptr without a regi
 void region_clock_tick(uint32_t cpu);                   // every CPU's timer interrupt
 void region_use_for_lockstat();   // hand the perf data section to lockstat (if present)
 void* region_trace(uint64_t* size);  // the trace section (spinlab/trace.h), nullptr without one
+// The host-written vCPU state area (spinlab/vcpu_state.h), nullptr without a region.
+const spinlab::VcpuStateArea* region_vcpu_state();

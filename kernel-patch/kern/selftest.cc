@@ -12,20 +12,23 @@
 #include "sched.h"
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
-    kSuiteLockstat, kSuiteTrace;
+    kSuiteLockstat, kSuiteTrace, kSuiteVcpuState, kSuiteVcpuStateHost;
 
 namespace {
 
-const SelfTestSuite* const kSuites[] = {&kSuiteSmp, &kSuiteSpinlock, &kSuiteSched, &kSuiteMem,
-                                         &kSuiteUser, &kSuiteLockstat, &kSuiteTrace};
+const SelfTestSuite* const kSuites[] = {&kSuiteSmp,      &kSuiteSpinlock, &kSuiteSched,
+                                         &kSuiteMem,      &kSuiteUser,     &kSuiteLockstat,
+                                         &kSuiteTrace,    &kSuiteVcpuState, &kSuiteVcpuStateHost};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:
 bool failed;
 char first_failure[256];
 
-bool selected(const char* which, const char* suite) {
-    if (which[0] == 'a' && which[1] == 'l' && which[2] == 'l' && which[3] == '\0') return true;
+bool selected(const char* which, const SelfTestSuite& s) {
+    const char* suite = s.name;
+    if (which[0] == 'a' && which[1] == 'l' && which[2] == 'l' && which[3] == '\0')
+        return !s.by_name_only;
     for (const char* p = which; *p;) {
         const char* q = p;
         while (*q && *q != ',') q++;
@@ -82,7 +85,7 @@ void selftest_run(const char* which) {
     __atomic_store_n(&g_lock_order_checks, true, __ATOMIC_RELAXED);
     kprintf("selftest: running '%s' on %u CPUs\n", which, g_ncpus);
     for (const SelfTestSuite* s : kSuites) {
-        if (!selected(which, s->name)) continue;
+        if (!selected(which, *s)) continue;
         for (int i = 0; i < s->count; i++) {
             const SelfTest& t = s->tests[i];
             {

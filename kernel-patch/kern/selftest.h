@@ -15,6 +15,7 @@ struct SelfTestSuite {
     const char* name;
     const SelfTest* tests;
     int count;
+    bool by_name_only = false;  // not in "all": it needs something outside the guest (the host)
 };
 
 [[noreturn]] void selftest_run(const char* which);   // "all" or "suite1,suite2"

@@ -11,6 +11,8 @@
 //  |  RegionHeader     @0    | (perfdata.h)       | (stride bytes each,     | (spinlab/trace.h;|
 //  |  ClockArea        @1024 |                    |  page aligned)          |  the trace area  |
 //  |  ChannelServerStats@2048|                    |                         |  rest of region) |
+//  |  VcpuStateArea    @3072 |                    |                         |                  |
+//  |   (HOST-written)        |                    |                         |                  |
 //  +-------------------------+--------------------+----------- ... ---------+------------------+
 //  The offsets above are what region_layout() produces today; readers must use the section
 //  table in the header, never these numbers.
@@ -37,6 +39,9 @@
 //   (one CPU at a time, under its lock).
 //  Trace area: see spinlab/trace.h (per-CPU      See spinlab/trace.h (take a full buffer, give
 //   buffers, its own protocol).                   it back).
+//  VcpuStateArea: written by the HOST            The guest reads one word per vCPU (see
+//   (spinlab-load: which vCPU threads are off     spinlab/vcpu_state.h); the guest lays it out
+//   their host CPU); spinlab/vcpu_state.h.        (zeroed) and never writes it afterwards.
 //
 // Versioning: abi_version changes whenever anything in this file or in perfdata.h changes
 // incompatibly; a reader refuses a region whose version it does not know (no guessing).
@@ -46,11 +51,13 @@
 
 #include <spinlab/channel.h>
 #include <spinlab/perfdata.h>
+#include <spinlab/vcpu_state.h>
 
 namespace spinlab {
 
 inline constexpr uint64_t kRegionMagic = 0x4E474552424C5053ULL;  // bytes "SPLBREGN"
-inline constexpr uint32_t kRegionAbiVersion = 1;
+// 2: the section table gained kVcpuState (the header is 24 bytes longer).
+inline constexpr uint32_t kRegionAbiVersion = 2;
 inline constexpr uint32_t kRegionMaxCpus = 64;
 inline constexpr uint32_t kRegionAlign = 64;      // every section starts on a cache line
 inline constexpr uint32_t kRegionPageSize = 4096;  // per-CPU blocks start on pages
@@ -60,7 +67,8 @@ enum class RegionSection : uint32_t {
     kClock = 1,          // one ClockArea
     kChannelStats = 2,   // one ChannelServerStats
     kTrace = 3,          // per-CPU trace buffers, spinlab/trace.h (size may be 0)
-    kCount = 4,
+    kVcpuState = 4,      // one VcpuStateArea, written by the host (spinlab/vcpu_state.h)
+    kCount = 5,
 };
 
 struct RegionSectionEntry {
@@ -91,7 +99,7 @@ static_assert(offsetof(RegionHeader, generation) == 24, "ABI");
 static_assert(offsetof(RegionHeader, cpu_count) == 32, "ABI");
 static_assert(offsetof(RegionHeader, tsc_hz) == 48, "ABI");
 static_assert(offsetof(RegionHeader, sections) == 96, "ABI");
-static_assert(sizeof(RegionHeader) == 96 + 24 * 4, "ABI");
+static_assert(sizeof(RegionHeader) == 96 + 24 * 5, "ABI");
 
 // Guest TSC publications for clock correlation. Written under `seq` by one guest CPU at a time:
 // any CPU's timer tick may publish (the first after about half a period), taking `seq` odd
@@ -119,8 +127,12 @@ static_assert(sizeof(ChannelServerStats) % 8 == 0, "ABI");
 
 inline constexpr uint64_t kRegionClockOffset = 1024;
 inline constexpr uint64_t kRegionChannelStatsOffset = 2048;
+inline constexpr uint64_t kRegionVcpuStateOffset = 3072;
 static_assert(sizeof(RegionHeader) <= kRegionClockOffset, "header fits before the clock area");
-static_assert(kRegionChannelStatsOffset + sizeof(ChannelServerStats) <= kRegionPageSize,
-              "page 0 holds header, clock and channel stats");
+static_assert(kRegionChannelStatsOffset + sizeof(ChannelServerStats) <= kRegionVcpuStateOffset,
+              "channel stats fit before the vCPU state area");
+static_assert(kRegionVcpuStateOffset + sizeof(VcpuStateArea) <= kRegionPageSize,
+              "page 0 holds header, clock, channel stats and the vCPU state area");
+static_assert(kVcpuStateEntries == kRegionMaxCpus, "one vCPU state entry per possible CPU");
 
 }  // namespace spinlab
