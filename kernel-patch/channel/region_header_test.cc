@@ -163,6 +163,22 @@ INSTANTIATE_TEST_SUITE_P(
         return s;
     });
 
+// The guest's read of the host-written words (vcpu_state_off_bits): whatever the host left in
+// the area, a cpu out of range reads 0 and only the kVcpuOff* bits count.
+TEST(VcpuState, TheGuestReadsOnlyItsCpusAndOnlyKnownBits) {
+    VcpuStateArea area{};
+    for (VcpuStateEntry& e : area.cpu) e.off = kVcpuOffPreempted;  // a host writing every word
+    area.cpu[1].off = kVcpuOffFrozen | 0xF0u;
+    area.cpu[2].off = 0xFFFFFFF8u;  // no known bit
+    EXPECT_EQ(vcpu_state_off_bits(&area, 0, 4), kVcpuOffPreempted);
+    EXPECT_EQ(vcpu_state_off_bits(&area, 1, 4), kVcpuOffFrozen);
+    EXPECT_EQ(vcpu_state_off_bits(&area, 2, 4), 0u);
+    for (uint32_t cpu : {4u, 5u, 63u, 64u, 1000u, 0xFFFFFFFFu})
+        EXPECT_EQ(vcpu_state_off_bits(&area, cpu, 4), 0u) << cpu;
+    EXPECT_EQ(vcpu_state_off_bits(&area, 64, 1000), 0u);  // never past the area
+    EXPECT_EQ(vcpu_state_off_bits(nullptr, 0, 4), 0u);
+}
+
 TEST(RegionHeader, ParseRefusesAMappingSmallerThanTheHeaderSays) {
     Region r(kSize);
     ASSERT_EQ(region_layout(r.base(), kSize, 4, 0, 0), RegionError::kNone);

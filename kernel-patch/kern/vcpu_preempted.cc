@@ -18,10 +18,7 @@ bool in_range(uint32_t cpu) {
 }  // namespace
 
 uint32_t vcpu_state_host_bits(uint32_t cpu) {
-    const spinlab::VcpuStateArea* area = region_vcpu_state();
-    if (!area || !in_range(cpu)) return 0;
-    // One whole-word load; the host changes it with atomic or/and at any moment.
-    return __atomic_load_n(&area->cpu[cpu].off, __ATOMIC_RELAXED) & spinlab::kVcpuOffMask;
+    return spinlab::vcpu_state_off_bits(region_vcpu_state(), cpu, __atomic_load_n(&g_ncpus, __ATOMIC_RELAXED));
 }
 
 uint32_t vcpu_state_publishers() {

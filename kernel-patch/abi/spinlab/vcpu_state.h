@@ -61,4 +61,12 @@ struct VcpuStateArea {
 static_assert(offsetof(VcpuStateArea, cpu) == 64, "ABI: entries start on the second cache line");
 static_assert(sizeof(VcpuStateArea) == 64 + 8 * kVcpuStateEntries, "ABI");
 
+// The guest's read of one word, defensively: 0 for a missing area or a cpu at or above
+// `cpu_count` (or kVcpuStateEntries), else the word's kVcpuOff* bits (any other bit ignored).
+// One relaxed load: the host changes the word at any moment.
+inline uint32_t vcpu_state_off_bits(const VcpuStateArea* area, uint32_t cpu, uint32_t cpu_count) {
+    if (area == nullptr || cpu >= cpu_count || cpu >= kVcpuStateEntries) return 0;
+    return __atomic_load_n(&area->cpu[cpu].off, __ATOMIC_RELAXED) & kVcpuOffMask;
+}
+
 }  // namespace spinlab
