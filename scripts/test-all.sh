@@ -37,16 +37,38 @@ run_step() {
         note=", RETRIED"
         $retry && ok=1
     fi
-    if [ $ok = 1 ]; then
+    report "$name" $ok "$((SECONDS - t0)) s$note"
+}
+report() {  # NAME OK(1|0) WHAT: the step's result line, counted
+    if [ "$2" = 1 ]; then
         passed=$((passed + 1))
-        echo "=== $name: ok ($((SECONDS - t0)) s$note)"
+        echo "=== $1: ok ($3)"
     else
         failed=$((failed + 1))
-        failed_names+=("$name")
-        echo "=== $name: FAILED ($((SECONDS - t0)) s$note)"
+        failed_names+=("$1")
+        echo "=== $1: FAILED ($3)"
     fi
 }
 step() { run_step "" "$@"; }
+# step_pair NAME1 FUNC1 NAME2 FUNC2: two steps at once, for steps that time nothing and use one
+# core each (pure Python tests, the fuzzers), so a 2-core machine runs them side by side. Each
+# one's output is printed whole after both end, under its own header and result line.
+step_pair() {
+    local d t0=$SECONDS r1=0 r2=0
+    d=$(mktemp -d)
+    "$2" > "$d/1" 2>&1 &
+    local p1=$!
+    "$4" > "$d/2" 2>&1 &
+    local p2=$!
+    wait $p1 || r1=1
+    wait $p2 || r2=1
+    local dt=$((SECONDS - t0))
+    echo; echo "=== $1"; cat "$d/1"
+    report "$1" $((1 - r1)) "both ended after $dt s, beside: $3"
+    echo; echo "=== $3"; cat "$d/2"
+    report "$3" $((1 - r2)) "both ended after $dt s, beside: $1"
+    rm -rf "$d"
+}
 step_retry() { local retry=$1; shift; run_step "$retry" "$@"; }
 skip_step() {
     echo
@@ -85,11 +107,17 @@ ctest_rerun_failed() {
 step "host unit tests (ctest)" ctest --test-dir build/host --output-on-failure -j2 --timeout 300 -LE integration
 step_retry ctest_rerun_failed "host integration tests (ctest)" \
     ctest --test-dir build/host --output-on-failure --timeout 300 -L integration
-step "analysis (pytest)" pytest_dir analysis
+analysis_tests() { pytest_dir analysis; }
+fuzzers() { scripts/fuzz.sh 5; }
+# The libFuzzer targets 5 s each (`make fuzz` runs them longer), beside the analysis tests.
+step_pair "analysis (pytest)" analysis_tests "fuzzers (5 s each)" fuzzers
 step "vm-images (pytest)" pytest_dir vm-images
 step "collector against the real guest (pytest)" pytest_dir collector/tests
 step "experiment sweeps through Snakemake (pytest)" pytest_dir experiments/sweep/tests
 step "spinlab front-end (pytest)" pytest_dir frontend/tests
+# The classroom labs' checkers (labs/README.md): labs 1, 2 and 4 on two real reduced boots under
+# TCG, labs 3 and 5 on recorded real results; each also on results without its phenomenon (TBD s)
+step "classroom labs: checkers on real and edited results (pytest)" pytest_dir labs
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
 # hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min
 step "make install: installed spinlab runs without the source tree" scripts/install-test.sh
@@ -141,9 +169,6 @@ iso_selftest() {
         $PY vm-images/selftest.py --kernel $KERNEL --iso build/spinlab-selftest.iso --cpus 2 --accel tcg
 }
 step "GRUB ISO boots and passes (SeaBIOS)" iso_selftest
-if [ -x scripts/fuzz.sh ]; then
-    step "fuzzers (5 s each)" scripts/fuzz.sh 5
-fi
 # One minute of the soak (`make soak` runs ten): lockbench and kmix on 4 vCPUs while the host
 # goes through idle, hog, freeze and throttle and hostile frames hit the channel.
 step "soak, 1 minute (4 vCPUs, TCG)" build/host/bin/spinlab-soak --minutes 1 --kernel $KERNEL --initrd $INITRD \

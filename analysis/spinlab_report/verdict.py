@@ -50,11 +50,11 @@ import math
 import numpy as np
 
 from . import lhp
+from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .verdict_text import cycles_text, g3, paragraph, significant, table  # noqa: F401 (the verdict's text)
 
-LONG_K = 20  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 CORRECTION = 0.5
 BASELINE_OFF_MAX = 0.05  # a baseline whose vCPUs were off the host CPU longer was not idle
 WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # ring-3 locks (lockbench: the test data's name)
