@@ -118,7 +118,12 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
             ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
              "run the injector SCHED_FIFO at this priority (0: normal); where that is not "
              "permitted (no CAP_SYS_NICE, RLIMIT_RTPRIO too low) it runs at normal priority, with "
-             "one warning");
+             "one warning")
+            ("vcpu-state", po::value(&c.preempt.vcpu_state),
+             "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): set each "
+             "frozen vCPU's 'preempted' word there, from the freeze to the thaw")
+            ("vcpu-state-latency-json", po::value(&c.preempt.vcpu_state_latency_json),
+             "write the words' store latencies (from the freeze or thaw request) here as JSON at exit");
         all.add(g);
     } else if (name == "pin") {
         po::options_description g("Pin");
@@ -140,7 +145,15 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
              "written as state frozen; read when the timeline ends")
             ("no-switch-records", po::bool_switch(&r.no_switch_records),
              "trace only: do not fill the switches sched_switch lacks from the threads' perf switch "
-             "records (they stay unknown)");
+             "records (they stay unknown)")
+            ("vcpu-state", po::value(&c.timeline.vcpu_state),
+             "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): keep each "
+             "vCPU's 'preempted' word there from its thread's switches while tracing")
+            ("vcpu-state-period-us", po::value(&c.timeline.vcpu_state_period_us)->default_value(1000),
+             "how often the words' publisher reads the switches (the words lag the switches by up "
+             "to this, plus its wake-up)")
+            ("vcpu-state-latency-json", po::value(&c.timeline.vcpu_state_latency_json),
+             "write the words' store latencies (from the switch) here as JSON at exit");
         all.add(g);
     }
     return all;
@@ -168,7 +181,8 @@ const char* examples(const std::string& name) {
     if (name == "preempt") {
         return "  spinlab-load preempt --qemu-pid 4242 --vcpus 0 --freeze-ms 10 --period-ms 100 \\\n"
                "      --duration 8 --out preempt.csv\n"
-               "  spinlab-load preempt --qmp /run/vm.qmp --schedule poisson --seed 7 --stagger\n";
+               "  spinlab-load preempt --qmp /run/vm.qmp --schedule poisson --seed 7 --stagger\n"
+               "  spinlab-load preempt --qemu-pid 4242 --vcpus 1 --vcpu-state /dev/shm/spinlab-lab1\n";
     }
     if (name == "pin") {
         return "  spinlab-load pin --qemu-pid 4242 --cpus 0,1       # vCPU i on CPU i\n"
@@ -178,7 +192,8 @@ const char* examples(const std::string& name) {
         return "  spinlab-load timeline --qemu-pid 4242 --duration 8 --out timeline.csv\n"
                "  spinlab-load timeline --qemu-pid 4242 --freezes preempt.csv --phase preempt-30ms --rep 1 \\\n"
                "      --out timeline.csv   # stop preempt first: its effective windows become state frozen\n"
-               "  spinlab-load timeline --qmp /run/vm.qmp --trace-clock mono --out t.csv\n";
+               "  spinlab-load timeline --qmp /run/vm.qmp --trace-clock mono --out t.csv\n"
+               "  spinlab-load timeline --qemu-pid 4242 --vcpu-state /dev/shm/spinlab-lab1 --out t.csv\n";
     }
     if (name == "cleanup") return "  spinlab-load cleanup\n";
     return "  spinlab-load libvirt-args --domain-xml - --qemu-pid 4242 < domain.xml\n";

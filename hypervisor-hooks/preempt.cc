@@ -20,6 +20,7 @@
 #include "sched_switch_parse.h"
 #include "switch_records.h"
 #include "tracefs.h"
+#include "vcpu_state_publisher.h"
 
 namespace spinlab::load {
 
@@ -105,6 +106,8 @@ void validate_preempt(const PreemptConfig& c) {
     if (c.duration_s < 0) throw LoadError("--duration must not be negative");
     if (c.start_delay_s < 0) throw LoadError("--start-delay must not be negative");
     if (c.rt_priority < 0 || c.rt_priority > 99) throw LoadError("--rt-priority must be 0..99");
+    if (!c.vcpu_state_latency_json.empty() && c.vcpu_state.empty())
+        throw LoadError("--vcpu-state-latency-json needs --vcpu-state");
 }
 
 int run_preempt(Session& session, const PreemptConfig& c) {
@@ -125,6 +128,28 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::fputs(freeze_record_header().c_str(), out);
     std::fflush(out);
     auto writer = std::make_unique<RecordWriter>(out);  // before the priority: it stays SCHED_OTHER
+    // The guest's vCPU state words: kVcpuOffFrozen from each freeze's mark to its thaw.
+    std::unique_ptr<VcpuStateWriter> words;
+    if (!c.vcpu_state.empty())
+        words = std::make_unique<VcpuStateWriter>(c.vcpu_state, kVcpuStatePublisherFreezes, kVcpuOffFrozen,
+                                                  vcpu_indexes(targets));
+    PublishStats word_stats;
+    word_stats.source = "freezes";
+    std::vector<std::pair<uint64_t, uint64_t>> word_latency_tsc;  // (request, store)
+    auto publish_frozen = [&](const Victim& v, bool frozen, uint64_t request_tsc) {
+        if (!words) return;
+        ++word_stats.events;
+        const VcpuStateWriter::State before = words->state();
+        if (words->refresh() != before)
+            std::fprintf(stderr, "preempt: vcpu-state: %s %s%s%s\n", words->path().c_str(),
+                         vcpu_state_name(words->state()), words->why().empty() ? "" : ": ", words->why().c_str());
+        if (words->set(static_cast<uint32_t>(v.target.vcpu), frozen ? kVcpuOffFrozen : 0)) {
+            word_latency_tsc.emplace_back(request_tsc, read_tsc());
+            ++word_stats.published;
+        } else {
+            ++word_stats.not_attached;
+        }
+    };
     const auto facts = priority_facts(c.rt_priority, set_rt_priority(c.rt_priority));
 
     std::deque<Victim> victims;
@@ -147,6 +172,9 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s\n", victims.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str());
+    if (words && words->refresh() != VcpuStateWriter::State::kAttached)  // publishes itself if laid out
+        std::fprintf(stderr, "preempt: vcpu-state: %s %s: %s\n", words->path().c_str(),
+                     vcpu_state_name(words->state()), words->why().c_str());
     session.mark_ready(facts);
 
     const uint64_t end = c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
@@ -190,6 +218,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     auto thaw = [&](Victim& v) {
         v.open.end_tsc = read_tsc();
         v.freezer->thaw();
+        publish_frozen(v, false, v.open.end_tsc);  // after the thaw: the word never leads it
         v.frozen = false;
         unfinished.push_back({&v, v.open, v.planned_begin_ns, v.planned_end_ns});
         if (!next_drain_ns) next_drain_ns = monotonic_ns() + kDrainPeriodNs;
@@ -224,6 +253,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         v.freezer->freeze();
         v.open.marked_tsc = read_tsc();
         const uint64_t marked_ns = monotonic_ns();
+        publish_frozen(v, true, v.open.begin_tsc);  // after the mark: the word never leads it
         v.frozen = true;
         // Every freeze lasts its length from the moment its mark has surely landed (the write
         // returned): a late request or a slow write (v1 patches a static key) moves the thaw.
@@ -258,6 +288,18 @@ int run_preempt(Session& session, const PreemptConfig& c) {
                  static_cast<unsigned long long>(seq), status_counts[0], status_counts[1],
                  status_counts[2], status_counts[3], latency.summary().c_str(),
                  session.stopped() ? "; stopped by " : "", session.stop_reason().c_str());
+    if (words) {
+        words->detach();
+        const double ticks_per_us = TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e3;
+        for (const auto& [request, store] : word_latency_tsc)
+            word_stats.latency_us.push_back((double(store) - double(request)) / ticks_per_us);
+        std::fprintf(stderr, "preempt: vcpu-state: %s\n", word_stats.summary().c_str());
+        if (!c.vcpu_state_latency_json.empty()) {
+            FILE* j = std::fopen(c.vcpu_state_latency_json.c_str(), "we");
+            if (!j || std::fprintf(j, "%s\n", word_stats.json(c.vcpu_state).c_str()) < 0 || std::fclose(j) != 0)
+                throw LoadError("--vcpu-state-latency-json " + c.vcpu_state_latency_json + ": " + std::strerror(errno));
+        }
+    }
     if (!c.latency_json.empty()) {
         FILE* j = std::fopen(c.latency_json.c_str(), "we");
         if (!j || std::fprintf(j, "%s\n", latency.json().c_str()) < 0 || std::fclose(j) != 0) {

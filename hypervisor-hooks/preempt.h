@@ -7,6 +7,10 @@
 // read from the threads' sched_switch events in a trace instance of preempt's own, with the
 // switch-ins the kernel leaves out of it from their perf switch records. A row is
 // written once its thread has run again, so a SIGKILL loses the rows not yet written.
+//
+// With --vcpu-state REGION each freeze also sets the vCPU's kVcpuOffFrozen bit in the guest's
+// shared region, from just after the freeze write to just after the thaw write
+// (vcpu_state_publisher.h), for the guest's vcpu_preempted().
 #pragma once
 
 #include <string>
@@ -30,6 +34,8 @@ struct PreemptConfig {
     // >0: run the injector SCHED_FIFO at this priority; where that is not permitted (EPERM) it
     // runs at normal priority with one warning, and the ready file says so (session.h).
     int rt_priority = 0;
+    std::string vcpu_state;               // optional: the region file whose vCPU state words to keep
+    std::string vcpu_state_latency_json;  // optional: the words' store latencies (PublishStats) at exit
 };
 
 void validate_preempt(const PreemptConfig& c);

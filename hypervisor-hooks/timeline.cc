@@ -13,6 +13,7 @@
 #include "switch_records.h"
 #include "tracefs.h"
 #include "untraced_switches.h"
+#include "vcpu_state_publisher.h"
 
 namespace spinlab::load {
 
@@ -78,7 +79,11 @@ void validate_timeline(const TimelineConfig& c) {
     }
     if (c.phase.find_first_of(",\n\"") != std::string::npos)
         throw LoadError("--phase '" + c.phase + "' must not contain a comma, quote or newline (a CSV field)");
-
+    if (c.vcpu_state_period_us < 50 || c.vcpu_state_period_us > 1'000'000)
+        throw LoadError("--vcpu-state-period-us " + std::to_string(c.vcpu_state_period_us) +
+                        " must be in [50, 1000000]");
+    if (!c.vcpu_state_latency_json.empty() && c.vcpu_state.empty())
+        throw LoadError("--vcpu-state-latency-json needs --vcpu-state");
 }
 
 int run_timeline(Session& session, const TimelineConfig& c) {
@@ -93,6 +98,14 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb,
                         /*running_stamps=*/true);
     std::unique_ptr<SwitchRecorder> records = open_switch_records(c, tids);
+    std::unique_ptr<SwitchPublisher> publisher;
+    if (!c.vcpu_state.empty()) {
+        try {
+            publisher = std::make_unique<SwitchPublisher>(c.vcpu_state, targets, c.vcpu_state_period_us);
+        } catch (const LoadError& e) {
+            throw LoadError(std::string("--vcpu-state: ") + e.what());
+        }
+    }
     const bool tsc_clock = c.clock == "x86-tsc";
     SchedSwitchParser parser;
     std::string raw;
@@ -102,6 +115,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     ClockPair first = sample_clock_pair();
     ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     trace.start();
+    if (publisher) publisher->start();
     session.mark_ready();
     std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s; running stamps %s; perf switch records %s)\n",
                  tids.size(), trace.dir().c_str(), c.clock.c_str(),
@@ -124,6 +138,18 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         if (end && next > end) next = end;
         if (session.wait_until(next) == Wake::kStop) break;
         drain();
+    }
+    int code = 0;
+    if (publisher) {
+        publisher->stop();  // the words are cleared: nobody keeps them any more
+        std::fprintf(stderr, "timeline: vcpu-state: %s\n", publisher->stats().summary().c_str());
+        if (!publisher->error().empty()) {
+            std::fprintf(stderr, "timeline: WARNING the vCPU state publisher stopped early: %s\n",
+                         publisher->error().c_str());
+            code = 2;
+        }
+        if (!c.vcpu_state_latency_json.empty())
+            write_text(c.vcpu_state_latency_json, publisher->stats().json(c.vcpu_state) + "\n");
     }
     ClockPair raw_last = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     ClockPair last = sample_clock_pair();
@@ -154,7 +180,6 @@ int run_timeline(Session& session, const TimelineConfig& c) {
             r.end = map.to_tsc(r.end);
         }
     }
-    int code = 0;
     if (!c.freezes.empty()) {
         try {
             intervals = mark_frozen(intervals, read_frozen_spans(read_file(c.freezes)));

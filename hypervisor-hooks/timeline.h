@@ -13,6 +13,8 @@
 // `unknown`, bounded by the timer-interrupt running stamps.
 // Given the preempt record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
+// With --vcpu-state REGION it also keeps the guest's vCPU state words (kVcpuOffPreempted,
+// kVcpuOffBlocked) from the threads' switches while it runs (vcpu_state_publisher.h).
 #pragma once
 
 #include <string>
@@ -33,6 +35,9 @@ struct TimelineConfig {
     uint32_t rep = 0;               // written in every row (spinlab-run's repetition)
     std::string freezes;            // optional: spinlab-load preempt's record, read at the end
     bool switch_records = true;     // fill the trace's missing switches from perf's records
+    std::string vcpu_state;               // optional: the region file whose vCPU state words to keep
+    uint32_t vcpu_state_period_us = 1000; // how often the words' publisher reads the switches
+    std::string vcpu_state_latency_json;  // optional: the words' store latencies (PublishStats) at exit
 };
 
 void validate_timeline(const TimelineConfig& c);

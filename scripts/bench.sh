@@ -38,6 +38,9 @@ OUT="$out/stacks.json" scripts/bench-stacks.sh
 echo "bench: freeze latency (v1/v2 freezer, with and without a hog on the victim's CPU)"
 OUT="$out/freeze-latency.json" scripts/bench-freeze.sh
 
+echo "bench: vCPU state word latency: from a vCPU thread's switch or freeze to the host's store of its 'preempted' word"
+OUT="$out/vcpu-state.json" scripts/bench-vcpu-state.sh
+
 echo "bench: report scaling: spinlab-report on synthetic runs (4/16/64 vCPUs x 10k/100k/1M long waits, 2 phases"
 echo "       x 6 x 60 s, traces and timelines): wall time and peak memory per report, goal 64 vCPUs / 1M < 30 s, < 2 GB"
 /usr/bin/python3 analysis/bench/bench_report.py --out "$out"

@@ -1,0 +1,135 @@
+// The vCPU state words (vcpu_state_publisher.h) kept by the real spinlab-load:
+//
+//   - timeline --vcpu-state on two fake vCPU threads, one asleep and one spinning: the test
+//     reads the region file while it runs and sees the sleeper's word say "blocked" and the
+//     spinner's say "running"; after SIGTERM every word and the publisher bit are 0 again.
+//   - preempt --vcpu-state freezing vCPU 1 of a real guest (the kernel under TCG with the
+//     shared region, booted into the vcpu_state_host self-test suite): the guest's own
+//     vcpu_preempted(1) goes true during the freezes and false between them, and
+//     vcpu_preempted(0) never (kernel-patch/selftest/vcpu_state_test.cc checks and prints it;
+//     the guest leaves QEMU with its verdict). About 10 s.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "channel/region_header.h"
+#include "fs_util.h"
+#include "integration_support.h"
+#include "thread_targets.h"
+
+namespace spinlab::load {
+namespace {
+
+using namespace testing;
+
+// A region file laid out as a guest lays it out, mapped for the test to read.
+class Region {
+public:
+    Region(const std::string& path, uint32_t cpus) {
+        size_ = region_size_needed(cpus, 4096);
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd_ < 0 || ::ftruncate(fd_, off_t(size_)) != 0) throw LoadError("cannot create " + path);
+        base_ = static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+        if (base_ == MAP_FAILED || region_layout(base_, size_, cpus, 0, 0) != RegionError::kNone)
+            throw LoadError("cannot lay out " + path);
+    }
+    ~Region() {
+        ::munmap(base_, size_);
+        ::close(fd_);
+    }
+    const VcpuStateArea& area() const {
+        const auto* h = reinterpret_cast<const RegionHeader*>(base_);
+        return *reinterpret_cast<const VcpuStateArea*>(base_ + h->sections[uint32_t(RegionSection::kVcpuState)].offset);
+    }
+    uint32_t off(uint32_t vcpu) const { return __atomic_load_n(&area().cpu[vcpu].off, __ATOMIC_RELAXED); }
+    uint32_t publishers() const { return __atomic_load_n(&area().publishers, __ATOMIC_RELAXED); }
+
+private:
+    int fd_ = -1;
+    uint8_t* base_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+TEST(VcpuStateIntegration, TimelineKeepsTheWordsFromTheThreadsSwitches) {
+    if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
+    FakeVcpus sleeper(1, /*idle=*/true);
+    FakeVcpus spinner(1);
+    const std::string dir = temp_dir();
+    Region region(dir + "/region", 2);
+    ChildProcess timeline({SPINLAB_LOAD_BIN, "timeline", "--tid",
+                           std::to_string(sleeper.tids()[0]) + "," + std::to_string(spinner.tids()[0]),
+                           "--vcpu-state", dir + "/region", "--vcpu-state-latency-json", dir + "/latency.json",
+                           "--out", dir + "/timeline.csv", "--state-dir", dir + "/s", "--ready-file",
+                           dir + "/ready"});
+    ASSERT_TRUE(eventually(kEventuallyS, [&] { return path_exists(dir + "/ready"); })) << timeline.stderr_text();
+    EXPECT_TRUE(eventually(kEventuallyS, [&] { return region.publishers() == kVcpuStatePublisherSwitches; }));
+    // The sleeper wakes every 100 ms for microseconds: its word says blocked almost always
+    // (from its first switch-out on). The spinner runs, save when the host preempts it.
+    bool sleeper_blocked = false, spinner_running = false;
+    EXPECT_TRUE(eventually(kEventuallyS, [&] {
+        sleeper_blocked = sleeper_blocked || region.off(0) == kVcpuOffBlocked;
+        spinner_running = spinner_running || region.off(1) == 0;
+        return sleeper_blocked && spinner_running;
+    })) << "sleeper's word " << region.off(0) << ", spinner's " << region.off(1);
+    ASSERT_EQ(::kill(timeline.pid(), SIGTERM), 0);
+    const int status = timeline.wait(kEventuallyS);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << timeline.stderr_text();
+    // Nothing keeps the words any more: all running, no publisher.
+    EXPECT_EQ(region.off(0), 0u);
+    EXPECT_EQ(region.off(1), 0u);
+    EXPECT_EQ(region.publishers(), 0u);
+    const std::string json = slurp(dir + "/latency.json");
+    EXPECT_NE(json.find("\"source\":\"switches\""), std::string::npos) << json;
+    EXPECT_EQ(json.find("\"latency_us\":{\"count\":0,"), std::string::npos) << "nothing published: " << json;
+    std::printf("MEASURED %s%s", json.c_str(), timeline.stderr_text().c_str());
+}
+
+TEST(VcpuStateIntegration, TheGuestSeesItsFrozenVcpuAsPreempted) {
+    if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
+    const char* qemu = "/usr/bin/qemu-system-x86_64";
+    if (::access(qemu, X_OK) != 0) GTEST_SKIP() << qemu << " is not installed";
+    ASSERT_TRUE(path_exists(SPINLAB_GUEST_KERNEL)) << SPINLAB_GUEST_KERNEL << " missing: run `make kernel`";
+    const std::string dir = temp_dir();
+    const std::string shm = "/dev/shm/spinlab-vstest-" + std::to_string(::getpid());
+    const std::string console = dir + "/console.log";
+    struct Unlink {
+        std::string path;
+        ~Unlink() { ::unlink(path.c_str()); }
+    } unlink_shm{shm};
+    ChildProcess vm({qemu, "-name", "vstest,debug-threads=on", "-M", "q35", "-m", "128", "-smp", "2",
+                     "-nographic", "-monitor", "none", "-vga", "none", "-no-reboot", "-serial", "file:" + console,
+                     "-bios", "/usr/share/qemu/qboot.rom", "-kernel", SPINLAB_GUEST_KERNEL, "-append",
+                     "selftest=vcpu_state_host", "-accel", "tcg,thread=multi", "-cpu", "max", "-device",
+                     "isa-debug-exit,iobase=0xf4,iosize=0x04", "-object",
+                     "memory-backend-file,id=shm,share=on,mem-path=" + shm + ",size=16M", "-device",
+                     "ivshmem-plain,memdev=shm,bus=pcie.0,addr=0x5"});
+    // Freeze only once the guest has booted (a frozen AP during SMP bring-up is another test).
+    ASSERT_TRUE(eventually(60, [&] { return slurp(console).find("selftest: running") != std::string::npos; }))
+        << vm.stderr_text() << slurp(console);
+    ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--vcpus", "1",
+                          "--freeze-ms", "150", "--period-ms", "400", "--vcpu-state", shm,
+                          "--vcpu-state-latency-json", dir + "/latency.json", "--out", dir + "/preempt.csv",
+                          "--state-dir", dir + "/s"});
+    const int vm_status = vm.wait(90);
+    ::kill(preempt.pid(), SIGTERM);
+    const int preempt_status = preempt.wait(kEventuallyS);
+    const std::string log = slurp(console);
+    std::printf("MEASURED guest: %s\nMEASURED host: %s%s\n",
+                log.substr(std::min(log.find("vcpu_state: "), log.size())).c_str(),
+                slurp(dir + "/latency.json").c_str(), preempt.stderr_text().c_str());
+    ASSERT_NE(vm_status, -1) << "the guest did not finish within 90 s:\n" << log;
+    // isa-debug-exit: (0x10 << 1) | 1 = 33 when every test passed.
+    EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;
+    EXPECT_NE(log.find("[       OK ] vcpu_state_host.host_freezes_are_seen"), std::string::npos) << log;
+    EXPECT_TRUE(WIFEXITED(preempt_status) && WEXITSTATUS(preempt_status) == 0) << preempt.stderr_text();
+}
+
+}  // namespace
+}  // namespace spinlab::load
