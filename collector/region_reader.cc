@@ -1,12 +1,6 @@
 // collector/region_reader.cc: see region_reader.h.
 #include "region_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -67,38 +61,12 @@ std::string check_clock(const ClockReading& r, const RegionLayout& layout, const
 }
 
 RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds timeout)
-    : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0)
-        throw CollectError(kExitNoVm, "no shared region at " + path + " (" +
-                                          std::strerror(errno) + ")");
-    struct stat st;
-    if (::fstat(fd_, &st) != 0 || st.st_size < off_t(sizeof(RegionHeader))) {
-        ::close(fd_);
-        throw CollectError(kExitFailure, path + " is too small to be a spinlab shared region");
-    }
-    mapped_ = size_t(st.st_size);
-    void* p = ::mmap(nullptr, mapped_, PROT_READ, MAP_SHARED, fd_, 0);
-    if (p == MAP_FAILED) {
-        int e = errno;
-        ::close(fd_);
-        throw CollectError(kExitFailure, "cannot map " + path + " (" + std::strerror(e) + ")");
-    }
-    base_ = static_cast<const uint8_t*>(p);
-    try {
-        parse(timeout);
-        attached_ = true;
-    } catch (...) {
-        ::munmap(const_cast<uint8_t*>(base_), mapped_);
-        ::close(fd_);
-        throw;
-    }
+    : path_(path), map_(path, MappedRegion::Access::kRead), base_(map_.data()), mapped_(map_.size()) {
+    parse(timeout);
+    attached_ = true;
 }
 
-RegionReader::~RegionReader() {
-    if (base_) ::munmap(const_cast<uint8_t*>(base_), mapped_);
-    if (fd_ >= 0) ::close(fd_);
-}
+RegionReader::~RegionReader() = default;
 
 void RegionReader::parse(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -226,9 +194,6 @@ ChannelServerStats RegionReader::channel_stats() const {
     return s;
 }
 
-bool RegionReader::unlinked() const {
-    struct stat st;
-    return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
-}
+bool RegionReader::unlinked() const { return map_.unlinked(); }
 
 }  // namespace spinlab::collect

@@ -18,6 +18,7 @@
 #include "channel/region_header.h"
 #include "clock_sync.h"
 #include "error.h"
+#include "mapped_region.h"
 #include "snapshot.h"
 
 namespace spinlab::collect {
@@ -79,9 +80,9 @@ private:
     const ClockArea* clock_area() const;
 
     std::string path_;
-    int fd_ = -1;
-    const uint8_t* base_ = nullptr;
-    size_t mapped_ = 0;
+    MappedRegion map_;             // read-only
+    const uint8_t* const base_;    // map_.data()
+    const size_t mapped_;          // map_.size()
     RegionLayout layout_{};
     bool attached_ = false;  // the first parse succeeded: a later failure is a corrupt region
     std::optional<ClockReading> last_clock_;  // the last publication accepted (this generation)

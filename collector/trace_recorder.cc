@@ -3,8 +3,6 @@
 
 #include <fcntl.h>
 #include <spinlab/shm.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "channel/region_header.h"
 #include "error.h"
 #include "locktrace/drain.h"
+#include "mapped_region.h"
 #include "region_reader.h"
 #include "locktrace/session.h"
 #include "locktrace/trace_file.h"
@@ -21,57 +20,29 @@ namespace {
 
 namespace lt = locktrace;
 
-// The shared region mapped read-write, and its trace section.
+// The shared region mapped read-write (the drain gives buffers back), and its trace section.
 class TraceRegion {
 public:
-    explicit TraceRegion(const std::string& path) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd_ < 0) throw CollectError(kExitNoVm, "cannot open the shared region " + path);
-        struct stat st;
-        if (::fstat(fd_, &st) != 0 || st.st_size <= 0)
-            throw CollectError(kExitNoVm, "shared region " + path + " is empty");
-        size_ = size_t(st.st_size);
-        void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        if (p == MAP_FAILED) throw CollectError(kExitFailure, "cannot map " + path + " read-write");
-        base_ = static_cast<uint8_t*>(p);
+    explicit TraceRegion(const std::string& path) : map_(path, MappedRegion::Access::kReadWrite) {
         RegionLayout layout;
-        const RegionError e = region_parse(base_, size_, &layout);
-        if (e != RegionError::kNone) {
-            const CollectError error =
-                e == RegionError::kBusy || e == RegionError::kBadMagic
-                    ? CollectError(kExitNoVm, "the guest has not set up the shared region " + path +
-                                                  " (" + region_error_name(e) + ")")
-                    : region_error(path, e, base_);
-            ::munmap(base_, size_);
-            base_ = nullptr;
-            ::close(fd_);
-            fd_ = -1;
-            throw error;
-        }
+        const RegionError e = region_parse(map_.data(), map_.size(), &layout);
+        if (e == RegionError::kBusy || e == RegionError::kBadMagic)
+            throw CollectError(kExitNoVm, "the guest has not set up the shared region " + path + " (" +
+                                              region_error_name(e) + ")");
+        if (e != RegionError::kNone) throw region_error(path, e, map_.data());
         const RegionSectionEntry& t = layout.section(RegionSection::kTrace);
-        area_ = base_ + t.offset;
+        area_ = map_.data() + t.offset;
         area_size_ = t.size;
         tsc_hz_ = layout.tsc_hz;
     }
-    ~TraceRegion() {
-        if (base_) ::munmap(base_, size_);
-        if (fd_ >= 0) ::close(fd_);
-    }
-    TraceRegion(const TraceRegion&) = delete;
-    TraceRegion& operator=(const TraceRegion&) = delete;
 
     void* area() const { return area_; }
     uint64_t area_size() const { return area_size_; }
     uint64_t tsc_hz() const { return tsc_hz_; }
-    bool unlinked() const {
-        struct stat st;
-        return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
-    }
+    bool unlinked() const { return map_.unlinked(); }
 
 private:
-    int fd_ = -1;
-    uint8_t* base_ = nullptr;
-    size_t size_ = 0;
+    MappedRegion map_;
     uint8_t* area_ = nullptr;
     uint64_t area_size_ = 0;
     uint64_t tsc_hz_ = 0;

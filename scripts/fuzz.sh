@@ -17,7 +17,7 @@ col=collector
 target=hostile_region_fuzzer
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -pthread \
     -I "$kp" -I "$kp/abi" -I "$col" -I . \
-    "$col/$target.cc" "$col/region_reader.cc" "$col/snapshot.cc" "$col/report_format.cc" \
+    "$col/$target.cc" "$col/mapped_region.cc" "$col/region_reader.cc" "$col/snapshot.cc" "$col/report_format.cc" \
     "$col/json_writer.cc" "$col/trace_recorder.cc" \
     "$kp/channel/region_header.cc" "$kp/channel/clock_area.cc" "$kp/channel/crc32c.cc" \
     "$kp/locktrace/drain.cc" "$kp/locktrace/session.cc" "$kp/locktrace/buffer_parser.cc" \

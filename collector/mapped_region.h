@@ -1,0 +1,40 @@
+// collector/mapped_region.h: the guest's shared-region file (the ivshmem memory backend,
+// /dev/shm/spinlab-NAME), opened and mapped whole for the life of the object. The one mapper of
+// the host's readers: RegionReader maps it read-only; the trace drain read-write (it gives
+// buffers back to the guest). The bytes are the guest's and untrusted: this class checks only
+// that the file can be a region (at least a header long); region_parse judges the header.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+
+namespace spinlab::collect {
+
+class MappedRegion {
+public:
+    enum class Access { kRead, kReadWrite };
+
+    // Throws CollectError: kExitNoVm when the file cannot be opened (no such VM), kExitFailure
+    // when it is smaller than a region header or cannot be mapped. Nothing stays open or mapped
+    // after a throw.
+    MappedRegion(const std::string& path, Access access);
+    ~MappedRegion();
+    MappedRegion(const MappedRegion&) = delete;
+    MappedRegion& operator=(const MappedRegion&) = delete;
+
+    uint8_t* data() const { return base_; }
+    size_t size() const { return size_; }
+    const std::string& path() const { return path_; }
+
+    // The file was unlinked (the VM launcher removes it when the VM is gone).
+    bool unlinked() const;
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    uint8_t* base_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace spinlab::collect
