@@ -1,0 +1,151 @@
+"""Lab 2 checker: lock-holder preemption, first at the host's whim (a hog), then deterministic
+(vCPU 0 frozen for N ms every 100 ms).
+
+Expected observations (the worksheet's order):
+  1. hog        host load: long waits (>= 2^20 cycles) appear, and of those the timeline could
+                attribute, at least half had their holder's vCPU off the host CPU
+  2. freeze     the freeze phase has waits as long as the freeze (at least half of it) that
+                span a freeze of another vCPU than the waiter's (at least half a freeze's length
+                of the wait inside the effective freeze windows spinlab-load recorded,
+                preempt/*.csv): at least 3. No upper bound on the length: on a quiet host they cluster at the
+                freeze's length, on a busy one the waiter's own vCPU loses time too and they grow.
+                The idle host's waits of that length are counted for comparison only: on a busy
+                shared machine the "idle" host has them too.
+  3. blame      at least 90% of those freeze-length waits inside a freeze are attributed to the holder's
+                preemption (class holder-preempted, or both)
+  4. clock      the clock bound of those waits (how far guest time may be off on the host axis)
+                is under 2% of the freeze, so no attribution hangs on it
+Needs a run with phases idle-host, host-load and preempt-<N>ms, a timeline and a clock (lab 2's).
+"""
+import os
+import re
+import statistics
+
+from spinlab_labs import observe
+from spinlab_report import ground_truth
+from spinlab_labs.observe import LabInputError, Observation
+
+TITLE = "Lock-holder preemption"
+GOAL = ("Make the host preempt a lock holder, first with a hog and then deterministically by freezing "
+        "one vCPU; find the waits whose length matches the freeze and read their attribution and the "
+        "clock bound.")
+MINUTES = "about 3 min"
+RUNS = [(None, [])]
+
+LONG = 1 << 20
+MIN_HOG_WAITS = 3
+MIN_HOG_SHARE = 0.5
+MATCH = 0.5               # a wait "matches" a freeze of F ms when it lasts at least 0.5 F ...
+MIN_MATCHING = 3          # ... and has at least 0.5 F inside the freezes of another vCPU
+MIN_BLAME = 0.9
+MAX_BOUND_SHARE = 0.02
+HOLDER_OFF = ("holder-preempted", "both")
+
+
+def _freeze_phase(run) -> tuple:
+    """(phase, freeze ms) of the run's preempt-Nms phase."""
+    for p in run.phases:
+        m = re.fullmatch(r"preempt-(\d+)ms", p)
+        if m and run.snaps(p):
+            return p, int(m.group(1))
+    raise LabInputError(f"{run.path}: no preempt-<N>ms phase with snapshots (phases: {', '.join(run.phases)}); "
+                        "lab 2 needs results of `spinlab lab start 2`")
+
+
+def _hog(run) -> Observation:
+    share = observe.attributed_long_waits(run, "host-load", LONG)
+    off, on = share["holder_off"], share["holder_on"]
+    frac = off / (off + on) if off + on else 0.0
+    ok = off >= MIN_HOG_WAITS and frac >= MIN_HOG_SHARE
+    seen = (f"host load: {len(share['waits'])} long waits; holder off the host CPU for {off}, running for {on}, "
+            f"undecided {share['uncertain'] + share['unknown']}")
+    if not ok:
+        seen += (f"; fewer than {MIN_HOG_WAITS} waits behind a preempted holder" if off < MIN_HOG_WAITS
+                 else f"; only {frac:.0%} of the attributed ones had their holder off")
+    return Observation("hog", f"host load: at least {MIN_HOG_WAITS} long waits (>= 2^20 cycles) behind a holder "
+                       f"whose vCPU was off the host CPU, at least {MIN_HOG_SHARE:.0%} of those attributed",
+                       ok, seen)
+
+
+def _matching(waits, freeze_cycles: float) -> list:
+    return [w for w in waits if w["wait_cycles"] >= MATCH * freeze_cycles]
+
+
+def _freezes(run, phase: str, rep: int) -> dict:
+    """{vcpu: [(stopped, resumed) host TSC]} of the repetition's effective freezes (preempt/*.csv)."""
+    path = os.path.join(run.path, "preempt", f"{phase}-r{rep}.csv")
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError:
+        return {}
+    vcpus = {int(line.split(",")[2]) for line in text.splitlines()[1:] if line.count(",") > 2}
+    return {v: ground_truth.effective_windows(text, v) for v in vcpus}
+
+
+def _inside_freeze(run, phase: str, waits: list, freeze_host_cycles: float) -> list:
+    """The waits of which at least half a freeze's length lies inside the freezes of another vCPU
+    than the waiter's (placed on the host axis through the clock, within its bound)."""
+    out, windows = [], {}
+    for w in waits:
+        if w.get("bound_cycles") is None:
+            continue
+        if w["rep"] not in windows:
+            windows[w["rep"]] = _freezes(run, phase, w["rep"])
+        a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
+        if any(ground_truth.covered(ws, a + e, a + n - e) >= MATCH * freeze_host_cycles
+               for v, ws in windows[w["rep"]].items() if v != w["cpu"]):
+            out.append(w)
+    return out
+
+
+def check(results_dir: str) -> list:
+    run = observe.load_results(results_dir)
+    observe.need_phases(run, ["idle-host", "host-load"], "lab 2")
+    phase, freeze_ms = _freeze_phase(run)
+    if run.timeline is None or run.clock is None:
+        raise LabInputError(f"{results_dir}: no timeline.csv or clock.json: the long waits cannot be attributed "
+                            "(run with [run] timeline = on)")
+    hz = observe.guest_hz(run)
+    host_hz = float((run.meta.get("host") or {}).get("tsc_hz") or hz)
+    freeze = freeze_ms / 1000 * hz
+    frozen = observe.attributed_long_waits(run, phase, LONG)
+    idle = observe.attributed_long_waits(run, "idle-host", LONG)
+    lengthy, match_idle = _matching(frozen["waits"], freeze), _matching(idle["waits"], freeze)
+    match = _inside_freeze(run, phase, lengthy, freeze_ms / 1000 * host_hz)
+    band = f">= {MATCH * freeze_ms:g} ms"
+
+    ok = len(match) >= MIN_MATCHING
+    lengths = sorted(w["wait_cycles"] / hz * 1000 for w in match)
+    median = f" (median {statistics.median(lengths):.1f} ms)" if lengths else ""
+    seen = (f"{phase}: {len(lengthy)} of {len(frozen['waits'])} long waits last {band}, {len(match)} of them span "
+            f"a freeze of another vCPU{median}; idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
+    if not ok:
+        seen += "; the freeze did not show in the wait lengths"
+    obs = [_hog(run), Observation("freeze", f"{phase}: at least {MIN_MATCHING} waits of {band} (as long as the freeze) "
+                                  "spanning a freeze of another vCPU", ok, seen)]
+
+    blamed = [w for w in match if w["lhp"] in HOLDER_OFF]
+    frac = len(blamed) / len(match) if match else 0.0
+    classes = {}
+    for w in match:
+        classes[w["lhp"]] = classes.get(w["lhp"], 0) + 1
+    obs.append(Observation("blame", f"at least {MIN_BLAME:.0%} of the waits {band} spanning a freeze classed "
+                           "holder-preempted or both",
+                           bool(match) and frac >= MIN_BLAME,
+                           (f"{len(blamed)} of {len(match)} ({frac:.0%}); classes "
+                            + ", ".join(f"{k} {v}" for k, v in sorted(classes.items())))
+                           if match else "there is no freeze-length wait spanning a freeze to attribute"))
+
+    bounds = [w["bound_cycles"] for w in match if w.get("bound_cycles") is not None]
+    limit = MAX_BOUND_SHARE * freeze_ms / 1000 * host_hz
+    if bounds:
+        med = statistics.median(bounds)
+        obs.append(Observation("clock", f"the clock bound of the waits {band} spanning a freeze is under {MAX_BOUND_SHARE:.0%} of the "
+                               f"freeze ({limit / host_hz * 1e6:.0f} us)", med <= limit,
+                               f"median bound {med / host_hz * 1e6:.1f} us, largest {max(bounds) / host_hz * 1e6:.1f} us "
+                               f"(clock.json bound_max_cycles {run.clock.get('bound_max_cycles')})"))
+    else:
+        obs.append(Observation("clock", f"the clock bound of the waits {band} spanning a freeze is under {MAX_BOUND_SHARE:.0%} of the freeze",
+                               False, "no freeze-length wait could be placed on the host's time axis"
+                               if match else "there is no freeze-length wait whose bound could be read"))
+    return obs

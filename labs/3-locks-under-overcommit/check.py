@@ -1,0 +1,86 @@
+"""Lab 3 checker: four lock algorithms with more vCPUs than host CPUs (3 vCPUs on 2 cores with a
+hog on every core), one run per algorithm in RESULTS/<lock>/ (the lock is read from each run's
+meta.json, not from the folder's name).
+
+Expected observations (the worksheet's order):
+  1. runs      a complete run of each of tas, ticket, mcs and pv with host-load snapshots
+  2. ticket    the fair ticket lock collapses: at most 1/20 of test-and-set's acquisitions per
+               second (measured here: about 1/400)
+  3. mcs       the fair MCS queue lock collapses too: at most 1/10 of test-and-set's (measured:
+               about 1/80)
+  4. pv        the paravirtual spin-then-yield lock does not: at least 1/3 of test-and-set's
+               (measured: about the same)
+The rate is the lockbench lock's acquisitions (classes user*) over the measured seconds of the
+host-load phase, all repetitions.
+"""
+import glob
+import os
+
+from spinlab_labs import observe
+from spinlab_labs.observe import LabInputError, Observation
+
+TITLE = "Lock algorithms under overcommit"
+GOAL = ("Run test-and-set, ticket, MCS and paravirtual locks with 3 vCPUs on 2 busy host cores, "
+        "observe the fair-lock collapse and explain why a FIFO hand-over to a descheduled vCPU is fatal.")
+MINUTES = "about 5 min"
+LOCKS = ("tas", "ticket", "mcs", "pv")
+RUNS = [(lock, ["--vm.lock", lock]) for lock in LOCKS]
+
+PHASE = "host-load"
+USER = "user"
+MAX_TICKET = 1 / 20
+MAX_MCS = 1 / 10
+MIN_PV = 1 / 3
+
+
+def rates(results_dir: str) -> dict:
+    """{lock: {'rate', 'acquisitions', 'seconds', 'state', 'dir'}} of the runs under results_dir."""
+    if not os.path.isdir(results_dir):
+        raise LabInputError(f"{results_dir}: no such directory")
+    out = {}
+    for meta in sorted(glob.glob(os.path.join(results_dir, "*", "meta.json"))):
+        if os.path.islink(os.path.dirname(meta)):  # the runner's 'latest' link to one of them
+            continue
+        run = observe.load_results(os.path.dirname(meta))
+        lock = str(run.meta.get("lock"))
+        c = observe.counts(run, PHASE, USER)
+        out[lock] = {"rate": c["acquisitions"] / c["seconds"] if c["seconds"] else 0.0,
+                     "acquisitions": c["acquisitions"], "seconds": c["seconds"],
+                     "state": (run.status or {}).get("state", "unknown"), "dir": run.path,
+                     "reps": len(run.snaps(PHASE))}
+    if not out:
+        raise LabInputError(f"{results_dir} holds no run (no */meta.json): lab 3 needs the folder "
+                            "`spinlab lab start 3` printed, with one run per lock")
+    return out
+
+
+def _ratio_obs(name: str, lock: str, r: dict, limit: float, at_most: bool, expected: str) -> Observation:
+    if lock not in r or "tas" not in r or r["tas"]["rate"] == 0:
+        missing = lock if lock not in r else "tas"
+        return Observation(name, expected, False, f"no {missing} run with {PHASE} acquisitions to compare")
+    ratio = r[lock]["rate"] / r["tas"]["rate"]
+    ok = ratio <= limit if at_most else ratio >= limit
+    seen = (f"{lock}: {r[lock]['acquisitions']:,} acquisitions in {r[lock]['seconds']:.0f} s "
+            f"({r[lock]['rate']:,.0f}/s) against tas {r['tas']['rate']:,.0f}/s: "
+            + (f"1/{1 / ratio:,.0f} of tas" if 0 < ratio < 1 else f"{ratio:.2f}x tas"))
+    if not ok:
+        seen += "; no collapse" if at_most else "; it collapsed as well"
+    return Observation(name, expected, ok, seen)
+
+
+def check(results_dir: str) -> list:
+    r = rates(results_dir)
+    missing = [x for x in LOCKS if x not in r or r[x]["reps"] == 0]
+    incomplete = [x for x in LOCKS if x in r and r[x]["state"] != "complete"]
+    obs = [Observation("runs", f"a complete run of each of {', '.join(LOCKS)} with {PHASE} snapshots",
+                       not missing and not incomplete,
+                       "; ".join(filter(None, [f"missing: {', '.join(missing)}" if missing else "",
+                                               f"not complete: {', '.join(incomplete)}" if incomplete else "",
+                                               f"found {', '.join(sorted(r))}"])))]
+    obs.append(_ratio_obs("ticket", "ticket", r, MAX_TICKET, True,
+                          f"ticket makes at most 1/{1 / MAX_TICKET:.0f} of test-and-set's acquisitions per second"))
+    obs.append(_ratio_obs("mcs", "mcs", r, MAX_MCS, True,
+                          f"MCS makes at most 1/{1 / MAX_MCS:.0f} of test-and-set's acquisitions per second"))
+    obs.append(_ratio_obs("pv", "pv", r, MIN_PV, False,
+                          f"pv makes at least 1/{1 / MIN_PV:.0f} of test-and-set's acquisitions per second"))
+    return obs

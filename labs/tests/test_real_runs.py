@@ -1,0 +1,105 @@
+"""Labs 1, 2 and 4 on real runs at a reduced size: each checker passes on the lab's real results
+and fails, naming the missing observation, on results where the phenomenon is absent.
+
+One boot serves labs 1 and 2: `spinlab lab start 2` (phases idle-host, host-load, preempt-30ms)
+with REDUCED (1 repetition of 3 s); lab 1's checker needs only its idle-host and host-load
+phases. Lab 4 has a boot of its own (it records stacks and exports the trace), 2 s.
+Lab 1 compares host load with the idle host: when other work kept the "idle" host busy (its
+vCPUs off their host CPU 20% of the phase or more), its pass test is skipped with that reason
+(the checker says so too); its fail test still runs.
+The results where a phenomenon is absent are copies of the real ones with the condition's
+snapshots replaced by the idle host's (a real measurement, relabelled): host load that never
+took effect (labs 1 and 2), a freeze that never happened (lab 2). Lab 4's absent case is lab 2's
+run, recorded without stacks or exports.
+
+Needs the build (`make build`: kernel, initrd, spinlab-run, spinlab-load) and root (the freeze's
+cgroup, tracefs). About 60 s on a loaded 2-core host.
+"""
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from conftest import BIN, ROOT, by_name, copy_run, replace_phase
+from spinlab_labs import cli, registry
+
+REDUCED = ["--run.duration", "3", "--run.warmup", "1", "--run.repetitions", "1"]
+REDUCED_LAB4 = ["--run.duration", "2", "--run.warmup", "1"]
+
+
+def start(number: int, out: str, extra: list) -> str:
+    """`spinlab lab start N --no-report -- extra` into out; the run's directory."""
+    for p in (os.path.join(BIN, "spinlab-run"), os.path.join(ROOT, "build", "kernel", "spinlab.elf")):
+        if not os.path.exists(p):
+            pytest.fail(f"{p} missing: run `make build` first")
+    assert cli.main(["start", str(number), "--out", out, "--no-report", "--", *extra], BIN) == 0
+    (run,) = [os.path.join(out, d) for d in os.listdir(out) if d.startswith(f"lab{number}-")]
+    return run
+
+
+@pytest.fixture(scope="module")
+def tmp():
+    d = tempfile.mkdtemp(prefix="spinlab-labs-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab2_run(tmp):
+    return start(2, os.path.join(tmp, "lab2"), REDUCED)
+
+
+@pytest.fixture(scope="module")
+def lab4_run(tmp):
+    return start(4, os.path.join(tmp, "lab4"), REDUCED_LAB4)
+
+
+def check(number: int, results: str) -> dict:
+    obs = registry.lab(number).module.check(results)
+    for o in obs:
+        print(f"lab {number} {o.name}: {'shown' if o.shown else 'NOT shown'}: {o.why}")
+    return by_name(obs)
+
+
+def assert_all_shown(obs: dict):
+    assert all(o.shown for o in obs.values()), {n: o.why for n, o in obs.items() if not o.shown}
+
+
+def test_lab1_on_a_real_run(lab2_run):
+    obs = check(1, lab2_run)
+    if not obs["quiet baseline"].shown:  # other work ran on this machine: lab 1 is not judged on it
+        pytest.skip(f"lab 1 not judged: the idle host was busy ({obs['quiet baseline'].why})")
+    assert_all_shown(obs)
+
+
+def test_lab1_without_host_load_misses_the_tail(lab2_run, tmp):
+    run = copy_run(lab2_run, os.path.join(tmp, "lab1-no-load"))
+    replace_phase(run, "host-load", "idle-host")
+    obs = check(1, run)
+    assert not obs["tail"].shown and "did not add the tail" in obs["tail"].why
+    assert obs["invariant"].shown and obs["uncontended"].shown  # the rest of the run is still real
+
+
+def test_lab2_on_a_real_run(lab2_run):
+    assert_all_shown(check(2, lab2_run))
+
+
+def test_lab2_without_freeze_or_hog_misses_them(lab2_run, tmp):
+    run = copy_run(lab2_run, os.path.join(tmp, "lab2-no-freeze"))
+    replace_phase(run, "preempt-30ms", "idle-host")
+    replace_phase(run, "host-load", "idle-host")
+    obs = check(2, run)
+    assert not obs["freeze"].shown and "did not show in the wait lengths" in obs["freeze"].why
+    assert not obs["hog"].shown and not obs["blame"].shown
+
+
+def test_lab4_on_a_real_run(lab4_run):
+    assert_all_shown(check(4, lab4_run))
+
+
+def test_lab4_on_a_run_without_stacks_or_exports(lab2_run):
+    obs = check(4, lab2_run)
+    assert not obs["stacks"].shown and "stack-enable" in obs["stacks"].why
+    assert not obs["perfetto"].shown and "export = perfetto" in obs["perfetto"].why
+    assert not obs["babeltrace2"].shown and "export = ctf" in obs["babeltrace2"].why
