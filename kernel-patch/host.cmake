@@ -54,6 +54,18 @@ add_executable(spinlock_test ${SPINLAB_KP}/spinlock/spinlock_test.cc)
 target_link_libraries(spinlock_test PRIVATE spinlab_spinlock GTest::gtest_main Threads::Threads)
 gtest_discover_tests(spinlock_test DISCOVERY_TIMEOUT 30)
 
+# Lab 5's reference solution as lock=student (spinlock/student_solution_test.cc says how).
+# labs/solutions/ may be removed before the labs are handed out: then there is nothing to test.
+set(SPINLAB_STUDENT_SOLUTION ${SPINLAB_KP}/../labs/solutions/student_lock.h)
+if(EXISTS ${SPINLAB_STUDENT_SOLUTION})
+  add_executable(student_solution_test ${SPINLAB_KP}/spinlock/student_solution_test.cc)
+  target_include_directories(student_solution_test PRIVATE ${SPINLAB_KP}/spinlock)
+  target_compile_definitions(student_solution_test PRIVATE
+    SPINLAB_STUDENT_SOLUTION="${SPINLAB_STUDENT_SOLUTION}")
+  target_link_libraries(student_solution_test PRIVATE spinlab_spinlock GTest::gtest_main Threads::Threads)
+  gtest_discover_tests(student_solution_test DISCOVERY_TIMEOUT 30)
+endif()
+
 add_executable(lockstat_test
   ${SPINLAB_KP}/lockstat/instrumented_lock_test.cc
   ${SPINLAB_KP}/lockstat/lhp_test.cc

@@ -19,7 +19,8 @@ void on_signal(int) { g_stop = 1; }
 LockAlgorithm parse_algorithm(const std::string& s) {
     for (uint32_t a = 0; a < spinlab::kLockAlgorithmCount; ++a)
         if (s == lock_algorithm_name(LockAlgorithm(a))) return LockAlgorithm(a);
-    throw std::runtime_error("--algorithm must be tas, ticket, mcs or pv, not '" + s + "'");
+    throw std::runtime_error("--algorithm must be tas, ticket, mcs, pv, pticket, pvmcs or student, not '" +
+                             s + "'");
 }
 
 }  // namespace
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     load.add_options()
         ("cpus", po::value(&o.cpus)->default_value(2), "worker threads, one per fake CPU")
         ("locks", po::value(&o.locks)->default_value(2), "locks (and lock classes) they share")
-        ("algorithm", po::value(&algorithm)->default_value("tas"), "tas, ticket, mcs or pv")
+        ("algorithm", po::value(&algorithm)->default_value("tas"),
+         "tas, ticket, mcs, pv, pticket, pvmcs or student")
         ("critical-cycles", po::value(&o.critical_cycles)->default_value(200), "TSC cycles held")
         ("think-cycles", po::value(&o.think_cycles)->default_value(200), "TSC cycles between")
         ("run-ms", po::value(&o.run_ms)->default_value(0),

@@ -11,6 +11,7 @@
 #include "lockstat/lhp.h"
 #include "lockstat/params.h"
 #include "spinlock/lock.h"
+#include "spinlock/preemptable_ticket_lock.h"
 
 namespace spinlab::testing {
 
@@ -27,6 +28,9 @@ struct HostCpuEnv {
     // No hypercall on the host: give the host CPU away, the nearest analogue of a PV yield.
     void yield_to(uint32_t) { sched_yield(); }
     void spin_check(const spinlock::Lock&, uint64_t) {}
+    uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
+    // Nobody tells a host thread whether another was descheduled: pvmcs spins as mcs does.
+    bool vcpu_is_preempted(uint32_t) const { return false; }
     uint64_t now() { return lockstat::LfenceRdtsc::now(); }
     CpuPerfData* perf() { return perf_data; }
     const lockstat::SpinlockParams& params() { return *live; }

@@ -36,7 +36,8 @@ const Key kKeys[] = {
     {"vm", "memory", "guest memory in MiB, 64 to 65536 (default 256)"},
     {"vm", "accel", "auto, kvm or tcg (default auto: KVM only with vmx/svm, else TCG)"},
     {"vm", "backend", "qemu or libvirt (default qemu)"},
-    {"vm", "lock", "spinlock algorithm: tas, ticket, mcs or pv (default tas, the seed's)"},
+    {"vm", "lock",
+     "spinlock algorithm: tas, ticket, mcs, pv, pticket, pvmcs or student (default tas, the seed's)"},
     {"vm", "clock", "time stamps: lfence, rdtscp or cpuid (default lfence)"},
     {"vm", "pause", "pause in spin loops: on or off (default on)"},
     {"vm", "hz", "guest timer rate, 10 to 10000; 0 keeps the kernel's default (default 0)"},
@@ -488,7 +489,8 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     if (has("vm.backend"))
         vm.backend = to_choice(where("vm.backend"), str("vm.backend"), {"qemu", "libvirt"});
     if (has("vm.lock"))
-        vm.lock = to_choice(where("vm.lock"), str("vm.lock"), {"tas", "ticket", "mcs", "pv"});
+        vm.lock = to_choice(where("vm.lock"), str("vm.lock"),
+                            {"tas", "ticket", "mcs", "pv", "pticket", "pvmcs", "student"});
     if (has("vm.clock"))
         vm.clock = to_choice(where("vm.clock"), str("vm.clock"), {"lfence", "rdtscp", "cpuid"});
     if (has("vm.pause")) vm.pause = to_bool(where("vm.pause"), str("vm.pause"));

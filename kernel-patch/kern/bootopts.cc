@@ -15,8 +15,8 @@ const bootopt::Spec kSpecs[] = {
     {"hz", Kind::kUint, nullptr, 10, 1000, "timer interrupts per second per CPU (default 100)"},
     {"maxcpus", Kind::kUint, nullptr, 1, 64, "start at most this many CPUs"},
     // The choice order is the ABI's enum order (static_asserts below).
-    {"lock", Kind::kChoice, "tas|ticket|mcs|pv", 0, 0,
-     "spinlock algorithm: tas|ticket|mcs|pv (default tas)"},
+    {"lock", Kind::kChoice, "tas|ticket|mcs|pv|pticket|pvmcs|student", 0, 0,
+     "spinlock algorithm: tas|ticket|mcs|pv|pticket|pvmcs|student (default tas)"},
     {"clock", Kind::kChoice, "lfence|rdtscp|cpuid", 0, 0,
      "lockstat time source: lfence|rdtscp|cpuid (default lfence)"},
     {"pause", Kind::kChoice, "on|off", 0, 0, "pause in spin loops: on|off (default on)"},
@@ -47,7 +47,11 @@ const bootopt::Spec kSpecs[] = {
 static_assert(uint32_t(spinlab::LockAlgorithm::kTestAndSet) == 0 &&
               uint32_t(spinlab::LockAlgorithm::kTicket) == 1 &&
               uint32_t(spinlab::LockAlgorithm::kQueued) == 2 &&
-              uint32_t(spinlab::LockAlgorithm::kParavirt) == 3, "lock= choice order");
+              uint32_t(spinlab::LockAlgorithm::kParavirt) == 3 &&
+              uint32_t(spinlab::LockAlgorithm::kPreemptableTicket) == 4 &&
+              uint32_t(spinlab::LockAlgorithm::kParavirtQueued) == 5 &&
+              uint32_t(spinlab::LockAlgorithm::kStudent) == 6 &&
+              spinlab::kLockAlgorithmCount == 7, "lock= choice order");
 static_assert(uint32_t(spinlab::ClockSource::kLfenceRdtsc) == 0 &&
               uint32_t(spinlab::ClockSource::kRdtscp) == 1 &&
               uint32_t(spinlab::ClockSource::kCpuidRdtsc) == 2, "clock= choice order");

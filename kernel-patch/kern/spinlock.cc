@@ -10,6 +10,7 @@
 #include "lockstat.h"
 #include "locktrace.h"
 #include "sched.h"
+#include "vcpu_preempted.h"
 
 uint64_t g_lockup_reports;
 bool g_lock_order_checks;
@@ -164,6 +165,10 @@ struct KernelLockEnv {
     uint32_t pv_spin_bound() const { return g_lockcfg.pv_spin_bound; }
     void yield_to(uint32_t holder) const { kvm_yield_to(holder); }
     void spin_check(const sl::Lock& l, uint64_t spins) { lockup_check(l, spins, spin_start); }
+    uint32_t pticket_timeout_unit() const { return sl::kPticketTimeoutUnit; }
+    // The host's per-vCPU word, or KVM's steal-time preempted byte (vcpu_preempted.h); false
+    // for kNoCpu and without either source.
+    bool vcpu_is_preempted(uint32_t cpu) const { return vcpu_preempted(cpu); }
     uint64_t now() const { return ls::read_clock(g_lockcfg.clock); }
     spinlab::CpuPerfData* perf() const { return lockstat_this_cpu(); }
     const ls::SpinlockParams& params() const { return g_spinlock_params; }
@@ -186,7 +191,7 @@ inline void take(Spinlock* l, const void* site) {
     if (spin_holder_cpu(l) == me) panic("spinlock %s: recursive acquisition", l->core.name);
     const bool checks = __atomic_load_n(&g_lock_order_checks, __ATOMIC_RELAXED);
     if (checks) check_order(l, site, me);
-    sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? alloc_mcs_node(me) : nullptr;
+    sl::McsNode* n = sl::uses_queue_node(g_lockcfg.algorithm) ? alloc_mcs_node(me) : nullptr;
     KernelLockEnv env;
     ls::lock_acquire<kLevel>(l->core, n, env);
     l->core.holder_site = site;
@@ -198,7 +203,7 @@ inline void give(Spinlock* l) {
     if (spin_holder_cpu(l) != me)
         panic("spinlock %s: released by cpu %u, not the holder", l->core.name, me);
     // The node must be read before the release: afterwards a successor owns mcs_owner.
-    sl::McsNode* n = g_lockcfg.algorithm == LockAlgorithm::kQueued ? l->core.mcs_owner : nullptr;
+    sl::McsNode* n = sl::uses_queue_node(g_lockcfg.algorithm) ? l->core.mcs_owner : nullptr;
     if (__atomic_load_n(&g_lock_order_checks, __ATOMIC_RELAXED)) note_released(l, me);
     KernelLockEnv env;
     ls::lock_release<kLevel>(l->core, env);  // release store: the critical section stays above

@@ -1,8 +1,8 @@
-// kern/spinlock.h: the kernel's spinlock: one of four algorithms chosen at boot (lock=tas,
-// ticket, mcs, pv; spinlock/), instrumented by lockstat (lockstat/, INSTRUMENT=0|1|2 at build
-// time). Every lock has a name and a lock class (kern/lockclass.h) given when it is set up,
-// and records its holder CPU and the call site that took it, for the lockup detector and
-// for panics.
+// kern/spinlock.h: the kernel's spinlock: one of seven algorithms chosen at boot (lock=tas,
+// ticket, mcs, pv, pticket, pvmcs, student; spinlock/spinlock.h lists them), instrumented by
+// lockstat (lockstat/, INSTRUMENT=0|1|2 at build time). Every lock has a name and a lock class
+// (kern/lockclass.h) given when it is set up, and records its holder CPU and the call site that
+// took it, for the lockup detector and for panics.
 //
 // Two entry points, as in Linux:
 //   spin_lock / spin_unlock          preemption off while held; interrupts untouched. For locks
@@ -16,7 +16,7 @@
 // try (lock bts / lock cmpxchg); uncontended, two per-CPU increments and no timestamp;
 // contended, a timestamp before the first spin and one when the lock is taken, and nothing in
 // the spin loop but the relax (pause=) and a spin counter that calls the lockup detector every
-// 65,536 spins. The queued (MCS) lock takes a queue node from a small per-CPU pool.
+// 65,536 spins. The queued locks (mcs, pvmcs) take a queue node from a small per-CPU pool.
 //
 // Lockup detector (lockup=<cycles>, 0 = off, default 2^34): a waiter still spinning after the
 // bound prints the lock's name and class, its holder CPU and the holder's acquisition site,

@@ -269,7 +269,9 @@ TEST_P(InstrumentedLockTest, InvariantUnderStressFull) {
 
 INSTANTIATE_TEST_SUITE_P(All, InstrumentedLockTest,
                          ::testing::Values(LockAlgorithm::kTestAndSet, LockAlgorithm::kTicket,
-                                           LockAlgorithm::kQueued, LockAlgorithm::kParavirt),
+                                           LockAlgorithm::kQueued, LockAlgorithm::kParavirt,
+                                           LockAlgorithm::kPreemptableTicket,
+                                           LockAlgorithm::kParavirtQueued, LockAlgorithm::kStudent),
                          [](const auto& info) { return lock_algorithm_name(info.param); });
 
 }  // namespace

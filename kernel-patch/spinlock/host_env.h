@@ -28,6 +28,13 @@ struct HostEnv {
     // host CPU away every yield_every spins keeps the tests fast; 0 never yields.
     uint32_t yield_every = 0;
     uint32_t pv_bound = 64;
+    uint32_t pticket_unit = kPticketTimeoutUnit;
+    // Scripting for tests: which vCPUs count as preempted (preempted_fn(script_arg, cpu); none
+    // when null), and what the rest of the machine does while this CPU waits (on_spin, called
+    // at every relax() and yield_to(): release a lock, bring a vCPU back...).
+    bool (*preempted_fn)(void* arg, uint32_t cpu) = nullptr;
+    void (*on_spin)(void* arg) = nullptr;
+    void* script_arg = nullptr;
     CpuPerfData* perf_data = nullptr;
     lockstat::SpinlockParams* live_params = nullptr;
     // Observations for tests.
@@ -35,20 +42,28 @@ struct HostEnv {
     uint64_t spin_checks = 0;  // spin_check() calls
     uint32_t last_yield_target = kNoCpu;
     uint32_t relax_count = 0;
+    uint64_t preempted_checks = 0;  // vcpu_is_preempted() calls
 
     LockAlgorithm algorithm() const { return algo; }
     uint32_t cpu() const { return cpu_id; }
     void relax() {
         if (pause) cpu_pause();
         if (yield_every && ++relax_count % yield_every == 0) std::this_thread::yield();
+        if (on_spin) on_spin(script_arg);
     }
     uint32_t pv_spin_bound() const { return pv_bound; }
     void yield_to(uint32_t holder) {
         yields++;
         last_yield_target = holder;
         std::this_thread::yield();
+        if (on_spin) on_spin(script_arg);
     }
     void spin_check(const Lock&, uint64_t) { spin_checks++; }
+    uint32_t pticket_timeout_unit() const { return pticket_unit; }
+    bool vcpu_is_preempted(uint32_t cpu) {
+        preempted_checks++;
+        return preempted_fn != nullptr && cpu != kNoCpu && preempted_fn(script_arg, cpu);
+    }
 
     uint64_t now() { return Clock::now(); }
     CpuPerfData* perf() { return perf_data; }

@@ -1,4 +1,4 @@
-// spinlock/lock.h: the lock object shared by the four algorithms (see spinlock.h).
+// spinlock/lock.h: the lock object shared by the algorithms (see spinlock.h).
 #pragma once
 
 #include <spinlab/perfdata.h>
@@ -11,13 +11,21 @@ namespace spinlab::spinlock {
 struct McsNode {
     McsNode* next;     // successor in the queue; written by the successor, read by us
     uint32_t waiting;  // 1 while we queue behind a holder; the predecessor's release clears it
-    uint32_t reserved;
+    uint32_t cpu;      // pvmcs: the CPU this node queues for, read by the successor (which
+                       // spins only while that vCPU runs); unused by mcs
 };
 
 // Ticket lock word: next ticket to hand out (high half), ticket being served (low half).
 struct TicketHalves {
     uint16_t serving;
     uint16_t next;
+};
+
+// Preemptable ticket lock word (preemptable_ticket_lock.h): the ticket half and the "now
+// serving" half in one 64-bit word, so that one compare-and-swap can take a free lock.
+struct PticketHalves {
+    uint32_t state;  // bit 0: locked; bits 1..31: releases so far ("serving"), mod 2^31
+    uint32_t next;   // next ticket to hand out, mod 2^32 (compared mod 2^31)
 };
 
 // locktrace's facts of one hold, gathered at acquisition for the event written at release
@@ -37,11 +45,14 @@ struct HoldTrace {
 };
 
 struct Lock {
-    // The lock word. Test-and-set and PV: bit 0 set = held. Ticket: the two halves. Queued:
-    // unused. Only one algorithm runs per boot, so they can share it.
+    // The lock word. Test-and-set, PV and student: bit 0 of raw set = held. Ticket: the two
+    // halves of raw. Preemptable ticket: all 64 bits. Queued: unused. Only one algorithm runs
+    // per boot, so they can share it; raw64 comes first so that `{0}` clears all of it.
     union {
-        uint32_t raw;
+        uint64_t raw64;
+        uint32_t raw;  // the low half
         TicketHalves ticket;
+        PticketHalves pticket;
     } word;
     // CPU holding the lock, kNoCpu when free. Written by the holder (relaxed) right after it
     // takes the lock and right before it lets go; read racily by waiters (PV yield target,
@@ -64,7 +75,7 @@ struct Lock {
 constexpr uint64_t kSpinCheckInterval = 1u << 16;
 
 inline void lock_init(Lock& l, const char* name, uint32_t class_id) {
-    l.word.raw = 0;
+    l.word.raw64 = 0;
     l.holder_cpu = kNoCpu;
     l.mcs_tail = nullptr;
     l.mcs_owner = nullptr;

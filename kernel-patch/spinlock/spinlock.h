@@ -1,5 +1,13 @@
-// spinlock/spinlock.h: one lock object for the four algorithms spinlab compares, chosen at
-// boot (lock=) in one kernel binary, and the entry points the instrumentation wraps.
+// spinlock/spinlock.h: one lock object for the algorithms spinlab compares, chosen at boot
+// (lock=) in one kernel binary, and the entry points the instrumentation wraps:
+//
+//   tas      tas_lock.h                  the seed's test-and-set
+//   ticket   ticket_lock.h               FIFO ticket lock
+//   mcs      queued_lock.h               MCS queued lock
+//   pv       pv_lock.h                   bounded spin, then yield towards the holder
+//   pticket  preemptable_ticket_lock.h   ticket lock whose waiters skip a stalled turn (VEE'13)
+//   pvmcs    pv_queued_lock.h            MCS lock that yields while the vCPU ahead is preempted
+//   student  student_lock.h              lab 5's lock (a plain test-and-set as shipped)
 //
 //   try_acquire()        one attempt, no spinning: the fast path. An uncontended acquisition
 //                        is exactly one successful try_acquire(); nothing else runs.
@@ -22,6 +30,12 @@
 //                                         called every kSpinCheckInterval iterations of any spin
 //                                         loop: the lockup detector (compare the TSC against the
 //                                         boot-time bound, print name, holder CPU and site).
+//   uint32_t pticket_timeout_unit();      pticket: spins a waiter waits per place between it
+//                                         and the head before it may take the lock out of
+//                                         order (kPticketTimeoutUnit; tests script it)
+//   bool vcpu_is_preempted(uint32_t cpu); pvmcs and student: that CPU's vCPU is off its host
+//                                         CPU now, as far as the Env knows (false when it
+//                                         cannot tell, and for kNoCpu)
 //
 // Interrupts and preemption are the kernel wrapper's business: the caller must not be
 // preempted (or migrated) between try_acquire/acquire_contended and release.
@@ -32,15 +46,25 @@
 #include <stdint.h>
 
 #include "lock.h"
+#include "preemptable_ticket_lock.h"
 #include "pv_lock.h"
+#include "pv_queued_lock.h"
 #include "queued_lock.h"
+#include "student_lock.h"
 #include "tas_lock.h"
 #include "ticket_lock.h"
 
 namespace spinlab::spinlock {
 
+// Whether the algorithm queues: the caller passes a queue node (McsNode) that must stay put
+// from acquisition to release. The others take node == nullptr.
+constexpr bool uses_queue_node(LockAlgorithm a) {
+    return a == LockAlgorithm::kQueued || a == LockAlgorithm::kParavirtQueued;
+}
+
 // One attempt. On success the caller holds the lock and holder_cpu is recorded.
-// node: the caller's queue node (used by the queued lock only; may be null otherwise).
+// node: the caller's queue node (used by the queued locks only, see uses_queue_node(); may be
+// null otherwise).
 template <class Env>
 inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
     bool won;
@@ -50,6 +74,15 @@ inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
             break;
         case LockAlgorithm::kQueued:
             won = queued_try_acquire(l, node);
+            break;
+        case LockAlgorithm::kPreemptableTicket:
+            won = pticket_try_acquire(l);
+            break;
+        case LockAlgorithm::kParavirtQueued:
+            won = pvmcs_try_acquire(l, node, env.cpu());
+            break;
+        case LockAlgorithm::kStudent:
+            won = student_try_acquire(l, env);
             break;
         case LockAlgorithm::kTestAndSet:
         case LockAlgorithm::kParavirt:
@@ -76,6 +109,15 @@ inline uint64_t acquire_contended(Lock& l, McsNode* node, Env& env) {
         case LockAlgorithm::kParavirt:
             spins = pv_acquire_contended(l, env);
             break;
+        case LockAlgorithm::kPreemptableTicket:
+            spins = pticket_acquire_contended(l, env);
+            break;
+        case LockAlgorithm::kParavirtQueued:
+            spins = pvmcs_acquire_contended(l, node, env);
+            break;
+        case LockAlgorithm::kStudent:
+            spins = student_acquire_contended(l, env);
+            break;
         case LockAlgorithm::kTestAndSet:
         default:
             spins = tas_acquire_contended(l, env);
@@ -99,7 +141,14 @@ inline void release(Lock& l, Env& env) {
             ticket_release(l);
             break;
         case LockAlgorithm::kQueued:
+        case LockAlgorithm::kParavirtQueued:
             queued_release(l, env);
+            break;
+        case LockAlgorithm::kPreemptableTicket:
+            pticket_release(l);
+            break;
+        case LockAlgorithm::kStudent:
+            student_release(l, env);
             break;
         case LockAlgorithm::kTestAndSet:
         case LockAlgorithm::kParavirt:
@@ -117,7 +166,12 @@ inline bool is_locked(const Lock& l, LockAlgorithm algo) {
             return (w >> 16) != (w & 0xFFFF);
         }
         case LockAlgorithm::kQueued:
+        case LockAlgorithm::kParavirtQueued:
             return load_relaxed(&l.mcs_tail) != nullptr;
+        case LockAlgorithm::kPreemptableTicket:
+            return pticket_is_locked(l);
+        case LockAlgorithm::kStudent:
+            return student_is_locked(l);
         default:
             return (load_relaxed(&l.word.raw) & 1) != 0;
     }

@@ -1,4 +1,6 @@
-// spinlock/spinlock_test.cc: the four algorithms on the host, each std::thread playing a CPU.
+// spinlock/spinlock_test.cc: the lock algorithms on the host, each std::thread playing a CPU;
+// and, single-threaded with a scripted Env (on_spin plays the rest of the machine), the paths
+// that only preemption takes: pticket skipping a stalled turn, pvmcs yielding.
 #include "spinlock.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,10 @@ namespace {
 
 using Env = HostEnv<>;
 
+// The stress's scripted preemption: CPUs 1 and 3 always count as preempted, so pvmcs waiters
+// behind them (and student waiters, once they look) yield.
+bool odd_cpus_preempted(void*, uint32_t cpu) { return (cpu & 1) != 0; }
+
 class AlgorithmTest : public ::testing::TestWithParam<LockAlgorithm> {
   protected:
     Env env_for(uint32_t cpu) {
@@ -22,6 +28,8 @@ class AlgorithmTest : public ::testing::TestWithParam<LockAlgorithm> {
         e.algo = GetParam();
         e.cpu_id = cpu;
         e.yield_every = 64;
+        e.pticket_unit = 16;  // stalled turns are skipped often: pticket's CAS path runs too
+        e.preempted_fn = odd_cpus_preempted;
         return e;
     }
 };
@@ -114,8 +122,20 @@ TEST_P(AlgorithmTest, MutualExclusionUnderStress) {
 
 INSTANTIATE_TEST_SUITE_P(All, AlgorithmTest,
                          ::testing::Values(LockAlgorithm::kTestAndSet, LockAlgorithm::kTicket,
-                                           LockAlgorithm::kQueued, LockAlgorithm::kParavirt),
+                                           LockAlgorithm::kQueued, LockAlgorithm::kParavirt,
+                                           LockAlgorithm::kPreemptableTicket,
+                                           LockAlgorithm::kParavirtQueued, LockAlgorithm::kStudent),
                          [](const auto& info) { return lock_algorithm_name(info.param); });
+
+TEST(Algorithms, EveryAlgorithmHasANameAndOnlyTheQueuedOnesTakeANode) {
+    for (uint32_t a = 0; a < kLockAlgorithmCount; a++)
+        EXPECT_STRNE(lock_algorithm_name(LockAlgorithm(a)), "invalid") << a;
+    EXPECT_STREQ(lock_algorithm_name(LockAlgorithm(kLockAlgorithmCount)), "invalid");
+    EXPECT_TRUE(uses_queue_node(LockAlgorithm::kQueued));
+    EXPECT_TRUE(uses_queue_node(LockAlgorithm::kParavirtQueued));
+    EXPECT_FALSE(uses_queue_node(LockAlgorithm::kPreemptableTicket));
+    EXPECT_FALSE(uses_queue_node(LockAlgorithm::kStudent));
+}
 
 TEST(ParavirtLock, YieldsTowardsTheHolderAfterTheSpinBound) {
     Lock l;
@@ -199,6 +219,257 @@ TEST(QueuedLock, ReleaseHandsOverToTheQueuedSuccessorInOrder) {
     t2.join();
     EXPECT_EQ(order, (std::vector<int>{1, 2}));
     EXPECT_EQ(l.mcs_tail, nullptr);
+}
+
+// --- pticket: a stalled turn is skipped, its waiter rejoins -------------------------------------
+// One thread plays every CPU. The waiter under test spins in pticket_wait(); its Env's on_spin
+// is the rest of the machine: the holder releasing, a preempted waiter coming back. A ghost
+// ticket (pticket_take_ticket without waiting) is a waiter whose vCPU is preempted.
+struct PticketScript {
+    Lock* l;
+    Env* holder;             // releases at spin `release_at`
+    uint64_t spins = 0;
+    uint64_t release_at = 10;
+    // At spin ghost_back_at the ghosts (tickets, in order) run again: each takes its turn and
+    // releases. A test whose waiter must not wait for them sets it far beyond the timeout, so
+    // that a broken lock fails the test instead of hanging it.
+    uint64_t ghost_back_at = ~0ull;
+    uint32_t ghosts[2] = {};
+    int ghost_count = 0;
+    bool ghost_done = false;
+};
+
+void pticket_script(void* arg) {
+    auto& s = *static_cast<PticketScript*>(arg);
+    s.spins++;
+    if (s.spins == s.release_at) release(*s.l, *s.holder);
+    if (s.spins == s.ghost_back_at && !s.ghost_done) {
+        Env g = *s.holder;
+        g.on_spin = nullptr;
+        for (int i = 0; i < s.ghost_count; i++) {
+            pticket_wait(*s.l, s.ghosts[i], g);  // its turn has come: takes the lock at once
+            release(*s.l, g);
+        }
+        s.ghost_done = true;
+    }
+}
+
+Env pticket_env(uint32_t cpu, uint32_t unit) {
+    Env e;
+    e.algo = LockAlgorithm::kPreemptableTicket;
+    e.cpu_id = cpu;
+    e.pause = false;
+    e.pticket_unit = unit;
+    return e;
+}
+
+TEST(PreemptableTicketLock, SkipsATurnThatStallsForTheTimeout) {
+    constexpr uint32_t kUnit = 100;
+    Lock l;
+    lock_init(l, "pticket", 0);
+    Env holder = pticket_env(0, kUnit);
+    ASSERT_TRUE(try_acquire(l, nullptr, holder));   // ticket 0
+    const uint32_t ghost = pticket_take_ticket(l);  // ticket 1: its vCPU is preempted
+    PticketScript s{&l, &holder};
+    s.ghosts[s.ghost_count++] = ghost;
+    s.ghost_back_at = 50 * kUnit;  // comes back long after the timeout (a broken lock waits for it)
+    Env waiter = pticket_env(2, kUnit);
+    waiter.on_spin = pticket_script;
+    waiter.script_arg = &s;
+    const uint64_t spins = acquire_contended(l, nullptr, waiter);  // ticket 2, one behind the head
+    EXPECT_FALSE(s.ghost_done) << "waited for the preempted waiter's turn: nothing was skipped";
+    // The holder let go at spin 10; the ghost's turn then stalled for kUnit spins.
+    EXPECT_GE(spins, 10 + kUnit - 1);
+    EXPECT_LE(spins, 10 + kUnit + 2);
+    EXPECT_TRUE(is_locked(l, LockAlgorithm::kPreemptableTicket));
+    EXPECT_EQ(l.holder_cpu, 2u);
+    EXPECT_EQ(pticket_serving(l.word.pticket.state), 1u);  // one release so far
+    release(l, waiter);
+    EXPECT_FALSE(is_locked(l, LockAlgorithm::kPreemptableTicket));
+}
+
+TEST(PreemptableTicketLock, TheSkippedWaiterRejoinsAtOnceWhenItRunsAgain) {
+    Lock l;
+    lock_init(l, "pticket", 0);
+    Env holder = pticket_env(0, 100);
+    ASSERT_TRUE(try_acquire(l, nullptr, holder));
+    const uint32_t ghost = pticket_take_ticket(l);
+    Env other = pticket_env(2, 100);
+    ASSERT_FALSE(try_acquire(l, nullptr, other));  // tickets outstanding: no fast path
+    const uint32_t mine = pticket_take_ticket(l);
+    release(l, holder);                 // serving 1: the ghost's turn, which stalls
+    PticketScript s{&l, &holder};       // (a broken lock waits for the ghost until spin 5000)
+    s.release_at = 0;
+    s.ghosts[s.ghost_count++] = ghost;
+    s.ghost_back_at = 5000;
+    other.on_spin = pticket_script;
+    other.script_arg = &s;
+    pticket_wait(l, mine, other);       // so ticket 2 takes the lock after the timeout
+    ASSERT_FALSE(s.ghost_done) << "waited for the preempted waiter's turn: nothing was skipped";
+    release(l, other);                  // serving 2: the ghost's turn has passed
+    Env back = pticket_env(1, 1u << 30);  // a timeout it could never sit out in this test
+    EXPECT_LT(pticket_distance(ghost, pticket_serving(l.word.pticket.state)), 0);
+    EXPECT_EQ(pticket_wait(l, ghost, back), 0u);  // rejoins at the head: takes the free lock
+    release(l, back);
+    // Every ticket handed out was released: free and empty, so the fast path works again.
+    EXPECT_TRUE(try_acquire(l, nullptr, holder));
+    release(l, holder);
+}
+
+TEST(PreemptableTicketLock, StaysFifoWhileTheQueueMoves) {
+    constexpr uint32_t kUnit = 100;
+    Lock l;
+    lock_init(l, "pticket", 0);
+    Env holder = pticket_env(0, kUnit);
+    ASSERT_TRUE(try_acquire(l, nullptr, holder));
+    PticketScript s{&l, &holder};
+    s.ghosts[s.ghost_count++] = pticket_take_ticket(l);  // ticket 1 runs: takes its turn in time
+    s.ghost_back_at = 10 + kUnit / 2;
+    Env waiter = pticket_env(2, kUnit);
+    waiter.on_spin = pticket_script;
+    waiter.script_arg = &s;
+    const uint64_t spins = acquire_contended(l, nullptr, waiter);
+    EXPECT_TRUE(s.ghost_done) << "took the lock before the waiter ahead, whose turn did not stall";
+    EXPECT_EQ(spins, 10 + kUnit / 2);  // the lock was free the moment ticket 1 let go
+    release(l, waiter);
+}
+
+TEST(PreemptableTicketLock, TheTimeoutGrowsWithTheDistanceFromTheHead) {
+    constexpr uint32_t kUnit = 50;
+    Lock l;
+    lock_init(l, "pticket", 0);
+    Env holder = pticket_env(0, kUnit);
+    ASSERT_TRUE(try_acquire(l, nullptr, holder));
+    PticketScript s{&l, &holder};
+    s.ghosts[s.ghost_count++] = pticket_take_ticket(l);  // tickets 1 and 2: both preempted
+    s.ghosts[s.ghost_count++] = pticket_take_ticket(l);
+    s.ghost_back_at = 50 * kUnit;
+    s.release_at = 1;
+    Env waiter = pticket_env(3, kUnit);  // ticket 3: two places behind the head after the release
+    waiter.on_spin = pticket_script;
+    waiter.script_arg = &s;
+    const uint64_t spins = acquire_contended(l, nullptr, waiter);
+    EXPECT_FALSE(s.ghost_done) << "waited for the preempted waiters' turns: nothing was skipped";
+    EXPECT_GE(spins, 2 * kUnit);
+    EXPECT_LE(spins, 2 * kUnit + 2);
+    release(l, waiter);
+}
+
+TEST(PreemptableTicketLock, CountersWrapTogether) {
+    Lock l;
+    lock_init(l, "pticket", 0);
+    l.word.pticket.next = 0xFFFFFFFFu;  // serving 2^31 - 1 == next mod 2^31: free
+    l.word.pticket.state = 0x7FFFFFFFu << 1;
+    Env e = pticket_env(0, 100);
+    ASSERT_TRUE(try_acquire(l, nullptr, e));
+    EXPECT_EQ(l.word.pticket.next, 0u);
+    release(l, e);
+    EXPECT_EQ(l.word.pticket.state, 0u);
+    EXPECT_FALSE(is_locked(l, LockAlgorithm::kPreemptableTicket));
+    ASSERT_TRUE(try_acquire(l, nullptr, e));
+    release(l, e);
+}
+
+// --- pvmcs: spin while the vCPU ahead runs, yield while it is preempted -------------------------
+struct PvmcsScript {
+    Lock* l;
+    Env* holder;
+    uint32_t preempted_cpu;
+    uint64_t calls = 0;
+    uint64_t runs_again_at = 10;  // preempted for the first 9 spins
+    uint64_t release_at = 15;
+    McsNode* then_owner = nullptr;  // a queued predecessor that takes over and releases at once
+};
+
+bool pvmcs_preempted(void* arg, uint32_t cpu) {
+    auto& s = *static_cast<PvmcsScript*>(arg);
+    return cpu == s.preempted_cpu && s.calls + 1 < s.runs_again_at;
+}
+
+void pvmcs_script(void* arg) {
+    auto& s = *static_cast<PvmcsScript*>(arg);
+    s.calls++;
+    if (s.calls != s.release_at) return;
+    release(*s.l, *s.holder);
+    if (s.then_owner) {  // the predecessor got the lock: it runs its critical section, lets go
+        EXPECT_EQ(s.then_owner->waiting, 0u);
+        s.l->mcs_owner = s.then_owner;
+        Env p = *s.holder;
+        p.cpu_id = s.then_owner->cpu;
+        release(*s.l, p);
+    }
+}
+
+Env pvmcs_env(uint32_t cpu) {
+    Env e;
+    e.algo = LockAlgorithm::kParavirtQueued;
+    e.cpu_id = cpu;
+    e.pause = false;
+    return e;
+}
+
+TEST(PvQueuedLock, YieldsToThePreemptedHolderAheadThenSpins) {
+    Lock l;
+    lock_init(l, "pvmcs", 0);
+    Env holder = pvmcs_env(5);
+    McsNode hn, wn;
+    ASSERT_TRUE(try_acquire(l, &hn, holder));
+    EXPECT_EQ(hn.cpu, 5u);
+    PvmcsScript s{&l, &holder, 5};
+    Env waiter = pvmcs_env(2);
+    waiter.preempted_fn = pvmcs_preempted;
+    waiter.on_spin = pvmcs_script;
+    waiter.script_arg = &s;
+    const uint64_t spins = acquire_contended(l, &wn, waiter);
+    EXPECT_EQ(waiter.yields, 9u) << "spun on while the vCPU ahead was preempted";
+    EXPECT_EQ(waiter.last_yield_target, 5u);
+    EXPECT_EQ(spins, 15u);  // 9 yields, then 6 pauses while it ran, until its release
+    EXPECT_EQ(l.holder_cpu, 2u);
+    EXPECT_EQ(l.mcs_owner, &wn);
+    release(l, waiter);
+    EXPECT_EQ(l.mcs_tail, nullptr);
+}
+
+TEST(PvQueuedLock, YieldsToAPreemptedHolderBehindARunningPredecessor) {
+    Lock l;
+    lock_init(l, "pvmcs", 0);
+    Env holder = pvmcs_env(5);
+    McsNode hn, pn, wn;
+    ASSERT_TRUE(try_acquire(l, &hn, holder));
+    // CPU 3 queued behind the holder (what pvmcs_acquire_contended does before it spins).
+    pn.next = nullptr;
+    pn.cpu = 3;
+    pn.waiting = 1;
+    __atomic_exchange_n(&l.mcs_tail, &pn, __ATOMIC_ACQ_REL)->next = &pn;
+    PvmcsScript s{&l, &holder, 5};
+    s.then_owner = &pn;
+    Env waiter = pvmcs_env(2);
+    waiter.preempted_fn = pvmcs_preempted;
+    waiter.on_spin = pvmcs_script;
+    waiter.script_arg = &s;
+    acquire_contended(l, &wn, waiter);
+    EXPECT_EQ(waiter.yields, 9u) << "the holder (not the predecessor) was preempted";
+    EXPECT_EQ(waiter.last_yield_target, 5u);
+    EXPECT_EQ(l.mcs_owner, &wn);
+    release(l, waiter);
+    EXPECT_EQ(l.mcs_tail, nullptr);
+}
+
+TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {
+    Lock l;
+    lock_init(l, "pvmcs", 0);
+    Env holder = pvmcs_env(5);
+    McsNode hn, wn;
+    ASSERT_TRUE(try_acquire(l, &hn, holder));
+    PvmcsScript s{&l, &holder, kNoCpu};
+    Env waiter = pvmcs_env(2);
+    waiter.preempted_fn = pvmcs_preempted;
+    waiter.on_spin = pvmcs_script;
+    waiter.script_arg = &s;
+    EXPECT_EQ(acquire_contended(l, &wn, waiter), 15u);
+    EXPECT_EQ(waiter.yields, 0u);
+    EXPECT_GT(waiter.preempted_checks, 0u);
+    release(l, waiter);
 }
 
 }  // namespace

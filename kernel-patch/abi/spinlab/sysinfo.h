@@ -147,8 +147,11 @@ enum class LockAlgorithm : uint32_t {
     kTicket = 1,      // FIFO ticket lock
     kQueued = 2,      // MCS-style queued lock, each waiter spins on its own node
     kParavirt = 3,    // bounded spin, then yield towards the holder's vCPU (KVM PV sched-yield)
+    kPreemptableTicket = 4,  // ticket lock whose waiters may skip a stalled turn (VEE'13)
+    kParavirtQueued = 5,     // MCS lock whose waiters yield while the vCPU ahead is preempted
+    kStudent = 6,            // spinlock/student_lock.h: lab 5's lock (a plain TAS as shipped)
 };
-constexpr uint32_t kLockAlgorithmCount = 4;
+constexpr uint32_t kLockAlgorithmCount = 7;
 constexpr const char* lock_algorithm_name(LockAlgorithm a) {
     switch (a) {
         case LockAlgorithm::kTestAndSet:
@@ -159,6 +162,12 @@ constexpr const char* lock_algorithm_name(LockAlgorithm a) {
             return "mcs";
         case LockAlgorithm::kParavirt:
             return "pv";
+        case LockAlgorithm::kPreemptableTicket:
+            return "pticket";
+        case LockAlgorithm::kParavirtQueued:
+            return "pvmcs";
+        case LockAlgorithm::kStudent:
+            return "student";
     }
     return "invalid";
 }

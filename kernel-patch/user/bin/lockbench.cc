@@ -76,6 +76,10 @@ struct UserEnv {
     // Ring 3 cannot make the PV sched-yield hypercall: give this vCPU to another thread instead.
     void yield_to(uint32_t) { sys::yield(); }
     void spin_check(const spinlock::Lock&, uint64_t) {}
+    uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
+    // KVM's steal-time `preempted` byte of that CPU (mapped read-only); false without steal
+    // time (TCG), so there pvmcs spins as mcs does.
+    bool vcpu_is_preempted(uint32_t cpu) { return cpu != kNoCpu && (steal(cpu).preempted & 1); }
     uint64_t now() { return lockstat::read_clock(ClockSource(map.clock_source)); }
     CpuPerfData* perf() {
         return reinterpret_cast<CpuPerfData*>(map.perf_base + uint64_t(cpu_id) * map.perf_stride);
@@ -271,7 +275,7 @@ int main(int argc, char** argv) {
         {"--think-cycles", OptKind::kU64, &think_cycles, "between acquisitions (default 200)"},
         {"--duration-ms", OptKind::kU64, &duration_ms, "run time; 0 = until the VM stops (default 5000)"},
         {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
-        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|mcs|pv, or booted (lock=)"},
+        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|mcs|pv|pticket|pvmcs|student, or booted (lock=)"},
         {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
         {"--rounds", OptKind::kU64, &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"},
         {"--pause-ms", OptKind::kU64, &pause_ms, "between rounds, no workload thread runs (default 1000)"},
@@ -305,7 +309,8 @@ int main(int argc, char** argv) {
         for (uint32_t a = 0; a < kLockAlgorithmCount; a++)
             if (strcmp(algorithm, lock_algorithm_name(LockAlgorithm(a))) == 0) algo = LockAlgorithm(a), ok = true;
         if (!ok) {
-            eprintf("lockbench: --algorithm '%s': choose tas, ticket, mcs, pv or booted\n", algorithm);
+            eprintf("lockbench: --algorithm '%s': choose tas, ticket, mcs, pv, pticket, pvmcs, "
+                    "student or booted\n", algorithm);
             return 2;
         }
     }
