@@ -146,6 +146,10 @@ for algo in tas ticket mcs pv; do
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 4 --accel tcg \
         --suite lockstat,spinlock,user --append "lock=$algo" --log build/selftest-lockstat-$algo.log
 done
+# The locks of issue 31 and lab 5 booted with lock=: lockbench --verify exact at 1, 2, 4 and 8
+# vCPUs, and the guest reporting the booted lock (12 boots, ~20-30 s under TCG).
+step "lockbench --verify, lock=pticket,pvmcs,student, 1-8 vCPUs (TCG)" \
+    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pticket,pvmcs,student --cpus 1,2,4,8
 # The seed's clock (cpuid; rdtsc), and two spinlock parameters set by boot option: the harness
 # checks the configuration the guest reports, lockstat.params_round_trip the live parameters (~5 s).
 step "lockstat self-tests, clock=cpuid, 2 vCPUs (TCG)" \
