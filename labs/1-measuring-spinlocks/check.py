@@ -34,7 +34,7 @@ MIN_UNCONTENDED = 0.5
 MIN_TAIL_SHARE = 0.005
 MIN_TAIL_RATIO = 1.5   # a quiet host: ~100x; beside other work at load average 5-7 here: 1.7x
 SLICES = (22, 30)
-MAX_IDLE_OFF = 0.2
+MAX_IDLE_OFF = observe.BUSY_HOST
 
 
 def _quiet(run) -> Observation:

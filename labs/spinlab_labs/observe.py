@@ -104,6 +104,9 @@ def attributed_long_waits(run, phase: str, threshold: int) -> dict:
     return lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
 
 
+BUSY_HOST = 0.2  # an "idle" host whose vCPU threads were off their CPU this share of the time is busy
+
+
 def off_share(run, phase: str) -> float | None:
     """The share of the phase's vCPU time the host timeline has the vCPU threads off their host
     CPU (off or frozen); None without a timeline of that phase."""
