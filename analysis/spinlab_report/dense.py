@@ -29,9 +29,13 @@ def long_waits(run, phase: str, threshold: int) -> list:
     return _cache["waits"][key]
 
 
-def release():
-    """Drops the cached attributions (about 1 KB per wait); a later long_waits() recomputes them.
-    The Trace section calls it: the report draws it after every figure that uses the cache."""
+def release(run=None):
+    """Drops the cached attributions (about 1 KB per wait), here and those lhp keeps on the
+    snapshots of `run` (or of the last run cached); a later long_waits() recomputes them. The Trace
+    section calls it: the report draws it after every figure that uses the cache."""
+    run = run if run is not None else _cache["run"]
+    if run is not None:
+        lhp.forget(run.snapshots)
     _cache["run"], _cache["waits"] = None, {}
 
 

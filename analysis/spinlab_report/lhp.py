@@ -408,6 +408,35 @@ def ended_inside(w: dict, snap) -> bool:
     return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
 
 
+def _classified(s, timeline, clock, threshold: int) -> list:
+    """[(wait, measurement, attribution, the listed row)] for each long wait (>= threshold) of
+    snapshot s, measured once per timeline, clock and threshold: summary.json, the verdict and
+    the figures all ask for the same waits, and measuring a wait against the timeline is most of
+    the report's cost at scale. Kept on the snapshot until forget()."""
+    memo = s.__dict__.get("_lhp_memo")
+    if memo is not None and memo[0] is timeline and memo[1] is clock and memo[2] == threshold:
+        return memo[3]
+    cmap = ClockMap(clock) if clock is not None else None
+    index = off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
+    rows = []
+    for w in s.long_waits:
+        if w["wait_cycles"] < threshold:
+            continue
+        m = measure(w, index, cmap) if index is not None else None
+        r = attribute(w, m)
+        base = m if m is not None else {"host_start": None, "bound_cycles": None, "holder_off_cycles": None,
+                                        "waiter_off_cycles": None, "holders": holders_of(w)}
+        rows.append((w, m, r, {**w, "rep": s.rep, **base, **r, "in_repetition": ended_inside(w, s)}))
+    s.__dict__["_lhp_memo"] = (timeline, clock, threshold, rows)
+    return rows
+
+
+def forget(snaps):
+    """Drops what _classified kept on these snapshots (about 1 KB per wait)."""
+    for s in snaps:
+        s.__dict__.pop("_lhp_memo", None)
+
+
 def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones.
 
@@ -420,24 +449,15 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     None when neither; sources per side; disagreements between steal time and the timeline.
     """
     out = _new_share()
-    cmap = ClockMap(clock) if clock is not None else None
     for s in snaps:
         if s.long_waits is None:
             out["snapshots_without_list"] += 1
             continue
         out["dropped"] += int(s.long_waits_dropped)
-        index = off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
-        for w in s.long_waits:
-            if w["wait_cycles"] < threshold:
-                continue
-            m = measure(w, index, cmap) if index is not None else None
-            r = attribute(w, m)
-            inside = ended_inside(w, s)
+        for w, m, r, row in _classified(s, timeline, clock, threshold):
             _count(out, w, m, r)
-            out["outside_repetition"] += not inside
-            base = m if m is not None else {"host_start": None, "bound_cycles": None, "holder_off_cycles": None,
-                                            "waiter_off_cycles": None, "holders": holders_of(w)}
-            out["waits"].append({**w, "rep": s.rep, **base, **r, "in_repetition": inside})
+            out["outside_repetition"] += not row["in_repetition"]
+            out["waits"].append(row)
     known = out["holder_off"] + out["holder_on"]
     out["share"] = out["holder_off"] / known if known else None
     out["holder_off_fraction"] = fraction_table(out["waits"])

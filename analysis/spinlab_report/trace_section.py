@@ -100,7 +100,7 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
     if not files:
         return []
     global _job
-    dense.release()  # the run's figures are drawn: their shared attribution is not needed here
+    dense.release(run)  # the run's figures are drawn: their shared attribution is not needed here
     _job = (run.timeline if run.clock is not None else None,  # a DataFrame: host_off_fn indexes it in numpy
             run.clock if run.timeline is not None else None, figdir, long_wait)
     chosen = files[:MAX_TRACES]

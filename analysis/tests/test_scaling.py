@@ -187,3 +187,25 @@ def test_one_attribution_per_phase_shared_by_the_figures(monkeypatch):
     assert len(first) == 7  # run-basic's host-load long waits (tests/data/README.md)
     dense.release()
     assert dense.long_waits(run, "host-load", 1 << 20) == first and len(calls) == 2
+
+
+def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(monkeypatch):
+    """lhp keeps each snapshot's classified waits: a second long_waits_share over the same
+    snapshots (the verdict's, per snapshot, after summary.json's, per phase) measures nothing
+    again; another threshold, or forget(), measures afresh, with the same result."""
+    from spinlab_report import lhp
+    run = load.load_run(os.path.join(HERE, "data", "run-basic"))
+    calls = []
+    real = lhp.measure
+    monkeypatch.setattr(lhp, "measure", lambda *a: calls.append(1) or real(*a))
+    snaps = run.snaps("host-load")
+    first = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
+    n = len(calls)
+    assert n == len(first["waits"]) == 7
+    per_snapshot = [w for s in snaps for w in lhp.long_waits_share([s], run.timeline, run.clock, 1 << 20)["waits"]]
+    assert len(calls) == n and per_snapshot == first["waits"]
+    higher = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 21)
+    assert len(calls) == n + len(higher["waits"])
+    lhp.forget(snaps)
+    again = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
+    assert len(calls) == 2 * n + len(higher["waits"]) and again == first
