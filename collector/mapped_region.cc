@@ -14,13 +14,19 @@
 
 namespace spinlab::collect {
 
-MappedRegion::MappedRegion(const std::string& path, Access access) : path_(path) {
+MappedRegion::MappedRegion(const std::string& path, Access access, Links links) : path_(path) {
     const bool rw = access == Access::kReadWrite;
-    fd_ = ::open(path.c_str(), (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    const bool refuse_links = links == Links::kRefuse;
+    fd_ = ::open(path.c_str(), (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | (refuse_links ? O_NOFOLLOW | O_NOCTTY : 0));
     if (fd_ < 0)
         throw CollectError(kExitNoVm, "no shared region at " + path + " (" + std::strerror(errno) + ")");
     struct stat st;
-    if (::fstat(fd_, &st) != 0 || st.st_size < off_t(sizeof(RegionHeader))) {
+    const bool stat_ok = ::fstat(fd_, &st) == 0;
+    if (stat_ok && refuse_links && !S_ISREG(st.st_mode)) {
+        ::close(fd_);
+        throw CollectError(kExitFailure, path + " is not a regular file");
+    }
+    if (!stat_ok || st.st_size < off_t(sizeof(RegionHeader))) {
         ::close(fd_);
         throw CollectError(kExitFailure, path + " is too small to be a spinlab shared region");
     }

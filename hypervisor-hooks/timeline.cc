@@ -102,8 +102,9 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     if (!c.vcpu_state.empty()) {
         try {
             publisher = std::make_unique<SwitchPublisher>(c.vcpu_state, targets, c.vcpu_state_period_us);
-        } catch (const LoadError& e) {
-            throw LoadError(std::string("--vcpu-state: ") + e.what());
+        } catch (const LoadError& e) {  // perf refused names no option: say which needs it
+            const std::string what = e.what();
+            throw LoadError(what.rfind("--vcpu-state", 0) == 0 ? what : "--vcpu-state: " + what);
         }
     }
     const bool tsc_clock = c.clock == "x86-tsc";

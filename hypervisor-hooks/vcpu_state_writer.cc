@@ -1,13 +1,9 @@
 #include "vcpu_state_writer.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
+#include "collector/error.h"
 #include "fs_util.h"
 
 namespace spinlab::load {
@@ -38,40 +34,21 @@ std::string refusal(const std::string& path, RegionError e, const void* base) {
 }
 }  // namespace
 
-RegionFileMapping::RegionFileMapping(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-    if (fd_ < 0) {
-        const int err = errno;
-        throw LoadError("--vcpu-state " + path + ": " + std::strerror(err) +
-                        (err == ELOOP ? " (a symbolic link: give the region file itself, e.g. /dev/shm/spinlab-NAME)"
-                                      : ""));
+// The host's one region mapper, read-write, refusing links and anything but a regular file.
+static std::unique_ptr<collect::MappedRegion> open_region(const std::string& path) {
+    using collect::MappedRegion;
+    std::unique_ptr<MappedRegion> m;
+    try {
+        m = std::make_unique<MappedRegion>(path, MappedRegion::Access::kReadWrite, MappedRegion::Links::kRefuse);
+    } catch (const collect::CollectError& e) {
+        const bool link = std::string(e.what()).find(std::strerror(ELOOP)) != std::string::npos;
+        throw LoadError(std::string("--vcpu-state: ") + e.what() +
+                        (link ? " (a symbolic link: give the region file itself, e.g. /dev/shm/spinlab-NAME)" : ""));
     }
-    struct stat st;
-    std::string problem;
-    if (::fstat(fd_, &st) != 0) {
-        problem = std::string("fstat: ") + std::strerror(errno);
-    } else if (!S_ISREG(st.st_mode)) {
-        problem = "not a regular file";
-    } else if (uint64_t(st.st_size) < kRegionPageSize) {
-        problem = "too small to be a spinlab shared region (" + std::to_string(st.st_size) + " bytes)";
-    } else if (uint64_t(st.st_size) > kMaxRegionBytes) {
-        problem = "too large to be a spinlab shared region (" + std::to_string(st.st_size) + " bytes)";
-    }
-    if (problem.empty()) {
-        size_ = uint64_t(st.st_size);
-        void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        if (p == MAP_FAILED) problem = std::string("mmap: ") + std::strerror(errno);
-        else base_ = static_cast<uint8_t*>(p);
-    }
-    if (!problem.empty()) {
-        ::close(fd_);
-        throw LoadError("--vcpu-state " + path + ": " + problem);
-    }
-}
-
-RegionFileMapping::~RegionFileMapping() {
-    if (base_) ::munmap(base_, size_);
-    if (fd_ >= 0) ::close(fd_);
+    if (m->size() < kRegionPageSize || m->size() > kMaxRegionBytes)
+        throw LoadError("--vcpu-state: " + path + " (" + std::to_string(m->size()) +
+                        " bytes) cannot be a spinlab shared region");
+    return m;
 }
 
 const char* vcpu_state_name(VcpuStateWriter::State s) {
@@ -85,7 +62,7 @@ const char* vcpu_state_name(VcpuStateWriter::State s) {
 
 VcpuStateWriter::VcpuStateWriter(const std::string& path, uint32_t publisher, uint32_t owned,
                                  const std::vector<uint32_t>& vcpus)
-    : mapping_(path), publisher_(publisher), owned_(owned & kVcpuOffMask),
+    : mapping_(open_region(path)), publisher_(publisher), owned_(owned & kVcpuOffMask),
       declared_(kVcpuStateEntries, false), bits_(kVcpuStateEntries, 0) {
     for (uint32_t v : vcpus) {
         if (v >= kVcpuStateEntries)
@@ -108,13 +85,13 @@ void VcpuStateWriter::check_vcpu(uint32_t vcpu) const {
 
 VcpuStateWriter::State VcpuStateWriter::refresh() {
     if (detached_) return state_;
-    const auto* header = reinterpret_cast<const RegionHeader*>(mapping_.base());
+    const auto* header = reinterpret_cast<const RegionHeader*>(mapping_->data());
     const uint64_t gen = __atomic_load_n(&header->generation, __ATOMIC_ACQUIRE);
     if (state_ == State::kAttached && gen == layout_.generation) return state_;
     if (state_ == State::kRefused && gen == layout_.generation) return state_;  // judged already
     area_ = nullptr;
     RegionLayout l{};
-    const RegionError e = region_parse(mapping_.base(), mapping_.size(), &l);
+    const RegionError e = region_parse(mapping_->data(), mapping_->size(), &l);
     if (e == RegionError::kBusy || e == RegionError::kBadMagic) {
         state_ = State::kWaiting;
         why_ = std::string("the guest has not laid out the region (") + region_error_name(e) + ")";
@@ -123,13 +100,13 @@ VcpuStateWriter::State VcpuStateWriter::refresh() {
     if (e != RegionError::kNone) {
         state_ = State::kRefused;
         layout_.generation = gen;  // judged once per generation: a new one is parsed again
-        why_ = refusal(mapping_.path(), e, mapping_.base());
+        why_ = refusal(mapping_->path(), e, mapping_->data());
         return state_;
     }
     // region_parse checked: the section is inside region_size <= the mapping, at least
     // sizeof(VcpuStateArea), aligned, and apart from every other section.
     layout_ = l;
-    area_ = reinterpret_cast<VcpuStateArea*>(mapping_.base() + l.section(RegionSection::kVcpuState).offset);
+    area_ = reinterpret_cast<VcpuStateArea*>(mapping_->data() + l.section(RegionSection::kVcpuState).offset);
     state_ = State::kAttached;
     why_.clear();
     __atomic_fetch_or(&area_->publishers, publisher_, __ATOMIC_RELEASE);
@@ -172,7 +149,7 @@ void VcpuStateWriter::detach() {
     if (detached_) return;
     detached_ = true;
     if (state_ != State::kAttached) return;
-    const auto* header = reinterpret_cast<const RegionHeader*>(mapping_.base());
+    const auto* header = reinterpret_cast<const RegionHeader*>(mapping_->data());
     // A guest that re-laid the region out since has zeroed our bits already.
     if (__atomic_load_n(&header->generation, __ATOMIC_ACQUIRE) != layout_.generation) return;
     for (uint32_t v = 0; v < kVcpuStateEntries; ++v)

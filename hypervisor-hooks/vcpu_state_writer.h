@@ -3,9 +3,10 @@
 // guest's vcpu_preempted().
 //
 // Contract:
-//   - The region file (QEMU's memory-backend-file, /dev/shm/spinlab-NAME) is opened with
-//     O_NOFOLLOW (a symbolic link is refused: give the file itself), must be a regular file,
-//     and is mapped once, read-write, at the size it had at open. Nothing the guest writes can
+//   - The region file (QEMU's memory-backend-file, /dev/shm/spinlab-NAME) is opened and mapped
+//     by the host's one region mapper (collector/mapped_region.h), read-write, with
+//     Links::kRefuse: O_NOFOLLOW (a symbolic link is refused: give the file itself) and a
+//     regular file only; mapped once at the size it had at open. Nothing the guest writes can
 //     move or resize that mapping (the guest cannot truncate the host file).
 //   - Every address comes from a region_parse of the guest's header (docs/architecture.md, "What
 //     the host trusts"): the section is inside the region, the region inside the mapping, and
@@ -23,30 +24,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "channel/region_header.h"
+#include "collector/mapped_region.h"
 
 namespace spinlab::load {
-
-// The region file, mapped read-write (see the contract above).
-class RegionFileMapping {
-public:
-    explicit RegionFileMapping(const std::string& path);  // throws LoadError naming path and why
-    ~RegionFileMapping();
-    RegionFileMapping(const RegionFileMapping&) = delete;
-    RegionFileMapping& operator=(const RegionFileMapping&) = delete;
-    uint8_t* base() const { return base_; }
-    uint64_t size() const { return size_; }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-    int fd_ = -1;
-    uint8_t* base_ = nullptr;
-    uint64_t size_ = 0;
-};
 
 class VcpuStateWriter {
 public:
@@ -81,7 +66,7 @@ public:
     void detach();
 
     uint64_t stores() const { return stores_; }
-    const std::string& path() const { return mapping_.path(); }
+    const std::string& path() const { return mapping_->path(); }
 
 private:
     // Our bits of the word exactly `bits`; `counted`: a change of state (+1 on `changes`), not
@@ -89,7 +74,7 @@ private:
     void write_word(uint32_t vcpu, uint32_t bits, bool counted = true);
     void check_vcpu(uint32_t vcpu) const;
 
-    RegionFileMapping mapping_;
+    std::unique_ptr<collect::MappedRegion> mapping_;
     uint32_t publisher_, owned_;
     std::vector<bool> declared_;
     std::vector<uint32_t> bits_;  // per vCPU index: our bits as last set
