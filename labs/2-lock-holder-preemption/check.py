@@ -7,7 +7,9 @@ Expected observations (the worksheet's order):
   2. freeze     the freeze phase has waits as long as the freeze (at least half of it) that lie
                 inside a freeze of another vCPU than the waiter's (more than half of the wait
                 inside the effective freeze windows spinlab-load recorded, preempt/*.csv): at
-                least 3. No upper bound on the length: on a quiet host they cluster at the
+                least 3, and at least twice as many as lie inside the same windows moved by half
+                the freeze period (a control: on a busy host the long waits are everywhere, and
+                as many fall between the freezes as inside them). No upper bound on the length: on a quiet host they cluster at the
                 freeze's length, on a busy one the waiter's own vCPU loses time too and they grow.
                 The idle host's waits of that length are counted for comparison only: on a busy
                 shared machine the "idle" host has them too.
@@ -17,6 +19,7 @@ Expected observations (the worksheet's order):
                 is under 2% of the freeze, so no attribution hangs on it
 Needs a run with phases idle-host, host-load and preempt-<N>ms, a timeline and a clock (lab 2's).
 """
+import configparser
 import os
 import re
 import statistics
@@ -37,6 +40,7 @@ MIN_HOG_WAITS = 3
 MIN_HOG_SHARE = 0.5
 MATCH = 0.5               # a wait "matches" a freeze of F ms when it lasts at least 0.5 F ...
 MIN_MATCHING = 3          # ... and lies more than half inside the freezes of another vCPU
+MIN_CONTROL_RATIO = 2.0   # at least twice as many as inside the windows moved by half a period
 MIN_BLAME = 0.9
 MAX_BOUND_SHARE = 0.02
 HOLDER_OFF = ("holder-preempted", "both")
@@ -82,15 +86,26 @@ def _freezes(run, phase: str, rep: int) -> dict:
     return {v: ground_truth.effective_windows(text, v) for v in vcpus}
 
 
-def _inside_freeze(run, phase: str, waits: list) -> list:
+def _period_ms(run) -> float:
+    """run.preempt-period-ms of the spec as run (100, the runner's default, when not given)."""
+    spec = configparser.ConfigParser(interpolation=None)
+    try:
+        spec.read_string(run.spec_text or "")
+        return float(spec.get("run", "preempt-period-ms", fallback="100"))
+    except (configparser.Error, ValueError):
+        return 100.0
+
+
+def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0) -> list:
     """The waits more than half inside the freezes of another vCPU than the waiter's (placed on
-    the host axis through the clock, within its bound)."""
+    the host axis through the clock, within its bound); the windows moved by shift host cycles."""
     out, windows = [], {}
     for w in waits:
         if w.get("bound_cycles") is None:
             continue
         if w["rep"] not in windows:
-            windows[w["rep"]] = _freezes(run, phase, w["rep"])
+            windows[w["rep"]] = {v: [(a + shift, b + shift) for a, b in ws]
+                                 for v, ws in _freezes(run, phase, w["rep"]).items()}
         a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
         if any(ground_truth.covered(ws, a + e, a + n - e) > n / 2
                for v, ws in windows[w["rep"]].items() if v != w["cpu"]):
@@ -112,13 +127,14 @@ def check(results_dir: str) -> list:
     idle = observe.attributed_long_waits(run, "idle-host", LONG)
     lengthy, match_idle = _matching(frozen["waits"], freeze), _matching(idle["waits"], freeze)
     match = _inside_freeze(run, phase, lengthy)
+    control = _inside_freeze(run, phase, lengthy, _period_ms(run) / 2000 * host_hz)
     band = f">= {MATCH * freeze_ms:g} ms"
 
-    ok = len(match) >= MIN_MATCHING
+    ok = len(match) >= MIN_MATCHING and len(match) >= MIN_CONTROL_RATIO * len(control)
     lengths = sorted(w["wait_cycles"] / hz * 1000 for w in match)
     median = f" (median {statistics.median(lengths):.1f} ms)" if lengths else ""
     seen = (f"{phase}: {len(lengthy)} of {len(frozen['waits'])} long waits last {band}, {len(match)} of them lie "
-            f"inside a freeze of another vCPU{median}; idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
+            f"inside a freeze of another vCPU{median}, {len(control)} inside the windows moved by half a period; idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
     if not ok:
         seen += "; the freeze did not show in the wait lengths"
         busy = observe.off_share(run, "idle-host")
@@ -126,7 +142,8 @@ def check(results_dir: str) -> list:
             seen += (f" (and the host was busy: the vCPUs were off their host CPU {busy:.0%} of the idle-host phase, "
                      "so most long waits come from other programs; rerun on a quiet machine)")
     obs = [_hog(run), Observation("freeze", f"{phase}: at least {MIN_MATCHING} waits of {band} (as long as the freeze) "
-                                  "inside a freeze of another vCPU", ok, seen)]
+                                  "inside a freeze of another vCPU, at least twice as many as inside the "
+                                  "same windows moved by half a period", ok, seen)]
 
     blamed = [w for w in match if w["lhp"] in HOLDER_OFF]
     frac = len(blamed) / len(match) if match else 0.0
