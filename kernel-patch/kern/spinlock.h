@@ -38,7 +38,7 @@ struct Spinlock {
 // no class in lockclass.h does not compile.
 #define SPINLOCK_INIT(n)                                                                   \
     {                                                                                      \
-        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), static_lock_class(n), 0, 0, kNoCpu, {}} \
+        {{0}, kNoCpu, nullptr, nullptr, nullptr, (n), static_lock_class(n), 0, 0, kNoCpu, {}, 0} \
     }
 
 void spin_init(Spinlock* l, const char* name);  // class from the name

@@ -70,6 +70,9 @@ struct Lock {
     // handed it over. Written by the releasing holder just before it lets go.
     uint32_t released_by;
     HoldTrace trace;
+    // Preemptable ticket lock: the holder's ticket, so that its release moves "serving" past
+    // it (preemptable_ticket_lock.h). Written and read by the holder only.
+    uint32_t pticket_owner;
 };
 
 constexpr uint64_t kSpinCheckInterval = 1u << 16;
@@ -86,6 +89,7 @@ inline void lock_init(Lock& l, const char* name, uint32_t class_id) {
     l.hold_start = 0;
     l.released_by = kNoCpu;
     l.trace = HoldTrace{};
+    l.pticket_owner = 0;
 }
 
 }  // namespace spinlab::spinlock

@@ -306,12 +306,37 @@ TEST(PreemptableTicketLock, TheSkippedWaiterRejoinsAtOnceWhenItRunsAgain) {
     other.script_arg = &s;
     pticket_wait(l, mine, other);       // so ticket 2 takes the lock after the timeout
     ASSERT_FALSE(s.ghost_done) << "waited for the preempted waiter's turn: nothing was skipped";
-    release(l, other);                  // serving 2: the ghost's turn has passed
+    release(l, other);                  // serving 3: the ghost's turn has passed
     Env back = pticket_env(1, 1u << 30);  // a timeout it could never sit out in this test
     EXPECT_LT(pticket_distance(ghost, pticket_serving(l.word.pticket.state)), 0);
     EXPECT_EQ(pticket_wait(l, ghost, back), 0u);  // rejoins at the head: takes the free lock
     release(l, back);
     // Every ticket handed out was released: free and empty, so the fast path works again.
+    EXPECT_TRUE(try_acquire(l, nullptr, holder));
+    release(l, holder);
+}
+
+// The paper's release adds one to the head; then the skipped ticket's unused turn would keep
+// every later waiter one place behind, each hand-over waiting out a timeout. Here the release
+// moves serving past the releaser's ticket: one timeout per skipped turn.
+TEST(PreemptableTicketLock, AfterASkippedTurnTheNextTurnsNeedNoTimeout) {
+    constexpr uint32_t kUnit = 100;
+    Lock l;
+    lock_init(l, "pticket", 0);
+    Env holder = pticket_env(0, kUnit);
+    ASSERT_TRUE(try_acquire(l, nullptr, holder));  // ticket 0
+    const uint32_t ghost = pticket_take_ticket(l);  // ticket 1: preempted
+    const uint32_t b = pticket_take_ticket(l), c = pticket_take_ticket(l);
+    release(l, holder);  // the ghost's turn, which stalls
+    Env eb = pticket_env(2, kUnit), ec = pticket_env(3, kUnit);
+    EXPECT_GE(pticket_wait(l, b, eb), kUnit - 1);  // b skips it after the timeout
+    release(l, eb);
+    EXPECT_EQ(pticket_wait(l, c, ec), 0u) << "the turn after b's waited out a timeout too";
+    release(l, ec);
+    Env back = pticket_env(1, kUnit);
+    EXPECT_EQ(pticket_wait(l, ghost, back), 0u);  // rejoins; its release leaves serving alone
+    release(l, back);
+    EXPECT_EQ(pticket_serving(l.word.pticket.state), 4u);
     EXPECT_TRUE(try_acquire(l, nullptr, holder));
     release(l, holder);
 }
