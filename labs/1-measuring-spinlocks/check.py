@@ -24,7 +24,7 @@ from spinlab_report import buckets
 TITLE = "Measuring spin-locks"
 GOAL = ("Read the seed's log2 table and the wait CDF of one test-and-set lock, find the uncontended "
         "peak, and explain the tail that host load adds.")
-MINUTES = "about 2.5 min"
+MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]
 
 USER = "user"            # lockbench's lock classes (user0..user15)

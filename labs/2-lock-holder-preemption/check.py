@@ -32,7 +32,7 @@ TITLE = "Lock-holder preemption"
 GOAL = ("Make the host preempt a lock holder, first with a hog and then deterministically by freezing "
         "one vCPU; find the waits whose length matches the freeze and read their attribution and the "
         "clock bound.")
-MINUTES = "about 3 min"
+MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]
 
 LONG = 1 << 20

@@ -22,7 +22,7 @@ from spinlab_labs.observe import LabInputError, Observation
 TITLE = "Lock algorithms under overcommit"
 GOAL = ("Run test-and-set, ticket, MCS and paravirtual locks with 3 vCPUs on 2 busy host cores, "
         "observe the fair-lock collapse and explain why a FIFO hand-over to a descheduled vCPU is fatal.")
-MINUTES = "about 5 min"
+MINUTES = "about 6 min (estimate)"
 LOCKS = ("tas", "ticket", "mcs", "pv")
 RUNS = [(lock, ["--vm.lock", lock]) for lock in LOCKS]
 

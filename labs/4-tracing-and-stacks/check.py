@@ -25,7 +25,7 @@ from spinlab_report import trace_stacks
 TITLE = "Tracing and call stacks"
 GOAL = ("Record a trace with call stacks, find the lock call site with the most wait, and open the "
         "trace in Perfetto and in babeltrace2.")
-MINUTES = "about 1.5 min"
+MINUTES = "about 1.5 min (estimate)"
 RUNS = [(None, [])]
 
 BT_TIMEOUT_S = 60
