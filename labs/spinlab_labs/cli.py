@@ -47,9 +47,10 @@ def _lab(arg: str, labs_dir: str):
 def cmd_list(labs_dir: str) -> int:
     for lab in registry.labs(labs_dir):
         m = lab.module
-        print(f"{lab.number}  {m.TITLE}   ({m.MINUTES} on 2 cores under TCG)")
+        print(f"{lab.number}  {m.TITLE}")
         print(textwrap.fill(m.GOAL, 96, initial_indent="   ", subsequent_indent="   "))
         print(f"   worksheet: {lab.worksheet}")
+        print(f"   time: {m.MINUTES} on 2 cores under TCG")
     print("\nspinlab lab start N runs lab N's experiment; spinlab lab check N RESULTS checks its results.")
     return 0
 
@@ -138,6 +139,14 @@ def cmd_check(lab, results: str) -> int:
 
 
 def main(argv: list, bindir: str, labs_dir: str = registry.LABS_DIR) -> int:
+    try:
+        return _main(argv, bindir, labs_dir)
+    except BrokenPipeError:  # `spinlab lab list | head`: the reader has gone, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list, bindir: str, labs_dir: str) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         (sys.stdout if argv else sys.stderr).write(USAGE)
         return 0 if argv else 2
