@@ -15,7 +15,15 @@ _spinlab() {
     bindir=$(dirname "$(command -v "${COMP_WORDS[0]}" 2>/dev/null || echo .)")
     if [[ ${COMP_WORDS[0]##*/} == spinlab ]]; then
         if [[ $COMP_CWORD -eq 1 ]]; then
-            COMPREPLY=($(compgen -W "run report collect load vm trace selftest sweep version help" -- "$cur"))
+            COMPREPLY=($(compgen -W "run report collect load vm trace selftest sweep lab version help" -- "$cur"))
+            return
+        fi
+        if [[ ${COMP_WORDS[1]} == lab ]]; then  # spinlab lab list|start|check N [RESULTS]
+            case $COMP_CWORD in
+                2) COMPREPLY=($(compgen -W "list start check" -- "$cur")) ;;
+                3) COMPREPLY=($(compgen -W "1 2 3 4 5" -- "$cur")) ;;
+                *) COMPREPLY=($(compgen -d -- "$cur")) ;;
+            esac
             return
         fi
         tool=$bindir/spinlab-${COMP_WORDS[1]}

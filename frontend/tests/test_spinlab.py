@@ -84,6 +84,19 @@ def test_completion_offers_subcommands(bindir):
     assert out.split() == ["selftest"]
 
 
+def test_completion_offers_the_lab_commands_and_numbers(bindir):
+    script = os.path.join(os.path.dirname(SOURCE), "spinlab.bash")
+
+    def complete(*words):
+        line = " ".join(words)
+        return subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({bindir}/spinlab {line}); "
+                               f"COMP_CWORD={len(words)}; _spinlab; echo ${{COMPREPLY[*]}}"],
+                              capture_output=True, text=True).stdout.split()
+    assert complete("la") == ["lab"]
+    assert complete("lab", "ch") == ["check"]
+    assert complete("lab", "start", "") == ["1", "2", "3", "4", "5"]
+
+
 # ---- spinlab lab: the classroom labs (labs/spinlab_labs/cli.py) ---------------------------------
 LABS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "labs")
 RECORDED_LAB3 = os.path.join(LABS, "tests", "data", "lab3")
