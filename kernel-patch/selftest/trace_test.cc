@@ -368,7 +368,11 @@ void memory_map_and_unmap_of_a_process() {
             if (e.virtual_address == spinlab::kUserBase && !(e.flags & kTraceMemWritable)) text++;
             if (e.virtual_address + e.length == spinlab::kUserStackTop && (e.flags & kTraceMemWritable)) stack++;
             constexpr uint64_t kStride = (sizeof(spinlab::CpuPerfData) + 4095) & ~4095ull;  // lockstat's
-            if (e.length == kStride * g_ncpus && (e.flags & kTraceMemWritable)) counters++;
+            // By its address as well as its size: lockbench's data segment grew to the same
+            // 16 KiB at 4 CPUs when the lock gained the preemptable ticket's fields.
+            if (e.virtual_address == spinlab::kUserLockstatBase && e.length == kStride * g_ncpus &&
+                (e.flags & kTraceMemWritable))
+                counters++;
         });
     kprintf("trace: %lu maps of lockbench (text %lu, stack %lu, counters %lu), %lu unmaps, %lu of others\n", maps,
             text, stack, counters, unmaps, other);
