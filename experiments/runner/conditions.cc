@@ -42,6 +42,9 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
                  std::to_string(run.preempt_period_ms), "--seed", std::to_string(run.seed), "--out",
                  preempt_csv});
             if (run.preempt_rt_priority) add({"--rt-priority", std::to_string(run.preempt_rt_priority)});
+            // The "frozen" bit of each frozen vCPU's word: by index, which spinlab-load knows
+            // when it finds the threads from QEMU's pid (not from bare thread ids).
+            if (run.vcpu_state && vm.qemu_pid && !vm.region_file.empty()) add({"--vcpu-state", vm.region_file});
             break;
         case PhaseKind::kThrottle:
             argv.push_back("throttle");

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace spinlab::run {
 namespace {
 
@@ -48,6 +50,27 @@ TEST(ConditionArgv, PreemptFreezesTheChosenVcpusWithTheSpecsPeriodAndSeed) {
     Args by_tid = condition_argv(parse_phase("preempt-5ms"), run, "L", vm_without_pid(), "p.csv", "r");
     EXPECT_EQ(by_tid, (Args{"L", "preempt", "--tid", "102", "--freeze-ms", "5", "--period-ms", "250",
                             "--seed", "99", "--out", "p.csv", "--ready-file", "r"}));
+}
+
+TEST(ConditionArgv, PreemptKeepsTheFrozenBitOfTheVcpuStateWordsWhenAskedAndItKnowsTheIndexes) {
+    RunSpec run;
+    run.preempt_rt_priority = 0;
+    run.vcpu_state = true;
+    VmInfo vm = vm_with_pid();
+    vm.region_file = "/dev/shm/spinlab-x";
+    EXPECT_EQ(condition_argv(parse_phase("preempt-5ms"), run, "L", vm, "p.csv", "r"),
+              (Args{"L", "preempt", "--qemu-pid", "4242", "--vcpus", "0", "--freeze-ms", "5", "--period-ms",
+                    "100", "--seed", "1", "--out", "p.csv", "--vcpu-state", "/dev/shm/spinlab-x", "--ready-file",
+                    "r"}));
+    // By bare thread ids spinlab-load cannot tell a thread's vCPU index: no frozen bit (the
+    // timeline's switch records still mark the frozen thread off its CPU).
+    VmInfo by_tid = vm_without_pid();
+    by_tid.region_file = "/dev/shm/spinlab-x";
+    const Args a = condition_argv(parse_phase("preempt-5ms"), run, "L", by_tid, "p.csv", "r");
+    EXPECT_EQ(std::find(a.begin(), a.end(), "--vcpu-state"), a.end());
+    run.vcpu_state = false;
+    const Args off = condition_argv(parse_phase("preempt-5ms"), run, "L", vm, "p.csv", "r");
+    EXPECT_EQ(std::find(off.begin(), off.end(), "--vcpu-state"), off.end());
 }
 
 TEST(ConditionArgv, ThrottleLimitsEveryVcpuUnlessTold) {

@@ -215,7 +215,7 @@ int Experiment::run() {
     out_ << dir_ << "\n" << std::flush;
     write_status(false, "starting: nothing measured yet");
     vm_ = std::make_unique<Vm>(spec_, tools_.spinlab_vm, vm_name, dir_);
-    timeline_ = std::make_unique<Timeline>(spec_.run.timeline, tools_.spinlab_load, dir_);
+    timeline_ = std::make_unique<Timeline>(spec_.run.timeline, spec_.run.vcpu_state, tools_.spinlab_load, dir_);
 
     int code = kRunComplete;
     std::string reason;

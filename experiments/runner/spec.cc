@@ -68,6 +68,9 @@ const Key kKeys[] = {
     {"run", "hog-cpus", "host-load: host CPUs loaded (default: all)"},
     {"run", "clock-samples", "guest/host TSC samples per repetition, 0 to 64 (default 4)"},
     {"run", "timeline", "record the vCPU threads' sched_switch timeline: on or off (default on)"},
+    {"run", "vcpu-state", "keep the guest's per-vCPU 'preempted' words from the host while measuring "
+                          "(spinlab-load --vcpu-state; vcpu_preempted() in the guest): on or off, "
+                          "needs timeline = on (default off)"},
     {"trace", "enable",
      "event groups of the session, comma-separated: all, spinlock, cswitch, ready, syscall, "
      "profile, process, memory, longwait; none: no trace (default longwait: every wait >= longwait=)"},
@@ -587,6 +590,9 @@ ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_
     if (has("run.clock-samples"))
         r.clock_samples = uint32_t(to_u64(where("run.clock-samples"), str("run.clock-samples"), 0, 64));
     if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
+    if (has("run.vcpu-state")) r.vcpu_state = to_bool(where("run.vcpu-state"), str("run.vcpu-state"));
+    if (r.vcpu_state && !r.timeline)  // the words come from the timeline's switch records
+        throw SpecError(where("run.vcpu-state") + " = on needs " + where("run.timeline") + " = on");
 
     parse_trace(s.trace, has, str, where);
     parse_trace_spinlock(s.trace, s.vm.attach, has, str, where);
@@ -699,6 +705,7 @@ std::string to_ini(const Spec& s) {
       << "\npreempt-vcpus = " << join(s.run.preempt_vcpus)
       << "\nthrottle-vcpus = " << join(s.run.throttle_vcpus) << "\nhog-cpus = " << join(s.run.hog_cpus)
       << "\nclock-samples = " << s.run.clock_samples << "\ntimeline = " << onoff(s.run.timeline)
+      << "\nvcpu-state = " << onoff(s.run.vcpu_state)
       << "\n\n[trace]\n";
     for (const TraceKey& k : kTraceKeys)
         o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";

@@ -83,6 +83,10 @@ TEST(SpecParse, ToIniReadsBack) {
     EXPECT_EQ(b.spec.vm.pin, a.spec.vm.pin);
     EXPECT_FALSE(b.spec.vm.pause);
     EXPECT_EQ(b.spec.workload.args, "--locks 4 --pattern spread");
+    EXPECT_FALSE(b.spec.run.vcpu_state);  // the default
+    ParsedSpec on = parse({kPhases, "--run.vcpu-state", "on"});
+    EXPECT_TRUE(on.spec.run.vcpu_state);
+    EXPECT_TRUE(parse({"--spec", write_spec(to_ini(on.spec))}).spec.run.vcpu_state);
 }
 
 TEST(SpecParse, TraceSection) {
@@ -270,6 +274,8 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--run.clock-samples", "65"},
                "--run.clock-samples = '65': must be a whole number from 0 to 64"},
         Golden{{kPhases, "--run.timeline", "sometimes"}, "--run.timeline = 'sometimes': must be on or off"},
+        Golden{{kPhases, "--run.vcpu-state", "on", "--run.timeline", "off"},
+               "--run.vcpu-state = on needs --run.timeline = on"},
         Golden{{kPhases, "--output.dir", ""}, "--output.dir = '': must name a directory"},
         Golden{{kPhases, "--output.run-id", "latest"},
                "--output.run-id = 'latest': must be letters, digits, '.', '-' or '_', not start "

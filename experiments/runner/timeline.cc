@@ -23,6 +23,7 @@ std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo
                                   "--out",       csv_,       "--phase", phase,
                                   "--rep",       std::to_string(rep),   "--ready-file", ready};
     if (!preempt_csv.empty()) argv.insert(argv.end(), {"--freezes", preempt_csv});
+    if (vcpu_state_ && !vm.region_file.empty()) argv.insert(argv.end(), {"--vcpu-state", vm.region_file});
     child_ = std::make_unique<Child>(argv, log_);
     if (wait_for_file(ready, *child_, std::chrono::seconds(20))) return "";
     std::string why = child_->running() ? "not ready after 20 s" : Child::describe(*child_->poll());

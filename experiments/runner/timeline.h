@@ -16,9 +16,11 @@ namespace spinlab::run {
 
 class Timeline {
 public:
-    // `on`: run.timeline. Logs under `results_dir`/logs.
-    Timeline(bool on, std::string spinlab_load, std::string results_dir)
-        : on_(on), spinlab_load_(std::move(spinlab_load)), results_dir_(std::move(results_dir)) {}
+    // `on`: run.timeline; `vcpu_state`: run.vcpu-state (the recorder also keeps the guest's
+    // per-vCPU "preempted" words in the VM's region file). Logs under `results_dir`/logs.
+    Timeline(bool on, bool vcpu_state, std::string spinlab_load, std::string results_dir)
+        : on_(on), vcpu_state_(vcpu_state), spinlab_load_(std::move(spinlab_load)),
+          results_dir_(std::move(results_dir)) {}
 
     // Starts recording the VM's vCPU threads for phase/rep; `preempt_csv` (may be empty) is the
     // condition's freeze record, read by the recorder when it stops, so the condition must be
@@ -35,6 +37,7 @@ public:
 
 private:
     bool on_;
+    bool vcpu_state_;
     std::string spinlab_load_, results_dir_;
     std::unique_ptr<Child> child_;
     int status_ = 0;   // the stopped recorder's wait status

@@ -107,6 +107,12 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
         auto info = read_vm_json(dir_ + "/vm.json");
         if (info && info->state == "running" && info->vcpu_tids.size() == spec_.vm.cpus) {
             info_ = *info;
+            std::error_code ec;
+            const std::filesystem::path region = std::filesystem::canonical(dir_ + "/shm", ec);
+            if (!ec) info_.region_file = region.string();
+            else if (spec_.run.vcpu_state)
+                throw std::runtime_error("run.vcpu-state = on, but the VM's region file " + dir_ + "/shm does not "
+                                         "resolve (" + ec.message() + ")");
             break;
         }
         if (info && info->state == "running" && !spec_.vm.attach.empty())

@@ -23,6 +23,9 @@ struct VmInfo {
     uint64_t qemu_pid = 0;
     std::optional<std::vector<uint32_t>> vcpu_apic_ids;  // by vCPU index, from QMP (qemu backend)
     std::string cpu_mapping;  // set by Vm::start: what the mapping check found (results.h Meta)
+    // Set by Vm::start: the guest's shared region file, the state directory's `shm` link
+    // resolved (spinlab-load --vcpu-state refuses links); empty when it does not resolve.
+    std::string region_file;
 };
 
 // Guest CPU n must be QEMU's vCPU n: the timeline follows vCPU n's thread as CPU n's. Empty
