@@ -40,6 +40,7 @@ struct HostEnv {
     // Observations for tests.
     uint64_t yields = 0;       // yield_to() calls
     uint64_t spin_checks = 0;  // spin_check() calls
+    uint32_t first_yield_target = kNoCpu;
     uint32_t last_yield_target = kNoCpu;
     uint32_t relax_count = 0;
     uint64_t preempted_checks = 0;  // vcpu_is_preempted() calls
@@ -53,7 +54,7 @@ struct HostEnv {
     }
     uint32_t pv_spin_bound() const { return pv_bound; }
     void yield_to(uint32_t holder) {
-        yields++;
+        if (yields++ == 0) first_yield_target = holder;
         last_yield_target = holder;
         std::this_thread::yield();
         if (on_spin) on_spin(script_arg);

@@ -152,7 +152,9 @@ TEST(ParavirtLock, YieldsTowardsTheHolderAfterTheSpinBound) {
     release(l, holder);
     t.join();
     EXPECT_GT(waiter.yields, 0u);
-    EXPECT_EQ(waiter.last_yield_target, 7u);
+    // The first yield: the last may come after the release cleared holder_cpu (kNoCpu) and
+    // before it let go of the word (one clean-clone make test saw that).
+    EXPECT_EQ(waiter.first_yield_target, 7u);
     release(l, waiter);
 }
 
