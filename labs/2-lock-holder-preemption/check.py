@@ -13,9 +13,12 @@ Expected observations (the worksheet's order):
                 freeze's length, on a busy one the waiter's own vCPU loses time too and they grow.
                 The idle host's waits of that length are counted for comparison only: on a busy
                 shared machine the "idle" host has them too.
-  3. blame      at least 90% of those freeze-length waits inside a freeze are attributed to the holder's
-                preemption (class holder-preempted, or both), of those the clock bound decides (not
-                uncertain)
+  3. blame      of those freeze-length waits inside a freeze whose recorded holder sat on the frozen
+                vCPU alone (not handed over during the wait), at least 90% are attributed to the
+                holder's preemption (class holder-preempted, or both), of those the clock bound
+                decides (not uncertain). A wait inside a freeze whose holder was a thread on the
+                waiter's own vCPU (descheduled by the guest) is rightly classed neither: it is
+                counted in the why, not judged.
   4. clock      the clock bound of those waits (how far guest time may be off on the host axis)
                 is under 2% of the freeze, so no attribution hangs on it
 Needs a run with phases idle-host, host-load and preempt-<N>ms, a timeline and a clock (lab 2's).
@@ -97,9 +100,10 @@ def _period_ms(run) -> float:
         return 100.0
 
 
-def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0) -> list:
+def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0, by: dict | None = None) -> list:
     """The waits more than half inside the freezes of another vCPU than the waiter's (placed on
-    the host axis through the clock, within its bound); the windows moved by shift host cycles."""
+    the host axis through the clock, within its bound); the windows moved by shift host cycles.
+    by, when given, gets id(wait) -> the vCPU whose freezes cover it."""
     out, windows = [], {}
     for w in waits:
         if w.get("bound_cycles") is None:
@@ -108,9 +112,12 @@ def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0) -> list:
             windows[w["rep"]] = {v: [(a + shift, b + shift) for a, b in ws]
                                  for v, ws in _freezes(run, phase, w["rep"]).items()}
         a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
-        if any(ground_truth.covered(ws, a + e, a + n - e) > n / 2
-               for v, ws in windows[w["rep"]].items() if v != w["cpu"]):
+        covering = [v for v, ws in windows[w["rep"]].items()
+                    if v != w["cpu"] and ground_truth.covered(ws, a + e, a + n - e) > n / 2]
+        if covering:
             out.append(w)
+            if by is not None:
+                by[id(w)] = covering[0]
     return out
 
 
@@ -127,7 +134,8 @@ def check(results_dir: str) -> list:
     frozen = observe.attributed_long_waits(run, phase, LONG)
     idle = observe.attributed_long_waits(run, "idle-host", LONG)
     lengthy, match_idle = _matching(frozen["waits"], freeze), _matching(idle["waits"], freeze)
-    match = _inside_freeze(run, phase, lengthy)
+    frozen_vcpu = {}
+    match = _inside_freeze(run, phase, lengthy, by=frozen_vcpu)
     control = _inside_freeze(run, phase, lengthy, _period_ms(run) / 2000 * host_hz)
     band = f">= {MATCH * freeze_ms:g} ms"
 
@@ -148,18 +156,27 @@ def check(results_dir: str) -> list:
 
     # 'uncertain' waits are those the clock bound cannot place against the freeze (a short run
     # has few clock samples): they are left out of the share, and counted in the why.
-    decided = [w for w in match if w["lhp"] != "uncertain"]
+    # Judged: the waits whose holder the trace puts on the frozen vCPU alone (lhp.holders_of). A
+    # holder elsewhere (a thread the guest descheduled on the waiter's own vCPU) was not frozen,
+    # and a lock that changed hands during the wait has no one holder: those are only counted.
+    behind = [w for w in match if w.get("holders") == [frozen_vcpu[id(w)]]]
+    elsewhere = len(match) - len(behind)
+    decided = [w for w in behind if w["lhp"] != "uncertain"]
     blamed = [w for w in decided if w["lhp"] in HOLDER_OFF]
     frac = len(blamed) / len(decided) if decided else 0.0
     classes = {}
-    for w in match:
+    for w in behind:
         classes[w["lhp"]] = classes.get(w["lhp"], 0) + 1
-    obs.append(Observation("blame", f"at least {MIN_BLAME:.0%} of the waits {band} inside a freeze classed "
-                           "holder-preempted or both (of those the clock bound decides: not uncertain)",
+    why = (f"{len(blamed)} of {len(decided)} decided ({frac:.0%}); classes "
+           + ", ".join(f"{k} {v}" for k, v in sorted(classes.items()))
+           + (f"; {elsewhere} more whose holder was not the frozen vCPU alone (the lock changed hands or sat elsewhere), not judged" if elsewhere else ""))
+    obs.append(Observation("blame", f"at least {MIN_BLAME:.0%} of the waits {band} inside a freeze whose holder "
+                           "was on the frozen vCPU classed holder-preempted or both (of those the clock bound "
+                           "decides: not uncertain)",
                            bool(decided) and frac >= MIN_BLAME,
-                           (f"{len(blamed)} of {len(decided)} decided ({frac:.0%}); classes "
-                            + ", ".join(f"{k} {v}" for k, v in sorted(classes.items())))
-                           if match else "there is no freeze-length wait inside a freeze to attribute"))
+                           why if behind else ("there is no freeze-length wait inside a freeze to attribute" if not match
+                                               else f"none of the {len(match)} freeze-length waits inside a freeze "
+                                               "had its holder on the frozen vCPU")))
 
     bounds = [w["bound_cycles"] for w in match if w.get("bound_cycles") is not None]
     limit = MAX_BOUND_SHARE * freeze_ms / 1000 * host_hz
