@@ -60,6 +60,8 @@ if spinlab rnu 2>err.txt; then exit 1; fi
 grep -q "did you mean 'spinlab run'" err.txt
 spinlab run --help | grep -q -- "--spec NAME|FILE"
 spinlab sweep sweep-locks --dry-run >sweep.txt
+spinlab sweep mitigations --dry-run >mitigations.txt
+grep -q "^sweep mitigations: 16 cells" mitigations.txt
 grep -q "lock-tas_cpus-2: .*/bin/spinlab-run --spec .*--vm.lock tas --vm.cpus 2" sweep.txt
 spinlab selftest --cpus 2 --suite smp,user --accel tcg >selftest.txt
 spinlab run --vm.name install-test-\$\$ --vm.accel tcg --run.phases idle-host --run.duration 8 --run.warmup 2 \

@@ -3,6 +3,9 @@
 A cell's figures come from its report's summary.json (analysis/README.md) and, for the spread
 between repetitions of the long-wait share, from its snapshots through spinlab_report's loader.
 A cell that did not complete is still a row: its state says so and its figures are empty.
+Each row also keeps, for the speedup table (speedup.py), its run's meta.json (meta) and per
+phase the repetitions' throughputs and spin cycles per acquisition and the verdict's long waits
+behind a preempted holder per second (reps).
 """
 import csv
 import json
@@ -10,7 +13,7 @@ import os
 
 from . import layout
 from .cell import run_state
-from .report_lib import long_wait_shares
+from .report_lib import rep_figures
 
 THRESHOLD_K = 20  # waits of 2^20 cycles and more: the report's long-wait threshold
 
@@ -40,19 +43,31 @@ def cell_state(root: str, cell_id: str) -> str:
 
 def cell_row(root: str, cell_id: str, cell: dict) -> dict:
     """One cell: its axis values, state, and figures per phase ({} when it has no report)."""
-    row = {"cell": cell_id, "values": cell["values"], "state": cell_state(root, cell_id), "phases": {}}
-    path = os.path.join(layout.cell_dir(root, cell_id), "summary.json")
-    try:
-        with open(path) as f:
-            summary = json.load(f)
-    except (OSError, ValueError):
+    row = {"cell": cell_id, "values": cell["values"], "state": cell_state(root, cell_id), "phases": {},
+           "meta": _read_json(os.path.join(layout.cell_dir(root, cell_id), "meta.json")), "reps": {}}
+    summary = _read_json(os.path.join(layout.cell_dir(root, cell_id), "summary.json"))
+    if summary is None:
         return row
-    shares = long_wait_shares(layout.cell_dir(root, cell_id), THRESHOLD_K)
+    reps = rep_figures(layout.cell_dir(root, cell_id), THRESHOLD_K)
+    verdict = (summary.get("verdict") or {}).get("phases") or {}
     for phase, figures in summary.get("phases", {}).items():
         if figures.get("status") == "missing":
             continue
-        row["phases"][phase] = phase_figures(figures, shares.get(phase, []))
+        mine = reps.get(phase, {})
+        row["phases"][phase] = phase_figures(figures, mine.get("shares", []))
+        row["reps"][phase] = {"throughput": mine.get("throughput", []),
+                              "spin_per_acquisition": mine.get("spin_per_acquisition", []),
+                              "lhp_waits_per_s": ((verdict.get(phase) or {}).get("lhp_spin") or {}).get("waits_per_second")}
     return row
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path) as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def collect(root: str) -> tuple[dict, list]:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import aggregate, cell, layout, spec, sweep_html, workflow
+from . import aggregate, cell, layout, spec, speedup, sweep_html, workflow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # In a source tree this is experiments/sweep/spinlab_sweep/, the tools are in build/host/bin and
@@ -33,6 +33,9 @@ results directory must be on a file system the nodes share).
 
 Results: OUTPUT/sweep-ID/ with cells/<cell>/ (each a results directory with its report),
 sweep.csv (one row per cell) and sweep.html (a table per cell and figures across the axes).
+A sweep with a vm.lock axis that includes ticket also gets speedup.csv and, in sweep.html, the
+speedup of each lock over ticket per overcommit level (vCPUs per host CPU) and host condition,
+with 95 % intervals, in the form of Ouyang and Lange, VEE'13 (experiments/mitigations.ini).
 
 exit status: 0 every cell complete; 1 some cell failed or is partial (the aggregate is written
 anyway and says so); 2 a bad spec or option.
@@ -41,6 +44,7 @@ EXAMPLES:
   spinlab-sweep experiments/sweep-locks.ini --dry-run
   spinlab-sweep experiments/sweep-locks.ini
   spinlab-sweep experiments/sweep-locks.ini --slurm --jobs 8 --slurm-partition lab
+  spinlab-sweep mitigations            # the shipped experiments/mitigations.ini: the speedup table
 """
 
 
@@ -72,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="spinlab-sweep", description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("spec", help="the sweep spec (an experiment spec with a [sweep] section), a path or the "
-                                "name of a shipped one (sweep-locks)")
+                                "name of a shipped one (sweep-locks, mitigations)")
     p.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
     p.add_argument("--output", default="results", help="where sweep-ID/ goes (default results)")
     p.add_argument("--id", help="the sweep's name (default: [sweep] id, else the spec file's name)")
@@ -100,6 +104,8 @@ def validate_cells(the_plan: dict) -> list:
 def do_aggregate(root: str) -> int:
     the_plan, rows = aggregate.collect(root)
     aggregate.write_csv(os.path.join(root, "sweep.csv"), the_plan, rows)
+    if speedup.applies(the_plan):
+        speedup.write_csv(os.path.join(root, "speedup.csv"), speedup.table(the_plan, rows))
     page = sweep_html.write(root, the_plan, rows)
     done = sum(r["state"] == "complete" for r in rows)
     print(f"spinlab-sweep: {done} of {len(rows)} cells complete; {page}")

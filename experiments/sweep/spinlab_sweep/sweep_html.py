@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from . import speedup  # noqa: E402
 from .aggregate import phases_of  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -111,6 +112,77 @@ def table_html(plan: dict, rows: list) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def _oc(v) -> str:
+    return "?" if v is None else f"{v:g}"
+
+
+def _speedup_cell(entry: dict | None) -> str:
+    if entry is None:
+        return "<td></td>"
+    s = entry["speedup"]
+    p = "" if s.get("p") is None else f"<br><small>p = {s['p']:.2g}</small>"
+    return f"<td>{html.escape(speedup.ratio_text(s))}{p}</td>"
+
+
+def speedup_html(plan: dict, rows: list) -> str:
+    """The VEE'13-form table: per overcommit level and host condition, each lock's throughput
+    over the ticket lock's with its interval; '' when the sweep has no ticket cells."""
+    entries = speedup.table(plan, rows)
+    if not speedup.applies(plan):
+        return ""
+    if not entries:
+        return ("<h2>Speedup over the ticket lock</h2><p>No pair of cells with throughputs to compare "
+                "(a lock's cell and the ticket cell of the same other axis values).</p>")
+    locks = [l for l in next(a["values"] for a in plan["axes"] if a["key"] == speedup.LOCK_AXIS)
+             if l != speedup.BASELINE]
+    lines, seen = [], []
+    for e in entries:
+        key = (e["overcommit"], tuple(sorted(e["others"].items())), e["phase"])
+        if key not in seen:
+            seen.append(key)
+    for oc, others, phase in seen:
+        mine = {e["lock"]: e for e in entries
+                if (e["overcommit"], tuple(sorted(e["others"].items())), e["phase"]) == (oc, others, phase)}
+        cells = "".join(_speedup_cell(mine.get(l)) for l in locks)
+        other = ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in others)
+        lines.append(f"<tr><td>{_oc(oc)}</td><td>{html.escape(other)}</td><td>{html.escape(phase)}</td>{cells}</tr>")
+    head = "".join(f"<th>{html.escape(l)}</th>" for l in locks)
+    paper = "".join(f"<li>{html.escape(t)}: {v:.2f}x</li>" for t, v in speedup.PAPER)
+    return f"""<h2>Speedup over the ticket lock</h2>
+<p>Throughput (lockbench ops/s) of each lock over the ticket lock's in the cell with the same other axis
+values: the ratio of geometric means of the repetitions, with its 95 % Welch interval and p-value.
+Overcommit is the cell's vCPUs over its host's CPUs. Per cell, the long waits behind a preempted
+holder and the spin cycles per acquisition are in speedup.csv. The paper's figures, for comparison:</p>
+<ul>{paper}</ul>
+<table><tr><th>vCPUs per host CPU</th><th>other axes</th><th>host condition</th>{head}</tr>{''.join(lines)}</table>
+{_per_cell_html(plan, rows)}"""
+
+
+def _per_cell_html(plan: dict, rows: list) -> str:
+    """Per cell and phase: throughput (mean and interval), long waits behind a preempted holder
+    per second (the verdict's), spin cycles per acquisition (the repetitions' mean)."""
+    axes = [a["key"] for a in plan["axes"]]
+    body = []
+    for r in rows:
+        for phase, reps in r.get("reps", {}).items():
+            t = r["phases"].get(phase, {})
+            lw = reps.get("lhp_waits_per_s") or {}
+            spin = reps.get("spin_per_acquisition") or []
+            thr = _num(t.get("throughput"))
+            if t.get("throughput_low") is not None and t.get("throughput_high") is not None:
+                thr += f" [{t['throughput_low']:.0f}, {t['throughput_high']:.0f}]"
+            lhp = _num(lw.get("mean"), "{:.2f}")
+            if lw.get("low") is not None and lw.get("high") is not None:
+                lhp += f" [{lw['low']:.2f}, {lw['high']:.2f}]"
+            body.append("<tr>" + "".join(f"<td>{html.escape(str(r['values'][k]))}</td>" for k in axes)
+                        + f"<td>{html.escape(phase)}</td><td>{thr}</td><td>{lhp}</td>"
+                        f"<td>{_num(sum(spin) / len(spin) if spin else None)}</td></tr>")
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in axes)
+    return (f"<h3>Per cell</h3><table><tr>{head}<th>host condition</th><th>ops/s [95 % interval]</th>"
+            "<th>long waits behind a preempted holder per s [95 %]</th><th>spin cycles per acquisition</th></tr>"
+            f"{''.join(body)}</table>")
+
+
 def _img(path: str) -> str:
     with open(path, "rb") as f:
         return f"<img src='data:image/png;base64,{base64.b64encode(f.read()).decode()}'>"
@@ -129,6 +201,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}img{{max-width:10
 <p>{done} of {len(rows)} cells complete. Axes: {html.escape(axes)}. Each cell's state links to its report;
 figures per cell and phase are in sweep.csv.</p>
 {table_html(plan, rows)}
+{speedup_html(plan, rows)}
 <h2>Long waits across the axes</h2>{_img(share)}
 <h2>Throughput by host condition</h2>{_img(thr)}
 </body></html>

@@ -112,3 +112,16 @@ def test_interrupted_sweep_resumes_with_the_missing_cell_and_aggregates(tiny):
         with open(os.path.join(cells, c, "meta.json")) as f:
             assert json.load(f)["lock"] == c.split("-")[1]
     assert "2 of 2 cells complete" in open(os.path.join(root, "sweep.html")).read()
+
+
+@pytest.mark.parametrize("name, first_line", [("sweep-locks.ini", "sweep locks: 8 cells"),
+                                               ("mitigations.ini", "sweep mitigations: 16 cells")])
+def test_shipped_sweep_specs_are_accepted_by_the_runner(name, first_line, tmp_path):
+    """Each cell of the sweeps the project ships passes spinlab-run's own checks (--dry-run)."""
+    if not os.access(RUN, os.X_OK):
+        pytest.fail(f"{RUN} is missing: run 'make build' first")
+    spec = os.path.join(REPO, "experiments", name)
+    r = subprocess.run([sys.executable, SWEEP, spec, "--dry-run", "--output", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith(first_line), r.stdout[:300]

@@ -1,0 +1,73 @@
+"""The VEE'13-form speedup table: each lock's throughput over the ticket cell with the same other
+axis values, per phase, with the Welch interval of the log ratio; speedup.csv and sweep.html."""
+import csv
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from spinlab_sweep import speedup, sweep_html  # noqa: E402
+
+PLAN = {"name": "m", "axes": [{"key": "vm.lock", "values": ["ticket", "pticket", "mcs"]},
+                              {"key": "vm.cpus", "values": ["2", "4"]}]}
+
+
+def row(lock, cpus, thr_idle, thr_load=None, spin=(100.0, 120.0, 110.0)):
+    reps = {"idle-host": {"throughput": list(thr_idle), "spin_per_acquisition": list(spin),
+                          "lhp_waits_per_s": {"mean": 1.5, "low": 1.0, "high": 2.0}}}
+    if thr_load is not None:
+        reps["host-load"] = {"throughput": list(thr_load), "spin_per_acquisition": list(spin),
+                             "lhp_waits_per_s": None}
+    phases = {p: {"throughput": sum(r["throughput"]) / len(r["throughput"])} for p, r in reps.items()}
+    return {"cell": f"lock-{lock}_cpus-{cpus}", "values": {"vm.lock": lock, "vm.cpus": str(cpus)},
+            "state": "complete", "phases": phases, "reps": reps,
+            "meta": {"vcpus": cpus, "host": {"cpus": 2}}}
+
+
+ROWS = [row("ticket", 2, [100, 110, 90], [10, 12, 8]), row("ticket", 4, [50, 55, 45], [1, 1.2, 0.8]),
+        row("pticket", 2, [100, 110, 90], [40, 48, 32]), row("pticket", 4, [100, 110, 90], [30, 36, 24]),
+        row("mcs", 2, [200, 220, 180]), {"cell": "lock-mcs_cpus-4", "values": {"vm.lock": "mcs", "vm.cpus": "4"},
+                                          "state": "missing", "phases": {}, "reps": {}, "meta": None}]
+
+
+def by(entries, lock, cpus, phase):
+    (e,) = [e for e in entries if e["lock"] == lock and e["others"] == {"vm.cpus": str(cpus)} and e["phase"] == phase]
+    return e
+
+
+def test_each_lock_is_compared_with_the_ticket_cell_of_the_same_other_axes():
+    t = speedup.table(PLAN, ROWS)
+    # the same throughputs, against the 2-vCPU ticket cell: 1x exactly; against the 4-vCPU one: 2x
+    assert by(t, "pticket", 2, "idle-host")["speedup"]["ratio"] == 1.0
+    assert math.isclose(by(t, "pticket", 4, "idle-host")["speedup"]["ratio"], 2.0, rel_tol=1e-3)
+    e = by(t, "pticket", 4, "host-load")
+    assert math.isclose(e["speedup"]["ratio"], 30.0, rel_tol=0.02)
+    assert e["speedup"]["low"] < e["speedup"]["ratio"] < e["speedup"]["high"] and e["speedup"]["p"] < 0.01
+    assert e["overcommit"] == 2.0 and by(t, "pticket", 2, "host-load")["overcommit"] == 1.0
+    # mcs at 2 vCPUs has no host-load phase, and its 4-vCPU cell never ran: neither is in the table
+    assert [(e["lock"], e["others"]["vm.cpus"], e["phase"]) for e in t if e["lock"] == "mcs"] == [("mcs", "2", "idle-host")]
+    assert not [e for e in t if e["lock"] == "ticket"]
+    # sorted by overcommit, then phase, then lock
+    assert [e["overcommit"] for e in t] == sorted(e["overcommit"] for e in t)
+
+
+def test_no_table_without_a_ticket_cell():
+    plan = {"name": "m", "axes": [{"key": "vm.lock", "values": ["tas", "mcs"]}]}
+    assert not speedup.applies(plan) and speedup.table(plan, ROWS) == []
+    assert sweep_html.speedup_html(plan, ROWS) == ""
+
+
+def test_csv_and_html_carry_the_table(tmp_path):
+    t = speedup.table(PLAN, ROWS)
+    path = tmp_path / "speedup.csv"
+    speedup.write_csv(str(path), t)
+    lines = list(csv.DictReader(open(path)))
+    assert len(lines) == len(t) == 5
+    line = [x for x in lines if x["lock"] == "pticket" and x["overcommit"] == "2" and x["phase"] == "host-load"][0]
+    assert math.isclose(float(line["speedup"]), 30.0, rel_tol=0.02) and line["base_cell"] == "lock-ticket_cpus-4"
+    assert float(line["spin_per_acquisition"]) == 110.0 and line["lhp_waits_per_s"] == ""
+    page = sweep_html.speedup_html(PLAN, ROWS)
+    assert "Speedup over the ticket lock" in page and "5.32x" in page and "7.91x" in page
+    assert "30.0" in page or "29.9" in page or "30.1" in page
+    assert "spin cycles per acquisition" in page
