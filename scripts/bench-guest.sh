@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/bench-guest.sh: cycles per uncontended spin_lock + spin_unlock in the guest, for every
 # lock algorithm x instrumentation level (INSTRUMENT=0 baseline, 1 full, 2 counters) with the
-# default clock (lfence), and the seed's cpuid;rdtsc clock for the instrumented levels.
+# default clock (lfence), and the original experiment's cpuid;rdtsc clock for the instrumented
+# levels.
 # Each combination is one boot with bench=spinlock (kern/bench.h), which prints one line
 # `BENCH {json}`; the lines, with the accelerator and the host CPU model, are collected into
 # build/bench/guest-spinlock.json. Quote the medians (median_cycles).

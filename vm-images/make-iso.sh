@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build a BIOS-bootable GRUB ISO of the spinlab kernel, for libvirt disk boots and hypervisors
-# without a direct-kernel (-kernel) loader, such as the seed's VMware Workstation.
+# without a direct-kernel (-kernel) loader, such as VMware Workstation (where the original WRK
+# experiment ran).
 # Usage: vm-images/make-iso.sh KERNEL OUT.iso [KERNEL OPTIONS...] [--initrd FILE]
 # The options become the default menu entry's command line; a second entry boots the kernel
 # shell with no options.

@@ -1,4 +1,4 @@
-"""Lab 1 checker: the seed's log2 table and CDF on an idle host and under host load.
+"""Lab 1 checker: the log2 wait table and CDF on an idle host and under host load.
 
 Expected observations (the worksheet's "What you should observe", in its order):
   0. quiet baseline  the idle host was idle: the timeline has its vCPU threads off their host CPU
@@ -22,7 +22,7 @@ from spinlab_labs.observe import Observation
 from spinlab_report import buckets
 
 TITLE = "Measuring spin-locks"
-GOAL = ("Read the seed's log2 table and the wait CDF of one test-and-set lock, find the uncontended "
+GOAL = ("Read the log2 wait table and the wait CDF of one test-and-set lock, find the uncontended "
         "peak, and explain the tail that host load adds.")
 MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]

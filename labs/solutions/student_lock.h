@@ -14,7 +14,7 @@
 // a preempted holder.
 //   - Spin reading the word (one shared cache line, no writes) until it looks free; only then
 //     try the atomic test-and-set. Not overcommitted, this is as fast as tas (the same
-//     uncontended path, the same read spin as the seed's lock).
+//     uncontended path, the same read spin as the test-and-set lock).
 //   - After a failed try, wait `backoff` pauses before reading again, doubling up to
 //     kStudentMaxBackoff: CPUs that lost the race stop hammering the line all at once.
 //   - While the holder's vCPU is preempted (env.vcpu_is_preempted), yield to it rather than
