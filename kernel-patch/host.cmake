@@ -151,8 +151,9 @@ target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::b
 add_executable(stack_benchmark ${SPINLAB_KP}/locktrace/stack_benchmark.cc)
 target_link_libraries(stack_benchmark PRIVATE spinlab_locktrace benchmark::benchmark Threads::Threads)
 
-# stackwalk/: call stacks by frame pointer and the stack cache (seed 003). Pure; the kernel's
-# trace layer uses it for stacks on events (locktrace/stack_events, kern/locktrace_stacks).
+# stackwalk/: call stacks by frame pointer and the stack cache (ETW's, stackwalk/stack_cache.h).
+# Pure; the kernel's trace layer uses it for stacks on events (locktrace/stack_events,
+# kern/locktrace_stacks).
 set(SPINLAB_STACKWALK_SOURCES
   ${SPINLAB_KP}/stackwalk/frame_walk.cc
   ${SPINLAB_KP}/stackwalk/stack_cache.cc

@@ -31,8 +31,9 @@ const bootopt::Spec kSpecs[] = {
      "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
     {"stackprobe", Kind::kChoice, "on|off", 0, 0,
      "a kernel thread with a known call chain for the stack tests: on|off (default off)"},
-    // The four spinlock-tracing parameters (seed 000), the same names as spinlab-run's [trace]
-    // keys and spinlab-collect set's options; minimums as the set call's (lockstat/params.h).
+    // The four spinlock-tracing parameters (Windows' EVENT_TRACE_SPINLOCK_INFORMATION), the same
+    // names as spinlab-run's [trace] keys and spinlab-collect set's options; minimums as the set
+    // call's (lockstat/params.h).
     {"spin-threshold", Kind::kUint, nullptr, spinlab::kMinSpinThreshold, 0xFFFFFFFFu,
      "SpinLockSpinThreshold: fewest spins of a traced contended acquisition (default 1)"},
     {"acquire-sample-rate", Kind::kUint, nullptr, spinlab::kMinAcquireSampleRate, 0xFFFFFFFFu,

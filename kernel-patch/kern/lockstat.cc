@@ -61,7 +61,7 @@ void lockstat_init_cpu() {
         p = reinterpret_cast<spinlab::CpuPerfData*>(pages_alloc(pages));
         if (!p) panic("lockstat: no memory for cpu %u's perf data", cpu);
     }
-    // The seed's ExpInitializeExecutive step: zero it all, stamp the header.
+    // As the original WRK experiment's ExpInitializeExecutive step: zero it all, stamp the header.
     spinlab::lockstat::init_cpu_perf(*p, cpu, g_spinlock_params.acquire_sample_rate);
     p->apic_id = c->apic_id;
     // Publish with interrupts off: a lock taken by an interrupt handler here either records

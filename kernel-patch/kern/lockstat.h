@@ -1,6 +1,7 @@
 // kern/lockstat.h: the kernel side of the spinlock instrumentation: the boot-time
 // lock configuration every spinlock reads, and the per-CPU perf data hung off the PRCB
-// (prcb->lockstat, a spinlab::CpuPerfData, the guest's PRCB->SpinLockPerfData of seed 001).
+// (prcb->lockstat, a spinlab::CpuPerfData, the guest's PRCB->SpinLockPerfData of the original WRK
+// experiment, docs/architecture.md).
 //
 // Boot order (kern/main.cc):
 //   prcb_init_cpu(n)     -> lockstat_early_cpu(): prcb->lockstat = a static scratch block, so

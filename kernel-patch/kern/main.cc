@@ -1,5 +1,6 @@
 // kern/main.cc: boot is a script. kmain runs once on the boot CPU; init_cpu runs on every CPU
-// (the one place for per-CPU initialisation, as the seed's ExpInitializeExecutive is).
+// (the one place for per-CPU initialisation, as Windows' ExpInitializeExecutive is, where the
+// original WRK experiment allocated its per-CPU counters).
 #include <stdint.h>
 
 #include "../arch/x86.h"

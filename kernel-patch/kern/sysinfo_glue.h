@@ -1,5 +1,5 @@
 // kern/sysinfo_glue.h: the kernel's system-information calls: the transport-free
-// handler of sysinfo/ (query/set, NtQuerySystemInformation-shaped, seed 000) bound to this
+// handler of sysinfo/ (query/set, shaped like Windows' NtQuerySystemInformation) bound to this
 // kernel's CPUs, lock classes, configuration and live parameters.
 //
 // The two entry points, for the system call and for the host channel server:
@@ -14,8 +14,8 @@
 //               Buffer whose copies check the user range (a failure is kAccessViolation); the
 //               channel server and kernel callers use sysinfo::memory_buffer()
 //               (sysinfo/memory_buffer.h) over memory they own
-//   privileged  set only: whether the caller may change state (a user process: the lead's
-//               policy, e.g. uid 0; the host channel: true)
+//   privileged  set only: whether the caller may change state (a user process: its
+//               Process::privileged, fixed at spawn; the host channel: true)
 //   ret_len     may be null; bytes written, or the length needed on
 //               STATUS_INFO_LENGTH_MISMATCH
 //   returns     a spinlab::Status as uint32 (abi/spinlab/status.h)

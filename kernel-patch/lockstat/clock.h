@@ -30,8 +30,8 @@ struct Rdtscp {
     }
 };
 
-// cpuid; rdtsc: the seed's. cpuid fully serialises, but inside a VM it always exits to the
-// hypervisor (about 1,300 cycles on KVM): kept selectable to show that cost.
+// cpuid; rdtsc: the original WRK experiment's clock. cpuid fully serialises, but inside a VM it
+// always exits to the hypervisor (about 1,300 cycles on KVM): kept selectable to show that cost.
 struct CpuidRdtsc {
     static inline uint64_t now() {
         uint32_t a = 0, b, c = 0, d, lo, hi;

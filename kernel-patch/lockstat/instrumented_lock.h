@@ -108,7 +108,7 @@ class WaitTracer {
     // lost its host CPU between the failed try and this read: under nested KVM that gap is
     // long): the holder's steal time is unknown, and so is the wait's class. It used to count
     // as "not preempted", which made 477 of 843 long waits of one KVM run "waiter-preempted"
-    // while the host saw their holder descheduled (issue 26).
+    // while the host saw their holder descheduled.
     StealSample holder_steal(Env& env) {
         if (holder_ != kNoCpu) return env.steal(holder_);
         return StealSample{0, 0, 0};

@@ -2,7 +2,7 @@
 // instrumentation costs an uncontended acquire+release, natively on the host, with the lock
 // code the kernel runs. Every algorithm x {off (plain), counters, full}; plus the three clocks
 // on their own, and full instrumentation with every hold timed, per clock, to show what a
-// stamp costs (the seed's cpuid;rdtsc included).
+// stamp costs (the original experiment's cpuid;rdtsc included).
 //
 // Counter cycles_per_op: TSC ticks per acquire+release pair (or per clock read), from rdtsc
 // around batches of kBatch operations. The TSC runs at the nominal frequency, not the core's

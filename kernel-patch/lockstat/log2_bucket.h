@@ -1,4 +1,5 @@
-// lockstat/log2_bucket.h: which log2 bucket a cycle count falls in (the seed's `bsr`).
+// lockstat/log2_bucket.h: which log2 bucket a cycle count falls in (the index of its
+// most significant bit, as x86's `bsr` gives it).
 #pragma once
 
 #include <spinlab/perfdata.h>

@@ -24,8 +24,9 @@ TEST(Log2Bucket, ZeroAndMaximum) {
     EXPECT_EQ(log2_bucket(~0ull), 63u);
 }
 
-TEST(Log2Bucket, SeedExamples) {
-    // The seed's row "2^ 7" holds waits of 128 (10000000b) to 255 (11111111b) cycles.
+TEST(Log2Bucket, OriginalExperimentExamples) {
+    // The original experiment's row "2^ 7" holds waits of 128 (10000000b) to 255 (11111111b)
+    // cycles.
     EXPECT_EQ(log2_bucket(128), 7u);
     EXPECT_EQ(log2_bucket(255), 7u);
     EXPECT_EQ(log2_bucket(256), 8u);

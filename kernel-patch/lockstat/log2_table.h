@@ -1,13 +1,13 @@
-// lockstat/log2_table.h: the seed's table, `2^k  count  %`, as bcc's print_log2_hist prints
+// lockstat/log2_table.h: the log2 wait table, `2^k  count  %`, as bcc's print_log2_hist prints
 // a histogram: stable and diffable. Freestanding (no printf), so the guest's spinstat, the
 // kernel's self-tests and the host collector print the same bytes.
 //
-// Wait table: a header, one row per bucket from the first non-empty bucket to the last
-// non-empty one (empty ones in between included), then `overflow` and `uncontended`. The
-// percentages are of all acquisitions, as the seed's (which timed every acquisition), so the
-// rows add up to 100 (give or take rounding); the header says so. spinlab-report prints the
-// same table for the same counters (analysis/spinlab_report/table.py; a pytest compares the
-// two through log2_table_print).
+// Wait table: a header, one row per bucket from the first non-empty bucket to the last non-empty
+// one (empty ones in between included), then `overflow` and `uncontended`. The percentages are of
+// all acquisitions, as in the original WRK experiment (which timed every acquisition), so the rows
+// add up to 100 (give or take rounding); the header says so. spinlab-report prints the same table
+// for the same counters (analysis/spinlab_report/table.py; a pytest compares the two through
+// log2_table_print).
 // Hold table: the same bucket rows and `overflow`, percentages of the timed holds.
 //
 //   cycles               count       %  of all acquisitions

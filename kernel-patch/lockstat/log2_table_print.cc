@@ -1,4 +1,4 @@
-// lockstat/log2_table_print.cc: a host tool that prints the seed's wait table with the formatter
+// lockstat/log2_table_print.cc: a host tool that prints the log2 wait table with the formatter
 // the guest's spinstat uses, for counters given on standard input. It exists so a test can hold
 // spinlab-report's table (analysis/) against the guest's for the same snapshot.
 //

@@ -1,4 +1,4 @@
-// lockstat/log2_table_test.cc: golden output of the seed's table.
+// lockstat/log2_table_test.cc: golden output of the log2 wait table.
 #include "log2_table.h"
 
 #include <gtest/gtest.h>
@@ -16,8 +16,9 @@ std::string wait_table(const LockClassPerf& c) {
     return buf;
 }
 
-// Shaped like the seed's WRK measurement, with an empty bucket between non-empty ones.
-LockClassPerf seed_like() {
+// Shaped like the original WRK experiment's measurement (2^7 135, 2^8 67749, ...), with an
+// empty bucket between non-empty ones.
+LockClassPerf wrk_like() {
     LockClassPerf c{};
     c.wait_hist[7] = 135;
     c.wait_hist[8] = 67749;
@@ -32,7 +33,7 @@ LockClassPerf seed_like() {
 }
 
 TEST(Log2Table, GoldenWaitTable) {
-    EXPECT_EQ(wait_table(seed_like()),
+    EXPECT_EQ(wait_table(wrk_like()),
               "cycles               count       %  of all acquisitions\n"
               "2^7                    135    0.19\n"
               "2^8                  67749   97.34\n"
@@ -80,12 +81,12 @@ TEST(Log2Table, GoldenHoldTable) {
 }
 
 TEST(Log2Table, ShortBufferTruncatesAndReportsTheFullLength) {
-    const std::string full = wait_table(seed_like());
+    const std::string full = wait_table(wrk_like());
     char small[40];
-    const size_t n = format_wait_table(seed_like(), small, sizeof small);
+    const size_t n = format_wait_table(wrk_like(), small, sizeof small);
     EXPECT_EQ(n, full.size());
     EXPECT_EQ(std::string(small), full.substr(0, sizeof small - 1));
-    EXPECT_EQ(format_wait_table(seed_like(), nullptr, 0), full.size());
+    EXPECT_EQ(format_wait_table(wrk_like(), nullptr, 0), full.size());
 }
 
 TEST(Log2Table, PercentRoundsHalfUpAndSurvivesHugeCounts) {

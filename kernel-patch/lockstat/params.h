@@ -1,5 +1,5 @@
 // lockstat/params.h: the four spinlock-tracing parameters of EVENT_TRACE_SPINLOCK_INFORMATION
-// (seed 000): their minimums (which are also the defaults), validation and the live copy.
+// (Windows' names): their minimums (which are also the defaults), validation and the live copy.
 //
 // The live copy is read by every CPU inside its lock paths and written by the set call on
 // one CPU: each field is one aligned 32-bit word, stored and loaded whole (relaxed). A set

@@ -17,8 +17,8 @@
 
 namespace spinlab::lockstat {
 
-// The owning CPU's init (the seed's ExpInitializeExecutive step): zero everything, stamp the
-// header, set the first sampling countdown.
+// The owning CPU's init (the original experiment's ExpInitializeExecutive step): zero everything,
+// stamp the header, set the first sampling countdown.
 void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate);
 
 // An acquisition whose first attempt won: two increments, no timestamp.

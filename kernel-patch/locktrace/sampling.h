@@ -1,6 +1,6 @@
-// locktrace/sampling.h: which spinlock acquisitions become events (seed 000's three rules,
-// evaluated at release), plus the unsampled long waits. Pure: the kernel calls it from
-// spin_unlock; the host tests check every rule at and around its threshold.
+// locktrace/sampling.h: which spinlock acquisitions become events (the three rules of
+// Windows' spinlock tracing, evaluated at release), plus the unsampled long waits. Pure: the
+// kernel calls it from spin_unlock; the host tests check every rule at and around its threshold.
 //
 //   (a) uncontended, and the SpinLockAcquireSampleRate-th uncontended one on this CPU
 //   (b) contended with >= SpinLockSpinThreshold spins, and the SpinLockContentionSampleRate-th

@@ -1,5 +1,5 @@
-// locktrace/sampling_test.cc: seed 000's three rules and the long waits, at and around every
-// threshold.
+// locktrace/sampling_test.cc: the three sampling rules (sampling.h) and the long waits, at
+// and around every threshold.
 #include "sampling.h"
 
 #include <gtest/gtest.h>

@@ -14,8 +14,8 @@
 
 namespace spinlab::locktrace {
 
-// One parameter's seed name, position in TraceSessionInformation and its limits (the
-// collector's help and error messages print them).
+// One parameter's Windows-style name (BufferSize, ...: ETW's logger context), position in
+// TraceSessionInformation and its limits (the collector's help and error messages print them).
 struct SessionParamInfo {
     const char* name;
     uint32_t offset;

@@ -4,7 +4,7 @@
 //
 // StackFlags, StackCaching and MaxStackDepth are validated like the session parameters: the first
 // field out of its limits is named and nothing changes. BucketCount and CacheSize are clamped, as
-// Windows does for its stack cache (seed 003): a value out of range selects the nearest valid one.
+// Windows does for its ETW stack cache: a value out of range selects the nearest valid one.
 #pragma once
 
 #include <spinlab/trace.h>

@@ -31,8 +31,8 @@ inline void store_release(T* p, T v) {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-// The seed's `lock bts`: atomically set bit 0 of *w and return its previous value. The lock
-// prefix is a full barrier, so nothing in the critical section moves above a successful one.
+// The test-and-set lock's `lock bts`: atomically set bit 0 of *w and return its previous value. The
+// lock prefix is a full barrier, so nothing in the critical section moves above a successful one.
 inline bool test_and_set_bit0(uint32_t* w) {
     bool was_set;
     asm volatile("lock btsl $0, %0" : "+m"(*w), "=@ccc"(was_set)::"memory");

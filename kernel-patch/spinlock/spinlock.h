@@ -1,7 +1,7 @@
 // spinlock/spinlock.h: one lock object for the algorithms spinlab compares, chosen at boot
 // (lock=) in one kernel binary, and the entry points the instrumentation wraps:
 //
-//   tas      tas_lock.h                  the seed's test-and-set
+//   tas      tas_lock.h                  test-and-set, the original lock
 //   ticket   ticket_lock.h               FIFO ticket lock
 //   mcs      queued_lock.h               MCS queued lock
 //   pv       pv_lock.h                   bounded spin, then yield towards the holder

@@ -1,6 +1,7 @@
-// spinlock/tas_lock.h: the seed's lock (WRK's ACQUIRE_SPINLOCK / SPIN_ON_SPINLOCK):
-// `lock bts` to take it; when that fails, spin *reading* the word (so the cache line stays
-// shared until the holder writes it) with pause until it looks free, then try again.
+// spinlock/tas_lock.h: test-and-set, the lock of the original experiment (the Windows Research
+// Kernel's ACQUIRE_SPINLOCK / SPIN_ON_SPINLOCK macros): `lock bts` to take it; when that fails,
+// spin *reading* the word (so the cache line stays shared until the holder writes it) with pause
+// until it looks free, then try again.
 //
 #pragma once
 

@@ -1,6 +1,6 @@
 // spinlock/ticket_lock.h: FIFO ticket lock. A CPU takes the next ticket with one `lock xadd`
 // on the high half and waits until the low half ("now serving") shows it. Fair: the releasing
-// CPU cannot re-take the lock ahead of a waiter (the starvation the seed's TAS lock shows
+// CPU cannot re-take the lock ahead of a waiter (the starvation the test-and-set lock shows
 // under ring-3 KVM, see architecture.md).
 #pragma once
 

@@ -1,5 +1,5 @@
-// stackwalk/stack_cache.h: the stack cache of Windows' kernel logger (seed 003, "Stack
-// Caching"), so that an event carries an 8-byte stack key instead of its frames.
+// stackwalk/stack_cache.h: the stack cache of Windows' kernel logger (ETW's "Stack Caching"),
+// so that an event carries an 8-byte stack key instead of its frames.
 //
 //   buckets[hash % bucket_count] -> stack -> stack -> ... (at most 4, most recently used first)
 //   a stack = a chain of pieces of 32 frames each, taken from a free list made up front

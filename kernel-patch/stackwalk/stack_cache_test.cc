@@ -1,6 +1,6 @@
-// stackwalk/stack_cache_test.cc: the stack cache's rules (seed 003): clamping, hits and misses,
-// most-recently-used order, eviction of the fifth stack in a bucket with its frames, stacks of
-// several pieces, running out of pieces, keys never reused, and the rundown.
+// stackwalk/stack_cache_test.cc: the stack cache's rules (ETW's, stack_cache.h): clamping, hits and
+// misses, most-recently-used order, eviction of the fifth stack in a bucket with its frames, stacks
+// of several pieces, running out of pieces, keys never reused, and the rundown.
 #include "stack_cache.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// spinlab/perfdata.h: the per-CPU spinlock perf data, the guest's equivalent of the seed's
-// PRCB->SpinLockPerfData array.
+// spinlab/perfdata.h: the per-CPU spinlock perf data, the guest's equivalent of the
+// PRCB->SpinLockPerfData array the original WRK experiment hung off each Windows PRCB.
 //
 // Shared ABI. One CpuPerfData per CPU; the kernel hangs it off the PRCB and places it in the
 // shared-memory region (ivshmem) the host maps, so the layout is fixed-width, naturally
@@ -39,7 +39,7 @@ constexpr uint32_t kPerfDataVersion = 2;  // 2: the long-wait ring went
 constexpr uint32_t kMaxLockClasses = 32;
 
 // Bucket k counts values v with most-significant-bit index k, i.e. v in [2^k, 2^(k+1)),
-// as the seed's `bsr`. A value of 0 (no msb) is counted in bucket 0, which thus holds [0, 2).
+// as x86's `bsr` gives it. A value of 0 (no msb) is counted in bucket 0, which thus holds [0, 2).
 constexpr uint32_t kHistBuckets = 64;
 
 // Lock-holder-preemption class of one contended acquisition (see architecture.md,

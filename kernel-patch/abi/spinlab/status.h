@@ -1,8 +1,8 @@
 // spinlab/status.h: the status codes every system-information call returns.
 //
 // Shared ABI (kernel, guest programs, collector). NTSTATUS-style 32-bit codes with the
-// same numbers Windows uses, so a reader of the seed (NtQuerySystemInformation /
-// NtSetSystemInformation) recognises them. Freestanding: only <stdint.h>.
+// same numbers Windows uses, so a reader who knows NtQuerySystemInformation /
+// NtSetSystemInformation recognises them. Freestanding: only <stdint.h>.
 #pragma once
 
 #include <stdint.h>

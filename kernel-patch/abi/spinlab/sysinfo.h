@@ -1,7 +1,8 @@
 // spinlab/sysinfo.h: information classes and buffers of the system-information calls.
 //
 // Shared ABI. The calls are shaped like Windows' NtQuerySystemInformation and
-// NtSetSystemInformation (seed 000):
+// NtSetSystemInformation, through which Windows sets and queries its spinlock-tracing
+// parameters (EVENT_TRACE_SPINLOCK_INFORMATION):
 //
 //   Status query_system_information(uint32 info_class, void* buffer, uint32 length,
 //                                   uint32* return_length);
@@ -143,7 +144,7 @@ static_assert(sizeof(ResetRequest) == 8, "ABI");
 // Lock algorithm, chosen at boot (lock=). The *_name() functions give the one spelling of each
 // value everywhere: the boot option, the host tools, the results files and the report.
 enum class LockAlgorithm : uint32_t {
-    kTestAndSet = 0,  // the seed's: lock bts, spin reading with pause, retry
+    kTestAndSet = 0,  // the original lock: lock bts, spin reading with pause, retry
     kTicket = 1,      // FIFO ticket lock
     kQueued = 2,      // MCS-style queued lock, each waiter spins on its own node
     kParavirt = 3,    // bounded spin, then yield towards the holder's vCPU (KVM PV sched-yield)
@@ -176,7 +177,7 @@ constexpr const char* lock_algorithm_name(LockAlgorithm a) {
 enum class ClockSource : uint32_t {
     kLfenceRdtsc = 0,  // default: lfence orders the read after earlier loads, no VM exit
     kRdtscp = 1,       // waits for earlier instructions; also returns TSC_AUX
-    kCpuidRdtsc = 2,   // the seed's: cpuid serialises, but is a VM exit inside a VM
+    kCpuidRdtsc = 2,   // the original experiment's: serialises, a VM exit in a VM
 };
 constexpr uint32_t kClockSourceCount = 3;
 constexpr const char* clock_source_name(ClockSource c) {

@@ -1,4 +1,5 @@
-// spinlab/trace.h: trace sessions (the guest's kernel logger, seeds 002 and 004): session
+// spinlab/trace.h: trace sessions (the guest's kernel logger, organised as Windows' ETW logger is,
+// with Windows' kernel event groups): session
 // parameters, the trace area of the shared region, per-CPU trace buffers, the event header, the
 // fixed payload of every event type, the loss counters, and the trace file the host writes.
 //
@@ -67,7 +68,7 @@ namespace spinlab {
 
 inline constexpr uint32_t kTraceAbiVersion = 1;
 
-// --- session parameters (seed 002's WMI_LOGGER_CONTEXT fields) --------------------------------
+// --- session parameters (the fields of ETW's logger context, WMI_LOGGER_CONTEXT) --------------
 
 // Sub-class of SystemPerformanceTraceInformation (0x1F) for sessions. Windows' sub-classes are
 // below 0x40; spinlab's own live at 0x5300.. as its information classes do.
@@ -93,7 +94,8 @@ constexpr const char* trace_logger_mode_name(TraceLoggerMode m) {
     return "invalid";
 }
 
-// Enable flags: the group mask of the session (seed 004's kernel groups).
+// Enable flags: the group mask of the session (the kernel event groups of Windows' core OS
+// instrumentation: context switch, ready thread, system calls, sampled profile, ...).
 inline constexpr uint32_t kTraceGroupSpinlock = 1u << 0;       // sampled spinlock events
 inline constexpr uint32_t kTraceGroupContextSwitch = 1u << 1;  // context switch
 inline constexpr uint32_t kTraceGroupReadyThread = 1u << 2;    // who readied whom
@@ -147,7 +149,8 @@ constexpr const char* trace_state_name(TraceState s) {
     return "invalid";
 }
 
-// Loss counters (seed 002's names), per CPU in TraceCpuControl and summed in queries.
+// Loss counters (under ETW's names: EventsLost, BuffersWritten, ...), per CPU in TraceCpuControl
+// and summed in queries.
 struct TraceLossCounters {
     uint64_t events_attempted;       // events the CPU tried to write
     uint64_t events_written;         // of those, written into a buffer
@@ -196,7 +199,8 @@ static_assert(offsetof(TraceSessionInformation, totals) == 0x50, "ABI");
 // clamped, and the current or last session's cache counters summed over its CPUs.
 // StackFlags, StackCaching and MaxStackDepth are validated as the session parameters are (out of
 // range: kInvalidParameter naming the field, nothing changes); BucketCount and CacheSize are
-// clamped, never refused, as Windows does (seed 003).
+// clamped, never refused, as Windows' ETW stack cache does (a value out of range selects the
+// nearest valid one).
 inline constexpr uint32_t kSpinlabTraceStacks = 0x5302;
 // Groups whose events can carry a stack: spinlock and long-wait (spinlock events), context
 // switch, ready thread, system call enter/exit, profile samples.
@@ -352,9 +356,9 @@ inline constexpr uint8_t kTraceSpinContended = 1u << 0;     // the first try fai
 inline constexpr uint8_t kTraceSpinWaitOverflow = 1u << 1;  // the wait could not be measured
 inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp before acquire stamp
 
-// Written at release (seed 000's WMI_SPINLOCK). Header tsc == release_tsc for the kernel's
-// locks; for ring-3 locks (kSysTraceSpinlock) the header has the time the kernel wrote it, a
-// little after release_tsc, so that a CPU's events stay in time order.
+// Written at release, as Windows writes its spinlock event (payload WMI_SPINLOCK). Header tsc ==
+// release_tsc for the kernel's locks; for ring-3 locks (kSysTraceSpinlock) the header has the time
+// the kernel wrote it, a little after release_tsc, so that a CPU's events stay in time order.
 struct TraceSpinlockEvent {
     TraceEventHeader h;
     uint64_t lock_address;

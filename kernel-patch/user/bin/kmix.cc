@@ -1,7 +1,8 @@
-// kmix: a mixed kernel workload, the analog of the seed's "build the WRK" load: on every CPU,
-// threads that start and reap short-lived processes (process table, address space, frame and
-// heap locks), yield and sleep (scheduler lock), and map fresh memory (frame allocator). It
-// has no pipes: this kernel has none. Prints what each kind of operation achieved.
+// kmix: a mixed kernel workload, the analog of the original experiment's load (a build of the
+// Windows Research Kernel's source tree): on every CPU, threads that start and reap short-lived
+// processes (process table, address space, frame and heap locks), yield and sleep (scheduler lock),
+// and map fresh memory (frame allocator). It has no pipes: this kernel has none. Prints what each
+// kind of operation achieved.
 #include "../lib/ulib.h"
 
 namespace {

@@ -1,8 +1,8 @@
-// spinstat: the seed's user-mode reader of the spinlock counters (seed 001: "a system service
-// call for accessing the gathered spin-lock counter data from user-mode ... the user-mode
-// program combines the data"). Queries every CPU through query_system_information, prints the
-// table `2^k  count  %`, and sets the four EVENT_TRACE_SPINLOCK_INFORMATION parameters. Starts,
-// stops and shows a trace session (seed 002's logger) through the same system call.
+// spinstat: the user-mode reader of the spinlock counters, as in the original WRK experiment (a
+// system service reads each CPU's counters; the user-mode program merges them). Queries every CPU
+// through query_system_information, prints the table `2^k  count  %`, and sets the four
+// EVENT_TRACE_SPINLOCK_INFORMATION parameters. Starts, stops and shows a trace session (the kernel
+// logger, trace.h) through the same system call.
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/log2_table.h"
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
         {"--trace-status", OptKind::kFlag, &trace_stat, "the trace session: state, groups, loss counters"},
     };
     if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
-                    "Spinlock wait and hold histograms of every CPU, merged as the seed's table.\n"
+                    "Spinlock wait and hold histograms of every CPU, merged into one log2 table.\n"
                     "Setting parameters and resetting need a privileged process."))
         return 2;
     bool set = spin != ~0ull || acquire != ~0ull || contention != ~0ull || hold != ~0ull;
