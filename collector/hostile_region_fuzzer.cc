@@ -1,12 +1,14 @@
 // collector/hostile_region_fuzzer.cc: libFuzzer target for the host tools' reading of a shared
-// region the guest changes while they read it (issue 32; docs/architecture.md, "What the host
-// trusts"). Two threads: the "guest" writes the input's edits into a live in-memory region (a
-// memfd, laid out by the guest's own code with buffers published on every CPU), over and over,
-// while the "host" runs what spinlab-collect runs on it: RegionReader (attach, snapshot, clock,
-// clock sampling, channel stats), the snapshot arithmetic and the query formats (the SIGFPE of
-// the issue), and TraceRecorder (attach, drain, counters, finish: the SIGSEGV of the issue).
-// Built with ASan and UBSan by scripts/fuzz.sh. A CollectError is the wanted outcome for a bad
-// region; a crash, a sanitizer report or another exception type is a finding.
+// region the guest changes while they read it (docs/architecture.md, "What the host trusts"): a
+// guest rewriting its region while the host read it once crashed the host tools. Two threads: the
+// "guest" writes the input's edits into a live in-memory region (a memfd, laid out by the guest's
+// own code with buffers published on every CPU), over and over, while the "host" runs what
+// spinlab-collect runs on it: RegionReader (attach, snapshot, clock, clock sampling, channel
+// stats), the snapshot arithmetic and the query formats (a count far above its total once made a
+// divisor 0: SIGFPE), and TraceRecorder (attach, drain, counters, finish: a rewritten trace-area
+// header once sent the drain out of bounds: SIGSEGV). Built with ASan and UBSan by scripts/fuzz.sh.
+// A CollectError is the wanted outcome for a bad region; a crash, a sanitizer report or another
+// exception type is a finding.
 //
 // Input: 3 bytes of setup (CPUs 1..4 and bit 7: also sample the clock, logger mode, buffers
 // per CPU 2..5), then edits of

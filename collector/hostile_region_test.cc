@@ -100,9 +100,9 @@ TEST(HostileDrain, CircularOverwrittenChecks) {
     EXPECT_EQ(emitted, 4u);  // nothing emitted from a broken queue
 }
 
-// The SIGSEGV of issue 32: the area's header rewritten after the host copied it. Every address
-// comes from the copy, so the drain neither divides by the new buffers_per_cpu nor follows the
-// new offsets.
+// The area's header rewritten after the host copied it (a drain that re-read it once crashed with
+// SIGSEGV). Every address comes from the copy, so the drain neither divides by the new
+// buffers_per_cpu nor follows the new offsets.
 TEST(HostileDrain, HeaderRewrittenAfterTheCopyIsNotFollowed) {
     Drain d;
     ASSERT_EQ(d.r.publish(0, 2), 2u);

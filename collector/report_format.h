@@ -1,6 +1,6 @@
 // collector/report_format.h: the query output in its three formats.
 //
-// table: per lock class (merged over CPUs, then per CPU on request) the seed's wait table and
+// table: per lock class (merged over CPUs, then per CPU on request) the log2 wait table and
 //        the hold table, printed by lockstat's formatter (the bytes the guest's spinstat
 //        prints), then the LHP classes.
 // csv:   one tidy row per number: cpu,class_id,class,metric,bucket,value. cpu is "all" for

@@ -1,4 +1,5 @@
-// Output formats: the table (golden, the seed's numbers), csv rows and json structure.
+// Output formats: the table (golden, the original WRK experiment's numbers), csv rows and json
+// structure.
 #include "report_format.h"
 
 #include <gtest/gtest.h>
@@ -8,8 +9,9 @@
 namespace spinlab::collect {
 namespace {
 
-// The seed's measurement ("Measuring Spin-Locks"): 2^7 135, 2^8 67749, 2^9 1200, 2^10 3, 2^11 1.
-LockClassPerf seed_class() {
+// The original experiment's measurement ("Measuring Spin-Locks", on the Windows Research Kernel,
+// docs/architecture.md): 2^7 135, 2^8 67749, 2^9 1200, 2^10 3, 2^11 1.
+LockClassPerf wrk_class() {
     LockClassPerf c{};
     c.wait_hist[7] = 135;
     c.wait_hist[8] = 67749;
@@ -26,7 +28,7 @@ LockClassPerf seed_class() {
     return c;
 }
 
-TEST(ReportFormat, ClassTableIsTheSeedsTableThenHoldsThenLhpClasses) {
+TEST(ReportFormat, ClassTableIsTheWaitTableThenHoldsThenLhpClasses) {
     const char* golden =
         "wait\n"
         "cycles               count       %  of all acquisitions\n"
@@ -51,13 +53,13 @@ TEST(ReportFormat, ClassTableIsTheSeedsTableThenHoldsThenLhpClasses) {
         "waiter-preempted            0    0.00              0\n"
         "both                        0    0.00              0\n"
         "unknown                 69088  100.00       17000000\n";
-    EXPECT_EQ(class_table(seed_class()), golden);
+    EXPECT_EQ(class_table(wrk_class()), golden);
 }
 
 Snapshot seed_snapshot() {
     Snapshot s;
     s.cpus = {empty_cpu(0), empty_cpu(1)};
-    s.cpus[0].classes[2] = seed_class();
+    s.cpus[0].classes[2] = wrk_class();
     s.cpus[1].classes[2].acquisitions = 4;
     s.cpus[1].classes[2].uncontended = 4;
     return s;

@@ -1,4 +1,4 @@
-"""The host tools against a real guest whose shared region is scribbled on (issue 32).
+"""The host tools against a real guest whose shared region is scribbled on: none may crash.
 
 Boots the kernel under TCG with lockbench on 2 vCPUs, starts a trace session with every group,
 and runs `trace record`, `watch -i 1`, `record -i 0.5` and `query` on it, each again and again
@@ -10,18 +10,18 @@ must name what was wrong; and each output must keep what was taken before the en
 holds exactly the events its `trace record` said it wrote (trace dump reads them), a record file
 is whole JSON lines with its end line and every snapshot it counted, a query's JSON is whole.
 
-The writes: half are 64 random bytes at a random offset anywhere in the region (the issue's
-recipe), half are one word on a field a host tool reads (each CPU's trace counters and perf
-data, the clock publication's cpu/period/count, the trace session's geometry: buffers_offset,
-BufferSize, buffers_per_cpu, the issue's SIGSEGV), and once, late in the 12 s, the region
-header's geometry (which stays broken: every later attach stops at it). Left alone,
-because they are not about the host: the words a fresh attach uses to tell "not a spinlab region
-/ another ABI / still booting" (magic, abi_version, generation: exits 3 and 4 by design, and a
-broken generation after attach is covered by hostile_region_test), the clock's seq and guest_tsc
-(the guest's own heartbeat: a guest that stops publishing is a guest gone, exit 5), and the rest
-of the trace area's header (the guest's kernel re-reads its offsets, CPU count and seq for every
-trace query: it would crash itself; the host's copy of them is tested by hostile_region_test and
-hostile_region_fuzzer). The seed is printed for a rerun
+The writes: half are 64 random bytes at a random offset anywhere in the region (the writes that
+first crashed the host tools), half are one word on a field a host tool reads (each CPU's trace
+counters and perf data, the clock publication's cpu/period/count, the trace session's geometry:
+buffers_offset, BufferSize, buffers_per_cpu: a rewritten geometry once crashed trace record with
+SIGSEGV), and once, late in the 12 s, the region header's geometry (which stays broken: every later
+attach stops at it). Left alone, because they are not about the host: the words a fresh attach uses
+to tell "not a spinlab region / another ABI / still booting" (magic, abi_version, generation: exits
+3 and 4 by design, and a broken generation after attach is covered by hostile_region_test), the
+clock's seq and guest_tsc (the guest's own heartbeat: a guest that stops publishing is a guest gone,
+exit 5), and the rest of the trace area's header (the guest's kernel re-reads its offsets, CPU count
+and seq for every trace query: it would crash itself; the host's copy of them is tested by
+hostile_region_test and hostile_region_fuzzer). The seed is printed for a rerun
 (SPINLAB_HOSTILE_SEED). Needs `make build` and /dev/shm; TCG.
 """
 import json
@@ -78,7 +78,8 @@ class Layout:
         control_offset, stride = struct.unpack_from("<II", m, trace + 24)
         self.trace = trace
         # The trace area's header, but for the geometry words the guest reads only when a
-        # session starts (and rewrites then): the ones the host's drain once re-read (issue 32).
+        # session starts (and rewrites then): the ones the host's drain once re-read, and crashed
+        # on when they changed.
         self.trace_geometry = [(trace + 32, 8), (trace + 56, 4), (trace + 60, 4), (trace + 64, 4),
                                (trace + 92, 4)]  # buffers_offset, BufferSize, Min/MaxBuffers,
         #                                           buffers_per_cpu
