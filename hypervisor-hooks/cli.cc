@@ -171,7 +171,7 @@ const char* summary(const std::string& name) {
 
 const char* examples(const std::string& name) {
     if (name == "hog") {
-        return "  spinlab-load hog --duration 10                 # the seed's load on every CPU\n"
+        return "  spinlab-load hog --duration 10                 # a busy loop on every CPU\n"
                "  spinlab-load hog --cpus 1 --duty 50 --nice 5   # half of CPU 1 until Ctrl-C\n";
     }
     if (name == "throttle") {

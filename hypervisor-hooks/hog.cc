@@ -35,7 +35,7 @@ namespace {
     if (::write(ready_fd, &ok, 1) != 1) ::_exit(5);
     ::close(ready_fd);
     if (busy_ns >= period_ns) {
-        // The seed's load: while (true);
+        // The original experiment's host load: while (true);
         for (;;) asm volatile("" ::: "memory");  // kept by the compiler: an endless busy loop
     }
     uint64_t period_start = monotonic_ns();

@@ -1,5 +1,5 @@
-// `hog`: the seed's host load, a compute-bound process per host CPU (or per chosen CPU),
-// pinned to it, at a nice level, busy `duty` percent of every `period`.
+// `hog`: the original experiment's host load, a compute-bound process per host CPU (or per chosen
+// CPU), pinned to it, at a nice level, busy `duty` percent of every `period`.
 //
 // Each hog is a forked child named "spinlab-hog" that dies with its parent (PR_SET_PDEATHSIG
 // SIGKILL, checked against the race with a getppid() test) and is recorded in the ledger
