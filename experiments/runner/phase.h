@@ -2,7 +2,8 @@
 // which phases and repetitions run.
 //
 //   idle-host      nothing runs besides the VM
-//   host-load      `spinlab-load hog`: one compute-bound process per host CPU (the seed's load)
+//   host-load      `spinlab-load hog`: one compute-bound process per host CPU (the original
+//                  experiment's host load)
 //   preempt-Nms    `spinlab-load preempt`: freeze vCPU(s) for N ms every P ms (P: run.preempt-period-ms)
 //   throttle-P%    `spinlab-load throttle`: each vCPU thread may use P % of one host CPU
 //

@@ -46,7 +46,7 @@ bool starts_with_any(const std::string& s, const std::vector<std::string>& prefi
     return false;
 }
 
-// The loss counters under TraceLossCounters' names (seed 002's EventsLost, BuffersWritten,
+// The loss counters under TraceLossCounters' names (ETW's EventsLost, BuffersWritten,
 // LogBuffersLost, RealTimeBuffersLost, and the attempted/written pair of the invariant).
 void loss_json(JsonWriter& j, const TraceLossCounters& c) {
     j.begin_object();

@@ -37,7 +37,8 @@ const Key kKeys[] = {
     {"vm", "accel", "auto, kvm or tcg (default auto: KVM only with vmx/svm, else TCG)"},
     {"vm", "backend", "qemu or libvirt (default qemu)"},
     {"vm", "lock",
-     "spinlock algorithm: tas, ticket, mcs, pv, pticket, pvmcs or student (default tas, the seed's)"},
+     "spinlock algorithm: tas, ticket, mcs, pv, pticket, pvmcs or student "
+     "(default tas: test-and-set)"},
     {"vm", "clock", "time stamps: lfence, rdtscp or cpuid (default lfence)"},
     {"vm", "pause", "pause in spin loops: on or off (default on)"},
     {"vm", "hz", "guest timer rate, 10 to 10000; 0 keeps the kernel's default (default 0)"},
@@ -274,7 +275,8 @@ std::string unknown_key_message(const std::string& name, const std::string& file
            "; its keys are " + known_keys(section);
 }
 
-// [trace] key -> the session parameter it sets (TraceSessionInformation's seed name).
+// [trace] key -> the session parameter it sets (its name in TraceSessionInformation, after ETW's
+// logger context: BufferSize, ...).
 struct TraceKey {
     const char* key;
     const char* param;  // locktrace::kSessionParamInfo's name
@@ -384,7 +386,8 @@ void parse_trace_stacks(TraceSpec& t, const Has& has, const Str& str, const Wher
         s.caching = to_choice(where("trace.stack-caching"), str("trace.stack-caching"), {"on", "off"}) == "on";
     if (has("trace.stack-depth"))
         s.max_depth = uint32_t(to_u64(where("trace.stack-depth"), str("trace.stack-depth"), 1, kTraceMaxStackFrames));
-    // Clamped, never refused (seed 003); the clamped value is what runs and what meta.json says.
+    // Clamped, never refused (as ETW's stack cache does); the clamped value is what runs and
+    // what meta.json says.
     if (has("trace.stack-buckets"))
         s.bucket_count = uint32_t(to_u64(where("trace.stack-buckets"), str("trace.stack-buckets"), 0, UINT32_MAX));
     if (has("trace.stack-cache-size"))
@@ -409,13 +412,14 @@ std::string usage_text() {
          "Every key of the spec file is also an option: `[vm] cpus = 2` is `--vm.cpus 2`.\n"
          "A spec NAME is one of the specs that come with spinlab (default, locks, preempt,\n"
          "throttle: share/spinlab/experiments/ when installed, experiments/ in the source tree);\n"
-         "without --spec, spinlab-run runs the spec named default (the seed's experiment).\n\n"
+         "without --spec, spinlab-run runs the spec named default (2 vCPUs, an idle host\n"
+         "against a busy loop on every host CPU).\n\n"
       << generic_options() << key_options()
       << "\nExit status: 0 complete, 1 partial (interrupted, VM died, a condition failed; the\n"
          "results keep everything gathered), 2 bad spec or options, 3 the VM could not be\n"
          "started or attached, 4 guest ABI version mismatch.\n"
          "\nEXAMPLES\n"
-         "  spinlab run                                         # the seed's experiment (make run)\n"
+         "  spinlab run                                         # default.ini (make run)\n"
          "  spinlab-run --spec default --run.repetitions 5 --vm.lock ticket\n"
          "  spinlab-run --spec preempt --run.preempt-period-ms 50\n"
          "  spinlab-run --spec ./my-experiment.ini --dry-run\n"

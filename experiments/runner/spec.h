@@ -83,7 +83,7 @@ struct RunSpec {
 struct TraceSpec {
     TraceSessionInformation params = default_params();
     // spin-threshold, acquire-sample-rate, contention-sample-rate, hold-threshold: the four
-    // spinlock-tracing parameters of seed 000 (SpinLockSpinThreshold, ...), in the order of
+    // spinlock-tracing parameters of Windows (SpinLockSpinThreshold, ...), in the order of
     // lockstat::kSpinlockParamInfo. They are the kernel's, not the session's: spinlab-run passes
     // each one set as the boot option of the same name (kernel_append). Unset: the kernel's
     // default (the minimum).

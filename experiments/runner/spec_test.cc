@@ -142,7 +142,7 @@ TEST(SpecParse, TraceStacks) {
     EXPECT_EQ(s.stack_flags, kTraceGroupLongWait | kTraceGroupProfile);
     EXPECT_EQ(s.caching, 0u);
     EXPECT_EQ(s.max_depth, 16u);
-    EXPECT_EQ(s.bucket_count, 4096u);           // clamped, as the guest does (seed 003)
+    EXPECT_EQ(s.bucket_count, 4096u);           // clamped, as the guest does (like ETW)
     EXPECT_EQ(s.cache_size, kTraceMinStackCacheSize);  // likewise
     // to_ini reads back to the same settings.
     ParsedSpec b = parse({"--spec", write_spec(to_ini(p.spec))});

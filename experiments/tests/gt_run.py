@@ -96,7 +96,8 @@ def rates_line(g, m):
 
 
 def assert_rates(g):
-    """The three bars of issue 26 on the report's final classes."""
+    """The three bars on the report's final classes: behind a frozen holder >= 95 % holder-off,
+    behind a running holder <= 5 %, of a frozen waiter >= 95 % waiter-off."""
     assert g["frozen"] >= MIN_SET["frozen"], f"too few waits behind a frozen holder to judge: {g}"
     assert g["frozen_rate"] >= 0.95, g
     assert g["running"] >= MIN_SET["running"], f"too few waits behind a running holder to judge: {g}"

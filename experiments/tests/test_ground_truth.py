@@ -101,12 +101,12 @@ def test_clock_json_states_method_bound_and_drift(run_dir, measured):
           f"saw no publication)")
     assert c["method"] == "bracket-envelope"
     assert c["host_tsc_hz"] == hz  # the rate of the host side, for the exports' time axis
-    # Under TCG the guest TSC is the host's plus QEMU's offset, so the true drift is 0: a rate
-    # that is stated must hold 0 within its bound, and be below 20 ppm (issue 13). Beside a busy
-    # unpinned process QEMU's guard lowers the offset through nearly every segment (a creep of
-    # -4 to -155 ppm); the rule before took a rate from the segments that happened to agree and
-    # stated -17.5 +- 0.45, -58 to -166 +- ~1 and -460.7 +- 2.45 ppm on such runs (issue 26).
-    # Now a rate is stated only when the segments that agree on it cover most of the run;
+    # Under TCG the guest TSC is the host's plus QEMU's offset, so the true drift is 0: a rate that
+    # is stated must hold 0 within its bound, and be below 20 ppm, the accuracy the clock mapping is
+    # meant to reach. Beside a busy unpinned process QEMU's guard lowers the offset through nearly
+    # every segment (a creep of -4 to -155 ppm); the rule before took a rate from the segments that
+    # happened to agree and stated -17.5 +- 0.45, -58 to -166 +- ~1 and -460.7 +- 2.45 ppm on such
+    # runs. Now a rate is stated only when the segments that agree on it cover most of the run;
     # otherwise clock.json says it is not measured and why.
     if c["drift_measured"]:
         assert c["drift_segments"] >= 2 and c["drift_coverage"] >= 2 / 3, c

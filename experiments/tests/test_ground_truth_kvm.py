@@ -1,4 +1,4 @@
-"""LHP attribution against ground truth under KVM, on the report's own final classes (issue 26).
+"""LHP attribution against ground truth under KVM, on the report's own final classes.
 
 Under KVM the guest also classes each wait from steal time, which sees only the time a vCPU
 thread was runnable but waiting: a frozen holder accrues none. Before, the report trusted that
