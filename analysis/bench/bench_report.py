@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The report-scaling benchmark (issue 28; `make bench` runs it): spinlab-report on synthetic
+"""The report-scaling benchmark (`make bench` runs it): spinlab-report on synthetic
 results directories (make_synthetic_run.py) at 4, 16 and 64 vCPUs with 10k, 100k and 1M long
 waits, 2 phases x 6 repetitions x 60 s each, with traces and timelines.
 

@@ -1,4 +1,4 @@
-"""spinlab-report: turns a spinlab results directory into the seed's table, CDFs and the LHP verdict.
+"""spinlab-report: turns a spinlab results directory into the log2 wait table, CDFs and the LHP verdict.
 
 The input contract (results/<run-id>/ layout) is written once, in analysis/README.md.
 Computation lives in pure modules (buckets, cdf, confidence, lhp, aggregate, summary);

@@ -1,4 +1,4 @@
-"""Log2 wait/hold buckets, as the seed's `bsr` table: bucket k holds values in [2^k, 2^(k+1)).
+"""Log2 wait/hold buckets by most significant bit (x86's `bsr`): bucket k holds [2^k, 2^(k+1)).
 
 The kernel stores 64 buckets per histogram (one per bit of a 64-bit TSC difference). A value of
 0 cycles has no most significant bit; the kernel counts it in bucket 0, so bucket 0 is really
@@ -13,7 +13,7 @@ LONG_K = 20
 
 
 def bucket_of(cycles: int) -> int:
-    """Index of the most significant bit of `cycles` (the seed's `bsr`); 0 and 1 go to bucket 0."""
+    """Index of the most significant bit of `cycles` (x86's `bsr`); 0 and 1 go to bucket 0."""
     if cycles < 0:
         raise ValueError(f"cycles must be >= 0, got {cycles}")
     return max(int(cycles).bit_length() - 1, 0)

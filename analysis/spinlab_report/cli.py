@@ -9,7 +9,7 @@ from .summary import Options
 
 EPILOG = """\
 outputs (into --out, default the results directory itself):
-  table.txt, table.csv   the seed's 2^k / count / % table per phase
+  table.txt, table.csv   the log2 wait table (2^k / count / %) per phase
   summary.json           key figures per phase (see analysis/README.md)
   figures/*.png, *.svg   one file pair per figure
   report.md, report.html the report; report.html embeds its figures
@@ -50,7 +50,7 @@ def confidence_arg(text: str) -> float:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="spinlab-report", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                description="Turn a spinlab results directory into the seed's table, wait-time "
+                                description="Turn a spinlab results directory into the log2 wait table, wait-time "
                                             "CDFs, lock-holder-preemption shares and throughput, as "
                                             "report.md and a self-contained report.html.", epilog=EPILOG)
     p.add_argument("results", nargs="?", default="results/latest",

@@ -1,5 +1,5 @@
-"""Helpers for figures that may hold millions of marks (issue 28): one attribution per phase shared
-by the figures, and thinning to at most one mark per pixel.
+"""Helpers for figures that may hold millions of marks (64 vCPUs, 1M long waits): one attribution
+per phase shared by the figures, and thinning to at most one mark per pixel.
 
 - `long_waits(run, phase, threshold)`: lhp.long_waits_share(...)["waits"] of a phase, computed once
   per run, phase and threshold and reused by every figure that draws long waits (the attribution

@@ -1,4 +1,5 @@
-"""Figure: CDF of contended wait cycles, all phases overlaid (the seed's two CDFs on one plot).
+"""Figure: CDF of contended wait cycles, all phases overlaid (the original experiment's two
+CDFs, idle host and host load, on one plot).
 
 Each phase's line is the CDF of its pooled repetitions; the shaded band spans the lowest and
 highest CDF of the single repetitions at every wait length, so a reader sees how much the

@@ -1,4 +1,5 @@
-"""Figure: CDF of contended wait cycles, one panel per phase, side by side (the seed's layout).
+"""Figure: CDF of contended wait cycles, one panel per phase, side by side (as the
+original experiment showed them).
 
 Every repetition is drawn as a thin line and the pooled CDF as a thick one, on a shared log2
 axis so the panels compare by eye. A phase without timed waits gets a panel that says so.

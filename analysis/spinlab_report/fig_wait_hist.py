@@ -1,4 +1,5 @@
-"""Figure: the seed's table as bars, one panel per phase: share of contended waits per 2^k bucket.
+"""Figure: the log2 wait table as bars, one panel per phase: share of contended waits per 2^k
+bucket.
 
 Bars are shares of contended acquisitions (timed + overflow), the same numbers as table.txt;
 the overflow share is written in the panel so untimed waits are not hidden.

@@ -1,6 +1,6 @@
-"""Progress of the report's slow stages on a terminal (issue 28): one line per stage with its
-counts and, when it ends, its time. Nothing is printed when stderr is not a terminal (make run's
-log, pipes, tests), so the report's output stays what it was.
+"""Progress of the report's slow stages on a terminal (a large run takes many seconds): one line per
+stage with its counts and, when it ends, its time. Nothing is printed when stderr is not a terminal
+(make run's log, pipes, tests), so the report's output stays what it was.
 
     with progress.stage("trace host-load-r1.trace", "83,000 events"):
         ...

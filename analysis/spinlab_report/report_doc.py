@@ -1,10 +1,10 @@
 """The report as a list of blocks, read top to bottom; render_md and render_html write it out.
 
-Order: the verdict (a paragraph, its warnings and its table), what is missing, the tail (CCDF beside the
-seed's CDF), key figures, long waits and LHP, the seed's table, throughput, lock classes, CPUs,
-hold times, how the numbers were computed, and last the run's settings. Blocks are tuples:
-("h1"|"h2"|"p"|"lead"|"warning", text), ("list", [text]), ("table", header, rows), ("pre", text),
-("figure", Figure), ("figures", [Figure, ...]) side by side.
+Order: the verdict (a paragraph, its warnings and its table), what is missing, the tail (CCDF beside
+the CDF the original experiment drew), key figures, long waits and LHP, the log2 wait table,
+throughput, lock classes, CPUs, hold times, how the numbers were computed, and last the run's
+settings. Blocks are tuples: ("h1"|"h2"|"p"|"lead"|"warning", text), ("list", [text]), ("table",
+header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) side by side.
 """
 import math
 
@@ -78,7 +78,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
              key_rows(summary)),
             ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
     doc += lhp_section(summary, figs, opts)
-    doc += [("h2", "The seed's table"), ("pre", table_text), ("figure", figs["wait_hist"])]
+    doc += [("h2", "The log2 wait table"), ("pre", table_text), ("figure", figs["wait_hist"])]
     doc += throughput_section(summary, figs)
     doc += [("h2", "Lock classes")]
     for phase in run.phases:
@@ -211,14 +211,14 @@ def throughput_section(summary: dict, figs: dict) -> list:
 def method_section(opts, v: dict) -> list:
     conf = v["confidence"]
     return [("h2", "How the numbers are computed"), ("list", verdict_method(v) + [
-        "Bucket k counts waits in [2^k, 2^(k+1)) TSC cycles (the most significant bit, as the seed's bsr).",
+        "Bucket k counts waits in [2^k, 2^(k+1)) TSC cycles (k: the most significant bit, as x86's bsr).",
         "CDFs and percentiles assume waits are log-uniform inside a bucket: the cumulative share grows "
         "linearly in log2(cycles) between bucket edges; the p-th percentile with target t = p/100 * N in "
         "bucket k is 2^(k + (t - count below k) / count in k). Overflows (untimed waits) are left out.",
         "Repetitions are pooled by adding counters; their spread is shown as bands and thin lines.",
         f"Throughput intervals: mean ± t((1+c)/2, n-1) · s/√n with Student's t (scipy.stats), c = {opts.confidence}.",
-        "Table percentages (the seed's table, as spinstat prints it): every row, uncontended included, is a "
-        "share of all acquisitions, so the rows add up to 100%."])]
+        "Table percentages (the log2 wait table, as spinstat prints it): every row, uncontended included, "
+        "is a share of all acquisitions, so the rows add up to 100%."])]
 
 
 def verdict_method(v: dict) -> list:

@@ -1,12 +1,12 @@
-"""The seed's table, `2^k  count  %`, per phase, as stable diffable text and as CSV (pure).
+"""The log2 wait table, `2^k  count  %`, per phase, as stable diffable text and as CSV (pure).
 
 The text is byte for byte what the guest's spinstat prints for the same counters (its
 formatter is kernel-patch/lockstat/log2_table.cc; tests/test_table_parity.py holds the two
 against each other): a header, rows from the first to the last non-empty wait bucket (empty
 ones in between shown as 0), then overflow and uncontended. One definition of the %: every row
-is a share of all acquisitions, as in the seed, which timed every acquisition; so the rows add
-up to 100 and the header says "of all acquisitions". Each phase's block is preceded by a title
-line with the phase, its repetitions and its acquisitions.
+is a share of all acquisitions, as in the original WRK experiment, which timed every
+acquisition; so the rows add up to 100 and the header says "of all acquisitions". Each phase's
+block is preceded by a title line with the phase, its repetitions and its acquisitions.
 """
 import csv
 import io

@@ -1,5 +1,6 @@
-"""Replaying a spinlab trace through a state machine (seed 004): who ran where, for how long, who
-woke whom, and what the holder's CPU did during each long spinlock wait.
+"""Replaying a spinlab trace through a state machine, as Windows' kernel trace analysis does:
+who ran where, for how long, who woke whom, and what the holder's CPU did during each long
+spinlock wait.
 
 The trace is read through babeltrace2's Python bindings (python3-bt2) over the CTF export
 (`spinlab-collect trace export --format ctf`); a native trace file is exported to a temporary

@@ -12,8 +12,9 @@ def test_every_power_of_two_edge(k):
     assert bucket_of(2 ** (k + 1) - 1) == k
 
 
-def test_seed_examples_and_zero():
-    assert bucket_of(128) == 7 and bucket_of(255) == 7 and bucket_of(256) == 8  # the seed's slots 8 and 9
+def test_original_experiment_examples_and_zero():
+    # The original WRK experiment's slots 8 and 9: 128..255 and 256..511 cycles.
+    assert bucket_of(128) == 7 and bucket_of(255) == 7 and bucket_of(256) == 8
     assert bucket_of(0) == 0 and bucket_of(1) == 0
     with pytest.raises(ValueError, match="cycles must be >= 0"):
         bucket_of(-1)
@@ -28,7 +29,7 @@ def test_edges_are_half_open_and_contiguous():
         bucket_edges(64)
 
 
-def test_labels_align_like_the_seed():
+def test_labels_align_like_the_original_table():
     assert bucket_label(6) == "2^6" and bucket_label(10) == "2^10"
 
 

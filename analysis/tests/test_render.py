@@ -49,7 +49,7 @@ def test_report_reads_top_to_bottom(basic_report):
     md = open(paths["md"]).read()
     order = ["# spinlab report: run-basic", "**Verdict.** In idle-host", "## What is missing",
              "## The tail: how long contended waits last", "## Long waits and lock-holder preemption",
-             "## The seed's table", "## Throughput", "## Lock classes", "## CPUs", "## Hold times",
+             "## The log2 wait table", "## Throughput", "## Lock classes", "## CPUs", "## Hold times",
              "## How the numbers are computed", "## The run", "| git revision | 0123abc |"]
     pos = [md.index(h) for h in order]
     assert pos == sorted(pos)

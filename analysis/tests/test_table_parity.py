@@ -1,4 +1,4 @@
-"""spinlab-report and the guest's spinstat print the same seed's table for the same counters.
+"""spinlab-report and the guest's spinstat print the same log2 wait table for the same counters.
 
 spinstat formats with kernel-patch/lockstat/log2_table.cc; the host build links the same file
 into log2_table_print (`make host`), which this test feeds the counters of every snapshot and
