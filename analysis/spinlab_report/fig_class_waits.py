@@ -8,7 +8,7 @@ import numpy as np
 
 from . import aggregate
 from .cdf import percentile
-from .plotting import Figure, color, plt, save
+from .plotting import Figure, color, plt, power_label, save
 
 NAME, TITLE = "class_waits", "Longest-waiting lock classes (p99 wait)"
 
@@ -38,7 +38,7 @@ def make(run, outdir: str) -> Figure:
         ax.barh(y + i * h, vals, height=h, color=color(run.phases, phase), label=phase)
     ax.set_yticks(y + h * (len(run.phases) - 1) / 2, classes)
     top = int(np.ceil(ax.get_xlim()[1]))
-    ax.set_xticks(range(0, top + 1, max(1, top // 10)), [f"$2^{{{k}}}$" for k in range(0, top + 1, max(1, top // 10))])
+    ax.set_xticks(range(0, top + 1, max(1, top // 10)), [power_label(2, k) for k in range(0, top + 1, max(1, top // 10))])
     ax.set_xlabel("p99 wait (TSC cycles, log2)")
     ax.set_title(TITLE)
     ax.legend(loc="lower right")

@@ -8,7 +8,7 @@ from . import aggregate
 from .buckets import merge
 from .cdf import cdf_points
 from .fig_wait_ccdf import draw
-from .plotting import PALETTE, Figure, k_range, log2_axis, plt, save
+from .plotting import PALETTE, Figure, k_range, log10_axis, log2_axis, plt, save
 
 CDF_NAME, CDF_TITLE = "compare_wait_cdf", "CDF of contended wait cycles, runs compared per phase"
 CCDF_NAME, CCDF_TITLE = "compare_wait_ccdf", "Share of contended waits longer than x, runs overlaid per phase"
@@ -62,7 +62,7 @@ def make_ccdf(runs, labels, outdir: str) -> Figure:
         floor = min(floor, draw(ax, labels, curves, *rng,
                                 lambda label, rs, pooled: f"{label} ({int(pooled.sum())} waits)"))
         log2_axis(ax, *rng)
-        ax.set_yscale("log")
+        log10_axis(ax, "y")
         ax.legend(loc="lower left", fontsize=7)
     axes[0][0].set_ylim(floor, 1.5)
     axes[0][0].set_ylabel("share of contended waits > x")

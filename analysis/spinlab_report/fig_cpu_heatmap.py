@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 
 from . import aggregate
-from .plotting import Figure, k_range, plt, save
+from .plotting import Figure, k_range, plt, power_label, save
 
 NAME, TITLE = "cpu_heatmap", "Wait buckets per CPU"
 
@@ -46,7 +46,7 @@ def make(run, outdir: str) -> Figure:
                           extent=(lo - 0.5, hi - 0.5, len(cpus) - 0.5, -0.5), interpolation="nearest")
         ax.set_yticks(range(len(cpus)), [f"CPU {c}" for c in cpus])
         step = max(1, (hi - lo) // 8)
-        ax.set_xticks(range(lo, hi, step), [f"$2^{{{k}}}$" for k in range(lo, hi, step)])
+        ax.set_xticks(range(lo, hi, step), [power_label(2, k) for k in range(lo, hi, step)])
         ax.grid(False)
     if image is not None:
         fig.colorbar(image, ax=axes[0].tolist(), label="share of the CPU's waits")

@@ -13,7 +13,7 @@ import numpy as np
 
 from .cdf import cdf_at
 from .fig_wait_cdf import phase_curves
-from .plotting import Figure, color, k_range, log2_axis, plt, save
+from .plotting import Figure, color, k_range, log10_axis, log2_axis, plt, save
 
 NAME, TITLE = "wait_ccdf", "Share of contended waits longer than x"
 BASE_SLICE_NS = 750_000  # Linux's sched base slice, scaled by 1 + log2(CPUs) (at most 8 CPUs)
@@ -88,7 +88,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
     floor = draw(ax, run.phases, curves, lo, hi,
                  lambda p, reps, pooled: f"{p} ({len(reps)} reps, {int(pooled.sum())} waits)")
     log2_axis(ax, lo, hi)
-    ax.set_yscale("log")
+    log10_axis(ax, "y")
     ax.set_ylim(floor, 1.5)
     for i, (x, label) in enumerate(mk):
         ax.axvline(x, color="#444444", ls="--" if i == 0 else ":", lw=1)

@@ -7,7 +7,7 @@ the overflow share is written in the panel so untimed waits are not hidden.
 import numpy as np
 
 from . import aggregate
-from .plotting import Figure, color, k_range, plt, save
+from .plotting import Figure, color, k_range, plt, power_label, save
 
 NAME, TITLE = "wait_hist", "Contended waits per log2 bucket"
 
@@ -35,7 +35,7 @@ def make(run, outdir: str) -> Figure:
             continue
         ax.bar(ks, bucket_shares(t)[lo:hi], width=0.8, color=color(run.phases, phase))
         step = max(1, -(-len(ks) // 8))  # at most ~8 labels, so 2^k stays legible
-        ax.set_xticks(ks[::step], [f"$2^{{{k}}}$" for k in ks[::step]])
+        ax.set_xticks(ks[::step], [power_label(2, k) for k in ks[::step]])
         ax.text(0.98, 0.95, f"overflow {100.0 * t.overflow / t.contended:.2f}%\n{t.contended} contended",
                 transform=ax.transAxes, ha="right", va="top", fontsize=8)
     axes[0][0].set_ylabel("% of contended acquisitions")

@@ -2,7 +2,7 @@
 readied thread on a CPU), from the trace's state machine."""
 import numpy as np
 
-from .plotting import Figure, plt, save
+from .plotting import Figure, log10_axis, plt, save
 
 NAME, TITLE = "wake_cdf", "CDF of wake-to-run delay"
 
@@ -14,7 +14,7 @@ def make(a, outdir: str, name: str = NAME) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", lw=2)
     if d[0] > 0:
-        ax.set_xscale("log")
+        log10_axis(ax, "x")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("wake-to-run delay (µs)")
     ax.set_ylabel("share of wakes ≤ x")
