@@ -19,7 +19,8 @@ std::span<const uint8_t> bytes_of(const T& v) {
 
 }  // namespace
 
-Session::Session(const Config& c) : config_(c), paths_(resolve_attach(c.attach)) {
+Session::Session(const Config& c)
+    : config_(c), paths_(resolve_attach(c.attach)), channel_timeout_(c.timeout_ms) {
     if (c.source == "region" && !has_region())
         throw CollectError(kExitUsage, "--source region needs --shm (or a VM with a shared region)");
     if (c.source == "channel" && !has_channel())
@@ -40,8 +41,7 @@ ChannelClient& Session::channel() {
     if (!channel_) {
         if (!has_channel())
             throw CollectError(kExitUsage, "this needs the control channel: give --socket or --vm");
-        channel_ = std::make_unique<ChannelClient>(paths_.socket,
-                                                   std::chrono::milliseconds(config_.timeout_ms));
+        channel_ = std::make_unique<ChannelClient>(paths_.socket, channel_timeout_);
     }
     return *channel_;
 }

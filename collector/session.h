@@ -29,6 +29,14 @@ public:
     // Connect on first use. Throws CollectError when there is no socket or nobody answers.
     ChannelClient& channel();
     void drop_channel() { channel_.reset(); }
+    // The timeout of each channel request from the next connection on (the Config's timeout_ms
+    // until then); drops the current connection. A runner probing a booting guest asks with a
+    // short one: a request sent before the guest's channel handler runs is never answered.
+    void set_channel_timeout(std::chrono::milliseconds t) {
+        channel_timeout_ = t;
+        drop_channel();
+    }
+    std::chrono::milliseconds channel_timeout() const { return channel_timeout_; }
 
     // Whether snapshots come from the region (per --source).
     bool snapshots_from_region() const;
@@ -51,6 +59,7 @@ private:
     AttachPaths paths_;
     std::unique_ptr<RegionReader> region_;
     std::unique_ptr<ChannelClient> channel_;
+    std::chrono::milliseconds channel_timeout_;
     uint32_t perf_length_hint_ = 0;  // the length the last perf-data query needed
 };
 

@@ -230,6 +230,8 @@ struct FakeGuest::Impl {
             throw std::runtime_error("cannot listen on " + opt.socket_path + ": " + strerror(errno));
     }
 
+    uint32_t deaf_left = 0;  // FakeGuestOptions::deaf_connections not yet accepted
+
     // One client at a time, like a QEMU chardev socket server.
     void serve() {
         std::vector<uint8_t> buf(4096);
@@ -238,6 +240,8 @@ struct FakeGuest::Impl {
             if (::poll(&lp, 1, 100) <= 0) continue;
             conn_fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
             if (conn_fd < 0) continue;
+            const bool deaf = deaf_left > 0;
+            if (deaf) deaf_left--;
             while (!stop_all.load()) {
                 pollfd cp{conn_fd, POLLIN, 0};
                 int r = ::poll(&cp, 1, 200);
@@ -247,7 +251,7 @@ struct FakeGuest::Impl {
                 }
                 ssize_t n = ::recv(conn_fd, buf.data(), buf.size(), 0);
                 if (n <= 0) break;
-                channel_server_receive(&server, buf.data(), size_t(n));
+                if (!deaf) channel_server_receive(&server, buf.data(), size_t(n));
             }
             channel_server_idle(&server);
             ::close(conn_fd);
@@ -259,6 +263,7 @@ struct FakeGuest::Impl {
 FakeGuest::FakeGuest(const FakeGuestOptions& o) : impl_(std::make_unique<Impl>()) {
     Impl& m = *impl_;
     m.opt = o;
+    m.deaf_left = o.deaf_connections;
     if (o.cpus == 0 || o.cpus > kRegionMaxCpus) throw std::runtime_error("--cpus must be 1..64");
     if (o.locks == 0 || o.locks > kMaxLockClasses) throw std::runtime_error("--locks must be 1..32");
     m.setup_region();

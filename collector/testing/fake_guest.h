@@ -27,6 +27,8 @@ struct FakeGuestOptions {
     uint32_t think_cycles = 200;         // busy work between acquisitions
     uint64_t run_ms = 0;                 // workers stop (quiesce) after this; 0 = until stop()
     uint32_t publish_us = 1000;          // clock publication period; 0 = never publish
+    uint32_t deaf_connections = 0;       // the first N channel connections are read and never
+                                         // answered: a guest whose channel handler is not running yet
 };
 
 class FakeGuest {

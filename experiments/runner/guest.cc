@@ -3,6 +3,7 @@
 
 #include <spinlab/status.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "error.h"
@@ -10,6 +11,8 @@
 
 namespace spinlab::run {
 namespace {
+
+constexpr std::chrono::milliseconds kProbeTimeout{5000};
 
 collect::Config attach_config(const std::string& vm_name, const std::string& run_dir, double timeout_s) {
     collect::Config c;
@@ -30,6 +33,10 @@ void Guest::wait_ready(std::chrono::milliseconds timeout, const std::function<bo
     using collect::CollectError;
     auto deadline = std::chrono::steady_clock::now() + timeout;
     std::string last = "no answer";
+    // A request sent before the guest's channel handler runs is never answered: probe with at
+    // most kProbeTimeout a request, then use [vm] channel-timeout (which may be minutes).
+    const std::chrono::milliseconds request = session_.channel_timeout();
+    session_.set_channel_timeout(std::min(request, kProbeTimeout));
     for (;;) {
         if (!alive()) throw CollectError(collect::kExitNoVm, "the VM ended while booting (" + last + ")");
         try {
@@ -41,6 +48,7 @@ void Guest::wait_ready(std::chrono::milliseconds timeout, const std::function<bo
                                    "the guest reports " + std::to_string(config_.cpu_count) +
                                        " CPUs on the channel and " + std::to_string(cpus_) +
                                        " in its region");
+            session_.set_channel_timeout(request);
             return;
         } catch (const CollectError& e) {
             if (e.exit_code() == collect::kExitAbi) throw;

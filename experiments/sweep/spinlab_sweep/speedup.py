@@ -9,7 +9,7 @@ pinned run says so in its pinning and is not corrected for.
 The speedup is the ratio of geometric means of the repetitions' throughputs (lockbench ops/s),
 with the Welch t interval of the difference of the logs and its two-sided p-value
 (spinlab_report.confidence.log_ratio, the verdict's test against the baseline). Beside it, per
-cell, what the issue's study asks of each lock: the long waits behind a preempted holder per
+cell, what a mitigation study reads beside the speedup: the long waits behind a preempted holder per
 second (the verdict's lhp_spin.waits_per_second, mean and interval) and the spin cycles per
 acquisition of the throughput classes (wait cycles summed over acquisitions, each repetition).
 """
