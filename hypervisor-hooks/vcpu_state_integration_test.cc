@@ -8,6 +8,9 @@
 //     vcpu_preempted(1) goes true during the freezes and false between them, and
 //     vcpu_preempted(0) never (kernel-patch/selftest/vcpu_state_test.cc checks and prints it;
 //     the guest leaves QEMU with its verdict). About 10 s.
+//   - the same freezes with lockbench's pvmcs lock in ring 3 (the guest booted into lockbench):
+//     its vcpu_is_preempted() answers "preempted" some of the time, through the read-only
+//     mapping of the words kSysMapLockstat makes. About 10 s.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "channel/region_header.h"
 #include "fs_util.h"
@@ -91,32 +95,52 @@ TEST(VcpuStateIntegration, TimelineKeepsTheWordsFromTheThreadsSwitches) {
     std::printf("MEASURED %s%s", json.c_str(), timeline.stderr_text().c_str());
 }
 
+// A 2-vCPU guest under TCG with the shared region in `shm`, its console in `console`, booted
+// with `append` (and the initrd when `initrd`).
+std::vector<std::string> guest_argv(const std::string& shm, const std::string& console, const std::string& append,
+                                    bool initrd) {
+    std::vector<std::string> a{"/usr/bin/qemu-system-x86_64", "-name", "vstest,debug-threads=on", "-M", "q35", "-m",
+                               "128", "-smp", "2", "-nographic", "-monitor", "none", "-vga", "none", "-no-reboot",
+                               "-serial", "file:" + console, "-bios", "/usr/share/qemu/qboot.rom", "-kernel",
+                               SPINLAB_GUEST_KERNEL, "-append", append, "-accel", "tcg,thread=multi", "-cpu", "max",
+                               "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-object",
+                               "memory-backend-file,id=shm,share=on,mem-path=" + shm + ",size=16M", "-device",
+                               "ivshmem-plain,memdev=shm,bus=pcie.0,addr=0x5"};
+    if (initrd) a.insert(a.end(), {"-initrd", SPINLAB_GUEST_INITRD});
+    return a;
+}
+
+struct UnlinkOnExit {
+    std::string path;
+    ~UnlinkOnExit() { ::unlink(path.c_str()); }
+};
+
+// spinlab-load preempt freezing vCPU 1 for 150 ms every 400 ms and keeping its word.
+ChildProcess freeze_vcpu1(pid_t qemu, const std::string& shm, const std::string& dir) {
+    return ChildProcess({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(qemu), "--vcpus", "1",
+                         "--freeze-ms", "150", "--period-ms", "400", "--vcpu-state", shm,
+                         "--vcpu-state-latency-json", dir + "/latency.json", "--out", dir + "/preempt.csv",
+                         "--state-dir", dir + "/s"});
+}
+
+std::string guest_skip_reason() {
+    if (std::string why = need_root(); !why.empty()) return why;
+    if (::access("/usr/bin/qemu-system-x86_64", X_OK) != 0) return "/usr/bin/qemu-system-x86_64 is not installed";
+    return "";
+}
+
 TEST(VcpuStateIntegration, TheGuestSeesItsFrozenVcpuAsPreempted) {
-    if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
-    const char* qemu = "/usr/bin/qemu-system-x86_64";
-    if (::access(qemu, X_OK) != 0) GTEST_SKIP() << qemu << " is not installed";
+    if (std::string why = guest_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     ASSERT_TRUE(path_exists(SPINLAB_GUEST_KERNEL)) << SPINLAB_GUEST_KERNEL << " missing: run `make kernel`";
     const std::string dir = temp_dir();
     const std::string shm = "/dev/shm/spinlab-vstest-" + std::to_string(::getpid());
     const std::string console = dir + "/console.log";
-    struct Unlink {
-        std::string path;
-        ~Unlink() { ::unlink(path.c_str()); }
-    } unlink_shm{shm};
-    ChildProcess vm({qemu, "-name", "vstest,debug-threads=on", "-M", "q35", "-m", "128", "-smp", "2",
-                     "-nographic", "-monitor", "none", "-vga", "none", "-no-reboot", "-serial", "file:" + console,
-                     "-bios", "/usr/share/qemu/qboot.rom", "-kernel", SPINLAB_GUEST_KERNEL, "-append",
-                     "selftest=vcpu_state_host", "-accel", "tcg,thread=multi", "-cpu", "max", "-device",
-                     "isa-debug-exit,iobase=0xf4,iosize=0x04", "-object",
-                     "memory-backend-file,id=shm,share=on,mem-path=" + shm + ",size=16M", "-device",
-                     "ivshmem-plain,memdev=shm,bus=pcie.0,addr=0x5"});
+    UnlinkOnExit unlink_shm{shm};
+    ChildProcess vm(guest_argv(shm, console, "selftest=vcpu_state_host", false));
     // Freeze only once the guest has booted (a frozen AP during SMP bring-up is another test).
     ASSERT_TRUE(eventually(60, [&] { return slurp(console).find("selftest: running") != std::string::npos; }))
         << vm.stderr_text() << slurp(console);
-    ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--vcpus", "1",
-                          "--freeze-ms", "150", "--period-ms", "400", "--vcpu-state", shm,
-                          "--vcpu-state-latency-json", dir + "/latency.json", "--out", dir + "/preempt.csv",
-                          "--state-dir", dir + "/s"});
+    ChildProcess preempt = freeze_vcpu1(vm.pid(), shm, dir);
     const int vm_status = vm.wait(90);
     ::kill(preempt.pid(), SIGTERM);
     const int preempt_status = preempt.wait(kEventuallyS);
@@ -129,6 +153,41 @@ TEST(VcpuStateIntegration, TheGuestSeesItsFrozenVcpuAsPreempted) {
     EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;
     EXPECT_NE(log.find("[       OK ] vcpu_state_host.host_freezes_are_seen"), std::string::npos) << log;
     EXPECT_TRUE(WIFEXITED(preempt_status) && WEXITSTATUS(preempt_status) == 0) << preempt.stderr_text();
+}
+
+// Ring 3 too: lockbench's pvmcs lock (the user-level Env) reads the same words through the
+// read-only mapping kSysMapLockstat makes, and says at the end how often it was told "preempted".
+// With vCPU 1 frozen 150 of every 400 ms while both vCPUs contend for one lock, the waiter on
+// vCPU 0 is queued behind vCPU 1 during some freezes; without the words (or without the host
+// writer) every answer is "running" under TCG, which has no steal time.
+TEST(VcpuStateIntegration, LockbenchInRing3SeesTheFrozenVcpuAsPreempted) {
+    if (std::string why = guest_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    ASSERT_TRUE(path_exists(SPINLAB_GUEST_INITRD)) << SPINLAB_GUEST_INITRD << " missing: run `make kernel`";
+    const std::string dir = temp_dir();
+    const std::string shm = "/dev/shm/spinlab-vstest-r3-" + std::to_string(::getpid());
+    const std::string console = dir + "/console.log";
+    UnlinkOnExit unlink_shm{shm};
+    ChildProcess vm(guest_argv(shm, console,
+                               "lock=pvmcs init=/bin/lockbench --threads-per-cpu 1 --locks 1 --pattern same "
+                               "--duration-ms 4000",
+                               true));
+    ASSERT_TRUE(eventually(60, [&] { return slurp(console).find("lockbench: 2 threads") != std::string::npos; }))
+        << vm.stderr_text() << slurp(console);
+    ChildProcess preempt = freeze_vcpu1(vm.pid(), shm, dir);
+    const int vm_status = vm.wait(60);
+    ::kill(preempt.pid(), SIGTERM);
+    preempt.wait(kEventuallyS);
+    const std::string log = slurp(console);
+    ASSERT_NE(vm_status, -1) << "the guest did not finish within 60 s:\n" << log;
+    EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;
+    const size_t at = log.find("vcpu_is_preempted: ");
+    ASSERT_NE(at, std::string::npos) << "lockbench printed no vcpu_is_preempted line:\n" << log;
+    unsigned long said = 0, asked = 0;
+    ASSERT_EQ(std::sscanf(log.c_str() + at, "vcpu_is_preempted: %lu of %lu", &said, &asked), 2) << log.substr(at);
+    std::printf("MEASURED %s\n", log.substr(at, log.find('\n', at) - at).c_str());
+    EXPECT_NE(log.find("host words mapped", at), std::string::npos) << log.substr(at);
+    EXPECT_GT(said, 0u) << log.substr(at);
+    EXPECT_LT(said, asked) << log.substr(at);  // and "running" while vCPU 1 ran
 }
 
 }  // namespace

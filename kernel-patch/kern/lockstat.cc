@@ -7,6 +7,8 @@
 #include "lockclass.h"
 #include "mem.h"
 #include "proc.h"
+#include "region.h"
+#include "spinlab/vcpu_state.h"
 #include "spinlab/syscall.h"
 #include "spinlock.h"
 #include "vm.h"
@@ -73,7 +75,13 @@ void lockstat_init_cpu() {
 }
 
 // One mapping per process, made by its first caller: every CPU's perf data read-write, then
-// the steal-time page read-only, at kUserLockstatBase.
+// the steal-time page read-only, then the page(s) holding the region's vCPU state area
+// read-only (the words the host keeps: vcpu_preempted() for ring-3 locks), at kUserLockstatBase.
+namespace {
+// The user address of the first page of the vCPU state area: after the steal-time page.
+uint64_t vcpu_state_page(uint64_t perf_base, uint64_t stride) { return perf_base + kMaxCpus * stride + 4096; }
+}  // namespace
+
 int64_t lockstat_map_into(Process* p, uint64_t uout) {
     using namespace spinlab;
     constexpr uint64_t kStride = (sizeof(CpuPerfData) + 4095) & ~4095ull;
@@ -98,9 +106,17 @@ int64_t lockstat_map_into(Process* p, uint64_t uout) {
         }
         if (uint64_t st = kvm_steal_areas_page())
             if (!as_map_shared(p->as, m.perf_base + kMaxCpus * kStride, st, 4096, false)) return -kErrNoMem;
+        if (const VcpuStateArea* vs = region_vcpu_state()) {
+            const uint64_t pa = uint64_t(vs), page = pa & ~4095ull;
+            const uint64_t end = (pa + sizeof(VcpuStateArea) + 4095) & ~4095ull;
+            if (!as_map_shared(p->as, vcpu_state_page(m.perf_base, kStride), page, end - page, false))
+                return -kErrNoMem;
+        }
         p->lockstat_mapped = true;
     }
     if (kvm_steal_areas_page()) m.steal_base = m.perf_base + kMaxCpus * kStride;
+    if (const VcpuStateArea* vs = region_vcpu_state())
+        m.vcpu_state_base = vcpu_state_page(m.perf_base, kStride) + (uint64_t(vs) & 4095);
     if (int64_t r = copy_to_user(p->as, uout, &m, sizeof m)) return r;
     return 0;
 }

@@ -139,6 +139,9 @@ int64_t map_lockstat(Process* p, uint64_t uout) {
                                m.perf_stride * m.cpu_count, kTraceMemUser | kTraceMemWritable);
         if (m.steal_base)
             locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.steal_base, 4096, kTraceMemUser);
+        if (m.vcpu_state_base)
+            locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.vcpu_state_base & ~4095ull,
+                                   4096, kTraceMemUser);
     }
     return r;
 }

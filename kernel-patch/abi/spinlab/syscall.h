@@ -31,7 +31,8 @@ enum Syscall : uint64_t {
     kSysQuerySystemInformation = 19,  // (class, buf, len, uint32* return_len) -> NTSTATUS
     kSysSetSystemInformation = 20,    // (class, buf, len) -> NTSTATUS
     kSysMapLockstat = 21,   // (LockstatMapping* out) -> 0; privileged: map the per-CPU perf
-                            // data (and steal time) so ring-3 locks are counted as kernel ones
+                            // data (and steal time, and the host-kept vCPU state words) so
+                            // ring-3 locks are counted, and see preemption, as kernel ones
     kSysTraceSpinlock = 22, // (const TraceSpinlockEvent* e) -> 0; after kSysMapLockstat: a ring-3
                             // lock's spinlock event (spinlab/trace.h), payload filled and rules
                             // decided by the caller (locktrace/sampling.h); the kernel writes the
@@ -80,8 +81,11 @@ struct LockstatMapping {
     uint32_t pv_spin_bound;      // pvspin=
     uint32_t instrument_level;   // the kernel's INSTRUMENT level
     uint64_t long_wait_cycles;   // longwait=: contended waits at least this long are long waits
+    uint64_t vcpu_state_base;    // the region's VcpuStateArea (spinlab/vcpu_state.h, read-only),
+                                 //   or 0 without a shared region
+    uint64_t reserved[7];
 };
-static_assert(sizeof(LockstatMapping) == 64);
+static_assert(sizeof(LockstatMapping) == 128);
 constexpr uint64_t kUserLockstatBase = 0x0000700000000000ull;  // where the mapping goes
 
 inline const char* error_name(int64_t e) {

@@ -26,6 +26,7 @@
 #include "locktrace/spinlock_event.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
+#include "spinlab/vcpu_state.h"
 
 using namespace spinlab;
 
@@ -77,9 +78,19 @@ struct UserEnv {
     void yield_to(uint32_t) { sys::yield(); }
     void spin_check(const spinlock::Lock&, uint64_t) {}
     uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
-    // KVM's steal-time `preempted` byte of that CPU (mapped read-only); false without steal
-    // time (TCG), so there pvmcs spins as mcs does.
-    bool vcpu_is_preempted(uint32_t cpu) { return cpu != kNoCpu && (steal(cpu).preempted & 1); }
+    // As the kernel's vcpu_preempted(): the word the host keeps for that vCPU in the shared
+    // region (mapped read-only; 0 while no host writer runs), or KVM's steal-time `preempted`
+    // byte (mapped read-only; absent under TCG).
+    // Counted (asked, said), and printed at the end: what the preemption-aware locks were told.
+    bool vcpu_is_preempted(uint32_t cpu) {
+        if (cpu == kNoCpu) return false;
+        asked++;
+        const auto* area = reinterpret_cast<const VcpuStateArea*>(map.vcpu_state_base);  // 0: none
+        const bool yes = vcpu_state_off_bits(area, cpu, map.cpu_count) != 0 || (steal(cpu).preempted & 1);
+        said += yes;
+        return yes;
+    }
+    uint64_t asked = 0, said = 0;
     uint64_t now() { return lockstat::read_clock(ClockSource(map.clock_source)); }
     CpuPerfData* perf() {
         return reinterpret_cast<CpuPerfData*>(map.perf_base + uint64_t(cpu_id) * map.perf_stride);
@@ -139,6 +150,7 @@ struct alignas(64) ThreadState {
     uint64_t ops;
     uint64_t acquired[kMaxLocks];
     uint64_t cycles;
+    uint64_t preempted_asked, preempted_said;  // the lock's vcpu_is_preempted() calls, and "yes"
     spinlock::McsNode node;
 };
 ThreadState threads[kMaxThreads];
@@ -179,6 +191,8 @@ void worker(void* p) {
         maybe_refresh_params(sys::rdtsc());
     }
     t.cycles = sys::rdtsc() - t0;
+    t.preempted_asked = env.asked;
+    t.preempted_said = env.said;
 }
 
 uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.user_class_count); }
@@ -226,7 +240,7 @@ int run_round(int n, uint64_t round) {
         sys::sleep_us(duration_ms * 1000);
         stop = true;
     }
-    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {};
+    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {}, asked = 0, said = 0;
     for (int i = 0; i < n; i++) {
         sys::thread_join(tids[i]);
         ThreadState& t = threads[i];
@@ -235,6 +249,8 @@ int run_round(int n, uint64_t round) {
             printf("lockbench: thread %3d cpu %2u: %10lu ops in %6lu ms, %10lu ops/s\n", i, t.cpu, t.ops, ms,
                    ms ? t.ops * 1000 / ms : 0);
         total_ops += t.ops;
+        asked += t.preempted_asked;
+        said += t.preempted_said;
         for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
     }
     // Counts are totals since the start; a round's rate is the round's own.
@@ -243,6 +259,9 @@ int run_round(int n, uint64_t round) {
     if (rounds != 1) format(head, sizeof head, "lockbench: round %lu:", round);
     printf("%s total %lu ops%s", head, total_ops, wall_ms ? "" : "\n");
     if (wall_ms) printf(", %lu ops/s\n", total_ops * 1000 / wall_ms);
+    if (asked)  // only the preemption-aware locks ask (pticket, pvmcs)
+        printf("%s vcpu_is_preempted: %lu of %lu answers said preempted (host words %s, steal time %s)\n", head,
+               said, asked, map.vcpu_state_base ? "mapped" : "absent", map.steal_base ? "mapped" : "absent");
     uint64_t per_class[kMaxLockClasses] = {};
     for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
     int bad = 0;
