@@ -18,8 +18,10 @@
 // hand-over to a preempted successor still waits for that vCPU to run, as in mcs.
 //
 // vcpu_is_preempted() is only as good as the Env's source: the kernel's reads the host's
-// "preempted" word or KVM steal time (kern/vcpu_preempted.h), lockbench's KVM steal time only;
-// without a source it answers false, and this lock behaves as mcs.
+// "preempted" word or KVM steal time (kern/vcpu_preempted.h), lockbench's the same two through its
+// read-only mappings (kSysMapLockstat); without a source it answers false, and this lock behaves
+// as mcs. In ring 3 a yield is a system call: told "preempted" in 1% of its checks, lockbench's
+// pvmcs spent most of its time yielding (experiments/README.md, "The mitigation study").
 #pragma once
 
 #include "atomic_ops.h"
