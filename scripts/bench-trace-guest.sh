@@ -1,67 +1,89 @@
 #!/usr/bin/env bash
 # scripts/bench-trace-guest.sh: what a trace session costs the guest. One boot of a 2-vCPU guest
-# running lockbench with the default experiment's arguments (one test-and-set lock, 200-cycle
-# critical sections, one thread per vCPU) for the whole benchmark. The host alternates windows
-# of WINDOW_S seconds: no session, a session with the spinlock group only, and a session with
-# every group (`--enable all`), each recorded in real-time mode by `spinlab-collect trace record`
-# exactly as a user records one. The session parameters are the defaults (the spinlock sampling
-# parameters too), so the events/s of each mode is reported beside its cost.
+# running WORKLOAD for the whole benchmark; the host alternates windows of WINDOW_S seconds with
+# no session and with a session of each mode, each recorded in real-time mode into a trace file
+# by `spinlab-collect trace record` exactly as a user records one. The session parameters are
+# the defaults (the spinlock sampling parameters too), so the events/s of each mode is reported
+# beside its cost.
 #
-# lockbench's throughput is its classes' acquisitions per second, from the counters in the
-# shared region (`spinlab-collect record`, no channel traffic), over the inside of each window
-# (the first MARGIN_S and last 0.5 s are left out: session start and stop). Each round runs
-# the three modes back to back, in an order rotated every round, and its ratios are taken
-# within the round; the JSON gives every window, the per-round ratios and their medians.
+#   WORKLOAD=lockbench (default): lockbench with the default experiment's arguments (one
+#     test-and-set lock, 200-cycle critical sections, one thread per vCPU): ring-3 locks, whose
+#     events reach the kernel's writer through a system call. Modes: none, spinlock, all.
+#     Throughput: lockbench's acquisitions per second (its user* classes).
+#   WORKLOAD=kmix: kmix, the experiment's kernel workload, as `make run` runs it (spawn, yield,
+#     sleep, map on every vCPU): kernel locks, whose events are written in place. Modes: none,
+#     spinlock. Throughput: acquisitions per second of the kernel classes kmix's operations take
+#     (proc_table, address_space, pmm, heap; not sched, which the timer and idle loop take too,
+#     nor channel and sysinfo, which the trace commands take).
+#   ACCEL=tcg (default) or kvm (nested KVM on the build machines: ring 0 is slow there).
 #
-#   scripts/bench-trace-guest.sh                      ROUNDS=5 WINDOW_S=8, TCG
-#   OUT=build/bench/trace-guest.json ROUNDS=9 scripts/bench-trace-guest.sh
+# The throughput comes from the counters in the shared region (`spinlab-collect record` every
+# 0.25 s, no channel traffic), over the inside of each window (the first MARGIN_S and last 0.5 s
+# are left out: session start and stop). Each round runs every mode back to back, in an order
+# rotated every round, and its ratios are taken within the round; the JSON gives every window,
+# the per-round ratios and their medians, the host CPU, its CPU count, the kernel and the
+# accelerator QEMU ran with.
+#
+#   scripts/bench-trace-guest.sh                      lockbench, TCG, ROUNDS=5 WINDOW_S=8
+#   WORKLOAD=kmix ACCEL=kvm OUT=build/bench/trace-guest-kmix-kvm.json scripts/bench-trace-guest.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/trace-guest.json}
 mkdir -p "$(dirname "$OUT")"
-exec /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" <<'PY'
-import json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+exec /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" \
+    "${WORKLOAD:-lockbench}" "${ACCEL:-tcg}" <<'PY'
+import json, os, platform, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, "vm-images")
 import qemu_launch
 
 out, rounds, window_s, margin_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+workload, accel = sys.argv[5], qemu_launch.choose_accel(sys.argv[6])
 collect = "build/host/bin/spinlab-collect"
 vm = "vm-images/spinlab-vm"
 LOCKBENCH = "--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles 200 --think-cycles 200 --duration-ms 0"
-APPEND = f"longwait=1048576 init=/bin/lockbench {LOCKBENCH}"
-MODES = {"none": None, "spinlock": "spinlock", "all": "all"}
+KMIX = "--duration-ms 0"
+WORKLOADS = {
+    # program and arguments, modes, the classes whose acquisitions measure its throughput
+    "lockbench": (f"/bin/lockbench {LOCKBENCH}", {"none": None, "spinlock": "spinlock", "all": "all"},
+                  lambda name: name.startswith("user")),
+    "kmix": (f"/bin/kmix {KMIX}", {"none": None, "spinlock": "spinlock"},
+             lambda name: name in ("proc_table", "address_space", "pmm", "heap")),
+}
+if workload not in WORKLOADS:
+    raise SystemExit(f"bench-trace-guest: WORKLOAD={workload}: lockbench or kmix")
+PROGRAM, MODES, COUNTED = WORKLOADS[workload]
+APPEND = f"longwait=1048576 init={PROGRAM}"
 END_MARGIN_S = 0.5
 if window_s - margin_s - END_MARGIN_S < 2:
     raise SystemExit("bench-trace-guest: WINDOW_S must leave at least 2 s inside the margins")
 
 
-
-def user_ops(snapshot, user_ids):
+def ops(snapshot, ids):
     return sum(c["perf"]["acquisitions"] for cpu in snapshot["cpus"] for c in cpu["classes"]
-               if c["id"] in user_ids)
+               if c["id"] in ids)
 
 
-def window_rate(snapshots, user_ids, t0_ns, t1_ns):
-    """lockbench ops/s between the first snapshot after t0 + margin and the last before
-    t1 - end margin (host realtime ns), or None if fewer than two fall inside."""
+def window_rate(snapshots, ids, t0_ns, t1_ns):
+    """Acquisitions/s of the classes `ids` between the first snapshot after t0 + margin and the
+    last before t1 - end margin (host realtime ns), or None if fewer than two fall inside."""
     inside = [s for s in snapshots
               if t0_ns + margin_s * 1e9 <= s["host_ns"] <= t1_ns - END_MARGIN_S * 1e9]
     if len(inside) < 2:
         return None, 0.0
     a, b = inside[0], inside[-1]
     secs = (b["host_ns"] - a["host_ns"]) / 1e9
-    return (user_ops(b, user_ids) - user_ops(a, user_ids)) / secs, secs
+    return (ops(b, ids) - ops(a, ids)) / secs, secs
 
 
 load_start = round(os.getloadavg()[0], 2)
 run_dir = tempfile.mkdtemp(prefix="spinlab-tracebench-")
 env = dict(os.environ, SPINLAB_RUN_DIR=run_dir)
-vmname = f"tb{os.getpid()}"
+vmname = f"tb{os.getpid()}{workload[:1]}"
 args = ["--vm", vmname, "--run-dir", run_dir, "--timeout", "20000"]
 counters = None
 try:
-    subprocess.run([vm, "start", vmname, "--cpus", "2", "--accel", "tcg", "--append", APPEND],
+    subprocess.run([vm, "start", vmname, "--cpus", "2", "--accel", accel, "--append", APPEND],
                    env=env, check=True, stdout=subprocess.DEVNULL)
     deadline = time.time() + 120
     while subprocess.run([collect, "trace", "status", *args], env=env, capture_output=True).returncode:
@@ -78,12 +100,12 @@ try:
         if time.time() > deadline or counters.poll() is not None:
             raise SystemExit("bench-trace-guest: spinlab-collect record took no snapshot")
         time.sleep(0.2)
-    time.sleep(2)  # lockbench past its start
+    time.sleep(2)  # the workload past its start
 
     windows = []
     order = list(MODES)
     for r in range(rounds):
-        for mode in order[r % 3:] + order[:r % 3]:
+        for mode in order[r % len(order):] + order[:r % len(order)]:
             t0 = time.time_ns()
             w = {"round": r, "mode": mode}
             if MODES[mode] is None:
@@ -109,48 +131,51 @@ try:
 
     lines = [json.loads(l) for l in open(record_path) if l.strip()]
     header = next(l for l in lines if l["type"] == "header")
-    user_ids = {c["id"] for c in header["classes"] if c["name"].startswith("user")}
+    counted = {c["id"]: c["name"] for c in header["classes"] if COUNTED(c["name"])}
     snapshots = [l for l in lines if l["type"] == "snapshot"]
-    if not user_ids:
-        raise SystemExit("bench-trace-guest: lockbench's classes (user*) are not in the record")
+    if not counted:
+        raise SystemExit(f"bench-trace-guest: {workload}'s lock classes are not in the record")
     for w in windows:
-        w["ops_per_s"], w["measured_s"] = window_rate(snapshots, user_ids, w["t0_ns"], w["t1_ns"])
+        w["ops_per_s"], w["measured_s"] = window_rate(snapshots, counted, w["t0_ns"], w["t1_ns"])
         if w["ops_per_s"] is None:
             raise SystemExit(f"bench-trace-guest: no two snapshots inside window {w}")
         w["ops_per_s"] = round(w["ops_per_s"], 1)
         w["measured_s"] = round(w["measured_s"], 3)
         if "events_written" in w:
             w["events_per_s"] = round(w["events_written"] / (window_s or 1), 1)
-    # Ratios within each round (the three windows are adjacent in time).
+    # Ratios within each round (its windows are adjacent in time).
+    traced = [m for m in MODES if MODES[m]]
     per_round = []
     for r in range(rounds):
         rate = {w["mode"]: w["ops_per_s"] for w in windows if w["round"] == r}
-        per_round.append({"round": r, "spinlock_vs_none": round(rate["spinlock"] / rate["none"], 4),
-                          "all_vs_none": round(rate["all"] / rate["none"], 4)})
+        per_round.append({"round": r, **{f"{m}_vs_none": round(rate[m] / rate["none"], 4) for m in traced}})
     med = lambda xs: round(statistics.median(xs), 4)
     summary = {
         "median_ops_per_s": {m: med([w["ops_per_s"] for w in windows if w["mode"] == m]) for m in MODES},
-        "median_ratio_spinlock_vs_none": med([x["spinlock_vs_none"] for x in per_round]),
-        "median_ratio_all_vs_none": med([x["all_vs_none"] for x in per_round]),
-        "median_events_per_s": {m: med([w["events_per_s"] for w in windows if w["mode"] == m])
-                                for m in MODES if MODES[m]},
+        **{f"median_ratio_{m}_vs_none": med([x[f"{m}_vs_none"] for x in per_round]) for m in traced},
+        **{f"range_ratio_{m}_vs_none": [min(x[f"{m}_vs_none"] for x in per_round),
+                                        max(x[f"{m}_vs_none"] for x in per_round)] for m in traced},
+        "median_events_per_s": {m: med([w["events_per_s"] for w in windows if w["mode"] == m]) for m in traced},
         "events_lost": sum(w.get("events_lost", 0) for w in windows),
     }
-    doc = {"benchmark": "lockbench throughput with a trace session against none, one boot",
-           "unit": "lockbench acquisitions per second (user classes)", "accel": "tcg", "vcpus": 2,
-           "workload": f"lockbench {LOCKBENCH}", "window_s": window_s, "margin_s": margin_s,
-           "rounds": rounds, "host_cpu": qemu_launch.host_cpu_model(), "loadavg_1min_start": load_start,
+    doc = {"benchmark": f"{workload} throughput with a trace session against none, one boot",
+           "workload": f"{PROGRAM}", "unit": "acquisitions per second of the classes counted",
+           "classes_counted": sorted(counted.values()), "accel": accel, "vcpus": 2,
+           "window_s": window_s, "margin_s": margin_s, "rounds": rounds,
+           "host_cpu": qemu_launch.host_cpu_model(), "host_cpus": os.cpu_count(),
+           "host_kernel": platform.release(), "loadavg_1min_start": load_start,
            "loadavg_1min_end": round(os.getloadavg()[0], 2),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "summary": summary,
            "per_round": per_round, "windows": windows}
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     s = summary
-    print(f"bench-trace-guest: lockbench ops/s (median) none {s['median_ops_per_s']['none']:.0f}, "
-          f"spinlock {s['median_ops_per_s']['spinlock']:.0f}, all {s['median_ops_per_s']['all']:.0f}; "
-          f"ratio vs none (median of {rounds} rounds): spinlock {s['median_ratio_spinlock_vs_none']}, "
-          f"all {s['median_ratio_all_vs_none']}; events/s spinlock {s['median_events_per_s']['spinlock']:.0f}, "
-          f"all {s['median_events_per_s']['all']:.0f}; {s['events_lost']} events lost -> {out}")
+    print(f"bench-trace-guest: {workload} ({accel}) ops/s (median) "
+          + ", ".join(f"{m} {s['median_ops_per_s'][m]:.0f}" for m in MODES)
+          + f"; ratio vs none (median of {rounds} rounds): "
+          + ", ".join(f"{m} {s[f'median_ratio_{m}_vs_none']} {s[f'range_ratio_{m}_vs_none']}" for m in traced)
+          + "; events/s " + ", ".join(f"{m} {s['median_events_per_s'][m]:.0f}" for m in traced)
+          + f"; {s['events_lost']} events lost -> {out}")
 finally:
     if counters and counters.poll() is None:
         counters.kill()

@@ -28,6 +28,14 @@ $bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_forma
 echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none"
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
 
+echo "bench: a kernel lock's trace events in the guest: kmix throughput with the spinlock group against none"
+WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+    WORKLOAD=kmix ACCEL=kvm OUT="$out/trace-guest-kmix-kvm.json" scripts/bench-trace-guest.sh
+else
+    echo "bench: no usable /dev/kvm: kmix under KVM left out"
+fi
+
 echo "bench: call stacks: cycles per frame-pointer walk (depth 8/16/32), per event stack cached vs inline"
 $bin/stack_benchmark --benchmark_out="$out/stack-host.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
