@@ -30,7 +30,7 @@
 #include "report_format.h"
 #include "snapshot.h"
 #include "testing/mem_region.h"
-#include "trace_recorder.h"
+#include "trace/trace_recorder.h"
 
 using namespace spinlab;
 using namespace spinlab::collect;

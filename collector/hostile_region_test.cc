@@ -17,7 +17,7 @@
 #include "region_reader.h"
 #include "snapshot.h"
 #include "testing/mem_region.h"
-#include "trace_recorder.h"
+#include "trace/trace_recorder.h"
 
 namespace spinlab::collect {
 namespace {

@@ -8,7 +8,7 @@
 #include <spinlab/trace.h>
 
 #include "error.h"
-#include "trace_text.h"
+#include "trace/trace_text.h"
 
 namespace po = boost::program_options;
 

@@ -11,7 +11,7 @@
 
 namespace spinlab::collect {
 
-// `trace ACTION [FILE]`: unset parameters take the session defaults (locktrace/session.h).
+// `trace ACTION [FILE]`: unset parameters take the session defaults (locktrace/trace_session.h).
 struct TraceOptions {
     std::string action;  // start | stop | status | record | dump | export
     std::string file;    // dump, export: the trace file

@@ -10,7 +10,7 @@
 #include "hog.h"
 #include "pin.h"
 #include "preempt.h"
-#include "session.h"
+#include "command_session.h"
 #include "throttle.h"
 #include "timeline.h"
 

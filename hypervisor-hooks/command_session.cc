@@ -1,4 +1,4 @@
-#include "session.h"
+#include "command_session.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "session.h"
+#include "command_session.h"
 
 namespace spinlab::load {
 

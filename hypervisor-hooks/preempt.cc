@@ -85,7 +85,7 @@ std::unique_ptr<SwitchRecorder> open_switch_records(const std::vector<int>& tids
     }
 }
 
-// The one warning of a fallback, and the facts the ready file states (session.h).
+// The one warning of a fallback, and the facts the ready file states (command_session.h).
 std::vector<std::pair<std::string, std::string>> priority_facts(int asked, const std::string& fallback) {
     if (asked <= 0) return {};
     if (!fallback.empty()) {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "freeze_schedule.h"
-#include "session.h"
+#include "command_session.h"
 #include "thread_cgroup.h"
 #include "thread_targets.h"
 
@@ -32,7 +32,7 @@ struct PreemptConfig {
     std::string out_csv;       // "-" or empty: stdout
     std::string latency_json;  // optional: the freezer's latencies (freeze_latency.h) at exit
     // >0: run the injector SCHED_FIFO at this priority; where that is not permitted (EPERM) it
-    // runs at normal priority with one warning, and the ready file says so (session.h).
+    // runs at normal priority with one warning, and the ready file says so (command_session.h).
     int rt_priority = 0;
     std::string vcpu_state;               // optional: the region file whose vCPU state words to keep
     std::string vcpu_state_latency_json;  // optional: the words' store latencies (PublishStats) at exit

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "session.h"
+#include "command_session.h"
 #include "thread_cgroup.h"
 #include "thread_targets.h"
 

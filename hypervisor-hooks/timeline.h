@@ -19,7 +19,7 @@
 
 #include <string>
 
-#include "session.h"
+#include "command_session.h"
 #include "thread_targets.h"
 
 namespace spinlab::load {

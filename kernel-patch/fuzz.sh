@@ -25,7 +25,7 @@ for target in frame_codec_fuzzer region_header_fuzzer; do
 done
 clang++ "${flags[@]}" "$kp/locktrace/trace_file_fuzzer.cc" "${locktrace[@]}" -o "$out/trace_file_fuzzer"
 col=$root/collector
-clang++ "${flags[@]}" -I "$col" "$col/trace_stacks_fuzzer.cc" "$col/trace_stacks.cc" \
+clang++ "${flags[@]}" -I "$col" "$col/trace/trace_stacks_fuzzer.cc" "$col/trace/trace_stacks.cc" \
     "$kp/locktrace/buffer_parser.cc" -o "$out/trace_stacks_fuzzer"
 # Frames are small; a region needs a page and CPU blocks to get past the size checks; a trace
 # file with a couple of small buffers fits in 16 KB.

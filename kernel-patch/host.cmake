@@ -27,7 +27,7 @@ set(SPINLAB_LOCKSTAT_SOURCES
 )
 set(SPINLAB_SYSINFO_SOURCES
   ${SPINLAB_KP}/sysinfo/memory_buffer.cc
-  ${SPINLAB_KP}/sysinfo/sysinfo.cc
+  ${SPINLAB_KP}/sysinfo/sysinfo_handler.cc
 )
 
 # lockstat/: recording, merging, parameters, the table formatter (the collector links this
@@ -56,7 +56,7 @@ gtest_discover_tests(spinlock_test DISCOVERY_TIMEOUT 30)
 
 # Lab 5's reference solution as lock=student (spinlock/student_solution_test.cc says how).
 # labs/solutions/ may be removed before the labs are handed out: then there is nothing to test.
-set(SPINLAB_STUDENT_SOLUTION ${SPINLAB_KP}/../labs/solutions/student_lock.h)
+set(SPINLAB_STUDENT_SOLUTION ${SPINLAB_KP}/../labs/solutions/student_lock_solution.h)
 if(EXISTS ${SPINLAB_STUDENT_SOLUTION})
   add_executable(student_solution_test ${SPINLAB_KP}/spinlock/student_solution_test.cc)
   target_include_directories(student_solution_test PRIVATE ${SPINLAB_KP}/spinlock)
@@ -82,7 +82,7 @@ gtest_discover_tests(lockstat_test DISCOVERY_TIMEOUT 30)
 add_executable(log2_table_print ${SPINLAB_KP}/lockstat/log2_table_print.cc)
 target_link_libraries(log2_table_print PRIVATE spinlab_lockstat)
 
-add_executable(sysinfo_test ${SPINLAB_KP}/sysinfo/sysinfo_test.cc)
+add_executable(sysinfo_test ${SPINLAB_KP}/sysinfo/sysinfo_handler_test.cc)
 target_link_libraries(sysinfo_test PRIVATE spinlab_sysinfo GTest::gtest_main)
 gtest_discover_tests(sysinfo_test DISCOVERY_TIMEOUT 30)
 
@@ -119,7 +119,7 @@ gtest_discover_tests(channel_test)
 set(SPINLAB_LOCKTRACE_SOURCES
   ${SPINLAB_KP}/locktrace/buffer_parser.cc
   ${SPINLAB_KP}/locktrace/drain.cc
-  ${SPINLAB_KP}/locktrace/session.cc
+  ${SPINLAB_KP}/locktrace/trace_session.cc
   ${SPINLAB_KP}/locktrace/stack_events.cc
   ${SPINLAB_KP}/locktrace/stack_settings.cc
   ${SPINLAB_KP}/locktrace/trace_file.cc
@@ -133,7 +133,7 @@ spinlab_freestanding_check(spinlab_locktrace_freestanding_check spinlab_spinlock
 
 add_executable(locktrace_test
   ${SPINLAB_KP}/locktrace/sampling_test.cc
-  ${SPINLAB_KP}/locktrace/session_test.cc
+  ${SPINLAB_KP}/locktrace/trace_session_test.cc
   ${SPINLAB_KP}/locktrace/spinlock_event_test.cc
   ${SPINLAB_KP}/locktrace/stack_events_test.cc
   ${SPINLAB_KP}/locktrace/trace_file_test.cc

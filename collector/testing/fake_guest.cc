@@ -20,7 +20,7 @@
 #include "host_cpu_env.h"
 #include "lockstat/instrumented_lock.h"
 #include "sysinfo/memory_buffer.h"
-#include "sysinfo/sysinfo.h"
+#include "sysinfo/sysinfo_handler.h"
 
 namespace spinlab::testing {
 namespace {

@@ -6,7 +6,7 @@
 //   - a clock publisher writing the host TSC into the region's ClockArea (a guest TSC that
 //     equals the host's: offset 0, drift 0, which the tests check);
 //   - the real channel server (channel/channel_server.h) over a UNIX socket, one client at a
-//     time like a QEMU chardev, answering with the real sysinfo handler (sysinfo/sysinfo.h).
+//     time like a QEMU chardev, answering with the real sysinfo handler (sysinfo/sysinfo_handler.h).
 #pragma once
 #include <spinlab/sysinfo.h>
 

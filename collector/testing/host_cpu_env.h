@@ -1,4 +1,4 @@
-// collector/testing/host_cpu_env.h: the lock environment (spinlock/spinlock.h and
+// collector/testing/host_cpu_env.h: the lock environment (spinlock/algorithms.h and
 // lockstat/instrumented_lock.h) for a host thread that plays one guest CPU in the fake guest.
 // Each thread owns one CpuPerfData in the shared region, exactly as a guest CPU does.
 #pragma once

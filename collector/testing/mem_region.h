@@ -16,7 +16,7 @@
 
 #include "channel/clock_area.h"
 #include "channel/region_header.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/writer.h"
 
 namespace spinlab::testing {

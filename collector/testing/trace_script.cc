@@ -36,7 +36,7 @@
 #include "locktrace/test_area.h"
 #include "locktrace/trace_file.h"
 #include "locktrace/writer.h"
-#include "trace_export_fields.h"
+#include "trace/trace_export_fields.h"
 
 namespace lt = spinlab::locktrace;
 using namespace spinlab;

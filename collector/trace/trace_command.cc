@@ -1,4 +1,4 @@
-// collector/trace_command.cc: `trace start|stop|status|record|dump` (spinlab/trace.h).
+// collector/trace/trace_command.cc: `trace start|stop|status|record|dump` (spinlab/trace.h).
 //
 // start/stop/status go through the control channel (class 0x1F, sub-class kSpinlabTraceSession:
 // the guest's one sysinfo handler decides). record drains the trace area of the shared region
@@ -23,7 +23,7 @@
 #include "error.h"
 #include "heartbeat.h"
 #include "locktrace/buffer_parser.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/stack_settings.h"
 #include "locktrace/trace_file.h"
 #include "trace_control.h"

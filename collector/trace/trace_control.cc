@@ -1,4 +1,4 @@
-// collector/trace_control.cc: see trace_control.h.
+// collector/trace/trace_control.cc: see trace_control.h.
 #include "trace_control.h"
 
 #include <spinlab/sysinfo.h>

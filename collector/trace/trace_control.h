@@ -1,4 +1,4 @@
-// collector/trace_control.h: a trace session over the control channel (class 0x1F, sub-class
+// collector/trace/trace_control.h: a trace session over the control channel (class 0x1F, sub-class
 // kSpinlabTraceSession; spinlab/trace.h): query, start, stop. The guest's one sysinfo handler
 // decides; these only carry the request and the answer.
 #pragma once

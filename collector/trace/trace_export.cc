@@ -1,4 +1,4 @@
-// collector/trace_export.cc: see trace_export.h.
+// collector/trace/trace_export.cc: see trace_export.h.
 #include "trace_export.h"
 
 #include <fstream>

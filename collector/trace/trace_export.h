@@ -1,4 +1,4 @@
-// collector/trace_export.h: one trace file exported in one format (`trace export`, and the
+// collector/trace/trace_export.h: one trace file exported in one format (`trace export`, and the
 // runner's [trace] export for every repetition).
 #pragma once
 #include <ostream>

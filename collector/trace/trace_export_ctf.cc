@@ -1,4 +1,4 @@
-// collector/trace_export_ctf.cc: see trace_export_ctf.h.
+// collector/trace/trace_export_ctf.cc: see trace_export_ctf.h.
 #include "trace_export_ctf.h"
 
 #include <cmath>

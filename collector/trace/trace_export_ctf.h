@@ -1,4 +1,4 @@
-// collector/trace_export_ctf.h: a trace file as a CTF 1.8 trace (babeltrace2, Trace Compass).
+// collector/trace/trace_export_ctf.h: a trace file as a CTF 1.8 trace (babeltrace2, Trace Compass).
 //
 //   DIR/metadata      TSDL text: generated from the ABI structs (trace_export_fields.h)
 //   DIR/stream_<cpu>  one stream file per CPU; one packet per trace buffer

@@ -1,4 +1,4 @@
-// collector/trace_export_fields.h: the fields of every trace event payload, taken from the ABI
+// collector/trace/trace_export_fields.h: the fields of every trace event payload, taken from the ABI
 // structs of spinlab/trace.h (the one source of truth), for the exporters (the CTF metadata and
 // the Perfetto args).
 //

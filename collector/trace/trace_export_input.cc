@@ -1,4 +1,4 @@
-// collector/trace_export_input.cc: see trace_export_input.h.
+// collector/trace/trace_export_input.cc: see trace_export_input.h.
 #include "trace_export_input.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// collector/trace_export_input.h: what `trace export` reads: a trace file (every checked buffer,
+// collector/trace/trace_export_input.h: what `trace export` reads: a trace file (every checked buffer,
 // per CPU in sequence order, and the last loss counters), and optionally the run's clock.json
 // (guest TSC -> host TSC) and timeline.csv (host vCPU on/off intervals), in the formats of the
 // results directory contract (analysis/README.md).

@@ -1,4 +1,4 @@
-// collector/trace_export_perfetto.cc: see trace_export_perfetto.h.
+// collector/trace/trace_export_perfetto.cc: see trace_export_perfetto.h.
 #include "trace_export_perfetto.h"
 
 #include <spinlab/perfdata.h>

@@ -1,4 +1,4 @@
-// collector/trace_export_perfetto.h: a trace file as Chrome trace-event JSON (the "JSON Object
+// collector/trace/trace_export_perfetto.h: a trace file as Chrome trace-event JSON (the "JSON Object
 // Format" of the Trace Event Format document), which the Perfetto UI and chrome://tracing open.
 //
 // Tracks (pid/tid of the JSON; names in "M" metadata events):

@@ -1,4 +1,4 @@
-// collector/trace_recorder.cc: see trace_recorder.h.
+// collector/trace/trace_recorder.cc: see trace_recorder.h.
 #include "trace_recorder.h"
 
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include "locktrace/drain.h"
 #include "mapped_region.h"
 #include "region_reader.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/trace_file.h"
 
 namespace spinlab::collect {

@@ -1,4 +1,4 @@
-// collector/trace_recorder.h: drains a trace session from the shared region's trace area into a
+// collector/trace/trace_recorder.h: drains a trace session from the shared region's trace area into a
 // trace file (spinlab/trace.h's file format). The region is mapped read-write: taking a buffer
 // gives it back to its CPU. Every frame goes to disk with one write(2) as soon as its buffer is
 // taken, so a guest (or recorder) that dies leaves every whole buffer already taken readable.

@@ -1,4 +1,4 @@
-// collector/trace_stack_dump.cc: see trace_stack_dump.h.
+// collector/trace/trace_stack_dump.cc: see trace_stack_dump.h.
 #include "trace_stack_dump.h"
 
 #include <spinlab/syscall.h>

@@ -1,4 +1,4 @@
-// collector/trace_stack_dump.h: `trace dump --stacks`: each event's call stack under it,
+// collector/trace/trace_stack_dump.h: `trace dump --stacks`: each event's call stack under it,
 // symbolized. Kernel frames (below kUserBase) through the kernel ELF; user frames through the
 // program of the event's process, named by the trace's process or thread events (all programs
 // are linked at the same base, so without a name a user frame stays a bare address).

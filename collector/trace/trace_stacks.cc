@@ -1,4 +1,4 @@
-// collector/trace_stacks.cc: see trace_stacks.h.
+// collector/trace/trace_stacks.cc: see trace_stacks.h.
 #include "trace_stacks.h"
 
 #include <cstring>

@@ -1,4 +1,4 @@
-// collector/trace_stacks.h: call stacks rebuilt from a trace (spinlab/trace.h, "call stacks").
+// collector/trace/trace_stacks.h: call stacks rebuilt from a trace (spinlab/trace.h, "call stacks").
 //
 // Pass 1 (learn): every definition, delete and rundown names a key's frames. Keys are never
 // reused within a session, so a key's frames are the same wherever they appear: order does not

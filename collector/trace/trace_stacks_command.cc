@@ -1,4 +1,4 @@
-// collector/trace_stacks_command.cc: `trace stacks FILE... -o DIR`: the call stacks of one or
+// collector/trace/trace_stacks_command.cc: `trace stacks FILE... -o DIR`: the call stacks of one or
 // more trace files (the repetitions of a phase) summed into the files flame-graph tools and the
 // report read, symbolized as `trace dump --stacks` does:
 //

@@ -1,4 +1,4 @@
-// collector/trace_stacks_fuzzer.cc: libFuzzer target for the stack decoder (trace_stacks.h): the
+// collector/trace/trace_stacks_fuzzer.cc: libFuzzer target for the stack decoder (trace_stacks.h): the
 // input is the events of one trace buffer (a buffer header is put in front, so most inputs get
 // past its checks); whatever the buffer parser accepts is learnt and resolved, and the answers
 // must be consistent: a resolved reference has exactly its key's frames, an inline walk its own,

@@ -1,4 +1,4 @@
-// collector/trace_stacks_test.cc: stacks rebuilt from a trace's events: references resolved
+// collector/trace/trace_stacks_test.cc: stacks rebuilt from a trace's events: references resolved
 // through definitions, and through deletes and rundowns when the definition was lost; a
 // reference nothing defines is lost, never resolved to another stack; pairing with the event
 // before; and the symbolizer on the real kernel ELF (names checked against binutils' nm).

@@ -1,4 +1,4 @@
-// collector/trace_text.cc: see trace_text.h.
+// collector/trace/trace_text.cc: see trace_text.h.
 #include "trace_text.h"
 
 #include <spinlab/perfdata.h>

@@ -1,4 +1,4 @@
-// collector/trace_text.h: trace events as text, one line per event (`spinlab-collect trace
+// collector/trace/trace_text.h: trace events as text, one line per event (`spinlab-collect trace
 // dump`): for people and for tests. The line is stable: fields in a fixed order, `name=value`.
 //
 //   <tsc> cpu=<n> tid=<t> pid=<p> <type> <payload fields...>

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "error.h"
-#include "trace_control.h"
+#include "trace/trace_control.h"
 
 namespace spinlab::run {
 namespace {

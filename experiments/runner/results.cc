@@ -17,7 +17,7 @@
 
 #include "json_writer.h"
 #include "report_format.h"
-#include "trace_text.h"
+#include "trace/trace_text.h"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // experiments/runner/runner.cc: see runner.h. The experiment's loop; its rooms are vm.h (the
-// VM), conditions.h (host conditions), timeline.h, window.h (counters and clock of one
+// VM), conditions.h (host conditions), timeline_recording.h, window.h (counters and clock of one
 // repetition), meta.h and results.h (the files), progress.h and signals.h.
 #include "runner.h"
 
@@ -18,9 +18,9 @@
 #include "progress.h"
 #include "results.h"
 #include "signals.h"
-#include "timeline.h"
+#include "timeline_recording.h"
 #include "trace_exports.h"
-#include "trace_text.h"
+#include "trace/trace_text.h"
 #include "vm.h"
 #include "window.h"
 

@@ -14,9 +14,9 @@
 
 #include "error.h"
 #include "lockstat/params.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/stack_settings.h"
-#include "trace_text.h"
+#include "trace/trace_text.h"
 
 namespace po = boost::program_options;
 

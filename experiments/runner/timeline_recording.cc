@@ -1,5 +1,5 @@
-// experiments/runner/timeline.cc: see timeline.h.
-#include "timeline.h"
+// experiments/runner/timeline_recording.cc: see timeline_recording.h.
+#include "timeline_recording.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-// experiments/runner/timeline.h: the run's timeline.csv: for each repetition, a
+// experiments/runner/timeline_recording.h: the run's timeline.csv: for each repetition, a
 // `spinlab-load timeline` child records when each vCPU thread ran (sched_switch) and writes
 // its rows, in the results' own format and with the condition's freezes marked `frozen`, to
 // logs/timeline-<phase>-r<rep>.csv; once the repetition has ended those rows are added to

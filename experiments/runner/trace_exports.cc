@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "error.h"
-#include "trace_export.h"
-#include "trace_export_input.h"
+#include "trace/trace_export.h"
+#include "trace/trace_export_input.h"
 
 namespace spinlab::run {
 

@@ -12,7 +12,7 @@
 
 #include "error.h"
 #include "guest.h"
-#include "trace_recorder.h"
+#include "trace/trace_recorder.h"
 
 namespace spinlab::run {
 

@@ -16,9 +16,9 @@
 #include <fstream>
 
 #include "channel/region_header.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/writer.h"
-#include "trace_recorder.h"
+#include "trace/trace_recorder.h"
 
 namespace fs = std::filesystem;
 

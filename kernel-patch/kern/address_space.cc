@@ -1,5 +1,5 @@
-// kern/vm.cc: see vm.h. Four-level paging, 4 KiB user pages.
-#include "vm.h"
+// kern/address_space.cc: see address_space.h. Four-level paging, 4 KiB user pages.
+#include "address_space.h"
 
 #include "../arch/x86.h"
 #include "../lib/user_range.h"

@@ -1,5 +1,5 @@
-// kern/vm.h: per-process address spaces. Every address space shares the kernel's identity map
-// of the low 4 GiB (PML4 slot 0, supervisor-only) and has its own user half from
+// kern/address_space.h: per-process address spaces. Every address space shares the kernel's
+// identity map of the low 4 GiB (PML4 slot 0, supervisor-only) and has its own user half from
 // spinlab::kUserBase up. The kernel reaches user memory only through the copy functions below,
 // which walk the page tables: a bad user pointer is an error status, never a kernel fault, and
 // never lands in kernel memory.

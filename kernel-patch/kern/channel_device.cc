@@ -1,6 +1,6 @@
-// kern/channel.cc: see channel.h. The receive interrupt only moves bytes into a ring; a kernel
+// kern/channel_device.cc: see channel_device.h. The receive interrupt only moves bytes into a ring; a kernel
 // thread runs the decoder and the handler, so a large answer is never sent from an interrupt.
-#include "channel.h"
+#include "channel_device.h"
 
 #include "../arch/x86.h"
 #include "channel/channel_server.h"

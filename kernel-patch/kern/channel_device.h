@@ -1,4 +1,4 @@
-// kern/channel.h: the host's control channel: syscall-shaped requests arrive on COM2 (a QEMU
+// kern/channel_device.h: the host's control channel: syscall-shaped requests arrive on COM2 (a QEMU
 // chardev socket on the host), the shared channel server (channel/channel_server.h) decodes
 // them and hands each to the same system-information handler the system calls use.
 #pragma once

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 constexpr uint8_t kVectorTimer = 32;
-constexpr uint8_t kVectorCom2 = 35;   // the host control channel (kern/channel.cc)
+constexpr uint8_t kVectorCom2 = 35;   // the host control channel (kern/channel_device.cc)
 constexpr uint8_t kVectorCom1 = 36;
 constexpr uint8_t kVectorResched = 0xf0;  // "look at the run queue": wakes an idle CPU
 constexpr uint8_t kVectorHalt = 0xf1;     // panic on another CPU: stop here

@@ -33,7 +33,7 @@
 //   sysinfo                          held across a whole set, which takes the kernel's locks
 //   proc_table                       proc.cc (thread_start under g_proc_lock takes sched),
 //                                    lockstat.cc (map_lockstat maps pages: address_space)
-//   address_space                    vm.cc: page tables are allocated under it (pmm, heap)
+//   address_space                    address_space.cc: page tables are allocated under it (pmm, heap)
 //   sched                            the scheduler; wakeups from anywhere above
 //   heap, pmm                        allocators: leaves but for the console
 //   pci                              the configuration port pair

@@ -11,7 +11,7 @@
 #include "spinlab/vcpu_state.h"
 #include "spinlab/syscall.h"
 #include "spinlock.h"
-#include "vm.h"
+#include "address_space.h"
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
                         true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true};

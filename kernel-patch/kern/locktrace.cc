@@ -7,7 +7,7 @@
 #include "../lib/format.h"
 #include "../lockstat/build_level.h"
 #include "../lockstat/clock.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "../locktrace/spinlock_event.h"
 #include "console.h"
 #include "kvm.h"

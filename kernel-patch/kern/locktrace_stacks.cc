@@ -4,7 +4,7 @@
 #include <spinlab/syscall.h>
 
 #include "../arch/x86.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "../locktrace/stack_events.h"
 #include "../locktrace/stack_settings.h"
 #include "../stackwalk/frame_walk.h"
@@ -14,7 +14,7 @@
 #include "proc.h"
 #include "sched.h"
 #include "trap.h"
-#include "vm.h"
+#include "address_space.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 // each CPU's share of the pieces is CacheSize / CPUs. A reader needs no order across CPUs,
 // since a CPU's references only name its own keys.
 //
-// The user part is read only through copy_from_user_active (kern/vm.h): a checked copy that
+// The user part is read only through copy_from_user_active (kern/address_space.h): a checked copy that
 // takes no lock, so a walk inside any lock's release path cannot deadlock on as->lock, and no
 // event can come between an event and its stack.
 #pragma once

@@ -16,7 +16,7 @@
 #include "kshell.h"
 #include "kvm.h"
 #include "lockclass.h"
-#include "channel.h"
+#include "channel_device.h"
 #include "lockstat.h"
 #include "locktrace.h"
 #include "lapic.h"

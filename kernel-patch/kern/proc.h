@@ -4,7 +4,7 @@
 
 #include "sched.h"
 #include "spinlock.h"
-#include "vm.h"
+#include "address_space.h"
 
 constexpr int kMaxProcs = 64;
 constexpr int kMaxProcThreads = 64;

@@ -14,7 +14,7 @@
 #include "prcb.h"
 #include "proc.h"
 #include "region.h"
-#include "vm.h"
+#include "address_space.h"
 
 Spinlock g_sched_lock = SPINLOCK_INIT("sched");
 

@@ -152,7 +152,7 @@ void note_released(const Spinlock* l, uint32_t me) {
         }
 }
 
-// --- the Env (spinlock/spinlock.h and lockstat/instrumented_lock.h list the methods) ---------
+// --- the Env (spinlock/algorithms.h and lockstat/instrumented_lock.h list the methods) ---------
 struct KernelLockEnv {
     uint64_t spin_start = 0;  // lockup detector: TSC at this wait's first check
 

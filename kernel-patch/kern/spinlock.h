@@ -1,5 +1,5 @@
 // kern/spinlock.h: the kernel's spinlock: one of seven algorithms chosen at boot (lock=tas,
-// ticket, mcs, pv, pticket, pvmcs, student; spinlock/spinlock.h lists them), instrumented by
+// ticket, mcs, pv, pticket, pvmcs, student; spinlock/algorithms.h lists them), instrumented by
 // lockstat (lockstat/, INSTRUMENT=0|1|2 at build time). Every lock has a name and a lock class
 // (kern/lockclass.h) given when it is set up, and records its holder CPU and the call site that
 // took it, for the lockup detector and for panics.

@@ -1,5 +1,5 @@
 // kern/syscall.cc: system-call dispatch. Every argument a program passes is checked here or in
-// the copy functions (kern/vm.h) before use; a bad one returns -spinlab::Error.
+// the copy functions (kern/address_space.h) before use; a bad one returns -spinlab::Error.
 #include "locktrace.h"
 #include "../arch/x86.h"
 #include "../lib/user_range.h"

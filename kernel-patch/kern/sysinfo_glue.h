@@ -27,7 +27,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "../sysinfo/sysinfo.h"
+#include "../sysinfo/sysinfo_handler.h"
 
 void sysinfo_init();   // boot CPU, after smp_init(): build the Context (CPUs online, config)
 

@@ -4,7 +4,7 @@
 #include "trap.h"
 
 #include "../arch/x86.h"
-#include "channel.h"
+#include "channel_device.h"
 #include "console.h"
 #include "lapic.h"
 #include "prcb.h"

@@ -1,7 +1,7 @@
 // lockstat/freestanding_check.cc: instantiates the lock paths at every level with a minimal
 // kernel-like environment, compiled only with the kernel's flags (host.cmake), so template
 // code that would not build in the kernel fails the host build too. Never linked.
-#include "../spinlock/spinlock.h"
+#include "../spinlock/algorithms.h"
 #include "build_level.h"
 #include "clock.h"
 #include "instrumented_lock.h"

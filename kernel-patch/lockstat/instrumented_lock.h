@@ -12,7 +12,7 @@
 //              (SpinLockAcquireSampleRate)      at the end stamp             stamped: stamp,
 //              one stamps the hold start                                     record hold
 //
-// The Env is spinlock.h's, plus:
+// The Env is spinlock/algorithms.h's, plus:
 //   uint64_t now();                        the boot-selected clock (clock.h)
 //   CpuPerfData* perf();                   this CPU's perf data; never null (early boot: a
 //                                          scratch block, not the null check on every lock)
@@ -37,7 +37,7 @@
 #include <spinlab/sysinfo.h>
 #include <stdint.h>
 
-#include "../spinlock/spinlock.h"
+#include "../spinlock/algorithms.h"
 #include "lhp.h"
 #include "params.h"
 #include "perf_record.h"

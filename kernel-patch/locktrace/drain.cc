@@ -3,7 +3,7 @@
 #include "drain.h"
 
 #include "buffer_parser.h"
-#include "session.h"
+#include "trace_session.h"
 
 namespace spinlab::locktrace {
 

@@ -5,7 +5,7 @@
 //
 // The guest is not trusted (docs/architecture.md, "What the host trusts"). Every function here
 // takes the session's geometry from `h`, a header the caller copied and checked once with
-// area_parse (session.h), never from the area again; every guest word it needs (produced,
+// area_parse (trace_session.h), never from the area again; every guest word it needs (produced,
 // overwritten) is loaded once into a local and checked against the host's own DrainCursor
 // before it is used. A guest that breaks the protocol gets TakeResult::kCorrupt and a
 // DrainError naming the field; nothing outside [area, area + h.area_size) is read or written

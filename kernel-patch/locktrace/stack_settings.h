@@ -10,7 +10,7 @@
 #include <spinlab/trace.h>
 #include <stdint.h>
 
-#include "session.h"
+#include "trace_session.h"
 
 namespace spinlab::locktrace {
 

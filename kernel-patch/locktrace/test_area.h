@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "session.h"
+#include "trace_session.h"
 
 namespace spinlab::locktrace::testing {
 

@@ -1,5 +1,5 @@
-// locktrace/session.cc: see session.h.
-#include "session.h"
+// locktrace/trace_session.cc: see trace_session.h.
+#include "trace_session.h"
 
 namespace spinlab::locktrace {
 

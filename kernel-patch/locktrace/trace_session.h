@@ -1,4 +1,4 @@
-// locktrace/session.h: trace session parameters (spinlab/trace.h): validation, and laying out
+// locktrace/trace_session.h: trace session parameters (spinlab/trace.h): validation, and laying out
 // the trace area of the shared region for a session. Pure, freestanding: compiled into the
 // kernel and into the host tests.
 //

@@ -1,5 +1,5 @@
-// locktrace/session_test.cc: parameter validation, planning and the area header.
-#include "session.h"
+// locktrace/trace_session_test.cc: parameter validation, planning and the area header.
+#include "trace_session.h"
 
 #include <gtest/gtest.h>
 

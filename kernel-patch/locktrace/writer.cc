@@ -1,7 +1,7 @@
 // locktrace/writer.cc: see writer.h and the protocol in spinlab/trace.h.
 #include "writer.h"
 
-#include "session.h"
+#include "trace_session.h"
 
 namespace spinlab::locktrace {
 

@@ -27,7 +27,7 @@
 
 #include "../lockstat/clock.h"
 #include "drain.h"
-#include "session.h"
+#include "trace_session.h"
 #include "writer.h"
 
 namespace spinlab::locktrace {

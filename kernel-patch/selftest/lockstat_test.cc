@@ -19,7 +19,7 @@
 #include "../kern/spinlock.h"
 #include "../kern/sysinfo_glue.h"
 #include "../lockstat/perf_record.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "../sysinfo/memory_buffer.h"
 
 namespace {

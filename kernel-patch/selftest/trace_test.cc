@@ -23,7 +23,7 @@
 #include "../kern/sysinfo_glue.h"
 #include "../locktrace/buffer_parser.h"
 #include "../locktrace/drain.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "../locktrace/stack_settings.h"
 #include "../sysinfo/memory_buffer.h"
 

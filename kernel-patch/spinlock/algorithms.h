@@ -1,4 +1,4 @@
-// spinlock/spinlock.h: one lock object for the algorithms spinlab compares, chosen at boot
+// spinlock/algorithms.h: one lock object for the algorithms spinlab compares, chosen at boot
 // (lock=) in one kernel binary, and the entry points the instrumentation wraps:
 //
 //   tas      tas_lock.h                  test-and-set, the original lock

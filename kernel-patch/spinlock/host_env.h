@@ -1,4 +1,4 @@
-// spinlock/host_env.h: the environment (spinlock.h's Env, plus lockstat's additions) for
+// spinlock/host_env.h: the environment (algorithms.h's Env, plus lockstat's additions) for
 // running the kernel's lock code on the host: in GoogleTest, where each std::thread plays a
 // CPU, and in the benchmark. Host only (uses <thread>); the kernel has its own Env.
 #pragma once
@@ -13,7 +13,7 @@
 #include "../lockstat/clock.h"
 #include "../lockstat/lhp.h"
 #include "../lockstat/params.h"
-#include "spinlock.h"
+#include "algorithms.h"
 
 namespace spinlab::spinlock {
 

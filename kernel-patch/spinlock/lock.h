@@ -1,4 +1,4 @@
-// spinlock/lock.h: the lock object shared by the algorithms (see spinlock.h).
+// spinlock/lock.h: the lock object shared by the algorithms (see algorithms.h).
 #pragma once
 
 #include <spinlab/perfdata.h>

@@ -1,7 +1,7 @@
 // spinlock/spinlock_test.cc: the lock algorithms on the host, each std::thread playing a CPU;
 // and, single-threaded with a scripted Env (on_spin plays the rest of the machine), the paths
 // that only preemption takes: pticket skipping a stalled turn, pvmcs yielding.
-#include "spinlock.h"
+#include "algorithms.h"
 
 #include <gtest/gtest.h>
 

@@ -32,12 +32,12 @@
 //   env.spin_check(l, spins)     call it every kSpinCheckInterval spins (the lockup detector).
 // No allocation, no libc, no other locks: this runs inside the kernel, often with interrupts off.
 //
-// Instructors: labs/solutions/student_lock.h is a reference solution. To build the kernel with
+// Instructors: labs/solutions/student_lock_solution.h is a reference solution. To build the kernel with
 // it, copy it over this file and rebuild:
-//     cp labs/solutions/student_lock.h kernel-patch/spinlock/student_lock.h && make kernel
+//     cp labs/solutions/student_lock_solution.h kernel-patch/spinlock/student_lock.h && make kernel
 // (git checkout kernel-patch/spinlock/student_lock.h restores the exercise). Both files use
 // the include guard SPINLAB_STUDENT_LOCK_H, so a program that includes the solution before
-// spinlock.h gets the solution: that is how the host test of the solution
+// algorithms.h gets the solution: that is how the host test of the solution
 // (spinlock/student_solution_test.cc) builds it. Remove labs/solutions/ before handing out.
 #ifndef SPINLAB_STUDENT_LOCK_H
 #define SPINLAB_STUDENT_LOCK_H

@@ -1,7 +1,8 @@
-// spinlock/student_solution_test.cc: lab 5's reference solution (labs/solutions/student_lock.h)
-// as lock=student: mutual exclusion under threads, and its yield to a preempted holder. The
-// solution is included before spinlock.h; the two student_lock.h files share their include
-// guard, so spinlock.h's own #include "student_lock.h" (the exercise) is skipped.
+// spinlock/student_solution_test.cc: lab 5's reference solution
+// (labs/solutions/student_lock_solution.h) as lock=student: mutual exclusion under threads, and
+// its yield to a preempted holder. The solution is included before algorithms.h; it shares its
+// include guard with the exercise (student_lock.h), so algorithms.h's own
+// #include "student_lock.h" is skipped.
 // SPINLAB_STUDENT_SOLUTION (host.cmake) is the solution's path. Built only while labs/solutions/
 // exists (an instructor may remove it before handing the labs out).
 #include SPINLAB_STUDENT_SOLUTION
@@ -13,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms.h"
 #include "host_env.h"
-#include "spinlock.h"
 
 namespace spinlab::spinlock {
 namespace {

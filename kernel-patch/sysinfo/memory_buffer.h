@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "sysinfo.h"
+#include "sysinfo_handler.h"
 
 namespace spinlab::sysinfo {
 

@@ -1,8 +1,8 @@
-// sysinfo/sysinfo.cc: see sysinfo.h. One function per information class and direction.
-#include "sysinfo.h"
+// sysinfo/sysinfo_handler.cc: see sysinfo_handler.h. One function per information class and direction.
+#include "sysinfo_handler.h"
 
 #include "../lockstat/perf_record.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "../locktrace/stack_settings.h"
 
 namespace spinlab::sysinfo {

@@ -1,4 +1,4 @@
-// sysinfo/sysinfo.h: the one handler behind query/set system information (sysinfo.h in the
+// sysinfo/sysinfo_handler.h: the one handler behind query/set system information (sysinfo.h in the
 // ABI), transport-free: the system call passes a Buffer whose copies check user pointers, the
 // host channel server one that copies from a frame; both get the same answers.
 //

@@ -1,5 +1,5 @@
-// sysinfo/sysinfo_test.cc: every status path of the query/set handler.
-#include "sysinfo.h"
+// sysinfo/sysinfo_handler_test.cc: every status path of the query/set handler.
+#include "sysinfo_handler.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../lockstat/perf_record.h"
-#include "../locktrace/session.h"
+#include "../locktrace/trace_session.h"
 #include "memory_buffer.h"
 
 namespace spinlab::sysinfo {

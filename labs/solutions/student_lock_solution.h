@@ -1,12 +1,12 @@
-// labs/solutions/student_lock.h: a reference solution of lab 5 ("Write your own lock"): the
-// lock=student lock, to replace kernel-patch/spinlock/student_lock.h (read that file first: it
+// labs/solutions/student_lock_solution.h: a reference solution of lab 5 ("Write your own
+// lock"): the lock=student lock, to replace kernel-patch/spinlock/student_lock.h (read that file first: it
 // states the goal, the four functions and what they may use).
 //
 // Instructors: remove labs/solutions/ before handing the lab out. To run this solution,
 // copy it over the exercise and rebuild the kernel (its initrd's lockbench too):
-//     cp labs/solutions/student_lock.h kernel-patch/spinlock/student_lock.h && make kernel
+//     cp labs/solutions/student_lock_solution.h kernel-patch/spinlock/student_lock.h && make kernel
 // and `git checkout kernel-patch/spinlock/student_lock.h` brings the exercise back. The host
-// test spinlock/student_solution_test.cc includes this file before spinlock.h (the two files
+// test spinlock/student_solution_test.cc includes this file before algorithms.h (the two files
 // share the include guard SPINLAB_STUDENT_LOCK_H, so the first one included wins) and checks
 // mutual exclusion, the backoff and the yield.
 //

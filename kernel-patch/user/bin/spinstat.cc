@@ -6,7 +6,7 @@
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/log2_table.h"
-#include "locktrace/session.h"
+#include "locktrace/trace_session.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
 #include "spinlab/trace.h"
