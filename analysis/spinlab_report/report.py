@@ -1,9 +1,10 @@
 """Write everything for one run: table.txt, table.csv, summary.json (with the verdict), figures/,
-report.md, report.html."""
+report.md, report.html; for a run booted with timing=all also wrk-table.txt (wrk_table.py)."""
 import json
 import os
 
 from . import aggregate, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
+from . import wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
 
@@ -44,9 +45,13 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
     doc = report_doc.build(run, summ, text, figs, opts)
     traces = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
-    if traces:  # before the run's settings, which close the report
+    wrk = wrk_table.section(run.meta, totals, reps)  # a timing=all run: the original's own table
+    if wrk:
+        paths["wrk_table"] = os.path.join(outdir, "wrk-table.txt")
+        write(paths["wrk_table"], wrk[-1][1])
+    if traces or wrk:  # before the run's settings, which close the report
         at = next((i for i, b in enumerate(doc) if b == ("h2", "The run")), len(doc))
-        doc[at:at] = traces
+        doc[at:at] = wrk + traces
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))
     return paths

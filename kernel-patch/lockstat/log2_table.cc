@@ -64,19 +64,65 @@ void bucket_rows(Out& out, const uint64_t* hist, uint64_t total) {
     }
 }
 
+// The WRK table's columns (format_wrk_table; wrk_table.py's LABEL_W, COUNT_W, PCT_W).
+constexpr int kWrkLabelWidth = 8;  // "overflow" fits
+constexpr int kWrkCountWidth = 10;
+constexpr int kWrkPercentWidth = 8;
+
+// Basis points (hundredths of a percent) of count in total, rounded half up; 0 when total is 0.
+uint64_t basis_points(uint64_t count, uint64_t total) {
+    if (total == 0) return 0;
+    // count * 10000 must not overflow; halving both keeps the ratio within rounding.
+    while (count > ~0ull / 10000) {
+        count >>= 1;
+        total >>= 1;
+    }
+    // count above total (a skewed or hostile reading) can halve total to 0.
+    return total != 0 ? (count * 10000 + total / 2) / total : 0;
+}
+
+// One WRK row; the % column is left out (no trailing blanks) where it rounds to 0.00.
+void wrk_row(Out& out, const char* label, uint64_t count, uint64_t total) {
+    const uint64_t bp = basis_points(count, total);
+    out.add("%-*s%*llu", kWrkLabelWidth, label, kWrkCountWidth, (unsigned long long)count);
+    if (bp != 0) {
+        char pct[24];
+        format(pct, sizeof pct, "%02llu.%02llu", (unsigned long long)(bp / 100),
+               (unsigned long long)(bp % 100));
+        out.add("%*s", kWrkPercentWidth, pct);
+    }
+    out.add("\n");
+}
+
 }  // namespace
 
-size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
-    uint64_t bp = 0;  // basis points: hundredths of a percent
-    if (total != 0) {
-        // count * 10000 must not overflow; halving both keeps the ratio within rounding.
-        while (count > ~0ull / 10000) {
-            count >>= 1;
-            total >>= 1;
-        }
-        // count above total (a skewed or hostile reading) can halve total to 0.
-        if (total != 0) bp = (count * 10000 + total / 2) / total;
+size_t format_wrk_table(const uint64_t* hist, uint64_t overflow, char* buf, size_t cap) {
+    Out out(buf, cap);
+    out.add("%-*s%*s%*s\n", kWrkLabelWidth, "cycles", kWrkCountWidth, "count", kWrkPercentWidth, "%");
+    uint64_t total = overflow;
+    int first = -1, last = -1;
+    for (int k = 0; k < static_cast<int>(kHistBuckets); k++) {
+        total += hist[k];
+        if (hist[k] == 0) continue;
+        if (first < 0) first = k;
+        last = k;
     }
+    if (first >= 0) {
+        // One empty row either side, as the original table shows 2^6 and 2^12 around its counts.
+        const int from = first > 0 ? first - 1 : 0;
+        const int to = last < static_cast<int>(kHistBuckets) - 1 ? last + 1 : last;
+        for (int k = from; k <= to; k++) {
+            char label[8];
+            format(label, sizeof label, "2^%2d", k);
+            wrk_row(out, label, hist[k], total);
+        }
+    }
+    if (overflow != 0) wrk_row(out, "overflow", overflow, total);
+    return out.finish();
+}
+
+size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
+    const uint64_t bp = basis_points(count, total);
     return size_t(format(buf, cap, "%llu.%02llu", (unsigned long long)(bp / 100),
                          (unsigned long long)(bp % 100)));
 }

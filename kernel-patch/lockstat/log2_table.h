@@ -9,6 +9,8 @@
 // for the same counters (analysis/spinlab_report/table.py; a pytest compares the two through
 // log2_table_print).
 // Hold table: the same bucket rows and `overflow`, percentages of the timed holds.
+// WRK table (format_wrk_table): the original experiment's own form, for a guest booted with
+// timing=all (timing.h), where every acquisition is in a wait bucket; see below.
 //
 //   cycles               count       %  of all acquisitions
 //   2^7                    135    0.19
@@ -27,6 +29,19 @@ namespace spinlab::lockstat {
 // the length of the whole table, so a caller whose buffer was too small knows what it needs.
 size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap);
 size_t format_hold_table(const LockClassPerf& c, char* buf, size_t cap);
+
+// The original WRK experiment's table for one wait histogram (kHistBuckets counts) and its
+// overflow count: rows from one bucket below the first non-empty one to one above the last
+// (within 0..63), the exponent right-aligned (`2^ 7`, `2^10`), % of all timed acquisitions
+// (buckets + overflow) zero-padded to two integer digits (`00.20`) and left blank where it
+// rounds to 0.00; an `overflow` row only when there are any. spinlab-report prints the same
+// (analysis/spinlab_report/wrk_table.py), the runner prints it at the end of a timing=all run.
+//
+//   cycles       count       %
+//   2^ 6             0
+//   2^ 7           135   00.20
+//   2^ 8         67749   98.06
+size_t format_wrk_table(const uint64_t* hist, uint64_t overflow, char* buf, size_t cap);
 
 // count / total as a percentage with two decimals, rounded half up ("98.06"; "0.00" when
 // total is 0). Writes at most cap - 1 characters and a NUL; returns the full length.

@@ -4,8 +4,10 @@
 //
 // Input: per table one line of 67 unsigned integers: acquisitions, uncontended, overflow, then
 // the 64 wait buckets. Output: the tables, each followed by an empty line. Exit 2 with a
-// message naming the line for malformed input.
+// message naming the line for malformed input. With --wrk: the original WRK experiment's table
+// (format_wrk_table: the buckets and the overflow) instead of the log2 wait table.
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -13,7 +15,28 @@
 
 #include "log2_table.h"
 
-int main() {
+namespace {
+
+std::string table(const spinlab::LockClassPerf& c, bool wrk) {
+    using namespace spinlab::lockstat;
+    if (wrk) {
+        std::string out(format_wrk_table(c.wait_hist, c.wait_overflow, nullptr, 0) + 1, '\0');
+        out.resize(format_wrk_table(c.wait_hist, c.wait_overflow, out.data(), out.size()));
+        return out;
+    }
+    std::string out(format_wait_table(c, nullptr, 0) + 1, '\0');
+    out.resize(format_wait_table(c, out.data(), out.size()));
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const bool wrk = argc == 2 && std::strcmp(argv[1], "--wrk") == 0;
+    if (argc > 2 || (argc == 2 && !wrk)) {
+        std::fprintf(stderr, "usage: log2_table_print [--wrk] < counters\n");
+        return 2;
+    }
     std::string line;
     int line_no = 0;
     while (std::getline(std::cin, line)) {
@@ -33,9 +56,7 @@ int main() {
         c.uncontended = v[1];
         c.wait_overflow = v[2];
         for (unsigned k = 0; k < spinlab::kHistBuckets; ++k) c.wait_hist[k] = v[3 + k];
-        std::string out(spinlab::lockstat::format_wait_table(c, nullptr, 0) + 1, '\0');
-        out.resize(spinlab::lockstat::format_wait_table(c, out.data(), out.size()));
-        std::cout << out << "\n";
+        std::cout << table(c, wrk) << "\n";
     }
     return 0;
 }
