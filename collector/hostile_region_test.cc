@@ -267,6 +267,32 @@ TEST(HostileRegionHeader, EachBadFieldIsNamed) {
     EXPECT_EQ(reader_error(r).exit_code(), kExitAbi);
 }
 
+// Both readers of the region judge its header alike (attach_layout): a region of another ABI
+// version is exit 4 with both versions named for `trace record` as for the counters, and the
+// recorder leaves no descriptor open (the drain's own mapper once leaked it on a throw).
+TEST(HostileRegionHeader, AnotherAbiVersionIsNamedAlikeByBothReaders) {
+    MemRegion r(2, 4, TraceLoggerMode::kRealTime);
+    r.header()->abi_version = 99;
+    const std::string reader_says = reader_error(r).what();
+    EXPECT_NE(reader_says.find("ABI version mismatch: the shared region " + r.path() +
+                               " has region ABI 99"),
+              std::string::npos)
+        << reader_says;
+    TempFile out;
+    const auto open_fds = [] {
+        return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), {});
+    };
+    const auto before = open_fds();
+    try {
+        TraceRecorder rec(r.path(), out.path);
+        FAIL() << "no error";
+    } catch (const CollectError& e) {
+        EXPECT_EQ(e.exit_code(), kExitAbi);
+        EXPECT_EQ(std::string(e.what()), reader_says);
+    }
+    EXPECT_EQ(open_fds(), before);
+}
+
 // Attached, the reader re-reads the header only at a new generation; a header broken then is a
 // corrupt region (a fresh attach would call the same bytes "not set up yet", exit 3).
 TEST(HostileRegionHeader, BrokenAfterAttachIsCorrupt) {

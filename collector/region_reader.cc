@@ -30,6 +30,19 @@ const char* region_field(RegionError e) {
     }
 }
 
+bool transient(RegionError e) { return e == RegionError::kBusy || e == RegionError::kBadMagic; }
+
+// region_parse until it gives a lasting answer or `wait` has passed.
+RegionError parse_waiting(const uint8_t* base, size_t size, std::chrono::milliseconds wait,
+                          RegionLayout* layout) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+        const RegionError e = region_parse(base, size, layout);
+        if (!transient(e) || std::chrono::steady_clock::now() >= deadline) return e;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
 }  // namespace
 
 CollectError region_error(const std::string& path, RegionError e, const void* base) {
@@ -60,41 +73,37 @@ std::string check_clock(const ClockReading& r, const RegionLayout& layout, const
     return "";
 }
 
-RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds timeout)
-    : path_(path), map_(path, MappedRegion::Access::kRead), base_(map_.data()), mapped_(map_.size()) {
-    parse(timeout);
-    attached_ = true;
+RegionLayout attach_layout(const MappedRegion& map, std::chrono::milliseconds wait) {
+    RegionLayout layout;
+    const RegionError e = parse_waiting(map.data(), map.size(), wait, &layout);
+    if (e == RegionError::kNone) return layout;
+    if (transient(e))
+        throw CollectError(kExitNoVm, "the guest has not set up the shared region " + map.path() +
+                                          " within " + std::to_string(wait.count()) + " ms (" +
+                                          region_error_name(e) + ")");
+    throw region_error(map.path(), e, map.data());  // another ABI (exit 4) or a broken header
 }
+
+RegionReader::RegionReader(const std::string& path, std::chrono::milliseconds timeout)
+    : path_(path), map_(path, MappedRegion::Access::kRead), base_(map_.data()), mapped_(map_.size()),
+      layout_(attach_layout(map_, timeout)) {}
 
 RegionReader::~RegionReader() = default;
 
-void RegionReader::parse(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        RegionError e = region_parse(base_, mapped_, &layout_);
-        if (e == RegionError::kNone) {
-            last_clock_.reset();  // a new layout: its clock count starts again
-            return;
-        }
-        bool transient = e == RegionError::kBusy || e == RegionError::kBadMagic;
-        if (transient && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            continue;
-        }
-        if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData)
-            throw region_error(path_, e, base_);  // another kernel (a reboot into it): exit 4
-        if (attached_)  // it was valid when we attached: the guest broke it since
-            throw CollectError(kExitCorrupt,
-                               corrupt_region_message(path_, std::string("region header, after a "
-                                                                         "new generation: ") +
-                                                                 region_field(e) + ": " +
-                                                                 region_error_name(e)));
-        if (transient)
-            throw CollectError(kExitNoVm, "the guest has not set up the shared region " + path_ +
-                                              " within " + std::to_string(timeout.count()) +
-                                              " ms (" + region_error_name(e) + ")");
-        throw region_error(path_, e, base_);
+// The guest re-laid the region out (a new generation: a reboot) after we attached.
+void RegionReader::reparse() {
+    const RegionError e = parse_waiting(base_, mapped_, std::chrono::milliseconds(1000), &layout_);
+    if (e == RegionError::kNone) {
+        last_clock_.reset();  // a new layout: its clock count starts again
+        return;
     }
+    if (e == RegionError::kBadVersion || e == RegionError::kBadPerfData)
+        throw region_error(path_, e, base_);  // another kernel (a reboot into it): exit 4
+    // It was valid when we attached: the guest broke it since.
+    throw CollectError(kExitCorrupt,
+                       corrupt_region_message(path_, std::string("region header, after a new "
+                                                                 "generation: ") +
+                                                         region_field(e) + ": " + region_error_name(e)));
 }
 
 Snapshot RegionReader::snapshot() {
@@ -117,7 +126,7 @@ Snapshot RegionReader::snapshot() {
         }
         s.read_cycles = host_tsc() - s.host_tsc;
         if (region_end_read(base_, layout_) == RegionError::kNone) return s;
-        parse(std::chrono::milliseconds(1000));  // re-laid out (guest reboot): read again
+        reparse();  // re-laid out (guest reboot): read again
     }
     throw CollectError(kExitCorrupt, corrupt_region_message(path_, "region header: generation "
                                                                    "changed at each of 100 reads"));
@@ -132,7 +141,7 @@ bool RegionReader::read_clock(ClockReading* r) {
     std::string bad = check_clock(*r, layout_, last_clock_ ? &*last_clock_ : nullptr);
     if (!bad.empty() && last_clock_ && region_end_read(base_, layout_) != RegionError::kNone) {
         // A count below the last is a reboot when the generation moved: start over there.
-        parse(std::chrono::milliseconds(1000));
+        reparse();
         bad = check_clock(*r, layout_, nullptr);
     }
     if (!bad.empty()) throw CollectError(kExitCorrupt, corrupt_region_message(path_, bad));

@@ -28,6 +28,12 @@ namespace spinlab::collect {
 // header is copied once from it for the message).
 CollectError region_error(const std::string& path, RegionError e, const void* base);
 
+// The header of a region just mapped, judged the same way for every reader (RegionReader, the
+// trace drain): region_parse, retried while the guest is still laying the region out (kBusy,
+// kBadMagic) for up to `wait`. Throws CollectError: kExitNoVm (never laid out within `wait`),
+// kExitAbi ("ABI version mismatch", both versions named), kExitCorrupt naming the field.
+RegionLayout attach_layout(const MappedRegion& map, std::chrono::milliseconds wait);
+
 // The longest publication period a guest may state (its timer tick is 10 ms).
 inline constexpr uint32_t kMaxClockPeriodUs = 1'000'000;
 
@@ -73,7 +79,8 @@ public:
     bool unlinked() const;
 
 private:
-    void parse(std::chrono::milliseconds timeout);
+    // The guest re-laid the region out after we attached: a header it breaks now is corrupt.
+    void reparse();
     std::optional<ClockSample> sample_once(std::chrono::steady_clock::time_point deadline);
     // One attempt at a consistent publication, checked (throws as clock() does).
     bool read_clock(ClockReading* r);
@@ -83,8 +90,7 @@ private:
     MappedRegion map_;             // read-only
     const uint8_t* const base_;    // map_.data()
     const size_t mapped_;          // map_.size()
-    RegionLayout layout_{};
-    bool attached_ = false;  // the first parse succeeded: a later failure is a corrupt region
+    RegionLayout layout_;          // attach_layout's, then reparse()'s at a new generation
     std::optional<ClockReading> last_clock_;  // the last publication accepted (this generation)
 };
 

@@ -116,8 +116,9 @@ step "vm-images (pytest)" pytest_dir vm-images
 step "collector against the real guest (pytest)" pytest_dir collector/tests
 step "experiment sweeps through Snakemake (pytest)" pytest_dir experiments/sweep/tests
 step "spinlab front-end (pytest)" pytest_dir frontend/tests
-# The classroom labs' checkers (labs/README.md): labs 1, 2 and 4 on two real reduced boots under
-# TCG, labs 3 and 5 on recorded real results; each also on results without its phenomenon (~40 s)
+# The classroom labs' checkers (labs/README.md): every lab's experiment at a reduced size under TCG
+# (10 boots), and labs 3 and 5 on recorded full-size results; each also on results without its
+# phenomenon (~2.5 min)
 step "classroom labs: checkers on real and edited results (pytest)" pytest_dir labs
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
 # hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min

@@ -23,13 +23,10 @@ namespace lt = locktrace;
 // The shared region mapped read-write (the drain gives buffers back), and its trace section.
 class TraceRegion {
 public:
+    // The header is judged as RegionReader judges it (attach_layout: another ABI version is
+    // exit 4, both versions named); a throw leaves nothing open or mapped (MappedRegion).
     explicit TraceRegion(const std::string& path) : map_(path, MappedRegion::Access::kReadWrite) {
-        RegionLayout layout;
-        const RegionError e = region_parse(map_.data(), map_.size(), &layout);
-        if (e == RegionError::kBusy || e == RegionError::kBadMagic)
-            throw CollectError(kExitNoVm, "the guest has not set up the shared region " + path + " (" +
-                                              region_error_name(e) + ")");
-        if (e != RegionError::kNone) throw region_error(path, e, map_.data());
+        const RegionLayout layout = attach_layout(map_, std::chrono::milliseconds(1000));
         const RegionSectionEntry& t = layout.section(RegionSection::kTrace);
         area_ = map_.data() + t.offset;
         area_size_ = t.size;

@@ -1,13 +1,15 @@
 """`spinlab lab`: list the labs, run a lab's experiment, check results against its worksheet.
 
     spinlab lab list
-    spinlab lab start N [--out DIR] [--no-report] [-- SPINLAB-RUN OPTIONS...]
+    spinlab lab start N [--out DIR] [--no-report] [--only RUN,...] [-- SPINLAB-RUN OPTIONS...]
     spinlab lab check N RESULTS
 
 `start` runs the lab's spinlab-run invocation(s) (registry.RUNS, each with --spec the lab's
 lab.ini) into DIR/labN-<name>-<date>/ (DIR: results), then spinlab-report on each run, and
 prints the directory and the check command. Options after `--` go to every spinlab-run (a
-shorter run: `-- --run.duration 4 --run.repetitions 1`).
+shorter run: `-- --run.duration 4 --run.repetitions 1`). `--only` runs some of a lab's runs
+(labs 3 and 5 have several: `--only student,verify` after changing lab 5's lock); copy the
+others' folders in from an earlier start before `check`.
 
 `check` prints, for each expected observation of the worksheet, whether the results show it
 and, when not, why not, in plain words. Exit status: 0 every observation shown, 1 some not
@@ -26,7 +28,7 @@ from . import registry
 from .observe import LabInputError
 
 USAGE = """usage: spinlab lab list
-       spinlab lab start N [--out DIR] [--no-report] [-- SPINLAB-RUN OPTIONS...]
+       spinlab lab start N [--out DIR] [--no-report] [--only RUN,...] [-- SPINLAB-RUN OPTIONS...]
        spinlab lab check N RESULTS
 """
 
@@ -56,8 +58,9 @@ def cmd_list(labs_dir: str) -> int:
 
 
 def _parse_start(args: list):
-    """(out, report, runner options) of `start`'s arguments after N; ValueError on a bad one."""
-    out, report, extra = "results", True, []
+    """(out, report, only, runner options) of `start`'s arguments after N; ValueError on a bad one.
+    only: the run names given to --only, or None (every run)."""
+    out, report, only, extra = "results", True, None, []
     if "--" in args:
         i = args.index("--")
         args, extra = args[:i], args[i + 1:]
@@ -69,9 +72,27 @@ def _parse_start(args: list):
                 raise ValueError("--out needs a directory")
         elif a == "--no-report":
             report = False
+        elif a == "--only":
+            names = next(it, None)
+            if not names:
+                raise ValueError("--only needs run names, e.g. --only student,verify")
+            only = [n for n in names.split(",") if n]
         else:
             raise ValueError(f"unknown option '{a}' for start (runner options go after '--')")
-    return out, report, extra
+    return out, report, only, extra
+
+
+def _selected(lab, only):
+    """The lab's RUNS, or those named in only; ValueError naming a run the lab does not have."""
+    if only is None:
+        return list(lab.module.RUNS)
+    names = [r[0] for r in lab.module.RUNS]
+    if names == [None]:
+        raise ValueError(f"lab {lab.number} has a single run: --only is for labs with several")
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise ValueError(f"lab {lab.number} has no run '{unknown[0]}': its runs are {', '.join(names)}")
+    return [r for r in lab.module.RUNS if r[0] in only]
 
 
 def _run(cmd: list) -> int:
@@ -88,13 +109,14 @@ def _vm_run(bindir: str, out_dir: str, name: str, opts: list) -> int:
 
 def cmd_start(lab, args: list, bindir: str) -> int:
     try:
-        out, report, extra = _parse_start(args)
+        out, report, only, extra = _parse_start(args)
+        selected = _selected(lab, only)
     except ValueError as e:
         return _err(str(e))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     top = os.path.join(out, f"lab{lab.number}-{lab.slug}-{stamp}")
     runs = []
-    for sub, opts, *kind in lab.module.RUNS:
+    for sub, opts, *kind in selected:
         if kind == ["vm"]:
             # a failing boot (a broken student lock) is for `check` to explain, not a reason to stop
             rc = _vm_run(bindir, os.path.join(top, sub), f"lab{lab.number}-{sub}", opts)

@@ -41,5 +41,12 @@ def replace_phase(run_dir: str, phase: str, with_phase: str):
                 json.dump(doc, f)
 
 
+def swap_snapshots(results: str, into: str, frm: str):
+    """into's snapshots become copies of frm's (file names kept): into's lock made frm's counts."""
+    snaps = os.path.join(results, into, "snapshots")
+    for name in os.listdir(snaps):
+        shutil.copy(os.path.join(results, frm, "snapshots", name), os.path.join(snaps, name))
+
+
 def by_name(observations) -> dict:
     return {o.name: o for o in observations}

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import DATA, by_name, copy_run
+from conftest import DATA, by_name, copy_run, swap_snapshots
 from spinlab_labs import registry
 from spinlab_labs.observe import LabInputError
 
@@ -23,13 +23,6 @@ def check(number: int, results: str) -> dict:
     for o in obs:
         print(f"lab {number} {o.name}: {'shown' if o.shown else 'NOT shown'}: {o.why}")
     return by_name(obs)
-
-
-def swap_snapshots(results: str, into: str, frm: str):
-    """into's snapshots become copies of frm's (file names kept): into's lock made frm's counts."""
-    snaps = os.path.join(results, into, "snapshots")
-    for name in os.listdir(snaps):
-        shutil.copy(os.path.join(results, frm, "snapshots", name), os.path.join(snaps, name))
 
 
 def test_lab3_on_recorded_runs():
