@@ -26,11 +26,10 @@ Expected observations (the worksheet's "What you should observe", in its order):
                     lies in 2^22..2^30 cycles (1.6 ms to 0.4 s at 2.6 GHz)
 Needs a run with phases idle-host and host-load (lab 1's or lab 2's).
 """
-import re
 
 from spinlab_labs import observe
 from spinlab_labs.observe import Observation
-from spinlab_report import buckets
+from spinlab_report import aggregate
 
 TITLE = "Measuring spin-locks"
 GOAL = ("Read the log2 wait table and the wait CDF of one test-and-set lock, find the uncontended "
@@ -71,25 +70,16 @@ def _quiet(run) -> Observation:
     return Observation("quiet baseline", expected, share < MAX_IDLE_OFF and idle_tail < MAX_IDLE_TAIL, seen)
 
 
-def _threads_per_cpu(run) -> int:
-    """lockbench's --threads-per-cpu in the run's workload (meta.json), 1 when not given."""
-    m = re.search(r"--threads-per-cpu[ =](\d+)", str(run.meta.get("workload") or ""))
-    return max(1, int(m.group(1))) if m else 1
-
-
 def _invariant(run) -> Observation:
+    """The report's rule (spinlab_report.aggregate.invariant_state), records in flight allowed."""
     bad, in_flight = [], 0
-    user_bound = _threads_per_cpu(run)
+    threads = aggregate.threads_per_cpu(run.meta)
     for s in run.snapshots:
         for st in s.stats:
-            err = buckets.invariant_error(st.acquisitions, st.uncontended, st.overflow, st.wait)
-            if not err:
-                continue
-            ahead = st.acquisitions - (st.uncontended + int(st.wait.sum()) + st.overflow)
-            if 0 < ahead <= (user_bound if st.lock_class.startswith(USER) else 1):
-                in_flight += 1
-                continue
-            bad.append(f"{s.name} cpu {st.cpu} {st.lock_class}: {err}")
+            state, err = aggregate.invariant_state(st, threads)
+            in_flight += state == "in_flight"
+            if state == "broken":
+                bad.append(f"{s.name} cpu {st.cpu} {st.lock_class}: {err}")
     n = sum(len(s.stats) for s in run.snapshots)
     return Observation("invariant", "uncontended + sum(wait buckets) + overflow = acquisitions for every lock "
                        "class, CPU and repetition (but for records in flight when the counters were read)",
