@@ -53,3 +53,20 @@ def pixel(values, lo: float, hi: float, pixels: int) -> np.ndarray:
     """The pixel (0 .. pixels-1) of each value on an axis from lo to hi (values outside: clipped)."""
     v = (np.asarray(values, dtype=np.float64) - lo) / ((hi - lo) or 1.0) * pixels
     return np.clip(np.floor(v), 0, pixels - 1).astype(np.int64)
+
+
+def column_runs(col, lo, hi) -> tuple:
+    """Vertical bars (pixel column, first row, last row; rows inclusive) merged per column into
+    the runs of rows they cover: (columns, first rows, last rows) of the runs, one segment per
+    run instead of one per bar, covering the same pixels."""
+    col, lo, hi = (np.asarray(v, dtype=np.int64) for v in (col, lo, hi))
+    if not col.size:
+        return col, lo, hi
+    order = np.lexsort((lo, col))
+    col, lo, hi = col[order], lo[order], hi[order]
+    big = int(max(hi.max(), lo.max())) + 2  # columns sorted: col * big + row grows from column to column
+    reach = np.maximum.accumulate(col * big + hi) - col * big  # the lowest row reached so far in the column
+    new = np.ones(col.size, dtype=bool)
+    new[1:] = (col[1:] != col[:-1]) | (lo[1:] > reach[:-1] + 1)
+    first = np.flatnonzero(new)
+    return col[first], lo[first], np.maximum.reduceat(hi, first)

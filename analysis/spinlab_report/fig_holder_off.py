@@ -6,9 +6,11 @@ a wait with a running holder near 0; the class thresholds are horizontal cuts. W
 attribution gives the fraction per wait (field holder_off_fraction), it is used as is; else it
 is measured here from the host timeline joined through clock.json, and waits that cannot be
 joined have no point (they are counted in the caption). Beyond dense.DENSE points, marks that
-would land on the same pixel as another of their series are drawn once, and rasterized.
+would land on the same pixel as another of their series are drawn once (the range bars: one per
+run of covered pixels in each pixel column), and rasterized.
 """
 import numpy as np
+from matplotlib.collections import LineCollection
 
 from . import dense, lhp
 from .contract import OFF_STATES, UNKNOWN_STATE
@@ -63,64 +65,102 @@ def attributed_fraction(w: dict) -> tuple[float, float, float] | None:
     return (lo + hi) / 2, lo, hi
 
 
-def points(run, threshold: int) -> tuple[list, int, int]:
-    """([(phase, wait cycles, holder-off fraction, class, least, most)], waits without a fraction,
-    fractions measured by the attribution)."""
-    pts, missing, given = [], 0, 0
+def measured_fraction(run, phase: str, w: dict, cache: dict) -> tuple[float, float, float] | None:
+    """The fraction measured here, for a wait the attribution gave no range: off cycles of the
+    holder over the wait on the straight-line clock, or None."""
+    if run.timeline is None or run.clock is None or not w["wait_cycles"]:
+        return None
+    if w["rep"] not in cache:
+        cache[w["rep"]] = off_intervals(run.timeline, phase, w["rep"])
+    a = float(lhp.guest_to_host(w["start_tsc"], run.clock))
+    off = off_cycles(cache[w["rep"]], w["holder_cpu"], a, a + w["wait_cycles"])
+    return None if off is None else (off / w["wait_cycles"],) * 3
+
+
+def points(run, threshold: int) -> tuple[dict, int, int]:
+    """({phase, wait, fraction, lhp, least, most}: one array each, a point per wait that has a
+    fraction, in the order of the waits), waits without a fraction, fractions from the attribution.
+    The attribution's range for the waits that have one (over arrays); the others measured
+    here one by one (measured_fraction)."""
+    cols, missing, given = {k: [] for k in ("phase", "wait", "fraction", "lhp", "least", "most")}, 0, 0
     for phase in run.phases:
         cache = {}
-        for w in dense.long_waits(run, phase, threshold):
-            frac = attributed_fraction(w)
-            given += frac is not None
-            if frac is None and run.timeline is not None and run.clock is not None and w["wait_cycles"] > 0:
-                if w["rep"] not in cache:
-                    cache[w["rep"]] = off_intervals(run.timeline, phase, w["rep"])
-                a = float(lhp.guest_to_host(w["start_tsc"], run.clock))
-                off = off_cycles(cache[w["rep"]], w["holder_cpu"], a, a + w["wait_cycles"])
-                frac = None if off is None else (off / w["wait_cycles"],) * 3
-            if frac is None:
-                missing += 1
-            else:
-                pts.append((phase, w["wait_cycles"], float(frac[0]), w["lhp"], float(frac[1]), float(frac[2])))
-    return pts, missing, given
+        for att in dense.long_waits(run, phase, threshold).columns:
+            wait = att.wait_cycles()
+            frac = np.full((3, len(att)), np.nan)
+            ok = ~np.isnan(att.h_lo) & (wait != 0)
+            lo, hi = (np.minimum(1.0, x[ok] / wait[ok]) for x in (att.h_lo, att.h_hi))
+            frac[:, ok] = (lo + hi) / 2, lo, hi
+            given += int(np.count_nonzero(ok))
+            for k in np.flatnonzero(~ok).tolist():
+                f = measured_fraction(run, phase, att.row(k), cache)
+                if f is not None:
+                    frac[:, k] = f
+            has = ~np.isnan(frac[0])
+            missing += int(np.count_nonzero(~has))
+            cols["phase"].append(np.full(int(np.count_nonzero(has)), phase, dtype=object))
+            cols["wait"].append(wait[has])
+            cols["lhp"].append(att.lhp()[has])
+            for i, key in enumerate(("fraction", "least", "most")):
+                cols[key].append(frac[i][has])
+    empty = {"phase": object, "lhp": object, "wait": np.int64}
+    return ({k: np.concatenate(v) if v else np.zeros(0, dtype=empty.get(k, np.float64)) for k, v in cols.items()},
+            missing, given)
 
 
 FIGSIZE, YLIM = (6, 4.2), (-0.04, 1.04)
 
 
-def thin(x, y, lo_y, hi_y, lo_k: int, hi_k: int, dpi: float) -> np.ndarray:
-    """Indices of the marks to draw: all of them up to dense.DENSE, else one per pixel cell of
-    the figure (point and bar together), which looks the same."""
+def grid(dpi: float) -> tuple[int, int]:
+    """The figure's pixels (columns, rows): the grid dense figures thin their marks to."""
+    return int(FIGSIZE[0] * dpi), int(FIGSIZE[1] * dpi)
+
+
+def thin(x, y, lo_k: int, hi_k: int, dpi: float) -> np.ndarray:
+    """Indices of the points to draw: all of them up to dense.DENSE, else one per pixel cell of
+    the figure, which looks the same."""
     if x.size <= dense.DENSE:
         return np.arange(x.size)
-    w, h = FIGSIZE[0] * dpi, FIGSIZE[1] * dpi
-    col = dense.pixel(np.log2(x), lo_k, hi_k, int(w))
-    rows = [dense.pixel(v, YLIM[0], YLIM[1], int(h)) for v in (y, lo_y, hi_y)]
-    return dense.one_per_cell(col, *rows)
+    w, h = grid(dpi)
+    return dense.one_per_cell(dense.pixel(np.log2(x), lo_k, hi_k, w), dense.pixel(y, YLIM[0], YLIM[1], h))
+
+
+def bars(x, lo_y, hi_y, lo_k: int, hi_k: int, dpi: float) -> tuple:
+    """(x, y from, y to) of the range bars to draw: each bar up to dense.DENSE, else per pixel
+    column one bar per run of the rows the bars cover (dense.column_runs), the same pixels."""
+    if x.size <= dense.DENSE:
+        return x, lo_y, hi_y
+    w, h = grid(dpi)
+    col, r0, r1 = dense.column_runs(dense.pixel(np.log2(x), lo_k, hi_k, w), dense.pixel(lo_y, YLIM[0], YLIM[1], h),
+                                    dense.pixel(hi_y, YLIM[0], YLIM[1], h))
+    row = (YLIM[1] - YLIM[0]) / h
+    return 2.0 ** (lo_k + (col + 0.5) * (hi_k - lo_k) / w), YLIM[0] + r0 * row, YLIM[0] + (r1 + 1) * row
 
 
 def make(run, outdir: str, threshold: int) -> Figure:
     pts, missing, given = points(run, threshold)
-    if not pts:
+    if not pts["wait"].size:
         why = "no long waits were listed" if not missing else \
             f"none of the {missing} long waits could be joined with a host timeline"
         return Figure(NAME, TITLE, missing=why)
-    wait = np.array([q[1] for q in pts], dtype=np.float64)
-    frac, least, most = (np.array([q[i] for q in pts], dtype=np.float64) for i in (2, 4, 5))
-    cls_of, phase_of = np.array([q[3] for q in pts], dtype=object), np.array([q[0] for q in pts], dtype=object)
+    wait = pts["wait"].astype(np.float64)
+    frac, least, most = pts["fraction"], pts["least"], pts["most"]
+    cls_of, phase_of = pts["lhp"], pts["phase"]
     lo, hi = k_range([np.bincount(np.maximum(np.frexp(wait)[1] - 1, 0), minlength=64)])  # bucket_of, vectorized
     fig, ax = plt.subplots(figsize=FIGSIZE)
     markers = ["o", "s", "^", "D", "v", "P"]
     phases = [p for p in run.phases if np.any(phase_of == p)]
-    crowded, thinned = len(pts) > dense.DENSE, False
+    crowded, thinned = wait.size > dense.DENSE, False
     for cls, col in CLASS_COLORS.items():
         for i, phase in enumerate(phases):
             sel = np.flatnonzero((cls_of == cls) & (phase_of == phase))
             if sel.size:
-                keep = sel[thin(wait[sel], frac[sel], least[sel], most[sel], lo, hi, fig.dpi)]
+                keep = sel[thin(wait[sel], frac[sel], lo, hi, fig.dpi)]
                 thinned |= keep.size < sel.size
+                bx, by0, by1 = bars(wait[sel], least[sel], most[sel], lo, hi, fig.dpi)
+                ax.add_collection(LineCollection(np.stack([np.stack([bx, by0], 1), np.stack([bx, by1], 1)], 1),
+                                                 colors=col, linewidths=0.6, alpha=0.5, rasterized=crowded))
                 x, y = wait[keep], frac[keep]
-                ax.vlines(x, least[keep], most[keep], color=col, lw=0.6, alpha=0.5, rasterized=crowded)
                 ax.scatter(x, y, s=14, color=col, marker=markers[i % len(markers)], alpha=0.7, lw=0,
                            label=f"{cls.replace('-', ' ')}, {phase} ({sel.size})", rasterized=crowded)
     log2_axis(ax, lo, hi)
@@ -130,7 +170,7 @@ def make(run, outdir: str, threshold: int) -> Figure:
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
     fig.tight_layout()
     src = ("the attribution's holder off cycles (point: middle of the range the clock bound allows; bar: "
-           "the range)") if given == len(pts) else ("the host timeline's off/frozen intervals joined through "
+           "the range)") if given == wait.size else ("the host timeline's off/frozen intervals joined through "
                                                    "clock.json's straight line" + (f" ({given} from the attribution)" if given else ""))
     note = f" {missing} long wait(s) without a fraction (no timeline coverage or holder unknown) are not drawn." \
         if missing else ""

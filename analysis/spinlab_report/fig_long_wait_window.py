@@ -35,19 +35,20 @@ def busiest_window(starts, width: float) -> tuple[float, int] | None:
 
 
 def pick(run, threshold: int, width: float):
-    """(phase, rep, window start in guest TSC, waits in the window) with the most long waits."""
+    """(phase, rep, window start in guest TSC, waits in the window) with the most long waits;
+    the waits of the window only are made into dicts."""
     best = None
     for phase in run.phases:
-        waits = dense.long_waits(run, phase, threshold)
-        by_rep = {}
-        for w in waits:
-            by_rep.setdefault(w["rep"], []).append(w)
-        for rep, mine in sorted(by_rep.items()):
-            found = busiest_window([w["start_tsc"] for w in mine], width)
-            if found and (best is None or found[1] > len(best[3])):
+        for att in dense.long_waits(run, phase, threshold).columns:  # one per repetition
+            start = att.start_tsc()
+            found = busiest_window(start, width)
+            if found and (best is None or found[1] > best[3].size):
                 t0 = found[0]
-                best = (phase, rep, t0, [w for w in mine if t0 <= w["start_tsc"] < t0 + width])
-    return best
+                best = (phase, att.rep, t0, np.flatnonzero((t0 <= start) & (start < t0 + width)), att)
+    if best is None:
+        return None
+    phase, rep, t0, inside, att = best
+    return phase, rep, t0, [att.row(k) for k in inside.tolist()]
 
 
 def make(run, outdir: str, threshold: int) -> Figure:

@@ -408,27 +408,20 @@ def ended_inside(w: dict, snap) -> bool:
     return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
 
 
-def _classified(s, timeline, clock, threshold: int) -> list:
-    """[(wait, measurement, attribution, the listed row)] for each long wait (>= threshold) of
-    snapshot s, measured once per timeline, clock and threshold: summary.json, the verdict and
-    the figures all ask for the same waits, and measuring a wait against the timeline is most of
-    the report's cost at scale. Kept on the snapshot until forget()."""
+def _classified(s, timeline, clock, threshold: int):
+    """The long waits (>= threshold) of snapshot s measured and attributed (waits.classify: measure
+    and attribute over arrays), once per timeline, clock and threshold: summary.json, the verdict
+    and the figures all ask for the same waits, and measuring them against the timeline is most
+    of the report's cost at scale. Kept on the snapshot until forget()."""
+    from . import waits
     memo = s.__dict__.get("_lhp_memo")
     if memo is not None and memo[0] is timeline and memo[1] is clock and memo[2] == threshold:
         return memo[3]
     cmap = ClockMap(clock) if clock is not None else None
     index = off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
-    rows = []
-    for w in s.long_waits:
-        if w["wait_cycles"] < threshold:
-            continue
-        m = measure(w, index, cmap) if index is not None else None
-        r = attribute(w, m)
-        base = m if m is not None else {"host_start": None, "bound_cycles": None, "holder_off_cycles": None,
-                                        "waiter_off_cycles": None, "holders": holders_of(w)}
-        rows.append((w, m, r, {**w, "rep": s.rep, **base, **r, "in_repetition": ended_inside(w, s)}))
-    s.__dict__["_lhp_memo"] = (timeline, clock, threshold, rows)
-    return rows
+    att = waits.classify(s, index, cmap, threshold)
+    s.__dict__["_lhp_memo"] = (timeline, clock, threshold, att)
+    return att
 
 
 def forget(snaps):
@@ -448,17 +441,17 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
     """
-    out = _new_share()
+    from . import waits
+    out, columns = _new_share(), []
     for s in snaps:
         if s.long_waits is None:
             out["snapshots_without_list"] += 1
             continue
         out["dropped"] += int(s.long_waits_dropped)
-        for w, m, r, row in _classified(s, timeline, clock, threshold):
-            _count(out, w, m, r)
-            out["outside_repetition"] += not row["in_repetition"]
-            out["waits"].append(row)
+        columns.append(_classified(s, timeline, clock, threshold))
+        waits.count(out, columns[-1])  # _count over arrays
+    out["waits"] = waits.Rows(columns)
     known = out["holder_off"] + out["holder_on"]
     out["share"] = out["holder_off"] / known if known else None
-    out["holder_off_fraction"] = fraction_table(out["waits"])
+    out["holder_off_fraction"] = waits.fraction_table(columns)
     return out

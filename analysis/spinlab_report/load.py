@@ -14,6 +14,7 @@ import pandas as pd
 
 from . import contract as c
 from .buckets import NBUCKETS
+from .waits import LongWaits
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Snapshot:
     end_guest_tsc: int | None
     workload: dict
     stats: list
-    long_waits: list | None  # None: the guest gave no list; []: it gave an empty one
+    long_waits: list | None  # waits.LongWaits (reads as a list of dicts); None: the guest gave no list
     long_waits_min_cycles: int | None
     long_waits_dropped: int
     name: str
@@ -162,7 +163,7 @@ def read_snapshot(path: str) -> Snapshot:
             stats.append(class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
     lws = d.get("long_waits")
     if lws is not None:
-        lws = [_long_wait(w, f"{name}: long_waits[{i}]") for i, w in enumerate(c.need(d, "long_waits", list, name))]
+        lws = LongWaits.from_json(c.need(d, "long_waits", list, name), f"{name}: long_waits")
     tsc = lambda key: d.get(key, {}).get("guest_tsc") if isinstance(d.get(key), dict) else None
     dur = d.get("duration_s")
     return Snapshot(c.need(d, "phase", str, name), c.need(d, "rep", int, name),

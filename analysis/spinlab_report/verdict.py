@@ -50,6 +50,7 @@ import math
 import numpy as np
 
 from . import lhp
+from . import waits as waits_mod
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
@@ -79,13 +80,16 @@ def hist_cycles(h) -> tuple[float, float, float]:
     return lo, hi, est
 
 
-def kernel_spin_cycles(snap, waits: list | None) -> dict:
+def kernel_spin_cycles(snap, waits) -> dict:
     """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not.
     The counters take each wait whole when it ends; for the listed long waits (window_waits'
-    result) the cycles outside the repetition are taken off and those inside it of waits that
-    ended after it are added (edge_cycles: the net change)."""
-    edge = sum(cycles_in_window(w, snap) - (w["wait_cycles"] if counted(w, snap) else 0)
-               for w in waits or [] if is_kernel_class(w["class"]))
+    result, a waits.Window or None) the cycles outside the repetition are taken off and those
+    inside it of waits that ended after it are added (edge_cycles: the net change)."""
+    edge = 0
+    if waits:
+        kernel = np.array([is_kernel_class(n) for n in waits.class_names], dtype=bool)[waits.lock_code]
+        if kernel.any():
+            edge = float(np.sum(waits.inside[kernel] - np.where(waits.ended_inside[kernel], waits.wait_cycles[kernel], 0)))
     out = {"lo": edge, "hi": edge, "est": edge, "exact": True, "overflow": 0, "classes": set(), "edge": edge}
     for st in snap.stats:
         if not is_kernel_class(st.lock_class):
@@ -132,22 +136,25 @@ def cycles_in_window(w: dict, snap) -> float:
     return float(max(0, min(w["start_tsc"] + w["wait_cycles"], b) - max(w["start_tsc"], a)))
 
 
-def spun_cycles(waits: list, snap) -> float:
+def spun_cycles(waits, snap) -> float:
     """The cycles inside the repetition during which the waiters' vCPUs were in one of these
-    waits: per waiter CPU the union of the waits' clipped spans, so that waits which overlap on
-    one vCPU (a ring-3 wait interrupted by a kernel wait) count their common time once."""
-    a = snap.start_guest_tsc if snap.start_guest_tsc is not None else -math.inf
-    b = snap.end_guest_tsc if snap.end_guest_tsc is not None else math.inf
-    total = 0.0
-    for cpu in {w["cpu"] for w in waits}:
-        reach = -math.inf
-        for lo, hi in sorted((max(w["start_tsc"], a), min(w["start_tsc"] + w["wait_cycles"], b))
-                             for w in waits if w["cpu"] == cpu):
-            lo = max(lo, reach)
-            if hi > lo:
-                total += hi - lo
-                reach = hi
-    return float(total)
+    waits (a waits.Window): per waiter CPU the union of the waits' clipped spans, so that waits
+    which overlap on one vCPU (a ring-3 wait interrupted by a kernel wait) count their common
+    time once. Sorted by CPU and start, each span adds what reaches past every earlier span's end."""
+    if not len(waits):
+        return 0.0
+    lo, hi = waits.start_tsc, waits.start_tsc + waits.wait_cycles
+    if snap.start_guest_tsc is not None:
+        lo = np.maximum(lo, snap.start_guest_tsc)
+    if snap.end_guest_tsc is not None:
+        hi = np.minimum(hi, snap.end_guest_tsc)
+    order = np.lexsort((hi, lo, waits.cpu))
+    cpu, lo, hi = waits.cpu[order], lo[order], hi[order]
+    starts = np.flatnonzero(np.concatenate(([True], cpu[1:] != cpu[:-1])))
+    reach = lo.copy()  # the latest end of the CPU's earlier spans (its first span: its own start)
+    for s, e in zip(starts.tolist(), np.append(starts[1:], cpu.size).tolist()):
+        reach[s + 1:e] = np.maximum.accumulate(hi[s:e])[:-1]
+    return float(np.sum(np.maximum(0, hi - np.maximum(lo, reach))))
 
 
 def window_waits(run, snap, threshold: int) -> list | None:
@@ -156,8 +163,8 @@ def window_waits(run, snap, threshold: int) -> list | None:
     None without a list."""
     if snap.long_waits is None:
         return None
-    return [w for w in lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"]
-            if cycles_in_window(w, snap) > 0]
+    (att,) = lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
+    return waits_mod.window(att, snap.start_guest_tsc, snap.end_guest_tsc)
 
 
 def rep_values(run, snap, threshold: int) -> dict:
@@ -165,8 +172,8 @@ def rep_values(run, snap, threshold: int) -> dict:
     waits = window_waits(run, snap, threshold)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
-    unplaced = waits is None or bool(waits) and all(w.get("lhp") == "unknown" for w in waits)
-    off = None if unplaced else [w for w in waits if w.get("holder_side") == "off"]
+    unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == "unknown"))
+    off = None if unplaced else waits.where(waits.holder_side == "off")
     vcpus, span = vcpu_count(run, snap), tsc_span(run, snap)
     long_waits = sum(int(st.wait[LONG_K:].sum()) for st in snap.stats)
     return {"rep": snap.rep, "duration_s": snap.duration_s, "long_waits": long_waits, "long_waits_e6": long_waits * 1e6,
@@ -279,13 +286,24 @@ def causes(reps, threshold: int) -> dict:
     out = {c: 0 for c in CAUSES} | {k: 0 for k in RUNNING_KINDS}
     out["long_waits"] = out["hand_overs_placed"] = 0
     for r in reps:
-        for w in r["waits"]:
-            cls = w.get("lhp", "unknown")
-            out[cls if cls in CAUSES else "unknown"] += 1
-            out["long_waits"] += 1
-            out["hand_overs_placed"] += bool(w.get("holds"))
-            if cls == "neither":
-                out[running_kind(w, threshold)] += 1
+        w = r["waits"]  # a waits.Window, or [] without one
+        if not len(w):
+            continue
+        listed = np.isin(w.lhp, CAUSES)
+        for cls in CAUSES:
+            out[cls] += int(np.count_nonzero(w.lhp == cls))
+        out["unknown"] += int(np.count_nonzero(~listed))
+        out["long_waits"] += len(w)
+        out["hand_overs_placed"] += int(np.count_nonzero(w.has_holds))
+        running = w.lhp == "neither"
+        for k in np.flatnonzero(running & w.has_holds).tolist():  # a hand-over chain: its hold lengths
+            out[running_kind(w.row(k), threshold)] += 1
+        h0, h1 = w.holder_cpu[running & ~w.has_holds], w.holder_end_cpu[running & ~w.has_holds]
+        unknown = (h0 < 0) & (h1 < 0)  # running_kind without a chain: holders at start and end
+        one = ~unknown & ((h0 < 0) | (h1 < 0) | (h0 == h1))
+        out["holder_not_known"] += int(np.count_nonzero(unknown))
+        out["slow_holder"] += int(np.count_nonzero(one))
+        out["queued"] += int(np.count_nonzero(~unknown & ~one))
     out["holds_ge_threshold"] = sum(r["holds_ge_threshold"] for r in reps)
     return out
 
@@ -295,10 +313,10 @@ def causes(reps, threshold: int) -> dict:
 def lhp_counts(reps) -> dict:
     """Long waits inside the repetitions by their holder's side: off (preempted), on (running),
     uncertain, unknown; and the share of preempted holders among the decided ones."""
-    sides = [w.get("holder_side") for r in reps for w in r["waits"]]
-    off, on = sides.count("off"), sides.count("on")
-    return {"long_waits": len(sides), "holder_off": off, "holder_on": on, "uncertain": sides.count("uncertain"),
-            "unknown": len(sides) - off - on - sides.count("uncertain"),
+    sides = np.concatenate([r["waits"].holder_side for r in reps if len(r["waits"])] or [np.zeros(0, dtype=object)])
+    off, on, unsure = (int(np.count_nonzero(sides == x)) for x in ("off", "on", "uncertain"))
+    return {"long_waits": len(sides), "holder_off": off, "holder_on": on, "uncertain": unsure,
+            "unknown": len(sides) - off - on - unsure,
             "share": off / (off + on) if off + on else None}
 
 

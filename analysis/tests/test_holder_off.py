@@ -10,7 +10,7 @@ def test_holder_off_fraction_is_the_measured_overlap():
     from spinlab_report import fig_holder_off, load
     run = load.load_run(BASIC)
     pts, missing, given = fig_holder_off.points(run, 1 << 20)
-    by_len = {q[1]: q[2] for q in pts}
+    by_len = dict(zip(pts["wait"].tolist(), pts["fraction"].tolist()))
     assert by_len[4_500_000] == pytest.approx(2_501_000 / 4_500_000)
     # the 5M wait: vCPU 1 off for all of it (+-20 cycles of clock bound); the 17M one: none
     assert by_len[5_000_000] == pytest.approx(1.0, abs=1e-5) and by_len[17_000_000] == 0.0

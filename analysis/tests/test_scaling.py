@@ -78,14 +78,30 @@ def test_one_mark_per_pixel_cell():
     assert dense.pixel([0.0, 0.49, 0.5, 1.0, 7.0], 0.0, 1.0, 2).tolist() == [0, 0, 1, 1, 1]
 
 
+def test_bars_merge_into_runs_of_covered_pixels():
+    """Per pixel column, overlapping or touching bars become one run; the pixels covered stay the same."""
+    col, lo, hi = dense.column_runs([0, 0, 0, 1, 1, 0, 2], [5, 7, 9, 1, 3, 20, 4], [6, 8, 12, 2, 3, 21, 4])
+    assert list(zip(col.tolist(), lo.tolist(), hi.tolist())) == [(0, 5, 12), (0, 20, 21), (1, 1, 3), (2, 4, 4)]
+    rng = np.random.default_rng(5)
+    c = rng.integers(0, 50, 20_000)
+    a = rng.integers(0, 400, 20_000)
+    b = a + rng.integers(0, 30, 20_000)
+    covered = {(int(x), r) for x, y, z in zip(c, a, b) for r in range(int(y), int(z) + 1)}
+    rc, ra, rb = dense.column_runs(c, a, b)
+    runs = {(int(x), r) for x, y, z in zip(rc, ra, rb) for r in range(int(y), int(z) + 1)}
+    assert runs == covered and rc.size < 50 * 400 // 2
+    x, y0, y1 = fig_holder_off.bars(2.0 ** (20 + c / 50 * 6), a / 400, b / 400, 20, 26, 120)
+    assert x.size < dense.DENSE and np.all(y1 > y0)
+
+
 def test_holder_off_figure_thins_dense_series_only():
     n = dense.DENSE + 1
     rng = np.random.default_rng(1)
     x = 2.0 ** rng.uniform(20, 26, n)
     y = rng.random(n)
-    keep = fig_holder_off.thin(x, y, y, y, 20, 26, 120)
+    keep = fig_holder_off.thin(x, y, 20, 26, 120)
     assert keep.size < n and keep.size <= fig_holder_off.FIGSIZE[0] * 120 * fig_holder_off.FIGSIZE[1] * 120
-    assert fig_holder_off.thin(x[:100], y[:100], y[:100], y[:100], 20, 26, 120).tolist() == list(range(100))
+    assert fig_holder_off.thin(x[:100], y[:100], 20, 26, 120).tolist() == list(range(100))
     # every kept mark stands for a pixel no other kept mark of the series covers
     col = dense.pixel(np.log2(x[keep]), 20, 26, 720)
     row = dense.pixel(y[keep], -0.04, 1.04, 504)
@@ -194,11 +210,11 @@ def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(
     """lhp keeps each snapshot's classified waits: a second long_waits_share over the same
     snapshots (the verdict's, per snapshot, after summary.json's, per phase) measures nothing
     again; another threshold, or forget(), measures afresh, with the same result."""
-    from spinlab_report import lhp
+    from spinlab_report import lhp, waits
     run = load.load_run(os.path.join(HERE, "data", "run-basic"))
-    calls = []
-    real = lhp.measure
-    monkeypatch.setattr(lhp, "measure", lambda *a: calls.append(1) or real(*a))
+    calls = []  # one entry per wait measured (waits.classify measures a snapshot's waits at once)
+    real = waits.classify
+    monkeypatch.setattr(waits, "classify", lambda *a: (lambda r: calls.extend([1] * len(r)) or r)(real(*a)))
     snaps = run.snaps("host-load")
     first = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
     n = len(calls)
@@ -210,3 +226,63 @@ def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(
     lhp.forget(snaps)
     again = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
     assert len(calls) == 2 * n + len(higher["waits"]) and again == first
+
+
+def _per_wait_rows(snap, timeline, clock, threshold):
+    """The definition: lhp.measure and lhp.attribute of each wait, one by one, as lhp listed
+    them before the attribution ran over arrays."""
+    from spinlab_report import lhp
+    cmap = lhp.ClockMap(clock)
+    index = lhp.off_index(timeline, snap.phase, snap.rep)
+    rows = []
+    for w in snap.long_waits:
+        if w["wait_cycles"] < threshold:
+            continue
+        m = lhp.measure(w, index, cmap)
+        rows.append({**w, "rep": snap.rep, **m, **lhp.attribute(w, m), "in_repetition": lhp.ended_inside(w, snap)})
+    return rows
+
+
+def random_waits(rng, n, vcpus, span):
+    """Long waits with every kind of holder: one, none known, changed at start/end, hand-over
+    chains placed, unplaced and mixed; every steal-time class."""
+    out = []
+    for _ in range(n):
+        start, wait = int(rng.integers(0, span)), int(rng.integers(1, 4000))
+        h0, h1 = (int(x) if x < vcpus else None for x in rng.integers(0, vcpus + 1, 2))
+        w = {"cpu": int(rng.integers(0, vcpus)), "class": str(rng.choice(["user0", "sched"])), "start_tsc": start,
+             "wait_cycles": wait, "holder_cpu": h0, "holder_end_cpu": h1 if rng.random() < 0.3 else h0,
+             "lhp_class": str(rng.choice(["holder-preempted", "waiter-preempted", "both", "neither", "unknown"])),
+             "holds": None, "holder_steal_ns": None, "waiter_steal_ns": None}
+        if rng.random() < 0.3:
+            k = int(rng.integers(1, 4))
+            w["holds"] = [[int(rng.integers(0, vcpus)), None]] + [
+                [int(rng.integers(0, vcpus)), None if rng.random() < 0.4 else start + int(rng.integers(-50, wait + 50))]
+                for _ in range(k)]
+        out.append(w)
+    return out
+
+
+@pytest.mark.parametrize("with_points", [True, False])
+def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
+    """waits.classify (numpy) lists every long wait exactly as lhp.measure + lhp.attribute do
+    one by one: random waits of every holder kind against a random timeline with off, frozen and
+    unknown rows, a clock with points (bounds vary, waits outside are not placed) or a straight line."""
+    from spinlab_report import lhp
+    from spinlab_report.load import Snapshot
+    rng = np.random.default_rng(11)
+    timeline = pd.DataFrame(random_timeline(rng, vcpus=3, n=300))
+    clock = ({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
+              "points": [[2000, 5, 3.0], [40_000, 9, 1.0], [70_000, 2, 0.0]]} if with_points else
+             {"offset_cycles": 7, "drift_ppm": 2.0, "ref_guest_tsc": 0, "bound_max_cycles": 4.0, "points": []})
+    waits = random_waits(rng, 3000, 4, 80_000)
+    snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], waits, 1, 0, "s")
+    got = list(lhp.long_waits_share([snap], timeline, clock, 200)["waits"])
+    want = _per_wait_rows(snap, timeline, clock, 200)
+    assert len(got) == len(want) > 2000
+    for g, w in zip(got, want):
+        assert g == w, (g, w)
+    kinds = {(r["timeline_holder"], r["holder_source"]) for r in want}
+    assert {("off", "timeline"), ("on", "timeline"), ("uncertain", "timeline"), ("unknown", "steal"),
+            ("unknown", "none")} <= kinds  # every outcome drawn
+    assert sum(1 for r in want if r["holds"] and any(f is None for _, f in r["holds"][1:])) > 100

@@ -1,0 +1,530 @@
+"""Long waits as columns, and their LHP attribution in numpy (a run may list a million).
+
+Contract:
+- `LongWaits.from_json(items, where)`: a snapshot's "long_waits" list, checked as the results
+  contract says (the first bad wait raises load's ContractError naming it, as before), kept as one
+  numpy array per field (no Python object per wait). It reads like the list of dicts it replaces:
+  len(), iteration and [i] give the same dict load used to build; `LongWaits.of(x)` accepts
+  either (tests and tools build snapshots from dicts).
+- `classify(snap, timeline, clock, threshold)`: lhp's measurement and attribution of every long
+  wait (>= threshold) of one snapshot, as an `Attributed` table of columns. It is lhp.measure and
+  lhp.attribute computed over arrays: per vCPU, a binary search in the sorted union of its off
+  intervals (cumulative off cycles before each) gives the off cycles before any time, so each
+  side of each wait costs two searches. A holder that changed at an unknown moment (lhp._extreme:
+  the extremes over every moment) is measured by lhp's own per-wait code; everything else in
+  numpy, with the same floating-point operations in the same order, so every number is the one
+  lhp.measure gives (tests/test_golden_numbers.py, tests/test_scaling.py).
+- `Attributed.row(i)` / `rows()`: the per-wait dicts of lhp.long_waits_share, built only when
+  asked for (tools, tests); the report's tables and figures read the columns.
+"""
+import numpy as np
+
+from . import contract as c
+
+SIDES = ("off", "on", "uncertain", "unknown")
+OFF, ON, UNCERTAIN, UNKNOWN = range(4)
+NO_SOURCE = 2  # lhp.SOURCES[2] == "none"
+_INT_FIELDS = ("cpu", "start_tsc", "wait_cycles")
+UNLISTED_LHP = "unknown"  # a wait's lhp_class when its entry has none (as load._long_wait reads it)
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _cpu_or_none(v) -> int:
+    """load's reading of holder_cpu / holder_end_cpu: an int >= 0, else none (-1 here)."""
+    return int(v) if isinstance(v, int) and v >= 0 else -1
+
+
+class LongWaits:
+    """One snapshot's listed long waits as columns (see the module's contract). Absent values
+    (no holder known, no steal count, an unplaced hand-over) are -1."""
+
+    def __init__(self, cpu, lock_class, class_names, start, wait, holder, holder_end, lhp_code, lhp_names,
+                 holder_steal, waiter_steal, holds_at, holds_cpu, holds_from):
+        self.cpu, self.lock_class, self.class_names = cpu, lock_class, class_names
+        self.start, self.wait, self.holder, self.holder_end = start, wait, holder, holder_end
+        self.lhp_code, self.lhp_names = lhp_code, lhp_names
+        self.holder_steal, self.waiter_steal = holder_steal, waiter_steal
+        # the hand-over chains: wait i's holds are holds_cpu/holds_from[holds_at[i]:holds_at[i+1]]
+        self.holds_at, self.holds_cpu, self.holds_from = holds_at, holds_cpu, holds_from
+
+    @classmethod
+    def of(cls, waits):
+        """waits as LongWaits: as it is, or built from a list of load's dicts (trusted)."""
+        return waits if isinstance(waits, LongWaits) else cls._build(waits)
+
+    @classmethod
+    def from_json(cls, items: list, where: str):
+        """A snapshot's "long_waits" (JSON objects), checked; where names the list in errors."""
+        if not cls._well_formed(items):
+            from .load import _long_wait  # the per-wait checker: raises naming the first bad wait
+            items = [_long_wait(w, f"{where}[{i}]") for i, w in enumerate(items)]
+        else:
+            for i in (i for i, w in enumerate(items) if w.get("holds") is not None):
+                from .load import _holds
+                _holds(items[i], f"{where}[{i}]")
+        return cls._build(items)
+
+    @staticmethod
+    def _well_formed(items: list) -> bool:
+        """Every wait as load._long_wait accepts it (holds are checked apart, where present)."""
+        if not all(isinstance(w, dict) for w in items):
+            return False
+        try:
+            if not all(_is_count(w[k]) for k in _INT_FIELDS for w in items):
+                return False
+            if not all(isinstance(w["class"], str) for w in items):
+                return False
+        except KeyError:
+            return False
+        names = set(c.LHP_CLASSES)
+        if not all(w.get("lhp_class", UNLISTED_LHP) in names for w in items):
+            return False
+        return all(_is_count(w[k]) for k in ("holder_steal_ns", "waiter_steal_ns") for w in items if k in w)
+
+    @classmethod
+    def _build(cls, items: list):
+        n = len(items)
+        i64 = lambda xs: np.fromiter(xs, dtype=np.int64, count=n)
+        lock_codes, lock_names = _codes([w["class"] for w in items])
+        lhp_codes, lhp_names = _codes([w.get("lhp_class", UNLISTED_LHP) for w in items])
+        steal = lambda k: i64(w.get(k) if w.get(k) is not None else -1 for w in items)
+        at, hc, hf = [0], [], []
+        for w in items:
+            for cpu, frm in w.get("holds") or ():
+                hc.append(cpu)
+                hf.append(-1 if frm is None else frm)
+            at.append(len(hc))
+        return cls(i64(w["cpu"] for w in items), lock_codes, lock_names, i64(w["start_tsc"] for w in items),
+                   i64(w["wait_cycles"] for w in items), i64(_cpu_or_none(w.get("holder_cpu")) for w in items),
+                   i64(_cpu_or_none(w.get("holder_end_cpu")) for w in items), lhp_codes, lhp_names,
+                   steal("holder_steal_ns"), steal("waiter_steal_ns"), np.array(at, dtype=np.int64),
+                   np.array(hc, dtype=np.int64), np.array(hf, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return int(self.cpu.size)
+
+    def holds(self, i: int) -> list | None:
+        a, b = self.holds_at[i], self.holds_at[i + 1]
+        if a == b:
+            return None
+        return [[int(cpu), None if frm < 0 else int(frm)] for cpu, frm in zip(self.holds_cpu[a:b], self.holds_from[a:b])]
+
+    def __getitem__(self, i: int) -> dict:
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        opt = lambda v: None if v < 0 else int(v)
+        return {"cpu": int(self.cpu[i]), "class": self.class_names[self.lock_class[i]],
+                "start_tsc": int(self.start[i]), "wait_cycles": int(self.wait[i]),
+                "holder_cpu": opt(self.holder[i]), "holder_end_cpu": opt(self.holder_end[i]),
+                "lhp_class": self.lhp_names[self.lhp_code[i]], "holds": self.holds(i),
+                "holder_steal_ns": opt(self.holder_steal[i]), "waiter_steal_ns": opt(self.waiter_steal[i])}
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other):
+        return list(self) == list(other) if isinstance(other, (list, LongWaits)) else NotImplemented
+
+    def has_lhp_class(self, name: str) -> bool:
+        return name in self.lhp_names and bool(np.any(self.lhp_code == self.lhp_names.index(name)))
+
+
+def _codes(values: list) -> tuple:
+    """(codes array, names list) of a list of strings, names in order of first appearance."""
+    names, codes = {}, np.empty(len(values), dtype=np.int32)
+    for i, v in enumerate(values):
+        codes[i] = names.setdefault(v, len(names))
+    return codes, list(names)
+
+
+# Measurement and attribution over arrays ------------------------------------------------------
+
+def _until(entry, t):
+    """Off cycles of a union (starts, ends, cumulative before each start) before each time in t:
+    lhp._off_until over an array, the same operations in the same order."""
+    s, e, before = entry[0], entry[1], entry[2]
+    if not len(s):
+        return np.zeros(t.shape)
+    i = np.searchsorted(s, t, side="right") - 1
+    j = np.maximum(i, 0)
+    return np.where(i < 0, 0.0, before[j] + np.minimum(t, e[j]) - s[j])
+
+
+def _ranges(index: dict, vcpu, lo, hi, e):
+    """Per piece ([lo, hi) on vcpu, the clock's bound e): (covered, least, most) off cycles as
+    lhp.pieces_off_range counts one piece held by one vCPU: covered over [lo-e, hi+e), the least
+    over [lo+e, hi-e) with unknown time on, the most over [lo-e, hi+e) with it off."""
+    covered = np.zeros(vcpu.shape, dtype=bool)
+    least, most = np.zeros(vcpu.shape), np.zeros(vcpu.shape)
+    for v in np.unique(vcpu).tolist():
+        if v not in index:
+            continue
+        m = np.flatnonzero(vcpu == v)
+        entry = index[v]
+        l, h, b = lo[m], hi[m], e[m]
+        covered[m] = ~(l - b < entry[3]) & ~(h + b > entry[4])
+        a1, b1 = l + b, h - b
+        least[m] = np.where(b1 <= a1, 0.0, _until(entry, b1) - _until(entry, a1))
+        a2, b2 = l - b, h + b
+        most[m] = np.where(b2 <= a2, 0.0, _until(entry[5], b2) - _until(entry[5], a2))
+    return covered, least, most
+
+
+def _sides(lo, hi, wait, threshold: float):
+    """lhp._side and lhp._any_side over arrays (NaN range: the side is unknown)."""
+    known = ~np.isnan(lo)
+    side = np.where(lo >= threshold * wait, OFF, np.where(hi < threshold * wait, ON, UNCERTAIN))
+    anys = np.where(lo > 0, OFF, np.where(hi == 0, ON, UNCERTAIN))
+    return np.where(known, side, UNKNOWN).astype(np.int8), np.where(known, anys, UNKNOWN).astype(np.int8)
+
+
+class Attributed:
+    """The long waits (>= threshold) of one snapshot, measured and attributed (lhp.measure,
+    lhp.attribute), as columns; pos: their positions in the snapshot's LongWaits. NaN in the
+    float columns where lhp gives None; sides as codes into SIDES, sources into lhp.SOURCES."""
+
+    def __init__(self, lw: LongWaits, pos, rep: int, measured: bool):
+        self.lw, self.pos, self.rep, self.measured = lw, pos, rep, measured
+        n = pos.size
+        nan = lambda: np.full(n, np.nan)
+        self.host_start, self.bound, self.h_lo, self.h_hi, self.w_lo, self.w_hi = (nan() for _ in range(6))
+        self.t = {k: np.full(n, UNKNOWN, dtype=np.int8) for k in ("holder", "holder_any", "waiter", "waiter_any")}
+        self.side, self.source, self.disagrees = {}, {}, {}
+        self.in_repetition = np.ones(n, dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.pos.size)
+
+    # columns of the listed waits, for the selected ones
+    def wait_cycles(self):
+        return self.lw.wait[self.pos]
+
+    def start_tsc(self):
+        return self.lw.start[self.pos]
+
+    def cpu(self):
+        return self.lw.cpu[self.pos]
+
+    def holder_cpu(self):
+        return self.lw.holder[self.pos]
+
+    def holder_end_cpu(self):
+        return self.lw.holder_end[self.pos]
+
+    def lhp(self) -> np.ndarray:
+        """The final class of each wait (names, as lhp.attribute's 'lhp')."""
+        return CLASS_NAMES[self.side["holder"] * 4 + self.side["waiter"]]
+
+    def has_holds(self):
+        return self.lw.holds_at[self.pos + 1] > self.lw.holds_at[self.pos]
+
+    def row(self, k: int) -> dict:
+        """Wait k as lhp.long_waits_share lists it."""
+        from . import lhp
+        w = self.lw[int(self.pos[k])]
+        opt = lambda x: None if np.isnan(x) else float(x)
+        rng = lambda lo, hi: None if np.isnan(lo) else [float(lo), float(hi)]
+        base = {"host_start": opt(self.host_start[k]), "bound_cycles": opt(self.bound[k]),
+                "holder_off_cycles": rng(self.h_lo[k], self.h_hi[k]),
+                "waiter_off_cycles": rng(self.w_lo[k], self.w_hi[k]), "holders": lhp.holders_of(w)}
+        if self.measured:
+            for name in ("holder", "waiter"):
+                base[f"timeline_{name}"] = SIDES[self.t[name][k]]
+                base[f"timeline_{name}_any"] = SIDES[self.t[name + "_any"][k]]
+            base["timeline_lhp"] = str(CLASS_NAMES[self.t["holder"][k] * 4 + self.t["waiter"][k]])
+        r = {}
+        for name in ("holder", "waiter"):
+            r[f"{name}_side"] = SIDES[self.side[name][k]]
+            r[f"{name}_source"] = lhp.SOURCES[self.source[name][k]]
+            r[f"{name}_disagrees"] = bool(self.disagrees[name][k])
+        r["lhp"] = str(CLASS_NAMES[self.side["holder"][k] * 4 + self.side["waiter"][k]])
+        r["source"] = r["holder_source"]
+        return {**w, "rep": self.rep, **base, **r, "in_repetition": bool(self.in_repetition[k])}
+
+
+def _class_names():
+    from . import lhp
+    return np.array([lhp._class_of(SIDES[h], SIDES[w]) for h in range(4) for w in range(4)], dtype=object)
+
+
+CLASS_NAMES = _class_names()
+
+
+def _steal(lw: LongWaits, pos):
+    """lhp.steal_sides per wait: (holder, waiter) as -1 unknown, 0 no steal seen, 1 lost time."""
+    from . import lhp
+    table = np.array([[-1 if x is None else int(x) for x in lhp.steal_sides(n)] for n in lw.lhp_names] or
+                     np.zeros((0, 2)), dtype=np.int8).reshape(-1, 2)
+    codes = lw.lhp_code[pos]
+    return table[codes, 0], table[codes, 1]
+
+
+def _holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
+    """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
+    (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
+    (measured by lhp's own code, returned as {k: (least, most) or None})."""
+    from . import lhp
+    h0, h1 = lw.holder[pos], lw.holder_end[pos]
+    holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+    simple = finite & ~holds & ((h0 < 0) | (h1 < 0) | (h0 == h1)) & ((h0 >= 0) | (h1 >= 0))
+    k = np.flatnonzero(simple)
+    pk, pv, plo, phi = [k], [np.where(h0[k] >= 0, h0[k], h1[k])], [a[k] + 0.0], [a[k] + wait[k]]
+    slow = {}
+    for j in np.flatnonzero(finite & ~simple).tolist():
+        w = lw[int(pos[j])]
+        pieces = lhp.holder_pieces(w)
+        if pieces is None:
+            continue
+        aj = float(a[j])
+        placed = [(f, l, aj + lo, aj + hi) for f, l, lo, hi in pieces]
+        if all(f == l for f, l, _, _ in placed):
+            pk.append(np.full(len(placed), j))
+            pv.append(np.array([f for f, _, _, _ in placed], dtype=np.int64))
+            plo.append(np.array([x for _, _, x, _ in placed], dtype=np.float64))
+            phi.append(np.array([x for _, _, _, x in placed], dtype=np.float64))
+        else:
+            slow[j] = (placed, None)
+    cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, t)
+    return cat(pk, np.int64), cat(pv, np.int64), cat(plo, np.float64), cat(phi, np.float64), slow
+
+
+def _sum_pieces(n: int, k, covered, least, most, cap):
+    """Per wait: (least, most) summed over its pieces in order (as lhp's sum()), most capped at
+    cap; NaN where a piece is not covered or the wait has no piece."""
+    lo, hi = np.zeros(n), np.zeros(n)
+    np.add.at(lo, k, least)
+    np.add.at(hi, k, most)
+    ok = np.zeros(n, dtype=bool)
+    ok[k] = True
+    bad = np.zeros(n, dtype=bool)
+    bad[k[~covered]] = True
+    ok &= ~bad
+    return np.where(ok, lo, np.nan), np.where(ok, np.minimum(hi, cap), np.nan)
+
+
+def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
+    """lhp.measure and lhp.attribute of every long wait (>= threshold) of snap, over arrays.
+    index: lhp.off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
+    or clock, so nothing is measured)."""
+    from . import lhp
+    from .trace_replay import host_map
+    lw = LongWaits.of(snap.long_waits)
+    pos = np.flatnonzero(lw.wait >= threshold)
+    out = Attributed(lw, pos, snap.rep, index is not None)
+    n, wait = pos.size, lw.wait[pos].astype(np.float64)
+    a0, b0 = getattr(snap, "start_guest_tsc", None), getattr(snap, "end_guest_tsc", None)
+    if a0 is not None and b0 is not None:
+        end = lw.start[pos] + lw.wait[pos]
+        out.in_repetition = (a0 <= end) & (end <= b0)
+    if index is not None:
+        a, bound = host_map(cmap, lw.start[pos])
+        finite = np.isfinite(bound)
+        out.host_start, out.bound = a, np.where(finite, bound, np.nan)
+        e = np.where(finite, bound, 0.0)
+        # the holder: one piece per holder (lhp.holder_pieces); a gap of unknown moment by lhp itself
+        k, v, lo, hi, slow = _holder_pieces(lw, pos, a, e, wait, finite)
+        cov, least, most = _ranges(index, v, lo, hi, e[k])
+        out.h_lo, out.h_hi = _sum_pieces(n, k, cov, least, most, wait)
+        for j, (placed, _) in slow.items():
+            r = lhp.pieces_off_range(index, placed, float(e[j]), float(wait[j]))
+            out.h_lo[j], out.h_hi[j] = (np.nan, np.nan) if r is None else r
+        # the waiter: its own vCPU over the whole wait
+        k = np.flatnonzero(finite)
+        b = a[k] + wait[k]
+        cov, least, most = _ranges(index, lw.cpu[pos][k], a[k], b, e[k])
+        out.w_lo, out.w_hi = _sum_pieces(n, k, cov, least, most, np.zeros(n) if not n else _scatter(n, k, b - a[k]))
+        out.t["holder"], out.t["holder_any"] = _sides(out.h_lo, out.h_hi, wait, lhp.HOLDER_OFF_MIN)
+        out.t["waiter"], out.t["waiter_any"] = _sides(out.w_lo, out.w_hi, wait, lhp.WAITER_OFF_MIN)
+    steal = _steal(lw, pos)
+    for i, name in enumerate(("holder", "waiter")):
+        tl, st = out.t[name], steal[i]
+        has_tl = tl != UNKNOWN
+        out.side[name] = np.where(has_tl, tl, np.where(st == 1, OFF, UNKNOWN)).astype(np.int8)
+        out.source[name] = np.where(has_tl, 0, np.where(st == 1, 1, NO_SOURCE)).astype(np.int8)
+        out.disagrees[name] = has_tl & (st >= 0) & (tl <= ON) & ((st == 1) != (tl == OFF))
+    return out
+
+
+def _scatter(n: int, k, values):
+    out = np.zeros(n)
+    out[k] = values
+    return out
+
+
+# Counts over a phase (lhp._count and lhp.fraction_table over arrays) ---------------------------
+
+def _holds_counts(att: Attributed):
+    """Per selected wait: (its holders changed (lhp.holders_of has more than one), hand-overs
+    placed, hand-overs not placed)."""
+    lw, pos = att.lw, att.pos
+    h0, h1 = lw.holder[pos], lw.holder_end[pos]
+    changed = (h0 >= 0) & (h1 >= 0) & (h0 != h1)
+    placed, unplaced = np.zeros(pos.size, dtype=np.int64), np.zeros(pos.size, dtype=np.int64)
+    with_holds = np.flatnonzero(att.has_holds())
+    if with_holds.size:
+        a, b = lw.holds_at[pos[with_holds]], lw.holds_at[pos[with_holds] + 1]
+        owner = np.repeat(with_holds, b - a)
+        flat = np.concatenate([np.arange(x, y) for x, y in zip(a.tolist(), b.tolist())])
+        first = np.repeat(a, b - a) == flat
+        cpu, frm = lw.holds_cpu[flat], lw.holds_from[flat]
+        switch = ~first & (cpu != np.concatenate(([0], cpu[:-1])))
+        changed[with_holds] = np.bincount(owner, weights=switch, minlength=pos.size)[with_holds] > 0
+        placed += np.bincount(owner, weights=~first & (frm >= 0), minlength=pos.size).astype(np.int64)
+        unplaced += np.bincount(owner, weights=~first & (frm < 0), minlength=pos.size).astype(np.int64)
+    return changed, placed, unplaced
+
+
+def count(out: dict, att: Attributed):
+    """Adds the waits of att to lhp.long_waits_share's counts in out, as lhp._count adds each."""
+    from . import lhp
+    n = len(att)
+    out["long_waits"] += n
+    hs = att.side["holder"]
+    for code, key in ((OFF, "holder_off"), (ON, "holder_on"), (UNCERTAIN, "uncertain"), (UNKNOWN, "unknown")):
+        out[key] += int(np.count_nonzero(hs == code))
+    src = att.source["holder"]
+    out["from_guest"] += int(np.count_nonzero(src == 1))
+    out["from_timeline"] += int(np.count_nonzero(src == 0))
+    changed, placed, unplaced = _holds_counts(att)
+    out["holder_changed"] += int(np.count_nonzero(changed))
+    out["handovers_placed"] += int(placed.sum())
+    out["handovers_unplaced"] += int(unplaced.sum())
+    out["outside_repetition"] += int(np.count_nonzero(~att.in_repetition))
+    d, steal = out["disagreements"], _steal(att.lw, att.pos)
+    for i, side in enumerate(("holder", "waiter")):
+        s = att.source[side]
+        for code, name in enumerate(lhp.SOURCES):
+            out["sources"][side][name] += int(np.count_nonzero(s == code))
+        d["sides_compared"] += int(np.count_nonzero((s == 0) & (steal[i] >= 0) & (att.side[side] <= ON)))
+        dis = att.disagrees[side]
+        d["total"] += int(np.count_nonzero(dis))
+        d[side] += int(np.count_nonzero(dis))
+        d["steal_off_timeline_on"] += int(np.count_nonzero(dis & (steal[i] == 1)))
+        d["steal_silent_timeline_off"] += int(np.count_nonzero(dis & (steal[i] != 1)))
+    if att.measured and n:
+        _agreement(out["agreement"], att, steal)
+
+
+def _agreement(agreement: dict, att: Attributed, steal):
+    """The guest's class against the timeline's (by the thresholds, and by any off time), for
+    waits with both; keys in order of first appearance, as lhp._count inserts them."""
+    known = np.flatnonzero(steal[0] >= 0)  # the guest's class is not 'unknown'
+    if not known.size:
+        return
+    guest = att.lw.lhp_code[att.pos[known]]
+    for key, h, w in (("guest_vs_timeline", "holder", "waiter"), ("guest_vs_timeline_any_overlap", "holder_any", "waiter_any")):
+        timeline = (att.t[h] * 4 + att.t[w])[known]
+        pair = guest.astype(np.int64) * 16 + timeline
+        uniq, first, cnt = np.unique(pair, return_index=True, return_counts=True)
+        for p, c_ in sorted(zip(uniq.tolist(), cnt.tolist()), key=lambda pc: first[np.searchsorted(uniq, pc[0])]):
+            row = agreement[key].setdefault(att.lw.lhp_names[p // 16], {})
+            t = str(CLASS_NAMES[p % 16])
+            row[t] = row.get(t, 0) + c_
+
+
+def fraction_table(atts: list) -> dict:
+    """lhp.fraction_table over the waits of atts (those with a holder range)."""
+    from . import lhp
+    edges = lhp.FRACTION_EDGES
+    table = {}
+    for att in atts:
+        ok = ~np.isnan(att.h_lo)
+        w = att.wait_cycles()[ok]
+        frac = np.minimum(1.0, (att.h_lo[ok] + att.h_hi[ok]) / 2 / w.astype(np.float64))
+        k = _floor_log2(w)
+        b = np.searchsorted(edges, frac, side="right") - 1
+        for (kk, bb), c_ in zip(*np.unique(np.stack([k, b], axis=1), axis=0, return_counts=True)) if w.size else ():
+            row = table.setdefault(f"2^{int(kk)}", [0] * (len(edges) - 1))
+            row[int(bb)] += int(c_)
+    return {"fraction_edges": [round(x, 2) for x in edges[:-1]] + [1.0],
+            "by_wait_octave": dict(sorted(table.items(), key=lambda kv: int(kv[0][2:])))}
+
+
+def _floor_log2(x):
+    """int(x).bit_length() - 1 per element of an int64 array (x >= 1)."""
+    k = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
+    k -= (np.left_shift(np.int64(1), np.maximum(k, 0)) > x)  # float rounding up to a power of two
+    return k
+
+
+class Rows:
+    """lhp.long_waits_share's "waits": a read-only list of the per-wait dicts, made when read.
+    columns: the Attributed tables behind it (the report's tables and figures use those)."""
+
+    def __init__(self, tables: list):
+        self.tables = tables  # one per snapshot with a list, in order
+        self.columns = [a for a in tables if len(a)]
+        self._ends = np.cumsum([len(a) for a in self.columns], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        t = int(np.searchsorted(self._ends, i, side="right"))
+        return self.columns[t].row(i - (int(self._ends[t - 1]) if t else 0))
+
+    def __iter__(self):
+        for a in self.columns:
+            for k in range(len(a)):
+                yield a.row(k)
+
+    def __eq__(self, other):
+        return list(self) == list(other) if isinstance(other, (list, Rows)) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Rows({len(self)} long waits)"
+
+
+class Window:
+    """Some attributed long waits of one snapshot (verdict.window_waits: those that spun during
+    the repetition) as the verdict reads them: columns, and row(k) for a wait's dict."""
+
+    def __init__(self, att: Attributed, keep, inside):
+        self.att, self.keep, self.inside = att, keep, inside  # inside: cycles inside the repetition
+        pos = att.pos[keep]
+        lw = att.lw
+        self.cpu, self.start_tsc, self.wait_cycles = lw.cpu[pos], lw.start[pos], lw.wait[pos]
+        self.holder_cpu, self.holder_end_cpu = lw.holder[pos], lw.holder_end[pos]
+        self.lock_code, self.class_names = lw.lock_class[pos], lw.class_names
+        self.has_holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+        self.lhp = att.lhp()[keep]
+        self.holder_side = np.array(SIDES, dtype=object)[att.side["holder"][keep]]
+        self.ended_inside = att.in_repetition[keep]
+
+    def __len__(self) -> int:
+        return int(self.keep.size)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def row(self, k: int) -> dict:
+        return self.att.row(int(self.keep[k]))
+
+    def __iter__(self):
+        return (self.row(k) for k in range(len(self)))
+
+    def where(self, mask):
+        """The waits of this window where mask holds."""
+        mask = np.asarray(mask, dtype=bool)
+        return Window(self.att, self.keep[mask], self.inside[mask])
+
+
+def window(att: Attributed, start_guest_tsc, end_guest_tsc) -> Window:
+    """The waits with cycles inside [start, end) of the repetition (their cycles there, as
+    verdict.cycles_in_window counts them, in .inside); every wait when the span is not known."""
+    start, wait = att.start_tsc(), att.wait_cycles()
+    if start_guest_tsc is None or end_guest_tsc is None:
+        inside = wait.astype(np.float64)
+    else:
+        inside = np.maximum(0, np.minimum(start + wait, end_guest_tsc) - np.maximum(start, start_guest_tsc)).astype(np.float64)
+    keep = np.flatnonzero(inside > 0)
+    return Window(att, keep, inside[keep])
