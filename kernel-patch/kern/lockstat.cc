@@ -15,7 +15,7 @@
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
                         true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true};
-spinlab::lockstat::SpinlockParams g_spinlock_params = spinlab::lockstat::kDefaultSpinlockParams;
+SpinlockParamsPage g_spinlock_params = {spinlab::lockstat::kDefaultSpinlockParams};
 spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 
 namespace {
@@ -76,7 +76,8 @@ void lockstat_init_cpu() {
 
 // One mapping per process, made by its first caller: every CPU's perf data read-write, then
 // the steal-time page read-only, then the page(s) holding the region's vCPU state area
-// read-only (the words the host keeps: vcpu_preempted() for ring-3 locks), at kUserLockstatBase.
+// read-only (the words the host keeps: vcpu_preempted() for ring-3 locks), at kUserLockstatBase;
+// and the page of the live tracing parameters read-only just below it (params_page.h).
 namespace {
 // The user address of the first page of the vCPU state area: after the steal-time page.
 uint64_t vcpu_state_page(uint64_t perf_base, uint64_t stride) { return perf_base + kMaxCpus * stride + 4096; }
@@ -104,6 +105,7 @@ int64_t lockstat_map_into(Process* p, uint64_t uout) {
             if (!pa || (pa & 4095) || !as_map_shared(p->as, m.perf_base + i * kStride, pa, kStride, true))
                 return -kErrNoMem;
         }
+        if (!as_map_shared(p->as, kParamsPageUser, uint64_t(&g_spinlock_params), 4096, false)) return -kErrNoMem;
         if (uint64_t st = kvm_steal_areas_page())
             if (!as_map_shared(p->as, m.perf_base + kMaxCpus * kStride, st, 4096, false)) return -kErrNoMem;
         if (const VcpuStateArea* vs = region_vcpu_state()) {
@@ -114,6 +116,7 @@ int64_t lockstat_map_into(Process* p, uint64_t uout) {
         }
         p->lockstat_mapped = true;
     }
+    m.params_base = kParamsPageUser;
     if (kvm_steal_areas_page()) m.steal_base = m.perf_base + kMaxCpus * kStride;
     if (const VcpuStateArea* vs = region_vcpu_state())
         m.vcpu_state_base = vcpu_state_page(m.perf_base, kStride) + (uint64_t(vs) & 4095);

@@ -28,6 +28,7 @@
 
 #include "../lockstat/build_level.h"
 #include "../lockstat/params.h"
+#include "params_page.h"
 #include "prcb.h"
 
 // Read by every lock path; written once by lockstat_configure() (see above).
@@ -43,9 +44,8 @@ struct LockConfig {
 };
 extern LockConfig g_lockcfg;
 
-// SpinLock{Spin,Hold}Threshold, Acquire/ContentionSampleRate: the live copy that the set call
-// changes (lockstat/params.h describes how readers see a change).
-extern spinlab::lockstat::SpinlockParams g_spinlock_params;
+// SpinLock{Spin,Hold}Threshold, Acquire/ContentionSampleRate: g_spinlock_params, the live copy
+// that the set call changes, in a page of its own that workloads map (params_page.h).
 
 // CPU i's perf data once it ran lockstat_init_cpu(), else nullptr. For sysinfo and readers.
 extern spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];

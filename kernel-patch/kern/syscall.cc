@@ -142,6 +142,7 @@ int64_t map_lockstat(Process* p, uint64_t uout) {
         if (m.vcpu_state_base)
             locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.vcpu_state_base & ~4095ull,
                                    4096, kTraceMemUser);
+        locktrace_memory_event(TraceEventType::kMemoryMap, uint32_t(p->pid), m.params_base, 4096, kTraceMemUser);
     }
     return r;
 }

@@ -132,6 +132,13 @@ void spinstat_sets_parameters_only_privileged() {
     TEST_CHECK_EQ(run(table, false), 0);  // reading needs no privilege
 }
 
+// The tracing parameters a workload maps (what lockbench's ring-3 locks read) are the kernel's
+// live values: a set through the system call shows there at once (usertest params).
+void mapped_parameters_follow_a_set() {
+    const char* argv[] = {"usertest", "params"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
 // spinstat starts and stops a trace session from inside the guest when privileged (circular by
 // default: nothing drains it in the guest); unprivileged, each is refused (access denied, exit 1)
 // and the session is untouched; the status needs no privilege; an unknown group is a usage error.
@@ -180,6 +187,7 @@ const SelfTest kTests[] = {
     {"privilege_is_inherited_and_can_be_dropped", privilege_is_inherited_and_can_be_dropped},
     {"lockbench_counts_agree_with_kernel", lockbench_counts_agree_with_kernel},
     {"spinstat_sets_parameters_only_privileged", spinstat_sets_parameters_only_privileged},
+    {"mapped_parameters_follow_a_set", mapped_parameters_follow_a_set},
     {"spinstat_traces_only_privileged", spinstat_traces_only_privileged},
     {"unprivileged_workload_cannot_map_counters", unprivileged_workload_cannot_map_counters},
 };

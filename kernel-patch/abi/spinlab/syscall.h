@@ -66,7 +66,8 @@ constexpr uint64_t kUserStackSize = 256 * 1024;
 constexpr uint64_t kUserLimit = 0x0000800000000000ull;     // first non-canonical address
 
 // What kSysMapLockstat tells a workload: where each CPU's counters are mapped (read-write),
-// which lock class ids are the workload's, and the boot-time lock configuration.
+// which lock class ids are the workload's, the boot-time lock configuration, and where the
+// live tracing parameters can be read (a ring-3 lock reads them there at every release).
 struct LockstatMapping {
     uint64_t perf_base;          // CPU i's CpuPerfData (spinlab/perfdata.h) at
     uint64_t perf_stride;        //   perf_base + i * perf_stride
@@ -83,7 +84,11 @@ struct LockstatMapping {
     uint64_t long_wait_cycles;   // longwait=: contended waits at least this long are long waits
     uint64_t vcpu_state_base;    // the region's VcpuStateArea (spinlab/vcpu_state.h, read-only),
                                  //   or 0 without a shared region
-    uint64_t reserved[7];
+    uint64_t params_base;        // the kernel's live spinlock-tracing parameters (read-only; the
+                                 //   four uint32 of EventTraceSpinlockInformation after its
+                                 //   sub-class: spin threshold, acquire and contention sample
+                                 //   rates, hold threshold), which a set changes in place
+    uint64_t reserved[6];
 };
 static_assert(sizeof(LockstatMapping) == 128);
 constexpr uint64_t kUserLockstatBase = 0x0000700000000000ull;  // where the mapping goes

@@ -15,9 +15,10 @@
 // workload class is quiescent.
 //
 // The four spinlock-tracing parameters (SpinLockAcquireSampleRate & co.) are the kernel's: the
-// lock code here reads a copy that the workers refresh from the kernel (a query system call)
-// every kParamsRefreshCycles, so a `spinlab-collect set` during a run reaches these locks
-// within that period, well inside one trace flush period (FlushTimer, 50 ms and up).
+// lock code here reads the kernel's live copy itself, through the read-only page that
+// kSysMapLockstat maps (LockstatMapping::params_base, kern/params_page.h), so a set during a
+// run (`spinlab-collect set`, or spinstat's system call) reaches these locks at their next
+// release, as it reaches the kernel's locks; nothing is copied, polled or refreshed.
 #include "../lib/ulib.h"
 #include "lib/format.h"
 #include "lockstat/build_level.h"
@@ -33,29 +34,8 @@ using namespace spinlab;
 namespace {
 
 LockstatMapping map;
-lockstat::SpinlockParams params_copy = lockstat::kDefaultSpinlockParams;  // refreshed, see above
-// About 10 ms at 2-3 GHz: a query per period costs the workers nothing measurable.
-constexpr uint64_t kParamsRefreshCycles = 1ull << 25;
-uint64_t params_refresh_at;  // TSC at which the next worker to look refreshes params_copy
-
-// Loads the kernel's live parameters into params_copy (kept as is if the query fails).
-void refresh_params() {
-    EventTraceSpinlockInformation p{};
-    p.event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
-    uint32_t len = 0;
-    if (sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p, &len) == 0)
-        lockstat::set_spinlock_params(params_copy, p);
-}
-
-// Called by every worker between acquisitions: the first to pass the deadline refreshes.
-void maybe_refresh_params(uint64_t now) {
-    uint64_t due = __atomic_load_n(&params_refresh_at, __ATOMIC_RELAXED);
-    if (now < due) return;
-    if (!__atomic_compare_exchange_n(&params_refresh_at, &due, now + kParamsRefreshCycles, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        return;  // another worker took this period's refresh
-    refresh_params();
-}
+// The kernel's live parameters (map.params_base, read-only): the words its own locks read.
+const lockstat::SpinlockParams* live_params;
 
 struct kvm_steal_time_view {  // the first fields of struct kvm_steal_time (KVM ABI)
     uint64_t steal;
@@ -95,7 +75,7 @@ struct UserEnv {
     CpuPerfData* perf() {
         return reinterpret_cast<CpuPerfData*>(map.perf_base + uint64_t(cpu_id) * map.perf_stride);
     }
-    const lockstat::SpinlockParams& params() { return params_copy; }
+    const lockstat::SpinlockParams& params() { return *live_params; }
     lockstat::StealSample steal(uint32_t cpu) {
         if (!map.steal_base || cpu >= map.cpu_count) return {0, 0, 0};
         auto* st = reinterpret_cast<volatile kvm_steal_time_view*>(map.steal_base + 64ull * cpu);
@@ -119,7 +99,7 @@ struct UserEnv {
     bool tracing() { return trace_groups() & (kTraceGroupSpinlock | kTraceGroupLongWait); }
     void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
-        const uint8_t rules = locktrace::sample_release(countdowns, params_copy, trace_groups(),
+        const uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
                                                         map.long_wait_cycles, f);
         if (rules == 0) return;
         TraceSpinlockEvent e{};
@@ -188,7 +168,6 @@ void worker(void* p) {
         t.acquired[k]++;
         t.ops++;
         spin_cycles(think_cycles);
-        maybe_refresh_params(sys::rdtsc());
     }
     t.cycles = sys::rdtsc() - t0;
     t.preempted_asked = env.asked;
@@ -333,8 +312,11 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    refresh_params();
-    params_refresh_at = sys::rdtsc() + kParamsRefreshCycles;
+    live_params = reinterpret_cast<const lockstat::SpinlockParams*>(map.params_base);
+    if (!live_params) {
+        eprintf("lockbench: the kernel mapped no tracing parameters (LockstatMapping::params_base is 0)\n");
+        return 1;
+    }
     for (uint64_t k = 0; k < nlocks; k++) {
         format(lock_names[k], sizeof lock_names[k], "bench%lu", k);
         spinlock::lock_init(locks[k].l, lock_names[k], class_of(k));

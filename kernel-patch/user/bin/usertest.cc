@@ -1,8 +1,9 @@
 // usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
 // and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
 //   usertest cpus | parallel | threads | thread-limit | badptr | fuzz [N] [seed] | privilege | args A B C |
-//            spawn-unpriv | all
+//            spawn-unpriv | params | all
 #include "../lib/ulib.h"
+#include "spinlab/sysinfo.h"
 
 namespace {
 
@@ -211,12 +212,45 @@ void spawn_unpriv() {
     CHECK(code == 1);  // the child saw itself unprivileged
 }
 
+// The tracing parameters where ring-3 locks read them (kSysMapLockstat's params_base, the
+// kernel's live words, read-only): they match the query, a set through the system call (the
+// path spinstat takes) shows there at once, and the old values are restored. Privileged.
+uint32_t set_spinlock_params(const EventTraceSpinlockInformation& p) {
+    return sys::set_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p);
+}
+bool live_equals(const volatile uint32_t* live, const EventTraceSpinlockInformation& p) {
+    return live[0] == p.spin_threshold && live[1] == p.acquire_sample_rate &&
+           live[2] == p.contention_sample_rate && live[3] == p.hold_threshold;
+}
+void params() {
+    LockstatMapping m{};
+    CHECK(sys::call(kSysMapLockstat, uint64_t(&m)) == 0);
+    CHECK(m.params_base != 0);
+    if (failures) return;
+    const auto* live = reinterpret_cast<const volatile uint32_t*>(m.params_base);
+    EventTraceSpinlockInformation was{};
+    was.event_trace_information_class = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
+    uint32_t len = 0;
+    CHECK(sys::query_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &was, sizeof was,
+                                        &len) == 0);
+    CHECK(live_equals(live, was));
+    EventTraceSpinlockInformation p = was;
+    p.spin_threshold += 7;
+    p.acquire_sample_rate += 1000;
+    p.contention_sample_rate += 3;
+    p.hold_threshold += 12345;
+    CHECK(set_spinlock_params(p) == 0);
+    CHECK(live_equals(live, p));
+    CHECK(set_spinlock_params(was) == 0);
+    CHECK(live_equals(live, was));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
         eprintf("usage: usertest cpus|parallel|threads|badptr|fuzz [N] [seed]|privilege|"
-                "args ...|spawn-unpriv|all\n");
+                "args ...|spawn-unpriv|params|all\n");
         return 2;
     }
     const char* m = argv[1];
@@ -234,6 +268,7 @@ int main(int argc, char** argv) {
     if (all || strcmp(m, "thread-limit") == 0) thread_limit();
     if (all || strcmp(m, "badptr") == 0) badptr();
     if (all || strcmp(m, "spawn-unpriv") == 0) spawn_unpriv();
+    if (all || strcmp(m, "params") == 0) params();
     if (all || strcmp(m, "fuzz") == 0) {
         uint64_t n = 20000, seed = 12345;
         if (argc > 2) parse_u64(argv[2], &n);
