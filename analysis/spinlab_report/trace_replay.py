@@ -181,8 +181,8 @@ def read_trace(path: str) -> tuple:
     with tempfile.TemporaryDirectory(prefix="spinlab-trace-") as d:
         r = subprocess.run([_find_collect(), "trace", "export", path, "--format", "ctf", "-o", d],
                            capture_output=True, text=True)
-        if r.returncode not in (0, 1):  # 1: damage named on stderr, the rest exported
-            raise ValueError(f"{path}: {r.stderr.strip()}")
+        if r.returncode not in (0, 1) or not os.listdir(d):  # 1: damage named on stderr, the rest exported
+            raise ValueError(f"{path}: {r.stderr.strip() or 'spinlab-collect exported nothing'}")
         return read_ctf(d)
 
 

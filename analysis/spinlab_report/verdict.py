@@ -338,18 +338,22 @@ def off_share(timeline, phase: str) -> float | None:
     if timeline is None:
         return None
     df = timeline[timeline["phase"] == phase]
-    covered = off = 0.0
-    for _, g in df.groupby(["vcpu", "rep"]):
-        covered += float(g["end_host_tsc"].max() - g["start_host_tsc"].min())
-        unknown = g[g["state"] == UNKNOWN_STATE]
-        covered -= float((unknown["end_host_tsc"] - unknown["start_host_tsc"]).sum())
-        o = g[g["state"].isin(OFF_STATES)].sort_values("start_host_tsc")
-        reach = -math.inf
-        for a, b in zip(o["start_host_tsc"].to_numpy(np.float64), o["end_host_tsc"].to_numpy(np.float64)):
-            a = max(a, reach)  # the union: off and frozen intervals may overlap
-            if b > a:
-                off += b - a
-                reach = b
+    if df.empty:
+        return None
+    g = df.groupby(["vcpu", "rep"])
+    covered = float((g["end_host_tsc"].max() - g["start_host_tsc"].min()).sum())
+    unknown = df[df["state"] == UNKNOWN_STATE]
+    covered -= float((unknown["end_host_tsc"] - unknown["start_host_tsc"]).sum())
+    # the union of each vCPU's off and frozen rows per repetition (they may overlap): sorted by
+    # start, a row adds what reaches past every earlier row's end
+    o = df[df["state"].isin(OFF_STATES)].sort_values(["vcpu", "rep", "start_host_tsc"], kind="stable")
+    a, b = o["start_host_tsc"].to_numpy(np.float64), o["end_host_tsc"].to_numpy(np.float64)
+    reach = o.groupby(["vcpu", "rep"])["end_host_tsc"].cummax().to_numpy(np.float64)
+    key = o[["vcpu", "rep"]].to_numpy()
+    first = np.ones(len(o), dtype=bool)
+    first[1:] = (key[1:] != key[:-1]).any(axis=1)
+    before = np.where(first, -np.inf, np.concatenate(([-np.inf], reach[:-1])))
+    off = float(np.sum(np.maximum(0.0, b - np.maximum(a, before))))
     return off / covered if covered > 0 else None
 
 

@@ -70,38 +70,41 @@ class LongWaits:
     @staticmethod
     def _well_formed(items: list) -> bool:
         """Every wait as load._long_wait accepts it (holds are checked apart, where present)."""
-        if not all(isinstance(w, dict) for w in items):
+        if set(map(type, items)) - {dict}:
             return False
         try:
-            if not all(_is_count(w[k]) for k in _INT_FIELDS for w in items):
-                return False
-            if not all(isinstance(w["class"], str) for w in items):
+            for k in _INT_FIELDS:
+                vals = [w[k] for w in items]
+                if set(map(type, vals)) - {int} or (vals and min(vals) < 0):
+                    return False
+            if set(type(w["class"]) for w in items) - {str}:
                 return False
         except KeyError:
             return False
-        names = set(c.LHP_CLASSES)
-        if not all(w.get("lhp_class", UNLISTED_LHP) in names for w in items):
+        if {w.get("lhp_class", UNLISTED_LHP) for w in items} - set(c.LHP_CLASSES):
             return False
-        return all(_is_count(w[k]) for k in ("holder_steal_ns", "waiter_steal_ns") for w in items if k in w)
+        for k in ("holder_steal_ns", "waiter_steal_ns"):
+            vals = [w[k] for w in items if k in w]
+            if set(map(type, vals)) - {int} or (vals and min(vals) < 0):
+                return False
+        return True
 
     @classmethod
     def _build(cls, items: list):
-        n = len(items)
-        i64 = lambda xs: np.fromiter(xs, dtype=np.int64, count=n)
+        i64 = lambda xs: np.array(xs, dtype=np.int64) if xs else np.zeros(0, dtype=np.int64)
         lock_codes, lock_names = _codes([w["class"] for w in items])
         lhp_codes, lhp_names = _codes([w.get("lhp_class", UNLISTED_LHP) for w in items])
-        steal = lambda k: i64(w.get(k) if w.get(k) is not None else -1 for w in items)
+        opt = lambda k: i64([-1 if w.get(k) is None else w[k] for w in items])
         at, hc, hf = [0], [], []
         for w in items:
             for cpu, frm in w.get("holds") or ():
                 hc.append(cpu)
                 hf.append(-1 if frm is None else frm)
             at.append(len(hc))
-        return cls(i64(w["cpu"] for w in items), lock_codes, lock_names, i64(w["start_tsc"] for w in items),
-                   i64(w["wait_cycles"] for w in items), i64(_cpu_or_none(w.get("holder_cpu")) for w in items),
-                   i64(_cpu_or_none(w.get("holder_end_cpu")) for w in items), lhp_codes, lhp_names,
-                   steal("holder_steal_ns"), steal("waiter_steal_ns"), np.array(at, dtype=np.int64),
-                   np.array(hc, dtype=np.int64), np.array(hf, dtype=np.int64))
+        return cls(i64([w["cpu"] for w in items]), lock_codes, lock_names, i64([w["start_tsc"] for w in items]),
+                   i64([w["wait_cycles"] for w in items]), i64([_cpu_or_none(w.get("holder_cpu")) for w in items]),
+                   i64([_cpu_or_none(w.get("holder_end_cpu")) for w in items]), lhp_codes, lhp_names,
+                   opt("holder_steal_ns"), opt("waiter_steal_ns"), i64(at), i64(hc), i64(hf))
 
     def __len__(self) -> int:
         return int(self.cpu.size)
@@ -135,9 +138,8 @@ class LongWaits:
 
 def _codes(values: list) -> tuple:
     """(codes array, names list) of a list of strings, names in order of first appearance."""
-    names, codes = {}, np.empty(len(values), dtype=np.int32)
-    for i, v in enumerate(values):
-        codes[i] = names.setdefault(v, len(names))
+    names = {}
+    codes = np.array([names.setdefault(v, len(names)) for v in values], dtype=np.int32)
     return codes, list(names)
 
 
@@ -437,9 +439,12 @@ def fraction_table(atts: list) -> dict:
         frac = np.minimum(1.0, (att.h_lo[ok] + att.h_hi[ok]) / 2 / w.astype(np.float64))
         k = _floor_log2(w)
         b = np.searchsorted(edges, frac, side="right") - 1
-        for (kk, bb), c_ in zip(*np.unique(np.stack([k, b], axis=1), axis=0, return_counts=True)) if w.size else ():
-            row = table.setdefault(f"2^{int(kk)}", [0] * (len(edges) - 1))
-            row[int(bb)] += int(c_)
+        bins = len(edges) - 1
+        counts = np.bincount(k * bins + b, minlength=64 * bins).reshape(-1, bins) if w.size else np.zeros((0, bins))
+        for kk in np.flatnonzero(counts.sum(axis=1)).tolist():
+            row = table.setdefault(f"2^{kk}", [0] * bins)
+            for bb in np.flatnonzero(counts[kk]).tolist():
+                row[bb] += int(counts[kk, bb])
     return {"fraction_edges": [round(x, 2) for x in edges[:-1]] + [1.0],
             "by_wait_octave": dict(sorted(table.items(), key=lambda kv: int(kv[0][2:])))}
 
