@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # scripts/bench-trace-guest.sh: what a trace session costs the guest. One boot of a 2-vCPU guest
 # running WORKLOAD for the whole benchmark; the host alternates windows of WINDOW_S seconds with
-# no session and with a session of each mode, each recorded in real-time mode into a trace file
-# by `spinlab-collect trace record` exactly as a user records one. The session parameters are
-# the defaults (the spinlock sampling parameters too), so the events/s of each mode is reported
+# no session and with a session of each mode in real-time mode: `spinlab-collect trace start`,
+# then `trace record` drains it into a trace file for the window, then `trace stop`. The window
+# is the running session only: a start (laying out the trace area) and a stop (flushing every
+# CPU) are one-off costs, timed apart (start_s, stop_s). The session parameters are the
+# defaults (the spinlock sampling parameters too), so the events/s of each mode is reported
 # beside its cost.
 #
 #   WORKLOAD=lockbench (default): lockbench with the default experiment's arguments (one
@@ -19,7 +21,7 @@
 #
 # The throughput comes from the counters in the shared region (`spinlab-collect record` every
 # 0.25 s, no channel traffic), over the inside of each window (the first MARGIN_S and last 0.5 s
-# are left out: session start and stop). Each round runs every mode back to back, in an order
+# are left out). Each round runs every mode back to back, in an order
 # rotated every round, and its ratios are taken within the round; the JSON gives every window,
 # the per-round ratios and their medians, the host CPU, its CPU count, the kernel and the
 # accelerator QEMU ran with.
@@ -76,6 +78,34 @@ def window_rate(snapshots, ids, t0_ns, t1_ns):
     return (ops(b, ids) - ops(a, ids)) / secs, secs
 
 
+def collect_run(what, *argv):
+    p = subprocess.run([collect, *argv, *args], env=env, capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"bench-trace-guest: {what} failed: {p.stderr.strip()}")
+    return p.stdout + p.stderr
+
+
+def traced_window(w, path, groups):
+    """One window with a session of `groups`: started (and later stopped) on its own, so that
+    the window covers only the running session: a start lays out the trace area and a stop
+    flushes every CPU, which are one-off costs (their seconds are kept in w). In between,
+    `trace record` drains the running session into `path` for WINDOW_S seconds."""
+    t_req = time.time_ns()
+    collect_run(f"trace start ({groups})", "trace", "start", "--enable", groups)
+    t0 = time.time_ns()
+    out = collect_run(f"trace record ({groups})", "trace", "record", "--duration", str(window_s), "-o", path)
+    t1 = time.time_ns()
+    collect_run("trace stop", "trace", "stop")
+    w["start_s"], w["stop_s"] = round((t0 - t_req) / 1e9, 3), round((time.time_ns() - t1) / 1e9, 3)
+    m = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", out))
+    w["events_written"] = m.get("events_written", 0)  # since the start, when the recording ended
+    w["events_lost"] = m.get("events_lost", 0)
+    w["events_per_s"] = round(w["events_written"] / ((t1 - t0) / 1e9), 1)
+    w["trace_bytes"] = os.path.getsize(path)
+    os.remove(path)
+    return t0, t1
+
+
 load_start = round(os.getloadavg()[0], 2)
 run_dir = tempfile.mkdtemp(prefix="spinlab-tracebench-")
 env = dict(os.environ, SPINLAB_RUN_DIR=run_dir)
@@ -106,23 +136,14 @@ try:
     order = list(MODES)
     for r in range(rounds):
         for mode in order[r % len(order):] + order[:r % len(order)]:
-            t0 = time.time_ns()
             w = {"round": r, "mode": mode}
             if MODES[mode] is None:
+                t0 = time.time_ns()
                 time.sleep(window_s)
+                t1 = time.time_ns()
             else:
-                path = os.path.join(run_dir, f"r{r}-{mode}.trace")
-                p = subprocess.run([collect, "trace", "record", *args, "--enable", MODES[mode],
-                                    "--duration", str(window_s), "-o", path],
-                                   env=env, capture_output=True, text=True)
-                if p.returncode:
-                    raise SystemExit(f"bench-trace-guest: trace record ({mode}) failed: {p.stderr.strip()}")
-                m = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", p.stdout + p.stderr))
-                w["events_written"] = m.get("events_written", 0)
-                w["events_lost"] = m.get("events_lost", 0)
-                w["trace_bytes"] = os.path.getsize(path)
-                os.remove(path)
-            w["t0_ns"], w["t1_ns"] = t0, time.time_ns()
+                t0, t1 = traced_window(w, os.path.join(run_dir, f"r{r}-{mode}.trace"), MODES[mode])
+            w["t0_ns"], w["t1_ns"] = t0, t1
             windows.append(w)
             print(f"bench-trace-guest: round {r + 1}/{rounds} {mode:8} done", flush=True)
             time.sleep(0.5)
@@ -141,8 +162,6 @@ try:
             raise SystemExit(f"bench-trace-guest: no two snapshots inside window {w}")
         w["ops_per_s"] = round(w["ops_per_s"], 1)
         w["measured_s"] = round(w["measured_s"], 3)
-        if "events_written" in w:
-            w["events_per_s"] = round(w["events_written"] / (window_s or 1), 1)
     # Ratios within each round (its windows are adjacent in time).
     traced = [m for m in MODES if MODES[m]]
     per_round = []
@@ -157,6 +176,8 @@ try:
                                         max(x[f"{m}_vs_none"] for x in per_round)] for m in traced},
         "median_events_per_s": {m: med([w["events_per_s"] for w in windows if w["mode"] == m]) for m in traced},
         "events_lost": sum(w.get("events_lost", 0) for w in windows),
+        "median_start_s": {m: med([w["start_s"] for w in windows if w["mode"] == m]) for m in traced},
+        "median_stop_s": {m: med([w["stop_s"] for w in windows if w["mode"] == m]) for m in traced},
     }
     doc = {"benchmark": f"{workload} throughput with a trace session against none, one boot",
            "workload": f"{PROGRAM}", "unit": "acquisitions per second of the classes counted",

@@ -20,18 +20,24 @@ $bin/collector_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates
     --benchmark_out="$out/collector.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu"
 
-echo "bench: trace events: cycles per spinlock event written (timestamp included); drain"
-echo "       throughput through a /dev/shm file (events/s, MB/s, lost) at several producer rates"
+echo "bench: trace events: cycles per spinlock event written (timestamp included); buffers taken"
+echo "       from a /dev/shm trace area and copied to /dev/null (events/s, MB/s, lost) at several producer rates"
 $bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_format=json \
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
+
+echo "bench: trace recording: the collector's TraceRecorder writing a trace file in $out from a /dev/shm"
+echo "       region (events/s, MB/s, lost, recorder CPU ns per event) at several producer rates"
+SPINLAB_BENCH_DIR="$out" $bin/trace_recorder_benchmark --benchmark_out="$out/trace-recorder.json" \
+    --benchmark_out_format=json --benchmark_context=host_cpu="$host_cpu" \
+    --benchmark_context=host_cpus="$(nproc)" --benchmark_context=accelerator=native
 
 echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none"
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
 
 echo "bench: a kernel lock's trace events in the guest: kmix throughput with the spinlock group against none"
-WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh
+ROUNDS=7 WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh
 if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-    WORKLOAD=kmix ACCEL=kvm OUT="$out/trace-guest-kmix-kvm.json" scripts/bench-trace-guest.sh
+    ROUNDS=7 WORKLOAD=kmix ACCEL=kvm OUT="$out/trace-guest-kmix-kvm.json" scripts/bench-trace-guest.sh
 else
     echo "bench: no usable /dev/kvm: kmix under KVM left out"
 fi
