@@ -3,7 +3,7 @@ import argparse
 import os
 import sys
 
-from . import compare, index, load, report
+from . import compare, index, load, progress, report
 from .contract import ContractError
 from .summary import Options
 
@@ -104,7 +104,8 @@ def main(argv=None) -> int:
                                            f"compare-{runs[0].run_id}-vs-{runs[1].run_id}")
             paths = compare.generate(runs, out, opts)
         else:
-            run = load.load_run(args.results)
+            with progress.stage(f"read {args.results}"):
+                run = load.load_run(args.results)
             if args.baseline and args.baseline not in run.phases:
                 p.error(f"--baseline {args.baseline}: no such phase (phases: {', '.join(run.phases)})")
             paths = report.generate(run, args.out or args.results, opts)

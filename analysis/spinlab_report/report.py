@@ -3,7 +3,7 @@ report.md, report.html; for a run booted with timing=all also wrk-table.txt (wrk
 import json
 import os
 
-from . import aggregate, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
+from . import aggregate, progress, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
 from . import wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
@@ -34,15 +34,18 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     os.makedirs(outdir, exist_ok=True)
     totals, reps = phase_tables(run)
     text = table.table_text(totals, reps)
-    summ = summary.build(run, opts)
-    summ["verdict"] = verdict.build(run, summ)
+    listed = sum(len(s.long_waits or ()) for s in run.snapshots)
+    with progress.stage("summary and verdict", progress.count(listed, "long waits")):
+        summ = summary.build(run, opts)
+        summ["verdict"] = verdict.build(run, summ)
     paths = {"table": os.path.join(outdir, "table.txt"), "csv": os.path.join(outdir, "table.csv"),
              "summary": os.path.join(outdir, "summary.json"), "md": os.path.join(outdir, "report.md"),
              "html": os.path.join(outdir, "report.html")}
     write(paths["table"], text)
     write(paths["csv"], table.table_csv(totals))
     write(paths["summary"], json.dumps(summ, indent=1) + "\n")
-    figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
+    with progress.stage("figures", "10 figures"):
+        figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
     doc = report_doc.build(run, summ, text, figs, opts)
     traces = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
     wrk = wrk_table.section(run.meta, totals, reps)  # a timing=all run: the original's own table
