@@ -5,3 +5,7 @@ Computation lives in pure modules (buckets, cdf, confidence, lhp, aggregate, sum
 each figure has its own fig_*.py module; report_doc builds the report that render_md and
 render_html write out.
 """
+
+
+class NamesFileError(RuntimeError):
+    """The build's abi_names.json (the ABI's enum names, names.py) is missing or malformed."""

@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
                    "a trace in a results directory's snapshots/ uses the run's clock.json and timeline.csv")
     p.add_argument("--out", help="output directory (default: the results directory; with --compare: "
                    "compare-<first>-vs-<second> next to the first run)")
-    p.add_argument("--threshold", type=cycles_arg, default=1 << 20,
+    p.add_argument("--threshold", type=cycles_arg, default=Options.threshold,
                    help="a long wait for the LHP share, in cycles (default 2^20)")
     p.add_argument("--confidence", type=confidence_arg, default=0.95,
                    help="confidence level of throughput intervals (default 0.95)")

@@ -6,12 +6,14 @@ CLI turns into a message and a non-zero exit: the text says which file and which
 import json
 import os
 
+from .names import LHP_CLASS
+
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
 SNAPSHOT_DIR = "snapshots"
-# Spelled as the guest's ABI spells them (perfdata.h lhp_class_name), which is what the
-# collector and the runner write: no name is translated on its way here.
-LHP_CLASSES = ("holder-preempted", "waiter-preempted", "both", "neither", "unknown")
+# The guest's LHP classes in the ABI's order, as its table spells them (perfdata.h, read through
+# names.py), which is what the collector and the runner write: no name is spelled again here.
+LHP_CLASSES = LHP_CLASS.names
 # A lock class's counters (collector/report_format.h perf_json): required counts, optional
 # counts, and the two histograms, sparse {"k": count} over buckets k = 0 .. 63.
 CLASS_COUNTS = ("acquisitions", "uncontended", "wait_overflow")

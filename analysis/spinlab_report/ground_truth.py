@@ -30,6 +30,7 @@ the timeline, by more than the bound.
 import bisect
 
 from .lhp import HOLDER_OFF, WAITER_OFF, ClockMap
+from .names import LHP_CLASS
 
 # The running set: the holder on-CPU for at least this share of the wait by the timeline (the
 # holder-off threshold is 1/2, so a correct classifier never calls these holder-off).
@@ -77,7 +78,7 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
         out[key + "_classes"][w["lhp"]] = out[key + "_classes"].get(w["lhp"], 0) + 1
         if w.get("holder_side") == "off" or w["lhp"] in HOLDER_OFF:
             out[key + "_holder_off"] += 1
-        if key == "frozen" and w["lhp"] == "holder-preempted":
+        if key == "frozen" and w["lhp"] == LHP_CLASS.kHolderPreempted:
             out["frozen_holder_preempted"] += 1
     out["frozen_rate"] = out["frozen_holder_off"] / out["frozen"] if out["frozen"] else None
     out["running_rate"] = out["running_holder_off"] / out["running"] if out["running"] else None

@@ -48,9 +48,13 @@ thresholds and by the guest's any-off-time rule) use the same ranges.
 import numpy as np
 
 from .contract import OFF_STATES, UNKNOWN_STATE
+from .names import LHP_CLASS as L
 
-HOLDER_OFF = ("holder-preempted", "both")
-WAITER_OFF = ("waiter-preempted", "both")
+HOLDER_OFF = (L.kHolderPreempted, L.kBoth)  # the guest's classes in which the holder lost time
+WAITER_OFF = (L.kWaiterPreempted, L.kBoth)
+UNCERTAIN = "uncertain"  # the analysis' own class: a side straddles its threshold (never the guest's)
+# Every class a measured wait may have: the guest's (the ABI's, in its order) and UNCERTAIN.
+CLASSES = L.names + (UNCERTAIN,)
 SOURCES = ("timeline", "steal", "none")
 # A side counts as off-CPU for the wait when it was off for at least this share of the wait.
 HOLDER_OFF_MIN = 0.5
@@ -230,11 +234,11 @@ def _any_side(rng) -> str:
 def _class_of(holder: str, waiter: str) -> str:
     """The wait's class from its two sides ('off', 'on', 'uncertain', 'unknown')."""
     if "unknown" in (holder, waiter):
-        return "unknown"
+        return L.kUnknown
     if "uncertain" in (holder, waiter):
-        return "uncertain"
-    return {("off", "off"): "both", ("off", "on"): "holder-preempted",
-            ("on", "off"): "waiter-preempted", ("on", "on"): "neither"}[(holder, waiter)]
+        return UNCERTAIN
+    return {("off", "off"): L.kBoth, ("off", "on"): L.kHolderPreempted,
+            ("on", "off"): L.kWaiterPreempted, ("on", "on"): L.kNeither}[(holder, waiter)]
 
 
 def holders_of(wait: dict) -> list | None:
@@ -304,7 +308,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
 def steal_sides(lhp_class: str) -> tuple[bool | None, bool | None]:
     """What the guest's steal-time class says of (holder, waiter): True 'lost time during the
     wait', False 'no steal seen' (which is not 'on'), None when the class is unknown."""
-    if lhp_class == "unknown":
+    if lhp_class == L.kUnknown:
         return None, None
     return lhp_class in HOLDER_OFF, lhp_class in WAITER_OFF
 

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 from . import aggregate, cdf, lhp, throughput
 from . import contract as c
-from .buckets import LONG_K
+from .buckets import LONG_K, LONG_WAIT_CYCLES
+from .names import LHP_CLASS
 
 
 @dataclass
 class Options:
-    threshold: int = 1 << 20
+    threshold: int = LONG_WAIT_CYCLES  # the LHP share's long wait (--threshold)
     confidence: float = 0.95
     baseline: str | None = None  # None: idle-host if present, else the first phase
 
@@ -162,7 +163,7 @@ def lhp_problems(run, opts: Options) -> list:
             if not t["counters_found"]:
                 out.append(f"{s.name}: its trace file {t['file']} has no loss counters (cut short): "
                            "its losses are unknown.")
-    unknown = any(w["lhp_class"] == "unknown" for s in run.snapshots for w in (s.long_waits or []))
+    unknown = any(w["lhp_class"] == LHP_CLASS.kUnknown for s in run.snapshots for w in (s.long_waits or []))
     if unknown and run.timeline is None:
         out.append("No host timeline (timeline.csv): long waits the guest could not classify stay unknown.")
     elif unknown and run.clock is None:

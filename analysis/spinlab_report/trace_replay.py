@@ -34,9 +34,10 @@ import tempfile
 
 import numpy as np
 
+from .buckets import LONG_WAIT_CYCLES
 from .contract import OFF_STATES, UNKNOWN_STATE
 
-LONG_WAIT_DEFAULT = 1 << 20  # cycles; the runner's long_waits_min_cycles
+LONG_WAIT_DEFAULT = LONG_WAIT_CYCLES  # without the runner's long_waits_min_cycles
 
 
 @dataclasses.dataclass

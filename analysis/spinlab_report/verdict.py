@@ -54,12 +54,14 @@ from . import waits as waits_mod
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
+from .names import LHP_CLASS as L
 from .verdict_text import cycles_text, g3, paragraph, significant, table  # noqa: F401 (the verdict's text)
 
 CORRECTION = 0.5
 BASELINE_OFF_MAX = 0.05  # a baseline whose vCPUs were off the host CPU longer was not idle
 WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # ring-3 locks (lockbench: the test data's name)
-CAUSES = ("holder-preempted", "waiter-preempted", "both", "neither", "uncertain", "unknown")
+# Every class a long wait may have (lhp.CLASSES), in the order the verdict lists them.
+CAUSES = (L.kHolderPreempted, L.kWaiterPreempted, L.kBoth, L.kNeither, lhp.UNCERTAIN, L.kUnknown)
 RUNNING_KINDS = ("slow_holder", "queued", "holder_not_known")
 
 
@@ -172,7 +174,7 @@ def rep_values(run, snap, threshold: int) -> dict:
     waits = window_waits(run, snap, threshold)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
-    unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == "unknown"))
+    unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == L.kUnknown))
     off = None if unplaced else waits.where(waits.holder_side == "off")
     vcpus, span = vcpu_count(run, snap), tsc_span(run, snap)
     long_waits = sum(int(st.wait[LONG_K:].sum()) for st in snap.stats)
@@ -292,10 +294,10 @@ def causes(reps, threshold: int) -> dict:
         listed = np.isin(w.lhp, CAUSES)
         for cls in CAUSES:
             out[cls] += int(np.count_nonzero(w.lhp == cls))
-        out["unknown"] += int(np.count_nonzero(~listed))
+        out[L.kUnknown] += int(np.count_nonzero(~listed))
         out["long_waits"] += len(w)
         out["hand_overs_placed"] += int(np.count_nonzero(w.has_holds))
-        running = w.lhp == "neither"
+        running = w.lhp == L.kNeither
         for k in np.flatnonzero(running & w.has_holds).tolist():  # a hand-over chain: its hold lengths
             out[running_kind(w.row(k), threshold)] += 1
         h0, h1 = w.holder_cpu[running & ~w.has_holds], w.holder_end_cpu[running & ~w.has_holds]

@@ -8,8 +8,12 @@ rates and shares to 3 significant digits, counts whole.
 """
 import math
 
-CAUSE_NAMES = (("holder-preempted", "holder preempted"), ("waiter-preempted", "waiter preempted"),
-               ("both", "both"), ("neither", "holder running"))
+from .lhp import UNCERTAIN
+from .names import LHP_CLASS as L
+
+# The causes (verdict.CAUSES' keys) as the text says them; uncertain and unknown come last.
+CAUSE_NAMES = ((L.kHolderPreempted, "holder preempted"), (L.kWaiterPreempted, "waiter preempted"),
+               (L.kBoth, "both"), (L.kNeither, "holder running"))
 
 
 def significant(r: dict | None, confidence: float) -> bool | None:
@@ -100,9 +104,9 @@ def running_text(c: dict) -> str:
 
 def causes_text(c: dict) -> str:
     """holder preempted 2, waiter preempted 1, both 0, holder running 3 (...), uncertain 0, unknown 1."""
-    out = [f"{name} {c[key]}" + (f" ({running_text(c)})" if key == "neither" and c[key] else "")
+    out = [f"{name} {c[key]}" + (f" ({running_text(c)})" if key == L.kNeither and c[key] else "")
            for key, name in CAUSE_NAMES]
-    return ", ".join(out + [f"uncertain {c['uncertain']}", f"unknown {c['unknown']}"])
+    return ", ".join(out + [f"uncertain {c[UNCERTAIN]}", f"unknown {c[L.kUnknown]}"])
 
 
 def causes_cell(c: dict) -> str:
@@ -110,7 +114,7 @@ def causes_cell(c: dict) -> str:
     running = f" ({c['slow_holder']} slow, {c['queued']} queued" + (
         f", {c['holder_not_known']} not known)" if c["holder_not_known"] else ")")
     return (" / ".join(str(c[key]) for key, _ in CAUSE_NAMES) + running +
-            f"; {c['uncertain']} uncertain, {c['unknown']} unknown")
+            f"; {c[UNCERTAIN]} uncertain, {c[L.kUnknown]} unknown")
 
 
 def tp_text(t: dict | None) -> str:
@@ -194,7 +198,7 @@ def causes_sentence(p: dict, v: dict) -> str:
     if not c["long_waits"]:
         return f"No long wait (≥ {cycles_text(v['threshold_cycles'])} cycles) was listed."
     s = f"Causes of its {c['long_waits']} listed long waits (≥ {cycles_text(v['threshold_cycles'])} cycles): {causes_text(c)}"
-    if c["neither"]:
+    if c[L.kNeither]:
         s += (f"; the hold histograms timed {c['holds_ge_threshold']} hold(s) ≥ "
               f"{cycles_text(v['threshold_cycles'])}")
     return s + "."

@@ -6,21 +6,29 @@
 The C++ test writes known counters with the real writers (the runner's results directory,
 `spinlab-collect query --format json`, a record file line); this script reads them with
 analysis's own loader and checks every field against known_perf() below, which must stay the
-same recipe as contract_test.cc's. Exits 1 with one line per mismatch.
+same recipe as contract_test.cc's. The names come from the ABI's tables (spinlab_report.names,
+the build's abi_names.json), as the writers' do; results recorded by earlier runners
+(labs/tests/data) must still use them: a name renamed in an ABI table fails here. Exits 1 with
+one line per mismatch.
 """
+import glob
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
 
 from spinlab_report import contract as c  # noqa: E402
 from spinlab_report import load  # noqa: E402
+from spinlab_report import names  # noqa: E402
 from spinlab_report import summary  # noqa: E402
 from spinlab_report.buckets import NBUCKETS  # noqa: E402
 
-# LhpClass values 0 .. 4 in the ABI's order (perfdata.h); the names are lhp_class_name()'s.
-ABI_LHP = ("neither", "holder-preempted", "waiter-preempted", "both", "unknown")
+# LhpClass values 0 .. 4 in the ABI's order (perfdata.h's table): contract_test.cc's l.
+ABI_LHP = names.LHP_CLASS.names
+# Real results of format 1 that earlier runners wrote, kept as the labs' test data.
+RECORDED = os.path.join(HERE, "..", "..", "labs", "tests", "data")
 CLASS_IDS = {"lockbench.0": 0, "sched": 1}
 problems = []
 
@@ -67,12 +75,14 @@ def check_class(where, cpu, name, raw):
 
 
 def check_results(path):
-    expect("LHP class names", sorted(ABI_LHP), sorted(c.LHP_CLASSES))
     run = load.load_run(path)
     expect("problems", run.problems, [])
-    expect("meta lock, clock", (run.meta["lock"], run.meta["clock"]), ("mcs", "cpuid"))
+    expect("meta lock, clock", (run.meta["lock"], run.meta["clock"]),
+           (names.LOCK_ALGORITHM.kQueued, names.CLOCK_SOURCE.kCpuidRdtsc))
     expect("status", run.status["state"], "complete")
     expect("snapshots", [(s.phase, s.rep) for s in run.snapshots], [("preempt-10ms", 2)])
+    if not run.snapshots:  # the loader refused it (problems above says why)
+        return
     s = run.snapshots[0]
     expect("snapshot times", (s.start_guest_tsc, s.end_guest_tsc, s.duration_s), (1000, 9000, 2.0))
     with open(os.path.join(path, c.SNAPSHOT_DIR, "preempt-10ms-r2.json"), encoding="utf-8") as f:
@@ -156,11 +166,46 @@ def check_record(path):
             check_class(f"record cpu {cpu['cpu']} class {entry['id']}", cpu["cpu"], names[entry["id"]], entry["perf"])
 
 
+def recorded_names(run_dir):
+    """The ABI names a recorded results directory uses: {enum key: set of names}."""
+    with open(os.path.join(run_dir, "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    used = {"lock_algorithm": {meta["lock"]}, "clock_source": {meta["clock"]}, "lhp_class": set()}
+    for path in glob.glob(os.path.join(run_dir, "snapshots", "*.json")):
+        with open(path, encoding="utf-8") as f:
+            snap = json.load(f)
+        for cpu in snap["cpus"]:
+            for perf in cpu["classes"].values():
+                used["lhp_class"] |= set(perf.get("lhp", {}))
+        used["lhp_class"] |= {w["lhp_class"] for w in snap.get("long_waits") or []}
+    return used
+
+
+def check_recorded(root):
+    """Every name recorded results use is still the ABI's, and the runner's lock classes carry
+    every LHP class (it writes all of them): a renamed ABI name would make them unreadable."""
+    runs = sorted(os.path.dirname(m) for m in glob.glob(os.path.join(root, "*", "*", "meta.json")))
+    expect(f"recorded results under {root}", bool(runs), True)
+    lhp_seen = set()
+    for run_dir in runs:
+        where = os.path.relpath(run_dir, os.path.join(HERE, "..", ".."))
+        used = recorded_names(run_dir)
+        for key, names_used in used.items():
+            gone = sorted(names_used - set(getattr(names, key.upper()).names))  # names.LHP_CLASS, ...
+            expect(f"{where} (recorded, format {c.FORMAT}): {key} names the ABI's table in {names.PATH} "
+                   f"no longer has (rename it back, or bump contract.FORMAT and re-record)", gone, [])
+        lhp_seen |= used["lhp_class"]
+    expect("LHP classes of the recorded results against the ABI's", sorted(lhp_seen), sorted(ABI_LHP))
+
+
 def main():
     results, query, record = sys.argv[1:4]
-    check_results(results)
-    check_query(query)
-    check_record(record)
+    for check, arg in ((check_recorded, RECORDED), (check_results, results), (check_query, query),
+                       (check_record, record)):
+        try:
+            check(arg)
+        except c.ContractError as e:  # the loader refused what a writer wrote: one mismatch
+            problems.append(f"{check.__name__}: {e}")
     for p in problems:
         print(p)
     print(f"contract: {len(problems)} mismatch(es)")

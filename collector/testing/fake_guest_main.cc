@@ -16,11 +16,14 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
+// The ABI's lock= names (spinlab/sysinfo.h's table), "tas|ticket|...".
+const auto kAlgorithms = spinlab::join_names<spinlab::joined_size(spinlab::kLockAlgorithmNames)>(
+    spinlab::kLockAlgorithmNames, '|');
+
 LockAlgorithm parse_algorithm(const std::string& s) {
     for (uint32_t a = 0; a < spinlab::kLockAlgorithmCount; ++a)
         if (s == lock_algorithm_name(LockAlgorithm(a))) return LockAlgorithm(a);
-    throw std::runtime_error("--algorithm must be tas, ticket, mcs, pv, pticket, pvmcs or student, not '" +
-                             s + "'");
+    throw std::runtime_error("--algorithm must be one of " + std::string(kAlgorithms.text) + ", not '" + s + "'");
 }
 
 }  // namespace
@@ -38,7 +41,7 @@ int main(int argc, char** argv) {
         ("cpus", po::value(&o.cpus)->default_value(2), "worker threads, one per fake CPU")
         ("locks", po::value(&o.locks)->default_value(2), "locks (and lock classes) they share")
         ("algorithm", po::value(&algorithm)->default_value("tas"),
-         "tas, ticket, mcs, pv, pticket, pvmcs or student")
+         (std::string("the lock algorithm: ") + kAlgorithms.text).c_str())
         ("critical-cycles", po::value(&o.critical_cycles)->default_value(200), "TSC cycles held")
         ("think-cycles", po::value(&o.think_cycles)->default_value(200), "TSC cycles between")
         ("run-ms", po::value(&o.run_ms)->default_value(0),

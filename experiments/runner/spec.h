@@ -4,6 +4,7 @@
 // command line wins. Parsed into a Spec returned by value; every bad key, value or range is a
 // SpecError whose message names the key (and the file when it came from one).
 #pragma once
+#include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
 
 #include <array>
@@ -31,8 +32,9 @@ struct VmSpec {
     uint32_t memory_mb = 256;
     std::string accel = "auto";    // auto | kvm | tcg
     std::string backend = "qemu";  // qemu | libvirt
-    std::string lock = "tas";      // tas | ticket | mcs | pv
-    std::string clock = "lfence";  // lfence | rdtscp | cpuid
+    // A lock_algorithm_name() and a clock_source_name() (the ABI's tables: the choices).
+    std::string lock = lock_algorithm_name(LockAlgorithm::kTestAndSet);
+    std::string clock = clock_source_name(ClockSource::kLfenceRdtsc);
     bool pause = true;
     uint32_t hz = 0;                // 0: the kernel's default timer rate
     std::vector<uint32_t> pin;      // one host CPU per vCPU, or empty

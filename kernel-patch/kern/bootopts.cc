@@ -10,27 +10,30 @@ BootOptions g_boot;
 namespace {
 
 using bootopt::Kind;
+// lock= and clock= choose from the ABI's name tables (spinlab/enum_names.h), "tas|ticket|...":
+// the parsed index is the LockAlgorithm / ClockSource value.
+constexpr auto kLockChoices = spinlab::join_names<spinlab::joined_size(spinlab::kLockAlgorithmNames)>(
+    spinlab::kLockAlgorithmNames, '|');
+constexpr auto kClockChoices = spinlab::join_names<spinlab::joined_size(spinlab::kClockSourceNames)>(
+    spinlab::kClockSourceNames, '|');
 const bootopt::Spec kSpecs[] = {
     {"selftest", Kind::kString, nullptr, 0, 0, "run in-kernel self-tests: all, or suites a,b,c"},
     {"hz", Kind::kUint, nullptr, 10, 1000, "timer interrupts per second per CPU (default 100)"},
     {"maxcpus", Kind::kUint, nullptr, 1, 64, "start at most this many CPUs"},
-    // The choice order is the ABI's enum order (static_asserts below).
-    {"lock", Kind::kChoice, "tas|ticket|mcs|pv|pticket|pvmcs|student", 0, 0,
-     "spinlock algorithm: tas|ticket|mcs|pv|pticket|pvmcs|student (default tas)"},
-    {"clock", Kind::kChoice, "lfence|rdtscp|cpuid", 0, 0,
-     "lockstat time source: lfence|rdtscp|cpuid (default lfence)"},
-    {"pause", Kind::kChoice, "on|off", 0, 0, "pause in spin loops: on|off (default on)"},
+    {"lock", Kind::kChoice, kLockChoices.text, 0, 0, "spinlock algorithm (default tas)"},
+    {"clock", Kind::kChoice, kClockChoices.text, 0, 0, "lockstat time source (default lfence)"},
+    {"pause", Kind::kChoice, "on|off", 0, 0, "pause in spin loops (default on)"},
     {"lockup", Kind::kUint, nullptr, 0, 1ull << 62,
      "lockup detector bound in TSC cycles, 0 = off (default 2^34)"},
     {"longwait", Kind::kUint, nullptr, 1, 1ull << 62,
      "long-wait trace events: contended waits of at least this many TSC cycles (default 2^22)"},
     {"pvspin", Kind::kUint, nullptr, 1, 1u << 30,
      "spins before the pv lock yields (default 32768)"},
-    {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark: spinlock"},
+    {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark"},
     {"pvyield", Kind::kChoice, "on|off", 0, 0,
      "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
     {"stackprobe", Kind::kChoice, "on|off", 0, 0,
-     "a kernel thread with a known call chain for the stack tests: on|off (default off)"},
+     "a kernel thread with a known call chain for the stack tests (default off)"},
     // The four spinlock-tracing parameters (Windows' EVENT_TRACE_SPINLOCK_INFORMATION), the same
     // names as spinlab-run's [trace] keys and spinlab-collect set's options; minimums as the set
     // call's (lockstat/params.h).
@@ -45,17 +48,6 @@ const bootopt::Spec kSpecs[] = {
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
-static_assert(uint32_t(spinlab::LockAlgorithm::kTestAndSet) == 0 &&
-              uint32_t(spinlab::LockAlgorithm::kTicket) == 1 &&
-              uint32_t(spinlab::LockAlgorithm::kQueued) == 2 &&
-              uint32_t(spinlab::LockAlgorithm::kParavirt) == 3 &&
-              uint32_t(spinlab::LockAlgorithm::kPreemptableTicket) == 4 &&
-              uint32_t(spinlab::LockAlgorithm::kParavirtQueued) == 5 &&
-              uint32_t(spinlab::LockAlgorithm::kStudent) == 6 &&
-              spinlab::kLockAlgorithmCount == 7, "lock= choice order");
-static_assert(uint32_t(spinlab::ClockSource::kLfenceRdtsc) == 0 &&
-              uint32_t(spinlab::ClockSource::kRdtscp) == 1 &&
-              uint32_t(spinlab::ClockSource::kCpuidRdtsc) == 2, "clock= choice order");
 constexpr int kCount = sizeof kSpecs / sizeof kSpecs[0];
 bootopt::Value values[kCount];
 
@@ -71,7 +63,9 @@ void bootopts_init(const char* cmdline) {
     bootopt::Error e = bootopt::parse(cmdline, kSpecs, kCount, values);
     if (!e.ok) {
         kprintf("boot: %s\nboot: known options:\n", e.message);
-        for (const auto& s : kSpecs) kprintf("  %-10s %s\n", s.key, s.help);
+        for (const auto& s : kSpecs)
+            kprintf("  %-10s %s%s%s\n", s.key, s.help, s.kind == Kind::kChoice ? "; one of " : "",
+                    s.kind == Kind::kChoice ? s.choices : "");
         kprintf("boot: refusing to boot with a bad command line\n");
         qemu_exit(kExitFail);
     }

@@ -10,9 +10,8 @@ struct BootOptions {
     uint32_t maxcpus;       // start at most this many CPUs
     const char* init;       // "" = none; else the first program and its arguments
     // Spinlocks (kern/lockstat.h holds the live copy the lock paths read):
-    uint32_t lock;          // lock=tas|ticket|mcs|pv|pticket|pvmcs|student: spinlab::LockAlgorithm
-                            // (same order)
-    uint32_t clock;         // clock=lfence|rdtscp|cpuid: spinlab::ClockSource (same order)
+    uint32_t lock;          // lock=: a spinlab::LockAlgorithm, named as its ABI table names it
+    uint32_t clock;         // clock=: a spinlab::ClockSource, likewise
     bool pause;             // pause=on|off: pause in spin loops
     uint64_t lockup;        // lockup=<cycles>: lockup detector bound, 0 = off
     uint64_t longwait;      // longwait=<cycles>: waits this long are long-wait trace events

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <spinlab/enum_names.h>
+
 namespace spinlab {
 
 constexpr uint32_t kPerfDataMagic = 0x44504c53;  // "SLPD" little-endian
@@ -43,30 +45,27 @@ constexpr uint32_t kMaxLockClasses = 32;
 constexpr uint32_t kHistBuckets = 64;
 
 // Lock-holder-preemption class of one contended acquisition (see architecture.md,
-// "Attributing a long wait"). Decided from KVM steal time seen during the wait:
-enum class LhpClass : uint32_t {
-    kNeither = 0,          // steal time present, neither vCPU lost time during the wait
-    kHolderPreempted = 1,  // the holder's vCPU was preempted during the wait (LHP proper)
-    kWaiterPreempted = 2,  // the waiter's own vCPU lost time (lock-waiter preemption)
-    kBoth = 3,             // both of the above
-    kUnknown = 4,          // no steal time (TCG, bare metal): the host timeline must decide
-};
-constexpr uint32_t kLhpClassCount = 5;
+// "Attributing a long wait"). Decided from KVM steal time seen during the wait. The one table
+// of its values and names (spinlab/enum_names.h):
+#define SPINLAB_LHP_CLASSES(X)                                                               \
+    /* steal time present, neither vCPU lost time during the wait */                         \
+    X(kNeither, 0, "neither")                                                                \
+    /* the holder's vCPU was preempted during the wait (LHP proper) */                       \
+    X(kHolderPreempted, 1, "holder-preempted")                                               \
+    /* the waiter's own vCPU lost time (lock-waiter preemption) */                           \
+    X(kWaiterPreempted, 2, "waiter-preempted")                                               \
+    /* both of the above */                                                                  \
+    X(kBoth, 3, "both")                                                                      \
+    /* no steal time (TCG, bare metal): the host timeline must decide */                     \
+    X(kUnknown, 4, "unknown")
+enum class LhpClass : uint32_t { SPINLAB_LHP_CLASSES(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kLhpClassNames[] = {SPINLAB_LHP_CLASSES(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kLhpClassNames), "LhpClass: values 0, 1, ... in row order");
+constexpr uint32_t kLhpClassCount = enum_count(kLhpClassNames);
+static_assert(kLhpClassCount == 5, "ABI: LockClassPerf holds one lhp_count per class");
 
 constexpr const char* lhp_class_name(LhpClass c) {
-    switch (c) {
-        case LhpClass::kNeither:
-            return "neither";
-        case LhpClass::kHolderPreempted:
-            return "holder-preempted";
-        case LhpClass::kWaiterPreempted:
-            return "waiter-preempted";
-        case LhpClass::kBoth:
-            return "both";
-        case LhpClass::kUnknown:
-            return "unknown";
-    }
-    return "invalid";
+    return enum_name(kLhpClassNames, uint32_t(c));
 }
 
 // One lock class on one CPU. All cycle values are TSC cycles of the clock the kernel was

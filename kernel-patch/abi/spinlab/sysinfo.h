@@ -141,73 +141,61 @@ struct ResetRequest {
 };
 static_assert(sizeof(ResetRequest) == 8, "ABI");
 
-// Lock algorithm, chosen at boot (lock=). The *_name() functions give the one spelling of each
-// value everywhere: the boot option, the host tools, the results files and the report.
-enum class LockAlgorithm : uint32_t {
-    kTestAndSet = 0,  // the original lock: lock bts, spin reading with pause, retry
-    kTicket = 1,      // FIFO ticket lock
-    kQueued = 2,      // MCS-style queued lock, each waiter spins on its own node
-    kParavirt = 3,    // bounded spin, then yield towards the holder's vCPU (KVM PV sched-yield)
-    kPreemptableTicket = 4,  // ticket lock whose waiters may skip a stalled turn (VEE'13)
-    kParavirtQueued = 5,     // MCS lock whose waiters yield while the vCPU ahead is preempted
-    kStudent = 6,            // spinlock/student_lock.h: lab 5's lock (a plain TAS as shipped)
-};
-constexpr uint32_t kLockAlgorithmCount = 7;
+// Lock algorithm, chosen at boot (lock=). Each enum below is one table of values and names
+// (spinlab/enum_names.h): the one spelling of each value everywhere, the boot option, the host
+// tools, the results files and the report (through the build's abi_names.json).
+#define SPINLAB_LOCK_ALGORITHMS(X)                                                           \
+    /* the original lock: lock bts, spin reading with pause, retry */                        \
+    X(kTestAndSet, 0, "tas")                                                                 \
+    /* FIFO ticket lock */                                                                   \
+    X(kTicket, 1, "ticket")                                                                  \
+    /* MCS-style queued lock, each waiter spins on its own node */                           \
+    X(kQueued, 2, "mcs")                                                                     \
+    /* bounded spin, then yield towards the holder's vCPU (KVM PV sched-yield) */            \
+    X(kParavirt, 3, "pv")                                                                    \
+    /* ticket lock whose waiters may skip a stalled turn (VEE'13) */                         \
+    X(kPreemptableTicket, 4, "pticket")                                                      \
+    /* MCS lock whose waiters yield while the vCPU ahead is preempted */                     \
+    X(kParavirtQueued, 5, "pvmcs")                                                           \
+    /* spinlock/student_lock.h: lab 5's lock (a plain TAS as shipped) */                     \
+    X(kStudent, 6, "student")
+enum class LockAlgorithm : uint32_t { SPINLAB_LOCK_ALGORITHMS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kLockAlgorithmNames[] = {SPINLAB_LOCK_ALGORITHMS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kLockAlgorithmNames), "LockAlgorithm: values 0, 1, ... in row order");
+constexpr uint32_t kLockAlgorithmCount = enum_count(kLockAlgorithmNames);
 constexpr const char* lock_algorithm_name(LockAlgorithm a) {
-    switch (a) {
-        case LockAlgorithm::kTestAndSet:
-            return "tas";
-        case LockAlgorithm::kTicket:
-            return "ticket";
-        case LockAlgorithm::kQueued:
-            return "mcs";
-        case LockAlgorithm::kParavirt:
-            return "pv";
-        case LockAlgorithm::kPreemptableTicket:
-            return "pticket";
-        case LockAlgorithm::kParavirtQueued:
-            return "pvmcs";
-        case LockAlgorithm::kStudent:
-            return "student";
-    }
-    return "invalid";
+    return enum_name(kLockAlgorithmNames, uint32_t(a));
 }
 
 // Time source of every timestamp, chosen at boot (clock=).
-enum class ClockSource : uint32_t {
-    kLfenceRdtsc = 0,  // default: lfence orders the read after earlier loads, no VM exit
-    kRdtscp = 1,       // waits for earlier instructions; also returns TSC_AUX
-    kCpuidRdtsc = 2,   // the original experiment's: serialises, a VM exit in a VM
-};
-constexpr uint32_t kClockSourceCount = 3;
+#define SPINLAB_CLOCK_SOURCES(X)                                                             \
+    /* default: lfence orders the read after earlier loads, no VM exit */                    \
+    X(kLfenceRdtsc, 0, "lfence")                                                             \
+    /* waits for earlier instructions; also returns TSC_AUX */                               \
+    X(kRdtscp, 1, "rdtscp")                                                                  \
+    /* the original experiment's: serialises, a VM exit in a VM */                           \
+    X(kCpuidRdtsc, 2, "cpuid")
+enum class ClockSource : uint32_t { SPINLAB_CLOCK_SOURCES(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kClockSourceNames[] = {SPINLAB_CLOCK_SOURCES(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kClockSourceNames), "ClockSource: values 0, 1, ... in row order");
+constexpr uint32_t kClockSourceCount = enum_count(kClockSourceNames);
 constexpr const char* clock_source_name(ClockSource c) {
-    switch (c) {
-        case ClockSource::kLfenceRdtsc:
-            return "lfence";
-        case ClockSource::kRdtscp:
-            return "rdtscp";
-        case ClockSource::kCpuidRdtsc:
-            return "cpuid";
-    }
-    return "invalid";
+    return enum_name(kClockSourceNames, uint32_t(c));
 }
 
 // What the kernel was built with (INSTRUMENT=). 1 is the default instrumented kernel.
-enum class InstrumentLevel : uint32_t {
-    kOff = 0,       // baseline: no counters at all
-    kFull = 1,      // counters, wait histograms, LHP classes, sampled hold timing
-    kCounters = 2,  // counters, wait histograms and LHP classes; no hold timing
-};
+#define SPINLAB_INSTRUMENT_LEVELS(X)                                                         \
+    /* baseline: no counters at all */                                                       \
+    X(kOff, 0, "off")                                                                        \
+    /* counters, wait histograms, LHP classes, sampled hold timing */                        \
+    X(kFull, 1, "full")                                                                      \
+    /* counters, wait histograms and LHP classes; no hold timing */                          \
+    X(kCounters, 2, "counters")
+enum class InstrumentLevel : uint32_t { SPINLAB_INSTRUMENT_LEVELS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kInstrumentLevelNames[] = {SPINLAB_INSTRUMENT_LEVELS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kInstrumentLevelNames), "InstrumentLevel: values 0, 1, ... in row order");
 constexpr const char* instrument_level_name(InstrumentLevel l) {
-    switch (l) {
-        case InstrumentLevel::kOff:
-            return "off";
-        case InstrumentLevel::kFull:
-            return "full";
-        case InstrumentLevel::kCounters:
-            return "counters";
-    }
-    return "invalid";
+    return enum_name(kInstrumentLevelNames, uint32_t(l));
 }
 
 // kSpinlabSystemConfiguration reply.

@@ -64,6 +64,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <spinlab/enum_names.h>
+
 namespace spinlab {
 
 inline constexpr uint32_t kTraceAbiVersion = 1;
@@ -74,24 +76,21 @@ inline constexpr uint32_t kTraceAbiVersion = 1;
 // below 0x40; spinlab's own live at 0x5300.. as its information classes do.
 inline constexpr uint32_t kSpinlabTraceSession = 0x5301;
 
-// LoggerMode.
-enum class TraceLoggerMode : uint32_t {
-    kRealTime = 0,     // the host drains continuously; no free buffer: the event is lost
-    kCircular = 1,     // flight recorder: the oldest buffers are overwritten; dumped on demand
-    kNoDropStall = 2,  // writers wait for a free buffer, except in spinlock paths (lost there)
-};
-inline constexpr uint32_t kTraceLoggerModeCount = 3;
+// LoggerMode (one table of values and names: spinlab/enum_names.h).
+#define SPINLAB_TRACE_LOGGER_MODES(X)                                                        \
+    /* the host drains continuously; no free buffer: the event is lost */                    \
+    X(kRealTime, 0, "real-time")                                                             \
+    /* flight recorder: the oldest buffers are overwritten; dumped on demand */              \
+    X(kCircular, 1, "circular")                                                              \
+    /* writers wait for a free buffer, except in spinlock paths (lost there) */              \
+    X(kNoDropStall, 2, "no-drop-stall")
+enum class TraceLoggerMode : uint32_t { SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kTraceLoggerModeNames[] = {SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kTraceLoggerModeNames), "TraceLoggerMode: values 0, 1, ... in row order");
+inline constexpr uint32_t kTraceLoggerModeCount = enum_count(kTraceLoggerModeNames);
 
 constexpr const char* trace_logger_mode_name(TraceLoggerMode m) {
-    switch (m) {
-        case TraceLoggerMode::kRealTime:
-            return "real-time";
-        case TraceLoggerMode::kCircular:
-            return "circular";
-        case TraceLoggerMode::kNoDropStall:
-            return "no-drop-stall";
-    }
-    return "invalid";
+    return enum_name(kTraceLoggerModeNames, uint32_t(m));
 }
 
 // Enable flags: the group mask of the session (the kernel event groups of Windows' core OS
@@ -131,22 +130,18 @@ enum class TraceCommand : uint32_t {
 };
 
 // TraceSessionInformation.state (query).
-enum class TraceState : uint32_t {
-    kIdle = 0,     // no session since boot
-    kRunning = 1,
-    kStopped = 2,  // the last session's buffers are still in the trace area, readable
-};
+#define SPINLAB_TRACE_STATES(X)                                                              \
+    /* no session since boot */                                                              \
+    X(kIdle, 0, "idle")                                                                      \
+    X(kRunning, 1, "running")                                                                \
+    /* the last session's buffers are still in the trace area, readable */                   \
+    X(kStopped, 2, "stopped")
+enum class TraceState : uint32_t { SPINLAB_TRACE_STATES(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kTraceStateNames[] = {SPINLAB_TRACE_STATES(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kTraceStateNames), "TraceState: values 0, 1, ... in row order");
 
 constexpr const char* trace_state_name(TraceState s) {
-    switch (s) {
-        case TraceState::kIdle:
-            return "idle";
-        case TraceState::kRunning:
-            return "running";
-        case TraceState::kStopped:
-            return "stopped";
-    }
-    return "invalid";
+    return enum_name(kTraceStateNames, uint32_t(s));
 }
 
 // Loss counters (under ETW's names: EventsLost, BuffersWritten, ...), per CPU in TraceCpuControl
@@ -495,17 +490,23 @@ static_assert(sizeof(TraceSystemConfigEvent) == 24 + 80, "ABI");
 inline constexpr uint32_t kTraceMaxStackFrames = 256;
 
 // TraceStackEvent.walk_end / user_end (why that part of the walk stopped).
-enum class TraceStackEnd : uint8_t {
-    kEnd = 0,        // the outermost frame (a zero frame pointer or return address)
-    kMaxDepth = 1,   // MaxStackDepth frames
-    kBadFrame = 2,   // a frame pointer outside the stack, misaligned, or not above the last
-    kFault = 3,      // the frame could not be read (user memory unmapped)
-    kNone = 4,       // no such part (user_end of a kernel thread)
-};
+#define SPINLAB_TRACE_STACK_ENDS(X)                                                          \
+    /* the outermost frame (a zero frame pointer or return address) */                       \
+    X(kEnd, 0, "end")                                                                        \
+    /* MaxStackDepth frames */                                                               \
+    X(kMaxDepth, 1, "max-depth")                                                             \
+    /* a frame pointer outside the stack, misaligned, or not above the last */               \
+    X(kBadFrame, 2, "bad-frame")                                                             \
+    /* the frame could not be read (user memory unmapped) */                                 \
+    X(kFault, 3, "fault")                                                                    \
+    /* no such part (user_end of a kernel thread) */                                         \
+    X(kNone, 4, "none")
+enum class TraceStackEnd : uint8_t { SPINLAB_TRACE_STACK_ENDS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kTraceStackEndNames[] = {SPINLAB_TRACE_STACK_ENDS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kTraceStackEndNames), "TraceStackEnd: values 0, 1, ... in row order");
 
 constexpr const char* trace_stack_end_name(uint8_t e) {
-    constexpr const char* names[] = {"end", "max-depth", "bad-frame", "fault", "none"};
-    return e < 5 ? names[e] : "invalid";
+    return enum_name(kTraceStackEndNames, e);
 }
 
 struct TraceStackEvent {

@@ -114,6 +114,8 @@ uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_
          ops_limit = 0, rounds = 1, pause_ms = 1000;
 const char* pattern = "same";
 const char* algorithm = "booted";
+// --algorithm's choices besides booted: the ABI's lock= names (spinlab/sysinfo.h's table).
+constexpr auto kAlgorithmChoices = join_names<joined_size(kLockAlgorithmNames)>(kLockAlgorithmNames, '|');
 bool verify = false;
 
 constexpr int kMaxThreads = 256;
@@ -273,7 +275,7 @@ int main(int argc, char** argv) {
         {"--think-cycles", OptKind::kU64, &think_cycles, "between acquisitions (default 200)"},
         {"--duration-ms", OptKind::kU64, &duration_ms, "run time; 0 = until the VM stops (default 5000)"},
         {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
-        {"--algorithm", OptKind::kString, &algorithm, "tas|ticket|mcs|pv|pticket|pvmcs|student, or booted (lock=)"},
+        {"--algorithm", OptKind::kString, &algorithm, "a lock= name (the lock algorithm), or booted (lock=; default)"},
         {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
         {"--rounds", OptKind::kU64, &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"},
         {"--pause-ms", OptKind::kU64, &pause_ms, "between rounds, no workload thread runs (default 1000)"},
@@ -307,8 +309,7 @@ int main(int argc, char** argv) {
         for (uint32_t a = 0; a < kLockAlgorithmCount; a++)
             if (strcmp(algorithm, lock_algorithm_name(LockAlgorithm(a))) == 0) algo = LockAlgorithm(a), ok = true;
         if (!ok) {
-            eprintf("lockbench: --algorithm '%s': choose tas, ticket, mcs, pv, pticket, pvmcs, "
-                    "student or booted\n", algorithm);
+            eprintf("lockbench: --algorithm '%s': choose %s or booted\n", algorithm, kAlgorithmChoices.text);
             return 2;
         }
     }
