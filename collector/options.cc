@@ -42,6 +42,23 @@ double to_seconds(const std::string& name, const std::string& s, bool zero_ok) {
     return v;
 }
 
+bool export_format(const Config& c) { return c.format == "ctf" || c.format == "perfetto"; }
+
+// The ABI's logger modes (spinlab/trace.h's name table), "real-time, circular or no-drop-stall".
+std::string logger_modes_text() {
+    std::string s;
+    for (uint32_t i = 0; i < kTraceLoggerModeCount; ++i)
+        s += (i == 0 ? "" : i + 1 == kTraceLoggerModeCount ? " or " : ", ") +
+             std::string(kTraceLoggerModeNames[i].name);
+    return s;
+}
+
+uint32_t to_logger_mode(const std::string& m) {
+    for (const EnumName& e : kTraceLoggerModeNames)
+        if (m == e.name) return e.value;
+    throw CollectError(kExitUsage, "--mode must be " + logger_modes_text() + ", not '" + m + "'");
+}
+
 struct Descriptions {
     po::options_description generic{"General"};
     po::options_description attach{"Attach (--vm NAME, or --socket and/or --shm)"};
@@ -98,10 +115,10 @@ struct Descriptions {
              "info: clock publications to sample for the offset/drift fit");
         trace.add_options()
             ("buffer-size", po::value<std::string>(), "BufferSize: bytes per buffer, a multiple of 4096 (default 65536)")
-            ("min-buffers", po::value<std::string>(), "MinimumBuffers per CPU (default 4)")
-            ("max-buffers", po::value<std::string>(), "MaximumBuffers per CPU (default 64)")
+            ("min-buffers", po::value<std::string>(), "MinimumBuffers per CPU, allocated at the start (default 4)")
+            ("max-buffers", po::value<std::string>(), "MaximumBuffers per CPU, grown into on demand (default 64)")
             ("flush-timer", po::value<std::string>(), "FlushTimer: ms before a partly filled buffer is published; 0 never (default 100)")
-            ("mode", po::value<std::string>(), "LoggerMode: real-time (default), circular or no-drop-stall")
+            ("mode", po::value<std::string>(), ("LoggerMode: " + logger_modes_text() + " (default real-time)").c_str())
             ("enable", po::value<std::string>(),
              "groups, comma-separated: all, spinlock, cswitch, ready, syscall, profile, process, "
              "memory, longwait (default spinlock,longwait)")
@@ -157,10 +174,15 @@ std::string usage_text() {
          "  watch    print the interval's deltas every --interval seconds\n"
          "  record   write a snapshot every --interval seconds to --output (JSON lines,\n"
          "           written as it goes: a guest that dies leaves every snapshot taken)\n"
-         "  trace start|stop|status   a trace session (per-CPU event buffers in the region)\n"
+         "  trace start|stop|status   a trace session (per-CPU event buffers in the region;\n"
+         "           status prints NumberOfBuffers per CPU: MinimumBuffers, grown on demand)\n"
+         "  trace flush               every CPU publishes its partly filled buffer; with\n"
+         "           --output FILE, a circular session's snapshot: the flight recorder's\n"
+         "           buffers now, written to FILE, the session left running\n"
          "  trace record              start one if none runs, drain it into --output (a trace\n"
          "           file; every whole buffer stays if the guest dies), live events/s, MB/s,\n"
-         "           lost; stop it at --duration or Ctrl-C if it started it\n"
+         "           lost; stop it at --duration or Ctrl-C if it started it; a buffer it cannot\n"
+         "           write (full disk) is counted in RealTimeBuffersLost (exit 1 at the end)\n"
          "  trace dump FILE           a trace file as text, one event per line\n"
          "  trace export FILE         as CTF 1.8 (--format ctf -o DIR, for babeltrace2) or Chrome\n"
          "                            trace-event JSON (--format perfetto -o FILE.json, for the\n"
@@ -186,17 +208,23 @@ std::string usage_text() {
     return o.str();
 }
 
-ParsedArgs parse_args(int argc, const char* const* argv) {
-    Descriptions d;
+namespace {
+
+std::string str(const po::variables_map& vm, const char* k) {
+    return vm.count(k) ? vm[k].as<std::string>() : std::string();
+}
+
+void opt_u32(const po::variables_map& vm, const char* k, std::optional<uint32_t>& dst) {
+    if (vm.count(k)) dst = to_u32(k, str(vm, k));
+}
+
+// The command line, then --config FILE (the command line wins).
+po::variables_map read_args(const Descriptions& d, int argc, const char* const* argv) {
     po::options_description cmdline;
     cmdline.add(d.visible()).add(d.hidden);
     po::variables_map vm;
     try {
-        po::store(po::command_line_parser(argc, argv)
-                      .options(cmdline)
-                      .positional(d.positional)
-                      .run(),
-                  vm);
+        po::store(po::command_line_parser(argc, argv).options(cmdline).positional(d.positional).run(), vm);
         if (vm.count("config")) {
             std::string path = vm["config"].as<std::string>();
             std::ifstream in(path);
@@ -209,14 +237,10 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
     } catch (const po::error& e) {
         throw CollectError(kExitUsage, e.what());
     }
+    return vm;
+}
 
-    ParsedArgs out;
-    out.usage = usage_text();
-    if (vm.count("help")) {
-        out.help = true;
-        return out;
-    }
-    Config& c = out.config;
+void parse_command(Config& c, const po::variables_map& vm) {
     if (!vm.count("command"))
         throw CollectError(kExitUsage, "no command given: one of query, set, reset, info, "
                                        "watch, record, trace");
@@ -226,117 +250,113 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
     if (!known)
         throw CollectError(kExitUsage, "unknown command '" + c.command +
                                            "': one of query, set, reset, info, watch, record, trace");
+}
 
-    auto str = [&](const char* k) -> std::string {
-        return vm.count(k) ? vm[k].as<std::string>() : std::string();
-    };
-    c.attach.vm = str("vm");
-    c.attach.socket = str("socket");
-    c.attach.shm = str("shm");
-    c.attach.run_dir = str("run-dir");
-    c.timeout_ms = to_u32("timeout", str("timeout"));
+// Attach, output, parameters, reset and series options: every command's.
+void parse_common(Config& c, const po::variables_map& vm) {
+    c.attach.vm = str(vm, "vm");
+    c.attach.socket = str(vm, "socket");
+    c.attach.shm = str(vm, "shm");
+    c.attach.run_dir = str(vm, "run-dir");
+    c.timeout_ms = to_u32("timeout", str(vm, "timeout"));
     if (c.timeout_ms == 0) throw CollectError(kExitUsage, "--timeout must be above 0 ms");
-    c.source = str("source");
+    c.source = str(vm, "source");
     if (c.source != "auto" && c.source != "region" && c.source != "channel")
         throw CollectError(kExitUsage,
                            "--source must be auto, region or channel, not '" + c.source + "'");
-    c.format = str("format");
-    const bool export_format = c.format == "ctf" || c.format == "perfetto";
-    if (c.format != "table" && c.format != "csv" && c.format != "json" && !export_format)
+    c.format = str(vm, "format");
+    if (c.format != "table" && c.format != "csv" && c.format != "json" && !export_format(c))
         throw CollectError(kExitUsage, "--format must be table, csv or json (trace export: ctf or "
                                        "perfetto), not '" + c.format + "'");
     c.per_cpu = vm["per-cpu"].as<bool>();
     c.all_classes = vm["all-classes"].as<bool>();
     if (vm.count("class")) c.classes = vm["class"].as<std::vector<std::string>>();
-
-    auto opt_u32 = [&](const char* k, std::optional<uint32_t>& dst) {
-        if (vm.count(k)) dst = to_u32(k, str(k));
-    };
-    opt_u32("spin-threshold", c.spin_threshold);
-    opt_u32("acquire-sample-rate", c.acquire_sample_rate);
-    opt_u32("contention-sample-rate", c.contention_sample_rate);
-    opt_u32("hold-threshold", c.hold_threshold);
-    opt_u32("cpu", c.cpu);
-
-    c.interval_s = to_seconds("interval", str("interval"), false);
+    opt_u32(vm, "spin-threshold", c.spin_threshold);
+    opt_u32(vm, "acquire-sample-rate", c.acquire_sample_rate);
+    opt_u32(vm, "contention-sample-rate", c.contention_sample_rate);
+    opt_u32(vm, "hold-threshold", c.hold_threshold);
+    opt_u32(vm, "cpu", c.cpu);
+    c.interval_s = to_seconds("interval", str(vm, "interval"), false);
     if (vm.count("count")) {
-        c.count = to_u32("count", str("count"));
+        c.count = to_u32("count", str(vm, "count"));
         if (c.count == 0) throw CollectError(kExitUsage, "--count must be at least 1");
     }
-    if (vm.count("duration")) c.duration_s = to_seconds("duration", str("duration"), false);
-    c.output = str("output");
+    if (vm.count("duration")) c.duration_s = to_seconds("duration", str(vm, "duration"), false);
+    c.output = str(vm, "output");
     c.fsync = vm["fsync"].as<bool>();
-    c.stall_timeout_s = to_seconds("stall-timeout", str("stall-timeout"), false);
-    c.clock_samples = to_u32("clock-samples", str("clock-samples"));
+    c.stall_timeout_s = to_seconds("stall-timeout", str(vm, "stall-timeout"), false);
+    c.clock_samples = to_u32("clock-samples", str(vm, "clock-samples"));
+}
 
-    const std::vector<std::string> args =
-        vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
-    if (c.command == "trace") {
-        if (args.empty())
-            throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record, dump, export or stacks");
-        TraceOptions& t = c.trace;
-        t.action = args[0];
-        if (t.action != "start" && t.action != "stop" && t.action != "status" &&
-            t.action != "record" && t.action != "dump" && t.action != "export" && t.action != "stacks")
-            throw CollectError(kExitUsage, "unknown trace action '" + t.action +
-                                               "': start, stop, status, record, dump, export or stacks");
-        if (t.action == "stacks") {
-            if (args.size() < 2) throw CollectError(kExitUsage, "trace stacks needs one or more FILEs");
-            t.files.assign(args.begin() + 1, args.end());
-            if (c.output.empty()) throw CollectError(kExitUsage, "trace stacks needs --output DIR");
-        } else if (t.action == "dump" || t.action == "export") {
-            if (args.size() != 2) throw CollectError(kExitUsage, "trace " + t.action + " needs one FILE");
-            t.file = args[1];
-        } else if (args.size() > 1) {
-            throw CollectError(kExitUsage, "trace " + t.action + " takes no argument '" + args[1] + "'");
-        }
-        opt_u32("buffer-size", t.buffer_size);
-        opt_u32("min-buffers", t.minimum_buffers);
-        opt_u32("max-buffers", t.maximum_buffers);
-        opt_u32("flush-timer", t.flush_timer_ms);
-        opt_u32("profile-interval", t.profile_interval);
-        if (vm.count("mode")) {
-            const std::string m = str("mode");
-            if (m == "real-time") t.logger_mode = uint32_t(TraceLoggerMode::kRealTime);
-            else if (m == "circular") t.logger_mode = uint32_t(TraceLoggerMode::kCircular);
-            else if (m == "no-drop-stall") t.logger_mode = uint32_t(TraceLoggerMode::kNoDropStall);
-            else throw CollectError(kExitUsage, "--mode must be real-time, circular or no-drop-stall, not '" + m + "'");
-        }
-        if (vm.count("enable")) t.enable_flags = parse_trace_groups(str("enable"));
-        if (vm.count("stack-enable")) t.stack_flags = parse_trace_groups(str("stack-enable"), "--stack-enable");
-        if (vm.count("stack-caching")) {
-            const std::string m = str("stack-caching");
-            if (m != "on" && m != "off")
-                throw CollectError(kExitUsage, "--stack-caching must be on or off, not '" + m + "'");
-            t.stack_caching = m == "on" ? 1 : 0;
-        }
-        opt_u32("stack-depth", t.stack_depth);
-        opt_u32("stack-buckets", t.bucket_count);
-        opt_u32("stack-cache-size", t.stack_cache_size);
-        t.stacks = vm.count("stacks") && vm["stacks"].as<bool>();
-        if (vm.count("kernel")) t.kernel_elf = str("kernel");
-        if (vm.count("initrd")) t.initrd = str("initrd");
-        if ((!t.kernel_elf.empty() || !t.initrd.empty()) && !t.stacks && t.action != "stacks")
-            throw CollectError(kExitUsage, "--kernel and --initrd are for trace dump --stacks and trace stacks");
-        if (vm.count("top")) t.top = to_u32("top", str("top"));
-        if (t.action == "record" && c.output.empty())
-            throw CollectError(kExitUsage, "trace record needs --output FILE");
-        if (vm.count("clock")) t.clock_json = str("clock");
-        if (vm.count("timeline")) t.timeline_csv = str("timeline");
-        if (t.action == "export") {
-            if (c.format != "ctf" && c.format != "perfetto")
-                throw CollectError(kExitUsage, "trace export needs --format ctf or --format perfetto");
-            if (c.output.empty())
-                throw CollectError(kExitUsage, "trace export needs --output DIR (ctf) or FILE.json (perfetto)");
-            if (!t.timeline_csv.empty() && c.format != "perfetto")
-                throw CollectError(kExitUsage, "--timeline is for --format perfetto");
-            if (!t.timeline_csv.empty() && t.clock_json.empty())
-                throw CollectError(kExitUsage, "--timeline needs --clock: host intervals are placed through it");
-        }
-    } else if (!args.empty()) {
-        throw CollectError(kExitUsage, c.command + " takes no argument '" + args[0] + "'");
+// `trace ACTION [FILE...]`: the action and its files.
+void parse_trace_action(Config& c, const std::vector<std::string>& args) {
+    if (args.empty())
+        throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record, dump, export or stacks");
+    TraceOptions& t = c.trace;
+    t.action = args[0];
+    if (t.action != "start" && t.action != "stop" && t.action != "status" &&
+        t.action != "record" && t.action != "dump" && t.action != "export" && t.action != "stacks")
+        throw CollectError(kExitUsage, "unknown trace action '" + t.action +
+                                           "': start, stop, status, record, dump, export or stacks");
+    if (t.action == "stacks") {
+        if (args.size() < 2) throw CollectError(kExitUsage, "trace stacks needs one or more FILEs");
+        t.files.assign(args.begin() + 1, args.end());
+        if (c.output.empty()) throw CollectError(kExitUsage, "trace stacks needs --output DIR");
+    } else if (t.action == "dump" || t.action == "export") {
+        if (args.size() != 2) throw CollectError(kExitUsage, "trace " + t.action + " needs one FILE");
+        t.file = args[1];
+    } else if (args.size() > 1) {
+        throw CollectError(kExitUsage, "trace " + t.action + " takes no argument '" + args[1] + "'");
     }
-    if (export_format && !(c.command == "trace" && c.trace.action == "export"))
+}
+
+// The session's parameters and stack settings (trace start, record).
+void parse_trace_session(TraceOptions& t, const po::variables_map& vm) {
+    opt_u32(vm, "buffer-size", t.buffer_size);
+    opt_u32(vm, "min-buffers", t.minimum_buffers);
+    opt_u32(vm, "max-buffers", t.maximum_buffers);
+    opt_u32(vm, "flush-timer", t.flush_timer_ms);
+    opt_u32(vm, "profile-interval", t.profile_interval);
+    if (vm.count("mode")) t.logger_mode = to_logger_mode(str(vm, "mode"));
+    if (vm.count("enable")) t.enable_flags = parse_trace_groups(str(vm, "enable"));
+    if (vm.count("stack-enable")) t.stack_flags = parse_trace_groups(str(vm, "stack-enable"), "--stack-enable");
+    if (vm.count("stack-caching")) {
+        const std::string m = str(vm, "stack-caching");
+        if (m != "on" && m != "off")
+            throw CollectError(kExitUsage, "--stack-caching must be on or off, not '" + m + "'");
+        t.stack_caching = m == "on" ? 1 : 0;
+    }
+    opt_u32(vm, "stack-depth", t.stack_depth);
+    opt_u32(vm, "stack-buckets", t.bucket_count);
+    opt_u32(vm, "stack-cache-size", t.stack_cache_size);
+}
+
+// dump --stacks, stacks, export: their files and formats.
+void parse_trace_files(Config& c, const po::variables_map& vm) {
+    TraceOptions& t = c.trace;
+    t.stacks = vm.count("stacks") && vm["stacks"].as<bool>();
+    if (vm.count("kernel")) t.kernel_elf = str(vm, "kernel");
+    if (vm.count("initrd")) t.initrd = str(vm, "initrd");
+    if ((!t.kernel_elf.empty() || !t.initrd.empty()) && !t.stacks && t.action != "stacks")
+        throw CollectError(kExitUsage, "--kernel and --initrd are for trace dump --stacks and trace stacks");
+    if (vm.count("top")) t.top = to_u32("top", str(vm, "top"));
+    if (t.action == "record" && c.output.empty())
+        throw CollectError(kExitUsage, "trace record needs --output FILE");
+    if (vm.count("clock")) t.clock_json = str(vm, "clock");
+    if (vm.count("timeline")) t.timeline_csv = str(vm, "timeline");
+    if (t.action != "export") return;
+    if (!export_format(c)) throw CollectError(kExitUsage, "trace export needs --format ctf or --format perfetto");
+    if (c.output.empty())
+        throw CollectError(kExitUsage, "trace export needs --output DIR (ctf) or FILE.json (perfetto)");
+    if (!t.timeline_csv.empty() && c.format != "perfetto")
+        throw CollectError(kExitUsage, "--timeline is for --format perfetto");
+    if (!t.timeline_csv.empty() && t.clock_json.empty())
+        throw CollectError(kExitUsage, "--timeline needs --clock: host intervals are placed through it");
+}
+
+// What a command needs of the options given.
+void check_command(const Config& c) {
+    if (export_format(c) && !(c.command == "trace" && c.trace.action == "export"))
         throw CollectError(kExitUsage, "--format " + c.format + " is for trace export only");
     if (c.command == "set" && !c.spin_threshold && !c.acquire_sample_rate &&
         !c.contention_sample_rate && !c.hold_threshold)
@@ -347,6 +367,32 @@ ParsedArgs parse_args(int argc, const char* const* argv) {
         throw CollectError(kExitUsage, "record needs --output FILE");
     if (c.command == "info" && c.clock_samples == 1)
         throw CollectError(kExitUsage, "--clock-samples must be 0 (no fit) or at least 2");
+}
+
+}  // namespace
+
+ParsedArgs parse_args(int argc, const char* const* argv) {
+    Descriptions d;
+    const po::variables_map vm = read_args(d, argc, argv);
+    ParsedArgs out;
+    out.usage = usage_text();
+    if (vm.count("help")) {
+        out.help = true;
+        return out;
+    }
+    Config& c = out.config;
+    parse_command(c, vm);
+    parse_common(c, vm);
+    const std::vector<std::string> args =
+        vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    if (c.command == "trace") {
+        parse_trace_action(c, args);
+        parse_trace_session(c.trace, vm);
+        parse_trace_files(c, vm);
+    } else if (!args.empty()) {
+        throw CollectError(kExitUsage, c.command + " takes no argument '" + args[0] + "'");
+    }
+    check_command(c);
     return out;
 }
 

@@ -1,15 +1,22 @@
 // experiments/runner/spec.cc: see spec.h.
 //
-// Every key is declared once in kKeys (section, key, help); Boost parses them all as strings
-// and the converters below turn each into its field, so a bad value is reported with the key's
-// name, where it came from and what is accepted, instead of Boost's generic messages.
+// Every key is one row of its section's table (kVmKeys, kWorkloadKeys, kRunKeys, kTraceKeys,
+// kOutputKeys): its name, its --help text, how its value is read into the Spec (parse) and how
+// to_ini writes it back (ini). Boost parses every key as a string and the row's parser turns it
+// into its field with the converters below, so a bad value is reported with the key's name,
+// where it came from and what is accepted, instead of Boost's generic messages. What depends on
+// several keys is judged after them: a section's check, then check_relations. Choices that are
+// ABI names (lock, clock, trace mode) come from the ABI's name tables (spinlab/enum_names.h).
 #include "spec.h"
+
+#include <spinlab/sysinfo.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "error.h"
@@ -23,104 +30,7 @@ namespace po = boost::program_options;
 namespace spinlab::run {
 namespace {
 
-struct Key {
-    const char* section;
-    const char* name;
-    const char* help;
-};
-
-const Key kKeys[] = {
-    {"vm", "name", "VM name (default run<pid>); its state is in $SPINLAB_RUN_DIR/vm/NAME"},
-    {"vm", "attach", "use this already running spinlab-vm VM; it is neither started nor stopped"},
-    {"vm", "cpus", "vCPUs, 1 to 64 (default 2)"},
-    {"vm", "memory", "guest memory in MiB, 64 to 65536 (default 256)"},
-    {"vm", "accel", "auto, kvm or tcg (default auto: KVM only with vmx/svm, else TCG)"},
-    {"vm", "backend", "qemu or libvirt (default qemu)"},
-    {"vm", "lock",
-     "spinlock algorithm: tas, ticket, mcs, pv, pticket, pvmcs or student "
-     "(default tas: test-and-set)"},
-    {"vm", "clock", "time stamps: lfence, rdtscp or cpuid (default lfence)"},
-    {"vm", "pause", "pause in spin loops: on or off (default on)"},
-    {"vm", "hz", "guest timer rate, 10 to 10000; 0 keeps the kernel's default (default 0)"},
-    {"vm", "pin", "host CPU per vCPU, e.g. 0,1 (default: no pinning)"},
-    {"vm", "kernel", "kernel ELF (default: spinlab-vm's, build/kernel/spinlab.elf)"},
-    {"vm", "initrd", "initrd holding the workload (default: build/kernel/initrd.tar)"},
-    {"vm", "append", "more kernel options, put before init="},
-    {"vm", "boot-timeout", "seconds to wait for the guest's region and channel (default 60)"},
-    {"vm", "channel-timeout", "seconds one channel request may take before the guest counts as not answering "
-                              "(default 5; raise it for fair locks on an oversubscribed host)"},
-    {"workload", "program", "guest program run as init, from /bin (default user: lockbench's classes user0..user15)"},
-    {"workload", "args", "its arguments"},
-    {"workload", "kmix", "also run kmix, the kernel workload: on or off (default on)"},
-    {"workload", "kmix-args", "kmix's arguments (default --duration-ms 0)"},
-    {"workload", "throughput-classes",
-     "lock class name prefixes whose acquisitions are the throughput (default user: lockbench's classes user0..user15)"},
-    {"run", "phases", "comma-separated: idle-host, host-load, preempt-Nms, throttle-P%"},
-    {"run", "duration", "seconds measured per phase and repetition (default 8)"},
-    {"run", "warmup", "seconds between starting a condition and resetting the counters (default 2)"},
-    {"run", "repetitions", "repetitions of every phase, 1 to 100 (default 3)"},
-    {"run", "seed", "seed of the shuffle order and of nothing else (default 1)"},
-    {"run", "order", "abba (forward, backward, ...) or shuffle (seeded) (default abba)"},
-    {"run", "preempt-period-ms", "preempt-Nms: one freeze every this many ms (default 100)"},
-    {"run", "preempt-rt-priority", "preempt-Nms: the freeze injector's SCHED_FIFO priority, 0 for none "
-                                   "(default 10: it wakes on time on a busy host)"},
-    {"run", "preempt-vcpus", "preempt-Nms: vCPUs frozen (default 0)"},
-    {"run", "throttle-vcpus", "throttle-P%: vCPUs throttled (default: all)"},
-    {"run", "hog-cpus", "host-load: host CPUs loaded (default: all)"},
-    {"run", "clock-samples", "guest/host TSC samples per repetition, 0 to 64 (default 4)"},
-    {"run", "timeline", "record the vCPU threads' sched_switch timeline: on or off (default on)"},
-    {"run", "vcpu-state", "keep the guest's per-vCPU 'preempted' words from the host while measuring "
-                          "(spinlab-load --vcpu-state; vcpu_preempted() in the guest): on or off, "
-                          "needs timeline = on (default off)"},
-    {"trace", "enable",
-     "event groups of the session, comma-separated: all, spinlock, cswitch, ready, syscall, "
-     "profile, process, memory, longwait; none: no trace (default longwait: every wait >= longwait=)"},
-    {"trace", "buffer-size", "BufferSize: bytes per buffer, a multiple of 4096 from 4096 to 1048576 (default 65536)"},
-    {"trace", "min-buffers", "MinimumBuffers per CPU, 2 to 1024 (default 4)"},
-    {"trace", "max-buffers", "MaximumBuffers per CPU, 2 to 1024 (default 64)"},
-    {"trace", "flush-timer", "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)"},
-    {"trace", "mode", "LoggerMode: real-time, circular or no-drop-stall (default real-time)"},
-    {"trace", "profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)"},
-    {"trace", "spin-threshold",
-     "SpinLockSpinThreshold: contended acquisitions with fewer spins are not traced, at least 1 "
-     "(boot option spin-threshold=; default 1)"},
-    {"trace", "acquire-sample-rate",
-     "SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled, at least 1000 "
-     "(boot option acquire-sample-rate=; default 1000)"},
-    {"trace", "contention-sample-rate",
-     "SpinLockContentionSampleRate: every Nth qualifying contended acquisition is traced, at least 1 "
-     "(boot option contention-sample-rate=; default 1)"},
-    {"trace", "hold-threshold",
-     "SpinLockHoldThreshold: holds of at least this many TSC cycles are traced, at least 1000000 "
-     "(boot option hold-threshold=; default 1000000)"},
-    {"trace", "stack-enable",
-     "StackFlags: groups whose events get a call stack, comma-separated: spinlock, cswitch, ready, "
-     "syscall, profile, longwait (each also in trace.enable); none (default)"},
-    {"trace", "stack-caching",
-     "StackCaching: on (the per-CPU stack cache: an event carries a key) or off (every stack inline) (default on)"},
-    {"trace", "stack-depth", "MaxStackDepth: frames per stack, 1 to 256 (default 32)"},
-    {"trace", "stack-buckets", "BucketCount of each CPU's stack cache, clamped to 256..4096 (default 256)"},
-    {"trace", "stack-cache-size",
-     "CacheSize of the stack caches in bytes, all CPUs together, clamped to 3145728..52428800 (default 3145728)"},
-    {"trace", "export",
-     "export every repetition's trace, comma-separated: ctf (trace-export/<phase>-r<rep>.ctf/, for "
-     "babeltrace2), perfetto (trace-export/<phase>-r<rep>.json, for the Perfetto UI); none (default)"},
-    {"output", "dir", "where results/<run-id>/ and results/latest go (default results)"},
-    {"output", "run-id", "the run's directory name (default: UTC date and time)"},
-};
-
-std::string full_name(const Key& k) { return std::string(k.section) + "." + k.name; }
-
-// Where a value came from, for messages: "--vm.cpus" or "vm.cpus in FILE".
-struct Origin {
-    const po::variables_map* cmdline;
-    std::string file;
-    std::string operator()(const std::string& key) const {
-        if (cmdline->count(key) || file.empty()) return "--" + key;
-        auto dot = key.find('.');
-        return "[" + key.substr(0, dot) + "] " + key.substr(dot + 1) + " in " + file;
-    }
-};
+// --- converters: text to field, each error naming the key ---------------------------------------
 
 [[noreturn]] void bad(const std::string& where, const std::string& value, const std::string& what) {
     throw SpecError(where + " = '" + value + "': " + what);
@@ -165,14 +75,29 @@ bool to_bool(const std::string& where, const std::string& v) {
 }
 
 std::string to_choice(const std::string& where, const std::string& v,
-                      std::initializer_list<const char*> choices) {
+                      const std::vector<std::string>& choices) {
     std::string list;
-    for (const char* c : choices) {
+    for (const std::string& c : choices) {
         if (v == c) return v;
         list += list.empty() ? "" : ", ";
         list += c;
     }
     bad(where, v, "must be one of " + list);
+}
+
+// An ABI enum's names in value order (its table in spinlab/enum_names.h), and as help text:
+// "a, b or c".
+std::vector<std::string> names_of(std::span<const EnumName> table) {
+    std::vector<std::string> out;
+    for (const EnumName& e : table) out.push_back(e.name);
+    return out;
+}
+
+std::string names_text(std::span<const EnumName> table) {
+    std::string s;
+    for (size_t i = 0; i < table.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == table.size() ? " or " : ", ") + std::string(table[i].name);
+    return s;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -229,13 +154,484 @@ void check_word(const std::string& where, const std::string& v, bool spaces_ok) 
     }
 }
 
+// 1 to max letters, digits and the characters of extra.
+bool is_name(const std::string& v, size_t max, const char* extra) {
+    const std::string ok = std::string("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") + extra;
+    return !v.empty() && v.size() <= max && v.find_first_not_of(ok) == std::string::npos;
+}
+
+// A group list ("spinlock,longwait"), or none/off for no group.
+uint32_t to_groups(const std::string& where, const std::string& v, const char* none_hint) {
+    if (v == "none" || v == "off") return 0;
+    try {
+        return collect::parse_trace_groups(join(split(v)), where);
+    } catch (const collect::CollectError& e) {
+        bad(where, v, std::string(e.what()).substr(where.size() + 2) + none_hint);
+    }
+}
+
+// --- the key tables ------------------------------------------------------------------------------
+
+struct Key;
+// One given key: its value, how messages name it ("--vm.cpus" or "[vm] cpus in FILE"), its row.
+struct Arg {
+    const std::string& text;
+    const std::string& where;
+    const Key& key;
+};
+using Ini = std::optional<std::string>;  // a key's line in to_ini; none: the line is left out
+
+struct Key {
+    const char* name;  // within its section
+    std::string help;  // its line in --help
+    std::function<void(Spec&, const Arg&)> parse;
+    std::function<Ini(const Spec&)> ini;
+    const char* required = nullptr;  // the error when the key is missing; null: it is optional
+    // [trace] session parameters: the name in locktrace::kSessionParamInfo, and the field.
+    const char* param = nullptr;
+    uint32_t TraceSessionInformation::*field = nullptr;
+    // [trace] spinlock-tracing parameters: the index in lockstat::kSpinlockParamInfo (the key
+    // is also the kernel's boot option); -1 for other keys.
+    int spinlock = -1;
+};
+
+std::string onoff(bool b) { return b ? "on" : "off"; }
+std::string num(double d) {
+    std::ostringstream o;
+    o << d;
+    return o.str();
+}
+Ini unless_empty(const std::string& v) { return v.empty() ? Ini() : Ini(v); }
+
+void parse_vm_name(Spec& s, const Arg& a) {
+    s.vm.name = a.text;
+    if (!is_name(a.text, 40, "_-")) bad(a.where, a.text, "must be 1 to 40 letters, digits, '-' or '_'");
+}
+
+void parse_vm_hz(Spec& s, const Arg& a) {
+    s.vm.hz = uint32_t(to_u64(a.where, a.text, 0, 10000));
+    if (s.vm.hz != 0 && s.vm.hz < 10) bad(a.where, a.text, "must be 0 (the default) or from 10 to 10000");
+}
+
+void parse_vm_append(Spec& s, const Arg& a) {
+    s.vm.append = a.text;
+    check_word(a.where, a.text, true);
+    if (a.text.find("init=") != std::string::npos)
+        bad(a.where, a.text, "must not set init=: the workload section does");
+}
+
+const Key kVmKeys[] = {
+    {"name", "VM name (default run<pid>); its state is in $SPINLAB_RUN_DIR/vm/NAME", parse_vm_name,
+     [](const Spec& s) { return unless_empty(s.vm.name); }},
+    {"attach", "use this already running spinlab-vm VM; it is neither started nor stopped",
+     [](Spec& s, const Arg& a) { check_word(a.where, s.vm.attach = a.text, false); },
+     [](const Spec& s) { return unless_empty(s.vm.attach); }},
+    {"cpus", "vCPUs, 1 to 64 (default 2)",
+     [](Spec& s, const Arg& a) { s.vm.cpus = uint32_t(to_u64(a.where, a.text, 1, 64)); },
+     [](const Spec& s) { return std::to_string(s.vm.cpus); }},
+    {"memory", "guest memory in MiB, 64 to 65536 (default 256)",
+     [](Spec& s, const Arg& a) { s.vm.memory_mb = uint32_t(to_u64(a.where, a.text, 64, 65536)); },
+     [](const Spec& s) { return std::to_string(s.vm.memory_mb); }},
+    {"accel", "auto, kvm or tcg (default auto: KVM only with vmx/svm, else TCG)",
+     [](Spec& s, const Arg& a) { s.vm.accel = to_choice(a.where, a.text, {"auto", "kvm", "tcg"}); },
+     [](const Spec& s) { return s.vm.accel; }},
+    {"backend", "qemu or libvirt (default qemu)",
+     [](Spec& s, const Arg& a) { s.vm.backend = to_choice(a.where, a.text, {"qemu", "libvirt"}); },
+     [](const Spec& s) { return s.vm.backend; }},
+    {"lock", "spinlock algorithm: " + names_text(kLockAlgorithmNames) + " (default tas: test-and-set)",
+     [](Spec& s, const Arg& a) { s.vm.lock = to_choice(a.where, a.text, names_of(kLockAlgorithmNames)); },
+     [](const Spec& s) { return s.vm.lock; }},
+    {"clock", "time stamps: " + names_text(kClockSourceNames) + " (default lfence)",
+     [](Spec& s, const Arg& a) { s.vm.clock = to_choice(a.where, a.text, names_of(kClockSourceNames)); },
+     [](const Spec& s) { return s.vm.clock; }},
+    {"pause", "pause in spin loops: on or off (default on)",
+     [](Spec& s, const Arg& a) { s.vm.pause = to_bool(a.where, a.text); },
+     [](const Spec& s) { return onoff(s.vm.pause); }},
+    {"hz", "guest timer rate, 10 to 10000; 0 keeps the kernel's default (default 0)", parse_vm_hz,
+     [](const Spec& s) { return std::to_string(s.vm.hz); }},
+    {"pin", "host CPU per vCPU, e.g. 0,1 (default: no pinning)",
+     [](Spec& s, const Arg& a) { s.vm.pin = to_index_list(a.where, a.text, 1023, true, true); },
+     [](const Spec& s) { return join(s.vm.pin); }},
+    {"kernel", "kernel ELF (default: spinlab-vm's, build/kernel/spinlab.elf)",
+     [](Spec& s, const Arg& a) { s.vm.kernel = a.text; }, [](const Spec& s) { return s.vm.kernel; }},
+    {"initrd", "initrd holding the workload (default: build/kernel/initrd.tar)",
+     [](Spec& s, const Arg& a) { s.vm.initrd = a.text; }, [](const Spec& s) { return s.vm.initrd; }},
+    {"append", "more kernel options, put before init=", parse_vm_append,
+     [](const Spec& s) { return s.vm.append; }},
+    {"boot-timeout", "seconds to wait for the guest's region and channel (default 60)",
+     [](Spec& s, const Arg& a) { s.vm.boot_timeout_s = to_seconds(a.where, a.text, 1, 3600, true); },
+     [](const Spec& s) { return num(s.vm.boot_timeout_s); }},
+    {"channel-timeout",
+     "seconds one channel request may take before the guest counts as not answering "
+     "(default 5; raise it for fair locks on an oversubscribed host)",
+     [](Spec& s, const Arg& a) { s.vm.channel_timeout_s = to_seconds(a.where, a.text, 0.1, 600, true); },
+     [](const Spec& s) { return num(s.vm.channel_timeout_s); }},
+};
+
+void parse_program(Spec& s, const Arg& a) {
+    s.workload.program = a.text;
+    check_word(a.where, a.text, false);
+    if (a.text.empty() || a.text.find('/') != std::string::npos)
+        bad(a.where, a.text, "must be a program name from the guest's /bin, e.g. lockbench");
+}
+
+void parse_throughput_classes(Spec& s, const Arg& a) {
+    s.workload.throughput_classes = split(a.text);
+    for (const auto& c : s.workload.throughput_classes)
+        if (c.empty() || c.find(' ') != std::string::npos)
+            bad(a.where, a.text, "must be lock class name prefixes separated by commas");
+}
+
+const Key kWorkloadKeys[] = {
+    {"program", "guest program run as init, from /bin (default user: lockbench's classes user0..user15)",
+     parse_program, [](const Spec& s) { return s.workload.program; }},
+    {"args", "its arguments",
+     [](Spec& s, const Arg& a) { check_word(a.where, s.workload.args = a.text, true); },
+     [](const Spec& s) { return s.workload.args; }},
+    {"kmix", "also run kmix, the kernel workload: on or off (default on)",
+     [](Spec& s, const Arg& a) { s.workload.kmix = to_bool(a.where, a.text); },
+     [](const Spec& s) { return onoff(s.workload.kmix); }},
+    {"kmix-args", "kmix's arguments (default --duration-ms 0)",
+     [](Spec& s, const Arg& a) { check_word(a.where, s.workload.kmix_args = a.text, true); },
+     [](const Spec& s) { return s.workload.kmix_args; }},
+    {"throughput-classes",
+     "lock class name prefixes whose acquisitions are the throughput (default user: lockbench's classes user0..user15)",
+     parse_throughput_classes, [](const Spec& s) { return join(s.workload.throughput_classes); }},
+};
+
+void parse_phases(Spec& s, const Arg& a) {
+    std::set<std::string> seen;
+    for (const std::string& item : split(a.text)) {
+        try {
+            s.run.phases.push_back(parse_phase(item));
+        } catch (const std::invalid_argument& e) {
+            bad(a.where, a.text, e.what());
+        }
+        if (!seen.insert(s.run.phases.back().name()).second) bad(a.where, a.text, "names " + item + " twice");
+    }
+    if (s.run.phases.empty()) bad(a.where, a.text, "must name at least one phase");
+}
+
+void parse_run_order(Spec& s, const Arg& a) {
+    try {
+        s.run.order = parse_order(a.text);
+    } catch (const std::invalid_argument&) {
+        bad(a.where, a.text, "must be abba or shuffle");
+    }
+}
+
+std::string phase_names(const Spec& s) {
+    std::vector<std::string> names;
+    for (const Phase& p : s.run.phases) names.push_back(p.name());
+    return join(names);
+}
+
+const Key kRunKeys[] = {
+    {"phases", "comma-separated: idle-host, host-load, preempt-Nms, throttle-P%", parse_phases, phase_names,
+     "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
+    {"duration", "seconds measured per phase and repetition (default 8)",
+     [](Spec& s, const Arg& a) { s.run.duration_s = to_seconds(a.where, a.text, 0, 86400, false); },
+     [](const Spec& s) { return num(s.run.duration_s); }},
+    {"warmup", "seconds between starting a condition and resetting the counters (default 2)",
+     [](Spec& s, const Arg& a) { s.run.warmup_s = to_seconds(a.where, a.text, 0, 3600, true); },
+     [](const Spec& s) { return num(s.run.warmup_s); }},
+    {"repetitions", "repetitions of every phase, 1 to 100 (default 3)",
+     [](Spec& s, const Arg& a) { s.run.repetitions = uint32_t(to_u64(a.where, a.text, 1, 100)); },
+     [](const Spec& s) { return std::to_string(s.run.repetitions); }},
+    {"seed", "seed of the shuffle order and of nothing else (default 1)",
+     [](Spec& s, const Arg& a) { s.run.seed = to_u64(a.where, a.text, 0, UINT64_MAX); },
+     [](const Spec& s) { return std::to_string(s.run.seed); }},
+    {"order", "abba (forward, backward, ...) or shuffle (seeded) (default abba)", parse_run_order,
+     [](const Spec& s) { return std::string(order_name(s.run.order)); }},
+    {"preempt-period-ms", "preempt-Nms: one freeze every this many ms (default 100)",
+     [](Spec& s, const Arg& a) { s.run.preempt_period_ms = uint32_t(to_u64(a.where, a.text, 2, 60000)); },
+     [](const Spec& s) { return std::to_string(s.run.preempt_period_ms); }},
+    {"preempt-rt-priority",
+     "preempt-Nms: the freeze injector's SCHED_FIFO priority, 0 for none (default 10: it wakes on time on a busy host)",
+     [](Spec& s, const Arg& a) { s.run.preempt_rt_priority = uint32_t(to_u64(a.where, a.text, 0, 99)); },
+     [](const Spec& s) { return std::to_string(s.run.preempt_rt_priority); }},
+    {"preempt-vcpus", "preempt-Nms: vCPUs frozen (default 0)",
+     [](Spec& s, const Arg& a) { s.run.preempt_vcpus = to_index_list(a.where, a.text, 63, false); },
+     [](const Spec& s) { return join(s.run.preempt_vcpus); }},
+    {"throttle-vcpus", "throttle-P%: vCPUs throttled (default: all)",
+     [](Spec& s, const Arg& a) { s.run.throttle_vcpus = to_index_list(a.where, a.text, 63, true); },
+     [](const Spec& s) { return join(s.run.throttle_vcpus); }},
+    {"hog-cpus", "host-load: host CPUs loaded (default: all)",
+     [](Spec& s, const Arg& a) { s.run.hog_cpus = to_index_list(a.where, a.text, 1023, true); },
+     [](const Spec& s) { return join(s.run.hog_cpus); }},
+    {"clock-samples", "guest/host TSC samples per repetition, 0 to 64 (default 4)",
+     [](Spec& s, const Arg& a) { s.run.clock_samples = uint32_t(to_u64(a.where, a.text, 0, 64)); },
+     [](const Spec& s) { return std::to_string(s.run.clock_samples); }},
+    {"timeline", "record the vCPU threads' sched_switch timeline: on or off (default on)",
+     [](Spec& s, const Arg& a) { s.run.timeline = to_bool(a.where, a.text); },
+     [](const Spec& s) { return onoff(s.run.timeline); }},
+    {"vcpu-state",
+     "keep the guest's per-vCPU 'preempted' words from the host while measuring (spinlab-load "
+     "--vcpu-state; vcpu_preempted() in the guest): on or off, needs timeline = on (default off)",
+     [](Spec& s, const Arg& a) { s.run.vcpu_state = to_bool(a.where, a.text); },
+     [](const Spec& s) { return onoff(s.run.vcpu_state); }},
+};
+
+using TSI = TraceSessionInformation;
+
+std::string session_value_text(const TSI& p, uint32_t TSI::*field) {
+    if (field == &TSI::logger_mode) return trace_logger_mode_name(TraceLoggerMode(p.logger_mode));
+    if (field == &TSI::enable_flags) return collect::trace_groups_text(p.enable_flags);
+    return std::to_string(p.*field);
+}
+
+// A [trace] session parameter's row (TraceSessionInformation; ETW's logger context:
+// BufferSize, ...): param names it in locktrace::kSessionParamInfo. parse null: a number in the
+// guest's range for it.
+Key session_key(const char* name, std::string help, const char* param, uint32_t TSI::*field,
+                std::function<void(Spec&, const Arg&)> parse = nullptr) {
+    if (!parse)
+        parse = [](Spec& s, const Arg& a) {
+            for (const locktrace::SessionParamInfo& info : locktrace::kSessionParamInfo)
+                if (std::string(info.name) == a.key.param)
+                    s.trace.params.*a.key.field = uint32_t(to_u64(a.where, a.text, info.minimum, info.maximum));
+        };
+    return {name, std::move(help), std::move(parse),
+            [field](const Spec& s) { return session_value_text(s.trace.params, field); }, nullptr, param, field};
+}
+
+void parse_logger_mode(Spec& s, const Arg& a) {
+    const std::string m = to_choice(a.where, a.text, names_of(kTraceLoggerModeNames));
+    for (const EnumName& e : kTraceLoggerModeNames)
+        if (m == e.name) s.trace.params.logger_mode = e.value;
+}
+
+// A [trace] spin-threshold & co. row: the spinlock-tracing parameter i of
+// lockstat::kSpinlockParamInfo (its minimum), passed as the boot option of the key's name
+// (kernel_append), so not with vm.attach. Unset: no line in to_ini (the kernel's default).
+Key spinlock_key(const char* name, int i, std::string help) {
+    auto parse = [i](Spec& s, const Arg& a) {
+        const lockstat::SpinlockParamInfo& info = lockstat::kSpinlockParamInfo[i];
+        s.trace.spinlock[i] = uint32_t(to_u64(a.where, a.text, info.minimum, UINT32_MAX));
+        if (!s.vm.attach.empty())
+            bad(a.where, a.text, std::string(info.name) +
+                                     " is a boot option: it needs a VM that spinlab-run boots, not vm.attach");
+    };
+    auto ini = [i](const Spec& s) { return s.trace.spinlock[i] ? Ini(std::to_string(*s.trace.spinlock[i])) : Ini(); };
+    return {name, std::move(help), parse, ini, nullptr, nullptr, nullptr, i};
+}
+
+void parse_stack_enable(Spec& s, const Arg& a) {
+    uint32_t& flags = s.trace.stacks.stack_flags;
+    flags = to_groups(a.where, a.text, ", or none");
+    if (flags & ~kTraceStackGroups)
+        bad(a.where, a.text, "names " + collect::trace_groups_text(flags & ~kTraceStackGroups) +
+                                 ": only spinlock, cswitch, ready, syscall, profile and longwait events carry stacks");
+}
+
+void parse_export(Spec& s, const Arg& a) {
+    std::vector<std::string>& out = s.trace.exports;
+    out.clear();
+    if (a.text == "none") return;
+    for (const std::string& item : split(a.text)) {
+        const std::string f = to_choice(a.where, item, {"ctf", "perfetto"});
+        if (std::find(out.begin(), out.end(), f) != out.end()) bad(a.where, a.text, "names " + f + " twice");
+        out.push_back(f);
+    }
+    if (out.empty()) bad(a.where, a.text, "must name ctf, perfetto or none");
+    if (!s.trace.enabled()) bad(a.where, a.text, "needs a trace (trace.enable is none)");
+}
+
+const Key kTraceKeys[] = {
+    session_key("enable",
+                "event groups of the session, comma-separated: all, spinlock, cswitch, ready, syscall, "
+                "profile, process, memory, longwait; none: no trace (default longwait: every wait >= longwait=)",
+                "EnableFlags", &TSI::enable_flags,
+                [](Spec& s, const Arg& a) {
+                    s.trace.params.enable_flags = to_groups(a.where, a.text, ", or none for no trace");
+                }),
+    session_key("buffer-size", "BufferSize: bytes per buffer, a multiple of 4096 from 4096 to 1048576 (default 65536)",
+                "BufferSize", &TSI::buffer_size),
+    session_key("min-buffers", "MinimumBuffers per CPU, 2 to 1024 (default 4)", "MinimumBuffers",
+                &TSI::minimum_buffers),
+    session_key("max-buffers", "MaximumBuffers per CPU, 2 to 1024 (default 64)", "MaximumBuffers",
+                &TSI::maximum_buffers),
+    session_key("flush-timer",
+                "FlushTimer: ms before a partly filled buffer is published, 0 never, up to 60000 (default 100)",
+                "FlushTimer", &TSI::flush_timer_ms),
+    session_key("mode", "LoggerMode: " + names_text(kTraceLoggerModeNames) + " (default real-time)", "LoggerMode",
+                &TSI::logger_mode, parse_logger_mode),
+    session_key("profile-interval", "sampled profile: timer ticks between samples, 1 to 1000 (default 1)",
+                "ProfileInterval", &TSI::profile_interval),
+    spinlock_key("spin-threshold", 0,
+                 "SpinLockSpinThreshold: contended acquisitions with fewer spins are not traced, at least 1 "
+                 "(boot option spin-threshold=; default 1)"),
+    spinlock_key("acquire-sample-rate", 1,
+                 "SpinLockAcquireSampleRate: every Nth uncontended acquisition is sampled, at least 1000 "
+                 "(boot option acquire-sample-rate=; default 1000)"),
+    spinlock_key("contention-sample-rate", 2,
+                 "SpinLockContentionSampleRate: every Nth qualifying contended acquisition is traced, at least 1 "
+                 "(boot option contention-sample-rate=; default 1)"),
+    spinlock_key("hold-threshold", 3,
+                 "SpinLockHoldThreshold: holds of at least this many TSC cycles are traced, at least 1000000 "
+                 "(boot option hold-threshold=; default 1000000)"),
+    {"stack-enable",
+     "StackFlags: groups whose events get a call stack, comma-separated: spinlock, cswitch, ready, "
+     "syscall, profile, longwait (each also in trace.enable); none (default)",
+     parse_stack_enable, [](const Spec& s) {
+         const uint32_t f = s.trace.stacks.stack_flags;
+         return f ? collect::trace_groups_text(f) : std::string("none");
+     }},
+    {"stack-caching",
+     "StackCaching: on (the per-CPU stack cache: an event carries a key) or off (every stack inline) (default on)",
+     [](Spec& s, const Arg& a) { s.trace.stacks.caching = to_choice(a.where, a.text, {"on", "off"}) == "on"; },
+     [](const Spec& s) { return onoff(s.trace.stacks.caching); }},
+    {"stack-depth", "MaxStackDepth: frames per stack, 1 to 256 (default 32)",
+     [](Spec& s, const Arg& a) { s.trace.stacks.max_depth = uint32_t(to_u64(a.where, a.text, 1, kTraceMaxStackFrames)); },
+     [](const Spec& s) { return std::to_string(s.trace.stacks.max_depth); }},
+    // Clamped, never refused (as ETW's stack cache does; check_trace): the clamped value is what
+    // runs and what meta.json says.
+    {"stack-buckets", "BucketCount of each CPU's stack cache, clamped to 256..4096 (default 256)",
+     [](Spec& s, const Arg& a) { s.trace.stacks.bucket_count = uint32_t(to_u64(a.where, a.text, 0, UINT32_MAX)); },
+     [](const Spec& s) { return std::to_string(s.trace.stacks.bucket_count); }},
+    {"stack-cache-size",
+     "CacheSize of the stack caches in bytes, all CPUs together, clamped to 3145728..52428800 (default 3145728)",
+     [](Spec& s, const Arg& a) { s.trace.stacks.cache_size = to_u64(a.where, a.text, 0, UINT32_MAX); },
+     [](const Spec& s) { return std::to_string(s.trace.stacks.cache_size); }},
+    {"export",
+     "export every repetition's trace, comma-separated: ctf (trace-export/<phase>-r<rep>.ctf/, for "
+     "babeltrace2), perfetto (trace-export/<phase>-r<rep>.json, for the Perfetto UI); none (default)",
+     parse_export, [](const Spec& s) { return s.trace.exports.empty() ? std::string("none") : join(s.trace.exports); }},
+};
+
+void parse_output_dir(Spec& s, const Arg& a) {
+    s.output.dir = a.text;
+    if (a.text.empty()) bad(a.where, "", "must name a directory");
+}
+
+void parse_run_id(Spec& s, const Arg& a) {
+    s.output.run_id = a.text;
+    if (!is_name(a.text, std::string::npos, "_.-") || a.text == "latest" || a.text[0] == '.')
+        bad(a.where, a.text, "must be letters, digits, '.', '-' or '_', not start with '.', and not be 'latest'");
+}
+
+const Key kOutputKeys[] = {
+    {"dir", "where results/<run-id>/ and results/latest go (default results)", parse_output_dir,
+     [](const Spec& s) { return s.output.dir; }},
+    {"run-id", "the run's directory name (default: UTC date and time)", parse_run_id,
+     [](const Spec& s) { return unless_empty(s.output.run_id); }},
+};
+
+// --- sections: their keys, and what is judged after them ---------------------------------------
+
+// Every key given (spec file and command line), and how messages name one.
+struct Given {
+    const po::variables_map& all;
+    const po::variables_map& cmdline;
+    const std::string& file;
+    bool has(const std::string& key) const { return all.count(key) > 0; }
+    std::string value(const std::string& key) const { return all[key].as<std::string>(); }
+    // "--vm.cpus" or "[vm] cpus in FILE".
+    std::string where(const std::string& key) const {
+        if (cmdline.count(key) || file.empty()) return "--" + key;
+        auto dot = key.find('.');
+        return "[" + key.substr(0, dot) + "] " + key.substr(dot + 1) + " in " + file;
+    }
+};
+
+void check_run(Spec& s, const Given& g) {
+    if (s.run.vcpu_state && !s.run.timeline)  // the words come from the timeline's switch records
+        throw SpecError(g.where("run.vcpu-state") + " = on needs " + g.where("run.timeline") + " = on");
+}
+
+// What the guest would refuse (kInvalidParameter), said here with the key's name.
+void check_session(const TraceSpec& t, const Given& g);
+
+void check_stacks(TraceSpec& t, const Given& g) {
+    TraceStackInformation& s = t.stacks;
+    s = locktrace::clamp_stack_settings(s);
+    if (!s.stack_flags) return;
+    const std::string where = g.where("trace.stack-enable");
+    if (!t.enabled()) bad(where, g.value("trace.stack-enable"), "needs a trace (trace.enable is none)");
+    if (const uint32_t missing = s.stack_flags & ~t.params.enable_flags)
+        bad(where, collect::trace_groups_text(s.stack_flags),
+            "names " + collect::trace_groups_text(missing) + ", which trace.enable (" +
+                collect::trace_groups_text(t.params.enable_flags) + ") does not record");
+}
+
+void check_trace(Spec& s, const Given& g) {
+    if (s.trace.enabled()) check_session(s.trace, g);
+    check_stacks(s.trace, g);
+}
+
+struct Section {
+    const char* name;
+    std::span<const Key> keys;
+    void (*check)(Spec&, const Given&);  // after its keys; may be null
+};
+const Section kSections[] = {
+    {"vm", kVmKeys, nullptr},     {"workload", kWorkloadKeys, nullptr}, {"run", kRunKeys, check_run},
+    {"trace", kTraceKeys, check_trace}, {"output", kOutputKeys, nullptr},
+};
+
+std::string full_name(const Section& s, const Key& k) { return std::string(s.name) + "." + k.name; }
+
+void check_session(const TraceSpec& t, const Given& g) {
+    const locktrace::SessionParamInfo* info = locktrace::first_invalid_session_param(t.params);
+    if (!info) return;
+    for (const Key& k : kTraceKeys)
+        if (k.param && std::string(info->name) == k.param) {
+            std::string what = std::string(info->name) + " must be " + info->rule;
+            if (k.field == &TraceSessionInformation::minimum_buffers)
+                what += " (trace.max-buffers = " + std::to_string(t.params.maximum_buffers) + ")";
+            bad(g.where(std::string("trace.") + k.name), session_value_text(t.params, k.field), what);
+        }
+}
+
+// Across sections: pinning and vCPU lists against vm.cpus, freezes against their period.
+void check_relations(const Spec& s, const Given& g) {
+    const VmSpec& vm = s.vm;
+    const RunSpec& r = s.run;
+    if (!vm.pin.empty() && vm.pin.size() != vm.cpus)
+        bad(g.where("vm.pin"), join(vm.pin), "names " + std::to_string(vm.pin.size()) + " host CPUs for " +
+                                                 std::to_string(vm.cpus) + " vCPUs (vm.cpus): give one per vCPU");
+    for (const Phase& p : r.phases)
+        if (p.kind == PhaseKind::kPreempt && p.freeze_ms >= r.preempt_period_ms)
+            bad(g.where("run.phases"), g.value("run.phases"),
+                p.name() + " freezes for at least the whole period (run.preempt-period-ms = " +
+                    std::to_string(r.preempt_period_ms) + ")");
+    const std::pair<const char*, const std::vector<uint32_t>*> vcpu_lists[] = {
+        {"run.preempt-vcpus", &r.preempt_vcpus}, {"run.throttle-vcpus", &r.throttle_vcpus}};
+    for (const auto& [key, list] : vcpu_lists)
+        for (uint32_t v : *list)
+            if (v >= vm.cpus)
+                bad(g.where(key), join(*list), "vCPU " + std::to_string(v) + " does not exist with vm.cpus = " +
+                                                    std::to_string(vm.cpus));
+    if (!vm.attach.empty() && g.has("vm.name"))
+        throw SpecError("vm.attach and vm.name both given: attach names the running VM to use, "
+                        "name the VM to start; give one");
+}
+
+// Every section's keys in table order, each section's check after its keys, then the relations.
+void parse_keys(Spec& s, const Given& g) {
+    for (const Section& sec : kSections) {
+        for (const Key& k : sec.keys) {
+            const std::string key = full_name(sec, k);
+            if (!g.has(key)) {
+                if (k.required) throw SpecError(k.required);
+                continue;
+            }
+            const std::string text = g.value(key), where = g.where(key);
+            k.parse(s, Arg{text, where, k});
+        }
+        if (sec.check) sec.check(s, g);
+    }
+    check_relations(s, g);
+}
+
+// --- Boost: the options, the command line, the spec file ---------------------------------------
+
 po::options_description key_options() {
     po::options_description all;
-    for (const char* section : {"vm", "workload", "run", "trace", "output"}) {
-        po::options_description group(std::string("[") + section + "]");
-        for (const Key& k : kKeys)
-            if (std::string(k.section) == section)
-                group.add_options()(full_name(k).c_str(), po::value<std::string>(), k.help);
+    for (const Section& sec : kSections) {
+        po::options_description group(std::string("[") + sec.name + "]");
+        for (const Key& k : sec.keys)
+            group.add_options()(full_name(sec, k).c_str(), po::value<std::string>(), k.help.c_str());
         all.add(group);
     }
     return all;
@@ -253,8 +649,17 @@ po::options_description generic_options() {
 
 std::string known_keys(const std::string& section) {
     std::string s;
-    for (const Key& k : kKeys)
-        if (section == k.section) s += (s.empty() ? "" : ", ") + std::string(k.name);
+    for (const Section& sec : kSections)
+        if (section == sec.name)
+            for (const Key& k : sec.keys) s += (s.empty() ? "" : ", ") + std::string(k.name);
+    return s;
+}
+
+// "[vm], [workload], [run], [trace]" + last_sep + "[output]"
+std::string sections_text(const char* last_sep) {
+    std::string s;
+    for (const Section& sec : kSections)
+        s += (s.empty() ? "" : &sec == std::end(kSections) - 1 ? last_sep : ", ") + std::string("[") + sec.name + "]";
     return s;
 }
 
@@ -264,142 +669,54 @@ std::string unknown_key_message(const std::string& name, const std::string& file
     auto dot = name.find('.');
     if (dot == std::string::npos)
         return file.empty() ? "unknown option '--" + name + "'; see --help"
-                            : "'" + name + "'" + in +
-                                  " is outside any section: put it under [vm], [workload], "
-                                  "[run], [trace] or [output]";
+                            : "'" + name + "'" + in + " is outside any section: put it under " +
+                                  sections_text(" or ");
     std::string section = name.substr(0, dot);
     if (known_keys(section).empty())
-        return "unknown section [" + section + "]" + in + ": the sections are [vm], [workload], "
-               "[run], [trace] and [output]";
+        return "unknown section [" + section + "]" + in + ": the sections are " + sections_text(" and ");
     return "unknown key '" + name.substr(dot + 1) + "' in section [" + section + "]" + in +
            "; its keys are " + known_keys(section);
 }
 
-// [trace] key -> the session parameter it sets (its name in TraceSessionInformation, after ETW's
-// logger context: BufferSize, ...).
-struct TraceKey {
-    const char* key;
-    const char* param;  // locktrace::kSessionParamInfo's name
-    uint32_t TraceSessionInformation::*field;
-};
-const TraceKey kTraceKeys[] = {
-    {"trace.enable", "EnableFlags", &TraceSessionInformation::enable_flags},
-    {"trace.buffer-size", "BufferSize", &TraceSessionInformation::buffer_size},
-    {"trace.min-buffers", "MinimumBuffers", &TraceSessionInformation::minimum_buffers},
-    {"trace.max-buffers", "MaximumBuffers", &TraceSessionInformation::maximum_buffers},
-    {"trace.flush-timer", "FlushTimer", &TraceSessionInformation::flush_timer_ms},
-    {"trace.mode", "LoggerMode", &TraceSessionInformation::logger_mode},
-    {"trace.profile-interval", "ProfileInterval", &TraceSessionInformation::profile_interval},
-};
-
-std::string trace_value_text(const TraceSessionInformation& p, const TraceKey& k) {
-    if (k.field == &TraceSessionInformation::logger_mode)
-        return trace_logger_mode_name(TraceLoggerMode(p.logger_mode));
-    if (k.field == &TraceSessionInformation::enable_flags) return collect::trace_groups_text(p.enable_flags);
-    return std::to_string(p.*k.field);
+po::variables_map read_command_line(int argc, const char* const* argv) {
+    po::options_description cmdline;
+    cmdline.add(generic_options()).add(key_options());
+    po::variables_map given;
+    try {
+        // No guessing: `--vm.cpu` must not quietly mean --vm.cpus.
+        po::store(po::command_line_parser(argc, argv)
+                      .options(cmdline)
+                      .style(po::command_line_style::default_style &
+                             ~po::command_line_style::allow_guessing)
+                      .run(),
+                  given);
+    } catch (const po::unknown_option& e) {
+        std::string n = e.get_option_name();
+        while (!n.empty() && n[0] == '-') n.erase(0, 1);
+        throw SpecError(unknown_key_message(n, ""));
+    } catch (const po::multiple_occurrences& e) {
+        throw SpecError(e.get_option_name() + " is given twice on the command line");
+    } catch (const po::error& e) {
+        throw SpecError(std::string(e.what()) + "; see --help");
+    }
+    return given;
 }
 
-template <class Has, class Str, class Where>
-void parse_trace(TraceSpec& t, const Has& has, const Str& str, const Where& where) {
-    TraceSessionInformation& p = t.params;
-    for (const TraceKey& k : kTraceKeys) {
-        if (!has(k.key)) continue;
-        const std::string v = str(k.key);
-        if (k.field == &TraceSessionInformation::logger_mode) {
-            p.logger_mode = uint32_t(TraceLoggerMode::kRealTime);
-            const std::string m = to_choice(where(k.key), v, {"real-time", "circular", "no-drop-stall"});
-            for (uint32_t i = 0; i < kTraceLoggerModeCount; ++i)
-                if (m == trace_logger_mode_name(TraceLoggerMode(i))) p.logger_mode = i;
-        } else if (k.field == &TraceSessionInformation::enable_flags) {
-            if (v == "none" || v == "off") {
-                p.enable_flags = 0;
-                continue;
-            }
-            try {
-                p.enable_flags = collect::parse_trace_groups(join(split(v)), where(k.key));
-            } catch (const collect::CollectError& e) {
-                bad(where(k.key), v, std::string(e.what()).substr(where(k.key).size() + 2) +
-                                         ", or none for no trace");
-            }
-        } else {
-            for (const locktrace::SessionParamInfo& info : locktrace::kSessionParamInfo)
-                if (std::string(info.name) == k.param)
-                    p.*k.field = uint32_t(to_u64(where(k.key), v, info.minimum, info.maximum));
-        }
+// The spec file's keys into all (where the command line already set a key, it stays).
+void read_spec_file(const std::string& path, po::variables_map& all) {
+    std::ifstream f(path);
+    if (!f) throw SpecError("--spec " + path + ": cannot open it");
+    try {
+        po::store(po::parse_config_file(f, key_options(), false), all);
+    } catch (const po::unknown_option& e) {
+        throw SpecError(unknown_key_message(e.get_option_name(), path));
+    } catch (const po::multiple_occurrences& e) {
+        std::string n = e.get_option_name();
+        auto dot = n.find('.');
+        throw SpecError(path + ": '" + n.substr(dot + 1) + "' appears twice in [" + n.substr(0, dot) + "]");
+    } catch (const po::error& e) {
+        throw SpecError(path + ": " + e.what());
     }
-    if (!t.enabled()) return;
-    // What the guest would refuse (kInvalidParameter), said here with the key's name.
-    if (const locktrace::SessionParamInfo* info = locktrace::first_invalid_session_param(p))
-        for (const TraceKey& k : kTraceKeys)
-            if (std::string(info->name) == k.param) {
-                std::string what = std::string(info->name) + " must be " + info->rule;
-                if (k.field == &TraceSessionInformation::minimum_buffers)
-                    what += " (trace.max-buffers = " + std::to_string(p.maximum_buffers) + ")";
-                bad(where(k.key), trace_value_text(p, k), what);
-            }
-}
-
-// [trace] spin-threshold, acquire-sample-rate, contention-sample-rate, hold-threshold: one row
-// per spinlock-tracing parameter, index into lockstat::kSpinlockParamInfo (its name and minimum)
-// and TraceSpec::spinlock. The key without "trace." is the kernel's boot option.
-const char* const kSpinlockKeys[lockstat::kSpinlockParamCount] = {
-    "trace.spin-threshold", "trace.acquire-sample-rate", "trace.contention-sample-rate",
-    "trace.hold-threshold"};
-
-template <class Has, class Str, class Where>
-void parse_trace_spinlock(TraceSpec& t, const std::string& attach, const Has& has, const Str& str,
-                          const Where& where) {
-    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i) {
-        const char* key = kSpinlockKeys[i];
-        if (!has(key)) continue;
-        const lockstat::SpinlockParamInfo& info = lockstat::kSpinlockParamInfo[i];
-        t.spinlock[i] = uint32_t(to_u64(where(key), str(key), info.minimum, UINT32_MAX));
-        if (!attach.empty())
-            bad(where(key), str(key), std::string(info.name) +
-                                          " is a boot option: it needs a VM that spinlab-run boots, not vm.attach");
-    }
-}
-
-// [trace] stack-*: the stack settings (TraceStackInformation), checked as the guest checks them
-// (locktrace::first_invalid_stack_param), each error naming its key.
-template <class Has, class Str, class Where>
-void parse_trace_stacks(TraceSpec& t, const Has& has, const Str& str, const Where& where) {
-    TraceStackInformation& s = t.stacks;
-    if (has("trace.stack-enable")) {
-        const std::string v = str("trace.stack-enable");
-        if (v == "none" || v == "off") {
-            s.stack_flags = 0;
-        } else {
-            try {
-                s.stack_flags = collect::parse_trace_groups(join(split(v)), where("trace.stack-enable"));
-            } catch (const collect::CollectError& e) {
-                bad(where("trace.stack-enable"), v,
-                    std::string(e.what()).substr(where("trace.stack-enable").size() + 2) + ", or none");
-            }
-            if (s.stack_flags & ~kTraceStackGroups)
-                bad(where("trace.stack-enable"), v,
-                    "names " + collect::trace_groups_text(s.stack_flags & ~kTraceStackGroups) +
-                        ": only spinlock, cswitch, ready, syscall, profile and longwait events carry stacks");
-        }
-    }
-    if (has("trace.stack-caching"))
-        s.caching = to_choice(where("trace.stack-caching"), str("trace.stack-caching"), {"on", "off"}) == "on";
-    if (has("trace.stack-depth"))
-        s.max_depth = uint32_t(to_u64(where("trace.stack-depth"), str("trace.stack-depth"), 1, kTraceMaxStackFrames));
-    // Clamped, never refused (as ETW's stack cache does); the clamped value is what runs and
-    // what meta.json says.
-    if (has("trace.stack-buckets"))
-        s.bucket_count = uint32_t(to_u64(where("trace.stack-buckets"), str("trace.stack-buckets"), 0, UINT32_MAX));
-    if (has("trace.stack-cache-size"))
-        s.cache_size = to_u64(where("trace.stack-cache-size"), str("trace.stack-cache-size"), 0, UINT32_MAX);
-    s = locktrace::clamp_stack_settings(s);
-    if (!s.stack_flags) return;
-    if (!t.enabled())
-        bad(where("trace.stack-enable"), str("trace.stack-enable"), "needs a trace (trace.enable is none)");
-    if (const uint32_t missing = s.stack_flags & ~t.params.enable_flags)
-        bad(where("trace.stack-enable"), collect::trace_groups_text(s.stack_flags),
-            "names " + collect::trace_groups_text(missing) + ", which trace.enable (" +
-                collect::trace_groups_text(t.params.enable_flags) + ") does not record");
 }
 
 }  // namespace
@@ -428,232 +745,19 @@ std::string usage_text() {
 }
 
 ParsedSpec parse_spec(int argc, const char* const* argv, const SpecFinder& find_spec) {
-    po::options_description cmdline;
-    cmdline.add(generic_options()).add(key_options());
-    po::variables_map given;
-    try {
-        // No guessing: `--vm.cpu` must not quietly mean --vm.cpus.
-        po::store(po::command_line_parser(argc, argv)
-                      .options(cmdline)
-                      .style(po::command_line_style::default_style &
-                             ~po::command_line_style::allow_guessing)
-                      .run(),
-                  given);
-    } catch (const po::unknown_option& e) {
-        std::string n = e.get_option_name();
-        while (!n.empty() && n[0] == '-') n.erase(0, 1);
-        throw SpecError(unknown_key_message(n, ""));
-    } catch (const po::multiple_occurrences& e) {
-        throw SpecError(e.get_option_name() + " is given twice on the command line");
-    } catch (const po::error& e) {
-        throw SpecError(std::string(e.what()) + "; see --help");
-    }
+    const po::variables_map given = read_command_line(argc, argv);
     ParsedSpec out;
     out.help = given.count("help") > 0;
     out.dry_run = given.count("dry-run") > 0;
     if (out.help) return out;
 
-    po::variables_map all = given;
     Spec& s = out.spec;
-    if (find_spec) s.spec_file = find_spec(given.count("spec") ? given["spec"].as<std::string>() : "default");
-    else if (given.count("spec")) s.spec_file = given["spec"].as<std::string>();
-    if (!s.spec_file.empty()) {
-        std::ifstream f(s.spec_file);
-        if (!f) throw SpecError("--spec " + s.spec_file + ": cannot open it");
-        try {
-            po::store(po::parse_config_file(f, key_options(), false), all);
-        } catch (const po::unknown_option& e) {
-            throw SpecError(unknown_key_message(e.get_option_name(), s.spec_file));
-        } catch (const po::multiple_occurrences& e) {
-            std::string n = e.get_option_name();
-            auto dot = n.find('.');
-            throw SpecError(s.spec_file + ": '" + n.substr(dot + 1) + "' appears twice in [" +
-                            n.substr(0, dot) + "]");
-        } catch (const po::error& e) {
-            throw SpecError(s.spec_file + ": " + e.what());
-        }
-    }
-    Origin where{&given, s.spec_file};
-    auto has = [&](const char* k) { return all.count(k) > 0; };
-    auto str = [&](const char* k) { return all[k].as<std::string>(); };
-
-    VmSpec& vm = s.vm;
-    if (has("vm.name")) {
-        vm.name = str("vm.name");
-        if (vm.name.empty() || vm.name.size() > 40 ||
-            vm.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                      "0123456789_-") != std::string::npos)
-            bad(where("vm.name"), vm.name, "must be 1 to 40 letters, digits, '-' or '_'");
-    }
-    if (has("vm.attach")) {
-        vm.attach = str("vm.attach");
-        check_word(where("vm.attach"), vm.attach, false);
-    }
-    if (has("vm.cpus")) vm.cpus = uint32_t(to_u64(where("vm.cpus"), str("vm.cpus"), 1, 64));
-    if (has("vm.memory"))
-        vm.memory_mb = uint32_t(to_u64(where("vm.memory"), str("vm.memory"), 64, 65536));
-    if (has("vm.accel")) vm.accel = to_choice(where("vm.accel"), str("vm.accel"), {"auto", "kvm", "tcg"});
-    if (has("vm.backend"))
-        vm.backend = to_choice(where("vm.backend"), str("vm.backend"), {"qemu", "libvirt"});
-    if (has("vm.lock"))
-        vm.lock = to_choice(where("vm.lock"), str("vm.lock"),
-                            {"tas", "ticket", "mcs", "pv", "pticket", "pvmcs", "student"});
-    if (has("vm.clock"))
-        vm.clock = to_choice(where("vm.clock"), str("vm.clock"), {"lfence", "rdtscp", "cpuid"});
-    if (has("vm.pause")) vm.pause = to_bool(where("vm.pause"), str("vm.pause"));
-    if (has("vm.hz")) {
-        vm.hz = uint32_t(to_u64(where("vm.hz"), str("vm.hz"), 0, 10000));
-        if (vm.hz != 0 && vm.hz < 10)
-            bad(where("vm.hz"), str("vm.hz"), "must be 0 (the default) or from 10 to 10000");
-    }
-    if (has("vm.pin")) {
-        vm.pin = to_index_list(where("vm.pin"), str("vm.pin"), 1023, true, true);
-    }
-    if (has("vm.kernel")) vm.kernel = str("vm.kernel");
-    if (has("vm.initrd")) vm.initrd = str("vm.initrd");
-    if (has("vm.append")) {
-        vm.append = str("vm.append");
-        check_word(where("vm.append"), vm.append, true);
-        if (vm.append.find("init=") != std::string::npos)
-            bad(where("vm.append"), vm.append, "must not set init=: the workload section does");
-    }
-    if (has("vm.boot-timeout"))
-        vm.boot_timeout_s = to_seconds(where("vm.boot-timeout"), str("vm.boot-timeout"), 1, 3600, true);
-    if (has("vm.channel-timeout"))
-        vm.channel_timeout_s =
-            to_seconds(where("vm.channel-timeout"), str("vm.channel-timeout"), 0.1, 600, true);
-
-    WorkloadSpec& w = s.workload;
-    if (has("workload.program")) {
-        w.program = str("workload.program");
-        check_word(where("workload.program"), w.program, false);
-        if (w.program.empty() || w.program.find('/') != std::string::npos)
-            bad(where("workload.program"), w.program, "must be a program name from the guest's "
-                                                      "/bin, e.g. lockbench");
-    }
-    if (has("workload.args")) {
-        w.args = str("workload.args");
-        check_word(where("workload.args"), w.args, true);
-    }
-    if (has("workload.kmix")) w.kmix = to_bool(where("workload.kmix"), str("workload.kmix"));
-    if (has("workload.kmix-args")) {
-        w.kmix_args = str("workload.kmix-args");
-        check_word(where("workload.kmix-args"), w.kmix_args, true);
-    }
-    if (has("workload.throughput-classes")) {
-        w.throughput_classes = split(str("workload.throughput-classes"));
-        for (const auto& c : w.throughput_classes)
-            if (c.empty() || c.find(' ') != std::string::npos)
-                bad(where("workload.throughput-classes"), str("workload.throughput-classes"),
-                    "must be lock class name prefixes separated by commas");
-    }
-
-    RunSpec& r = s.run;
-    if (!has("run.phases"))
-        throw SpecError("no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases");
-    {
-        const std::string v = str("run.phases");
-        std::set<std::string> seen;
-        for (const std::string& item : split(v)) {
-            try {
-                r.phases.push_back(parse_phase(item));
-            } catch (const std::invalid_argument& e) {
-                bad(where("run.phases"), v, e.what());
-            }
-            if (!seen.insert(r.phases.back().name()).second)
-                bad(where("run.phases"), v, "names " + item + " twice");
-        }
-        if (r.phases.empty()) bad(where("run.phases"), v, "must name at least one phase");
-    }
-    if (has("run.duration"))
-        r.duration_s = to_seconds(where("run.duration"), str("run.duration"), 0, 86400, false);
-    if (has("run.warmup"))
-        r.warmup_s = to_seconds(where("run.warmup"), str("run.warmup"), 0, 3600, true);
-    if (has("run.repetitions"))
-        r.repetitions = uint32_t(to_u64(where("run.repetitions"), str("run.repetitions"), 1, 100));
-    if (has("run.seed")) r.seed = to_u64(where("run.seed"), str("run.seed"), 0, UINT64_MAX);
-    if (has("run.order")) {
-        try {
-            r.order = parse_order(str("run.order"));
-        } catch (const std::invalid_argument&) {
-            bad(where("run.order"), str("run.order"), "must be abba or shuffle");
-        }
-    }
-    if (has("run.preempt-rt-priority"))
-        r.preempt_rt_priority =
-            uint32_t(to_u64(where("run.preempt-rt-priority"), str("run.preempt-rt-priority"), 0, 99));
-    if (has("run.preempt-period-ms"))
-        r.preempt_period_ms =
-            uint32_t(to_u64(where("run.preempt-period-ms"), str("run.preempt-period-ms"), 2, 60000));
-    if (has("run.preempt-vcpus"))
-        r.preempt_vcpus = to_index_list(where("run.preempt-vcpus"), str("run.preempt-vcpus"), 63, false);
-    if (has("run.throttle-vcpus"))
-        r.throttle_vcpus = to_index_list(where("run.throttle-vcpus"), str("run.throttle-vcpus"), 63, true);
-    if (has("run.hog-cpus"))
-        r.hog_cpus = to_index_list(where("run.hog-cpus"), str("run.hog-cpus"), 1023, true);
-    if (has("run.clock-samples"))
-        r.clock_samples = uint32_t(to_u64(where("run.clock-samples"), str("run.clock-samples"), 0, 64));
-    if (has("run.timeline")) r.timeline = to_bool(where("run.timeline"), str("run.timeline"));
-    if (has("run.vcpu-state")) r.vcpu_state = to_bool(where("run.vcpu-state"), str("run.vcpu-state"));
-    if (r.vcpu_state && !r.timeline)  // the words come from the timeline's switch records
-        throw SpecError(where("run.vcpu-state") + " = on needs " + where("run.timeline") + " = on");
-
-    parse_trace(s.trace, has, str, where);
-    parse_trace_spinlock(s.trace, s.vm.attach, has, str, where);
-    parse_trace_stacks(s.trace, has, str, where);
-    if (has("trace.export")) {
-        const std::string v = str("trace.export");
-        s.trace.exports.clear();
-        if (v != "none") {
-            for (const std::string& item : split(v)) {
-                const std::string f = to_choice(where("trace.export"), item, {"ctf", "perfetto"});
-                if (std::find(s.trace.exports.begin(), s.trace.exports.end(), f) != s.trace.exports.end())
-                    bad(where("trace.export"), v, "names " + f + " twice");
-                s.trace.exports.push_back(f);
-            }
-            if (s.trace.exports.empty()) bad(where("trace.export"), v, "must name ctf, perfetto or none");
-            if (!s.trace.enabled())
-                bad(where("trace.export"), v, "needs a trace (trace.enable is none)");
-        }
-    }
-
-    if (has("output.dir")) {
-        s.output.dir = str("output.dir");
-        if (s.output.dir.empty()) bad(where("output.dir"), "", "must name a directory");
-    }
-    if (has("output.run-id")) {
-        s.output.run_id = str("output.run-id");
-        if (s.output.run_id.empty() || s.output.run_id == "latest" || s.output.run_id[0] == '.' ||
-            s.output.run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789_.-") != std::string::npos)
-            bad(where("output.run-id"), s.output.run_id,
-                "must be letters, digits, '.', '-' or '_', not start with '.', and not be 'latest'");
-    }
-
-    // Relations between keys.
-    if (!vm.pin.empty() && vm.pin.size() != vm.cpus)
-        bad(where("vm.pin"), join(vm.pin), "names " + std::to_string(vm.pin.size()) +
-                                               " host CPUs for " + std::to_string(vm.cpus) +
-                                               " vCPUs (vm.cpus): give one per vCPU");
-    for (const Phase& p : r.phases) {
-        if (p.kind == PhaseKind::kPreempt && p.freeze_ms >= r.preempt_period_ms)
-            bad(where("run.phases"), str("run.phases"),
-                p.name() + " freezes for at least the whole period (run.preempt-period-ms = " +
-                    std::to_string(r.preempt_period_ms) + ")");
-    }
-    for (uint32_t v : r.preempt_vcpus)
-        if (v >= vm.cpus)
-            bad(where("run.preempt-vcpus"), join(r.preempt_vcpus),
-                "vCPU " + std::to_string(v) + " does not exist with vm.cpus = " +
-                    std::to_string(vm.cpus));
-    for (uint32_t v : r.throttle_vcpus)
-        if (v >= vm.cpus)
-            bad(where("run.throttle-vcpus"), join(r.throttle_vcpus),
-                "vCPU " + std::to_string(v) + " does not exist with vm.cpus = " +
-                    std::to_string(vm.cpus));
-    if (!vm.attach.empty() && has("vm.name"))
-        throw SpecError("vm.attach and vm.name both given: attach names the running VM to use, "
-                        "name the VM to start; give one");
+    const bool named = given.count("spec") > 0;
+    if (find_spec) s.spec_file = find_spec(named ? given["spec"].as<std::string>() : "default");
+    else if (named) s.spec_file = given["spec"].as<std::string>();
+    po::variables_map all = given;
+    if (!s.spec_file.empty()) read_spec_file(s.spec_file, all);
+    parse_keys(s, Given{all, given, s.spec_file});
     return out;
 }
 
@@ -675,54 +779,24 @@ std::string init_line(const WorkloadSpec& w) {
 }
 
 std::string kernel_append(const Spec& s) {
-    std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" +
-                    (s.vm.pause ? "on" : "off");
+    std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" + onoff(s.vm.pause);
     if (s.vm.hz) a += " hz=" + std::to_string(s.vm.hz);
-    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i)  // [trace] spin-threshold & co.
-        if (s.trace.spinlock[i]) a += " " + std::string(kSpinlockKeys[i]).substr(6) + "=" + std::to_string(*s.trace.spinlock[i]);
+    for (const Key& k : kTraceKeys)  // [trace] spin-threshold & co., when set: the boot options
+        if (k.spinlock >= 0 && s.trace.spinlock[k.spinlock])
+            a += " " + std::string(k.name) + "=" + std::to_string(*s.trace.spinlock[k.spinlock]);
     if (!s.vm.append.empty()) a += " " + s.vm.append;
     return a + " init=" + init_line(s.workload);
 }
 
 std::string to_ini(const Spec& s) {
     std::ostringstream o;
-    auto onoff = [](bool b) { return b ? "on" : "off"; };
     o << "# the spec as run by spinlab-run" << (s.spec_file.empty() ? "" : " (from " + s.spec_file + ")")
-      << "\n[vm]\n";
-    if (!s.vm.name.empty()) o << "name = " << s.vm.name << "\n";
-    if (!s.vm.attach.empty()) o << "attach = " << s.vm.attach << "\n";
-    o << "cpus = " << s.vm.cpus << "\nmemory = " << s.vm.memory_mb << "\naccel = " << s.vm.accel
-      << "\nbackend = " << s.vm.backend << "\nlock = " << s.vm.lock << "\nclock = " << s.vm.clock
-      << "\npause = " << onoff(s.vm.pause) << "\nhz = " << s.vm.hz << "\npin = " << join(s.vm.pin)
-      << "\nkernel = " << s.vm.kernel << "\ninitrd = " << s.vm.initrd << "\nappend = " << s.vm.append
-      << "\nboot-timeout = " << s.vm.boot_timeout_s << "\nchannel-timeout = " << s.vm.channel_timeout_s
-      << "\n\n[workload]\nprogram = "
-      << s.workload.program << "\nargs = " << s.workload.args << "\nkmix = " << onoff(s.workload.kmix)
-      << "\nkmix-args = " << s.workload.kmix_args
-      << "\nthroughput-classes = " << join(s.workload.throughput_classes) << "\n\n[run]\nphases = ";
-    std::vector<std::string> names;
-    for (const Phase& p : s.run.phases) names.push_back(p.name());
-    o << join(names) << "\nduration = " << s.run.duration_s << "\nwarmup = " << s.run.warmup_s
-      << "\nrepetitions = " << s.run.repetitions << "\nseed = " << s.run.seed
-      << "\norder = " << order_name(s.run.order) << "\npreempt-period-ms = " << s.run.preempt_period_ms
-      << "\npreempt-rt-priority = " << s.run.preempt_rt_priority
-      << "\npreempt-vcpus = " << join(s.run.preempt_vcpus)
-      << "\nthrottle-vcpus = " << join(s.run.throttle_vcpus) << "\nhog-cpus = " << join(s.run.hog_cpus)
-      << "\nclock-samples = " << s.run.clock_samples << "\ntimeline = " << onoff(s.run.timeline)
-      << "\nvcpu-state = " << onoff(s.run.vcpu_state)
-      << "\n\n[trace]\n";
-    for (const TraceKey& k : kTraceKeys)
-        o << std::string(k.key).substr(6) << " = " << trace_value_text(s.trace.params, k) << "\n";
-    for (uint32_t i = 0; i < lockstat::kSpinlockParamCount; ++i)  // unset: the kernel's default
-        if (s.trace.spinlock[i])
-            o << std::string(kSpinlockKeys[i]).substr(6) << " = " << *s.trace.spinlock[i] << "\n";
-    const TraceStackInformation& st = s.trace.stacks;
-    o << "stack-enable = " << (st.stack_flags ? collect::trace_groups_text(st.stack_flags) : std::string("none"))
-      << "\nstack-caching = " << onoff(st.caching) << "\nstack-depth = " << st.max_depth
-      << "\nstack-buckets = " << st.bucket_count << "\nstack-cache-size = " << st.cache_size << "\n";
-    o << "export = " << (s.trace.exports.empty() ? std::string("none") : join(s.trace.exports)) << "\n";
-    o << "\n[output]\ndir = " << s.output.dir << "\n";
-    if (!s.output.run_id.empty()) o << "run-id = " << s.output.run_id << "\n";
+      << "\n";
+    for (const Section& sec : kSections) {
+        o << (&sec == kSections ? "" : "\n") << "[" << sec.name << "]\n";
+        for (const Key& k : sec.keys)
+            if (const Ini v = k.ini(s)) o << k.name << " = " << *v << "\n";
+    }
     return o.str();
 }
 
