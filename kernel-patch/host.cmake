@@ -73,6 +73,7 @@ add_executable(lockstat_test
   ${SPINLAB_KP}/lockstat/log2_table_test.cc
   ${SPINLAB_KP}/lockstat/params_test.cc
   ${SPINLAB_KP}/lockstat/perf_record_test.cc
+  ${SPINLAB_KP}/lockstat/timing_test.cc
 )
 target_link_libraries(lockstat_test PRIVATE spinlab_lockstat GTest::gtest_main Threads::Threads)
 gtest_discover_tests(lockstat_test DISCOVERY_TIMEOUT 30)

@@ -2,6 +2,7 @@
 #include "bootopts.h"
 
 #include "../lib/boot_options.h"
+#include "../lockstat/timing.h"
 #include "console.h"
 #include "lockstat.h"
 
@@ -45,9 +46,14 @@ const bootopt::Spec kSpecs[] = {
      "SpinLockContentionSampleRate: every Nth contended acquisition is traced (default 1)"},
     {"hold-threshold", Kind::kUint, nullptr, spinlab::kMinHoldThreshold, 0xFFFFFFFFu,
      "SpinLockHoldThreshold: holds of at least this many TSC cycles are traced (default 1000000)"},
+    // timing=all: every acquisition timed, as the original experiment did (lockstat/timing.h).
+    {"timing", Kind::kChoice, "contended|all", 0, 0,
+     "what spinlocks time: contended|all (default contended; all: every acquisition)"},
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
+static_assert(uint32_t(spinlab::lockstat::Timing::kContended) == 0 &&
+              uint32_t(spinlab::lockstat::Timing::kAll) == 1, "timing= choice order");
 constexpr int kCount = sizeof kSpecs / sizeof kSpecs[0];
 bootopt::Value values[kCount];
 
@@ -86,11 +92,12 @@ void bootopts_init(const char* cmdline) {
     if (values[13].set) g_boot.spinlock.acquire_sample_rate = uint32_t(values[13].num);
     if (values[14].set) g_boot.spinlock.contention_sample_rate = uint32_t(values[14].num);
     if (values[15].set) g_boot.spinlock.hold_threshold = uint32_t(values[15].num);
-    g_boot.init = values[16].set ? values[16].str : "";
+    g_boot.timing = values[16].set ? uint32_t(values[16].num) : 0;
+    g_boot.init = values[17].set ? values[17].str : "";
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
                         g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,
-                        g_boot.pvyield});
+                        g_boot.pvyield, g_boot.timing == uint32_t(spinlab::lockstat::Timing::kAll)});
     // Before any CPU's lockstat_init_cpu, which loads the acquire countdown from it.
     g_spinlock_params = g_boot.spinlock;
 }

@@ -19,6 +19,7 @@ struct BootOptions {
     const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
     bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
     bool stackprobe;        // stackprobe=on: kern/stackprobe.h's thread runs
+    uint32_t timing;        // timing=contended|all: spinlab::lockstat::Timing (same order)
     // spin-threshold=, acquire-sample-rate=, contention-sample-rate=, hold-threshold=: the
     // starting values of the live parameters (g_spinlock_params), each at least its minimum.
     spinlab::lockstat::SpinlockParams spinlock;

@@ -14,7 +14,8 @@
 #include "address_space.h"
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
-                        true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true};
+                        true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true,
+                        false};
 SpinlockParamsPage g_spinlock_params = {spinlab::lockstat::kDefaultSpinlockParams};
 spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 
@@ -66,6 +67,7 @@ void lockstat_init_cpu() {
     // As the original WRK experiment's ExpInitializeExecutive step: zero it all, stamp the header.
     spinlab::lockstat::init_cpu_perf(*p, cpu, g_spinlock_params.acquire_sample_rate);
     p->apic_id = c->apic_id;
+    p->timing = g_lockcfg.time_all ? 1 : 0;  // ring-3 locks time as the kernel's (timing.h)
     // Publish with interrupts off: a lock taken by an interrupt handler here either records
     // into the scratch block or into the new one, never half in each.
     uint64_t f = irq_save();

@@ -8,7 +8,7 @@
 //                           the lock paths never test for null; what CPUs record before their
 //                           own init lands there and is never reported
 //   bootopts_init()      -> lockstat_configure(): lock=, clock=, pause=, lockup=, longwait=,
-//                           pvspin= copied into g_lockcfg. Runs while no lock is held (boot
+//                           pvspin=, pvyield=, timing= copied into g_lockcfg. Runs while no lock is held (boot
 //                           CPU, before smp_init), so switching from the static default
 //                           algorithm (tas, whose free word is also a free ticket and MCS
 //                           lock) is safe. Constant afterwards.
@@ -41,6 +41,7 @@ struct LockConfig {
                                        // lower it at run time: read it whole, relaxed)
     uint64_t long_wait_cycles;         // longwait=: waits this long are long-wait trace events
     bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
+    bool time_all;                     // timing=all: every acquisition is timed (lockstat/timing.h)
 };
 extern LockConfig g_lockcfg;
 

@@ -170,6 +170,7 @@ struct KernelLockEnv {
     // for kNoCpu and without either source.
     bool vcpu_is_preempted(uint32_t cpu) const { return vcpu_preempted(cpu); }
     uint64_t now() const { return ls::read_clock(g_lockcfg.clock); }
+    bool time_all() const { return g_lockcfg.time_all; }  // timing=all (lockstat/timing.h)
     spinlab::CpuPerfData* perf() const { return lockstat_this_cpu(); }
     const ls::SpinlockParams& params() const { return g_spinlock_params; }
     ls::StealSample steal(uint32_t cpu) const { return kvm_steal(cpu); }

@@ -1,7 +1,8 @@
 // lockstat/clock.h: the three time sources (clock=), all reading the TSC, differing in what
 // they wait for before reading it. Policies with a static now(), and one runtime switch for
 // a kernel that picks at boot. Timestamps are taken only on the contended path and for
-// sampled holds, so the switch costs nothing on the uncontended fast path.
+// sampled holds, so the switch costs nothing on the uncontended fast path; booted with
+// timing=all (timing.h), every acquisition reads the clock twice.
 #pragma once
 
 #include <spinlab/sysinfo.h>

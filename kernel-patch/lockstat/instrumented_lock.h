@@ -12,6 +12,11 @@
 //              (SpinLockAcquireSampleRate)      at the end stamp             stamped: stamp,
 //              one stamps the hold start                                     record hold
 //
+// Booted with timing=all (timing.h; an Env with time_all()), every acquisition is stamped
+// before its first try and once held, as the original experiment timed them: a first-try win
+// is recorded as a timed acquisition (a wait bucket, not `uncontended`), and at the full level
+// its hold is timed from that stamp.
+//
 // The Env is spinlock/algorithms.h's, plus:
 //   uint64_t now();                        the boot-selected clock (clock.h)
 //   CpuPerfData* perf();                   this CPU's perf data; never null (early boot: a
@@ -41,6 +46,7 @@
 #include "lhp.h"
 #include "params.h"
 #include "perf_record.h"
+#include "timing.h"
 
 namespace spinlab::lockstat {
 
@@ -71,6 +77,12 @@ class WaitTracer {
         holder_before_ = holder_steal(env);
         self_before_ = env.steal(self_);
         start_ = env.now();
+    }
+    // timing=all: the wait began at `start`, stamped before the first try.
+    WaitTracer(const spinlock::Lock& l, Env& env, uint64_t start)
+        : holder_(spinlock::load_relaxed(&l.holder_cpu)), self_(env.cpu()), start_(start) {
+        holder_before_ = holder_steal(env);
+        self_before_ = env.steal(self_);
     }
 
     // The lock has just been taken after `spins` spins: stamp, classify, record.
@@ -129,6 +141,21 @@ class WaitTracer<InstrumentLevel::kOff, Env> {
     constexpr void acquired(spinlock::Lock&, Env&, uint64_t) {}
 };
 
+// A first-try win's trace facts (full level, while a session wants them): no wait, no spins.
+template <class Env>
+inline void arm_uncontended_trace(spinlock::Lock& l, Env& env) {
+    spinlock::HoldTrace& t = l.trace;
+    t.acquire_tsc = l.hold_timed ? l.hold_start : env.now();
+    t.wait_cycles = 0;
+    t.spins = 0;
+    t.holder_steal_ns = t.waiter_steal_ns = 0;
+    t.holder_cpu_start = t.holder_cpu_end = kNoCpu;
+    t.contended = 0;
+    t.wait_overflow = 0;
+    t.lhp_class = static_cast<uint8_t>(LhpClass::kUnknown);
+    t.armed = 1;
+}
+
 template <InstrumentLevel L, class Env>
 inline void note_uncontended(spinlock::Lock& l, Env& env) {
     if constexpr (L != InstrumentLevel::kOff) {
@@ -139,25 +166,46 @@ inline void note_uncontended(spinlock::Lock& l, Env& env) {
                 l.hold_start = env.now();
                 l.hold_timed = 1;
             }
-            if (env_tracing(env)) [[unlikely]] {
-                spinlock::HoldTrace& t = l.trace;
-                t.acquire_tsc = l.hold_timed ? l.hold_start : env.now();
-                t.wait_cycles = 0;
-                t.spins = 0;
-                t.holder_steal_ns = t.waiter_steal_ns = 0;
-                t.holder_cpu_start = t.holder_cpu_end = kNoCpu;
-                t.contended = 0;
-                t.wait_overflow = 0;
-                t.lhp_class = static_cast<uint8_t>(LhpClass::kUnknown);
-                t.armed = 1;
-            }
+            if (env_tracing(env)) [[unlikely]] arm_uncontended_trace(l, env);
         }
     }
+}
+
+// timing=all: a first-try win timed from `start` (before the try) to now. It saw no holder, so
+// its LHP class is unknown (timing.h says how the counters' invariants stay as they are).
+template <InstrumentLevel L, class Env>
+inline void note_first_try_timed(spinlock::Lock& l, Env& env, uint64_t start) {
+    const uint64_t end = env.now();
+    record_wait(env.perf()->classes[l.class_id], start, end, LhpClass::kUnknown);
+    if constexpr (L == InstrumentLevel::kFull) {
+        l.hold_start = end;  // every timed acquisition's hold is timed, as a contended one's
+        l.hold_timed = 1;
+        if (env_tracing(env)) [[unlikely]] arm_uncontended_trace(l, env);
+    }
+}
+
+// timing=all's acquisition: stamp, try, and either note the timed win or wait from the stamp.
+template <InstrumentLevel L, class Env>
+inline void lock_acquire_timed(spinlock::Lock& l, spinlock::McsNode* node, Env& env) {
+    const uint64_t start = env.now();
+    if (spinlock::try_acquire(l, node, env)) {
+        note_first_try_timed<L>(l, env, start);
+        return;
+    }
+    WaitTracer<L, Env> tracer(l, env, start);
+    const uint64_t spins = spinlock::acquire_contended(l, node, env);
+    tracer.acquired(l, env, spins);
 }
 
 // spin_lock's core. node: this CPU's queue node for the current nesting level (queued lock).
 template <InstrumentLevel L, class Env>
 inline void lock_acquire(spinlock::Lock& l, spinlock::McsNode* node, Env& env) {
+    if constexpr (L != InstrumentLevel::kOff) {
+        if (env_time_all(env)) [[unlikely]] {
+            lock_acquire_timed<L>(l, node, env);
+            return;
+        }
+    }
     if (spinlock::try_acquire(l, node, env)) [[likely]] {
         note_uncontended<L>(l, env);
         return;

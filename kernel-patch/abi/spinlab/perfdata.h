@@ -22,6 +22,9 @@
 //   is quiescent, for every class:
 //       uncontended + sum(wait_hist) + wait_overflow == acquisitions
 //       sum(hold_hist) + hold_overflow == holds_timed
+// - Booted with timing=all (CpuPerfData::timing), every acquisition is timed and lands in
+//   wait_hist (or wait_overflow), first-try wins included, which then are not `uncontended`:
+//   the invariants below hold as they are (lockstat/timing.h).
 // - Long waits are not kept here: each one is a trace event (spinlab/trace.h, the long-wait
 //   group), so none is overwritten unread.
 #pragma once
@@ -129,7 +132,10 @@ struct CpuPerfData {
     // when none: written by the owning CPU when it arms and disarms, read by ring-3 lock code
     // (lockbench) to know whether its holds are to be traced (kSysTraceSpinlock).
     uint32_t trace_groups;
-    uint32_t reserved1;
+    // What the kernel's locks time (timing=, lockstat/timing.h): 0 contended acquisitions only,
+    // 1 every acquisition. Written by the owning CPU at its init, constant afterwards; read by
+    // ring-3 lock code (lockbench), which must time as the kernel does.
+    uint32_t timing;
     uint64_t reserved[3];
     LockClassPerf classes[kMaxLockClasses];
 };
@@ -137,6 +143,7 @@ static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
 static_assert(offsetof(CpuPerfData, apic_id) == 20, "ABI");
 static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
+static_assert(offsetof(CpuPerfData, timing) == 36, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
 static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses, "CpuPerfData layout is ABI");
 static_assert(sizeof(CpuPerfData) % 64 == 0, "per-CPU blocks stay cache-line aligned");

@@ -75,6 +75,8 @@ struct UserEnv {
     CpuPerfData* perf() {
         return reinterpret_cast<CpuPerfData*>(map.perf_base + uint64_t(cpu_id) * map.perf_stride);
     }
+    // timing=all: the kernel's CPUs say so in their perf data; these locks time as the kernel's.
+    bool time_all() { return perf()->timing == uint32_t(lockstat::Timing::kAll); }
     const lockstat::SpinlockParams& params() { return *live_params; }
     lockstat::StealSample steal(uint32_t cpu) {
         if (!map.steal_base || cpu >= map.cpu_count) return {0, 0, 0};
