@@ -93,13 +93,14 @@ def peak(hist) -> int | None:
 
 
 def phase_text(phase: str, t, reps: int) -> str:
-    """One phase's block: a title line (with where the peak is), then the table."""
+    """One phase's block: a title line (with where the peak is), then the table; the runner's
+    WrkSummary (experiments/runner/wrk_summary.cc) prints the same."""
     if t is None:
         return f"phase {phase}: missing (no snapshot recorded)\n"
     timed = int(t.wait.sum()) + t.overflow
     k = peak(t.wait)
-    where = (f"; peak 2^{k} with {percent_field(int(t.wait[k]), timed) or '00.00'} %"
-             if k is not None else "")
+    bp = basis_points(int(t.wait[k]), timed) if k is not None else 0
+    where = f"; peak 2^{k} with {bp // 100}.{bp % 100:02d} %" if k is not None else ""
     return (f"phase {phase} ({reps} repetition{'s' if reps != 1 else ''}, all CPUs and lock classes): "
             f"{timed} timed acquisitions{where}\n" + wrk_table(t.wait, t.overflow))
 

@@ -23,6 +23,7 @@
 #include "trace/trace_text.h"
 #include "vm.h"
 #include "window.h"
+#include "wrk_summary.h"
 
 namespace fs = std::filesystem;
 
@@ -82,6 +83,7 @@ private:
     size_t slot_index_ = 0;
     double live_ops_ = -1;
     double setup_s_ = 0;  // seconds spent before the first repetition (VM boot)
+    WrkSummary wrk_;      // the repetitions kept, for the table a timing=all run ends with
 };
 
 ProgressState Experiment::progress_state(const std::string& step) const {
@@ -187,6 +189,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
     done_.push_back({phase, rep});
+    wrk_.add(phase, rec.counters);
     const collect::ClockFit fit = write_clock();
     if (rec.trace && !spec_.trace.exports.empty()) {
         const std::string name = phase + "-r" + std::to_string(rep);
@@ -265,6 +268,11 @@ int Experiment::run() {
                   " repetitions kept)";
     }
     write_status(code == kRunComplete, reason);
+    if (timing_all(spec_) && !done_.empty()) {  // the original experiment's table (wrk_summary.h)
+        std::vector<std::string> order;
+        for (const Phase& p : spec_.run.phases) order.push_back(p.name());
+        out_ << "\n" << wrk_.text(order) << std::flush;
+    }
     err_ << "spinlab-run: " << (code == kRunComplete ? "complete: " : "partial: ") << reason
          << "\nspinlab-run: results in " << dir_ << "\n";
     return code;

@@ -376,7 +376,7 @@ TEST(SpecHelp, EndsWithExamples) {
 }
 
 TEST(SpecRepoFiles, ExampleSpecsParse) {
-    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini"}) {
+    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini", "wrk.ini"}) {
         std::string path = std::string(SPINLAB_SOURCE_DIR) + "/experiments/" + f;
         EXPECT_NO_THROW(parse({"--spec", path})) << path;
     }
