@@ -177,3 +177,7 @@ gtest_discover_tests(stackwalk_test DISCOVERY_TIMEOUT 30)
 add_test(NAME kernel_header_deps
   COMMAND ${SPINLAB_KP}/header_deps_test.sh ${SPINLAB_KP} ${CMAKE_CURRENT_BINARY_DIR}/header-deps)
 set_tests_properties(kernel_header_deps PROPERTIES TIMEOUT 120)
+
+# Each layer of kernel-patch/ includes only its own layer and the ones below it, as README.md's
+# folder table gives them (a grep of the #includes: well under a second).
+add_test(NAME kernel_layering COMMAND ${SPINLAB_KP}/layering_test.py ${SPINLAB_KP})

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "../spinlock/host_env.h"
 #include "clock.h"
+#include "instrumented_host_env.h"
 #include "instrumented_lock.h"
 
 namespace spinlab::lockstat {
@@ -33,7 +33,7 @@ void BM_UncontendedPair(benchmark::State& state, uint32_t sample_rate) {
     SpinlockParams params = kDefaultSpinlockParams;
     params.acquire_sample_rate = sample_rate;  // the benchmark may go below the minimum
     init_cpu_perf(*perf, 0, sample_rate);
-    spinlock::HostEnv<Clock> env;
+    InstrumentedHostEnv<Clock> env;
     env.algo = A;
     env.perf_data = perf.get();
     env.live_params = &params;

@@ -10,12 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "../spinlock/host_env.h"
+#include "instrumented_host_env.h"
 
 namespace spinlab::lockstat {
 namespace {
 
-using spinlock::HostEnv;
 using spinlock::Lock;
 using spinlock::McsNode;
 
@@ -33,7 +32,7 @@ struct StepClock {
 thread_local uint64_t StepClock::next = 1000000;
 thread_local int64_t StepClock::step = 1000;
 
-using Env = HostEnv<StepClock>;
+using Env = InstrumentedHostEnv<StepClock>;
 
 struct Cpu {
     std::unique_ptr<CpuPerfData> perf = std::make_unique<CpuPerfData>();
@@ -209,7 +208,7 @@ void stress(LockAlgorithm algo) {
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < kThreads; i++) {
         threads.emplace_back([&, i] {
-            HostEnv<LfenceRdtsc> env;
+            InstrumentedHostEnv<LfenceRdtsc> env;
             env.algo = algo;
             env.cpu_id = i;
             env.yield_every = 64;

@@ -14,7 +14,7 @@
 
 #include "../lockstat/instrumented_lock.h"
 #include "../lockstat/perf_record.h"
-#include "../spinlock/host_env.h"
+#include "../lockstat/instrumented_host_env.h"
 #include "buffer_parser.h"
 #include "drain.h"
 #include "test_area.h"
@@ -26,7 +26,7 @@ using lockstat::SpinlockParams;
 constexpr auto kFull = InstrumentLevel::kFull;
 
 struct Cpu {
-    spinlock::HostEnv<> env;
+    lockstat::InstrumentedHostEnv<> env;
     std::unique_ptr<CpuPerfData> perf = std::make_unique<CpuPerfData>();
     Writer writer;
     SampleCountdowns countdowns{};

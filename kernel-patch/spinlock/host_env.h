@@ -1,24 +1,19 @@
-// spinlock/host_env.h: the environment (algorithms.h's Env, plus lockstat's additions) for
-// running the kernel's lock code on the host: in GoogleTest, where each std::thread plays a
-// CPU, and in the benchmark. Host only (uses <thread>); the kernel has its own Env.
+// spinlock/host_env.h: the environment (algorithms.h's Env) for running the lock algorithms on
+// the host: in GoogleTest, where each std::thread plays a CPU, and in benchmarks. Host only (uses
+// <thread>); the kernel has its own Env. lockstat/instrumented_host_env.h adds what the
+// instrumentation layer calls (clock, counters, parameters, steal time, trace hooks).
 #pragma once
 
-#include <spinlab/perfdata.h>
 #include <spinlab/sysinfo.h>
 #include <stdint.h>
 
-#include <atomic>
 #include <thread>
 
-#include "../lockstat/clock.h"
-#include "../lockstat/lhp.h"
-#include "../lockstat/params.h"
 #include "algorithms.h"
 
 namespace spinlab::spinlock {
 
-// One per thread ("CPU"). Clock is a lockstat clock policy, or any type with static now().
-template <class Clock = lockstat::LfenceRdtsc>
+// One per thread ("CPU").
 struct HostEnv {
     LockAlgorithm algo = LockAlgorithm::kTestAndSet;
     uint32_t cpu_id = 0;
@@ -35,8 +30,6 @@ struct HostEnv {
     bool (*preempted_fn)(void* arg, uint32_t cpu) = nullptr;
     void (*on_spin)(void* arg) = nullptr;
     void* script_arg = nullptr;
-    CpuPerfData* perf_data = nullptr;
-    lockstat::SpinlockParams* live_params = nullptr;
     // Observations for tests.
     uint64_t yields = 0;       // yield_to() calls
     uint64_t spin_checks = 0;  // spin_check() calls
@@ -65,21 +58,6 @@ struct HostEnv {
         preempted_checks++;
         return preempted_fn != nullptr && cpu != kNoCpu && preempted_fn(script_arg, cpu);
     }
-
-    uint64_t now() { return Clock::now(); }
-    CpuPerfData* perf() { return perf_data; }
-    const lockstat::SpinlockParams& params() { return *live_params; }
-    // No steal time on the host, unless a test scripts it (steal_fn: that CPU's sample now).
-    lockstat::StealSample (*steal_fn)(uint32_t cpu) = nullptr;
-    lockstat::StealSample steal(uint32_t cpu) { return steal_fn ? steal_fn(cpu) : lockstat::StealSample{0, 0, 0}; }
-    uint64_t irq_save() { return 0; }
-    void irq_restore(uint64_t) {}
-
-    // locktrace's hooks (instrumented_lock.h): tracing while trace_fn is set.
-    void (*trace_fn)(void* arg, const Lock& l, uint64_t release_tsc) = nullptr;
-    void* trace_arg = nullptr;
-    bool tracing() const { return trace_fn != nullptr; }
-    void trace_release(const Lock& l, uint64_t release_tsc) { trace_fn(trace_arg, l, release_tsc); }
 };
 
 }  // namespace spinlab::spinlock

@@ -15,7 +15,7 @@
 namespace spinlab::spinlock {
 namespace {
 
-using Env = HostEnv<>;
+using Env = HostEnv;
 
 // The stress's scripted preemption: CPUs 1 and 3 always count as preempted, so pvmcs waiters
 // behind them (and student waiters, once they look) yield.

@@ -20,7 +20,7 @@
 namespace spinlab::spinlock {
 namespace {
 
-using Env = HostEnv<>;
+using Env = HostEnv;
 
 TEST(StudentSolution, IsTheLockThatSpinlockHBuilds) {
     // The exercise has no backoff; the solution's constant exists only if it was included.
