@@ -3,6 +3,7 @@ arithmetic agrees with the plain per-row sums it replaced, dense figures draw at
 pixel, the progress lines appear on a terminal only, and the benchmark's synthetic runs satisfy the
 results contract."""
 import io
+import json
 import os
 import subprocess
 import sys
@@ -277,11 +278,24 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
              {"offset_cycles": 7, "drift_ppm": 2.0, "ref_guest_tsc": 0, "bound_max_cycles": 4.0, "points": []})
     waits = random_waits(rng, 3000, 4, 80_000)
     snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], waits, 1, 0, "s")
-    got = list(lhp.long_waits_share([snap], timeline, clock, 200)["waits"])
+    share = lhp.long_waits_share([snap], timeline, clock, 200)
+    got = list(share["waits"])
     want = _per_wait_rows(snap, timeline, clock, 200)
     assert len(got) == len(want) > 2000
     for g, w in zip(got, want):
         assert g == w, (g, w)
+    # the counts, as lhp._count adds each wait and lhp.fraction_table bins them
+    counts = lhp._new_share()
+    for row in want:
+        m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
+                                 "timeline_lhp", "holders")}
+        lhp._count(counts, row, m, row)
+        counts["outside_repetition"] += not row["in_repetition"]
+    counts["holder_off_fraction"] = lhp.fraction_table(want)
+    for key in ("long_waits", "holder_off", "holder_on", "uncertain", "unknown", "from_guest", "from_timeline",
+                "holder_changed", "handovers_placed", "handovers_unplaced", "outside_repetition", "sources",
+                "disagreements", "agreement", "holder_off_fraction"):
+        assert json.dumps(share[key]) == json.dumps(counts[key]), key  # key order too (summary.json)
     kinds = {(r["timeline_holder"], r["holder_source"]) for r in want}
     assert {("off", "timeline"), ("on", "timeline"), ("uncertain", "timeline"), ("unknown", "steal"),
             ("unknown", "none")} <= kinds  # every outcome drawn
