@@ -14,8 +14,11 @@ Contract:
   the extremes over every moment) is measured by lhp's own per-wait code; everything else in
   numpy, with the same floating-point operations in the same order, so every number is the one
   lhp.measure gives (tests/test_golden_numbers.py, tests/test_scaling.py).
-- `Attributed.row(i)` / `rows()`: the per-wait dicts of lhp.long_waits_share, built only when
-  asked for (tools, tests); the report's tables and figures read the columns.
+- `count(out, att)` and `fraction_table(atts)`: lhp.long_waits_share's counts (lhp._count,
+  lhp.fraction_table) over arrays, dict keys in the order the per-wait code inserted them.
+- `Rows`: lhp.long_waits_share's "waits", the per-wait dicts (`Attributed.row`) made only when
+  read (tools, tests); the report's tables and figures read the columns (`Rows.columns`).
+- `window(att, start, end)`: the verdict's view of the waits that spun inside a repetition.
 """
 import numpy as np
 
