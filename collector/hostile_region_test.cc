@@ -216,7 +216,8 @@ TEST(HostileRecorder, AGuestRestartedSessionIsSaidNotCalledCorrupt) {
     rec.drain();
     // A new session from inside the guest: the area is laid out again, counters from zero.
     TraceSessionInformation s = r.area_header()->session;
-    lt::SessionPlan plan{s.buffers_per_cpu, r.area_header()->control_offset, r.area_header()->buffers_offset};
+    lt::SessionPlan plan{s.buffers_per_cpu, r.area_header()->control_offset, r.area_header()->buffers_offset,
+                         r.area_header()->slots_offset};
     lt::area_start(r.area(), r.area_size(), 2, s, plan, 43, 5000);
     try {
         rec.drain();

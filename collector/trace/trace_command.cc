@@ -1,10 +1,13 @@
-// collector/trace/trace_command.cc: `trace start|stop|status|record|dump` (spinlab/trace.h).
+// collector/trace/trace_command.cc: `trace start|stop|status|flush|record|dump` (spinlab/trace.h).
 //
-// start/stop/status go through the control channel (class 0x1F, sub-class kSpinlabTraceSession:
+// start/stop/status/flush go through the control channel (class 0x1F, sub-class kSpinlabTraceSession:
 // the guest's one sysinfo handler decides). record drains the trace area of the shared region
 // (mapped read-write: the drainer gives buffers back) into a trace file, one frame per buffer,
 // each frame on disk with one write(2) as soon as its buffer is taken, so a guest that dies
-// leaves every whole buffer it published in the file. dump prints a trace file as text.
+// leaves every whole buffer it published in the file; a buffer it cannot write (a full disk) is
+// counted in RealTimeBuffersLost and the recording goes on. flush makes every CPU publish its
+// partly filled buffer; flush --output writes a circular session's snapshot (its buffers now,
+// read in place) without stopping it. dump prints a trace file as text.
 #include <spinlab/status.h>
 #include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
@@ -92,13 +95,21 @@ void print_stacks(const TraceStackInformation& q, std::ostream& out) {
         << " walks_stopped=" << q.walks_stopped << "\n";
 }
 
-void print_session(const TraceSessionInformation& q, std::ostream& out) {
+// per_cpu: each CPU's NumberOfBuffers, read from the region's trace area (empty without one).
+void print_session(const TraceSessionInformation& q, const std::vector<uint32_t>& per_cpu, std::ostream& out) {
     out << "state            " << trace_state_name(TraceState(q.state)) << "\n"
         << "session          " << q.session_id << "\n"
         << "BufferSize       " << q.buffer_size << "\n"
         << "MinimumBuffers   " << q.minimum_buffers << "\n"
-        << "MaximumBuffers   " << q.maximum_buffers << " (per CPU in use: " << q.buffers_per_cpu
+        << "MaximumBuffers   " << q.maximum_buffers << " (reserved per CPU: " << q.buffers_per_cpu
         << ")\n"
+        << "NumberOfBuffers  " << q.number_of_buffers;
+    if (!per_cpu.empty()) {
+        out << " (per CPU:";
+        for (uint32_t n : per_cpu) out << " " << n;
+        out << ")";
+    }
+    out << "\n"
         << "FlushTimer       " << q.flush_timer_ms << " ms\n"
         << "LoggerMode       " << trace_logger_mode_name(TraceLoggerMode(q.logger_mode)) << "\n"
         << "EnableFlags      " << trace_groups_text(q.enable_flags) << "\n"
@@ -114,7 +125,15 @@ void print_session(const TraceSessionInformation& q, std::ostream& out) {
 // The session, then (a kernel with stacks) the stack settings and the cache counters beside the
 // loss counters.
 void print_status(Session& s, std::ostream& out) {
-    print_session(query_trace_session(s), out);
+    const TraceSessionInformation q = query_trace_session(s);
+    std::vector<uint32_t> per_cpu;
+    if (s.has_region() && q.state != uint32_t(TraceState::kIdle)) {
+        try {
+            per_cpu = trace_buffers_allocated(s.paths().shm);
+        } catch (const CollectError&) {  // the total from the guest's answer is printed anyway
+        }
+    }
+    print_session(q, per_cpu, out);
     if (auto q = query_trace_stacks(s)) print_stacks(*q, out);
 }
 
@@ -156,6 +175,41 @@ int stop(Session& s, std::ostream& out, std::ostream& err, bool quiet = false) {
         return kExitFailure;
     }
     if (!quiet) print_status(s, out);
+    return 0;
+}
+
+// `trace flush`: every CPU publishes its partly filled buffer (a trace record running beside
+// takes them at once). --output: then the snapshot of a circular session, read in place.
+int flush(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
+    if (!c.output.empty()) {
+        if (!s.has_region())
+            throw CollectError(kExitUsage, "trace flush --output needs the shared region: --vm or --shm");
+        const TraceSessionInformation q = query_trace_session(s);
+        if (q.state == uint32_t(TraceState::kRunning) && q.logger_mode != uint32_t(TraceLoggerMode::kCircular))
+            throw CollectError(kExitUsage, "trace flush --output writes a circular session's snapshot; session " +
+                                               std::to_string(q.session_id) + " is " +
+                                               trace_logger_mode_name(TraceLoggerMode(q.logger_mode)) +
+                                               " (trace record drains it)");
+    }
+    if (const Status st = flush_trace_session(s); st != Status::kSuccess) {
+        err << "spinlab-collect: trace flush refused: " << status_name(uint32_t(st))
+            << (st == Status::kInvalidParameter ? ": no session is running" : "") << "\n";
+        return kExitFailure;
+    }
+    if (c.output.empty()) {
+        out << "trace: every CPU published its partly filled buffer\n";
+        return 0;
+    }
+    const TraceSnapshot snap = write_trace_snapshot(s.paths().shm, c.output);
+    (snap.write_error.empty() ? out : err)
+        << "trace: snapshot of session " << snap.session_id << " (still running): " << snap.buffers
+        << " buffers, " << snap.events << " events to " << c.output << "; "
+        << trace_counters_line(snap.totals)
+        << (snap.undelivered ? "; " + std::to_string(snap.undelivered) + " buffers not delivered" : "") << "\n";
+    if (!snap.write_error.empty()) {
+        err << "spinlab-collect: " << snap.write_error << "\n";
+        return kExitFailure;
+    }
     return 0;
 }
 
@@ -258,6 +312,12 @@ int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
             end.code = e.exit_code();
         }
     }
+    if (!rec.write_error().empty() && end.error.empty()) {
+        // A full disk: the recording went on, each buffer not written counted.
+        end.error = rec.write_error() + "; " + std::to_string(rec.undelivered()) +
+                    " buffers not in the file are counted in RealTimeBuffersLost";
+        end.code = kExitFailure;
+    }
     if (!end.error.empty()) {
         rec.abandon();  // the counters frame: the file ends as a finished one does
         err << "spinlab-collect: " << end.error << "\n";
@@ -266,7 +326,10 @@ int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
     const bool failed = end.gone || !end.error.empty();
     (failed ? err : out) << "trace: " << end.reason << "; " << rec.buffers() << " buffers, " << rec.events()
                          << " events to " << c.output << "; " << trace_counters_line(rec.totals())
-                         << (rec.damaged() ? "; " + std::to_string(rec.damaged()) + " damaged buffers skipped" : "")
+                         << (rec.undelivered() ? "; " + std::to_string(rec.undelivered()) +
+                                                     " buffers not delivered (" + std::to_string(rec.damaged()) +
+                                                     " damaged)"
+                                               : "")
                          << "\n";
     if (!end.error.empty()) return end.code;
     return end.gone ? kExitGuestGone : 0;
@@ -353,8 +416,9 @@ int run_trace(Session& s, const Config& c, std::ostream& out, std::ostream& err)
         print_status(s, out);
         return 0;
     }
+    if (a == "flush") return flush(s, c, out, err);
     if (a == "record") return record(s, c, out, err);
-    throw CollectError(kExitUsage, "unknown trace action '" + a + "': start, stop, status, record, dump");
+    throw CollectError(kExitUsage, "unknown trace action '" + a + "': start, stop, status, flush, record, dump");
 }
 
 }  // namespace spinlab::collect

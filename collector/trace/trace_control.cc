@@ -46,6 +46,13 @@ Status stop_trace_session(Session& s) {
     return Status(s.channel().set(kInfo, kSpinlabTraceSession, bytes_of(p)).status);
 }
 
+Status flush_trace_session(Session& s) {
+    TraceSessionInformation p{};
+    p.event_trace_information_class = kSpinlabTraceSession;
+    p.command = uint32_t(TraceCommand::kFlush);
+    return Status(s.channel().set(kInfo, kSpinlabTraceSession, bytes_of(p)).status);
+}
+
 Status set_trace_stacks(Session& s, TraceStackInformation p) {
     p.event_trace_information_class = kSpinlabTraceStacks;
     return Status(s.channel().set(kInfo, kSpinlabTraceStacks, bytes_of(p)).status);

@@ -1,5 +1,5 @@
 // collector/trace/trace_control.h: a trace session over the control channel (class 0x1F, sub-class
-// kSpinlabTraceSession; spinlab/trace.h): query, start, stop. The guest's one sysinfo handler
+// kSpinlabTraceSession; spinlab/trace.h): query, start, stop, flush. The guest's one sysinfo handler
 // decides; these only carry the request and the answer.
 #pragma once
 #include <spinlab/status.h>
@@ -22,6 +22,10 @@ Status start_trace_session(Session& s, TraceSessionInformation params);
 // Stops the running session: every CPU flushes its last buffer and the configuration event is
 // written. kInvalidParameter when none runs.
 Status stop_trace_session(Session& s);
+
+// Every CPU publishes its partly filled buffer now (the guest answers once all did); the
+// session keeps running. kInvalidParameter when none runs.
+Status flush_trace_session(Session& s);
 
 // The call-stack settings for the next start (sub-class kSpinlabTraceStacks): the guest's status
 // (kInvalidParameter with nothing changed, also while a session runs).

@@ -5,6 +5,7 @@
 #include <spinlab/shm.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "channel/region_header.h"
@@ -45,41 +46,61 @@ private:
     uint64_t tsc_hz_ = 0;
 };
 
-// The trace file, each frame written with one write(2).
+// The trace file, each frame written with one write(2). A frame that cannot be written (a full
+// disk) is cut off again, so the file always ends on a whole frame; frame() then says false and
+// the caller counts the buffer as not delivered. error() keeps the first failure's reason.
 class TraceFileWriter {
 public:
     TraceFileWriter(const std::string& path, bool fsync_each) : path_(path), fsync_(fsync_each) {
         fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd_ < 0) throw CollectError(kExitFailure, "cannot create " + path);
+        if (fd_ < 0) throw CollectError(kExitFailure, "cannot create " + path + ": " + std::strerror(errno));
     }
     ~TraceFileWriter() {
         if (fd_ >= 0) ::close(fd_);
     }
     TraceFileWriter(const TraceFileWriter&) = delete;
     TraceFileWriter& operator=(const TraceFileWriter&) = delete;
-    void write_bytes(const void* data, size_t n) {
-        const uint8_t* p = static_cast<const uint8_t*>(data);
-        while (n > 0) {
-            const ssize_t w = ::write(fd_, p, n);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) throw CollectError(kExitFailure, "cannot write " + path_);
-            p += w;
-            n -= size_t(w);
-        }
-        if (fsync_) ::fdatasync(fd_);
+    // The file header: a recording that cannot write it has nothing to write (throws).
+    void header(const void* data, size_t n) {
+        if (!write_whole(data, n)) throw CollectError(kExitFailure, error_);
     }
-    void frame(TraceFrameKind kind, const void* payload, uint32_t len) {
+    bool frame(TraceFrameKind kind, const void* payload, uint32_t len) {
         scratch_.resize(sizeof(TraceFrameHeader) + len);
         const TraceFrameHeader h = lt::make_frame_header(kind, payload, len);
         std::memcpy(scratch_.data(), &h, sizeof h);
         std::memcpy(scratch_.data() + sizeof h, payload, len);
-        write_bytes(scratch_.data(), scratch_.size());
+        return write_whole(scratch_.data(), scratch_.size());
     }
+    const std::string& error() const { return error_; }
 
 private:
+    // All n bytes at the end of the file, or none of them (false).
+    bool write_whole(const void* data, size_t n) {
+        const uint8_t* p = static_cast<const uint8_t*>(data);
+        size_t left = n;
+        while (left > 0) {
+            const ssize_t w = ::write(fd_, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                if (error_.empty())
+                    error_ = "cannot write " + path_ + ": " + std::strerror(w < 0 ? errno : ENOSPC);
+                // Cut the partial frame off (the offset stays where the file now ends).
+                if (::ftruncate(fd_, off_t(good_)) == 0) ::lseek(fd_, off_t(good_), SEEK_SET);
+                return false;
+            }
+            p += w;
+            left -= size_t(w);
+        }
+        good_ += n;
+        if (fsync_) ::fdatasync(fd_);
+        return true;
+    }
+
     std::string path_;
     int fd_ = -1;
     bool fsync_;
+    uint64_t good_ = 0;  // bytes of whole frames (and the header) in the file
+    std::string error_;
     std::vector<uint8_t> scratch_;
 };
 
@@ -95,6 +116,7 @@ struct TraceRecorder::Impl {
     std::vector<lt::DrainCursor> cursors;  // one per CPU: what the host took and accepted
     std::vector<uint8_t> buf;
     uint64_t buffers = 0, events = 0, bytes = 0, damaged = 0;
+    uint64_t undelivered = 0;  // taken or read, not in the file: this recorder's RealTimeBuffersLost
     bool counters_written = false;
 
     // A protocol break on `cpu`: the error every caller sees. When the area's header now names
@@ -112,11 +134,21 @@ struct TraceRecorder::Impl {
         throw CollectError(kExitCorrupt, corrupt_region_message(region_path, what));
     }
 
-    void write_buffer(const uint8_t* data, uint32_t len) {
-        out.frame(TraceFrameKind::kBuffer, data, len);
+    // A buffer of CPU `cpu` the host took (or read in place): into the file, or counted in that
+    // CPU's RealTimeBuffersLost when the write fails.
+    void write_buffer(uint32_t cpu, const uint8_t* data, uint32_t len) {
+        if (!out.frame(TraceFrameKind::kBuffer, data, len)) {
+            lost(cpu, 1);
+            return;
+        }
         buffers++;
         bytes += len;
         events += reinterpret_cast<const TraceBufferHeader*>(data)->event_count;
+    }
+
+    void lost(uint32_t cpu, uint64_t n) {
+        lt::count_realtime_lost(region.area(), h, cpu, n);
+        undelivered += n;
     }
 };
 
@@ -139,7 +171,7 @@ TraceRecorder::TraceRecorder(const std::string& region_path, const std::string& 
             m.fail(k, e);
     m.buf.resize(m.h.session.buffer_size);
     const TraceFileHeader fh = lt::make_file_header(m.h.session, m.h.session.cpu_count, m.region.tsc_hz());
-    m.out.write_bytes(&fh, sizeof fh);
+    m.out.header(&fh, sizeof fh);
 }
 
 TraceRecorder::~TraceRecorder() = default;
@@ -157,11 +189,12 @@ bool TraceRecorder::drain() {
             if (r == lt::TakeResult::kCorrupt) m.fail(k, e);
             if (r == lt::TakeResult::kEmpty) break;
             any = true;
-            if (r == lt::TakeResult::kBad) {
+            if (r == lt::TakeResult::kBad) {  // counted in RealTimeBuffersLost by take_buffer
                 m.damaged++;
+                m.undelivered++;
                 continue;
             }
-            m.write_buffer(m.buf.data(), len);
+            m.write_buffer(k, m.buf.data(), len);
         }
     }
     return any;
@@ -172,12 +205,20 @@ void TraceRecorder::finish() {
     if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) {
         for (uint32_t k = 0; k < m.h.session.cpu_count; k++) {
             lt::DrainError e = lt::DrainError::kNone;
-            lt::read_in_place(m.region.area(), m.h, k, &m.cursors[k], m.buf.data(),
-                              [](void* arg, const uint8_t* data, uint32_t len) {
-                                  static_cast<Impl*>(arg)->write_buffer(data, len);
-                              },
-                              &m, &e);
+            struct Emit {
+                Impl* m;
+                uint32_t cpu;
+            } to{&m, k};
+            // Buffers overwritten while they were copied (torn) are not delivered: counted.
+            const uint64_t torn = lt::read_in_place(
+                m.region.area(), m.h, k, &m.cursors[k], m.buf.data(),
+                [](void* arg, const uint8_t* data, uint32_t len) {
+                    const Emit& to = *static_cast<const Emit*>(arg);
+                    to.m->write_buffer(to.cpu, data, len);
+                },
+                &to, &e);
             if (e != lt::DrainError::kNone) m.fail(k, e);
+            m.lost(k, torn);
         }
     } else {
         while (drain()) {}
@@ -190,7 +231,7 @@ void TraceRecorder::abandon() {
     if (m.counters_written) return;
     m.counters_written = true;
     const std::vector<TraceCpuCounters> v = counters();
-    m.out.frame(TraceFrameKind::kCounters, v.data(), uint32_t(v.size() * sizeof v[0]));
+    m.out.frame(TraceFrameKind::kCounters, v.data(), uint32_t(v.size() * sizeof v[0]));  // else in write_error()
 }
 
 const TraceSessionInformation& TraceRecorder::session() const { return impl_->h.session; }
@@ -199,6 +240,8 @@ uint64_t TraceRecorder::buffers() const { return impl_->buffers; }
 uint64_t TraceRecorder::events() const { return impl_->events; }
 uint64_t TraceRecorder::bytes() const { return impl_->bytes; }
 uint64_t TraceRecorder::damaged() const { return impl_->damaged; }
+uint64_t TraceRecorder::undelivered() const { return impl_->undelivered; }
+const std::string& TraceRecorder::write_error() const { return impl_->out.error(); }
 bool TraceRecorder::region_unlinked() const { return impl_->region.unlinked(); }
 
 std::vector<TraceCpuCounters> TraceRecorder::counters() const {
@@ -213,6 +256,35 @@ std::vector<TraceCpuCounters> TraceRecorder::counters() const {
 
 TraceLossCounters TraceRecorder::totals() const {
     return lt::area_totals(impl_->region.area(), impl_->h);
+}
+
+std::vector<uint32_t> TraceRecorder::buffers_allocated() const {
+    std::vector<uint32_t> v(cpu_count());
+    for (uint32_t k = 0; k < v.size(); k++) v[k] = lt::cpu_buffers_allocated(impl_->region.area(), impl_->h, k);
+    return v;
+}
+
+std::vector<uint32_t> trace_buffers_allocated(const std::string& region_path) {
+    const MappedRegion map(region_path, MappedRegion::Access::kRead);
+    RegionLayout layout;
+    if (region_parse(map.data(), map.size(), &layout) != RegionError::kNone) return {};
+    const RegionSectionEntry& t = layout.section(RegionSection::kTrace);
+    TraceAreaHeader h;
+    if (lt::area_parse(map.data() + t.offset, t.size, &h) != nullptr) return {};
+    std::vector<uint32_t> v(h.session.cpu_count);
+    for (uint32_t k = 0; k < v.size(); k++) v[k] = lt::cpu_buffers_allocated(map.data() + t.offset, h, k);
+    return v;
+}
+
+TraceSnapshot write_trace_snapshot(const std::string& region_path, const std::string& file) {
+    TraceRecorder rec(region_path, file);
+    if (rec.session().logger_mode != uint32_t(TraceLoggerMode::kCircular))
+        throw CollectError(kExitUsage, std::string("a snapshot reads a circular session in place; this one is ") +
+                                           trace_logger_mode_name(TraceLoggerMode(rec.session().logger_mode)) +
+                                           " (trace record drains it)");
+    rec.finish();
+    return {rec.session().session_id, rec.buffers(), rec.events(), rec.undelivered(), rec.write_error(),
+            rec.totals()};
 }
 
 }  // namespace spinlab::collect

@@ -10,6 +10,12 @@
 //   r.finish()                     - the rest (circular: the newest buffers, read in place) and
 //                                    the counters frame: the per-CPU loss counters
 //
+// Every buffer taken from the area (or read in place) and not written to the file is counted in
+// its CPU's RealTimeBuffersLost (the host's field of the area): a bad header, a buffer torn while
+// a circular session was read, a file write that failed (a full disk: the frame is cut off, the
+// file still ends on a whole frame, and the recording goes on counting). So, once a session is
+// stopped and drained: buffers in the file + RealTimeBuffersLost = buffers the host took.
+//
 // The guest is not trusted: the trace area's header is copied and checked once here (the
 // geometry: CPUs, buffers, sizes, offsets, against the section's size), and every address
 // comes from that copy. A guest whose counters break the protocol makes drain() and finish()
@@ -48,7 +54,14 @@ public:
     uint64_t buffers() const;   // frames of buffers written
     uint64_t events() const;    // events in them
     uint64_t bytes() const;     // buffer bytes written
-    uint64_t damaged() const;   // buffers taken but not written: bad header (RealTimeBuffersLost)
+    uint64_t damaged() const;   // buffers taken but not written: bad header
+    // Buffers taken or read but not in the file (bad header, torn, write failed): what this
+    // recorder added to RealTimeBuffersLost.
+    uint64_t undelivered() const;
+    // The first failed file write ("cannot write FILE: No space left on device"), or "".
+    const std::string& write_error() const;
+    // NumberOfBuffers per CPU now (each CPU's buffers_allocated).
+    std::vector<uint32_t> buffers_allocated() const;
     // The CPUs' loss counters now (exact once the session stopped).
     std::vector<TraceCpuCounters> counters() const;
     TraceLossCounters totals() const;
@@ -58,5 +71,22 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// NumberOfBuffers per CPU of the session in the region's trace area (read-only; for `trace
+// status`), or empty when the region or its trace area cannot be read (no session yet, busy).
+std::vector<uint32_t> trace_buffers_allocated(const std::string& region_path);
+
+// `trace flush --output FILE` of a circular session (after the guest flushed every CPU): the
+// flight recorder's contents now, read in place into FILE with the counters frame; the session
+// keeps running. Throws CollectError(kExitUsage) for a session in another mode.
+struct TraceSnapshot {
+    uint64_t session_id;
+    uint64_t buffers;
+    uint64_t events;
+    uint64_t undelivered;
+    std::string write_error;
+    TraceLossCounters totals;
+};
+TraceSnapshot write_trace_snapshot(const std::string& region_path, const std::string& file);
 
 }  // namespace spinlab::collect

@@ -43,29 +43,17 @@ struct Published {
     uint32_t profile_interval;
     uint32_t stack_flags;   // groups whose events get a stack
     uint64_t flush_cycles;  // FlushTimer in clock cycles; 0: never
+    uint64_t flush_requests;  // kFlush commands so far: each CPU flushes when it sees a new one
 } pub;
+uint64_t flushes_done[kMaxCpus];  // per CPU: the last flush request it carried out
 
 spinlab::TraceSessionInformation last;  // parameters of the current or last session
 
 uint64_t now() { return spinlab::lockstat::read_clock(g_lockcfg.clock); }
 
-// No-drop-stall: a writer outside the lock paths waits for the host, at most a second.
-bool stall_for_host(void* arg) {
-    uint64_t* start = static_cast<uint64_t*>(arg);
-    const uint64_t t = arch::rdtsc_lfence();
-    if (*start == 0) *start = t;
-    if (t - *start > g_tsc_hz) return false;
-    arch::pause();
-    return true;
-}
-uint64_t stall_start[kMaxCpus];
-
 // This CPU, interrupts off.
 void arm_here(LocktraceCpu& c, uint32_t cpu) {
     lt::writer_arm(c.writer, area, cpu);
-    stall_start[cpu] = 0;
-    c.writer.stall = stall_for_host;
-    c.writer.stall_arg = &stall_start[cpu];
     c.countdowns = {};
     c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
     c.session_id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
@@ -89,30 +77,54 @@ void disarm_here(LocktraceCpu& c) {
 uint32_t tid_of(const Thread* t) { return t ? uint32_t(t->tid) : 0; }
 uint32_t pid_of(const Thread* t) { return t && t->proc ? uint32_t(t->proc->pid) : 0; }
 
+// Room for `size` bytes of an event of `groups` on the writer of the CPU the caller runs on.
+// Called with interrupts off; f is what irq_save() returned (the caller's interrupt flag).
+// No-drop-stall mode, the caller allowed to wait (`may_wait`) and its interrupts on: while no
+// buffer is free it waits for the host with interrupts on between tries, so the CPU keeps
+// taking its ticks (a thread that may be preempted can come back on another CPU: *cpu follows
+// it). With interrupts off it never waits: the event is lost and counted. Returns with
+// interrupts off; null when the event was lost (counted) or the session left the CPU while it
+// waited (then nothing is counted: the event falls outside the session's window).
+void* claim(uint32_t groups, uint32_t size, uint64_t f, bool may_wait, uint32_t* cpu) {
+    may_wait = may_wait && (f & arch::kFlagIF) != 0;
+    bool waited = false;
+    for (;;) {
+        *cpu = cpu_number();
+        LocktraceCpu& c = cpus[*cpu];
+        if (!(__atomic_load_n(&c.groups, __ATOMIC_RELAXED) & groups)) return nullptr;
+        void* room = lt::begin_write(c.writer, size, may_wait);
+        if (room != nullptr || !c.writer.must_wait) return room;
+        if (!waited) lt::note_stall(c.writer);
+        waited = true;
+        irq_restore(f);  // interrupts on: this CPU's ticks run, the host gives buffers back
+        arch::pause();
+        (void)irq_save();
+    }
+}
+
 // BeginWrite/EndWrite of one core event of type E on this CPU, interrupts off around it, then
 // its stack when the session asks for one: the interrupted context's when stack_tf is given
-// (a profile sample), else the caller's.
+// (a profile sample), else the caller's. may_wait: false for the events a session command
+// writes itself (rundown at start, configuration at stop: the host waits for the command's
+// answer and drains only after it), true for every other (claim() waits only with interrupts
+// on in no-drop-stall mode).
 template <class E, class Fill>
-bool write_event(uint32_t group, TraceEventType type, bool may_stall, Fill fill,
+bool write_event(uint32_t group, TraceEventType type, bool may_wait, Fill fill,
                  const TrapFrame* stack_tf = nullptr) {
     const uint64_t f = irq_save();
-    const uint32_t cpu = cpu_number();
-    LocktraceCpu& c = cpus[cpu];
+    uint32_t cpu;
     bool ok = false;
-    if (__atomic_load_n(&c.groups, __ATOMIC_RELAXED) & group) {
-        E* e = static_cast<E*>(lt::begin_write(c.writer, sizeof(E), may_stall));
-        stall_start[cpu] = 0;
-        if (e) {
-            const uint64_t tsc = now();
-            const Thread* t = this_cpu()->current;
-            lt::fill_header(e->h, sizeof(E), type, cpu, tid_of(t), pid_of(t), tsc);
-            fill(*e);
-            lt::end_write(c.writer, sizeof(E), tsc);
-            ok = true;
-            if (group != ~0u && (c.stack_flags & group)) {  // ~0u: the configuration event
-                if (stack_tf) locktrace_stack_trap(cpu, uint16_t(type), tsc, stack_tf);
-                else locktrace_stack_here(cpu, uint16_t(type), tsc);
-            }
+    if (E* e = static_cast<E*>(claim(group, sizeof(E), f, may_wait, &cpu))) {
+        LocktraceCpu& c = cpus[cpu];
+        const uint64_t tsc = now();
+        const Thread* t = this_cpu()->current;
+        lt::fill_header(e->h, sizeof(E), type, cpu, tid_of(t), pid_of(t), tsc);
+        fill(*e);
+        lt::end_write(c.writer, sizeof(E), tsc);
+        ok = true;
+        if (group != ~0u && (c.stack_flags & group)) {  // ~0u: the configuration event
+            if (stack_tf) locktrace_stack_trap(cpu, uint16_t(type), tsc, stack_tf);
+            else locktrace_stack_here(cpu, uint16_t(type), tsc);
         }
     }
     irq_restore(f);
@@ -125,9 +137,10 @@ void copy_name(char* dst, const char* src) {
     for (; i < spinlab::kTraceNameLen; i++) dst[i] = 0;
 }
 
+// Rundowns are written by the start command: they never wait (write_event).
 void write_thread_event(TraceEventType type, const Thread* t) {
     write_event<spinlab::TraceThreadEvent>(
-        spinlab::kTraceGroupProcessThread, type, false, [&](spinlab::TraceThreadEvent& e) {
+        spinlab::kTraceGroupProcessThread, type, type != TraceEventType::kThreadRundown, [&](spinlab::TraceThreadEvent& e) {
             e.thread_id = tid_of(t);
             e.process_id = pid_of(t);
             e.affinity_cpu = t->affinity < 0 ? kNoCpu : uint32_t(t->affinity);
@@ -138,7 +151,7 @@ void write_thread_event(TraceEventType type, const Thread* t) {
 
 void write_process_event(TraceEventType type, const Process* p) {
     write_event<spinlab::TraceProcessEvent>(
-        spinlab::kTraceGroupProcessThread, type, false, [&](spinlab::TraceProcessEvent& e) {
+        spinlab::kTraceGroupProcessThread, type, type != TraceEventType::kProcessRundown, [&](spinlab::TraceProcessEvent& e) {
             e.process_id = uint32_t(p->pid);
             e.parent_id = p->parent ? uint32_t(p->parent->pid) : 0;  // 0: the kernel's, or orphaned
             e.exit_code = type == TraceEventType::kProcessEnd ? uint32_t(p->exit_code) : 0;
@@ -191,6 +204,7 @@ spinlab::Status start(const spinlab::TraceSessionInformation& in) {
     if (!area || !lt::plan_session(in, area_size, g_ncpus, &plan))
         return spinlab::Status::kInvalidParameter;  // fewer than MinimumBuffers fit
     const uint64_t id = pub.id + 1;
+    for (uint32_t k = 0; k < g_ncpus; k++) flushes_done[k] = pub.flush_requests;
     lt::area_start(area, area_size, g_ncpus, in, plan, id, now());
     last = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area))->session;
     __atomic_store_n(&pub.groups, in.enable_flags, __ATOMIC_RELAXED);
@@ -239,6 +253,28 @@ spinlab::Status stop() {
     return spinlab::Status::kSuccess;
 }
 
+// kFlush: every CPU publishes its partly filled buffer (this one now, the others on their next
+// timer tick); returns once all did, so a host that reads the area afterwards (a circular
+// session's snapshot) sees every event written before the command.
+spinlab::Status flush_all() {
+    if (pub.state != uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
+    const uint64_t req = pub.flush_requests + 1;
+    {
+        const uint64_t f = irq_save();
+        lt::flush(cpus[cpu_number()].writer, 0);
+        __atomic_store_n(&flushes_done[cpu_number()], req, __ATOMIC_RELAXED);
+        irq_restore(f);
+    }
+    __atomic_store_n(&pub.flush_requests, req, __ATOMIC_RELEASE);
+    // A CPU that does not answer within wait_for_cpus' bound is named on the console, as for
+    // a stop; the flush still succeeded on every other CPU.
+    wait_for_cpus([&](uint32_t k) {
+        return __atomic_load_n(&flushes_done[k], __ATOMIC_ACQUIRE) >= req ||
+               __atomic_load_n(&cpus[k].groups, __ATOMIC_RELAXED) == 0;
+    });
+    return spinlab::Status::kSuccess;
+}
+
 }  // namespace
 
 void locktrace_early_cpu(Prcb* p) { p->locktrace = &cpus[p->number]; }
@@ -261,33 +297,44 @@ void locktrace_init() {
             a && area == a ? "shared region" : "private");
 }
 
+constexpr uint32_t kSpinGroups = spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait;
+
+// Before the lock is let go (preemption or interrupts off: the thread stays on this CPU). In
+// no-drop-stall mode with interrupts on, the release waits for a buffer with the lock held:
+// blocking mode's price, paid by every waiter of that lock.
 void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_tsc) {
     const uint64_t f = irq_save();
-    const uint32_t cpu = cpu_number();
+    uint32_t cpu = cpu_number();
     LocktraceCpu& c = cpus[cpu];
     const uint32_t groups = __atomic_load_n(&c.groups, __ATOMIC_RELAXED);
     if (groups) {
         const Thread* t = this_cpu()->current;
         const lt::ReleaseContext rc{&c.writer, &c.countdowns, &g_spinlock_params, groups,
                                     g_lockcfg.long_wait_cycles, tid_of(t), pid_of(t)};
-        const uint64_t written = c.writer.ctl->events_written;
-        lt::trace_spinlock_release(rc, l, release_tsc);
-        if ((c.stack_flags & (spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait)) &&
-            c.writer.ctl->events_written != written)
-            locktrace_stack_here(cpu, uint16_t(TraceEventType::kSpinlock), release_tsc);
+        lt::HoldFacts facts;
+        const uint8_t rules = lt::decide_spinlock_release(rc, l, release_tsc, &facts);
+        if (rules != 0) {
+            if (void* room = claim(kSpinGroups, sizeof(spinlab::TraceSpinlockEvent), f, true, &cpu)) {
+                lt::write_spinlock_event(rc, room, l, facts, release_tsc, rules);
+                if (c.stack_flags & kSpinGroups)
+                    locktrace_stack_here(cpu, uint16_t(TraceEventType::kSpinlock), release_tsc);
+            }
+        }
     }
     irq_restore(f);
 }
 
 bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
     const uint64_t f = irq_save();
-    const uint32_t cpu = cpu_number();
-    LocktraceCpu& c = cpus[cpu];
-    const uint8_t rules = lt::rules_enabled(in.rules, __atomic_load_n(&c.groups, __ATOMIC_RELAXED));
+    uint32_t cpu = cpu_number();
+    const uint8_t rules = lt::rules_enabled(in.rules, __atomic_load_n(&cpus[cpu].groups, __ATOMIC_RELAXED));
     if (rules) {
         constexpr uint32_t size = sizeof(spinlab::TraceSpinlockEvent);
-        auto* e = static_cast<spinlab::TraceSpinlockEvent*>(lt::begin_write(c.writer, size));
+        // A system call (interrupts on): in no-drop-stall mode it may wait, and come back on
+        // another CPU.
+        auto* e = static_cast<spinlab::TraceSpinlockEvent*>(claim(kSpinGroups, size, f, true, &cpu));
         if (e) {  // else lost, counted
+            LocktraceCpu& c = cpus[cpu];
             *e = in;
             // Now, not release_tsc: other events (the system call's own) came in between.
             const uint64_t tsc = now();
@@ -297,7 +344,7 @@ bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
             e->reserved = 0;
             lt::end_write(c.writer, size, tsc);
             // The system call's kernel frames, then the program's: where it took the lock.
-            if (c.stack_flags & (spinlab::kTraceGroupSpinlock | spinlab::kTraceGroupLongWait))
+            if (c.stack_flags & kSpinGroups)
                 locktrace_stack_here(cpu, uint16_t(TraceEventType::kSpinlock), tsc);
         }
     }
@@ -322,12 +369,17 @@ void locktrace_tick_impl(const TrapFrame* tf) {
         arm_here(c, cpu);
     }
     if (!c.groups) return;
+    const uint64_t flush_req = __atomic_load_n(&pub.flush_requests, __ATOMIC_ACQUIRE);
+    if (flushes_done[cpu] != flush_req) {
+        lt::flush(c.writer, 0);
+        __atomic_store_n(&flushes_done[cpu], flush_req, __ATOMIC_RELEASE);
+    }
     const uint64_t age = __atomic_load_n(&pub.flush_cycles, __ATOMIC_RELAXED);
     if (age) lt::flush_if_older(c.writer, now(), age);
     if ((c.groups & spinlab::kTraceGroupProfile) && --c.profile_left == 0) {
         c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
         write_event<spinlab::TraceProfileEvent>(spinlab::kTraceGroupProfile,
-                                                TraceEventType::kProfile, false,
+                                                TraceEventType::kProfile, true,
                                                 [&](spinlab::TraceProfileEvent& e) {
                                                     e.instruction_pointer = rip;
                                                     e.user_mode = user_mode;
@@ -343,13 +395,8 @@ spinlab::Status locktrace_control(const spinlab::TraceSessionInformation& in) {
             return start(in);
         case spinlab::TraceCommand::kStop:
             return stop();
-        case spinlab::TraceCommand::kFlush: {
-            if (pub.state != uint32_t(TraceState::kRunning)) return spinlab::Status::kInvalidParameter;
-            const uint64_t f = irq_save();  // this CPU now; the others at their FlushTimer
-            lt::flush(cpus[cpu_number()].writer, 0);
-            irq_restore(f);
-            return spinlab::Status::kSuccess;
-        }
+        case spinlab::TraceCommand::kFlush:
+            return flush_all();
     }
     return spinlab::Status::kInvalidParameter;
 }
@@ -362,12 +409,13 @@ void locktrace_query(spinlab::TraceSessionInformation* out) {
         const auto* h = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area));
         out->stop_tsc = h->session.stop_tsc;
         out->totals = lt::area_totals(area);
+        out->number_of_buffers = lt::area_number_of_buffers(area);
     }
 }
 
 void locktrace_context_switch_impl(const Thread* prev, const Thread* next) {
     write_event<spinlab::TraceContextSwitchEvent>(
-        spinlab::kTraceGroupContextSwitch, TraceEventType::kContextSwitch, false,
+        spinlab::kTraceGroupContextSwitch, TraceEventType::kContextSwitch, true,
         [&](spinlab::TraceContextSwitchEvent& e) {
             e.old_thread_id = tid_of(prev);
             e.new_thread_id = tid_of(next);
@@ -399,7 +447,7 @@ void locktrace_context_switch_impl(const Thread* prev, const Thread* next) {
 
 void locktrace_ready_thread_impl(const Thread* readied) {
     write_event<spinlab::TraceReadyThreadEvent>(
-        spinlab::kTraceGroupReadyThread, TraceEventType::kReadyThread, false,
+        spinlab::kTraceGroupReadyThread, TraceEventType::kReadyThread, true,
         [&](spinlab::TraceReadyThreadEvent& e) {
             e.readied_thread_id = tid_of(readied);
             e.readied_process_id = pid_of(readied);
@@ -429,7 +477,7 @@ void locktrace_syscall_exit_impl(uint64_t number, uint64_t result) {
 void locktrace_thread_event_impl(TraceEventType type, const Thread* t) { write_thread_event(type, t); }
 void locktrace_process_event_impl(TraceEventType type, const Process* p) { write_process_event(type, p); }
 void locktrace_memory_event_impl(TraceEventType type, uint32_t pid, uint64_t va, uint64_t len, uint32_t flags) {
-    write_event<spinlab::TraceMemoryEvent>(spinlab::kTraceGroupMemory, type, false, [&](spinlab::TraceMemoryEvent& e) {
+    write_event<spinlab::TraceMemoryEvent>(spinlab::kTraceGroupMemory, type, true, [&](spinlab::TraceMemoryEvent& e) {
         e.virtual_address = va;
         e.length = len;
         e.process_id = pid;

@@ -6,6 +6,15 @@
 // path tests for null): `groups` is the session's enable mask while this CPU is armed, 0
 // otherwise; every write happens on the owning CPU with interrupts off.
 //
+// No-drop-stall (blocking) sessions: an event whose writer had interrupts on waits for a free
+// buffer, with interrupts on between tries (the CPU keeps its ticks, which may disarm it: the
+// event then falls outside the session); a kernel lock's event waits with the lock still held.
+// With interrupts off the event is lost and counted, never waited for. The events the start
+// and stop commands write themselves (rundown, configuration) never wait.
+//
+// Flush (kFlush): every CPU publishes its partly filled buffer, the others on their next tick;
+// the command returns once all did (a circular session's snapshot reads the area then).
+//
 // Starting and stopping (sysinfo, set class 0x1F / kSpinlabTraceSession, serialised by the
 // sysinfo set lock): the caller lays out the area (no CPU writes: all are disarmed), publishes
 // the session, arms its own CPU and waits until every other CPU has armed itself on its next

@@ -12,13 +12,14 @@
 #include "sched.h"
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
-    kSuiteLockstat, kSuiteTrace, kSuiteVcpuState, kSuiteVcpuStateHost;
+    kSuiteLockstat, kSuiteTrace, kSuiteTraceModes, kSuiteVcpuState, kSuiteVcpuStateHost;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp,      &kSuiteSpinlock, &kSuiteSched,
                                          &kSuiteMem,      &kSuiteUser,     &kSuiteLockstat,
-                                         &kSuiteTrace,    &kSuiteVcpuState, &kSuiteVcpuStateHost};
+                                         &kSuiteTrace,    &kSuiteTraceModes, &kSuiteVcpuState,
+                                         &kSuiteVcpuStateHost};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

@@ -21,6 +21,16 @@ const uint8_t* buffer_of(const void* area, const TraceAreaHeader& h, uint32_t cp
            (uint64_t(cpu) * h.session.buffers_per_cpu + index) * h.session.buffer_size;
 }
 
+// The slot of buffer `sequence` of CPU `cpu` (one load of the guest's table entry), or n when the
+// entry is out of range.
+uint64_t slot_of(const void* area, const TraceAreaHeader& h, uint32_t cpu, uint64_t sequence) {
+    const uint32_t n = h.session.buffers_per_cpu;
+    const uint32_t* table = reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(area) +
+                                                              h.slots_offset) + uint64_t(cpu) * n;
+    const uint32_t slot = __atomic_load_n(&table[sequence % n], __ATOMIC_RELAXED);
+    return slot < n ? slot : n;
+}
+
 bool belongs(const BufferView& v, const TraceAreaHeader& h, uint32_t cpu, uint64_t sequence) {
     return v.header.sequence == sequence && v.header.cpu == cpu &&
            v.header.session_id == h.session.session_id;
@@ -46,6 +56,8 @@ const char* drain_error_name(DrainError e) {
             return "overwritten went backwards";
         case DrainError::kOverwrittenAhead:
             return "overwritten is above produced";
+        case DrainError::kSlotOutOfRange:
+            return "a slot-table entry is not below buffers_per_cpu";
     }
     return "invalid";
 }
@@ -83,14 +95,13 @@ TakeResult take_buffer(void* area, const TraceAreaHeader& h, uint32_t cpu, Drain
     if (produced - c->consumed > n) return corrupt(DrainError::kProducedAhead);
     c->produced = produced;
     if (produced == c->consumed) return TakeResult::kEmpty;
-    __builtin_memcpy(dst, buffer_of(area, h, cpu, c->consumed % n), h.session.buffer_size);
+    const uint64_t slot = slot_of(area, h, cpu, c->consumed);  // published before produced
+    if (slot == n) return corrupt(DrainError::kSlotOutOfRange);
+    __builtin_memcpy(dst, buffer_of(area, h, cpu, slot), h.session.buffer_size);
     BufferView v;
     const bool ok = parse_buffer(dst, h.session.buffer_size, &v) == BufferError::kNone &&
                     belongs(v, h, cpu, c->consumed);
-    if (!ok)
-        __atomic_store_n(&k->realtime_buffers_lost,
-                         __atomic_load_n(&k->realtime_buffers_lost, __ATOMIC_RELAXED) + 1,
-                         __ATOMIC_RELAXED);
+    if (!ok) count_realtime_lost(area, h, cpu, 1);
     // Release: our copy is complete before the CPU may write into the slot again. The value
     // stored is the host's own count, whatever the area's copy holds now.
     c->consumed++;
@@ -130,10 +141,17 @@ uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu,
     if (produced > n && produced - n > first) first = produced - n;
     uint64_t lost = 0;
     for (uint64_t s = first; s < produced; s++) {
-        __builtin_memcpy(dst, buffer_of(area, h, cpu, s % n), h.session.buffer_size);
+        // The entry may already name the slot of a newer buffer (s overwritten): the check
+        // after the copy drops it then.
+        const uint64_t slot = slot_of(area, h, cpu, s);
+        if (slot == n) {
+            lost++;
+            continue;
+        }
+        __builtin_memcpy(dst, buffer_of(area, h, cpu, slot), h.session.buffer_size);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        // The CPU takes slot s % n back only after advancing `overwritten` past s. This second
-        // read only decides whether the copy is kept; it is never an index.
+        // The CPU takes the slot of s back only after advancing `overwritten` past s. This
+        // second read only decides whether the copy is kept; it is never an index.
         BufferView v;
         if (load(&k->overwritten) > s ||
             parse_buffer(dst, h.session.buffer_size, &v) != BufferError::kNone ||
@@ -152,6 +170,19 @@ uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu,
     if (cursor_init(area, h, cpu, &c) != DrainError::kNone) return 0;
     DrainError e;
     return read_in_place(area, h, cpu, &c, dst, emit, arg, &e);
+}
+
+void count_realtime_lost(void* area, const TraceAreaHeader& h, uint32_t cpu, uint64_t n) {
+    if (cpu >= h.session.cpu_count || n == 0) return;
+    TraceCpuControl* k = control_of(area, h, cpu);
+    __atomic_store_n(&k->realtime_buffers_lost,
+                     __atomic_load_n(&k->realtime_buffers_lost, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+uint32_t cpu_buffers_allocated(const void* area, const TraceAreaHeader& h, uint32_t cpu) {
+    if (cpu >= h.session.cpu_count) return 0;
+    const uint64_t a = __atomic_load_n(&control_of(area, h, cpu)->buffers_allocated, __ATOMIC_RELAXED);
+    return a < h.session.buffers_per_cpu ? uint32_t(a) : h.session.buffers_per_cpu;
 }
 
 TraceLossCounters cpu_loss_counters(const void* area, const TraceAreaHeader& h, uint32_t cpu) {

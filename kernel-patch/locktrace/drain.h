@@ -26,6 +26,7 @@ enum class DrainError : uint32_t {
     kConsumedAhead,         // (at attach) the area's consumed above its produced
     kOverwrittenBackwards,  // overwritten below a value accepted before
     kOverwrittenAhead,      // overwritten above produced
+    kSlotOutOfRange,        // a slot-table entry of a queued buffer is not below buffers_per_cpu
 };
 
 // The field and what is wrong with it, as a phrase ("produced went backwards").
@@ -52,8 +53,9 @@ enum class TakeResult : uint32_t {
     kCorrupt,    // the CPU's counters break the protocol: *err says which; nothing was taken
 };
 
-// Takes CPU `cpu`'s oldest full buffer: copies it into dst (room for h.session.buffer_size
-// bytes), checks it (parse_buffer, and that it is the buffer this CPU should have published
+// Takes CPU `cpu`'s oldest full buffer: finds its slot in the CPU's slot table (kCorrupt,
+// kSlotOutOfRange when the entry is not a reserved slot), copies it into dst (room for
+// h.session.buffer_size bytes), checks it (parse_buffer, and that it is the buffer this CPU should have published
 // next in this session), then gives the slot back (consumed + 1, release).
 TakeResult take_buffer(void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c,
                        uint8_t* dst, uint32_t* len, DrainError* err);
@@ -67,7 +69,8 @@ TakeResult take_buffer(void* area, const TraceAreaHeader& h, uint32_t cpu, uint8
 
 // Circular: copies every published buffer of `cpu` still intact, oldest first, into dst one at
 // a time and calls emit(arg, dst, len) for each one that stayed intact during the copy. Returns
-// how many were overwritten while it read. Also usable on a stopped real-time session (it then
+// how many were overwritten (torn) while it read, or had a slot-table entry outside the slots:
+// buffers the reader failed to deliver (the caller counts them: count_realtime_lost). Also usable on a stopped real-time session (it then
 // reads what the host has not taken: buffers from c->consumed on). On a protocol break *err is
 // set and nothing is emitted.
 using EmitFn = void (*)(void* arg, const uint8_t* data, uint32_t len);
@@ -78,6 +81,14 @@ uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu,
 // way); a protocol break reads nothing.
 uint64_t read_in_place(const void* area, const TraceAreaHeader& h, uint32_t cpu, uint8_t* dst,
                        EmitFn emit, void* arg);
+
+// RealTimeBuffersLost of CPU `cpu` += n: buffers the host took or read but failed to deliver
+// (a torn copy, a file write that failed). The host is the only writer of the field.
+void count_realtime_lost(void* area, const TraceAreaHeader& h, uint32_t cpu, uint64_t n);
+
+// NumberOfBuffers of CPU `cpu`: its buffers_allocated now (a plain number, clamped to the
+// reserved slots so a hostile guest cannot make it more than buffers_per_cpu).
+uint32_t cpu_buffers_allocated(const void* area, const TraceAreaHeader& h, uint32_t cpu);
 
 // CPU `cpu`'s loss counters as the area has them now (plain numbers: skewed while it writes,
 // never an address or a length). cpu < h.session.cpu_count.

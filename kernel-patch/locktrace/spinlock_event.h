@@ -69,20 +69,36 @@ constexpr uint8_t rules_enabled(uint8_t rules, uint32_t groups) {
                                  : 0)));
 }
 
-// Decides and, if a rule fires, writes the event. Returns the rules that fired (0: none). The
-// caller runs it with interrupts off on the releasing CPU, before the lock is let go.
-inline uint8_t trace_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
-                                      uint64_t release_tsc) {
-    const HoldFacts f = hold_facts(l, release_tsc);
-    const uint8_t rules = sample_release(*c.countdowns, *c.params, c.groups, c.long_wait_cycles, f);
-    if (rules == 0) return 0;
+// Decides whether the hold of `l` that ends at release_tsc makes an event: the rules that fire
+// (0: none), its facts in *f. The sampling countdowns move: decide once per release.
+inline uint8_t decide_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
+                                       uint64_t release_tsc, HoldFacts* f) {
+    *f = hold_facts(l, release_tsc);
+    return sample_release(*c.countdowns, *c.params, c.groups, c.long_wait_cycles, *f);
+}
+
+// Fills the event decided above into `room` (from begin_write on c.writer) and ends the write.
+inline void write_spinlock_event(const ReleaseContext& c, void* room, const spinlock::Lock& l,
+                                 const HoldFacts& f, uint64_t release_tsc, uint8_t rules) {
     constexpr uint32_t size = sizeof(TraceSpinlockEvent);
-    auto* e = static_cast<TraceSpinlockEvent*>(begin_write(*c.writer, size));
-    if (e == nullptr) return rules;  // lost, counted; never stall a lock
+    auto* e = static_cast<TraceSpinlockEvent*>(room);
     fill_header(e->h, size, TraceEventType::kSpinlock, c.writer->cpu, c.thread_id, c.process_id,
                 release_tsc);
     fill_spinlock_payload(*e, l, f, release_tsc, rules);
     end_write(*c.writer, size, release_tsc);
+}
+
+// Decides and, if a rule fires, writes the event without waiting (no free buffer: lost,
+// counted). Returns the rules that fired (0: none). The caller runs it with interrupts off on
+// the releasing CPU, before the lock is let go. (The kernel uses the two halves above, so that
+// a no-drop-stall session can wait for a buffer between them.)
+inline uint8_t trace_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
+                                      uint64_t release_tsc) {
+    HoldFacts f;
+    const uint8_t rules = decide_spinlock_release(c, l, release_tsc, &f);
+    if (rules == 0) return 0;
+    if (void* room = begin_write(*c.writer, sizeof(TraceSpinlockEvent)))
+        write_spinlock_event(c, room, l, f, release_tsc, rules);
     return rules;
 }
 

@@ -32,8 +32,12 @@ constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a -
 
 constexpr uint32_t kControlOffset = 4096;  // the header has the first page
 
-uint64_t buffers_offset_for(uint32_t cpu_count) {
-    return align_up(kControlOffset + uint64_t(cpu_count) * sizeof(TraceCpuControl), 4096);
+// The slot tables follow the controls; the buffers start on the next page after them.
+uint64_t slots_offset_for(uint32_t cpu_count) {
+    return kControlOffset + uint64_t(cpu_count) * sizeof(TraceCpuControl);
+}
+uint64_t buffers_offset_for(uint32_t cpu_count, uint32_t maximum_buffers) {
+    return align_up(slots_offset_for(cpu_count) + uint64_t(cpu_count) * maximum_buffers * 4, 4096);
 }
 
 }  // namespace
@@ -63,19 +67,20 @@ const SessionParamInfo* first_invalid_session_param(const TraceSessionInformatio
 }
 
 uint64_t trace_area_needed(uint32_t buffer_size, uint32_t buffers, uint32_t cpu_count) {
-    return buffers_offset_for(cpu_count) + uint64_t(buffer_size) * buffers * cpu_count;
+    return buffers_offset_for(cpu_count, buffers) + uint64_t(buffer_size) * buffers * cpu_count;
 }
 
 bool plan_session(const TraceSessionInformation& in, uint64_t area_size, uint32_t cpu_count,
                   SessionPlan* plan) {
     if (cpu_count == 0) return false;
-    const uint64_t first = buffers_offset_for(cpu_count);
+    const uint64_t first = buffers_offset_for(cpu_count, in.maximum_buffers);
     if (area_size < first) return false;
     const uint64_t fit = (area_size - first) / (uint64_t(in.buffer_size) * cpu_count);
     if (fit < in.minimum_buffers) return false;
     plan->buffers_per_cpu = fit < in.maximum_buffers ? uint32_t(fit) : in.maximum_buffers;
     plan->control_offset = kControlOffset;
     plan->buffers_offset = first;
+    plan->slots_offset = slots_offset_for(cpu_count);
     return true;
 }
 
@@ -94,6 +99,7 @@ void area_start(void* area, uint64_t area_size, uint32_t cpu_count,
     h->control_offset = plan.control_offset;
     h->control_stride = sizeof(TraceCpuControl);
     h->buffers_offset = plan.buffers_offset;
+    h->slots_offset = plan.slots_offset;
     h->area_size = area_size;
     h->session = params;
     h->session.event_trace_information_class = kSpinlabTraceSession;
@@ -106,9 +112,10 @@ void area_start(void* area, uint64_t area_size, uint32_t cpu_count,
     h->session.stop_tsc = 0;
     __builtin_memset(&h->session.totals, 0, sizeof h->session.totals);
     for (uint32_t c = 0; c < cpu_count; c++) {
-        __builtin_memset(area_control(area, c), 0, sizeof(TraceCpuControl));
-        for (uint32_t i = 0; i < plan.buffers_per_cpu; i++)
-            __builtin_memset(area_buffer(area, c, i), 0, sizeof(TraceBufferHeader));
+        TraceCpuControl* k = area_control(area, c);
+        __builtin_memset(k, 0, sizeof(TraceCpuControl));
+        k->buffers_allocated = params.minimum_buffers;
+        __builtin_memset(area_slots(area, c), 0, uint64_t(plan.buffers_per_cpu) * 4);
     }
     __atomic_store_n(&h->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
 }
@@ -139,6 +146,14 @@ TraceLossCounters area_totals(const void* area) {
     return t;
 }
 
+uint32_t area_number_of_buffers(const void* area) {
+    const TraceAreaHeader* h = static_cast<const TraceAreaHeader*>(area);
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < h->session.cpu_count; c++)
+        n += __atomic_load_n(&area_control(const_cast<void*>(area), c)->buffers_allocated, __ATOMIC_RELAXED);
+    return uint32_t(n);
+}
+
 const char* area_parse(const void* area, uint64_t area_size, TraceAreaHeader* out) {
     if (area_size < sizeof(TraceAreaHeader)) return "trace area smaller than its header";
     const TraceAreaHeader* h = static_cast<const TraceAreaHeader*>(area);
@@ -158,8 +173,10 @@ const char* area_parse(const void* area, uint64_t area_size, TraceAreaHeader* ou
         return "trace area buffer count out of range";
     const uint64_t controls_end =
         uint64_t(out->control_offset) + uint64_t(out->control_stride) * s.cpu_count;
-    if (out->control_offset < sizeof(TraceAreaHeader) || controls_end > out->buffers_offset ||
-        out->control_offset % 64 != 0 || out->buffers_offset % 64 != 0)
+    const uint64_t slots_end = out->slots_offset + uint64_t(s.buffers_per_cpu) * 4 * s.cpu_count;
+    if (out->control_offset < sizeof(TraceAreaHeader) || controls_end > out->slots_offset ||
+        out->slots_offset > out->buffers_offset || slots_end > out->buffers_offset ||
+        out->control_offset % 64 != 0 || out->buffers_offset % 64 != 0 || out->slots_offset % 4 != 0)
         return "trace area sections overlap or are misaligned";
     const uint64_t buffers_bytes = uint64_t(s.buffer_size) * s.buffers_per_cpu * s.cpu_count;
     if (out->buffers_offset > area_size || buffers_bytes > area_size - out->buffers_offset)

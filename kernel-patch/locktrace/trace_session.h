@@ -36,22 +36,25 @@ const SessionParamInfo* first_invalid_session_param(const TraceSessionInformatio
 
 // What a start lays out in an area of area_size bytes for cpu_count CPUs.
 struct SessionPlan {
-    uint32_t buffers_per_cpu;
+    uint32_t buffers_per_cpu;  // slots reserved per CPU (MinimumBuffers of them allocated)
     uint32_t control_offset;
     uint64_t buffers_offset;
+    uint64_t slots_offset;     // the slot tables, sized for MaximumBuffers per CPU
 };
 
-// Buffers per CPU: as many as fit, at most MaximumBuffers. Returns false (plan untouched) when
-// fewer than MinimumBuffers fit. `in` must be valid (first_invalid_session_param == null).
+// Slots reserved per CPU: as many as fit, at most MaximumBuffers. Returns false (plan
+// untouched) when fewer than MinimumBuffers fit. `in` must be valid
+// (first_invalid_session_param == null).
 bool plan_session(const TraceSessionInformation& in, uint64_t area_size, uint32_t cpu_count,
                   SessionPlan* plan);
 
 // Bytes of trace area a session with these parameters needs for cpu_count CPUs with
-// `buffers` buffers each (to size a region: region_size_needed's trace_bytes).
+// `buffers` buffers each (MaximumBuffers = buffers; to size a region: region_size_needed's
+// trace_bytes).
 uint64_t trace_area_needed(uint32_t buffer_size, uint32_t buffers, uint32_t cpu_count);
 
-// Lays out the area for a new session (header under seq, controls zeroed, buffer headers
-// zeroed) and marks it running. The CPUs must not write yet (they start when they see their
+// Lays out the area for a new session (header under seq, controls zeroed with MinimumBuffers
+// allocated per CPU, slot tables zeroed; buffers are not touched) and marks it running. The CPUs must not write yet (they start when they see their
 // writer armed).
 void area_start(void* area, uint64_t area_size, uint32_t cpu_count,
                 const TraceSessionInformation& params, const SessionPlan& plan, uint64_t session_id,
@@ -67,6 +70,11 @@ inline TraceCpuControl* area_control(void* area, uint32_t cpu) {
     return reinterpret_cast<TraceCpuControl*>(static_cast<uint8_t*>(area) + h->control_offset +
                                               uint64_t(h->control_stride) * cpu);
 }
+inline uint32_t* area_slots(void* area, uint32_t cpu) {
+    const TraceAreaHeader* h = static_cast<const TraceAreaHeader*>(area);
+    return reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(area) + h->slots_offset) +
+           uint64_t(cpu) * h->session.buffers_per_cpu;
+}
 inline uint8_t* area_buffer(void* area, uint32_t cpu, uint32_t index) {
     const TraceAreaHeader* h = static_cast<const TraceAreaHeader*>(area);
     return static_cast<uint8_t*>(area) + h->buffers_offset +
@@ -76,6 +84,8 @@ inline uint8_t* area_buffer(void* area, uint32_t cpu, uint32_t index) {
 // Sums the CPUs' loss counters (skewed while they write). The guest's (its own area, addressed
 // through its own header); the host sums from a checked copy: drain.h's area_totals(area, h).
 TraceLossCounters area_totals(const void* area);
+// NumberOfBuffers: the CPUs' buffers_allocated summed (the guest's own area).
+uint32_t area_number_of_buffers(const void* area);
 
 // Reader (host; the area may be written by a running or hostile guest): copies the header
 // consistently (seqcount) and checks that everything it describes lies inside area_size bytes.

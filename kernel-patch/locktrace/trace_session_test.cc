@@ -93,7 +93,7 @@ TEST(SessionPlan, RefusesWhenFewerThanMinimumFit) {
     s.buffer_size = 4096;
     s.minimum_buffers = 4;
     s.maximum_buffers = 8;
-    SessionPlan plan{123, 0, 0};
+    SessionPlan plan{123, 0, 0, 0};
     EXPECT_FALSE(plan_session(s, trace_area_needed(4096, 3, 2), 2, &plan));
     EXPECT_EQ(plan.buffers_per_cpu, 123u);
     EXPECT_FALSE(plan_session(s, 100, 2, &plan));
@@ -114,6 +114,10 @@ TEST(Area, StartThenParseGivesTheSession) {
     ASSERT_EQ(area_parse(a.area(), a.size, &h), nullptr);
     EXPECT_EQ(h.session.state, uint32_t(TraceState::kStopped));
     EXPECT_EQ(h.session.stop_tsc, 5000u);
+    // MinimumBuffers allocated per CPU; the slot tables lie between the controls and buffers.
+    EXPECT_EQ(area_control(a.area(), 2)->buffers_allocated, 4u);
+    EXPECT_GE(h.slots_offset, h.control_offset + 3 * sizeof(TraceCpuControl));
+    EXPECT_LE(h.slots_offset + 3 * 4 * 4, h.buffers_offset);
     // Buffers of different CPUs never overlap and stay inside the area.
     EXPECT_EQ(area_buffer(a.area(), 1, 0) - area_buffer(a.area(), 0, 0), 4 * 8192);
     EXPECT_LE(area_buffer(a.area(), 2, 3) + 8192, static_cast<uint8_t*>(a.area()) + a.size);
@@ -131,6 +135,13 @@ TEST(Area, ParseRefusesWhatDoesNotFitOrIsBusy) {
     hdr->session.cpu_count = 65;
     EXPECT_NE(area_parse(a.area(), a.size, &h), nullptr);
     hdr->session.cpu_count = 2;
+    const uint64_t slots = hdr->slots_offset;
+    hdr->slots_offset = hdr->control_offset;  // slot tables over the controls
+    EXPECT_NE(area_parse(a.area(), a.size, &h), nullptr);
+    hdr->slots_offset = hdr->buffers_offset - 4;  // over the first buffer
+    EXPECT_NE(area_parse(a.area(), a.size, &h), nullptr);
+    hdr->slots_offset = slots;
+    EXPECT_EQ(area_parse(a.area(), a.size, &h), nullptr);
     hdr->buffers_offset = 0;
     EXPECT_NE(area_parse(a.area(), a.size, &h), nullptr);
     std::vector<uint8_t> zeros(a.size);

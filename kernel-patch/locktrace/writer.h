@@ -3,11 +3,18 @@
 // layer and the host tests and benchmarks use the same code.
 //
 // BeginWrite/EndWrite: begin_write() returns room for one event in the buffer being written
-// (or null: the event is lost and counted), the caller fills it in place, end_write() counts
-// it. The caller makes the pair atomic on its CPU (the kernel: interrupts off); no lock, no
-// atomic read-modify-write. Every begin_write() counts one attempt, and exactly one of
-// end_write() (written) or a null return (lost) follows, so per CPU
+// (or null), the caller fills it in place, end_write() counts it. The caller makes the pair
+// atomic on its CPU (the kernel: interrupts off); no lock, no atomic read-modify-write.
+//
+// A null return is a loss (counted in events_lost), except when the caller said it can wait
+// (no-drop-stall mode, the kernel: interrupts were on) and no buffer is free: then must_wait is
+// set and nothing is counted; the caller waits and calls begin_write again. So every attempt
+// is counted once, as written or lost, and per CPU
 //     events_written + events_lost == events_attempted.
+//
+// Buffers: the writer starts with the CPU's buffers_allocated slots (MinimumBuffers) and takes
+// one more of the reserved ones (buffers_per_cpu) whenever it needs a buffer and every
+// allocated one is in use; the slot of each buffer goes into the CPU's slot table (trace.h).
 #pragma once
 
 #include <spinlab/trace.h>
@@ -17,22 +24,17 @@
 
 namespace spinlab::locktrace {
 
-// What a writer does when no buffer is free in no-drop-stall mode and the caller allows a
-// stall: called again and again until a buffer is free; returning false gives up (the event
-// is lost). The kernel pauses and gives up after a bound; tests yield.
-using StallFn = bool (*)(void* arg);
-
 struct Writer {
     TraceCpuControl* ctl = nullptr;  // null: no session on this CPU (begin_write not called)
     uint8_t* buffers = nullptr;      // slot 0 of this CPU
+    uint32_t* slots = nullptr;       // this CPU's slot table: entry s % nbuf = slot of buffer s
     uint32_t buffer_size = 0;
-    uint32_t nbuf = 0;
+    uint32_t nbuf = 0;               // slots reserved (buffers_per_cpu)
     TraceLoggerMode mode = TraceLoggerMode::kRealTime;
     uint32_t cpu = 0;
     uint64_t session_id = 0;
-    StallFn stall = nullptr;
-    void* stall_arg = nullptr;
-    // The buffer being written (slot ctl->produced % nbuf), or null when none was free.
+    bool must_wait = false;          // the last begin_write returned null for the caller to wait
+    // The buffer being written (sequence ctl->produced), or null when none was free.
     uint8_t* cur = nullptr;
     uint32_t used = 0;    // bytes of cur in use, header included
     uint32_t events = 0;  // events in cur
@@ -40,20 +42,26 @@ struct Writer {
     uint64_t last_tsc = 0;
 };
 
-// Points w at CPU `cpu`'s control and buffers of the session laid out in `area`.
+// Points w at CPU `cpu`'s control, slot table and buffers of the session laid out in `area`
+// (it resumes from the control's counters: arming again continues the same queue).
 void writer_arm(Writer& w, void* area, uint32_t cpu);
 
 // The slow path of begin_write (current buffer full or missing).
-void* begin_write_slow(Writer& w, uint32_t size, bool may_stall);
+void* begin_write_slow(Writer& w, uint32_t size, bool may_wait);
 
-// BeginWrite. size: the whole event (header included), a multiple of 8. may_stall: the caller
-// is not in a spinlock path and may wait for the host (no-drop-stall mode only).
-inline void* begin_write(Writer& w, uint32_t size, bool may_stall = false) {
+// BeginWrite. size: the whole event (header included), a multiple of 8. may_wait: the caller
+// can wait for the host when no buffer is free (honoured in no-drop-stall mode only): it then
+// gets null with w.must_wait set, nothing counted, and must call begin_write again later.
+inline void* begin_write(Writer& w, uint32_t size, bool may_wait = false) {
+    w.must_wait = false;
     lockstat::counter_inc(&w.ctl->events_attempted);
     if (w.cur != nullptr && w.used + size <= w.buffer_size) [[likely]]
         return w.cur + w.used;
-    return begin_write_slow(w, size, may_stall);
+    return begin_write_slow(w, size, may_wait);
 }
+
+// The caller of a begin_write that set must_wait starts waiting (once per event): stalls + 1.
+inline void note_stall(Writer& w) { lockstat::counter_inc(&w.ctl->stalls); }
 
 // EndWrite for the event begin_write() just gave room for; tsc is its header's timestamp.
 inline void end_write(Writer& w, uint32_t size, uint64_t tsc) {

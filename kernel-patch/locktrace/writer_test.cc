@@ -1,6 +1,7 @@
 // locktrace/writer_test.cc: the buffer protocol: one CPU's writer against the host's drain,
-// single-threaded and with a concurrent producer and consumer (wraparound, stalls, losses),
-// with exact accounting: events written + lost == attempted, per CPU.
+// single-threaded and with a concurrent producer and consumer (wraparound, waits, losses,
+// buffers growing from MinimumBuffers), with exact accounting: events written + lost ==
+// attempted, per CPU.
 #include "writer.h"
 
 #include <gtest/gtest.h>
@@ -20,9 +21,17 @@ namespace {
 using testing::make_area;
 
 // Writes one syscall-exit event carrying `value` (as `number`); returns whether it was written.
-bool write_value(Writer& w, uint64_t value, bool may_stall = false) {
+// may_wait: a null with must_wait set (no-drop-stall) calls wait() and tries again, as the
+// kernel's writers with interrupts on do.
+template <class Wait>
+bool write_value(Writer& w, uint64_t value, bool may_wait, Wait wait) {
     constexpr uint32_t size = sizeof(TraceSyscallExitEvent);
-    void* p = begin_write(w, size, may_stall);
+    void* p = begin_write(w, size, may_wait);
+    for (bool waited = false; p == nullptr && w.must_wait; p = begin_write(w, size, may_wait)) {
+        if (!waited) note_stall(w);
+        waited = true;
+        wait();
+    }
     if (p == nullptr) return false;
     TraceSyscallExitEvent e;
     fill_header(e.h, size, TraceEventType::kSyscallExit, w.cpu, 1, 2, value + 1);
@@ -31,6 +40,9 @@ bool write_value(Writer& w, uint64_t value, bool may_stall = false) {
     std::memcpy(p, &e, size);
     end_write(w, size, value + 1);
     return true;
+}
+bool write_value(Writer& w, uint64_t value) {
+    return write_value(w, value, false, [] {});
 }
 
 // The values of every event of the buffers taken from `cpu` so far.
@@ -153,36 +165,93 @@ TEST(Writer, CircularKeepsTheNewestBuffers) {
     expect_accounting(*w.ctl);
 }
 
-TEST(Writer, NoDropStallWaitsOutsideSpinlockPathsOnly) {
+TEST(Writer, NoDropStallWaitsOnlyWhenTheCallerMay) {
     auto a = make_area(1, 4096, 2, TraceLoggerMode::kNoDropStall);
     Writer w;
     writer_arm(w, a.area(), 0);
-    struct Ctx {
-        testing::TestArea* a;
-        Drained d;
-        int calls = 0;
-    } ctx{&a, {}, 0};
-    w.stall = [](void* arg) {
-        auto* c = static_cast<Ctx*>(arg);
-        c->calls++;
-        take_all(*c->a, 0, c->d);  // the "host" drains while we wait
-        return true;
+    Drained d;
+    int waits = 0;
+    auto host_drains = [&] {
+        waits++;
+        take_all(a, 0, d);  // the "host" drains while we wait
     };
-    w.stall_arg = &ctx;
-    for (uint64_t i = 0; i < 2 * kPerBuffer; i++) ASSERT_TRUE(write_value(w, i, true));
-    // Both buffers are full and queued: a spinlock path (may_stall false) loses the event...
-    EXPECT_FALSE(write_value(w, 99999, false));
-    EXPECT_EQ(ctx.calls, 0);
+    for (uint64_t i = 0; i < 2 * kPerBuffer; i++) ASSERT_TRUE(write_value(w, i, true, host_drains));
+    EXPECT_EQ(waits, 0);
+    // Both buffers are full and queued: a caller that may not wait (interrupts off) loses the
+    // event, counted...
+    EXPECT_FALSE(write_value(w, 99999, false, host_drains));
+    EXPECT_FALSE(w.must_wait);
     EXPECT_EQ(w.ctl->events_lost, 1u);
-    // ...anything else waits for the host and loses nothing.
-    ASSERT_TRUE(write_value(w, 2 * kPerBuffer, true));
-    EXPECT_GE(ctx.calls, 1);
+    // ...one that may gets null with must_wait and nothing counted...
+    EXPECT_EQ(begin_write(w, sizeof(TraceSyscallExitEvent), true), nullptr);
+    EXPECT_TRUE(w.must_wait);
+    EXPECT_EQ(w.ctl->events_lost, 1u);
+    expect_accounting(*w.ctl);
+    // ...and waits for the host, losing nothing.
+    ASSERT_TRUE(write_value(w, 2 * kPerBuffer, true, host_drains));
+    EXPECT_EQ(waits, 1);
     EXPECT_EQ(w.ctl->stalls, 1u);
     flush(w, 0);
-    take_all(a, 0, ctx.d);
-    ASSERT_EQ(ctx.d.values.size(), 2 * kPerBuffer + 1);
-    for (uint64_t i = 0; i < ctx.d.values.size(); i++) EXPECT_EQ(ctx.d.values[i], i);
+    take_all(a, 0, d);
+    ASSERT_EQ(d.values.size(), 2 * kPerBuffer + 1);
+    for (uint64_t i = 0; i < d.values.size(); i++) EXPECT_EQ(d.values[i], i);
     expect_accounting(*w.ctl);
+}
+
+// Real time with MinimumBuffers 2 of MaximumBuffers 5: a slot is added only when every allocated
+// one is queued, one per buffer, up to 5; only allocated slots are written; once the host takes
+// them back the buffers rotate through the same 5 slots, in order.
+TEST(Writer, BuffersGrowOnDemandAndRotateThroughTheAllocatedSlots) {
+    auto a = make_area(1, 4096, 5, TraceLoggerMode::kRealTime, 7, 2);
+    Writer w;
+    writer_arm(w, a.area(), 0);
+    EXPECT_EQ(w.ctl->buffers_allocated, 2u);
+    uint64_t v = 0;
+    for (; v < 2 * kPerBuffer; v++) ASSERT_TRUE(write_value(w, v));
+    EXPECT_EQ(w.ctl->buffers_allocated, 2u);  // two full, nothing needed a third yet
+    ASSERT_TRUE(write_value(w, v++));
+    EXPECT_EQ(w.ctl->buffers_allocated, 3u);
+    // The host takes buffer 0 back: the next buffer reuses a slot instead of growing.
+    Drained d;
+    std::vector<uint8_t> dst(4096);
+    uint32_t len;
+    ASSERT_EQ(take_buffer(a.area(), a.header(), 0, dst.data(), &len), TakeResult::kTaken);
+    for (; v < 4 * kPerBuffer; v++) ASSERT_TRUE(write_value(w, v));
+    EXPECT_EQ(w.ctl->buffers_allocated, 3u);
+    // Nobody drains: it grows to 5 and then loses.
+    uint64_t written = 0;
+    for (uint64_t i = 0; i < 4 * kPerBuffer; i++) written += write_value(w, v++);
+    EXPECT_EQ(w.ctl->buffers_allocated, 5u);
+    EXPECT_GT(w.ctl->events_lost, 0u);
+    const uint32_t* slots = area_slots(a.area(), 0);
+    for (uint64_t s = 0; s < w.ctl->produced; s++) EXPECT_LT(slots[s % 5], 5u);
+    // Drain and write 20 more buffers, drained as they come: the slots rotate, nothing is lost.
+    take_all(a, 0, d);
+    const uint64_t lost = w.ctl->events_lost;
+    for (uint64_t i = 0; i < 20 * kPerBuffer; i++) {
+        ASSERT_TRUE(write_value(w, v++));
+        if (i % kPerBuffer == 0) take_all(a, 0, d);
+    }
+    flush(w, 0);
+    take_all(a, 0, d);
+    EXPECT_EQ(w.ctl->buffers_allocated, 5u);
+    EXPECT_EQ(w.ctl->events_lost, lost);
+    EXPECT_EQ(d.bad, 0u);
+    EXPECT_EQ(d.values.size() + kPerBuffer, w.ctl->events_written);  // buffer 0 was taken above
+    for (size_t i = 1; i < d.values.size(); i++) ASSERT_LT(d.values[i - 1], d.values[i]) << i;
+    expect_accounting(*w.ctl);
+}
+
+TEST(Writer, CircularGrowsBeforeItOverwrites) {
+    auto a = make_area(1, 4096, 4, TraceLoggerMode::kCircular, 7, 2);
+    Writer w;
+    writer_arm(w, a.area(), 0);
+    for (uint64_t i = 0; i < 4 * kPerBuffer; i++) ASSERT_TRUE(write_value(w, i));
+    EXPECT_EQ(w.ctl->buffers_allocated, 4u);
+    EXPECT_EQ(w.ctl->log_buffers_lost, 0u);  // grew into all 4 before overwriting one
+    for (uint64_t i = 0; i < 2 * kPerBuffer; i++) ASSERT_TRUE(write_value(w, 4 * kPerBuffer + i));
+    EXPECT_EQ(w.ctl->log_buffers_lost, 2u);
+    EXPECT_EQ(w.ctl->buffers_allocated, 4u);
 }
 
 TEST(Writer, OversizedEventIsLostAndCounted) {
@@ -232,25 +301,21 @@ TEST(Drain, DamagedBufferIsCountedAsRealTimeLossAndGivenBack) {
 // buffers; every event the writer counts as written arrives exactly once, in order.
 void concurrent_run(TraceLoggerMode mode, uint64_t per_cpu, bool slow_consumer) {
     constexpr uint32_t kCpus = 2;
-    auto a = make_area(kCpus, 4096, 3, mode);
+    auto a = make_area(kCpus, 4096, 4, mode, 7, 2);  // 2 buffers, growing to 4 on demand
     std::atomic<int> running{kCpus};
     std::vector<Writer> writers(kCpus);
     std::vector<std::thread> producers;
     for (uint32_t c = 0; c < kCpus; c++) {
         writer_arm(writers[c], a.area(), c);
-        writers[c].stall = [](void*) {
-            std::this_thread::yield();
-            return true;
-        };
         producers.emplace_back([&, c] {
-            // At least per_cpu events, and until the 3 slots wrapped around many times
+            // At least per_cpu events, and until the 4 slots wrapped around many times
             // (however the threads are scheduled on a loaded machine); in real time against
             // the slow consumer also until the writer dropped one (up to 100 x per_cpu).
             const bool must_lose = mode == TraceLoggerMode::kRealTime && slow_consumer;
             for (uint64_t i = 0; i < per_cpu || writers[c].ctl->produced < 20 ||
                                  (must_lose && writers[c].ctl->events_lost == 0 && i < 100 * per_cpu);
                  i++)
-                write_value(writers[c], i, true);
+                write_value(writers[c], i, true, [] { std::this_thread::yield(); });
             flush(writers[c], kTraceBufferFinal);
             running--;
         });
@@ -272,6 +337,8 @@ void concurrent_run(TraceLoggerMode mode, uint64_t per_cpu, bool slow_consumer) 
         EXPECT_EQ(d[c].values.size(), k.events_written);
         EXPECT_EQ(k.consumed, k.produced);
         EXPECT_GE(k.produced, 20u);
+        EXPECT_GE(k.buffers_allocated, 2u);
+        EXPECT_LE(k.buffers_allocated, 4u);
         for (size_t i = 1; i < d[c].values.size(); i++)
             ASSERT_LT(d[c].values[i - 1], d[c].values[i]) << "order at " << i;
         // Real time never waits for the consumer: a slow one loses events, and the values

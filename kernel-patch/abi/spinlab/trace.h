@@ -14,36 +14,51 @@
 // The trace area (section RegionSection::kTrace of shm.h), laid out by the guest at each start:
 //
 //  trace.offset
-//  +------------------+---------------------+--- ... ---+----------------------------------------+
-//  | TraceAreaHeader  | TraceCpuControl 0   |  cpu k    | buffers: cpu 0 buffer 0..n-1, cpu 1 ... |
-//  |  (one page)      | (256 bytes each)    |           | each buffer_size bytes, page aligned    |
-//  +------------------+---------------------+--- ... ---+----------------------------------------+
-//   buffer i of cpu k at buffers_offset + (k * buffers_per_cpu + i) * buffer_size (from trace.offset)
+//  +-----------------+-------------------+--- ... ---+-------------------+--------------------------+
+//  | TraceAreaHeader | TraceCpuControl 0 |  cpu k    | slot tables:      | buffers: cpu 0 slot      |
+//  |  (one page)     | (256 bytes each)  |           | cpu 0, cpu 1, ... | 0..n-1, cpu 1 ...        |
+//  +-----------------+-------------------+--- ... ---+-------------------+--------------------------+
+//   n = buffers_per_cpu (the slots the start reserved: MaximumBuffers, or fewer when fewer fit)
+//   slot table of cpu k: n uint32_t at slots_offset + 4 * k * n; entry s % n = the slot of buffer s
+//   slot i of cpu k at buffers_offset + (k * n + i) * buffer_size (from trace.offset)
 //
-// The buffer protocol (per CPU; n = buffers_per_cpu; all counters only grow during a session)
+// Buffers grow on demand (as ETW's logger commits MinimumBuffers and more only when needed): CPU
+// k starts with `buffers_allocated` = MinimumBuffers slots and takes one more slot (up to n) each
+// time it needs a buffer and every allocated one is in use. Only allocated slots are ever
+// touched. Slots rotate: buffer p goes into the slot of buffer p - a (a = buffers_allocated; the
+// slot p itself while p < a), or into the new slot a when the CPU grows; so the last a buffers
+// always hold the a allocated slots, and the slot of buffer p - a is free exactly when the
+// protocol below says a buffer is free.
 //
-//   CPU k (the only writer of its buffers,        host (the drainer; the only writer of
-//   interrupts off, no lock, no atomic RMW)       `consumed` and `realtime_buffers_lost`)
-//   -------------------------------------------   ---------------------------------------------
-//   Buffers are used in sequence order: buffer     p = produced (acquire load).
-//   number s lives in slot s % n.                  Buffers consumed .. p-1 are full and stay put
-//                                                   until given back:
-//   Writing: the buffer being written is number        copy buffer (consumed % n), check its
-//   `produced`, if produced - consumed < n.            header (sequence == consumed, cpu, size),
-//   An event is copied in, bytes_used grows;           then consumed = consumed + 1 (release):
-//   nobody else looks at a buffer being written.       that gives the slot back to the CPU.
-//                                                   A buffer that fails the check is counted in
-//   Full (or flushed: FlushTimer, stop): fill in      realtime_buffers_lost and given back too.
-//   the header (sequence, bytes_used, counts,
-//   events_lost), then produced = produced + 1      Circular mode: the host never writes
-//   (release): the buffer is queued for the host.   `consumed`; it reads buffers
-//                                                   max(overwritten, produced - n) .. produced-1
-//   None free (produced - consumed == n):           in place (dump), each checked after the
-//     real-time: the event is lost: EventsLost++.   copy: valid iff its header says sequence s
-//     no-drop-stall: the writer waits for the host  and `overwritten` (reloaded after the copy)
-//       to give one back, except in a spinlock path  is still <= s: the CPU advances it past s
-//       or with interrupts off, where the event is   before it writes into slot s % n again.
-//       lost and counted (never stall a lock).
+// The buffer protocol (per CPU; all counters only grow during a session)
+//
+//   CPU k (the only writer of its buffers and      host (the drainer; the only writer of
+//   slot table, interrupts off, no lock, no        `consumed` and `realtime_buffers_lost`)
+//   atomic RMW)                                    ---------------------------------------------
+//   -------------------------------------------   p = produced (acquire load).
+//   Buffers are used in sequence order. Writing:   Buffers consumed .. p-1 are full and stay put
+//   the buffer being written is number             until given back:
+//   `produced`, if produced - consumed < a (or        slot = table[consumed % n] (checked < n),
+//   a < n: grow); its slot goes into the table        copy it, check its header (sequence ==
+//   before anything is published. An event is         consumed, cpu, session), then consumed =
+//   copied in, bytes_used grows; nobody else          consumed + 1 (release): that gives the
+//   looks at a buffer being written.                  slot back to the CPU.
+//                                                  A buffer that fails the check, and one the
+//   Full (or flushed: FlushTimer, flush, stop):     host took but could not deliver (its file
+//   fill in the header (sequence, bytes_used,       write failed), is counted in
+//   counts, events_lost), then produced + 1         realtime_buffers_lost.
+//   (release): the buffer is queued for the host.
+//                                                  Circular mode: the host never writes
+//   None free (every allocated slot in use and     `consumed`; it reads buffers
+//   buffers_allocated == n):                       max(overwritten, produced - n) .. produced-1
+//     real-time: the event is lost: EventsLost++.  in place (dump, flush), each checked after
+//     no-drop-stall: a writer whose caller had     the copy: valid iff its header says sequence
+//       interrupts on waits for the host to give   s and `overwritten` (reloaded after the copy)
+//       one back (with interrupts on: the CPU      is still <= s: the CPU advances it past s
+//       keeps its ticks; `stalls` counts the       before it writes into that slot again. A
+//       events that waited); with interrupts off   copy that fails (torn) is counted in
+//       the event is lost and counted (never a     realtime_buffers_lost by the host that read
+//       stall with interrupts off).                it.
 //     circular: the CPU takes the oldest published
 //       one back itself: overwritten + 1 (then a
 //       release fence) and LogBuffersLost + 1.
@@ -52,6 +67,8 @@
 //       events_written + events_lost == events_attempted
 //   and every published buffer is either taken by the host (consumed), still queued, or
 //   overwritten (circular): buffers_written == consumed + queued + log_buffers_lost.
+//   A writer that waited and then found the session stopped on its CPU writes nothing and counts
+//   nothing: the event falls outside the session's window.
 //
 // Session control (the TraceAreaHeader): the guest CPU that starts or stops a session bumps
 // `seq` to odd, changes the header, bumps it to even (release). A host reader copies the
@@ -68,7 +85,7 @@
 
 namespace spinlab {
 
-inline constexpr uint32_t kTraceAbiVersion = 1;
+inline constexpr uint32_t kTraceAbiVersion = 2;  // 2: slot tables, buffers grow on demand
 
 // --- session parameters (the fields of ETW's logger context, WMI_LOGGER_CONTEXT) --------------
 
@@ -82,7 +99,8 @@ inline constexpr uint32_t kSpinlabTraceSession = 0x5301;
     X(kRealTime, 0, "real-time")                                                             \
     /* flight recorder: the oldest buffers are overwritten; dumped on demand */              \
     X(kCircular, 1, "circular")                                                              \
-    /* writers wait for a free buffer, except in spinlock paths (lost there) */              \
+    /* blocking: a writer with interrupts on waits for a free buffer; with interrupts off */ \
+    /* the event is lost and counted */                                                     \
     X(kNoDropStall, 2, "no-drop-stall")
 enum class TraceLoggerMode : uint32_t { SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUMERATOR) };
 inline constexpr EnumName kTraceLoggerModeNames[] = {SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUM_NAME)};
@@ -118,7 +136,7 @@ constexpr const char* trace_group_name(uint32_t bit) {
 inline constexpr uint32_t kTraceMinBufferSize = 4096;
 inline constexpr uint32_t kTraceMaxBufferSize = 1u << 20;  // a multiple of 4096 in between
 inline constexpr uint32_t kTraceMinBuffers = 2;            // one written, one queued
-inline constexpr uint32_t kTraceMaxBuffers = 1024;         // per CPU
+inline constexpr uint32_t kTraceMaxBuffers = 1024;         // per CPU (slot tables: uint32_t each)
 inline constexpr uint32_t kTraceMaxFlushTimerMs = 60000;   // 0: publish only full buffers
 inline constexpr uint32_t kTraceMaxProfileInterval = 1000; // timer ticks between samples
 
@@ -126,7 +144,8 @@ inline constexpr uint32_t kTraceMaxProfileInterval = 1000; // timer ticks betwee
 enum class TraceCommand : uint32_t {
     kStart = 1,  // start with the parameters given (refused while a session runs)
     kStop = 2,   // publish every partly filled buffer, write the system configuration event, stop
-    kFlush = 3,  // publish every partly filled buffer now (the session keeps running)
+    kFlush = 3,  // every CPU publishes its partly filled buffer now (the caller waits for
+                 // them: each on its next timer tick); the session keeps running
 };
 
 // TraceSessionInformation.state (query).
@@ -153,7 +172,8 @@ struct TraceLossCounters {
     uint64_t buffers_written;        // BuffersWritten: buffers published (full or flushed)
     uint64_t log_buffers_lost;       // LogBuffersLost: published buffers overwritten unread (circular)
     uint64_t realtime_buffers_lost;  // RealTimeBuffersLost: buffers the host took but could not
-                                     // deliver (bad header, file write failed)
+                                     // deliver (bad header, torn while read in place, file
+                                     // write failed)
 };
 static_assert(sizeof(TraceLossCounters) == 48, "ABI");
 
@@ -164,8 +184,10 @@ struct TraceSessionInformation {
     uint32_t command;                        // TraceCommand (set); 0 in a query's answer
     // Parameters (in for kStart, out for a query):
     uint32_t buffer_size;        // BufferSize: bytes per buffer, header included
-    uint32_t minimum_buffers;    // MinimumBuffers: per CPU; the start fails if fewer fit
-    uint32_t maximum_buffers;    // MaximumBuffers: per CPU; the start takes as many as fit, up to this
+    uint32_t minimum_buffers;    // MinimumBuffers: per CPU, allocated at the start; the start
+                                 // fails if fewer fit
+    uint32_t maximum_buffers;    // MaximumBuffers: per CPU; the start reserves as many as fit, up
+                                 // to this, and each CPU grows into them on demand
     uint32_t flush_timer_ms;     // FlushTimer: a partly filled buffer older than this is
                                  // published on its CPU's next timer tick; 0: never
     uint32_t logger_mode;        // LoggerMode: TraceLoggerMode
@@ -174,9 +196,10 @@ struct TraceSessionInformation {
     uint32_t reserved0;
     // State (out):
     uint32_t state;              // TraceState
-    uint32_t buffers_per_cpu;    // what the start chose, MinimumBuffers..MaximumBuffers
+    uint32_t buffers_per_cpu;    // slots the start reserved per CPU, MinimumBuffers..MaximumBuffers
     uint32_t cpu_count;          // CPUs with buffers
-    uint32_t reserved1;
+    uint32_t number_of_buffers;  // NumberOfBuffers: buffers allocated now, all CPUs together
+                                 // (query; per CPU: TraceCpuControl.buffers_allocated)
     uint64_t session_id;         // changes at every start
     uint64_t start_tsc;
     uint64_t stop_tsc;           // 0 while running
@@ -186,6 +209,7 @@ static_assert(sizeof(TraceSessionInformation) == 128, "ABI");
 static_assert(offsetof(TraceSessionInformation, buffer_size) == 0x08, "ABI");
 static_assert(offsetof(TraceSessionInformation, state) == 0x28, "ABI");
 static_assert(offsetof(TraceSessionInformation, session_id) == 0x38, "ABI");
+static_assert(offsetof(TraceSessionInformation, number_of_buffers) == 0x34, "ABI");
 static_assert(offsetof(TraceSessionInformation, totals) == 0x50, "ABI");
 
 // Call stacks on events (the stack-walk and stack-caching settings of Windows' kernel logger):
@@ -244,9 +268,11 @@ struct TraceAreaHeader {
     uint64_t buffers_offset;   // buffer 0 of CPU 0, from the start of the trace section
     uint64_t area_size;        // bytes of the trace section
     TraceSessionInformation session;  // parameters and state; totals are not kept here
-    uint64_t reserved[8];
+    uint64_t slots_offset;     // the slot tables (buffers_per_cpu uint32_t per CPU)
+    uint64_t reserved[7];
 };
 static_assert(offsetof(TraceAreaHeader, session) == 48, "ABI");
+static_assert(offsetof(TraceAreaHeader, slots_offset) == 48 + sizeof(TraceSessionInformation), "ABI");
 static_assert(sizeof(TraceAreaHeader) == 48 + sizeof(TraceSessionInformation) + 64, "ABI");
 
 // One CPU's queue state and loss counters; two cache lines per writer so the CPU and the host
@@ -261,7 +287,7 @@ struct TraceCpuControl {
     uint64_t buffers_written;    // BuffersWritten (== produced)
     uint64_t log_buffers_lost;   // LogBuffersLost
     uint64_t bytes_written;      // event bytes in published buffers
-    uint64_t stalls;             // no-drop-stall: times a writer waited for a buffer
+    uint64_t stalls;             // no-drop-stall: events whose writer waited for a buffer
     uint64_t stack_hits;         // the stack cache (TraceStackInformation's counters)
     uint64_t stack_misses;
     uint64_t stack_uncached;
@@ -270,7 +296,9 @@ struct TraceCpuControl {
     uint64_t stack_deletes_written;
     uint64_t stack_rundowns_written;
     uint64_t stack_walks_stopped;
-    uint64_t cpu_reserved[7];
+    uint64_t buffers_allocated;  // NumberOfBuffers of this CPU: MinimumBuffers at the start,
+                                 // growing on demand up to buffers_per_cpu
+    uint64_t cpu_reserved[6];
     // Written by the host (release on `consumed`):
     uint64_t consumed;               // buffers taken and given back
     uint64_t realtime_buffers_lost;  // RealTimeBuffersLost
@@ -278,6 +306,7 @@ struct TraceCpuControl {
 };
 static_assert(sizeof(TraceCpuControl) == 256, "ABI");
 static_assert(offsetof(TraceCpuControl, consumed) == 192, "host part on its own cache lines");
+static_assert(offsetof(TraceCpuControl, buffers_allocated) == 136, "ABI");
 
 // At the start of every buffer. Filled in by the CPU just before it publishes the buffer.
 struct TraceBufferHeader {
