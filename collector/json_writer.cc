@@ -13,6 +13,13 @@ JsonWriter& JsonWriter::value(double v) {
     return raw(buf);
 }
 
+JsonWriter& JsonWriter::fixed(double v, int decimals) {
+    if (!std::isfinite(v)) return raw("null");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return raw(buf);
+}
+
 void JsonWriter::string_literal(std::string_view s) {
     out_ += '"';
     for (char ch : s) {

@@ -34,6 +34,9 @@ public:
     JsonWriter& value(int v) { return raw(std::to_string(v)); }
     JsonWriter& value(bool v) { return raw(v ? "true" : "false"); }
     JsonWriter& value(double v);
+    // A measurement at its resolution: `decimals` digits after the point (0.0800, not
+    // 0.080000000000000002). Not finite: null, as value(double).
+    JsonWriter& fixed(double v, int decimals);
     template <class T>
     JsonWriter& field(std::string_view k, T v) {
         key(k);

@@ -19,5 +19,13 @@ TEST(JsonWriter, EscapesStringsAndRefusesNonFiniteNumbers) {
     EXPECT_EQ(w.str(), "[\"q\\\"b\\\\n\\n\\u0001\",1.5,null]");
 }
 
+// A measurement at its resolution (the latency JSON of spinlab-load): fixed decimals, no %.17g
+// noise, and still null where JSON has no number.
+TEST(JsonWriter, FixedWritesTheGivenDecimals) {
+    JsonWriter w;
+    w.begin_array().fixed(0.08, 4).fixed(2.0 / 3.0, 2).fixed(1.0 / 0.0, 3).end_array();
+    EXPECT_EQ(w.str(), "[0.0800,0.67,null]");
+}
+
 }  // namespace
 }  // namespace spinlab::collect

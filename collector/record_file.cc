@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "clock_fit_json.h"
 #include "error.h"
 #include "json_writer.h"
 #include "report_format.h"
@@ -88,20 +89,10 @@ std::string record_snapshot_json(uint64_t seq, const Snapshot& s,
 std::string record_end_json(const std::string& reason, uint64_t snapshots, const ClockFit& fit) {
     JsonWriter w;
     w.begin_object().field("type", "end").field("reason", reason).field("snapshots", snapshots);
+    // clock.json's shape (clock_fit_json.h) after "ok"; without a fit, why not.
     w.key("clock_fit").begin_object().field("ok", fit.ok);
-    if (fit.ok) {
-        w.field("guest_ref", fit.guest_ref).field("host_ref", fit.host_ref)
-            .field("intercept", fit.intercept).field("slope", fit.slope)
-            .field("drift_ppm", fit.drift_ppm).field("drift_measured", fit.drift_measured)
-            .field("residual_rms", fit.residual_rms)
-            .field("method", fit.method).field("bound_max", fit.bound_max)
-            .field("bound_median", fit.bound_median).field("used", uint64_t(fit.used));
-        if (fit.drift_measured) w.field("drift_bound_ppm", fit.drift_bound_ppm);
-        else w.field("drift_note", fit.drift_note);
-        w.field("drift_coverage", fit.drift_coverage).field("noise_floor", fit.noise_floor);
-    } else {
-        w.field("error", fit.error);
-    }
+    if (fit.ok) write_clock_fit(w, fit);
+    else w.field("error", fit.error);
     w.end_object().end_object();
     return w.take();
 }

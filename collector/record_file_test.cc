@@ -39,7 +39,7 @@ TEST(RecordEnd, ADriftNotMeasuredHasNoBoundAndIsNotAnError) {
     // Why not, and how much of the run agreed: the reader sees the reason, not only a false.
     EXPECT_NE(j.find("\"drift_note\":\"the segments that agree on one rate cover 38% of the run\""), std::string::npos) << j;
     EXPECT_NE(j.find("\"drift_coverage\":0.38"), std::string::npos) << j;
-    EXPECT_NE(j.find("\"noise_floor\":7644"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"noise_floor_cycles\":7644"), std::string::npos) << j;
 }
 
 TEST(RecordEnd, NoFitGivesTheReason) {

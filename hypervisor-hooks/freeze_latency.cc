@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 namespace spinlab::load {
@@ -40,28 +39,29 @@ void FreezeLatency::add(const FreezeRecord& r) {
     resume_.push_back(ms(r.end_tsc, w.resumed));
 }
 
-namespace {
-void put(std::ostringstream& out, const char* name, const std::vector<double>& samples) {
-    Distribution d = distribution(samples);
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  ",\"%s\":{\"count\":%zu,\"min_ms\":%.4f,\"median_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f}",
-                  name, d.count, d.min_ms, d.median_ms, d.p99_ms, d.max_ms);
-    out << buf;
+void write_distribution(collect::JsonWriter& w, const Distribution& d, const std::string& unit, int decimals) {
+    w.begin_object().field("count", uint64_t(d.count));
+    w.key("min" + unit).fixed(d.min_ms, decimals);
+    w.key("median" + unit).fixed(d.median_ms, decimals);
+    w.key("p99" + unit).fixed(d.p99_ms, decimals);
+    w.key("max" + unit).fixed(d.max_ms, decimals);
+    w.end_object();
 }
-}  // namespace
 
 std::string FreezeLatency::json() const {
-    std::ostringstream out;
-    out << "{\"freezes\":" << freezes_ << ",\"effective_ok\":" << ok_
-        << ",\"off_cpu_at_request\":" << off_at_request_;
-    put(out, "request_late", request_late_);
-    put(out, "write", write_);
-    put(out, "stop", stop_);
-    put(out, "notify", notify_);
-    put(out, "resume", resume_);
-    out << "}";
-    return out.str();
+    collect::JsonWriter w;
+    w.begin_object()
+        .field("freezes", uint64_t(freezes_))
+        .field("effective_ok", uint64_t(ok_))
+        .field("off_cpu_at_request", uint64_t(off_at_request_));
+    const std::pair<const char*, const std::vector<double>*> all[] = {
+        {"request_late", &request_late_}, {"write", &write_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
+    for (const auto& [name, samples] : all) {
+        w.key(name);
+        write_distribution(w, distribution(*samples), "_ms", 4);
+    }
+    w.end_object();
+    return w.take();
 }
 
 std::string FreezeLatency::summary() const {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/json_writer.h"
 #include "freeze_record.h"
 
 namespace spinlab::load {
@@ -24,6 +25,10 @@ struct Distribution {
 };
 // Nearest-rank percentiles; all zero when empty.
 Distribution distribution(std::vector<double> samples_ms);
+// As the value of the current key: {"count":N,"min<unit>":..,"median<unit>":..,"p99<unit>":..,
+// "max<unit>":..}, each with `decimals` digits after the point. The one JSON shape of a
+// distribution (--latency-json: unit "_ms"; --vcpu-state-latency-json: unit "", in us).
+void write_distribution(collect::JsonWriter& w, const Distribution& d, const std::string& unit, int decimals);
 
 class FreezeLatency {
 public:

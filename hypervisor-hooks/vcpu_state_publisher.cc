@@ -41,22 +41,22 @@ std::vector<uint32_t> vcpu_indexes(const std::vector<ThreadTarget>& targets) {
 }
 
 std::string PublishStats::json(const std::string& region) const {
-    const Distribution d = distribution(latency_us);  // unit-agnostic: these are us
-    std::string escaped;
-    for (char ch : region) {
-        if (ch == '"' || ch == '\\') escaped += '\\';
-        if (static_cast<unsigned char>(ch) >= 0x20) escaped += ch;
-    }
-    char counts[512];
-    std::snprintf(counts, sizeof counts,
-                  "\"period_us\":%u,\"events\":%llu,\"published\":%llu,\"superseded\":%llu,\"unchanged\":%llu,"
-                  "\"not_attached\":%llu,\"late_polls\":%llu,\"lost_records\":%llu,"
-                  "\"latency_us\":{\"count\":%zu,\"min\":%.2f,\"median\":%.2f,\"p99\":%.2f,\"max\":%.2f}}",
-                  period_us, static_cast<unsigned long long>(events), static_cast<unsigned long long>(published),
-                  static_cast<unsigned long long>(superseded), static_cast<unsigned long long>(unchanged),
-                  static_cast<unsigned long long>(not_attached), static_cast<unsigned long long>(late_polls),
-                  static_cast<unsigned long long>(lost_records), d.count, d.min_ms, d.median_ms, d.p99_ms, d.max_ms);
-    return "{\"source\":\"" + source + "\",\"region\":\"" + escaped + "\"," + counts;
+    collect::JsonWriter w;
+    w.begin_object()
+        .field("source", source)
+        .field("region", region)
+        .field("period_us", period_us)
+        .field("events", events)
+        .field("published", published)
+        .field("superseded", superseded)
+        .field("unchanged", unchanged)
+        .field("not_attached", not_attached)
+        .field("late_polls", late_polls)
+        .field("lost_records", lost_records)
+        .key("latency_us");
+    write_distribution(w, distribution(latency_us), "", 2);  // unit-agnostic: these are us
+    w.end_object();
+    return w.take();
 }
 
 std::string PublishStats::summary() const {

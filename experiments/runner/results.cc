@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "clock_fit_json.h"
 #include "json_writer.h"
 #include "report_format.h"
 #include "trace/trace_text.h"
@@ -216,51 +217,12 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     JsonWriter j;
     j.begin_object();
     j.field("format", kResultsFormat);
-    j.field("method", fit.method);
-    j.field("offset_cycles", int64_t(std::llround(fit.offset_at_ref())));
-    // The host side's TSC rate (meta.json's host.tsc_hz): host times go on an axis at this rate.
-    if (fit.host_tsc_hz) j.field("host_tsc_hz", fit.host_tsc_hz);
-    j.field("drift_ppm", fit.drift_ppm);
-    // The drift is taken from step-free segments only; with fewer than two it is not measured
-    // (drift_ppm 0 is then the straight line's assumption, not a measurement).
-    j.field("drift_measured", fit.drift_measured);
-    if (fit.drift_measured) j.field("drift_bound_ppm", fit.drift_bound_ppm);
-    else j.field("drift_note", fit.drift_note);
-    j.field("drift_segments", uint64_t(fit.drift_segments));
-    j.field("drift_coverage", fit.drift_coverage);
-    // Added to every point's half width: error of the points that their brackets do not show.
-    j.field("noise_floor_cycles", fit.noise_floor);
-    j.field("ref_guest_tsc", fit.guest_ref);
-    j.field("offset_steps_cycles", fit.offset_steps);
-    j.field("bound_max_cycles", fit.bound_max);
-    j.field("bound_median_cycles", fit.bound_median);
-    j.field("samples", uint64_t(fit.used));
-    j.field("samples_taken", uint64_t(fit.total));
+    collect::write_clock_fit(j, fit);  // the one shape of a fit (the record file's end line too)
     // Attempts that saw no publication within their wait: not samples, so not in samples_taken.
     j.field("samples_missed", samples_missed);
-    j.key("rejected").begin_object();
-    j.field("unordered", uint64_t(fit.rejected_unordered));
-    j.field("wide", uint64_t(fit.rejected_wide));
-    j.field("late", uint64_t(fit.rejected_late));
-    j.end_object();
-    j.field("residual_cycles", fit.residual_rms);
-    j.field("max_bracket_cycles", fit.max_width);
-    j.field("bracket_limit_cycles", fit.max_bracket);
-    // The piecewise mapping itself: [guest_tsc, host - guest, half width] per kept sample (half
-    // the bracket plus noise_floor_cycles).
-    j.key("points").begin_array();
-    for (const collect::ClockPoint& p : fit.points) {
-        j.begin_array();
-        j.value(p.guest_tsc);
-        j.value(p.offset);
-        j.value(p.half_width);
-        j.end_array();
-    }
-    j.end_array();
     j.end_object();
     return j.take() + "\n";
 }
-
 
 std::string meta_json(const Meta& m) {
     JsonWriter j;

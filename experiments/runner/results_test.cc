@@ -4,6 +4,7 @@
 #include "results.h"
 #include "results_testing.h"
 #include "hypervisor-hooks/run_intervals.h"
+#include "record_file.h"
 
 #include <gtest/gtest.h>
 #include <spinlab/sysinfo.h>
@@ -145,6 +146,30 @@ TEST(Results, StatusAndClock) {
     EXPECT_DOUBLE_EQ(c.get<double>("drift_ppm"), 2.5);
     EXPECT_EQ(c.get<uint64_t>("ref_guest_tsc"), 1000u);
     EXPECT_EQ(c.get<int>("samples"), 8);
+}
+
+// One shape of a clock fit: the record file's end line carries, under "clock_fit", the members
+// clock.json has (clock_fit_json.h), so a reader of one reads the other; clock.json adds only
+// its format and samples_missed, the end line only "ok".
+TEST(Results, ClockJsonAndTheRecordEndLineShareTheFitShape) {
+    collect::ClockFit fit;
+    fit.ok = true;
+    fit.guest_ref = 1000;
+    fit.host_ref = 6000;
+    fit.drift_measured = true;
+    fit.drift_bound_ppm = 1.5;
+    fit.points = {{1000, 5000, 40.5}, {9000, 5003, 38}};
+    pt::ptree clock = parse_json(clock_json(fit, 3));
+    clock.erase("format");
+    clock.erase("samples_missed");
+    pt::ptree end = parse_json(collect::record_end_json("done", 2, fit)).get_child("clock_fit");
+    EXPECT_EQ(end.get<bool>("ok"), true);
+    end.erase("ok");
+    std::ostringstream a, b;
+    pt::write_json(a, clock);
+    pt::write_json(b, end);
+    EXPECT_EQ(a.str(), b.str());
+    EXPECT_EQ(end.get_child("points").size(), 2u);
 }
 
 TEST(Results, RunDirAndLatest) {
