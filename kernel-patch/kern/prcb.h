@@ -1,5 +1,6 @@
 // kern/prcb.h: the per-CPU processor control block (PRCB), reached through the GS base.
-// One struct, every field documented with who writes it and when (style.md: Zircon percpu).
+// One struct, every field documented with who writes it and when (as Zircon's percpu struct
+// is).
 #pragma once
 #include <stdint.h>
 
