@@ -1,4 +1,4 @@
-// collector/trace_recorder_benchmark.cc (target trace_recorder_benchmark): how fast the
+// collector/trace/trace_recorder_benchmark.cc (target trace_recorder_benchmark): how fast the
 // collector's TraceRecorder moves spinlock events from the shared region into a trace file on
 // disk, what host CPU that costs per event, and at which event rate a real-time session starts
 // to lose events. This is the path of `spinlab-collect trace record`, not a copy loop.
@@ -40,7 +40,7 @@
 #include "locktrace/spinlock_event.h"
 #include "locktrace/trace_session.h"
 #include "locktrace/writer.h"
-#include "trace/trace_recorder.h"
+#include "trace_recorder.h"
 
 namespace spinlab::collect {
 namespace {
