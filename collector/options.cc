@@ -291,13 +291,13 @@ void parse_common(Config& c, const po::variables_map& vm) {
 // `trace ACTION [FILE...]`: the action and its files.
 void parse_trace_action(Config& c, const std::vector<std::string>& args) {
     if (args.empty())
-        throw CollectError(kExitUsage, "trace needs an action: start, stop, status, record, dump, export or stacks");
+        throw CollectError(kExitUsage, "trace needs an action: start, stop, status, flush, record, dump, export or stacks");
     TraceOptions& t = c.trace;
     t.action = args[0];
-    if (t.action != "start" && t.action != "stop" && t.action != "status" &&
+    if (t.action != "start" && t.action != "stop" && t.action != "status" && t.action != "flush" &&
         t.action != "record" && t.action != "dump" && t.action != "export" && t.action != "stacks")
         throw CollectError(kExitUsage, "unknown trace action '" + t.action +
-                                           "': start, stop, status, record, dump, export or stacks");
+                                           "': start, stop, status, flush, record, dump, export or stacks");
     if (t.action == "stacks") {
         if (args.size() < 2) throw CollectError(kExitUsage, "trace stacks needs one or more FILEs");
         t.files.assign(args.begin() + 1, args.end());
