@@ -6,7 +6,7 @@
 //   BM_Drain: a producer thread writes spinlock events as fast as it can into a trace area in a
 //     real shared-memory file (/dev/shm, mapped MAP_SHARED), the real drain (take_buffer) takes
 //     buffers and this loop fwrites them to /dev/null: a memory-copy rate, not the collector's
-//     TraceRecorder writing a trace file (collector/trace_recorder_benchmark.cc measures that);
+//     TraceRecorder writing a trace file (collector/trace/trace_recorder_benchmark.cc measures that);
 //     events/s and MB/s delivered, and events lost. Arg: the producer's
 //     pause between events in ns (0: flat out) to find the rate at which loss starts.
 //
