@@ -30,12 +30,16 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from spinlab_report.names import LHP_CLASS as L  # noqa: E402  (the ABI's names, from the build)
+from spinlab_report.buckets import LONG_WAIT_CYCLES  # noqa: E402
+
 HZ = 2_445_232_300  # guest TSC Hz, as on the machine the template run came from
 HOST_OFFSET = 4_458_225_114_133  # host TSC = guest TSC + offset (+ drift)
 DRIFT_PPM = -1.36
 KERNEL_CLASSES = ["sched", "pmm", "heap", "proc_table", "address_space", "channel"]
 CLASS_IDS = {"user0": 16, **{c: i + 1 for i, c in enumerate(KERNEL_CLASSES)}}
-LONG_MIN = 1 << 20
+LONG_MIN = LONG_WAIT_CYCLES  # the long-wait threshold (spinlab_report.buckets)
 TRACE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "host", "bin",
                             "trace_script")
 
@@ -81,9 +85,9 @@ def long_waits(rng, n, vcpus, g0, span, offs, preempted_share):
 
 
 def guest_class(holder_off_share, waiter_off_share):
-    cls = np.full(holder_off_share.size, "neither", dtype=object)
+    cls = np.full(holder_off_share.size, L.kNeither, dtype=object)
     h, w = holder_off_share > 0, waiter_off_share > 0
-    cls[h & ~w], cls[~h & w], cls[h & w] = "holder-preempted", "waiter-preempted", "both"
+    cls[h & ~w], cls[~h & w], cls[h & w] = L.kHolderPreempted, L.kWaiterPreempted, L.kBoth
     return cls
 
 
@@ -157,7 +161,7 @@ def write_trace(path, vcpus, waiter, holder, start, wait, lhp_codes):
         fail(f"trace_script failed on {path}: {r.stderr.strip()}")
 
 
-LHP_CODE = {"neither": 0, "holder-preempted": 1, "waiter-preempted": 2, "both": 3, "unknown": 4}
+LHP_CODE = {name: value for value, name in enumerate(L.names)}  # LhpClass values
 
 
 def snapshot(rng, out, phase, rep, vcpus, g0, span, n_waits, offs, traces):
