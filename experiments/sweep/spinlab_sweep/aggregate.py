@@ -13,9 +13,9 @@ import os
 
 from . import layout
 from .cell import run_state
-from .report_lib import rep_figures
+from .report_lib import LONG_K, rep_figures
 
-THRESHOLD_K = 20  # waits of 2^20 cycles and more: the report's long-wait threshold
+THRESHOLD_K = LONG_K  # waits of 2^20 cycles and more: the report's long-wait row (buckets.LONG_K)
 
 
 def phase_figures(summary_phase: dict, rep_shares: list) -> dict:

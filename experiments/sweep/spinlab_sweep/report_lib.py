@@ -18,7 +18,7 @@ except ImportError:
 import configparser  # noqa: E402
 
 from spinlab_report.aggregate import rep_hists  # noqa: E402
-from spinlab_report.buckets import count_at_or_above  # noqa: E402
+from spinlab_report.buckets import LONG_K, count_at_or_above  # noqa: E402,F401
 from spinlab_report.confidence import log_ratio  # noqa: E402,F401
 from spinlab_report.contract import ContractError  # noqa: E402
 from spinlab_report.load import load_run  # noqa: E402
