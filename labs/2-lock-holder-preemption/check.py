@@ -30,6 +30,8 @@ import statistics
 
 from spinlab_labs import observe
 from spinlab_report import ground_truth
+from spinlab_report.buckets import LONG_WAIT_CYCLES
+from spinlab_report.lhp import HOLDER_OFF  # the ABI's holder-preempted and both
 from spinlab_labs.observe import LabInputError, Observation
 
 TITLE = "Lock-holder preemption"
@@ -39,7 +41,7 @@ GOAL = ("Make the host preempt a lock holder, first with a hog and then determin
 MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]
 
-LONG = 1 << 20
+LONG = LONG_WAIT_CYCLES  # 2^20 cycles: the report's long wait
 MIN_HOG_WAITS = 3
 # Of the long waits under host load the timeline attributes, the share behind a holder off its
 # host CPU. Under TCG: at least half. Under the nested KVM of the project's machines (no VMX,
@@ -52,7 +54,6 @@ MIN_MATCHING = 3          # ... and lies more than half inside the freezes of an
 MIN_CONTROL_RATIO = 2.0   # at least twice as many as inside the windows moved by half a period
 MIN_BLAME = 0.9
 MAX_BOUND_SHARE = 0.02
-HOLDER_OFF = ("holder-preempted", "both")
 
 
 def _freeze_phase(run) -> tuple:
