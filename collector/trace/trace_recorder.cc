@@ -5,6 +5,7 @@
 #include <spinlab/shm.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -180,9 +181,12 @@ bool TraceRecorder::drain() {
     Impl& m = *impl_;
     if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) return false;
     bool any = false;
+    // At most one round of a CPU's slots per call: against a producer as fast as the host, the
+    // caller (trace record) still gets to check its duration and Ctrl-C between calls.
+    const uint32_t per_call = std::max<uint32_t>(1, m.h.session.buffers_per_cpu);
     for (uint32_t k = 0; k < m.h.session.cpu_count; k++) {
         uint32_t len;
-        for (;;) {
+        for (uint32_t taken = 0; taken < per_call; taken++) {
             lt::DrainError e = lt::DrainError::kNone;
             const lt::TakeResult r =
                 lt::take_buffer(m.region.area(), m.h, k, &m.cursors[k], m.buf.data(), &len, &e);

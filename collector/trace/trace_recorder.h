@@ -40,8 +40,10 @@ public:
     TraceRecorder(const TraceRecorder&) = delete;
     TraceRecorder& operator=(const TraceRecorder&) = delete;
 
-    // Takes every published buffer of every CPU into the file; true when there was any. Does
-    // nothing in circular mode (the CPUs overwrite; finish() reads what is left).
+    // Takes the published buffers of every CPU into the file, at most buffers_per_cpu of each
+    // per call (so a caller can stop between calls however fast the guest publishes); true
+    // when there was any. Does nothing in circular mode (the CPUs overwrite; finish() reads
+    // what is left).
     bool drain();
     // After the session stopped (or the guest died): the last buffers, then the counters frame.
     void finish();

@@ -11,11 +11,15 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "locktrace/buffer_parser.h"
@@ -139,6 +143,32 @@ TEST(TraceRecorderLosses, ABufferTornWhileReadInPlaceIsRealTimeBuffersLost) {
     EXPECT_EQ(rec.totals().realtime_buffers_lost, 1u);
     EXPECT_EQ(rec.undelivered(), 1u);
     EXPECT_EQ(frames_of(file.string()).buffers, 3u);
+    std::filesystem::remove(file);
+}
+
+// `trace record` checks its duration and Ctrl-C between drain() calls: one call must return
+// even while the guest publishes as fast as the host writes (here faster: each frame fsync'd).
+// drain() used to take buffers until none was left, and never returned against such a guest.
+TEST(TraceRecorderDrain, ReturnsWhileTheGuestKeepsPublishing) {
+    MemRegion r(1, 8, TraceLoggerMode::kRealTime);
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / "spinlab-drain-bound.trace";
+    TraceRecorder rec(r.path(), file.string(), /*fsync_each=*/true);
+    std::atomic<bool> stop{false};
+    std::thread producer([&] {
+        while (!stop.load()) r.publish(0, 1, kEvents);
+    });
+    auto one_call = std::async(std::launch::async, [&] {
+        rec.drain();
+        return rec.buffers();
+    });
+    const bool returned = one_call.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    stop = true;
+    producer.join();
+    const uint64_t taken = one_call.get();
+    EXPECT_TRUE(returned) << "one drain() ran for 10 s while the guest kept publishing (" << taken
+                          << " buffers taken by the time the guest stopped)";
+    EXPECT_LE(taken, 8u);  // buffers_per_cpu of the one CPU
+    rec.finish();
     std::filesystem::remove(file);
 }
 
