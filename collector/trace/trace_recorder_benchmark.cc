@@ -173,8 +173,8 @@ void BM_RecordToFile(benchmark::State& state) {
         const auto t0 = std::chrono::steady_clock::now();
         const uint64_t cpu0 = thread_cpu_ns();
         std::thread producer([&] { cpu.run(kRecordFor, pause_ns, done); });
-        // The producer stops itself: drain() takes buffers until none is published, so against
-        // a producer faster than the recorder it returns only once the producer has stopped.
+        // The producer stops itself after kRecordFor; drain() returns after one round of slots,
+        // as in `trace record`'s loop.
         while (!done.load())
             if (!rec.drain()) std::this_thread::sleep_for(kRecordPoll);
         producer.join();
