@@ -4,25 +4,7 @@
 namespace spinlab::locktrace {
 
 const char* buffer_error_name(BufferError e) {
-    switch (e) {
-        case BufferError::kNone:
-            return "ok";
-        case BufferError::kTooShort:
-            return "shorter than a buffer header";
-        case BufferError::kBadBytesUsed:
-            return "bytes_used out of range";
-        case BufferError::kBadEventSize:
-            return "event size out of range";
-        case BufferError::kUnknownType:
-            return "unknown event type";
-        case BufferError::kSizeMismatch:
-            return "event size differs from its type's";
-        case BufferError::kBadCpu:
-            return "event of another CPU";
-        case BufferError::kCountMismatch:
-            return "event count differs from the header's";
-    }
-    return "invalid";
+    return enum_name(kBufferErrorNames, uint32_t(e));
 }
 
 BufferError parse_buffer(const void* data, size_t len, BufferView* out, uint32_t* where) {

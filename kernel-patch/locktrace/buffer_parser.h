@@ -4,22 +4,33 @@
 // [data, data + len) is read. Pure, freestanding.
 #pragma once
 
+#include <spinlab/enum_names.h>
 #include <spinlab/trace.h>
 #include <stddef.h>
 #include <stdint.h>
 
 namespace spinlab::locktrace {
 
-enum class BufferError : uint32_t {
-    kNone = 0,
-    kTooShort,       // shorter than a buffer header
-    kBadBytesUsed,   // bytes_used below the header or beyond the data
-    kBadEventSize,   // an event's size is below the header, not a multiple of 8, or overruns
-    kUnknownType,    // an event type this build does not know
-    kSizeMismatch,   // an event's size differs from its type's fixed payload
-    kBadCpu,         // an event says another CPU than its buffer
-    kCountMismatch,  // event_count differs from the events found
-};
+// One row per error: X(enumerator, value, phrase for messages).
+#define SPINLAB_BUFFER_ERRORS(X)                                                                   \
+    X(kNone, 0, "ok")                                                                              \
+    /* shorter than a buffer header */                                                             \
+    X(kTooShort, 1, "shorter than a buffer header")                                                \
+    /* bytes_used below the header or beyond the data */                                           \
+    X(kBadBytesUsed, 2, "bytes_used out of range")                                                 \
+    /* an event's size is below the header, not a multiple of 8, or overruns */                    \
+    X(kBadEventSize, 3, "event size out of range")                                                 \
+    /* an event type this build does not know */                                                   \
+    X(kUnknownType, 4, "unknown event type")                                                       \
+    /* an event's size differs from its type's fixed payload */                                    \
+    X(kSizeMismatch, 5, "event size differs from its type's")                                      \
+    /* an event says another CPU than its buffer */                                                \
+    X(kBadCpu, 6, "event of another CPU")                                                          \
+    /* event_count differs from the events found */                                                \
+    X(kCountMismatch, 7, "event count differs from the header's")
+enum class BufferError : uint32_t { SPINLAB_BUFFER_ERRORS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kBufferErrorNames[] = {SPINLAB_BUFFER_ERRORS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kBufferErrorNames), "BufferError: values 0, 1, ... in row order");
 
 const char* buffer_error_name(BufferError e);
 

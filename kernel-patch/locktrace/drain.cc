@@ -41,25 +41,7 @@ uint64_t load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); 
 }  // namespace
 
 const char* drain_error_name(DrainError e) {
-    switch (e) {
-        case DrainError::kNone:
-            return "ok";
-        case DrainError::kBadCpu:
-            return "no such CPU in the session";
-        case DrainError::kProducedBackwards:
-            return "produced went backwards";
-        case DrainError::kProducedAhead:
-            return "produced is more than buffers_per_cpu ahead of consumed";
-        case DrainError::kConsumedAhead:
-            return "consumed is above produced";
-        case DrainError::kOverwrittenBackwards:
-            return "overwritten went backwards";
-        case DrainError::kOverwrittenAhead:
-            return "overwritten is above produced";
-        case DrainError::kSlotOutOfRange:
-            return "a slot-table entry is not below buffers_per_cpu";
-    }
-    return "invalid";
+    return enum_name(kDrainErrorNames, uint32_t(e));
 }
 
 DrainError cursor_init(const void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c) {

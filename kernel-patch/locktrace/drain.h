@@ -12,22 +12,33 @@
 // and nothing beyond h.session.buffer_size bytes is copied into dst.
 #pragma once
 
+#include <spinlab/enum_names.h>
 #include <spinlab/trace.h>
 #include <stdint.h>
 
 namespace spinlab::locktrace {
 
 // What a guest did that the protocol forbids (all but kNone are a corrupt region).
-enum class DrainError : uint32_t {
-    kNone = 0,
-    kBadCpu,                // a CPU number at or above the session's cpu_count (caller's bug)
-    kProducedBackwards,     // produced below a value accepted before
-    kProducedAhead,         // produced more than buffers_per_cpu past what the host took
-    kConsumedAhead,         // (at attach) the area's consumed above its produced
-    kOverwrittenBackwards,  // overwritten below a value accepted before
-    kOverwrittenAhead,      // overwritten above produced
-    kSlotOutOfRange,        // a slot-table entry of a queued buffer is not below buffers_per_cpu
-};
+// One row per error: X(enumerator, value, phrase: the field and what is wrong with it).
+#define SPINLAB_DRAIN_ERRORS(X)                                                                    \
+    X(kNone, 0, "ok")                                                                              \
+    /* a CPU number at or above the session's cpu_count (caller's bug) */                          \
+    X(kBadCpu, 1, "no such CPU in the session")                                                    \
+    /* produced below a value accepted before */                                                   \
+    X(kProducedBackwards, 2, "produced went backwards")                                            \
+    /* produced more than buffers_per_cpu past what the host took */                               \
+    X(kProducedAhead, 3, "produced is more than buffers_per_cpu ahead of consumed")                \
+    /* (at attach) the area's consumed above its produced */                                       \
+    X(kConsumedAhead, 4, "consumed is above produced")                                             \
+    /* overwritten below a value accepted before */                                                \
+    X(kOverwrittenBackwards, 5, "overwritten went backwards")                                      \
+    /* overwritten above produced */                                                               \
+    X(kOverwrittenAhead, 6, "overwritten is above produced")                                       \
+    /* a slot-table entry of a queued buffer is not below buffers_per_cpu */                       \
+    X(kSlotOutOfRange, 7, "a slot-table entry is not below buffers_per_cpu")
+enum class DrainError : uint32_t { SPINLAB_DRAIN_ERRORS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kDrainErrorNames[] = {SPINLAB_DRAIN_ERRORS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kDrainErrorNames), "DrainError: values 0, 1, ... in row order");
 
 // The field and what is wrong with it, as a phrase ("produced went backwards").
 const char* drain_error_name(DrainError e);

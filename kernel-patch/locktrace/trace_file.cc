@@ -23,25 +23,7 @@ TraceFrameHeader make_frame_header(TraceFrameKind kind, const void* payload, uin
 }
 
 const char* file_error_name(FileError e) {
-    switch (e) {
-        case FileError::kNone:
-            return "ok";
-        case FileError::kEnd:
-            return "end of file";
-        case FileError::kTooShort:
-            return "shorter than a trace file header";
-        case FileError::kBadMagic:
-            return "not a spinlab trace file";
-        case FileError::kBadVersion:
-            return "trace file of another ABI version";
-        case FileError::kTruncated:
-            return "last frame cut short";
-        case FileError::kBadFrame:
-            return "bad frame header";
-        case FileError::kBadCrc:
-            return "frame checksum mismatch";
-    }
-    return "invalid";
+    return enum_name(kFileErrorNames, uint32_t(e));
 }
 
 FileError parse_file_header(const void* data, size_t len, TraceFileHeader* out) {

@@ -4,6 +4,7 @@
 // yields every whole frame before the damage and says where it stopped.
 #pragma once
 
+#include <spinlab/enum_names.h>
 #include <spinlab/trace.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,16 +15,26 @@ TraceFileHeader make_file_header(const TraceSessionInformation& session, uint32_
                                  uint64_t tsc_hz);
 TraceFrameHeader make_frame_header(TraceFrameKind kind, const void* payload, uint32_t length);
 
-enum class FileError : uint32_t {
-    kNone = 0,
-    kEnd,          // no more frames: the file ends exactly after the last one
-    kTooShort,     // shorter than a file header
-    kBadMagic,     // not a spinlab trace file
-    kBadVersion,   // another trace ABI version
-    kTruncated,    // the last frame is cut short (a crash while writing): ignore the rest
-    kBadFrame,     // bad frame magic or kind, or a payload over kTraceMaxFramePayload
-    kBadCrc,       // payload damaged
-};
+// One row per error: X(enumerator, value, phrase for messages).
+#define SPINLAB_FILE_ERRORS(X)                                                                     \
+    X(kNone, 0, "ok")                                                                              \
+    /* no more frames: the file ends exactly after the last one */                                 \
+    X(kEnd, 1, "end of file")                                                                      \
+    /* shorter than a file header */                                                               \
+    X(kTooShort, 2, "shorter than a trace file header")                                            \
+    /* not a spinlab trace file */                                                                 \
+    X(kBadMagic, 3, "not a spinlab trace file")                                                    \
+    /* another trace ABI version */                                                                \
+    X(kBadVersion, 4, "trace file of another ABI version")                                         \
+    /* the last frame is cut short (a crash while writing): ignore the rest */                     \
+    X(kTruncated, 5, "last frame cut short")                                                       \
+    /* bad frame magic or kind, or a payload over kTraceMaxFramePayload */                         \
+    X(kBadFrame, 6, "bad frame header")                                                            \
+    /* payload damaged */                                                                          \
+    X(kBadCrc, 7, "frame checksum mismatch")
+enum class FileError : uint32_t { SPINLAB_FILE_ERRORS(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kFileErrorNames[] = {SPINLAB_FILE_ERRORS(SPINLAB_ENUM_NAME)};
+static_assert(enum_names_dense(kFileErrorNames), "FileError: values 0, 1, ... in row order");
 const char* file_error_name(FileError e);
 
 inline constexpr uint32_t kTraceMaxFramePayload = kTraceMaxBufferSize + 4096;

@@ -131,5 +131,21 @@ TEST(TraceFile, RefusesDamage) {
     EXPECT_EQ(next_frame(g.data(), g.size(), &off, &fr), FileError::kBadFrame);
 }
 
+// The error and event-type names come from one table each (X-macro rows): every value has its
+// own phrase, and a value outside the table says so instead of reading past it.
+TEST(NameTables, EveryValueHasItsOwnNameAndAnUnknownOneIsSaid) {
+    EXPECT_STREQ(file_error_name(FileError::kBadCrc), "frame checksum mismatch");
+    EXPECT_STREQ(file_error_name(FileError(99)), "invalid");
+    EXPECT_STREQ(buffer_error_name(BufferError::kCountMismatch), "event count differs from the header's");
+    EXPECT_STREQ(buffer_error_name(BufferError(99)), "invalid");
+    EXPECT_STREQ(trace_event_type_name(uint16_t(TraceEventType::kSpinlock)), "spinlock");
+    EXPECT_STREQ(trace_event_type_name(uint16_t(TraceEventType::kStackCacheCounters)), "stack-counters");
+    EXPECT_STREQ(trace_event_type_name(0), "unknown");
+    EXPECT_STREQ(trace_event_type_name(kTraceEventTypeMax + 1), "unknown");
+    for (uint16_t a = 1; a <= kTraceEventTypeMax; a++)
+        for (uint16_t b = a + 1; b <= kTraceEventTypeMax; b++)
+            EXPECT_STRNE(trace_event_type_name(a), trace_event_type_name(b)) << a << " " << b;
+}
+
 }  // namespace
 }  // namespace spinlab::locktrace

@@ -46,6 +46,15 @@ constexpr const char* enum_name(const EnumName (&t)[N], uint32_t v) {
     return v < N ? t[v].name : "invalid";
 }
 
+// The name of value v in a table whose values are not 0, 1, ... (status codes, event types):
+// a search; `otherwise` for a value the table does not have.
+template <size_t N>
+constexpr const char* enum_find_name(const EnumName (&t)[N], uint32_t v, const char* otherwise) {
+    for (const EnumName& e : t)
+        if (e.value == v) return e.name;
+    return otherwise;
+}
+
 // Every name joined by sep ("tas|ticket|mcs"), as a NUL-terminated array built at compile time:
 //   constexpr auto kLockChoices = join_names<joined_size(kLockAlgorithmNames)>(kLockAlgorithmNames, '|');
 template <size_t Size>

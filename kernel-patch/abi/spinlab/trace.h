@@ -328,31 +328,55 @@ inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buff
 
 // --- events ---------------------------------------------------------------------------------
 
-enum class TraceEventType : uint16_t {
-    kSpinlock = 1,         // TraceSpinlockEvent (PERFINFO_LOG_TYPE_SPINLOCK)
-    kContextSwitch = 2,    // TraceContextSwitchEvent
-    kReadyThread = 3,      // TraceReadyThreadEvent
-    kSyscallEnter = 4,     // TraceSyscallEnterEvent
-    kSyscallExit = 5,      // TraceSyscallExitEvent
-    kProfile = 6,          // TraceProfileEvent
-    kProcessStart = 7,     // TraceProcessEvent
-    kProcessEnd = 8,       // TraceProcessEvent
-    kProcessRundown = 9,   // TraceProcessEvent: already running when the session started
-    kThreadStart = 10,     // TraceThreadEvent
-    kThreadEnd = 11,       // TraceThreadEvent
-    kThreadRundown = 12,   // TraceThreadEvent
-    kMemoryMap = 13,       // TraceMemoryEvent
-    kMemoryUnmap = 14,     // TraceMemoryEvent
-    kSystemConfig = 15,    // TraceSystemConfigEvent: at session end
-    // Call stacks (TraceStackEvent + nframes frames; see "call stacks" below).
-    kStackDefinition = 16, // first use of a cached stack on this CPU: its key and frames
-    kStackReference = 17,  // the stack of the event just before it, by key (no frames)
-    kStackDelete = 18,     // a cached stack evicted: key and frames; the key is never used again
-    kStackRundown = 19,    // a stack still cached when the session stopped: key and frames
-    kStackWalk = 20,       // the stack of the event just before it, frames inline (not cached)
-    kStackCacheCounters = 21,  // TraceStackCountersEvent: this CPU's cache at session stop
-};
+// One row per event type: X(enumerator, value, name), values 1, 2, ...; above each row, its payload.
+#define SPINLAB_TRACE_EVENT_TYPES(X)                                                               \
+    /* TraceSpinlockEvent (PERFINFO_LOG_TYPE_SPINLOCK) */                                          \
+    X(kSpinlock, 1, "spinlock")                                                                    \
+    /* TraceContextSwitchEvent */                                                                  \
+    X(kContextSwitch, 2, "cswitch")                                                                \
+    /* TraceReadyThreadEvent */                                                                    \
+    X(kReadyThread, 3, "ready")                                                                    \
+    /* TraceSyscallEnterEvent */                                                                   \
+    X(kSyscallEnter, 4, "syscall-enter")                                                           \
+    /* TraceSyscallExitEvent */                                                                    \
+    X(kSyscallExit, 5, "syscall-exit")                                                             \
+    /* TraceProfileEvent */                                                                        \
+    X(kProfile, 6, "profile")                                                                      \
+    /* TraceProcessEvent */                                                                        \
+    X(kProcessStart, 7, "process-start")                                                           \
+    /* TraceProcessEvent */                                                                        \
+    X(kProcessEnd, 8, "process-end")                                                               \
+    /* TraceProcessEvent: already running when the session started */                              \
+    X(kProcessRundown, 9, "process-rundown")                                                       \
+    /* TraceThreadEvent */                                                                         \
+    X(kThreadStart, 10, "thread-start")                                                            \
+    /* TraceThreadEvent */                                                                         \
+    X(kThreadEnd, 11, "thread-end")                                                                \
+    /* TraceThreadEvent */                                                                         \
+    X(kThreadRundown, 12, "thread-rundown")                                                        \
+    /* TraceMemoryEvent */                                                                         \
+    X(kMemoryMap, 13, "mem-map")                                                                   \
+    /* TraceMemoryEvent */                                                                         \
+    X(kMemoryUnmap, 14, "mem-unmap")                                                               \
+    /* TraceSystemConfigEvent: at session end */                                                   \
+    X(kSystemConfig, 15, "sysconfig")                                                              \
+    /* Call stacks: TraceStackEvent + nframes frames (see "call stacks" below). */                 \
+    /* first use of a cached stack on this CPU: its key and frames */                              \
+    X(kStackDefinition, 16, "stack-def")                                                           \
+    /* the stack of the event just before it, by key (no frames) */                                \
+    X(kStackReference, 17, "stack-ref")                                                            \
+    /* a cached stack evicted: key and frames; the key is never used again */                      \
+    X(kStackDelete, 18, "stack-delete")                                                            \
+    /* a stack still cached when the session stopped: key and frames */                            \
+    X(kStackRundown, 19, "stack-rundown")                                                          \
+    /* the stack of the event just before it, frames inline (not cached) */                        \
+    X(kStackWalk, 20, "stack-walk")                                                                \
+    /* TraceStackCountersEvent: this CPU's cache at session stop */                                \
+    X(kStackCacheCounters, 21, "stack-counters")
+enum class TraceEventType : uint16_t { SPINLAB_TRACE_EVENT_TYPES(SPINLAB_ENUMERATOR) };
+inline constexpr EnumName kTraceEventTypeNames[] = {SPINLAB_TRACE_EVENT_TYPES(SPINLAB_ENUM_NAME)};
 inline constexpr uint16_t kTraceEventTypeMax = 21;
+static_assert(enum_count(kTraceEventTypeNames) == kTraceEventTypeMax, "event types are 1..kTraceEventTypeMax");
 
 // Every event starts with this header; the payload of its type follows. size is a multiple of 8.
 struct TraceEventHeader {
@@ -620,52 +644,9 @@ constexpr uint32_t trace_event_size(uint16_t type) {
     return 0;
 }
 
+// The event type's short name ("spinlock", "cswitch"); "unknown" for a type this build lacks.
 constexpr const char* trace_event_type_name(uint16_t type) {
-    switch (static_cast<TraceEventType>(type)) {
-        case TraceEventType::kSpinlock:
-            return "spinlock";
-        case TraceEventType::kContextSwitch:
-            return "cswitch";
-        case TraceEventType::kReadyThread:
-            return "ready";
-        case TraceEventType::kSyscallEnter:
-            return "syscall-enter";
-        case TraceEventType::kSyscallExit:
-            return "syscall-exit";
-        case TraceEventType::kProfile:
-            return "profile";
-        case TraceEventType::kProcessStart:
-            return "process-start";
-        case TraceEventType::kProcessEnd:
-            return "process-end";
-        case TraceEventType::kProcessRundown:
-            return "process-rundown";
-        case TraceEventType::kThreadStart:
-            return "thread-start";
-        case TraceEventType::kThreadEnd:
-            return "thread-end";
-        case TraceEventType::kThreadRundown:
-            return "thread-rundown";
-        case TraceEventType::kMemoryMap:
-            return "mem-map";
-        case TraceEventType::kMemoryUnmap:
-            return "mem-unmap";
-        case TraceEventType::kSystemConfig:
-            return "sysconfig";
-        case TraceEventType::kStackDefinition:
-            return "stack-def";
-        case TraceEventType::kStackReference:
-            return "stack-ref";
-        case TraceEventType::kStackDelete:
-            return "stack-delete";
-        case TraceEventType::kStackRundown:
-            return "stack-rundown";
-        case TraceEventType::kStackWalk:
-            return "stack-walk";
-        case TraceEventType::kStackCacheCounters:
-            return "stack-counters";
-    }
-    return "unknown";
+    return enum_find_name(kTraceEventTypeNames, type, "unknown");
 }
 
 // --- the trace file (written by spinlab-collect, read by `trace dump` and the decoders) ---------
