@@ -14,6 +14,7 @@ import pytest
 
 from spinlab_report import dense, fig_holder_off, load, progress, trace_replay
 from spinlab_report.contract import OFF_STATES, UNKNOWN_STATE
+from spinlab_report.names import LHP_CLASS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATOR = os.path.join(HERE, "..", "bench", "make_synthetic_run.py")
@@ -253,7 +254,7 @@ def random_waits(rng, n, vcpus, span):
         h0, h1 = (int(x) if x < vcpus else None for x in rng.integers(0, vcpus + 1, 2))
         w = {"cpu": int(rng.integers(0, vcpus)), "class": str(rng.choice(["user0", "sched"])), "start_tsc": start,
              "wait_cycles": wait, "holder_cpu": h0, "holder_end_cpu": h1 if rng.random() < 0.3 else h0,
-             "lhp_class": str(rng.choice(["holder-preempted", "waiter-preempted", "both", "neither", "unknown"])),
+             "lhp_class": str(rng.choice(list(LHP_CLASS.names))),
              "holds": None, "holder_steal_ns": None, "waiter_steal_ns": None}
         if rng.random() < 0.3:
             k = int(rng.integers(1, 4))
