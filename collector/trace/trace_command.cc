@@ -13,6 +13,7 @@
 #include <spinlab/trace.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -262,6 +263,39 @@ RecordEnd record_loop(Session& s, const Config& c, TraceRecorder& rec, std::ostr
     }
 }
 
+// The stop of a session record started, with the buffers drained meanwhile: in blocking mode a
+// CPU may be waiting for a buffer with preemption off (a kernel lock's event at its release),
+// and on a one-vCPU guest that CPU is the one the channel's thread needs to answer the stop.
+// A region the drain finds corrupt ends the recording as in record_loop (end.error).
+void stop_while_draining(Session& s, TraceRecorder& rec, std::ostream& out, std::ostream& err, RecordEnd& end) {
+    std::atomic<bool> answered{false};
+    std::optional<CollectError> drain_error;
+    std::thread drainer([&] {
+        try {
+            while (!answered.load()) {
+                const bool took = end.error.empty() && rec.drain();
+                if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        } catch (const CollectError& e) {
+            drain_error = e;
+        }
+    });
+    try {
+        stop(s, out, err, true);
+    } catch (...) {
+        answered = true;
+        drainer.join();
+        throw;
+    }
+    answered = true;
+    drainer.join();
+    if (drain_error) {
+        if (drain_error->exit_code() != kExitCorrupt && drain_error->exit_code() != kExitFailure) throw *drain_error;
+        end.error = drain_error->what();
+        end.code = drain_error->exit_code();
+    }
+}
+
 int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
     if (!s.has_region()) throw CollectError(kExitUsage, "trace record needs the shared region: --vm or --shm");
     bool started = false;
@@ -296,7 +330,7 @@ int record(Session& s, const Config& c, std::ostream& out, std::ostream& err) {
     if (started && !end.gone) {
         // The guest flushes every CPU's last buffer and writes the configuration event.
         try {
-            stop(s, out, err, true);
+            stop_while_draining(s, rec, out, err, end);
         } catch (const CollectError& e) {
             err << "spinlab-collect: " << e.what() << "\n";
             end.gone = true;
