@@ -57,7 +57,7 @@ deps:
 kernel: deps
 	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT) $(KJOBS)
 
-# everything CMake builds: tools, tests, benchmarks, man pages
+# everything CMake builds but the benchmarks (`make bench` adds them): tools, tests, man pages
 host: deps
 	@$(CONFIGURE)
 	@cmake --build $(BUILD)/host -j$(JOBS)
@@ -84,6 +84,7 @@ iso: kernel
 	@vm-images/make-iso.sh $(KERNEL) $(BUILD)/spinlab.iso --initrd $(INITRD) $(APPEND)
 
 bench: build
+	@cmake --build $(BUILD)/host -j$(JOBS) --target spinlab-benchmarks -- --no-print-directory
 	@scripts/bench.sh
 
 fuzz: deps
