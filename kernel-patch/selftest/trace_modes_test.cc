@@ -23,6 +23,7 @@
 #include "../locktrace/drain.h"
 #include "../locktrace/trace_session.h"
 #include "../sysinfo/memory_buffer.h"
+#include "trace_calls.h"
 
 namespace {
 
@@ -37,23 +38,8 @@ constexpr uint64_t kMark = 3000000;  // system call numbers of the test's own ev
 constexpr uint32_t kEventSize = sizeof(spinlab::TraceSyscallEnterEvent);       // 56 bytes
 constexpr uint32_t kPerBuffer = (4096 - sizeof(spinlab::TraceBufferHeader)) / kEventSize;  // 72
 
-Status trace_set(TraceSessionInformation& s) {
-    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
-    uint32_t r;
-    return Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
-                              si::memory_buffer(st), true, &r));
-}
-
-TraceSessionInformation trace_query() {
-    TraceSessionInformation s{};
-    s.event_trace_information_class = spinlab::kSpinlabTraceSession;
-    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
-    uint32_t r;
-    const Status q = Status(sysinfo_query(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
-                                          si::memory_buffer(st), &r));
-    if (q != Status::kSuccess) selftest_fail(__FILE__, __LINE__, "query: %s", spinlab::status_name(q));
-    return s;
-}
+using selftest_trace::trace_query;
+using selftest_trace::trace_set;
 
 // A session of the syscall group only, 4 KiB buffers, no FlushTimer.
 void start(TraceLoggerMode mode, uint32_t min_buffers, uint32_t max_buffers) {

@@ -26,6 +26,7 @@
 #include "../locktrace/trace_session.h"
 #include "../locktrace/stack_settings.h"
 #include "../sysinfo/memory_buffer.h"
+#include "trace_calls.h"
 
 namespace {
 
@@ -39,23 +40,8 @@ constexpr auto kLevel = spinlab::lockstat::kBuildLevel;
 constexpr uint32_t kClass = kLockClassLockstatTest;
 Spinlock lock_t = SPINLOCK_INIT("lockstat_test");
 
-Status trace_set(TraceSessionInformation& s, bool privileged = true) {
-    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
-    uint32_t r;
-    return Status(sysinfo_set(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
-                              si::memory_buffer(st), privileged, &r));
-}
-
-TraceSessionInformation trace_query() {
-    TraceSessionInformation s{};
-    s.event_trace_information_class = spinlab::kSpinlabTraceSession;
-    si::MemoryBufferState st{reinterpret_cast<uint8_t*>(&s), sizeof s};
-    uint32_t r;
-    const Status q = Status(sysinfo_query(uint32_t(InfoClass::kSystemPerformanceTraceInformation),
-                                          si::memory_buffer(st), &r));
-    if (q != Status::kSuccess) selftest_fail(__FILE__, __LINE__, "query: %s", spinlab::status_name(q));
-    return s;
-}
+using selftest_trace::trace_query;
+using selftest_trace::trace_set;
 
 TraceSessionInformation params(uint32_t flags, spinlab::TraceLoggerMode mode) {
     TraceSessionInformation s = lt::default_session_params();
