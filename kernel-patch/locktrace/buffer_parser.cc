@@ -3,10 +3,6 @@
 
 namespace spinlab::locktrace {
 
-const char* buffer_error_name(BufferError e) {
-    return enum_name(kBufferErrorNames, uint32_t(e));
-}
-
 BufferError parse_buffer(const void* data, size_t len, BufferView* out, uint32_t* where) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
     auto fail = [&](BufferError e, uint32_t at) {

@@ -14,25 +14,17 @@ namespace spinlab::locktrace {
 // One row per error: X(enumerator, value, phrase for messages).
 #define SPINLAB_BUFFER_ERRORS(X)                                                                   \
     X(kNone, 0, "ok")                                                                              \
-    /* shorter than a buffer header */                                                             \
     X(kTooShort, 1, "shorter than a buffer header")                                                \
-    /* bytes_used below the header or beyond the data */                                           \
-    X(kBadBytesUsed, 2, "bytes_used out of range")                                                 \
+    X(kBadBytesUsed, 2, "bytes_used out of range")  /* below the header or beyond the data */      \
     /* an event's size is below the header, not a multiple of 8, or overruns */                    \
     X(kBadEventSize, 3, "event size out of range")                                                 \
-    /* an event type this build does not know */                                                   \
-    X(kUnknownType, 4, "unknown event type")                                                       \
-    /* an event's size differs from its type's fixed payload */                                    \
+    X(kUnknownType, 4, "unknown event type")  /* a type this build does not know */                \
+    /* each type has one payload size */                                                           \
     X(kSizeMismatch, 5, "event size differs from its type's")                                      \
-    /* an event says another CPU than its buffer */                                                \
-    X(kBadCpu, 6, "event of another CPU")                                                          \
-    /* event_count differs from the events found */                                                \
+    X(kBadCpu, 6, "event of another CPU")  /* the event says another CPU than its buffer */        \
     X(kCountMismatch, 7, "event count differs from the header's")
-enum class BufferError : uint32_t { SPINLAB_BUFFER_ERRORS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kBufferErrorNames[] = {SPINLAB_BUFFER_ERRORS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kBufferErrorNames), "BufferError: values 0, 1, ... in row order");
-
-const char* buffer_error_name(BufferError e);
+SPINLAB_DENSE_ENUM(BufferError, uint32_t, SPINLAB_BUFFER_ERRORS, kBufferErrorNames,
+                   buffer_error_name);
 
 // The header of a checked buffer and where its events are.
 struct BufferView {

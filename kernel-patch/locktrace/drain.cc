@@ -40,10 +40,6 @@ uint64_t load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); 
 
 }  // namespace
 
-const char* drain_error_name(DrainError e) {
-    return enum_name(kDrainErrorNames, uint32_t(e));
-}
-
 DrainError cursor_init(const void* area, const TraceAreaHeader& h, uint32_t cpu, DrainCursor* c) {
     if (cpu >= h.session.cpu_count) return DrainError::kBadCpu;
     const TraceCpuControl* k = control_of(area, h, cpu);

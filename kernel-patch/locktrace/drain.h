@@ -19,29 +19,18 @@
 namespace spinlab::locktrace {
 
 // What a guest did that the protocol forbids (all but kNone are a corrupt region).
-// One row per error: X(enumerator, value, phrase: the field and what is wrong with it).
+// One row per error: X(enumerator, value, phrase: the field and what is wrong with it);
+// drain_error_name() gives the phrase ("produced went backwards").
 #define SPINLAB_DRAIN_ERRORS(X)                                                                    \
     X(kNone, 0, "ok")                                                                              \
-    /* a CPU number at or above the session's cpu_count (caller's bug) */                          \
-    X(kBadCpu, 1, "no such CPU in the session")                                                    \
-    /* produced below a value accepted before */                                                   \
-    X(kProducedBackwards, 2, "produced went backwards")                                            \
-    /* produced more than buffers_per_cpu past what the host took */                               \
+    X(kBadCpu, 1, "no such CPU in the session")  /* at or above cpu_count: the caller's bug */     \
+    X(kProducedBackwards, 2, "produced went backwards")  /* below a value accepted before */       \
     X(kProducedAhead, 3, "produced is more than buffers_per_cpu ahead of consumed")                \
-    /* (at attach) the area's consumed above its produced */                                       \
-    X(kConsumedAhead, 4, "consumed is above produced")                                             \
-    /* overwritten below a value accepted before */                                                \
-    X(kOverwrittenBackwards, 5, "overwritten went backwards")                                      \
-    /* overwritten above produced */                                                               \
+    X(kConsumedAhead, 4, "consumed is above produced")  /* at attach */                            \
+    X(kOverwrittenBackwards, 5, "overwritten went backwards")  /* below a value accepted before */ \
     X(kOverwrittenAhead, 6, "overwritten is above produced")                                       \
-    /* a slot-table entry of a queued buffer is not below buffers_per_cpu */                       \
     X(kSlotOutOfRange, 7, "a slot-table entry is not below buffers_per_cpu")
-enum class DrainError : uint32_t { SPINLAB_DRAIN_ERRORS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kDrainErrorNames[] = {SPINLAB_DRAIN_ERRORS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kDrainErrorNames), "DrainError: values 0, 1, ... in row order");
-
-// The field and what is wrong with it, as a phrase ("produced went backwards").
-const char* drain_error_name(DrainError e);
+SPINLAB_DENSE_ENUM(DrainError, uint32_t, SPINLAB_DRAIN_ERRORS, kDrainErrorNames, drain_error_name);
 
 // The host's own state of one CPU's queue. consumed is the host's count of buffers taken (the
 // area's `consumed` is only the copy the CPU reads); produced and overwritten are the last values

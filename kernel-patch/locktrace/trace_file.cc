@@ -22,10 +22,6 @@ TraceFrameHeader make_frame_header(TraceFrameKind kind, const void* payload, uin
     return {kTraceFrameMagic, static_cast<uint32_t>(kind), length, crc32c(payload, length)};
 }
 
-const char* file_error_name(FileError e) {
-    return enum_name(kFileErrorNames, uint32_t(e));
-}
-
 FileError parse_file_header(const void* data, size_t len, TraceFileHeader* out) {
     if (len < sizeof(TraceFileHeader)) return FileError::kTooShort;
     __builtin_memcpy(out, data, sizeof *out);

@@ -18,24 +18,15 @@ TraceFrameHeader make_frame_header(TraceFrameKind kind, const void* payload, uin
 // One row per error: X(enumerator, value, phrase for messages).
 #define SPINLAB_FILE_ERRORS(X)                                                                     \
     X(kNone, 0, "ok")                                                                              \
-    /* no more frames: the file ends exactly after the last one */                                 \
-    X(kEnd, 1, "end of file")                                                                      \
-    /* shorter than a file header */                                                               \
+    X(kEnd, 1, "end of file")  /* no more frames: the file ends exactly after the last one */      \
     X(kTooShort, 2, "shorter than a trace file header")                                            \
-    /* not a spinlab trace file */                                                                 \
     X(kBadMagic, 3, "not a spinlab trace file")                                                    \
-    /* another trace ABI version */                                                                \
     X(kBadVersion, 4, "trace file of another ABI version")                                         \
-    /* the last frame is cut short (a crash while writing): ignore the rest */                     \
-    X(kTruncated, 5, "last frame cut short")                                                       \
+    X(kTruncated, 5, "last frame cut short")  /* a crash while writing: ignore the rest */         \
     /* bad frame magic or kind, or a payload over kTraceMaxFramePayload */                         \
     X(kBadFrame, 6, "bad frame header")                                                            \
-    /* payload damaged */                                                                          \
-    X(kBadCrc, 7, "frame checksum mismatch")
-enum class FileError : uint32_t { SPINLAB_FILE_ERRORS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kFileErrorNames[] = {SPINLAB_FILE_ERRORS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kFileErrorNames), "FileError: values 0, 1, ... in row order");
-const char* file_error_name(FileError e);
+    X(kBadCrc, 7, "frame checksum mismatch")  /* payload damaged */
+SPINLAB_DENSE_ENUM(FileError, uint32_t, SPINLAB_FILE_ERRORS, kFileErrorNames, file_error_name);
 
 inline constexpr uint32_t kTraceMaxFramePayload = kTraceMaxBufferSize + 4096;
 

@@ -2,12 +2,18 @@
 //
 // An enum whose values have names (LhpClass, LockAlgorithm, ClockSource, ...) is written once,
 // as an X-macro table SPINLAB_<ENUM>(X) with one row X(enumerator, value, "name") per value,
-// values 0, 1, 2, ... in order. From that table come:
+// values 0, 1, 2, ... in order. One line declares everything that comes from that table:
+//   SPINLAB_DENSE_ENUM(LhpClass, uint32_t, SPINLAB_LHP_CLASSES, kLhpClassNames, lhp_class_name);
+// gives
 //   - the enum itself (SPINLAB_ENUMERATOR rows),
-//   - kXxxNames[], an EnumName per value in value order (SPINLAB_ENUM_NAME rows), and from it
-//     the count, xxx_name(), the kernel's boot-option choices (join_names: "a|b|c"),
-//     spinlab-run's spec choices, and abi_names.json, the build's names file that the Python
-//     analysis reads (spinlab-abi-names).
+//   - kXxxNames[], an EnumName per value in value order (SPINLAB_ENUM_NAME rows), checked at
+//     compile time to hold the values 0, 1, ... in row order,
+//   - xxx_name(Xxx), the value's name ("invalid" for a value the table does not have).
+// From kXxxNames come the count (enum_count), the kernel's boot-option choices (join_names:
+// "a|b|c"), spinlab-run's spec choices, and abi_names.json, the build's names file that the
+// Python analysis reads (spinlab-abi-names).
+// A table whose values are not 0, 1, ... (status codes, event types) is declared with
+// SPINLAB_ENUM (the enum and kXxxNames only; its names are found with enum_find_name).
 // So each name is spelled once, in its table; renaming one renames it everywhere.
 //
 // Freestanding (kernel, guest programs): no libc, no STL; everything is constexpr.
@@ -45,6 +51,20 @@ template <size_t N>
 constexpr const char* enum_name(const EnumName (&t)[N], uint32_t v) {
     return v < N ? t[v].name : "invalid";
 }
+
+// The enum `Enum` (underlying type `Underlying`) and its name table `names` from the X-macro
+// table `TABLE`, values in any order.
+#define SPINLAB_ENUM(Enum, Underlying, TABLE, names)                                            \
+    enum class Enum : Underlying { TABLE(SPINLAB_ENUMERATOR) };                                 \
+    inline constexpr ::spinlab::EnumName names[] = {TABLE(SPINLAB_ENUM_NAME)}
+
+// The same for values 0, 1, ... in row order (checked), and name_fn(Enum): the value's name.
+#define SPINLAB_DENSE_ENUM(Enum, Underlying, TABLE, names, name_fn)                             \
+    SPINLAB_ENUM(Enum, Underlying, TABLE, names);                                               \
+    constexpr const char* name_fn(Enum v) {                                                     \
+        return ::spinlab::enum_name(names, uint32_t(v));                                        \
+    }                                                                                           \
+    static_assert(::spinlab::enum_names_dense(names), #Enum ": values 0, 1, ... in row order")
 
 // The name of value v in a table whose values are not 0, 1, ... (status codes, event types):
 // a search; `otherwise` for a value the table does not have.

@@ -61,15 +61,9 @@ constexpr uint32_t kHistBuckets = 64;
     X(kBoth, 3, "both")                                                                      \
     /* no steal time (TCG, bare metal): the host timeline must decide */                     \
     X(kUnknown, 4, "unknown")
-enum class LhpClass : uint32_t { SPINLAB_LHP_CLASSES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kLhpClassNames[] = {SPINLAB_LHP_CLASSES(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kLhpClassNames), "LhpClass: values 0, 1, ... in row order");
+SPINLAB_DENSE_ENUM(LhpClass, uint32_t, SPINLAB_LHP_CLASSES, kLhpClassNames, lhp_class_name);
 constexpr uint32_t kLhpClassCount = enum_count(kLhpClassNames);
 static_assert(kLhpClassCount == 5, "ABI: LockClassPerf holds one lhp_count per class");
-
-constexpr const char* lhp_class_name(LhpClass c) {
-    return enum_name(kLhpClassNames, uint32_t(c));
-}
 
 // One lock class on one CPU. All cycle values are TSC cycles of the clock the kernel was
 // booted with (clock=, see SystemConfiguration). Written only by the owning CPU.

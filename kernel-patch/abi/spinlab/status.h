@@ -27,8 +27,7 @@ namespace spinlab {
     X(kInvalidParameter, 0xC000000D, "STATUS_INVALID_PARAMETER")                                   \
     /* Setting needs a privileged caller. Nothing was changed. */                                   \
     X(kAccessDenied, 0xC0000022, "STATUS_ACCESS_DENIED")
-enum class Status : uint32_t { SPINLAB_STATUSES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kStatusNames[] = {SPINLAB_STATUSES(SPINLAB_ENUM_NAME)};
+SPINLAB_ENUM(Status, uint32_t, SPINLAB_STATUSES, kStatusNames);
 
 constexpr bool status_ok(Status s) {
     return s == Status::kSuccess;

@@ -159,13 +159,9 @@ static_assert(sizeof(ResetRequest) == 8, "ABI");
     X(kParavirtQueued, 5, "pvmcs")                                                           \
     /* spinlock/student_lock.h: lab 5's lock (a plain TAS as shipped) */                     \
     X(kStudent, 6, "student")
-enum class LockAlgorithm : uint32_t { SPINLAB_LOCK_ALGORITHMS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kLockAlgorithmNames[] = {SPINLAB_LOCK_ALGORITHMS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kLockAlgorithmNames), "LockAlgorithm: values 0, 1, ... in row order");
+SPINLAB_DENSE_ENUM(LockAlgorithm, uint32_t, SPINLAB_LOCK_ALGORITHMS, kLockAlgorithmNames,
+                   lock_algorithm_name);
 constexpr uint32_t kLockAlgorithmCount = enum_count(kLockAlgorithmNames);
-constexpr const char* lock_algorithm_name(LockAlgorithm a) {
-    return enum_name(kLockAlgorithmNames, uint32_t(a));
-}
 
 // Time source of every timestamp, chosen at boot (clock=).
 #define SPINLAB_CLOCK_SOURCES(X)                                                             \
@@ -175,13 +171,8 @@ constexpr const char* lock_algorithm_name(LockAlgorithm a) {
     X(kRdtscp, 1, "rdtscp")                                                                  \
     /* the original experiment's: serialises, a VM exit in a VM */                           \
     X(kCpuidRdtsc, 2, "cpuid")
-enum class ClockSource : uint32_t { SPINLAB_CLOCK_SOURCES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kClockSourceNames[] = {SPINLAB_CLOCK_SOURCES(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kClockSourceNames), "ClockSource: values 0, 1, ... in row order");
+SPINLAB_DENSE_ENUM(ClockSource, uint32_t, SPINLAB_CLOCK_SOURCES, kClockSourceNames, clock_source_name);
 constexpr uint32_t kClockSourceCount = enum_count(kClockSourceNames);
-constexpr const char* clock_source_name(ClockSource c) {
-    return enum_name(kClockSourceNames, uint32_t(c));
-}
 
 // What the kernel was built with (INSTRUMENT=). 1 is the default instrumented kernel.
 #define SPINLAB_INSTRUMENT_LEVELS(X)                                                         \
@@ -191,12 +182,8 @@ constexpr const char* clock_source_name(ClockSource c) {
     X(kFull, 1, "full")                                                                      \
     /* counters, wait histograms and LHP classes; no hold timing */                          \
     X(kCounters, 2, "counters")
-enum class InstrumentLevel : uint32_t { SPINLAB_INSTRUMENT_LEVELS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kInstrumentLevelNames[] = {SPINLAB_INSTRUMENT_LEVELS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kInstrumentLevelNames), "InstrumentLevel: values 0, 1, ... in row order");
-constexpr const char* instrument_level_name(InstrumentLevel l) {
-    return enum_name(kInstrumentLevelNames, uint32_t(l));
-}
+SPINLAB_DENSE_ENUM(InstrumentLevel, uint32_t, SPINLAB_INSTRUMENT_LEVELS, kInstrumentLevelNames,
+                   instrument_level_name);
 
 // kSpinlabSystemConfiguration reply.
 constexpr uint32_t kHypervisorSignatureLen = 16;

@@ -102,14 +102,9 @@ inline constexpr uint32_t kSpinlabTraceSession = 0x5301;
     /* blocking: a writer with interrupts on waits for a free buffer; with interrupts off */ \
     /* the event is lost and counted */                                                     \
     X(kNoDropStall, 2, "no-drop-stall")
-enum class TraceLoggerMode : uint32_t { SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kTraceLoggerModeNames[] = {SPINLAB_TRACE_LOGGER_MODES(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kTraceLoggerModeNames), "TraceLoggerMode: values 0, 1, ... in row order");
+SPINLAB_DENSE_ENUM(TraceLoggerMode, uint32_t, SPINLAB_TRACE_LOGGER_MODES, kTraceLoggerModeNames,
+                   trace_logger_mode_name);
 inline constexpr uint32_t kTraceLoggerModeCount = enum_count(kTraceLoggerModeNames);
-
-constexpr const char* trace_logger_mode_name(TraceLoggerMode m) {
-    return enum_name(kTraceLoggerModeNames, uint32_t(m));
-}
 
 // Enable flags: the group mask of the session (the kernel event groups of Windows' core OS
 // instrumentation: context switch, ready thread, system calls, sampled profile, ...).
@@ -155,13 +150,7 @@ enum class TraceCommand : uint32_t {
     X(kRunning, 1, "running")                                                                \
     /* the last session's buffers are still in the trace area, readable */                   \
     X(kStopped, 2, "stopped")
-enum class TraceState : uint32_t { SPINLAB_TRACE_STATES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kTraceStateNames[] = {SPINLAB_TRACE_STATES(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kTraceStateNames), "TraceState: values 0, 1, ... in row order");
-
-constexpr const char* trace_state_name(TraceState s) {
-    return enum_name(kTraceStateNames, uint32_t(s));
-}
+SPINLAB_DENSE_ENUM(TraceState, uint32_t, SPINLAB_TRACE_STATES, kTraceStateNames, trace_state_name);
 
 // Loss counters (under ETW's names: EventsLost, BuffersWritten, ...), per CPU in TraceCpuControl
 // and summed in queries.
@@ -373,8 +362,7 @@ inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buff
     X(kStackWalk, 20, "stack-walk")                                                                \
     /* TraceStackCountersEvent: this CPU's cache at session stop */                                \
     X(kStackCacheCounters, 21, "stack-counters")
-enum class TraceEventType : uint16_t { SPINLAB_TRACE_EVENT_TYPES(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kTraceEventTypeNames[] = {SPINLAB_TRACE_EVENT_TYPES(SPINLAB_ENUM_NAME)};
+SPINLAB_ENUM(TraceEventType, uint16_t, SPINLAB_TRACE_EVENT_TYPES, kTraceEventTypeNames);
 inline constexpr uint16_t kTraceEventTypeMax = 21;
 static_assert(enum_count(kTraceEventTypeNames) == kTraceEventTypeMax, "event types are 1..kTraceEventTypeMax");
 
@@ -554,10 +542,9 @@ inline constexpr uint32_t kTraceMaxStackFrames = 256;
     X(kFault, 3, "fault")                                                                    \
     /* no such part (user_end of a kernel thread) */                                         \
     X(kNone, 4, "none")
-enum class TraceStackEnd : uint8_t { SPINLAB_TRACE_STACK_ENDS(SPINLAB_ENUMERATOR) };
-inline constexpr EnumName kTraceStackEndNames[] = {SPINLAB_TRACE_STACK_ENDS(SPINLAB_ENUM_NAME)};
-static_assert(enum_names_dense(kTraceStackEndNames), "TraceStackEnd: values 0, 1, ... in row order");
-
+SPINLAB_DENSE_ENUM(TraceStackEnd, uint8_t, SPINLAB_TRACE_STACK_ENDS, kTraceStackEndNames,
+                   trace_stack_end_name);
+// The name of a stack event's walk_end or user_end byte as it comes.
 constexpr const char* trace_stack_end_name(uint8_t e) {
     return enum_name(kTraceStackEndNames, e);
 }
