@@ -108,19 +108,27 @@ void control_through_sysinfo() {
         TEST_CHECK_STATUS(trace_set(s), Status::kInvalidInfoClass);
         return;
     }
-    TraceSessionInformation bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    // A group this kernel writes: spinlock events need the full instrumentation, context
+    // switches every level that has trace sessions.
+    const bool full = kLevel == spinlab::InstrumentLevel::kFull;
+    const uint32_t groups = full ? spinlab::kTraceGroupSpinlock : spinlab::kTraceGroupContextSwitch;
+    TraceSessionInformation bad = params(groups, spinlab::TraceLoggerMode::kRealTime);
     const uint64_t id_before = trace_query().session_id;
     bad.buffer_size = 1000;  // not a multiple of 4096
     TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
     bad = params(spinlab::kTraceGroupAll + 1, spinlab::TraceLoggerMode::kRealTime);
     TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
-    bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    bad = params(groups, spinlab::TraceLoggerMode::kRealTime);
     bad.minimum_buffers = 1000;  // far more than fit in the trace area
     bad.buffer_size = 1u << 20;
     TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    if (!full) {  // a session that would never write a spinlock event is refused
+        bad = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+        TEST_CHECK_STATUS(trace_set(bad), Status::kInvalidParameter);
+    }
     TEST_CHECK(trace_query().state != uint32_t(spinlab::TraceState::kRunning));
     TEST_CHECK_EQ(trace_query().session_id, id_before);  // nothing changed
-    TraceSessionInformation ok = params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime);
+    TraceSessionInformation ok = params(groups, spinlab::TraceLoggerMode::kRealTime);
     TEST_CHECK_STATUS(trace_set(ok, false), Status::kAccessDenied);
     start(ok);
     TraceSessionInformation q = trace_query();
