@@ -43,104 +43,68 @@ constexpr PayloadField payload_field(const char* name, size_t offset) {
             std::is_same_v<E, char>};
 }
 
+// SPINLAB_PAYLOAD_FIELDS(T, a, b, c) is {SPINLAB_PAYLOAD_FIELD(T, a), SPINLAB_PAYLOAD_FIELD(T, b),
+// SPINLAB_PAYLOAD_FIELD(T, c)}: each struct named once, then its members in declaration order.
+// It is the usual __VA_OPT__ recursion: SPINLAB_FIELDS_NEXT expands one member and leaves a call
+// of itself for the next rescan; SPINLAB_RESCAN64 rescans 64 times (structs of up to 64 fields).
 #define SPINLAB_PAYLOAD_FIELD(T, member) \
     ::spinlab::collect::payload_field<decltype(T::member)>(#member, offsetof(T, member))
+#define SPINLAB_PAYLOAD_FIELDS(T, ...) \
+    {__VA_OPT__(SPINLAB_RESCAN64(SPINLAB_FIELDS_NEXT(T, __VA_ARGS__)))}
+#define SPINLAB_FIELDS_NEXT(T, member, ...) \
+    SPINLAB_PAYLOAD_FIELD(T, member),       \
+        __VA_OPT__(SPINLAB_FIELDS_AGAIN SPINLAB_PARENS(T, __VA_ARGS__))
+#define SPINLAB_FIELDS_AGAIN() SPINLAB_FIELDS_NEXT
+#define SPINLAB_PARENS ()
+#define SPINLAB_RESCAN64(...) \
+    SPINLAB_RESCAN16(SPINLAB_RESCAN16(SPINLAB_RESCAN16(SPINLAB_RESCAN16(__VA_ARGS__))))
+#define SPINLAB_RESCAN16(...) \
+    SPINLAB_RESCAN4(SPINLAB_RESCAN4(SPINLAB_RESCAN4(SPINLAB_RESCAN4(__VA_ARGS__))))
+#define SPINLAB_RESCAN4(...) \
+    SPINLAB_RESCAN1(SPINLAB_RESCAN1(SPINLAB_RESCAN1(SPINLAB_RESCAN1(__VA_ARGS__))))
+#define SPINLAB_RESCAN1(...) __VA_ARGS__
 
-inline constexpr PayloadField kSpinlockFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, lock_address),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, call_site),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, acquire_tsc),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, release_tsc),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, wait_cycles),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, spin_count),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, holder_steal_ns),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, waiter_steal_ns),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, class_id),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, holder_cpu_start),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, holder_cpu_end),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, lhp_class),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, rules),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, flags),
-    SPINLAB_PAYLOAD_FIELD(TraceSpinlockEvent, reserved),
-};
-inline constexpr PayloadField kContextSwitchFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, old_thread_id),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, new_thread_id),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, old_process_id),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, new_process_id),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, old_state),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, wait_reason),
-    SPINLAB_PAYLOAD_FIELD(TraceContextSwitchEvent, reserved),
-};
-inline constexpr PayloadField kReadyThreadFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceReadyThreadEvent, readied_thread_id),
-    SPINLAB_PAYLOAD_FIELD(TraceReadyThreadEvent, readied_process_id),
-};
-inline constexpr PayloadField kSyscallEnterFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceSyscallEnterEvent, number),
-    SPINLAB_PAYLOAD_FIELD(TraceSyscallEnterEvent, args),
-};
-inline constexpr PayloadField kSyscallExitFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceSyscallExitEvent, number),
-    SPINLAB_PAYLOAD_FIELD(TraceSyscallExitEvent, result),
-};
-inline constexpr PayloadField kProfileFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceProfileEvent, instruction_pointer),
-    SPINLAB_PAYLOAD_FIELD(TraceProfileEvent, user_mode),
-    SPINLAB_PAYLOAD_FIELD(TraceProfileEvent, reserved),
-};
-inline constexpr PayloadField kProcessFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceProcessEvent, process_id),
-    SPINLAB_PAYLOAD_FIELD(TraceProcessEvent, parent_id),
-    SPINLAB_PAYLOAD_FIELD(TraceProcessEvent, exit_code),
-    SPINLAB_PAYLOAD_FIELD(TraceProcessEvent, reserved),
-    SPINLAB_PAYLOAD_FIELD(TraceProcessEvent, name),
-};
-inline constexpr PayloadField kThreadFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceThreadEvent, thread_id),
-    SPINLAB_PAYLOAD_FIELD(TraceThreadEvent, process_id),
-    SPINLAB_PAYLOAD_FIELD(TraceThreadEvent, affinity_cpu),
-    SPINLAB_PAYLOAD_FIELD(TraceThreadEvent, reserved),
-    SPINLAB_PAYLOAD_FIELD(TraceThreadEvent, name),
-};
-inline constexpr PayloadField kMemoryFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceMemoryEvent, virtual_address),
-    SPINLAB_PAYLOAD_FIELD(TraceMemoryEvent, length),
-    SPINLAB_PAYLOAD_FIELD(TraceMemoryEvent, process_id),
-    SPINLAB_PAYLOAD_FIELD(TraceMemoryEvent, flags),
-};
-inline constexpr PayloadField kSystemConfigFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, cpu_count),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, lock_algorithm),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, tsc_hz),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, clock_source),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, instrument_level),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, hypervisor_signature),
-    SPINLAB_PAYLOAD_FIELD(TraceSystemConfigEvent, build_id),
-};
+inline constexpr PayloadField kSpinlockFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceSpinlockEvent, lock_address, call_site, acquire_tsc, release_tsc, wait_cycles, spin_count,
+    holder_steal_ns, waiter_steal_ns, class_id, holder_cpu_start, holder_cpu_end, lhp_class, rules,
+    flags, reserved);
+inline constexpr PayloadField kContextSwitchFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceContextSwitchEvent, old_thread_id, new_thread_id, old_process_id, new_process_id,
+    old_state, wait_reason, reserved);
+inline constexpr PayloadField kReadyThreadFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceReadyThreadEvent, readied_thread_id, readied_process_id);
+inline constexpr PayloadField kSyscallEnterFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceSyscallEnterEvent, number, args);
+inline constexpr PayloadField kSyscallExitFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceSyscallExitEvent, number, result);
+inline constexpr PayloadField kProfileFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceProfileEvent, instruction_pointer, user_mode, reserved);
+inline constexpr PayloadField kProcessFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceProcessEvent, process_id, parent_id, exit_code, reserved, name);
+inline constexpr PayloadField kThreadFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceThreadEvent, thread_id, process_id, affinity_cpu, reserved, name);
+inline constexpr PayloadField kMemoryFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceMemoryEvent, virtual_address, length, process_id, flags);
+inline constexpr PayloadField kSystemConfigFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceSystemConfigEvent, cpu_count, lock_algorithm, tsc_hz, clock_source, instrument_level,
+    hypervisor_signature, build_id);
 
 // The fixed part of the stack events; the frames follow as a sequence of nframes 64-bit
 // addresses (trace_event_has_frames; kStackFramesField below).
-inline constexpr PayloadField kStackFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, key),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, event_tsc),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, event_type),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, depth),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, nframes),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, walk_end),
-    SPINLAB_PAYLOAD_FIELD(TraceStackEvent, user_end),
-};
-inline constexpr PayloadField kStackCountersFields[] = {
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, hits),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, misses),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, uncached),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, evictions),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, definitions_written),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, deletes_written),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, rundowns_written),
-    SPINLAB_PAYLOAD_FIELD(TraceStackCountersEvent, walks_stopped),
-};
+inline constexpr PayloadField kStackFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceStackEvent, key, event_tsc, event_type, depth, nframes, walk_end, user_end);
+inline constexpr PayloadField kStackCountersFields[] = SPINLAB_PAYLOAD_FIELDS(
+    TraceStackCountersEvent, hits, misses, uncached, evictions, definitions_written,
+    deletes_written, rundowns_written, walks_stopped);
 
+#undef SPINLAB_RESCAN1
+#undef SPINLAB_RESCAN4
+#undef SPINLAB_RESCAN16
+#undef SPINLAB_RESCAN64
+#undef SPINLAB_PARENS
+#undef SPINLAB_FIELDS_AGAIN
+#undef SPINLAB_FIELDS_NEXT
+#undef SPINLAB_PAYLOAD_FIELDS
 #undef SPINLAB_PAYLOAD_FIELD
 
 // The variable part of a type with frames: `frames`, nframes (the field of that name) 64-bit
