@@ -174,6 +174,20 @@ void unprivileged_workload_cannot_map_counters() {
     TEST_CHECK_EQ(run(argv, false), 1);
 }
 
+// A value outside its option's row (user/lib/ulib.h: a number's range, a choice's words) is a
+// usage error (exit 2) before the program does anything: lockbench's lock count, a pattern it
+// does not know, a spinlock parameter over 32 bits, a LoggerMode name spinstat does not know.
+void option_values_outside_their_rows_are_refused() {
+    const char* no_locks[] = {"lockbench", "--locks", "0"};
+    TEST_CHECK_EQ(run(no_locks), 2);
+    const char* pattern[] = {"lockbench", "--pattern", "diagonal"};
+    TEST_CHECK_EQ(run(pattern), 2);
+    const char* wide[] = {"spinstat", "--hold-threshold", "4294967296"};
+    TEST_CHECK_EQ(run(wide), 2);
+    const char* mode[] = {"spinstat", "--trace-mode", "ring", "--trace-status"};
+    TEST_CHECK_EQ(run(mode), 2);
+}
+
 const SelfTest kTests[] = {
     {"hello_runs_and_exits", hello_runs_and_exits},
     {"arguments_reach_the_program", arguments_reach_the_program},
@@ -190,6 +204,7 @@ const SelfTest kTests[] = {
     {"mapped_parameters_follow_a_set", mapped_parameters_follow_a_set},
     {"spinstat_traces_only_privileged", spinstat_traces_only_privileged},
     {"unprivileged_workload_cannot_map_counters", unprivileged_workload_cannot_map_counters},
+    {"option_values_outside_their_rows_are_refused", option_values_outside_their_rows_are_refused},
 };
 
 }  // namespace

@@ -269,21 +269,21 @@ int run_round(int n, uint64_t round) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    const int ncpu = sys::cpu_count();
     const Opt opts[] = {
-        {"--threads-per-cpu", OptKind::kU64, &per_cpu, "threads pinned to each CPU (default 1)"},
-        {"--locks", OptKind::kU64, &nlocks, "number of locks K (default 1, at most 64)"},
-        {"--pattern", OptKind::kString, &pattern, "same | spread | random (default same)"},
-        {"--cs-cycles", OptKind::kU64, &cs_cycles, "critical section, TSC cycles (default 200)"},
-        {"--think-cycles", OptKind::kU64, &think_cycles, "between acquisitions (default 200)"},
-        {"--duration-ms", OptKind::kU64, &duration_ms, "run time; 0 = until the VM stops (default 5000)"},
-        {"--ops", OptKind::kU64, &ops_limit, "stop each thread after N acquisitions instead"},
-        {"--algorithm", OptKind::kString, &algorithm, "a lock= name (the lock algorithm), or booted (lock=; default)"},
-        {"--verify", OptKind::kFlag, &verify, "reset the workload classes first, compare after"},
-        {"--rounds", OptKind::kU64, &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"},
-        {"--pause-ms", OptKind::kU64, &pause_ms, "between rounds, no workload thread runs (default 1000)"},
+        u64_opt("--threads-per-cpu", &per_cpu, "threads pinned to each CPU (default 1)", 1, kMaxThreads / ncpu),
+        u64_opt("--locks", &nlocks, "number of locks K (default 1, at most 64)", 1, kMaxLocks),
+        choice_opt("--pattern", &pattern, "same|spread|random", "which lock each acquisition takes (default same)"),
+        u64_opt("--cs-cycles", &cs_cycles, "critical section, TSC cycles (default 200)"),
+        u64_opt("--think-cycles", &think_cycles, "between acquisitions (default 200)"),
+        u64_opt("--duration-ms", &duration_ms, "run time; 0 = until the VM stops (default 5000)"),
+        u64_opt("--ops", &ops_limit, "stop each thread after N acquisitions instead"),
+        text_opt("--algorithm", &algorithm, "a lock= name (the lock algorithm), or booted (lock=; default)"),
+        flag_opt("--verify", &verify, "reset the workload classes first, compare after"),
+        u64_opt("--rounds", &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"),
+        u64_opt("--pause-ms", &pause_ms, "between rounds, no workload thread runs (default 1000)"),
     };
-    if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
-                    "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
+    if (!parse_opts(argc, argv, opts, "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
         return 2;
     int64_t r = sys::call(kSysMapLockstat, uint64_t(&map));
     if (r < 0) {
@@ -291,20 +291,7 @@ int main(int argc, char** argv) {
                 r == -kErrPerm ? " (lockbench must run privileged)" : "");
         return 1;
     }
-    int ncpu = sys::cpu_count();
-    int n = int(per_cpu) * ncpu;
-    if (per_cpu == 0 || n > kMaxThreads) {
-        eprintf("lockbench: --threads-per-cpu %lu: must be 1..%d\n", per_cpu, kMaxThreads / ncpu);
-        return 2;
-    }
-    if (nlocks == 0 || nlocks > kMaxLocks) {
-        eprintf("lockbench: --locks %lu: must be 1..%d\n", nlocks, kMaxLocks);
-        return 2;
-    }
-    if (strcmp(pattern, "same") && strcmp(pattern, "spread") && strcmp(pattern, "random")) {
-        eprintf("lockbench: --pattern '%s': choose same, spread or random\n", pattern);
-        return 2;
-    }
+    const int n = int(per_cpu) * ncpu;
     algo = LockAlgorithm(map.algorithm);
     if (strcmp(algorithm, "booted") != 0) {
         bool ok = false;

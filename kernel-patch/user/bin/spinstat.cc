@@ -15,6 +15,11 @@ using namespace spinlab;
 
 namespace {
 
+constexpr uint64_t kU32Max = 0xffffffffull;
+// --trace-mode's words: the LoggerMode names ("real-time|circular|no-drop-stall").
+constexpr auto kTraceModeChoices =
+    join_names<joined_size(kTraceLoggerModeNames)>(kTraceLoggerModeNames, '|');
+
 const char* status_str(uint32_t s) { return status_name(static_cast<Status>(s)); }
 
 // Queries a variable-length class: asks once for the size, then for the data.
@@ -159,14 +164,8 @@ int params(bool set, uint64_t spin, uint64_t acquire, uint64_t contention, uint6
             {"SpinLockContentionSampleRate", contention, &p.contention_sample_rate, kMinContentionSampleRate},
             {"SpinLockHoldThreshold", hold, &p.hold_threshold, kMinHoldThreshold},
         };
-        for (auto& x : f) {
-            if (x.v == ~0ull) continue;
-            if (x.v > 0xffffffffull) {
-                eprintf("spinstat: %s %lu: larger than 32 bits\n", x.name, x.v);
-                return 2;
-            }
-            *x.field = uint32_t(x.v);
-        }
+        for (auto& x : f)
+            if (x.v != ~0ull) *x.field = uint32_t(x.v);  // parse_opts kept it to 32 bits
         uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &p, sizeof p);
         if (st != uint32_t(Status::kSuccess)) {
             eprintf("spinstat: set refused: %s\n", status_str(st));
@@ -254,13 +253,8 @@ int trace(const char* start_groups, const char* mode, bool stop, bool status) {
         TraceSessionInformation s = locktrace::default_session_params();
         s.command = uint32_t(TraceCommand::kStart);
         if (!trace_groups(start_groups, &s.enable_flags)) return 2;
-        bool known = false;
-        for (uint32_t i = 0; i < kTraceLoggerModeCount; i++)
-            if (strcmp(mode, trace_logger_mode_name(TraceLoggerMode(i))) == 0) s.logger_mode = i, known = true;
-        if (!known) {
-            eprintf("spinstat: --trace-mode %s: one of real-time, circular, no-drop-stall\n", mode);
-            return 2;
-        }
+        for (uint32_t i = 0; i < kTraceLoggerModeCount; i++)  // parse_opts took one of these
+            if (strcmp(mode, trace_logger_mode_name(TraceLoggerMode(i))) == 0) s.logger_mode = i;
         if (trace_set(s, "start")) return 1;
     }
     if (stop) {
@@ -282,30 +276,32 @@ int main(int argc, char** argv) {
     bool trace_stop = false, trace_stat = false;
     bool per_cpu = false, per_class = false, show_hold = false, lhp = false, do_info = false,
          do_classes = false, do_params = false, do_reset = false;
+    const uint64_t ncpu = uint64_t(sys::cpu_count());
     const Opt opts[] = {
-        {"--cpu", OptKind::kU64, &cpu, "one CPU (default: all, merged)"},
-        {"--class", OptKind::kString, &cls, "one lock class by name or id (default: all, merged)"},
-        {"--per-cpu", OptKind::kFlag, &per_cpu, "a table per CPU"},
-        {"--per-class", OptKind::kFlag, &per_class, "a table per lock class (classes with acquisitions)"},
-        {"--hold", OptKind::kFlag, &show_hold, "also the hold-time tables"},
-        {"--lhp", OptKind::kFlag, &lhp, "also the lock-holder-preemption classes of the waits"},
-        {"--info", OptKind::kFlag, &do_info, "system configuration (lock, clock, hypervisor, ...)"},
-        {"--classes", OptKind::kFlag, &do_classes, "the lock class table"},
-        {"--params", OptKind::kFlag, &do_params, "the four spinlock tracing parameters"},
-        {"--spin-threshold", OptKind::kU64, &spin, "set SpinLockSpinThreshold (min 1)"},
-        {"--acquire-sample-rate", OptKind::kU64, &acquire, "set SpinLockAcquireSampleRate (min 1000)"},
-        {"--contention-sample-rate", OptKind::kU64, &contention, "set SpinLockContentionSampleRate (min 1)"},
-        {"--hold-threshold", OptKind::kU64, &hold, "set SpinLockHoldThreshold, cycles (min 1000000)"},
-        {"--reset", OptKind::kFlag, &do_reset, "zero every counter (privileged)"},
-        {"--trace-start", OptKind::kString, &trace_start,
-         "start a trace session of these groups: all, spinlock, cswitch, ready, syscall, profile, process, "
-         "memory, longwait (privileged)"},
-        {"--trace-mode", OptKind::kString, &trace_mode,
-         "its LoggerMode: circular (default: nothing drains it here), real-time, no-drop-stall"},
-        {"--trace-stop", OptKind::kFlag, &trace_stop, "stop the trace session (privileged)"},
-        {"--trace-status", OptKind::kFlag, &trace_stat, "the trace session: state, groups, loss counters"},
+        u64_opt("--cpu", &cpu, "one CPU (default: all, merged)", 0, ncpu - 1),
+        text_opt("--class", &cls, "one lock class by name or id (default: all, merged)"),
+        flag_opt("--per-cpu", &per_cpu, "a table per CPU"),
+        flag_opt("--per-class", &per_class, "a table per lock class (classes with acquisitions)"),
+        flag_opt("--hold", &show_hold, "also the hold-time tables"),
+        flag_opt("--lhp", &lhp, "also the lock-holder-preemption classes of the waits"),
+        flag_opt("--info", &do_info, "system configuration (lock, clock, hypervisor, ...)"),
+        flag_opt("--classes", &do_classes, "the lock class table"),
+        flag_opt("--params", &do_params, "the four spinlock tracing parameters"),
+        // The kernel checks the minimums (a refusal names the parameter); the fields are 32 bits.
+        u64_opt("--spin-threshold", &spin, "set SpinLockSpinThreshold (min 1)", 0, kU32Max),
+        u64_opt("--acquire-sample-rate", &acquire, "set SpinLockAcquireSampleRate (min 1000)", 0, kU32Max),
+        u64_opt("--contention-sample-rate", &contention, "set SpinLockContentionSampleRate (min 1)", 0, kU32Max),
+        u64_opt("--hold-threshold", &hold, "set SpinLockHoldThreshold, cycles (min 1000000)", 0, kU32Max),
+        flag_opt("--reset", &do_reset, "zero every counter (privileged)"),
+        text_opt("--trace-start", &trace_start,
+                 "start a trace session of these groups: all, spinlock, cswitch, ready, syscall, profile, "
+                 "process, memory, longwait (privileged)"),
+        choice_opt("--trace-mode", &trace_mode, kTraceModeChoices.text,
+                   "its LoggerMode (default circular: nothing drains it here)"),
+        flag_opt("--trace-stop", &trace_stop, "stop the trace session (privileged)"),
+        flag_opt("--trace-status", &trace_stat, "the trace session: state, groups, loss counters"),
     };
-    if (!parse_opts(argc, argv, opts, sizeof opts / sizeof opts[0],
+    if (!parse_opts(argc, argv, opts,
                     "Spinlock wait and hold histograms of every CPU, merged into one log2 table.\n"
                     "Setting parameters and resetting need a privileged process."))
         return 2;
@@ -315,9 +311,5 @@ int main(int argc, char** argv) {
     if (do_classes) return classes();
     if (do_reset) return reset();
     if (do_params || set) return params(set, spin, acquire, contention, hold);
-    if (cpu != ~0ull && cpu >= uint64_t(sys::cpu_count())) {
-        eprintf("spinstat: --cpu %lu: this machine has CPUs 0..%d\n", cpu, sys::cpu_count() - 1);
-        return 2;
-    }
     return show(cpu, cls, per_cpu, per_class, show_hold, lhp);
 }

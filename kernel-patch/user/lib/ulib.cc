@@ -165,9 +165,54 @@ int thread_start(void (*fn)(void*), void* arg, size_t stack_size) {
 
 void print_usage(const Opt* opts, int n, const char* summary) {
     eprintf("usage: %s [options]\n%s\noptions:\n", g_prog, summary);
-    for (int i = 0; i < n; i++)
-        eprintf("  %-18s %s\n", opts[i].name, opts[i].help);
+    for (int i = 0; i < n; i++) {
+        eprintf("  %-18s %s", opts[i].name, opts[i].help);
+        if (opts[i].kind == OptKind::kChoice) eprintf(" (one of %s)", opts[i].choices);
+        eprintf("\n");
+    }
 }
+
+bool is_choice(const char* choices, const char* word) {
+    const size_t len = strlen(word);
+    for (const char* c = choices; *c;) {
+        size_t k = 0;
+        while (c[k] && c[k] != '|') k++;
+        if (k == len && memcmp(c, word, len) == 0) return true;
+        c += c[k] ? k + 1 : k;
+    }
+    return false;
+}
+
+namespace {
+
+// Stores the value `v` that option `o` was given; false (and says why) when its row refuses it.
+bool set_opt_value(const Opt& o, const char* v) {
+    if (o.kind == OptKind::kString) {
+        *static_cast<const char**>(o.value) = v;
+        return true;
+    }
+    if (o.kind == OptKind::kChoice) {
+        if (!is_choice(o.choices, v)) {
+            eprintf("%s: option '%s': '%s' is not one of %s\n", g_prog, o.name, v, o.choices);
+            return false;
+        }
+        *static_cast<const char**>(o.value) = v;
+        return true;
+    }
+    uint64_t x;
+    if (!parse_u64(v, &x)) {
+        eprintf("%s: option '%s': '%s' is not a number\n", g_prog, o.name, v);
+        return false;
+    }
+    if (x < o.min || x > o.max) {
+        eprintf("%s: option '%s': %lu is outside %lu..%lu\n", g_prog, o.name, x, o.min, o.max);
+        return false;
+    }
+    *static_cast<uint64_t*>(o.value) = x;
+    return true;
+}
+
+}  // namespace
 
 bool parse_opts(int argc, char** argv, const Opt* opts, int n, const char* summary,
                 int* first_positional) {
@@ -201,12 +246,7 @@ bool parse_opts(int argc, char** argv, const Opt* opts, int n, const char* summa
             eprintf("%s: option '%s' needs a value\n", g_prog, o->name);
             return false;
         }
-        if (o->kind == OptKind::kString) {
-            *static_cast<const char**>(o->value) = v;
-        } else if (!parse_u64(v, static_cast<uint64_t*>(o->value))) {
-            eprintf("%s: option '%s': '%s' is not a number\n", g_prog, o->name, v);
-            return false;
-        }
+        if (!set_opt_value(*o, v)) return false;
     }
     if (first_positional) *first_positional = i;
     else if (i < argc) {
