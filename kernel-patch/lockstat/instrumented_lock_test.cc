@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "instrumented_host_env.h"
+#include "instrumented_lock_fixture.h"
 
 namespace spinlab::lockstat {
 namespace {
@@ -18,43 +18,11 @@ namespace {
 using spinlock::Lock;
 using spinlock::McsNode;
 
-// A clock that advances by `step` per read, per thread: a contended wait then measures
-// exactly one step, a hold stamped at the wait's end exactly one more.
-struct StepClock {
-    static thread_local uint64_t next;
-    static thread_local int64_t step;
-    static uint64_t now() {
-        const uint64_t v = next;
-        next += static_cast<uint64_t>(step);
-        return v;
-    }
-};
-thread_local uint64_t StepClock::next = 1000000;
-thread_local int64_t StepClock::step = 1000;
-
 using Env = InstrumentedHostEnv<StepClock>;
+using Cpu = HostCpu<Env>;
 
-struct Cpu {
-    std::unique_ptr<CpuPerfData> perf = std::make_unique<CpuPerfData>();
-    Env env;
-    McsNode node{};
-    Cpu(uint32_t id, LockAlgorithm algo, SpinlockParams* params) {
-        init_cpu_perf(*perf, id, params->acquire_sample_rate);
-        env.algo = algo;
-        env.cpu_id = id;
-        env.yield_every = 64;
-        env.perf_data = perf.get();
-        env.live_params = params;
-    }
-};
-
-class InstrumentedLockTest : public ::testing::TestWithParam<LockAlgorithm> {
+class InstrumentedLockTest : public InstrumentedLockFixture<5> {
   protected:
-    void SetUp() override {
-        StepClock::next = 1000000;
-        StepClock::step = 1000;
-        spinlock::lock_init(lock_, "test", kClass);
-    }
     // `waiter` acquires while `holder` holds the lock; the holder lets go after 20 ms.
     template <InstrumentLevel L>
     void contended_acquire(Cpu& holder, Cpu& waiter, int64_t waiter_step) {
@@ -68,9 +36,6 @@ class InstrumentedLockTest : public ::testing::TestWithParam<LockAlgorithm> {
         lock_release<L>(lock_, holder.env);
         t.join();
     }
-    static constexpr uint32_t kClass = 5;
-    SpinlockParams params_ = kDefaultSpinlockParams;
-    Lock lock_;
 };
 
 TEST_P(InstrumentedLockTest, OffRecordsNothing) {

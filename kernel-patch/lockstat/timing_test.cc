@@ -9,49 +9,23 @@
 #include <memory>
 #include <thread>
 
-#include "instrumented_host_env.h"
+#include "instrumented_lock_fixture.h"
 #include "instrumented_lock.h"
 
 namespace spinlab::lockstat {
 namespace {
 
 using spinlock::Lock;
-using spinlock::McsNode;
-
-// Advances by `step` per read, per thread (as instrumented_lock_test.cc's StepClock).
-struct TimingClock {
-    static thread_local uint64_t next;
-    static thread_local int64_t step;
-    static uint64_t now() {
-        const uint64_t v = next;
-        next += static_cast<uint64_t>(step);
-        return v;
-    }
-};
-thread_local uint64_t TimingClock::next = 1000000;
-thread_local int64_t TimingClock::step = 1000;
 
 // HostEnv with the boot option: time_all() is what the kernel's Env reads from timing=.
-struct TimedEnv : InstrumentedHostEnv<TimingClock> {
+struct TimedEnv : InstrumentedHostEnv<StepClock> {
     bool all = true;
     bool time_all() const { return all; }
 };
 static_assert(TimingEnv<TimedEnv>);
-static_assert(!TimingEnv<InstrumentedHostEnv<TimingClock>>, "an Env without time_all() times contended waits only");
+static_assert(!TimingEnv<InstrumentedHostEnv<StepClock>>, "an Env without time_all() times contended waits only");
 
-struct Cpu {
-    std::unique_ptr<CpuPerfData> perf = std::make_unique<CpuPerfData>();
-    TimedEnv env;
-    McsNode node{};
-    Cpu(uint32_t id, LockAlgorithm algo, SpinlockParams* params) {
-        init_cpu_perf(*perf, id, params->acquire_sample_rate);
-        env.algo = algo;
-        env.cpu_id = id;
-        env.yield_every = 64;
-        env.perf_data = perf.get();
-        env.live_params = params;
-    }
-};
+using Cpu = HostCpu<TimedEnv>;
 
 uint64_t lhp_total(const LockClassPerf& p) {
     uint64_t n = 0;
@@ -59,13 +33,8 @@ uint64_t lhp_total(const LockClassPerf& p) {
     return n;
 }
 
-class TimingAllTest : public ::testing::TestWithParam<LockAlgorithm> {
+class TimingAllTest : public InstrumentedLockFixture<7> {
   protected:
-    void SetUp() override {
-        TimingClock::next = 1000000;
-        TimingClock::step = 1000;
-        spinlock::lock_init(lock_, "timed", kClass);
-    }
     template <InstrumentLevel L>
     void uncontended_pairs(Cpu& c, int n) {
         for (int i = 0; i < n; i++) {
@@ -73,9 +42,6 @@ class TimingAllTest : public ::testing::TestWithParam<LockAlgorithm> {
             lock_release<L>(lock_, c.env);
         }
     }
-    static constexpr uint32_t kClass = 7;
-    SpinlockParams params_ = kDefaultSpinlockParams;
-    Lock lock_;
 };
 
 TEST_P(TimingAllTest, FirstTryWinsAreTimedIntoTheBuckets) {
@@ -92,25 +58,25 @@ TEST_P(TimingAllTest, FirstTryWinsAreTimedIntoTheBuckets) {
     // Every hold timed from the acquisition's end stamp, not every 1000th.
     EXPECT_EQ(p.holds_timed, 2500u);
     EXPECT_EQ(p.hold_hist[9], 2500u);
-    EXPECT_EQ(TimingClock::next, 1000000u + 3 * 2500 * 1000);  // start, end, release
+    EXPECT_EQ(StepClock::next, 1000000u + 3 * 2500 * 1000);  // start, end, release
 }
 
 TEST_P(TimingAllTest, CountersLevelTimesTheAcquisitionNotTheHold) {
     Cpu c(0, GetParam(), &params_);
-    TimingClock::step = 300;  // 300 cycles: bucket 8, the original's peak
+    StepClock::step = 300;  // 300 cycles: bucket 8, the original's peak
     uncontended_pairs<InstrumentLevel::kCounters>(c, 100);
     const LockClassPerf& p = c.perf->classes[kClass];
     EXPECT_EQ(p.wait_hist[8], 100u);
     EXPECT_EQ(p.uncontended, 0u);
     EXPECT_EQ(p.holds_timed, 0u);
-    EXPECT_EQ(TimingClock::next, 1000000u + 2 * 100 * 300);
+    EXPECT_EQ(StepClock::next, 1000000u + 2 * 100 * 300);
 }
 
 TEST_P(TimingAllTest, OffCompilesItAway) {
     Cpu c(0, GetParam(), &params_);
     uncontended_pairs<InstrumentLevel::kOff>(c, 100);
     EXPECT_EQ(c.perf->classes[kClass].acquisitions, 0u);
-    EXPECT_EQ(TimingClock::next, 1000000u);  // never read the clock
+    EXPECT_EQ(StepClock::next, 1000000u);  // never read the clock
 }
 
 TEST_P(TimingAllTest, ContendedOnlyWhenTheOptionIsOff) {
@@ -120,7 +86,7 @@ TEST_P(TimingAllTest, ContendedOnlyWhenTheOptionIsOff) {
     const LockClassPerf& p = c.perf->classes[kClass];
     EXPECT_EQ(p.uncontended, 100u);
     EXPECT_EQ(wait_hist_total(p), 0u);
-    EXPECT_EQ(TimingClock::next, 1000000u);
+    EXPECT_EQ(StepClock::next, 1000000u);
 }
 
 // A contended acquisition's wait starts at the stamp before its first try.
@@ -128,8 +94,8 @@ TEST_P(TimingAllTest, AContendedWaitStartsBeforeTheFirstTry) {
     Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
     lock_acquire<InstrumentLevel::kFull>(lock_, &holder.node, holder.env);
     std::thread t([&] {
-        TimingClock::next = 5000000;
-        TimingClock::step = 3000;
+        StepClock::next = 5000000;
+        StepClock::step = 3000;
         lock_acquire<InstrumentLevel::kFull>(lock_, &waiter.node, waiter.env);
         lock_release<InstrumentLevel::kFull>(lock_, waiter.env);
     });
@@ -147,7 +113,7 @@ TEST_P(TimingAllTest, AContendedWaitStartsBeforeTheFirstTry) {
 
 TEST_P(TimingAllTest, ClockGoingBackwardsIsOverflow) {
     Cpu c(0, GetParam(), &params_);
-    TimingClock::step = -1000;
+    StepClock::step = -1000;
     uncontended_pairs<InstrumentLevel::kFull>(c, 3);
     const LockClassPerf& p = c.perf->classes[kClass];
     EXPECT_EQ(p.wait_overflow, 3u);
