@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cgroup_paths.h"
+#include "collector/testing/child_output.h"
 #include "fs_util.h"
 #include "proc_info.h"
 #include "scratch_dir.h"
@@ -33,18 +34,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
     std::string dir = temp_dir();
     out_ = dir + "/stdout";
     err_ = dir + "/stderr";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-        int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        ::dup2(o, 1);
-        ::dup2(e, 2);
-        std::vector<char*> args;
-        for (std::string& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        ::execv(args[0], args.data());
-        ::_exit(127);
-    }
+    pid_ = spinlab::testing::spawn_with_output(argv, out_, err_);
 }
 
 ChildProcess::~ChildProcess() {
@@ -55,16 +45,10 @@ ChildProcess::~ChildProcess() {
 }
 
 int ChildProcess::wait(double timeout_s) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (;;) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-            reaped_ = true;
-            return status;
-        }
-        if (std::chrono::steady_clock::now() > deadline) return -1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    int status = 0;
+    if (!spinlab::testing::reap_within(pid_, std::chrono::duration<double>(timeout_s), &status)) return -1;
+    reaped_ = true;
+    return status;
 }
 
 std::string ChildProcess::stdout_text() const { return slurp(out_); }

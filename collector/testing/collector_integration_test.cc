@@ -25,6 +25,7 @@
 #include "channel_client.h"
 #include "error.h"
 #include "region_reader.h"
+#include "testing/child_output.h"
 
 #ifndef SPINLAB_BIN_DIR
 #error "SPINLAB_BIN_DIR must name the directory holding spinlab-collect and spinlab-fake-guest"
@@ -51,36 +52,17 @@ struct Child {
     pid_t pid = -1;
     std::string out, err;
 
-    Child(std::vector<std::string> args, const std::string& dir, const std::string& tag) {
-        out = dir + "/" + tag + ".out";
-        err = dir + "/" + tag + ".err";
-        pid = ::fork();
-        if (pid == 0) {
-            int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ::dup2(o, 1);
-            ::dup2(e, 2);
-            std::vector<char*> argv;
-            for (std::string& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
+    Child(std::vector<std::string> args, const std::string& dir, const std::string& tag)
+        : out(dir + "/" + tag + ".out"), err(dir + "/" + tag + ".err") {
+        pid = spinlab::testing::spawn_with_output(args, out, err);
     }
     // Exit status, or -signal; waits at most `limit` then kills (and fails the test).
     int wait(std::chrono::milliseconds limit = 20s) {
-        auto end = std::chrono::steady_clock::now() + limit;
         int status = 0;
-        for (;;) {
-            pid_t r = ::waitpid(pid, &status, WNOHANG);
-            if (r == pid) break;
-            if (std::chrono::steady_clock::now() > end) {
-                ADD_FAILURE() << "child did not exit in time; killing it";
-                ::kill(pid, SIGKILL);
-                ::waitpid(pid, &status, 0);
-                break;
-            }
-            std::this_thread::sleep_for(10ms);
+        if (!spinlab::testing::reap_within(pid, limit, &status)) {
+            ADD_FAILURE() << "child did not exit in time; killing it";
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
         }
         pid = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
