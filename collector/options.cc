@@ -42,7 +42,9 @@ double to_seconds(const std::string& name, const std::string& s, bool zero_ok) {
     return v;
 }
 
-bool export_format(const Config& c) { return c.format == "ctf" || c.format == "perfetto"; }
+bool export_format(const Config& c) {
+    return c.format == "ctf" || c.format == "perfetto" || c.format == "columns";
+}
 
 // The ABI's logger modes (spinlab/trace.h's name table), "real-time, circular or no-drop-stall".
 std::string logger_modes_text() {
@@ -88,7 +90,7 @@ struct Descriptions {
              "where counters come from: region (shared memory, no guest involvement), channel "
              "(a query through the guest's handler) or auto (region when available)");
         output.add_options()
-            ("format", po::value<std::string>()->default_value("table"), "table, csv or json; trace export: ctf or perfetto")
+            ("format", po::value<std::string>()->default_value("table"), "table, csv or json; trace export: ctf, perfetto or columns")
             ("per-cpu", po::bool_switch(), "also print every CPU's histograms")
             ("class", po::value<std::vector<std::string>>()->composing(),
              "only this lock class (name or id); repeatable")
@@ -138,7 +140,7 @@ struct Descriptions {
             ("kernel", po::value<std::string>(), "dump --stacks: the kernel ELF the guest booted (spinlab.elf)")
             ("initrd", po::value<std::string>(), "dump --stacks: the initrd the guest booted (its bin/ programs)")
             ("clock", po::value<std::string>(),
-             "export: the run's clock.json; times become host TSC time (CTF clock offset, Perfetto axis)")
+             "export --format ctf or perfetto: the run's clock.json; times become host TSC time (CTF clock offset, Perfetto axis)")
             ("timeline", po::value<std::string>(),
              "export --format perfetto: the run's timeline.csv (host vCPU on/off tracks; needs --clock)");
         hidden.add_options()("command", po::value<std::string>())
@@ -184,9 +186,11 @@ std::string usage_text() {
          "           lost; stop it at --duration or Ctrl-C if it started it; a buffer it cannot\n"
          "           write (full disk) is counted in RealTimeBuffersLost (exit 1 at the end)\n"
          "  trace dump FILE           a trace file as text, one event per line\n"
-         "  trace export FILE         as CTF 1.8 (--format ctf -o DIR, for babeltrace2) or Chrome\n"
+         "  trace export FILE         as CTF 1.8 (--format ctf -o DIR, for babeltrace2), Chrome\n"
          "                            trace-event JSON (--format perfetto -o FILE.json, for the\n"
-         "                            Perfetto UI); --clock clock.json, --timeline timeline.csv\n\n"
+         "                            Perfetto UI) or NumPy tables, one .npy per event type and\n"
+         "                            meta.json (--format columns -o DIR, for numpy); --clock\n"
+         "                            clock.json (ctf, perfetto), --timeline timeline.csv\n\n"
       << d.visible()
       << "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 no VM or no answer,\n"
          "4 ABI version mismatch, 5 the guest went away during watch/record,\n"
@@ -266,8 +270,8 @@ void parse_common(Config& c, const po::variables_map& vm) {
                            "--source must be auto, region or channel, not '" + c.source + "'");
     c.format = str(vm, "format");
     if (c.format != "table" && c.format != "csv" && c.format != "json" && !export_format(c))
-        throw CollectError(kExitUsage, "--format must be table, csv or json (trace export: ctf or "
-                                       "perfetto), not '" + c.format + "'");
+        throw CollectError(kExitUsage, "--format must be table, csv or json (trace export: ctf, "
+                                       "perfetto or columns), not '" + c.format + "'");
     c.per_cpu = vm["per-cpu"].as<bool>();
     c.all_classes = vm["all-classes"].as<bool>();
     if (vm.count("class")) c.classes = vm["class"].as<std::vector<std::string>>();
@@ -345,11 +349,13 @@ void parse_trace_files(Config& c, const po::variables_map& vm) {
     if (vm.count("clock")) t.clock_json = str(vm, "clock");
     if (vm.count("timeline")) t.timeline_csv = str(vm, "timeline");
     if (t.action != "export") return;
-    if (!export_format(c)) throw CollectError(kExitUsage, "trace export needs --format ctf or --format perfetto");
+    if (!export_format(c)) throw CollectError(kExitUsage, "trace export needs --format ctf, perfetto or columns");
     if (c.output.empty())
-        throw CollectError(kExitUsage, "trace export needs --output DIR (ctf) or FILE.json (perfetto)");
+        throw CollectError(kExitUsage, "trace export needs --output DIR (ctf, columns) or FILE.json (perfetto)");
     if (!t.timeline_csv.empty() && c.format != "perfetto")
         throw CollectError(kExitUsage, "--timeline is for --format perfetto");
+    if (!t.clock_json.empty() && c.format == "columns")
+        throw CollectError(kExitUsage, "--clock is for --format ctf or perfetto (the columns carry guest TSC as it is)");
     if (!t.timeline_csv.empty() && t.clock_json.empty())
         throw CollectError(kExitUsage, "--timeline needs --clock: host intervals are placed through it");
 }

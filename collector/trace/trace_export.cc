@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "error.h"
+#include "trace_export_columns.h"
 #include "trace_export_ctf.h"
 #include "trace_export_perfetto.h"
 
@@ -12,11 +13,20 @@ namespace spinlab::collect {
 TraceExportFormat parse_trace_export_format(const std::string& name) {
     if (name == "ctf") return TraceExportFormat::kCtf;
     if (name == "perfetto") return TraceExportFormat::kPerfetto;
-    throw CollectError(kExitUsage, "trace export format must be ctf or perfetto, not '" + name + "'");
+    if (name == "columns") return TraceExportFormat::kColumns;
+    throw CollectError(kExitUsage, "trace export format must be ctf, perfetto or columns, not '" + name + "'");
 }
 
 const char* trace_export_format_name(TraceExportFormat f) {
-    return f == TraceExportFormat::kCtf ? "ctf" : "perfetto";
+    switch (f) {
+        case TraceExportFormat::kCtf:
+            return "ctf";
+        case TraceExportFormat::kPerfetto:
+            return "perfetto";
+        case TraceExportFormat::kColumns:
+            return "columns";
+    }
+    return "unknown";
 }
 
 TraceExportResult export_trace(const std::string& trace, TraceExportFormat format, const std::string& out,
@@ -29,6 +39,10 @@ TraceExportResult export_trace(const std::string& trace, TraceExportFormat forma
     r.damaged = t.damaged || t.truncated;
     if (format == TraceExportFormat::kCtf) {
         write_ctf(t, clock, out);
+        return r;
+    }
+    if (format == TraceExportFormat::kColumns) {
+        write_columns(t, out);
         return r;
     }
     const std::string json = perfetto_json(t, clock, timeline);

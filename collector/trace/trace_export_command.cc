@@ -1,5 +1,6 @@
-// collector/trace/trace_export_command.cc: `trace export FILE --format ctf|perfetto -o OUT
-// [--clock clock.json] [--timeline timeline.csv]`: a trace file in the formats other tools open.
+// collector/trace/trace_export_command.cc: `trace export FILE --format ctf|perfetto|columns -o OUT
+// [--clock clock.json] [--timeline timeline.csv]`: a trace file in the formats other tools open
+// (columns: NumPy tables for the analysis).
 // No guest is needed. Damaged buffers are named on stderr and left out; the rest is exported
 // (exit 1 then, so scripts notice).
 #include <optional>
