@@ -208,7 +208,8 @@ std::string usage_text() {
          "  spinlab-collect trace record --vm lab1 --enable all --duration 10 -o run.trace\n"
          "  spinlab-collect trace start --vm lab1 --mode circular --max-buffers 8\n"
          "  spinlab-collect trace dump run.trace\n"
-         "  spinlab-collect trace export run.trace --format ctf -o run.ctf --clock clock.json\n";
+         "  spinlab-collect trace export run.trace --format ctf -o run.ctf --clock clock.json\n"
+         "  spinlab-collect trace export run.trace --format columns -o run.cols\n";
     return o.str();
 }
 
