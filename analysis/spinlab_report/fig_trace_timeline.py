@@ -17,10 +17,22 @@ NAME, TITLE = "trace_timeline", "Per-CPU timeline of a trace window"
 MAX_ARROWS = 200  # beyond this, holder links are plain lines (an arrow head each is slow and unreadable)
 
 
+def _waits(a) -> dict:
+    """The trace's long waits as columns (trace_replay.LongWaitTable; a plain list of dicts, as
+    tests may give, is turned into columns)."""
+    lw = a.long_waits
+    if hasattr(lw, "columns"):
+        return lw.columns
+    return {k: np.array([-1 if w[k] is None else w[k] for w in lw], dtype=np.int64)
+            for k in ("tsc", "cpu", "wait_cycles", "holder_cpu")}
+
+
 def window(a) -> tuple:
-    if a.long_waits:
-        w = max(a.long_waits, key=lambda x: x["wait_cycles"])
-        return max(a.start, w["tsc"] - w["wait_cycles"]), min(a.end, w["tsc"] + 2 * w["wait_cycles"])
+    w = _waits(a)
+    if len(w["tsc"]):
+        i = int(np.argmax(w["wait_cycles"]))  # the first of the longest, as max() picks
+        t, c = int(w["tsc"][i]), int(w["wait_cycles"][i])
+        return max(a.start, t - c), min(a.end, t + 2 * c)
     return a.start, min(a.end, a.start + a.tsc_hz // 100)
 
 
@@ -61,14 +73,19 @@ def make(a, outdir: str, name: str = NAME) -> Figure:
                            rasterized=x.size > dense.DENSE)
             label = None
     # Long waits in the window: one collection of bars per CPU, one of holder arrows.
-    inside = [w for w in a.long_waits if not (w["tsc"] + w["wait_cycles"] < lo or w["tsc"] > hi)]
+    w = _waits(a)
+    t, c = w["tsc"], w["wait_cycles"]
+    inside = ~((t + c < lo) | (t > hi))
+    x0, x1 = us(np.maximum(t[inside], lo)), us(np.minimum(t[inside] + c[inside], hi))
+    cpu_of, holder_of = w["cpu"][inside], w["holder_cpu"][inside]
     label = "long wait"
-    for cpu in sorted({w["cpu"] for w in inside}):
-        bars = [(us(max(w["tsc"], lo)), us(min(w["tsc"] + w["wait_cycles"], hi)) - us(max(w["tsc"], lo)))
-                for w in inside if w["cpu"] == cpu]
-        ax.broken_barh(bars, (cpu - 0.1, 0.2), color="#d62728", label=label, rasterized=len(bars) > dense.DENSE)
+    for cpu in np.unique(cpu_of).tolist():
+        m = cpu_of == cpu
+        ax.broken_barh(list(zip(x0[m].tolist(), (x1[m] - x0[m]).tolist())), (cpu - 0.1, 0.2), color="#d62728",
+                       label=label, rasterized=int(m.sum()) > dense.DENSE)
         label = None
-    arrows = [(us(max(w["tsc"], lo)), w["cpu"], w["holder_cpu"]) for w in inside if w["holder_cpu"] is not None]
+    placed = holder_of >= 0
+    arrows = list(zip(x0[placed].tolist(), cpu_of[placed].tolist(), holder_of[placed].tolist()))
     if len(arrows) <= MAX_ARROWS:
         for x, frm, to in arrows:
             ax.annotate("", xy=(x, to), xytext=(x, frm), arrowprops={"arrowstyle": "->", "color": "#d62728"})

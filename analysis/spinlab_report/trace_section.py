@@ -1,14 +1,13 @@
 """The report's "Trace" section: the tables of the trace state machine (trace_replay) and its two
 figures, for each trace file of a run (snapshots/<phase>-r<rep>.trace) or for one trace given
 with `spinlab-report --trace FILE`. A run's trace files (up to MAX_TRACES), when they add up to
-PARALLEL_BYTES or more, are replayed in parallel, one forked process per file (one per CPU)."""
+PARALLEL_BYTES or more, are replayed side by side, a forked process per CPU (parallel.py)."""
 import glob
-import multiprocessing
 import os
 
 import numpy as np
 
-from . import dense, fig_trace_timeline, fig_wake_cdf, progress, trace_replay, trace_stacks
+from . import dense, fig_trace_timeline, fig_wake_cdf, parallel, progress, trace_replay, trace_stacks
 
 MAX_TRACES = 4  # traces of a run analysed in its report (the rest are named)
 
@@ -79,13 +78,11 @@ def run_traces(run) -> list:
     return sorted(glob.glob(os.path.join(run.path, "snapshots", "*.trace")))
 
 
-PARALLEL_BYTES = 4 << 20  # trace files at least this large in total are replayed one per process
-_job = None  # (timeline, clock, figdir, long_wait) of the run_section under way, for _one_trace
+PARALLEL_BYTES = 4 << 20  # trace files at least this large in total are replayed side by side (parallel.py)
 
 
-def _one_trace(f: str) -> list:
+def _one_trace(f: str, timeline, clock, figdir: str, long_wait: int) -> list:
     """The Trace section of one trace file of the run (in a worker process when they are big)."""
-    timeline, clock, figdir, long_wait = _job
     label = os.path.basename(f)
     try:
         a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline, clock=clock)
@@ -99,21 +96,17 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
     files = run_traces(run)
     if not files:
         return []
-    global _job
     dense.release(run)  # the run's figures are drawn: their shared attribution is not needed here
-    _job = (run.timeline if run.clock is not None else None,  # a DataFrame: host_off_fn indexes it in numpy
-            run.clock if run.timeline is not None else None, figdir, long_wait)
+    timeline = run.timeline if run.clock is not None else None  # a DataFrame: host_off_fn indexes it in numpy
+    clock = run.clock if run.timeline is not None else None
     chosen = files[:MAX_TRACES]
-    big = sum(os.path.getsize(f) for f in chosen) >= PARALLEL_BYTES
-    workers = min(len(chosen), os.cpu_count() or 1) if big else 1
-    out = []
+    size = sum(os.path.getsize(f) for f in chosen)
+    big = size >= PARALLEL_BYTES
+    workers = parallel.workers(len(chosen)) if big else 1
     with progress.stage(f"{len(chosen)} trace file(s)" + (f" in {workers} processes" if workers > 1 else ""),
-                        progress.count(sum(os.path.getsize(f) for f in chosen), "bytes")):
-        if workers > 1:  # forked: the children inherit _job (the timeline is not pickled)
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                parts = pool.map(_one_trace, chosen, chunksize=1)
-        else:
-            parts = [_one_trace(f) for f in chosen]
+                        progress.count(size, "bytes")):
+        parts = parallel.forked_map(lambda f: _one_trace(f, timeline, clock, figdir, long_wait), chosen, big=big)
+    out = []
     for part in parts:
         out += part
     if len(files) > MAX_TRACES:

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 
-from .trace_replay import _find_collect
+from .trace_columns import find_collect
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -70,7 +70,7 @@ def run(files: list, outdir: str, top: int = 10, spec_text: str | None = None) -
     out = []
     for phase, fs in sorted(phases.items()):
         d = os.path.join(outdir, "stacks", phase)
-        cmd = [_find_collect(), "trace", "stacks", *fs, "-o", d, "--top", str(top)]
+        cmd = [find_collect(), "trace", "stacks", *fs, "-o", d, "--top", str(top)]
         if kernel:
             cmd += ["--kernel", kernel]
         if initrd:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spinlab_report import dense, fig_holder_off, load, progress, trace_replay
+from spinlab_report import dense, fig_holder_off, load, progress, trace_columns, trace_replay
 from spinlab_report.contract import OFF_STATES, UNKNOWN_STATE
 from spinlab_report.names import LHP_CLASS
 
@@ -144,24 +144,80 @@ def test_synthetic_run_keeps_the_contract(tmp_path):
 
 
 @pytest.mark.skipif(not os.access(TRACE_SCRIPT, os.X_OK), reason="needs the host build (make host): trace_script")
-def test_fast_ctf_reader_reads_what_the_bindings_read(tmp_path):
-    """read_ctf goes through babeltrace2's C API by member index; the bindings' wrappers, field by
-    field and by name, must give the same events (every event type of the hand-made trace)."""
+def test_column_export_reads_what_babeltrace2_reads(tmp_path):
+    """The replay reads spinlab-collect's column export; babeltrace2 reads the CTF export of the
+    same file. Both must give the same events, field by field, in the same order (every event
+    type of the hand-made trace; an unsigned 32-bit 0xFFFFFFFF read as such)."""
     import bt2
     trace, ctf = tmp_path / "sm.trace", tmp_path / "ctf"
     subprocess.run([TRACE_SCRIPT, os.path.join(HERE, "traces", "state_machine.txt"), str(trace)], check=True)
-    subprocess.run([trace_replay._find_collect(), "trace", "export", str(trace), "--format", "ctf", "-o", str(ctf)],
+    subprocess.run([trace_columns.find_collect(), "trace", "export", str(trace), "--format", "ctf", "-o", str(ctf)],
                    check=True, capture_output=True)
-    slow = []
+
+    def value(v):
+        return str(v) if isinstance(v, bt2._StringFieldConst) else (
+            [int(x) for x in v] if isinstance(v, bt2._ArrayFieldConst) else int(v))
+    via_bt2 = []
     for m in bt2.TraceCollectionMessageIterator(str(ctf)):
         if type(m) is bt2._EventMessageConst:
             e, ctx = m.event, m.event.common_context_field
-            slow.append(trace_replay.Event(m.default_clock_snapshot.value, int(e.packet.context_field["cpu_id"]), e.name,
-                                           int(ctx["thread_id"]), int(ctx["process_id"]), trace_replay._slow_payload(e)))
-    slow.sort(key=lambda e: (e.tsc, e.cpu))
-    fast = trace_replay.read_ctf(str(ctf))[0]
-    assert len({e.name for e in fast}) >= 8 and fast == slow
-    assert any(e.f.get("holder_cpu_start") == 0xFFFFFFFF for e in fast)  # unsigned 32-bit read as such
+            via_bt2.append((m.default_clock_snapshot.value, int(e.packet.context_field["cpu_id"]), e.name,
+                            int(ctx["thread_id"]), int(ctx["process_id"]),
+                            {k: value(v) for k, v in e.payload_field.items()}))
+    via_bt2.sort(key=lambda e: (e[0], e[1]))  # stable: within a CPU, babeltrace2's (the file's) order
+    t = trace_columns.read(str(trace))
+    common = set(trace_columns.COMMON) | {"index"}
+    via_columns = [(f["tsc"], f["cpu"], name, f[trace_columns.TID], f[trace_columns.PID],
+                    {k: v for k, v in f.items() if k not in common}) for name, f in t.rows(list(t.events))]
+    assert len(t.events) >= 8 and len(via_columns) == len(via_bt2) == t.count()
+    assert via_columns == via_bt2
+    assert any(f.get("holder_cpu_start") == 0xFFFFFFFF for *_, f in via_columns)
+
+
+def _spy_on_forks(monkeypatch) -> list:
+    """Two CPUs for parallel.py, and the list of the process pools it starts."""
+    from spinlab_report import parallel
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("SPINLAB_REPORT_WORKERS", raising=False)
+    calls, real = [], parallel.multiprocessing.get_context
+
+    def spy(kind):
+        calls.append(kind)
+        return real(kind)
+    monkeypatch.setattr(parallel.multiprocessing, "get_context", spy)
+    return calls
+
+
+@pytest.mark.skipif(not os.access(TRACE_SCRIPT, os.X_OK), reason="needs the host build (make host): trace_script")
+def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
+    """A large run's snapshots are read, and its figures drawn, in forked processes: the same
+    snapshots (every long-wait column), and the same figures, as one process makes."""
+    from spinlab_report import report, summary
+    out = tmp_path / "syn"
+    subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
+                    "--duration", "2"], check=True, capture_output=True, timeout=120)
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 40)
+    monkeypatch.setattr(report, "PARALLEL_WAITS", 1 << 40)
+    one = load.load_run(str(out))
+    opts = summary.Options()
+    summ = summary.build(one, opts)
+    figs_one = report.make_figures(one, summ, str(tmp_path / "f1"), opts)
+    calls = _spy_on_forks(monkeypatch)
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(report, "PARALLEL_WAITS", 0)
+    two = load.load_run(str(out))
+    assert calls == ["fork"]
+    assert [(s.phase, s.rep) for s in one.snapshots] == [(s.phase, s.rep) for s in two.snapshots]
+    for a, b in zip(one.snapshots, two.snapshots):
+        assert list(a.long_waits) == list(b.long_waits) and len(a.long_waits) > 0
+        assert [st.wait.tolist() for st in a.stats] == [st.wait.tolist() for st in b.stats]
+    figs_two = report.make_figures(two, summary.build(two, opts), str(tmp_path / "f2"), opts)
+    assert calls == ["fork", "fork"]
+    assert list(figs_one) == list(figs_two) and len(figs_one) == 10
+    for name, f in figs_one.items():
+        g = figs_two[name]
+        assert (f.title, f.caption, f.missing) == (g.title, g.caption, g.missing)
+        assert (f.png is None) == (g.png is None) and (f.png is None or os.path.getsize(g.png) > 1000)
 
 
 @pytest.mark.skipif(not os.access(TRACE_SCRIPT, os.X_OK), reason="needs the host build (make host): trace_script")
@@ -175,14 +231,7 @@ def test_trace_section_in_parallel_is_the_same(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 1 << 40)
     one = trace_section.run_section(run, figdir)
     monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(trace_section.os, "cpu_count", lambda: 2)
-    calls = []
-    real_pool = trace_section.multiprocessing.get_context
-
-    def spy(kind):
-        calls.append(kind)
-        return real_pool(kind)
-    monkeypatch.setattr(trace_section.multiprocessing, "get_context", spy)
+    calls = _spy_on_forks(monkeypatch)
     two = trace_section.run_section(run, figdir)
     assert calls == ["fork"]
     assert one == two and sum(1 for b in one if b[0] == "h2" and b[1].startswith("Trace: ")) == 4

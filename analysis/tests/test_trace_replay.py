@@ -102,3 +102,84 @@ def test_report_trace_section_of_one_trace(trace_file, tmp_path):
     r = subprocess.run(["/usr/bin/python3", tool, "--trace", str(tmp_path / "nope.trace")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "nope.trace" in r.stderr
+
+
+def _brute_long_waits(switches, waits, cpus, start, end, long_wait):
+    """The definition, one wait and one interval at a time: switches (tsc, cpu, old, new), waits
+    (acquire_tsc, wait, holder cpu or 0xFFFFFFFF, flags, rules). Returns per wait (holder thread,
+    shares of holder/other/idle/unknown) or None when the holder CPU is not known."""
+    runs = {}
+    for cpu in range(cpus):
+        mine = [s for s in switches if s[1] == cpu]
+        iv, since, cur = [], start, (mine[0][2] if mine else None)
+        for tsc, _, _, new in mine:
+            if tsc > since:
+                iv.append((since, tsc, cur))
+            since, cur = tsc, new
+        if end > since:
+            iv.append((since, end, cur))
+        runs[cpu] = iv
+    out = []
+    for b, w, h, flags, rules in waits:
+        if not flags & 1 or (w < long_wait and not rules & 8):
+            continue
+        if h == 0xFFFFFFFF:
+            out.append(None)
+            continue
+        a = b - w
+        holder = next((t for s, e, t in runs[h] if s <= a < e), None)
+        share = {"holder": 0, "other": 0, "idle": 0, "unknown": 0}
+        for s, e, t in runs[h]:
+            d = min(e, b) - max(s, a)
+            if d > 0:
+                share["unknown" if t is None else "idle" if t == 0 else "holder" if t == holder else "other"] += d
+        share["unknown"] += max(0, w - sum(share.values()))
+        out.append((holder, share["holder"] / w, share["other"] / w, share["idle"] / w, share["unknown"] / w))
+    return out
+
+
+def test_long_waits_in_numpy_match_the_definition():
+    """trace_replay's interval arithmetic (searchsorted over each holder CPU's run intervals)
+    against the per-wait, per-interval definition, on random switches and waits: holders idle,
+    running, switched out mid-wait, a CPU never switched (who ran there is unknown), waits that
+    began before the trace."""
+    import numpy as np
+    from spinlab_report import trace_columns
+    rng = np.random.default_rng(7)
+    cpus, start, end = 4, 1000, 200_000  # CPU 3 has no context switch
+    sw = sorted((int(t), int(rng.integers(3)), 0, int(rng.choice([0, 0, 5, 6, 7])))
+                for t in rng.integers(start, end, 120))
+    last = {}
+    switches = []
+    for tsc, cpu, _, new in sw:  # old = what this CPU ran before (the first: random, may be 0)
+        switches.append((tsc, cpu, last.get(cpu, int(rng.choice([0, 5]))), new))
+        last[cpu] = new
+    waits = [(int(b), int(w), int(rng.choice([0, 1, 2, 3, 0xFFFFFFFF])), int(rng.choice([0, 1, 1, 1])),
+              int(rng.choice([0, 0, 8]))) for b, w in zip(rng.integers(start, end, 400), rng.integers(1, 30_000, 400))]
+    cs = np.array([(t, c, 0, 0, i, o, n) for i, (t, c, o, n) in enumerate(switches)],
+                  dtype=[("tsc", "<u8"), ("cpu", "<u4"), ("event_thread_id", "<u4"), ("event_process_id", "<u4"),
+                         ("index", "<u8"), ("old_thread_id", "<u4"), ("new_thread_id", "<u4")])
+    sp = np.array([(b, k % cpus, 9, 1, 1000 + k, 0xA0, 1, b, w, h, h, f, r) for k, (b, w, h, f, r) in enumerate(waits)],
+                  dtype=[("tsc", "<u8"), ("cpu", "<u4"), ("event_thread_id", "<u4"), ("event_process_id", "<u4"),
+                         ("index", "<u8"), ("lock_address", "<u8"), ("class_id", "<u4"), ("acquire_tsc", "<u8"),
+                         ("wait_cycles", "<u8"), ("holder_cpu_start", "<u4"), ("holder_cpu_end", "<u4"),
+                         ("flags", "u1"), ("rules", "u1")])
+    edge = np.array([(start, 0, 0, 0, 0), (end, 0, 0, 0, 1)], dtype=[("tsc", "<u8"), ("cpu", "<u4"),
+                    ("event_thread_id", "<u4"), ("event_process_id", "<u4"), ("index", "<u8")])
+    sp = sp[np.argsort(sp["tsc"], kind="stable")]
+    t = trace_columns.TraceColumns(10**9, cpus, 0, {"cswitch": cs, "spinlock": sp, "sysconfig": edge})
+    m = trace_replay._Machine(t)
+    assert (m.start, m.end) == (start, end)
+    got = list(m.long_waits(m.run_intervals(), 5000, None))
+    want = _brute_long_waits(switches, [(int(r["acquire_tsc"]), int(r["wait_cycles"]), int(r["holder_cpu_start"]),
+                                         int(r["flags"]), int(r["rules"])) for r in sp], cpus, start, end, 5000)
+    assert len(got) == len(want) > 100
+    verdicts = set()
+    for g, w in zip(got, want):
+        if w is None:
+            assert g["holder_cpu"] is None and g["verdict"] == "holder unknown"
+            continue
+        assert (g["holder_thread"], g["holder_running"], g["other_thread"], g["idle"], g["unknown"]) == pytest.approx(w)
+        verdicts.add(g["verdict"])
+    assert {"running the holder", "running another thread", "idle"} <= verdicts
+    assert any(g["unknown"] == 1.0 for g in got) and any(0 < (g["unknown"] or 0) < 1 for g in got)
