@@ -6,7 +6,8 @@
 #            help2man: small, and needed to configure the one host build)
 #   install  run's, plus man-db and bash-completion for `make install`
 #   all      (the default) everything `make test`, `make bench`, `make fuzz` and the optional
-#            features use: clang/libFuzzer, libvirt, the GRUB ISO, pytest, chromium, Snakemake
+#            features use: clang/libFuzzer, libvirt, the GRUB ISO, pytest, babeltrace2, chromium,
+#            Snakemake
 #   slurm    what `make test-slurm` adds, a one-node Slurm cluster's daemons, kept out of
 #            `make run` and `make test` on purpose
 # A feature outside `run` that finds its package missing names it (e.g. spinlab-vm --backend
@@ -22,7 +23,6 @@ run_pkgs=(
   python3-scipy                              # analysis: t quantiles, Welch's test
   cpio util-linux procps psmisc
   help2man                                   # man pages from --help (CMake's configure wants it)
-  babeltrace2 python3-bt2                    # the report's trace section reads the CTF export
   libdw-dev pkg-config                       # trace dump --stacks: guest addresses to names (elfutils)
 )
 install_pkgs=(man-db bash-completion)        # man, completion
@@ -31,6 +31,7 @@ test_pkgs=(
   libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
   grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
   python3-pytest
+  babeltrace2 python3-bt2                    # the CTF export's tests, lab 4: traces open in babeltrace2
   chromium                                   # analysis: the report's rendering test (headless)
   snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
   strace                                     # the install test: nothing reads the source tree

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract as c
+from . import parallel
 from .buckets import NBUCKETS
 from .waits import LongWaits
 
@@ -193,6 +194,17 @@ def read_timeline(path: str) -> pd.DataFrame:
     return df
 
 
+PARALLEL_BYTES = 32 << 20  # snapshot files from which they are read side by side (parallel.py)
+
+
+def _read_or_problem(f: str) -> tuple:
+    """(the snapshot, None), or (None, what is wrong with it)."""
+    try:
+        return read_snapshot(f), None
+    except c.ContractError as e:
+        return None, str(e)
+
+
 def _optional(run: Run, what: str, reader):
     """Call reader(); a ContractError becomes a problem of the run and the result None."""
     try:
@@ -219,9 +231,11 @@ def load_run(path: str) -> Run:
         run.problems.append(f"{c.STATUS}: state {run.status.get('state')!r} is neither complete nor partial")
     spec = os.path.join(path, c.SPEC)
     run.spec_text = open(spec, encoding="utf-8", errors="replace").read() if os.path.exists(spec) else None
-    for f in sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "*.json"))):
-        snap = _optional(run, "this snapshot is left out", lambda: read_snapshot(f))
+    files = sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "*.json")))
+    big = sum(os.path.getsize(f) for f in files) >= PARALLEL_BYTES
+    for f, (snap, problem) in zip(files, parallel.forked_map(_read_or_problem, files, big=big)):
         if snap is None:
+            run.problems.append(f"{problem} — this snapshot is left out")
             continue
         m = re.fullmatch(r"(.+)-r(\d+)\.json", os.path.basename(f))
         if not m or (m.group(1), int(m.group(2))) != (snap.phase, snap.rep):

@@ -4,9 +4,12 @@ import json
 import os
 
 from . import aggregate, progress, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
-from . import wrk_table
+from . import parallel, wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
+
+
+PARALLEL_WAITS = 100_000  # listed long waits from which figures are drawn in parallel
 
 
 def phase_tables(run) -> tuple[dict, dict]:
@@ -21,11 +24,16 @@ def write(path: str, text: str):
 
 
 def make_figures(run, summ: dict, figdir: str, opts) -> dict:
-    figs = [fig_wait_ccdf.make(run, figdir, opts.threshold), fig_wait_cdf.make(run, figdir),
-            fig_wait_cdf_phases.make(run, figdir), fig_wait_hist.make(run, figdir),
-            fig_hold_cdf.make(run, figdir), fig_class_waits.make(run, figdir), fig_cpu_heatmap.make(run, figdir),
-            fig_holder_off.make(run, figdir, opts.threshold), fig_long_wait_window.make(run, figdir, opts.threshold),
-            fig_throughput.make(run, summ, figdir)]
+    """The run's figures, drawn side by side in forked processes on a large run (the slowest
+    first: they take turns on the CPUs in this order)."""
+    makers = [lambda: fig_holder_off.make(run, figdir, opts.threshold), lambda: fig_cpu_heatmap.make(run, figdir),
+              lambda: fig_long_wait_window.make(run, figdir, opts.threshold),
+              lambda: fig_wait_ccdf.make(run, figdir, opts.threshold), lambda: fig_wait_cdf.make(run, figdir),
+              lambda: fig_wait_cdf_phases.make(run, figdir), lambda: fig_wait_hist.make(run, figdir),
+              lambda: fig_hold_cdf.make(run, figdir), lambda: fig_class_waits.make(run, figdir),
+              lambda: fig_throughput.make(run, summ, figdir)]
+    big = sum(len(s.long_waits or ()) for s in run.snapshots) >= PARALLEL_WAITS
+    figs = parallel.forked_map(lambda i: makers[i](), range(len(makers)), big=big)
     return {f.name: f for f in figs}
 
 
