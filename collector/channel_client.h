@@ -23,6 +23,12 @@ struct CallResult {
     std::vector<uint8_t> data;   // output bytes (empty unless status is success)
 };
 
+// The bytes of a plain struct, as query() and set() take their input.
+template <class T>
+std::span<const uint8_t> bytes_of(const T& v) {
+    return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
+}
+
 class ChannelClient {
 public:
     // Throws CollectError(kExitNoVm) when nothing listens at `path`.

@@ -10,14 +10,6 @@
 #include "host_tsc.h"
 
 namespace spinlab::collect {
-namespace {
-
-template <class T>
-std::span<const uint8_t> bytes_of(const T& v) {
-    return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
-}
-
-}  // namespace
 
 Session::Session(const Config& c)
     : config_(c), paths_(resolve_attach(c.attach)), channel_timeout_(c.timeout_ms) {

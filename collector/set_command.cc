@@ -14,11 +14,6 @@ namespace {
 
 constexpr uint32_t kSpinlockSub = uint32_t(EventTraceInformationClass::kEventTraceSpinlockInformation);
 
-template <class T>
-std::span<const uint8_t> bytes_of(const T& v) {
-    return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
-}
-
 uint32_t field_at(const EventTraceSpinlockInformation& p, uint32_t offset) {
     uint32_t v;
     std::memcpy(&v, reinterpret_cast<const uint8_t*>(&p) + offset, sizeof v);

@@ -12,11 +12,6 @@ namespace {
 
 constexpr uint32_t kInfo = uint32_t(InfoClass::kSystemPerformanceTraceInformation);
 
-template <class T>
-std::span<const uint8_t> bytes_of(const T& v) {
-    return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
-}
-
 }  // namespace
 
 TraceSessionInformation query_trace_session(Session& s) {
