@@ -2,7 +2,6 @@
 #include "trace_export_input.h"
 
 #include <algorithm>
-#define BOOST_BIND_GLOBAL_PLACEHOLDERS  // property_tree includes the old boost/bind.hpp
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <cstring>
