@@ -48,7 +48,6 @@ all: build
 # The package set: `make run` and `make install` install only what they use (scripts/deps.sh);
 # a target-specific value reaches the prerequisites (kernel, tools) it builds.
 DEPS_SET ?= all
-run: DEPS_SET = run
 install: DEPS_SET = install
 
 deps:
@@ -90,7 +89,16 @@ bench: build
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
-run: kernel tools
+# make run: the build's packages, then the build while the experiment's packages (QEMU, Python's)
+# install beside it (on a fresh machine dpkg takes ~70 s of mostly one core; the build the other),
+# then the experiment and its report.
+run:
+	@scripts/deps.sh build
+	@scripts/deps.sh experiment & deps=$$!; \
+	  built=0; $(MAKE) --no-print-directory kernel tools DEPS_SET=none || built=$$?; \
+	  installed=0; wait $$deps || installed=$$?; \
+	  if [ $$installed -ne 0 ]; then echo "make run: installing the experiment's packages failed (see above)" >&2; exit 1; fi; \
+	  if [ $$built -ne 0 ]; then exit $$built; fi
 	@scripts/run-default.sh
 
 sweep: build

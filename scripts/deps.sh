@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # Install what spinlab needs from Debian's packages, only when something is missing.
-# Usage: scripts/deps.sh [run|install|all|slurm]
-#   run      what `make run` uses: build the kernel and the tools, run the default experiment,
-#            write its report (CMake's configure also wants GoogleTest, Google Benchmark and
-#            help2man: small, and needed to configure the one host build)
+# Usage: scripts/deps.sh [run|build|experiment|install|all|slurm|none]
+#   run      what `make run` uses: build's and experiment's
+#   build    what compiling the kernel and the tools needs (CMake's configure also wants
+#            GoogleTest, Google Benchmark and help2man: small, and needed to configure the one
+#            host build)
+#   experiment  what running the default experiment and writing its report needs: QEMU, Python's
+#            packages. `make run` installs these while the build compiles (dpkg keeps about one
+#            core busy, the compilers the other)
 #   install  run's, plus man-db and bash-completion for `make install`
 #   all      (the default) everything `make test`, `make bench`, `make fuzz` and the optional
 #            features use: clang/libFuzzer, libvirt, the GRUB ISO, pytest, babeltrace2, chromium,
 #            Snakemake
 #   slurm    what `make test-slurm` adds, a one-node Slurm cluster's daemons, kept out of
 #            `make run` and `make test` on purpose
+#   none     nothing (a make that has installed its packages already)
 # A feature outside `run` that finds its package missing names it (e.g. spinlab-vm --backend
 # libvirt: libvirt-clients).
 set -euo pipefail
 
-run_pkgs=(
+build_pkgs=(
   build-essential cmake make git
   libgtest-dev libgmock-dev libbenchmark-dev  # CMake's configure (the tests and benchmarks)
   libboost-program-options-dev               # CLI and experiment specs
+  help2man                                   # man pages from --help (CMake's configure wants it)
+  libdw-dev pkg-config                       # trace dump --stacks: guest addresses to names (elfutils)
+)
+experiment_pkgs=(
   qemu-system-x86 qemu-utils                 # the VM (qboot.rom ships in qemu-system-data)
   python3 python3-matplotlib python3-numpy python3-pandas
   python3-scipy                              # analysis: t quantiles, Welch's test
   cpio util-linux procps psmisc
-  help2man                                   # man pages from --help (CMake's configure wants it)
-  libdw-dev pkg-config                       # trace dump --stacks: guest addresses to names (elfutils)
 )
+run_pkgs=("${build_pkgs[@]}" "${experiment_pkgs[@]}")
 install_pkgs=(man-db bash-completion)        # man, completion
 test_pkgs=(
   clang lld llvm libclang-rt-14-dev          # freestanding kernel build checks, libFuzzer
@@ -38,10 +46,13 @@ test_pkgs=(
 )
 case "${1:-all}" in
   run) pkgs=("${run_pkgs[@]}") ;;
+  build) pkgs=("${build_pkgs[@]}") ;;
+  experiment) pkgs=("${experiment_pkgs[@]}") ;;
+  none) exit 0 ;;
   install) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}") ;;
   all) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}" "${test_pkgs[@]}") ;;
   slurm) pkgs=(slurm-wlm munge) ;;            # slurmctld, slurmd, sbatch...; munged
-  *) echo "deps.sh: unknown set '$1' (run, install, all or slurm)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$1' (run, build, experiment, install, all, slurm or none)" >&2; exit 2 ;;
 esac
 
 missing=()
