@@ -190,21 +190,20 @@ def _spy_on_forks(monkeypatch) -> list:
 
 @pytest.mark.skipif(not os.access(TRACE_SCRIPT, os.X_OK), reason="needs the host build (make host): trace_script")
 def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
-    """A large run's snapshots are read, and its figures drawn, in forked processes: the same
+    """A large run's snapshots are read, and any run's figures drawn, in forked processes: the same
     snapshots (every long-wait column), and the same figures, as one process makes."""
     from spinlab_report import report, summary
     out = tmp_path / "syn"
     subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
     monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 40)
-    monkeypatch.setattr(report, "PARALLEL_WAITS", 1 << 40)
+    monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")  # figures: one process
     one = load.load_run(str(out))
     opts = summary.Options()
     summ = summary.build(one, opts)
     figs_one = report.make_figures(one, summ, str(tmp_path / "f1"), opts)
     calls = _spy_on_forks(monkeypatch)
     monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(report, "PARALLEL_WAITS", 0)
     two = load.load_run(str(out))
     assert calls == ["fork"]
     assert [(s.phase, s.rep) for s in one.snapshots] == [(s.phase, s.rep) for s in two.snapshots]
