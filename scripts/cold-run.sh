@@ -26,10 +26,20 @@ if [ ! -d "$base" ]; then
 fi
 mounts=(proc sys dev dev/pts)
 cleanup() {
-    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "$run/${mounts[i]}" 2>/dev/null || true; done
+    # -R: what was mounted below them inside (spinlab-run mounts tracefs in the chroot's /sys).
+    # Nothing is deleted while anything is still mounted below $run: rm -rf would reach the
+    # host's /dev and /sys through the bind mounts.
+    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -R "$run/${mounts[i]}" 2>/dev/null || true; done
+    if findmnt -rn -o TARGET | grep -q "^$run/"; then
+        echo "cold-run.sh: still mounted below $run, not removed: umount -R them, then rm -rf $run" >&2
+        return
+    fi
     rm -rf "$run"
 }
 trap cleanup EXIT INT TERM
+if findmnt -rn -o TARGET | grep -q "^$run/"; then
+    echo "cold-run.sh: something is mounted below $run (an earlier run?): umount -R it first" >&2; trap - EXIT; exit 1
+fi
 rm -rf "$run" && cp -a "$base" "$run"
 cp /etc/resolv.conf "$run/etc/resolv.conf"
 for m in "${mounts[@]}"; do mount --bind "/$m" "$run/$m"; done
