@@ -102,7 +102,7 @@ def guest_to_host(guest_tsc, clock: dict):
     return g + clock["offset_cycles"] + (g - clock["ref_guest_tsc"]) * clock["drift_ppm"] * 1e-6
 
 
-def _union(a, b) -> tuple:
+def interval_union(a, b) -> tuple:
     """The union of the intervals [a, b) (numpy arrays of one vCPU's rows) as sorted disjoint
     (starts, ends), with the cumulative cycles before each start. Sorted by start, a row opens a
     new interval where it starts after every end before it (rows that touch merge); empty rows
@@ -151,8 +151,8 @@ def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dic
     index = {}
     for rows in np.split(order, cut):
         ra, rb, ro, rm = a[rows], b[rows], off[rows], maybe[rows]
-        s, e, before = _union(ra[ro], rb[ro])
-        index[int(vcpu[rows[0]])] = (s, e, before, float(ra.min()), float(rb.max()), _union(ra[rm], rb[rm]))
+        s, e, before = interval_union(ra[ro], rb[ro])
+        index[int(vcpu[rows[0]])] = (s, e, before, float(ra.min()), float(rb.max()), interval_union(ra[rm], rb[rm]))
     return index
 
 

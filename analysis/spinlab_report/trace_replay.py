@@ -35,6 +35,7 @@ import numpy as np
 from .buckets import LONG_WAIT_CYCLES
 from . import trace_columns
 from .contract import OFF_STATES, UNKNOWN_STATE
+from .lhp import interval_union
 from .trace_columns import TID
 
 LONG_WAIT_DEFAULT = LONG_WAIT_CYCLES  # without the runner's long_waits_min_cycles
@@ -99,14 +100,10 @@ class RunIntervals:
     def overlap(self, mask, a, b) -> np.ndarray:
         """Cycles of [a, b) (arrays) inside this CPU's intervals where mask holds."""
         s, e = self.start[mask], self.end[mask]
-        before = np.concatenate(([0], np.cumsum(e - s)[:-1])) if s.size else s
+        union = (s, e, np.concatenate(([0], np.cumsum(e - s)[:-1])) if s.size else s)
 
         def upto(t):  # cycles of the masked intervals before time t
-            if not s.size:
-                return np.zeros(t.shape, dtype=np.int64)
-            i = np.searchsorted(s, t, side="right") - 1
-            j = np.maximum(i, 0)
-            return np.where(i >= 0, before[j] + np.minimum(t, e[j]) - s[j], 0)
+            return _covered(union, t)
         return np.maximum(upto(b) - upto(a), 0)
 
 
@@ -387,19 +384,7 @@ def _unions(timeline, states) -> dict:
     df = df[df["state"].isin(states)]
     out = {}
     for vcpu, g in df.groupby("vcpu"):
-        order = np.argsort(g["start_host_tsc"].to_numpy(np.int64), kind="stable")
-        s = g["start_host_tsc"].to_numpy(np.int64)[order]
-        e = g["end_host_tsc"].to_numpy(np.int64)[order]
-        keep = e > s
-        s, e = s[keep], e[keep]
-        reach = np.maximum.accumulate(e) if e.size else e
-        new = np.ones(s.size, dtype=bool)  # a row starting after every earlier row ended opens a run
-        new[1:] = s[1:] > reach[:-1]
-        first = np.flatnonzero(new)
-        us = s[first]
-        ue = np.maximum.reduceat(e, first) if first.size else e
-        before = np.concatenate(([0], np.cumsum(ue - us)[:-1])) if us.size else us
-        out[int(vcpu)] = (us.astype(np.float64), ue.astype(np.float64), before.astype(np.float64))
+        out[int(vcpu)] = interval_union(g["start_host_tsc"].to_numpy(np.float64), g["end_host_tsc"].to_numpy(np.float64))
     return out
 
 
