@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The install test (a step of `make test`, about a minute): `make install` into a temporary
 # DESTDIR, then, from another directory and with the source tree hidden, the installed
-# `spinlab selftest` and a 10-second `spinlab run` + `spinlab report`; then `make uninstall`.
+# `spinlab selftest`, a 10-second `spinlab run` + `spinlab report` and the Python API on its
+# results; then `make uninstall`.
 #
 # "Nothing reads the source tree" is checked twice: the installed tools run in a private mount
 # namespace where a read-only empty tmpfs covers the source tree (so a tool that needs it fails),
@@ -31,6 +32,10 @@ make -s --no-print-directory install DESTDIR="$root" PREFIX=$prefix >"$stage/ins
     { cat "$stage/install.log"; fail "make install DESTDIR=$root failed"; }
 tail -1 "$stage/install.log"
 
+# /usr/bin/python3 finds the analysis package (import spinlab_report) through spinlab.pth.
+pth=$(/usr/bin/python3 -c 'import sys; print(next(d for d in sys.path if d.startswith(sys.argv[1] + "/") and d.endswith("-packages")))' "$prefix")/spinlab.pth
+[ "$(cat "$root$pth" 2>/dev/null)" = "$prefix/share/spinlab/analysis" ] ||
+    fail "$pth is missing or does not name $prefix/share/spinlab/analysis"
 # Everything the Python tools import is installed (their file lists are explicit).
 for pkg in vm-images/spinlab_vm analysis/spinlab_report; do
     for f in "$pkg"/*.py; do
@@ -69,6 +74,10 @@ spinlab selftest --cpus 2 --suite smp,user --accel tcg >selftest.txt
 spinlab run --vm.name install-test-\$\$ --vm.accel tcg --run.phases idle-host --run.duration 8 --run.warmup 2 \
     --run.repetitions 1 >run.txt 2>&1 || { cat run.txt; exit 1; }
 spinlab report results/latest >report.txt
+# the public API of the installed package, as spinlab.pth puts it on the path (the .pth names
+# $prefix without the DESTDIR: here the staged copy is named directly)
+PYTHONPATH=$root$prefix/share/spinlab/analysis /usr/bin/python3 -c "import spinlab_report as s
+r = s.load('results/latest'); print(len(r.waits), sorted(r.classes.lock_class.unique()))" >api.txt
 INNER
 # Hidden first, then traced from the other directory: the log holds the tools' calls only.
 (cd "$work" && env -i PATH="$bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME="$stage" LANG=C.UTF-8 \
@@ -89,6 +98,7 @@ grep -q '"state": *"complete"' "$work/results/latest/status.json" ||
     fail "the run is not complete: $(cat "$work/results/latest/status.json")"
 [ "$(cat "$work/report.txt")" = "$work/results/latest/report.html" ] && [ -s "$work/report.txt" ] ||
     fail "spinlab report printed '$(cat "$work/report.txt")'"
+grep -q "^[0-9]* \[.*'lockbench" "$work/api.txt" || fail "the installed API gave '$(cat "$work/api.txt")'"
 run_id=$(basename "$(readlink "$work/results/latest")")
 grep -q "href='$run_id/report.html'" "$work/results/index.html" ||
     fail "results/index.html has no link to $run_id/report.html"

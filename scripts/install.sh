@@ -2,8 +2,9 @@
 # `make install` / `make uninstall`: scripts/install.sh install|uninstall BUILD_DIR PREFIX
 # (DESTDIR from the environment, for packagers and the install test).
 #
-# install: cmake --install (the rules are in frontend/CMakeLists.txt), then the list of every file
-#   it put there, PREFIX/share/spinlab/install-manifest.txt (paths without DESTDIR). Installing
+# install: cmake --install (the rules are in frontend/CMakeLists.txt), spinlab.pth in
+#   /usr/bin/python3's site directory under PREFIX (so `import spinlab_report` works), then the list
+#   of every file it put there, PREFIX/share/spinlab/install-manifest.txt (paths without DESTDIR). Installing
 #   over an older installation removes the files the new one no longer has.
 # uninstall: removes the files that list names and nothing else, the bytecode Python cached
 #   beside the installed modules (__pycache__/*.pyc under share/spinlab), then the directories
@@ -52,12 +53,25 @@ if [[ $action == install ]]; then
         new+=("${f#"$dest"}")
     done <"$build/install_manifest.txt"
     new+=("$manifest")
+    # The analysis package (spinlab_report, its public API) where /usr/bin/python3 looks: a .pth
+    # in the first of its site directories under PREFIX (/usr/local: lib/python3.X/dist-packages)
+    site=$(/usr/bin/python3 -c 'import sys
+p = sys.argv[1].rstrip("/") + "/"
+print(next((d for d in sys.path if d.startswith(p) and d.endswith(("dist-packages", "site-packages"))), ""))' "$prefix")
+    if [[ -n $site ]]; then
+        mkdir -p "$dest$site"
+        echo "$prefix/share/spinlab/analysis" >"$dest$site/spinlab.pth"
+        new+=("$site/spinlab.pth")
+    else
+        pth_note="note: /usr/bin/python3 has no site directory under $prefix: to import spinlab_report, PYTHONPATH=$prefix/share/spinlab/analysis"
+    fi
     printf '%s\n' "${new[@]}" | sort -u >"$dest$manifest"
     # files of the older installation that this one does not have
     if [[ ${#old[@]} -gt 0 ]]; then
         comm -23 <(printf '%s\n' "${old[@]}" | sort -u) "$dest$manifest" | remove_files
     fi
     echo "installed $(wc -l <"$dest$manifest") files under $dest$prefix (list: $dest$manifest)"
+    [[ -z ${pth_note:-} ]] || echo "$pth_note"
     case ":$PATH:" in
         *":$prefix/bin:"*) ;;
         *) [[ -z $dest ]] && echo "note: $prefix/bin is not on your PATH" ;;

@@ -3,7 +3,7 @@ import argparse
 import os
 import sys
 
-from . import compare, index, load, progress, report
+from . import compare, index, reader, progress, report
 from .contract import ContractError
 from .summary import Options
 
@@ -79,7 +79,7 @@ def trace_report(args) -> dict:
     clock = timeline = None
     if os.path.basename(os.path.dirname(os.path.abspath(args.trace))) == "snapshots" and \
             os.path.exists(os.path.join(run_dir, "meta.json")):
-        run = load.load_run(run_dir)
+        run = reader.load_run(run_dir)
         if run.clock is not None and run.timeline is not None:
             clock, timeline = run.clock, run.timeline.to_dict("records")
     try:
@@ -99,13 +99,13 @@ def main(argv=None) -> int:
         elif args.compare is not None:
             if len(args.compare) < 2:
                 p.error("--compare needs at least two results directories")
-            runs = [load.load_run(d) for d in args.compare]
+            runs = [reader.load_run(d) for d in args.compare]
             out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.compare[0])),
                                            f"compare-{runs[0].run_id}-vs-{runs[1].run_id}")
             paths = compare.generate(runs, out, opts)
         else:
             with progress.stage(f"read {args.results}"):
-                run = load.load_run(args.results)
+                run = reader.load_run(args.results)
             if args.baseline and args.baseline not in run.phases:
                 p.error(f"--baseline {args.baseline}: no such phase (phases: {', '.join(run.phases)})")
             paths = report.generate(run, args.out or args.results, opts)

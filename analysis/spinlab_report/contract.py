@@ -1,6 +1,6 @@
 """The results-directory contract, format 1 (written out in analysis/README.md).
 
-Only names and checks live here; load.py reads the files. A ContractError is the one error the
+Only names and checks live here; reader.py reads the files. A ContractError is the one error the
 CLI turns into a message and a non-zero exit: the text says which file and which field.
 """
 import json

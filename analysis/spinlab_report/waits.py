@@ -62,11 +62,11 @@ class LongWaits:
     def from_json(cls, items: list, where: str):
         """A snapshot's "long_waits" (JSON objects), checked; where names the list in errors."""
         if not cls._well_formed(items):
-            from .load import _long_wait  # the per-wait checker: raises naming the first bad wait
+            from .reader import _long_wait  # the per-wait checker: raises naming the first bad wait
             items = [_long_wait(w, f"{where}[{i}]") for i, w in enumerate(items)]
         else:
             for i in (i for i, w in enumerate(items) if w.get("holds") is not None):
-                from .load import _holds
+                from .reader import _holds
                 _holds(items[i], f"{where}[{i}]")
         return cls._build(items)
 

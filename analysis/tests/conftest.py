@@ -23,7 +23,7 @@ def run_copy(tmp_path):
 @pytest.fixture(scope="session")
 def basic_report(tmp_path_factory):
     """run-basic's full report, generated once into a temporary directory."""
-    from spinlab_report import load, report, summary
+    from spinlab_report import reader, report, summary
     out = tmp_path_factory.mktemp("basic-report")
-    paths = report.generate(load.load_run(BASIC), str(out), summary.Options())
+    paths = report.generate(reader.load_run(BASIC), str(out), summary.Options())
     return out, paths

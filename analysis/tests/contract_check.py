@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 from spinlab_report import contract as c  # noqa: E402
-from spinlab_report import load  # noqa: E402
+from spinlab_report import reader  # noqa: E402
 from spinlab_report import names  # noqa: E402
 from spinlab_report import summary  # noqa: E402
 from spinlab_report.buckets import NBUCKETS  # noqa: E402
@@ -59,7 +59,7 @@ def check_class(where, cpu, name, raw):
     expect(f"{where}: fields the loader does not know", sorted(set(raw) - known_keys), [])
     expect(f"{where}: fields missing", sorted(known_keys - set(raw)), [])
     try:
-        st = load.class_stat(cpu, name, raw, where)
+        st = reader.class_stat(cpu, name, raw, where)
     except c.ContractError as e:
         problems.append(str(e))
         return
@@ -75,7 +75,7 @@ def check_class(where, cpu, name, raw):
 
 
 def check_results(path):
-    run = load.load_run(path)
+    run = reader.load_run(path)
     expect("problems", run.problems, [])
     expect("meta lock, clock", (run.meta["lock"], run.meta["clock"]),
            (names.LOCK_ALGORITHM.kQueued, names.CLOCK_SOURCE.kCpuidRdtsc))
@@ -151,7 +151,7 @@ def check_query(path):
         expect(f"query {name} id", cls["id"], CLASS_IDS[name])
         for entry in cls["per_cpu"]:
             check_class(f"query {name} cpu {entry['cpu']}", entry["cpu"], name, entry["perf"])
-        merged = load.class_stat(-1, name, cls["merged"], f"query {name} merged")
+        merged = reader.class_stat(-1, name, cls["merged"], f"query {name} merged")
         expect(f"query {name} merged acquisitions", merged.acquisitions,
                sum(known_perf(cpu, CLASS_IDS[name])[0]["acquisitions"] for cpu in (0, 1)))
     expect("query classes", [cls["name"] for cls in q["classes"]], ["lockbench.0", "sched"])

@@ -46,7 +46,7 @@ def add_holds(run_dir: str):
 
 def numbers(case: str, full: bool = False) -> dict:
     """The numbers of one case; report.md (all figures drawn) only for FULL_REPORT unless full."""
-    from spinlab_report import dense, fig_holder_off, fig_long_wait_window, lhp, load, report, summary, table, verdict
+    from spinlab_report import dense, fig_holder_off, fig_long_wait_window, lhp, reader, report, summary, table, verdict
     from spinlab_report.fig_wait_ccdf import tsc_hz
     threshold = CASES[case]
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,7 +54,7 @@ def numbers(case: str, full: bool = False) -> dict:
         shutil.copytree(BASIC, run_dir)
         if case == "basic-holds":
             add_holds(run_dir)
-        run = load.load_run(run_dir)
+        run = reader.load_run(run_dir)
         opts = summary.Options(threshold=threshold)
         out = {}
         if full or case == FULL_REPORT:  # the whole report, figures drawn, for report.md
@@ -68,7 +68,7 @@ def numbers(case: str, full: bool = False) -> dict:
             summ["verdict"] = verdict.build(run, summ)
             out["summary"] = _roundtrip(summ)
             out["table"], out["csv"] = table.table_text(totals, reps), table.table_csv(totals)
-        run = load.load_run(run_dir)  # afresh: nothing cached from the report
+        run = reader.load_run(run_dir)  # afresh: nothing cached from the report
         out["waits"] = {p: _roundtrip(list(lhp.long_waits_share(run.snaps(p), run.timeline, run.clock, threshold)["waits"]))
                         for p in run.phases}
         pts, missing, given = fig_holder_off.points(run, threshold)

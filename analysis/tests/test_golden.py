@@ -53,9 +53,9 @@ def test_summary_matches_hand_derived_values(basic_report):
 
 
 def test_threshold_option_changes_the_lhp_set():
-    from spinlab_report import load, summary
+    from spinlab_report import reader, summary
     from conftest import BASIC
-    s = summary.build(load.load_run(BASIC), summary.Options(threshold=2 ** 24))
+    s = summary.build(reader.load_run(BASIC), summary.Options(threshold=2 ** 24))
     l = s["phases"]["host-load"]["lhp"]  # only the three waits of 17M, 20M and 30M cycles remain
     assert (l["long_waits"], l["holder_off"], l["holder_on"], l["unknown"]) == (3, 0, 2, 1)
     assert s["phases"]["idle-host"]["lhp"]["share"] is None
@@ -64,9 +64,9 @@ def test_threshold_option_changes_the_lhp_set():
 def test_unknown_timeline_spans_are_counted_and_named(run_copy):
     """timeline.csv's 'unknown' rows: their number, cycles and share of the vCPU time, per phase
     and per run, and a sentence in the problems; none in run-basic."""
-    from spinlab_report import load, summary
+    from spinlab_report import reader, summary
     from conftest import BASIC
-    s = summary.build(load.load_run(BASIC), summary.Options())
+    s = summary.build(reader.load_run(BASIC), summary.Options())
     # 2 vCPUs x 4 repetitions x 1e9 cycles, all known
     assert s["timeline_unknown"] == {"spans": 0, "cycles": 0, "vcpu_cycles": 8_000_000_000, "share": 0.0,
                                      "per_repetition": [
@@ -83,7 +83,7 @@ def test_unknown_timeline_spans_are_counted_and_named(run_copy):
     lines[i:i + 1] = [f"1,1002,unknown,{a},{a + 1_000_000},host-load,2", f"1,1002,on,{a + 1_000_000},{a + 2_000_000},host-load,2",
                       f"1,1002,unknown,{a + 2_000_000},{a + 5_000_000},host-load,2", f"1,1002,on,{a + 5_000_000},{b},host-load,2"]
     path.write_text("\n".join(lines) + "\n")
-    s = summary.build(load.load_run(str(run_copy)), summary.Options())
+    s = summary.build(reader.load_run(str(run_copy)), summary.Options())
     u = s["timeline_unknown"]
     assert (u["spans"], u["cycles"], u["share"]) == (2, 4_000_000, 0.0005)
     assert [(r["phase"], r["rep"], r["spans"]) for r in u["per_repetition"] if r["spans"]] == [("host-load", 2, 2)]
@@ -97,7 +97,7 @@ def test_steal_time_disagreeing_with_the_timeline_is_a_problem_named(run_copy):
     """The 6M wait of host-load r1 (1 -> 0, steal time 'neither'): with vCPU 0 off for all of
     it on the timeline, the timeline decides holder-preempted and the problems count one
     disagreement of steal time's kind."""
-    from spinlab_report import load, summary
+    from spinlab_report import reader, summary
     path = run_copy / "timeline.csv"
     lines = path.read_text().splitlines()
     # host [3_200_001_000, 3_206_001_000): vCPU 0 'on' from the r1 start is cut there
@@ -106,7 +106,7 @@ def test_steal_time_disagreeing_with_the_timeline_is_a_problem_named(run_copy):
     lines[i:i + 1] = ["0,1001,on,3000001000,3200001000,host-load,1", "0,1001,off,3200001000,3206001000,host-load,1",
                       f"0,1001,on,3206001000,{b},host-load,1"]
     path.write_text("\n".join(lines) + "\n")
-    s = summary.build(load.load_run(str(run_copy)), summary.Options())
+    s = summary.build(reader.load_run(str(run_copy)), summary.Options())
     l = s["phases"]["host-load"]["lhp"]
     assert (l["holder_off"], l["holder_on"], l["disagreements"]["total"]) == (4, 2, 1)
     assert l["disagreements"]["steal_silent_timeline_off"] == 1
@@ -118,16 +118,16 @@ def test_a_malformed_holds_list_is_named(run_copy):
     """A long wait's "holds" must be [[cpu, from_tsc or null], ...]: anything else leaves the
     snapshot out with a sentence naming the field; a well-formed one is read as it is."""
     import json as _json
-    from spinlab_report import load
+    from spinlab_report import reader
     path = run_copy / "snapshots" / "host-load-r1.json"
     d = _json.loads(path.read_text())
     d["long_waits"][0]["holds"] = [[1, None], [0, 3_102_000_000]]
     path.write_text(_json.dumps(d))
-    run = load.load_run(str(run_copy))
+    run = reader.load_run(str(run_copy))
     (s,) = [s for s in run.snapshots if (s.phase, s.rep) == ("host-load", 1)]
     assert s.long_waits[0]["holds"] == [[1, None], [0, 3_102_000_000]] and s.long_waits[1]["holds"] is None
     d["long_waits"][0]["holds"] = [[1, None, 5]]
     path.write_text(_json.dumps(d))
-    run = load.load_run(str(run_copy))
+    run = reader.load_run(str(run_copy))
     assert not [s for s in run.snapshots if (s.phase, s.rep) == ("host-load", 1)]
     assert any("long_waits[0]: 'holds' must be a non-empty list of [cpu, from_tsc or null]" in p for p in run.problems)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from spinlab_report import aggregate, load
+from spinlab_report import aggregate, reader
 
 
 def _set_ahead(run_dir, cls: str, ahead: int, workload: str | None = None):
@@ -25,7 +25,7 @@ def _set_ahead(run_dir, cls: str, ahead: int, workload: str | None = None):
 
 
 def _broken(run_dir) -> list:
-    return [p for p in aggregate.data_problems(load.load_run(str(run_dir))) if "invariant broken" in p]
+    return [p for p in aggregate.data_problems(reader.load_run(str(run_dir))) if "invariant broken" in p]
 
 
 @pytest.mark.parametrize("cls,ahead,workload,broken", [
@@ -49,7 +49,7 @@ def test_records_in_flight_are_no_problem(run_copy, cls, ahead, workload, broken
 
 
 def test_the_rule_in_one_place():
-    st = load.ClassStat(0, "user3", 12, 5, 1, __import__("numpy").array([5] + [0] * 63), None, None, 0, {}, {})
+    st = reader.ClassStat(0, "user3", 12, 5, 1, __import__("numpy").array([5] + [0] * 63), None, None, 0, {}, {})
     assert aggregate.invariant_state(st, 1)[0] == "in_flight"
     assert aggregate.invariant_state(st, 1)[1] == "uncontended 5 + waits 5 + overflow 1 = 11, but acquisitions = 12"
     st.acquisitions = 11

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spinlab_report import dense, fig_holder_off, load, progress, trace_columns, trace_replay
+from spinlab_report import dense, fig_holder_off, reader, progress, trace_columns, trace_replay
 from spinlab_report.contract import OFF_STATES, UNKNOWN_STATE
 from spinlab_report.names import LHP_CLASS
 
@@ -130,7 +130,7 @@ def test_synthetic_run_keeps_the_contract(tmp_path):
     r = subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "400", "--reps", "2",
                         "--duration", "2"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    run = load.load_run(str(out))
+    run = reader.load_run(str(out))
     assert not run.problems, run.problems
     assert run.phases == ["idle-host", "host-load"] and len(run.snapshots) == 4
     waits = [w for s in run.snapshots for w in s.long_waits]
@@ -196,15 +196,15 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     out = tmp_path / "syn"
     subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
-    monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 40)
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 40)
     monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")  # figures: one process
-    one = load.load_run(str(out))
+    one = reader.load_run(str(out))
     opts = summary.Options()
     summ = summary.build(one, opts)
     figs_one = report.make_figures(one, summ, str(tmp_path / "f1"), opts)
     calls = _spy_on_forks(monkeypatch)
-    monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
-    two = load.load_run(str(out))
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 0)
+    two = reader.load_run(str(out))
     assert calls == ["fork"]
     assert [(s.phase, s.rep) for s in one.snapshots] == [(s.phase, s.rep) for s in two.snapshots]
     for a, b in zip(one.snapshots, two.snapshots):
@@ -225,7 +225,7 @@ def test_trace_section_in_parallel_is_the_same(tmp_path, monkeypatch):
     out = tmp_path / "syn"
     subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
-    run = load.load_run(str(out))
+    run = reader.load_run(str(out))
     figdir = str(tmp_path / "figures")
     monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 1 << 40)
     one = trace_section.run_section(run, figdir)
@@ -245,7 +245,7 @@ def test_figures_with_a_row_per_cpu_stop_growing():
 
 def test_one_attribution_per_phase_shared_by_the_figures(monkeypatch):
     from spinlab_report import lhp
-    run = load.load_run(os.path.join(HERE, "data", "run-basic"))
+    run = reader.load_run(os.path.join(HERE, "data", "run-basic"))
     calls = []
     real = lhp.long_waits_share
     monkeypatch.setattr(lhp, "long_waits_share", lambda *a: calls.append(1) or real(*a))
@@ -261,7 +261,7 @@ def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(
     snapshots (the verdict's, per snapshot, after summary.json's, per phase) measures nothing
     again; another threshold, or forget(), measures afresh, with the same result."""
     from spinlab_report import lhp, waits
-    run = load.load_run(os.path.join(HERE, "data", "run-basic"))
+    run = reader.load_run(os.path.join(HERE, "data", "run-basic"))
     calls = []  # one entry per wait measured (waits.classify measures a snapshot's waits at once)
     real = waits.classify
     monkeypatch.setattr(waits, "classify", lambda *a: (lambda r: calls.extend([1] * len(r)) or r)(real(*a)))
@@ -319,7 +319,7 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
     one by one: random waits of every holder kind against a random timeline with off, frozen and
     unknown rows, a clock with points (bounds vary, waits outside are not placed) or a straight line."""
     from spinlab_report import lhp
-    from spinlab_report.load import Snapshot
+    from spinlab_report.reader import Snapshot
     rng = np.random.default_rng(11)
     timeline = pd.DataFrame(random_timeline(rng, vcpus=3, n=300))
     clock = ({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,

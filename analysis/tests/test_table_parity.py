@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import BASIC
-from spinlab_report import aggregate, load, table
+from spinlab_report import aggregate, reader, table
 from spinlab_report.aggregate import Totals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,7 +29,7 @@ def guest_tables(totals: list) -> list:
 
 
 def snapshot_totals() -> list:
-    run = load.load_run(BASIC)
+    run = reader.load_run(BASIC)
     per_snap = [aggregate.phase_totals([s]) for s in run.snapshots]
     per_phase = [aggregate.phase_totals(run.snaps(p)) for p in run.phases]
     return per_snap + per_phase
@@ -57,7 +57,7 @@ def test_report_prints_the_guest_table_for_every_snapshot_and_phase():
 def test_phase_table_is_the_guest_table_under_a_title(basic_report):
     _, paths = basic_report
     text = open(paths["table"]).read()
-    run = load.load_run(BASIC)
+    run = reader.load_run(BASIC)
     guest = guest_tables([aggregate.phase_totals(run.snaps(p)) for p in run.phases])
     blocks = text.split("\n\n")
     assert [b.split("\n", 1)[1].rstrip("\n") for b in blocks] == [g.rstrip("\n") for g in guest]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import BASIC, EXPECTED
-from spinlab_report import load, report_doc, summary, verdict
+from spinlab_report import reader, report_doc, summary, verdict
 from spinlab_report.confidence import log_ratio
 
 GHZ = 1_000_000_000  # guest TSC at 1 GHz; one repetition is 1 s
@@ -20,7 +20,7 @@ HOST_OFFSET = 1000   # host TSC = guest TSC + 1000
 
 
 def verdict_of(path):
-    run = load.load_run(str(path))
+    run = reader.load_run(str(path))
     s = summary.build(run, summary.Options())
     return verdict.build(run, s)
 
@@ -247,7 +247,7 @@ def test_warns_when_the_baseline_was_not_idle(tmp_path):
 
 
 def test_warns_when_the_host_is_nested(tmp_path):
-    run = load.load_run(str(make_run(tmp_path / "run", hypervisor=True)))
+    run = reader.load_run(str(make_run(tmp_path / "run", hypervisor=True)))
     s = summary.build(run, summary.Options())
     s["verdict"] = verdict.build(run, s)
     assert len(s["verdict"]["warnings"]) == 1 and "The host is itself a virtual machine" in s["verdict"]["warnings"][0]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import BASIC
-from spinlab_report import aggregate, load, plotting, report, summary, wrk_table
+from spinlab_report import aggregate, reader, plotting, report, summary, wrk_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRINT = os.path.join(os.environ.get("SPINLAB_BUILD", os.path.join(ROOT, "build")), "host", "bin", "log2_table_print")
@@ -84,7 +84,7 @@ def guest_wrk_tables(rows: list) -> list:
 
 
 def test_the_runner_prints_the_same_table_as_the_report():
-    run = load.load_run(BASIC)
+    run = reader.load_run(BASIC)
     rows = [(aggregate.phase_totals([s]).wait, aggregate.phase_totals([s]).overflow) for s in run.snapshots]
     rows += [(hist(ORIGINAL), 0), (hist({0: 1, 63: 1}), 2), (hist({}), 0), (hist({8: 5}), 0),
              (hist({5: (1 << 62)}), 7)]  # count * 10000 overflows 64 bits: both sides halve alike
@@ -110,7 +110,7 @@ def test_a_timing_all_run_gets_the_section_with_its_peak(tmp_path, monkeypatch):
     meta = json.loads((run_dir / "meta.json").read_text())
     meta["kernel_append"] = "lock=tas clock=cpuid pause=on timing=all init=/bin/kmix"
     (run_dir / "meta.json").write_text(json.dumps(meta))
-    run = load.load_run(str(run_dir))
+    run = reader.load_run(str(run_dir))
     paths = report.generate(run, str(tmp_path / "out"), summary.Options())
     text = open(paths["wrk_table"]).read()
     idle = aggregate.phase_totals(run.snaps("idle-host"))

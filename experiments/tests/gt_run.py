@@ -23,7 +23,7 @@ KERNEL = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 sys.path.insert(0, os.path.join(ROOT, "vm-images"))
 
-from spinlab_report import ground_truth, lhp, load  # noqa: E402
+from spinlab_report import ground_truth, lhp, reader  # noqa: E402
 
 CS_CYCLES = 1 << 21
 THINK_CYCLES = CS_CYCLES // 4
@@ -67,7 +67,7 @@ def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", 
 def measure(run_dir, frozen_vcpu=0, phase=None):
     """The run's classified long waits (of its one phase, or of `phase`), and for a freeze the
     ground-truth rates."""
-    run = load.load_run(run_dir)
+    run = reader.load_run(run_dir)
     assert run.timeline is not None and run.clock is not None
     (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
     share = lhp.long_waits_share([snap], run.timeline, run.clock, LONG)

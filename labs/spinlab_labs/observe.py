@@ -20,7 +20,7 @@ ANALYSIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 if ANALYSIS not in sys.path:
     sys.path.insert(0, ANALYSIS)
 
-from spinlab_report import buckets, contract, lhp, load  # noqa: E402
+from spinlab_report import buckets, contract, lhp, reader  # noqa: E402
 
 
 class LabInputError(Exception):
@@ -36,9 +36,9 @@ class Observation:
 
 
 def load_results(path: str):
-    """The run at path (analysis' load.Run), or LabInputError naming what is wrong."""
+    """The run at path (analysis' reader.Run), or LabInputError naming what is wrong."""
     try:
-        return load.load_run(path)
+        return reader.load_run(path)
     except contract.ContractError as e:
         raise LabInputError(f"{path} is not a spinlab results directory: {e}") from None
 

@@ -21,7 +21,7 @@ from spinlab_report.aggregate import rep_hists  # noqa: E402
 from spinlab_report.buckets import LONG_K, count_at_or_above  # noqa: E402,F401
 from spinlab_report.confidence import log_ratio  # noqa: E402,F401
 from spinlab_report.contract import ContractError  # noqa: E402
-from spinlab_report.load import load_run  # noqa: E402
+from spinlab_report.reader import load_run  # noqa: E402
 from spinlab_report.throughput import rep_value  # noqa: E402
 
 

@@ -1,0 +1,86 @@
+"""The public API (spinlab_report.load): the report's own numbers, as DataFrames."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import spinlab_report as s
+from spinlab_report import aggregate, lhp, reader, summary
+
+from conftest import BASIC
+
+
+@pytest.fixture(scope="module")
+def basic():
+    return s.load(BASIC)
+
+
+def test_the_package_exports_load_and_results():
+    assert s.load is not None and s.Results is not None
+    assert set(s.__all__) == {"NamesFileError", "Results", "load"}
+
+
+def test_every_long_wait_is_a_row_with_the_reports_class(basic):
+    run = reader.load_run(BASIC)
+    want = []
+    for phase in run.phases:
+        share = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
+        want += [(phase, w["rep"], w["cpu"], w["class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
+                  w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
+                 for w in share["waits"]]
+    got = [tuple(x) for x in basic.waits[["phase", "rep", "cpu", "lock_class", "start_tsc", "wait_cycles", "class",
+                                          "holder_side", "holder_source", "waiter_side", "waiter_source",
+                                          "holders"]].itertuples(index=False)]
+    assert len(want) == 8 and got == want
+
+
+def test_off_shares_are_the_measured_off_cycles_over_the_wait(basic):
+    run = reader.load_run(BASIC)
+    rows = [w for p in run.phases
+            for w in lhp.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
+    for (_, got), w in zip(basic.waits.iterrows(), rows):
+        for side in ("holder", "waiter"):
+            rng = w[f"{side}_off_cycles"]
+            lo, hi = got[f"{side}_off_min_share"], got[f"{side}_off_max_share"]
+            if rng is None:
+                assert np.isnan(lo) and np.isnan(hi)
+            else:
+                assert lo == pytest.approx(rng[0] / w["wait_cycles"], rel=1e-12)
+                assert hi == pytest.approx(rng[1] / w["wait_cycles"], rel=1e-12)
+
+
+def test_the_class_counts_are_the_summarys(basic):
+    for phase, p in basic.summary["phases"].items():
+        rows = basic.waits[basic.waits["phase"] == phase]
+        assert int((rows["holder_side"] == "off").sum()) == p["lhp"]["holder_off"]
+        assert int((rows["holder_side"] == "on").sum()) == p["lhp"]["holder_on"]
+
+
+def test_classes_hold_every_counter_of_every_snapshot(basic):
+    run = reader.load_run(BASIC)
+    assert len(basic.classes) == sum(len(snap.stats) for snap in run.snapshots)
+    for phase in run.phases:
+        t = aggregate.phase_totals(run.snaps(phase))
+        rows = basic.classes[basic.classes["phase"] == phase]
+        assert int(rows["acquisitions"].sum()) == t.acquisitions
+        assert np.array_equal(np.sum(np.stack(rows["wait_hist"].to_list()), axis=0), t.wait)
+    assert "lhp_holder_preempted_count" in basic.classes.columns
+
+
+def test_the_verdict_and_the_timeline_are_the_reports(basic):
+    run = reader.load_run(BASIC)
+    summ = summary.build(run, summary.Options())
+    assert basic.summary["phases"] == summ["phases"]
+    assert basic.verdict["phases"]["host-load"]["lhp_spin"]["share_of_vcpu_time"]["n"] == 2
+    assert isinstance(basic.timeline, pd.DataFrame) and len(basic.timeline) == len(run.timeline)
+    assert basic.meta["phases"] == ["idle-host", "host-load"]
+
+
+def test_a_threshold_selects_the_waits(basic):
+    higher = s.load(BASIC, threshold=1 << 24)
+    assert len(higher.waits) == int((basic.waits["wait_cycles"] >= 1 << 24).sum())
+    assert higher.threshold_cycles == 1 << 24
+
+
+def test_a_missing_directory_is_a_contract_error(tmp_path):
+    with pytest.raises(reader.c.ContractError, match="no such results directory"):
+        s.load(str(tmp_path / "nothing"))
