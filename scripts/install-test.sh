@@ -98,7 +98,7 @@ grep -q '"state": *"complete"' "$work/results/latest/status.json" ||
     fail "the run is not complete: $(cat "$work/results/latest/status.json")"
 [ "$(cat "$work/report.txt")" = "$work/results/latest/report.html" ] && [ -s "$work/report.txt" ] ||
     fail "spinlab report printed '$(cat "$work/report.txt")'"
-grep -q "^[0-9]* \[.*'lockbench" "$work/api.txt" || fail "the installed API gave '$(cat "$work/api.txt")'"
+grep -q "^[0-9]* \[.*'sched'" "$work/api.txt" || fail "the installed API gave '$(cat "$work/api.txt")'"
 run_id=$(basename "$(readlink "$work/results/latest")")
 grep -q "href='$run_id/report.html'" "$work/results/index.html" ||
     fail "results/index.html has no link to $run_id/report.html"
