@@ -151,8 +151,9 @@ def spinlock_events(path):
         if line.startswith("#") or " spinlock " not in line:
             continue
         f = dict(kv.split("=", 1) for kv in line.split()[5:] if "=" in kv)
-        out.append({"class": int(f["class"]), "hold": int(f["hold"]), "spins": int(f["spins"]),
-                    "rules": set(f["rules"].split(",")), "contended": f["contended"] == "1"})
+        out.append({"class": int(f["class_id"]), "hold": max(0, int(f["release_tsc"]) - int(f["acquire_tsc"])),
+                    "spins": int(f["spin_count"]), "rules": set(f["rules"].split(",")),
+                    "contended": f["flags"] == "contended"})
     return out
 
 

@@ -178,7 +178,7 @@ def test_export_of_a_real_trace_reads_back_in_babeltrace2_and_perfetto(guest):
     # Field values: the spinlock events as trace dump prints them.
     dumped = subprocess.run([COLLECT, "trace", "dump", out], capture_output=True, text=True, timeout=120).stdout
     want = sorted((int(m[1]), int(m[2]), int(m[3], 16), int(m[4]), int(m[5]))
-                  for m in re.finditer(r"^(\d+) cpu=(\d+) .* spinlock lock=0x([0-9a-f]+) .* wait=(\d+) spins=(\d+)",
+                  for m in re.finditer(r"^(\d+) cpu=(\d+) .* spinlock lock_address=0x([0-9a-f]+) .* wait_cycles=(\d+) spin_count=(\d+)",
                                        dumped, re.M))
     assert want and sorted((e["tsc"], e["cpu"], e["fields"]["lock_address"], e["fields"]["wait_cycles"],
                             e["fields"]["spin_count"]) for e in got["events"] if e["name"] == "spinlock") == want

@@ -39,7 +39,7 @@ def test_dump_stacks_prints_each_stack_under_its_event_and_the_lost_one_as_lost(
     lines = r.stdout.splitlines()
     lost = [i for i, line in enumerate(lines) if "LOST" in line]
     assert len(lost) == 1 and "key=0x9" in lines[lost[0]]
-    assert " wait=7 " in [l for l in lines[:lost[0]] if not l.startswith("#")][-2]  # its event, then its ref
+    assert " wait_cycles=7 " in [l for l in lines[:lost[0]] if not l.startswith("#")][-2]  # its event, then its ref
     assert "# stacks: 4 by reference, 1 inline, 1 lost" in r.stdout
     i = lines.index(next(l for l in lines if l.startswith("#   stack key=0x2 ")))
     assert lines[i + 1].startswith("#     0 0xd0 ")  # from the delete: the definition was lost

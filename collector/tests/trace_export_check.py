@@ -40,7 +40,7 @@ def script_events(path: str) -> list:
     return out
 
 
-_DUMP = re.compile(r"^(\d+) cpu=(\d+) tid=(\d+) pid=(\d+) (\S+)")
+_DUMP = re.compile(r"^(\d+) cpu=(\d+) thread_id=(\d+) process_id=(\d+) (\S+)")
 
 
 def dump(trace: str) -> tuple:

@@ -88,7 +88,7 @@ std::string StackDump::lines_after(const TraceEventHeader& h, const uint8_t* ev)
         return o.str();
     }
     (r->kind == ResolvedStack::Kind::kInline ? inline_ : resolved_)++;
-    o << " depth=" << r->frames.size() << " kernel_end=" << trace_stack_end_name(r->walk_end)
+    o << " depth=" << r->frames.size() << " walk_end=" << trace_stack_end_name(r->walk_end)
       << " user_end=" << trace_stack_end_name(r->user_end) << "\n";
     const uint32_t pid = paired ? owner->header.process_id : h.process_id;
     for (size_t i = 0; i < r->frames.size(); i++)

@@ -8,141 +8,88 @@
 #include <sstream>
 
 #include "error.h"
+#include "trace_export_fields.h"
 
 namespace spinlab::collect {
 namespace {
 
-template <class E>
-E load(const uint8_t* ev) {
-    E e;
-    std::memcpy(&e, ev, sizeof e);
-    return e;
+std::string cpu_name(uint64_t cpu) { return cpu == kNoCpu ? "-" : std::to_string(cpu); }
+
+// Element i of field f of the event at ev, widened (sign-extended where the member is signed).
+uint64_t element(const uint8_t* ev, const PayloadField& f, uint32_t i) {
+    uint64_t v = 0;
+    std::memcpy(&v, ev + f.offset + size_t(f.width) * i, f.width);  // little-endian, as the guest
+    if (f.is_signed && f.width < 8 && (v >> (8 * f.width - 1)) & 1) v |= ~uint64_t(0) << (8 * f.width);
+    return v;
 }
 
-std::string cpu_name(uint32_t cpu) { return cpu == kNoCpu ? "-" : std::to_string(cpu); }
+std::string rules_text(uint64_t rules) {
+    std::string s;
+    const auto add = [&](uint64_t bit, const char* name) {
+        if (rules & bit) s += (s.empty() ? "" : ",") + std::string(name);
+    };
+    add(kTraceRuleAcquireSample, "acquire-sample");
+    add(kTraceRuleContention, "contention");
+    add(kTraceRuleHold, "hold");
+    add(kTraceRuleLongWait, "long-wait");
+    return s.empty() ? "none" : s;
+}
 
-std::string text(const char* s, size_t n) { return std::string(s, strnlen(s, n)); }
+bool stack_names_an_event(uint16_t type) {
+    return type == uint16_t(TraceEventType::kStackReference) ||
+           type == uint16_t(TraceEventType::kStackWalk);
+}
+
+// A value as people read it: an enum's name, a CPU ("-" for none), an address in hex.
+std::string value_text(uint16_t type, std::string_view name, uint64_t v, bool is_signed) {
+    const bool spinlock = type == uint16_t(TraceEventType::kSpinlock);
+    if (name == "lhp_class") return lhp_class_name(static_cast<LhpClass>(v));
+    if (name == "lock_algorithm") return lock_algorithm_name(static_cast<LockAlgorithm>(v));
+    if (name == "clock_source") return clock_source_name(static_cast<ClockSource>(v));
+    if (name == "instrument_level") return instrument_level_name(static_cast<InstrumentLevel>(v));
+    if (name == "walk_end" || name == "user_end") return trace_stack_end_name(uint8_t(v));
+    if (name == "event_type") return trace_event_type_name(uint16_t(v));
+    if (name == "holder_cpu_start" || name == "holder_cpu_end" || name == "affinity_cpu") return cpu_name(v);
+    if (name == "result") return std::to_string(int64_t(v));  // a system call's: negative errors
+    if (spinlock && name == "rules") return rules_text(v);
+    if (spinlock && name == "flags") return (v & kTraceSpinContended) ? "contended" : "none";
+    if (shown_in_hex(name)) {
+        std::ostringstream o;
+        o << "0x" << std::hex << v;
+        return o.str();
+    }
+    return is_signed ? std::to_string(int64_t(v)) : std::to_string(v);
+}
 
 }  // namespace
 
 std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev) {
     std::ostringstream o;
-    o << h.tsc << " cpu=" << h.cpu << " tid=" << h.thread_id << " pid=" << h.process_id << " "
-      << trace_event_type_name(h.type);
-    switch (static_cast<TraceEventType>(h.type)) {
-        case TraceEventType::kSpinlock: {
-            const auto e = load<TraceSpinlockEvent>(ev);
-            o << std::hex << " lock=0x" << e.lock_address << " site=0x" << e.call_site << std::dec
-              << " class=" << e.class_id << " acquire=" << e.acquire_tsc
-              << " hold=" << (e.release_tsc >= e.acquire_tsc ? e.release_tsc - e.acquire_tsc : 0)
-              << " wait=" << e.wait_cycles << " spins=" << e.spin_count
-              << " holder_start=" << cpu_name(e.holder_cpu_start)
-              << " holder_end=" << cpu_name(e.holder_cpu_end)
-              << " lhp=" << lhp_class_name(static_cast<LhpClass>(e.lhp_class))
-              << " holder_steal_ns=" << e.holder_steal_ns << " waiter_steal_ns=" << e.waiter_steal_ns
-              << " rules=";
-            const char* sep = "";
-            if (e.rules & kTraceRuleAcquireSample) o << sep << "acquire-sample", sep = ",";
-            if (e.rules & kTraceRuleContention) o << sep << "contention", sep = ",";
-            if (e.rules & kTraceRuleHold) o << sep << "hold", sep = ",";
-            if (e.rules & kTraceRuleLongWait) o << sep << "long-wait", sep = ",";
-            if (!*sep) o << "none";
-            o << " contended=" << ((e.flags & kTraceSpinContended) ? 1 : 0);
-            break;
+    o << h.tsc << " cpu=" << h.cpu << " thread_id=" << h.thread_id << " process_id=" << h.process_id
+      << " " << trace_event_type_name(h.type);
+    uint64_t nframes = 0;
+    for (const PayloadField& f : payload_fields(h.type)) {
+        const std::string_view name = f.name;
+        if (name == kStackFramesLength) nframes = element(ev, f, 0);
+        if (name == "reserved" || name == kStackFramesLength) continue;
+        if ((name == "event_type" || name == "event_tsc") && !stack_names_an_event(h.type)) continue;
+        o << " " << name << "=";
+        if (f.text) {
+            const char* text = reinterpret_cast<const char*>(ev + f.offset);
+            o << std::string(text, strnlen(text, f.count));
+            continue;
         }
-        case TraceEventType::kContextSwitch: {
-            const auto e = load<TraceContextSwitchEvent>(ev);
-            o << " old_tid=" << e.old_thread_id << " new_tid=" << e.new_thread_id
-              << " old_pid=" << e.old_process_id << " new_pid=" << e.new_process_id
-              << " old_state=" << int(e.old_state) << " wait_reason=" << int(e.wait_reason);
-            break;
-        }
-        case TraceEventType::kReadyThread: {
-            const auto e = load<TraceReadyThreadEvent>(ev);
-            o << " readied_tid=" << e.readied_thread_id << " readied_pid=" << e.readied_process_id;
-            break;
-        }
-        case TraceEventType::kSyscallEnter: {
-            const auto e = load<TraceSyscallEnterEvent>(ev);
-            o << " number=" << e.number << std::hex << " args=0x" << e.args[0] << ",0x"
-              << e.args[1] << ",0x" << e.args[2] << std::dec;
-            break;
-        }
-        case TraceEventType::kSyscallExit: {
-            const auto e = load<TraceSyscallExitEvent>(ev);
-            o << " number=" << e.number << " result=" << int64_t(e.result);
-            break;
-        }
-        case TraceEventType::kProfile: {
-            const auto e = load<TraceProfileEvent>(ev);
-            o << std::hex << " ip=0x" << e.instruction_pointer << std::dec
-              << " user=" << e.user_mode;
-            break;
-        }
-        case TraceEventType::kProcessStart:
-        case TraceEventType::kProcessEnd:
-        case TraceEventType::kProcessRundown: {
-            const auto e = load<TraceProcessEvent>(ev);
-            o << " process=" << e.process_id << " parent=" << e.parent_id
-              << " exit_code=" << e.exit_code << " name=" << text(e.name, sizeof e.name);
-            break;
-        }
-        case TraceEventType::kThreadStart:
-        case TraceEventType::kThreadEnd:
-        case TraceEventType::kThreadRundown: {
-            const auto e = load<TraceThreadEvent>(ev);
-            o << " thread=" << e.thread_id << " process=" << e.process_id
-              << " affinity=" << cpu_name(e.affinity_cpu) << " name=" << text(e.name, sizeof e.name);
-            break;
-        }
-        case TraceEventType::kMemoryMap:
-        case TraceEventType::kMemoryUnmap: {
-            const auto e = load<TraceMemoryEvent>(ev);
-            o << std::hex << " va=0x" << e.virtual_address << std::dec << " length=" << e.length
-              << " process=" << e.process_id << " flags=" << e.flags;
-            break;
-        }
-        case TraceEventType::kSystemConfig: {
-            const auto e = load<TraceSystemConfigEvent>(ev);
-            o << " cpus=" << e.cpu_count << " tsc_hz=" << e.tsc_hz
-              << " lock=" << lock_algorithm_name(static_cast<LockAlgorithm>(e.lock_algorithm))
-              << " clock=" << clock_source_name(static_cast<ClockSource>(e.clock_source))
-              << " instrument="
-              << instrument_level_name(static_cast<InstrumentLevel>(e.instrument_level))
-              << " hypervisor=" << text(e.hypervisor_signature, sizeof e.hypervisor_signature)
-              << " build=" << text(e.build_id, sizeof e.build_id);
-            break;
-        }
-        case TraceEventType::kStackDefinition:
-        case TraceEventType::kStackReference:
-        case TraceEventType::kStackDelete:
-        case TraceEventType::kStackRundown:
-        case TraceEventType::kStackWalk: {
-            const auto e = load<TraceStackEvent>(ev);
-            o << std::hex << " key=0x" << e.key << std::dec;
-            if (h.type == uint16_t(TraceEventType::kStackReference) ||
-                h.type == uint16_t(TraceEventType::kStackWalk))
-                o << " event=" << trace_event_type_name(e.event_type) << " event_tsc=" << e.event_tsc;
-            o << " depth=" << e.depth << " kernel_end=" << trace_stack_end_name(e.walk_end)
-              << " user_end=" << trace_stack_end_name(e.user_end);
-            if (e.nframes) {
-                o << std::hex << " frames=";
-                for (uint32_t i = 0; i < e.nframes; i++) {
-                    uint64_t f;
-                    std::memcpy(&f, ev + sizeof e + 8 * i, 8);
-                    o << (i ? ",0x" : "0x") << f;
-                }
-                o << std::dec;
-            }
-            break;
-        }
-        case TraceEventType::kStackCacheCounters: {
-            const auto e = load<TraceStackCountersEvent>(ev);
-            o << " hits=" << e.hits << " misses=" << e.misses << " uncached=" << e.uncached
-              << " evictions=" << e.evictions << " definitions_written=" << e.definitions_written
-              << " deletes_written=" << e.deletes_written
-              << " rundowns_written=" << e.rundowns_written << " walks_stopped=" << e.walks_stopped;
-            break;
+        for (uint32_t i = 0; i < f.count; i++)
+            o << (i ? "," : "") << value_text(h.type, name, element(ev, f, i), f.is_signed);
+    }
+    if (nframes) {  // the frames after the fixed part (parse_buffer checked the event's size)
+        const auto fields = payload_fields(h.type);
+        const size_t fixed = fields.back().offset + size_t(fields.back().width) * fields.back().count;
+        o << " " << kStackFramesField << "=";
+        for (uint64_t i = 0; i < nframes; i++) {
+            uint64_t frame;
+            std::memcpy(&frame, ev + fixed + 8 * i, 8);
+            o << (i ? "," : "") << value_text(h.type, kStackFramesField, frame, false);
         }
     }
     return o.str();

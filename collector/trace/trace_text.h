@@ -1,7 +1,12 @@
 // collector/trace/trace_text.h: trace events as text, one line per event (`spinlab-collect trace
 // dump`): for people and for tests. The line is stable: fields in a fixed order, `name=value`.
 //
-//   <tsc> cpu=<n> tid=<t> pid=<p> <type> <payload fields...>
+//   <tsc> cpu=<n> thread_id=<t> process_id=<p> <type> <payload fields...>
+//
+// Every key is the name of its field in spinlab/trace.h (the header, then the payload struct in
+// declaration order), the names the CTF, Perfetto and column exports use; values of an enum are
+// its names (lhp_class=holder-preempted, rules=contention,long-wait), addresses hex, a CPU that is
+// not known "-"; a stack event ends with its frames (frames=0x..,0x..).
 #pragma once
 #include <spinlab/trace.h>
 
