@@ -9,12 +9,10 @@ EXAMPLES
   vm-images/qemu_interactive.py --kernel build/kernel/spinlab.elf --cpus 4 --append 'hz=250'
 """
 import argparse
-import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import qemu_launch  # noqa: E402
+import qemu_launch  # beside this script: Python puts the script's folder on the path
 
 
 def main():

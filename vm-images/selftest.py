@@ -27,10 +27,8 @@ import sys
 import threading
 import time
 
-# realpath: installed, bin/spinlab-selftest is a symlink to this file.
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import qemu_launch  # noqa: E402
-from spinlab_vm import config  # noqa: E402
+import qemu_launch  # beside this script: Python puts the script's folder on the path
+from spinlab_vm import config
 
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed\s*$")
 # The lockstat suite's line with the configuration the guest reports (SystemConfiguration).

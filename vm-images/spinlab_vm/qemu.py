@@ -10,14 +10,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 from .config import VmError
 from . import qmp as qmplib
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import qemu_launch  # noqa: E402
+import qemu_launch  # vm-images/qemu_launch.py, beside this package (its tools' folder is on the path)
 
 QEMU = "qemu-system-x86_64"
 IVSHMEM_ADDR = "0x5"

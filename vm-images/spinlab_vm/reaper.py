@@ -11,6 +11,7 @@ Usage (internal): reaper.main([fd, run_dir, name, instance])
 """
 import os
 import signal
+import sys
 
 from . import state, supervise
 
@@ -31,3 +32,7 @@ def main(argv):
     info = state.read_json(paths.vm_json)
     if info and info.get("instance") == instance:
         supervise.teardown(paths, info)
+
+
+if __name__ == "__main__":  # supervise.spawn_reaper: python3 -m spinlab_vm.reaper FD BASE NAME INSTANCE
+    main(sys.argv[1:])

@@ -293,11 +293,10 @@ class ConsoleTail(threading.Thread):
 def spawn_reaper(paths, instance):
     """Start the watchdog; returns (its Popen, the pipe's write end we keep open)."""
     r, w = os.pipe()
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "from spinlab_vm import reaper; reaper.main(sys.argv[2:])")
     base = str(paths.dir.parent.parent)
-    proc = subprocess.Popen([sys.executable, "-c", code, VM_DIR, str(r), base, paths.name,
-                             instance], pass_fds=(r,), start_new_session=True,
+    env = dict(os.environ, PYTHONPATH=VM_DIR)  # the package beside this one: python3 -m finds it
+    proc = subprocess.Popen([sys.executable, "-m", "spinlab_vm.reaper", str(r), base, paths.name,
+                             instance], pass_fds=(r,), start_new_session=True, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     os.close(r)
     return proc, w
