@@ -140,5 +140,8 @@ def read(path: str) -> TraceColumns:
                            capture_output=True, text=True)
         # 1: damage named on stderr, the rest exported
         if r.returncode not in (0, 1) or not os.path.exists(os.path.join(d, "meta.json")):
-            raise ValueError(f"{path}: {r.stderr.strip() or 'spinlab-collect exported nothing'}")
+            reason = r.stderr.strip() or "spinlab-collect exported nothing"
+            for prefix in ("spinlab-collect: ", f"{path}: "):  # its message names the file too
+                reason = reason[len(prefix):] if reason.startswith(prefix) else reason
+            raise ValueError(f"{path}: {reason}")
         return load_dir(d)

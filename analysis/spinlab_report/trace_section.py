@@ -128,9 +128,5 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
 
 
 def _reason(path: str, message: str) -> str:
-    """A reader's message without the file's path and the tool's name in front (the problem names
-    the file): "PATH: spinlab-collect: PATH: trace file of ..." -> "trace file of ..."."""
-    prefixes = (f"{path}: ", "spinlab-collect: ")
-    while message.startswith(prefixes):
-        message = message[len(next(p for p in prefixes if message.startswith(p))):]
-    return message
+    """A reader's message without the file's path in front (the problem names the file)."""
+    return message[len(path) + 2:] if message.startswith(f"{path}: ") else message
