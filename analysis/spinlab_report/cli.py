@@ -86,7 +86,7 @@ def trace_report(args) -> dict:
         return report.generate_trace(args.trace, args.out or args.trace.rstrip("/") + ".report", clock, timeline,
                                       args.threshold)
     except (ValueError, FileNotFoundError) as e:
-        raise ContractError(f"{args.trace}: {e}") from e
+        raise ContractError(str(e) if str(e).startswith(f"{args.trace}: ") else f"{args.trace}: {e}") from e
 
 
 def main(argv=None) -> int:

@@ -48,11 +48,12 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
              "html": os.path.join(outdir, "report.html")}
     write(paths["table"], text)
     write(paths["csv"], table.table_csv(totals))
-    write(paths["summary"], json.dumps(summ, indent=1) + "\n")
     with progress.stage("figures", "10 figures"):
         figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
+    traces, trace_problems = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
+    summ["problems"] += trace_problems  # a trace file it cannot read is a problem of the run
+    write(paths["summary"], json.dumps(summ, indent=1) + "\n")
     doc = report_doc.build(run, summ, text, figs, opts)
-    traces = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
     wrk = wrk_table.section(run.meta, totals, reps)  # a timing=all run: the original's own table
     if wrk:
         paths["wrk_table"] = os.path.join(outdir, "wrk-table.txt")

@@ -3,7 +3,7 @@
 The trace file is written by a guest and is bad input until checked, so it is read by the one
 reader that checks it, spinlab-collect: `spinlab-collect trace export FILE --format columns -o DIR`
 writes DIR/meta.json ({"format": "spinlab-trace-columns", "version": 1, "tsc_hz", "cpu_count",
-"events_discarded", "events": {name: count}}) and DIR/<event name>.npy, a packed structured array
+"trace_abi_version", "events_discarded", "events": {name: count}}) and DIR/<event name>.npy, a packed structured array
 per event type: the common columns tsc, cpu, thread_id, process_id (and index, the event's place
 in the file, where the export writes it), then the payload's fields under their names in
 spinlab/trace.h (char arrays as bytes). Nothing here knows a byte layout.
@@ -58,6 +58,7 @@ class TraceColumns:
     cpu_count: int
     discarded: int
     events: dict  # event name -> structured array, sorted by (tsc, cpu, file order)
+    abi_version: int | None = None  # the trace file's ABI version (None: an export that did not say)
 
     def of(self, name: str) -> np.ndarray:
         """The events of one type (an empty array with the common columns when there are none)."""
@@ -125,7 +126,9 @@ def load_dir(d: str) -> TraceColumns:
         events[name] = a[_order(a)]
     if not meta["tsc_hz"]:
         raise ValueError(f"{meta_path}: tsc_hz is 0")
-    return TraceColumns(meta["tsc_hz"], meta["cpu_count"], meta["events_discarded"], events)
+    abi = meta.get("trace_abi_version")
+    return TraceColumns(meta["tsc_hz"], meta["cpu_count"], meta["events_discarded"], events,
+                        abi if isinstance(abi, int) and not isinstance(abi, bool) else None)
 
 
 def read(path: str) -> TraceColumns:
@@ -137,5 +140,8 @@ def read(path: str) -> TraceColumns:
                            capture_output=True, text=True)
         # 1: damage named on stderr, the rest exported
         if r.returncode not in (0, 1) or not os.path.exists(os.path.join(d, "meta.json")):
-            raise ValueError(f"{path}: {r.stderr.strip() or 'spinlab-collect exported nothing'}")
+            reason = r.stderr.strip() or "spinlab-collect exported nothing"
+            for prefix in ("spinlab-collect: ", f"{path}: "):  # its message names the file too
+                reason = reason[len(prefix):] if reason.startswith(prefix) else reason
+            raise ValueError(f"{path}: {reason}")
         return load_dir(d)

@@ -62,6 +62,7 @@ class TraceAnalysis:
     wake_chains: list
     long_waits: LongWaitTable  # reads as a list of dicts
     run_intervals: dict  # cpu -> [(start, end, tid)]
+    abi_version: int | None = None  # the trace file's ABI version, as spinlab-collect read it
 
 
 # --- the state machine --------------------------------------------------------------------------
@@ -460,4 +461,4 @@ def replay(path: str, top: int = 10, long_wait: int = LONG_WAIT_DEFAULT, timelin
         cpu_use_threads=tu, cpu_use_processes=pu, cpu_idle=idle, syscalls=m.syscalls(),
         top_locks=top_locks, top_call_sites=top_sites, wake_edges=edges, wake_delays=delays,
         wake_chains=chains, long_waits=m.long_waits(runs, long_wait, host),
-        run_intervals={c: iv.as_list() for c, iv in runs.items()})
+        run_intervals={c: iv.as_list() for c, iv in runs.items()}, abi_version=t.abi_version)

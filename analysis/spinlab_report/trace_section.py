@@ -31,7 +31,8 @@ def blocks(a, figdir: str, label: str, top: int = 10) -> list:
     out = [("h2", f"Trace: {label}"),
            ("p", f"{a.events} events on {a.cpus} CPUs over {(a.end - a.start) * 1e3 / hz:.3f} ms of guest time "
                  f"(TSC {hz} Hz); {a.discarded_events} events lost by the tracer. Times are TSC cycles unless "
-                 "µs is said. Read through the CTF export (babeltrace2's Python bindings).")]
+                 "µs is said. Read through spinlab-collect's column export"
+                 + (f" (a trace file of ABI version {a.abi_version})." if a.abi_version is not None else "."))]
     out += [("table", ["thread", "process", "name", "start (cycles)", "end (cycles)"],
              [[str(t["thread_id"]), str(t["process_id"]), _c(t["name"]), t["start"] is None and "before the trace" or str(t["start"]),
                t["end"] is None and "after the trace" or str(t["end"])] for t in a.threads]),
@@ -81,21 +82,24 @@ def run_traces(run) -> list:
 PARALLEL_BYTES = 4 << 20  # trace files at least this large in total are replayed side by side (parallel.py)
 
 
-def _one_trace(f: str, timeline, clock, figdir: str, long_wait: int) -> list:
-    """The Trace section of one trace file of the run (in a worker process when they are big)."""
+def _one_trace(f: str, timeline, clock, figdir: str, long_wait: int) -> tuple:
+    """(the Trace section of one trace file of the run, None) or, for a file that cannot be read,
+    (a section saying so, the reason): run in a worker process when the files are big."""
     label = os.path.basename(f)
     try:
         a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline, clock=clock)
     except (ValueError, OSError) as e:
-        return [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")]
-    return blocks(a, figdir, label)
+        return [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")], str(e)
+    return blocks(a, figdir, label), None
 
 
-def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAULT) -> list:
-    """The Trace sections of a run: empty when it has no trace files."""
+def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAULT) -> tuple:
+    """(the Trace sections of a run, its problems): both empty when it has no trace files. A
+    problem names a trace file that could not be read, or a phase whose call stacks could not be
+    made, and why; the report lists them with the run's other problems (and summary.json)."""
     files = run_traces(run)
     if not files:
-        return []
+        return [], []
     dense.release(run)  # the run's figures are drawn: their shared attribution is not needed here
     timeline = run.timeline if run.clock is not None else None  # a DataFrame: host_off_fn indexes it in numpy
     clock = run.clock if run.timeline is not None else None
@@ -106,13 +110,23 @@ def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAUL
     with progress.stage(f"{len(chosen)} trace file(s)" + (f" in {workers} processes" if workers > 1 else ""),
                         progress.count(size, "bytes")):
         parts = parallel.forked_map(lambda f: _one_trace(f, timeline, clock, figdir, long_wait), chosen, big=big)
-    out = []
-    for part in parts:
+    out, problems = [], []
+    for f, (part, unread) in zip(chosen, parts):
         out += part
+        if unread:
+            problems.append(f"{os.path.relpath(f, run.path)}: the trace is not analysed: {_reason(f, unread)}")
     if len(files) > MAX_TRACES:
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
     # Call stacks: every trace file, summed per phase (the report's folder is figdir's parent).
     with progress.stage("call stacks", progress.count(len(files), "trace files")):
-        out += trace_stacks.blocks(trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text))
-    return out
+        stacks = trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text)
+    out += trace_stacks.blocks(stacks)
+    problems += [f"Call stacks of phase {p['phase']} (its trace files) not made: {p['error']}"
+                 for p in stacks if p["error"]]
+    return out, problems
+
+
+def _reason(path: str, message: str) -> str:
+    """A reader's message without the file's path in front (the problem names the file)."""
+    return message[len(path) + 2:] if message.startswith(f"{path}: ") else message

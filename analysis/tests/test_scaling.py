@@ -228,10 +228,11 @@ def test_trace_section_in_parallel_is_the_same(tmp_path, monkeypatch):
     run = reader.load_run(str(out))
     figdir = str(tmp_path / "figures")
     monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 1 << 40)
-    one = trace_section.run_section(run, figdir)
+    one, one_problems = trace_section.run_section(run, figdir)
     monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 0)
     calls = _spy_on_forks(monkeypatch)
-    two = trace_section.run_section(run, figdir)
+    two, two_problems = trace_section.run_section(run, figdir)
+    assert one_problems == two_problems == []
     assert calls == ["fork"]
     assert one == two and sum(1 for b in one if b[0] == "h2" and b[1].startswith("Trace: ")) == 4
     assert "off-CPU on the host" in str(one)  # the long waits were measured against the host timeline

@@ -378,7 +378,7 @@ int run_trace_dump(const Config& c, std::ostream& out, std::ostream& err) {
     TraceFileHeader h;
     const lt::FileError fe = lt::parse_file_header(data.data(), data.size(), &h);
     if (fe != lt::FileError::kNone)
-        throw CollectError(kExitFailure, c.trace.file + ": " + lt::file_error_name(fe));
+        throw CollectError(kExitFailure, c.trace.file + ": " + trace_file_error_text(fe, data.data(), data.size()));
     out << "# trace session " << h.session.session_id << ", " << h.cpu_count << " CPUs, TSC "
         << h.tsc_hz << " Hz, mode " << trace_logger_mode_name(TraceLoggerMode(h.session.logger_mode))
         << ", groups " << trace_groups_text(h.session.enable_flags) << "\n";

@@ -108,6 +108,7 @@ std::string meta_json(const LoadedTrace& t, const std::vector<Table>& tables) {
         .field("version", kColumnsVersion)
         .field("tsc_hz", uint64_t(t.header.tsc_hz))
         .field("cpu_count", uint32_t(t.header.cpu_count))
+        .field("trace_abi_version", uint32_t(t.header.abi_version))  // the file's, as read
         .field("events_discarded", events_discarded(t))
         .key("events")
         .begin_object();

@@ -284,6 +284,7 @@ TEST_F(ColumnsExport, EveryEventIsARowOfItsTypeWithTheCommonColumnsAndTheAbiFiel
     EXPECT_EQ(m.get<int>("version"), 1);
     EXPECT_EQ(m.get<uint64_t>("tsc_hz"), 2'000'000'000u);
     EXPECT_EQ(m.get<uint32_t>("cpu_count"), 2u);
+    EXPECT_EQ(m.get<uint32_t>("trace_abi_version"), kTraceAbiVersion) << "the file's version, as read";
     EXPECT_EQ(m.get<uint64_t>("events_discarded"), 5u + 2) << "the newest counter of each CPU, summed";
     std::map<std::string, uint64_t> counts;
     for (const auto& [name, n] : m.get_child("events")) counts[name] = n.get_value<uint64_t>();

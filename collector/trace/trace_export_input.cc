@@ -12,6 +12,7 @@
 #include "error.h"
 #include "locktrace/buffer_parser.h"
 #include "locktrace/trace_file.h"
+#include "trace_text.h"
 
 namespace spinlab::collect {
 
@@ -24,7 +25,7 @@ LoadedTrace load_trace(const std::string& path, std::ostream& err) {
     LoadedTrace t;
     const lt::FileError fe = lt::parse_file_header(data.data(), data.size(), &t.header);
     if (fe != lt::FileError::kNone)
-        throw CollectError(kExitFailure, path + ": " + lt::file_error_name(fe));
+        throw CollectError(kExitFailure, path + ": " + trace_file_error_text(fe, data.data(), data.size()));
     if (t.header.cpu_count == 0 || t.header.cpu_count > 4096)
         throw CollectError(kExitFailure, path + ": cpu_count " + std::to_string(t.header.cpu_count) +
                                              " in the file header is not plausible");

@@ -29,6 +29,7 @@
 #include "locktrace/trace_file.h"
 #include "symbolizer.h"
 #include "trace_stack_dump.h"
+#include "trace_text.h"
 
 namespace spinlab::collect {
 namespace {
@@ -51,7 +52,7 @@ template <class F>
 void for_each_event_in(const std::string& path, const std::vector<uint8_t>& data, F f) {
     TraceFileHeader h;
     if (const lt::FileError fe = lt::parse_file_header(data.data(), data.size(), &h); fe != lt::FileError::kNone)
-        throw CollectError(kExitFailure, path + ": " + lt::file_error_name(fe));
+        throw CollectError(kExitFailure, path + ": " + trace_file_error_text(fe, data.data(), data.size()));
     size_t off = sizeof h;
     lt::FrameView fr;
     while (lt::next_frame(data.data(), data.size(), &off, &fr) == lt::FileError::kNone) {

@@ -131,4 +131,14 @@ uint32_t parse_trace_groups(const std::string& text, const std::string& what) {
     return flags;
 }
 
+std::string trace_file_error_text(locktrace::FileError e, const void* data, size_t len) {
+    if (e != locktrace::FileError::kBadVersion) return locktrace::file_error_name(e);
+    std::string versions;
+    for (size_t i = 0; i < locktrace::kTraceFileVersionCount; i++)
+        versions += (i == 0 ? "" : i + 1 == locktrace::kTraceFileVersionCount ? " and " : ", ") +
+                    std::to_string(locktrace::kTraceFileVersions[i].abi_version);
+    return "trace file of ABI version " + std::to_string(locktrace::file_abi_version(data, len)) +
+           ", which this spinlab does not read (it reads versions " + versions + ")";
+}
+
 }  // namespace spinlab::collect
