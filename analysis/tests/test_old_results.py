@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from spinlab_report import load, report, summary, trace_replay
+from spinlab_report import reader, report, summary, trace_replay
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OLD = os.path.join(HERE, "data", "old-results")
@@ -55,7 +55,7 @@ def reported(old_run):
     path, abi = old_run
     if path not in _reports:
         out = os.path.join(path, "report")
-        report.generate(load.load_run(path), out, summary.Options())
+        report.generate(reader.load_run(path), out, summary.Options())
         with open(os.path.join(out, "summary.json")) as f:
             summ = json.load(f)
         with open(os.path.join(out, "report.md")) as f:
@@ -101,7 +101,7 @@ def test_each_run_is_reported_with_every_trace_analysed(reported):
 
 def test_each_trace_replays_to_what_its_own_runner_read_from_it(old_run):
     path, abi = old_run
-    run = load.load_run(path)
+    run = reader.load_run(path)
     off = []
     for s in snapshots_with_traces(path):
         a = trace_replay.replay(os.path.join(path, s["trace"]["file"]), long_wait=s["long_waits_min_cycles"],
@@ -169,7 +169,7 @@ def test_a_run_without_the_members_format_1_gained_on_11_26_reports_alike(report
         edit(os.path.join("snapshots", snap),
              lambda o: [w.pop(k) for w in o["long_waits"] for k in ADDED_ON_11_26["long_waits"]])
     out = os.path.join(d, "report")
-    report.generate(load.load_run(d), out, summary.Options())
+    report.generate(reader.load_run(d), out, summary.Options())
     with open(os.path.join(out, "summary.json")) as f:
         older = json.load(f)
     with open(os.path.join(out, "report.md")) as f:
@@ -188,7 +188,7 @@ def test_a_trace_of_a_version_no_reader_knows_is_a_named_problem(tmp_path):
         f.seek(8)
         f.write((9).to_bytes(4, "little"))  # abi_version
     out = os.path.join(path, "report")
-    report.generate(load.load_run(path), out, summary.Options())
+    report.generate(reader.load_run(path), out, summary.Options())
     with open(os.path.join(out, "summary.json")) as f:
         problems = json.load(f)["problems"]
     want = ("snapshots/host-load-r1.trace: the trace is not analysed: trace file of ABI version 9, which this "
