@@ -40,7 +40,8 @@ def render(doc: list) -> str:
         elif kind == "p":
             out.append(f"<p>{e(block[1])}</p>")
         elif kind == "lead":
-            out.append(f"<p class=\"verdict\" id=\"verdict\"><b>Verdict.</b> {e(block[1])}</p>")
+            out.append("<div class=\"verdict\" id=\"verdict\"><b>Verdict.</b><ul>" +
+                       "".join(f"<li><b>{e(line)}</b></li>" for line in block[1]) + "</ul></div>")
         elif kind == "warning":
             out.append(f"<p class=\"warning\"><b>Warning.</b> {e(block[1])}</p>")
         elif kind == "list":

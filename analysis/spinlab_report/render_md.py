@@ -24,7 +24,7 @@ def render(doc: list, outdir: str) -> str:
         elif kind == "p":
             out.append(block[1] + "\n")
         elif kind == "lead":
-            out.append(f"**Verdict.** {block[1]}\n")
+            out.append("**Verdict.**\n\n" + "\n".join(f"- **{line}**" for line in block[1]) + "\n")
         elif kind == "warning":
             out.append(f"> **Warning.** {block[1]}\n")
         elif kind == "list":

@@ -63,9 +63,13 @@ def context_line(run, summary: dict) -> str:
 def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     v = summary["verdict"]
     head, rows = verdict.table(v)
-    doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.paragraph(v))]
+    doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.headlines(v))]
     doc += [("warning", w) for w in v.get("warnings", [])]
-    doc += [("table", head, rows), ("p", context_line(run, summary))]
+    doc += [("table", head, rows)]
+    details = verdict.details(v)
+    if details:
+        doc.append(("list", details))
+    doc.append(("p", context_line(run, summary)))
     problems = summary["problems"]
     if problems:
         doc += [("h2", "What is missing"),

@@ -55,7 +55,7 @@ from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold:
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .names import LHP_CLASS as L
-from .verdict_text import cycles_text, g3, paragraph, significant, table  # noqa: F401 (the verdict's text)
+from .verdict_text import cycles_text, details, g3, headlines, paragraph, significant, table  # noqa: F401 (the verdict's text)
 
 CORRECTION = 0.5
 BASELINE_OFF_MAX = 0.05  # a baseline whose vCPUs were off the host CPU longer was not idle

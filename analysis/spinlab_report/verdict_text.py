@@ -230,24 +230,58 @@ def baseline_sentence(base: str, bp: dict, conf: float) -> str:
             f"{kernel_value(bp['kernel_spin'])} of their time spinning on kernel locks.")
 
 
-def paragraph(v: dict) -> str:
-    """The verdict in words: the baseline, then each phase against it, headline first."""
+def headline(phase: str, p: dict, v: dict) -> str:
+    """One sentence: what a phase did to the spin behind preempted holders, against the baseline."""
+    conf, c = v["confidence"], int(round(v["confidence"] * 100))
+    if p["status"] == "missing":
+        return f"{phase}: no snapshot, no verdict."
+    cyc = p["lhp_spin"]["cycles_per_vcpu_second"]
+    if cyc["mean"] is None:
+        return f"{phase}: the spin behind a preempted holder is unknown (no long waits listed and attributed)."
+    if phase == v["baseline_phase"]:
+        return (f"{phase} (the baseline): {big(cyc['mean'])} cycles per vCPU-second spun behind a preempted "
+                f"holder ({pct(p['lhp_spin']['share_of_vcpu_time']['mean'])} of vCPU time).")
+    r = cyc["vs_baseline"]
+    if not r or r.get("ratio") is None:
+        return (f"{phase}: {big(cyc['mean'])} cycles per vCPU-second behind a preempted holder, not comparable "
+                "with the baseline (a side has no value above 0).")
+    sig = significant(r, conf)
+    ci = f" ({c}% CI {g3(r['low'])} … {g3(r['high'])})" if r.get("low") is not None else ""
+    test = {True: "significant", False: "NOT significant", None: "not tested (fewer than two repetitions on a side)"}[sig]
+    return f"{phase}: ×{g3(r['ratio'])} the spin behind a preempted holder{ci}, {test}."
+
+
+def headlines(v: dict) -> list:
+    """The verdict's lead: one sentence per phase, the baseline first."""
+    base = v["baseline_phase"]
+    bp = v["phases"].get(base) if base else None
+    if not bp or bp["status"] == "missing":
+        return [f"No verdict: the baseline phase {base or '(none)'} has no snapshot, so nothing can be "
+                "compared with it. The figures below show what was measured."]
+    return [headline(base, bp, v)] + [headline(ph, p, v) for ph, p in v["phases"].items() if ph != base]
+
+
+def details(v: dict) -> list:
+    """The detail under the lead, one item per phase: the baseline, then each phase against it
+    (the LHP figures first, kernel-lock spin, the causes, the secondary rates), and the host
+    timeline's off shares."""
     base, conf = v["baseline_phase"], v["confidence"]
     bp = v["phases"].get(base) if base else None
     if not bp or bp["status"] == "missing":
-        return (f"No verdict: the baseline phase {base or '(none)'} has no snapshot, so nothing can be "
-                "compared with it. The figures below show what was measured.")
-    parts = [baseline_sentence(base, bp, conf)]
+        return []
+    items = [baseline_sentence(base, bp, conf)]
     for phase, p in v["phases"].items():
-        if phase == base:
+        if phase == base or p["status"] == "missing":
             continue
-        if p["status"] == "missing":
-            parts.append(f"{phase}: no snapshot, no verdict.")
-            continue
-        parts += [f"In {phase}, {lhp_sentences(p, conf)}", kernel_sentence(p, bp, conf),
-                  causes_sentence(p, v), secondary_sentence(p, v)]
+        items.append(" ".join([f"In {phase}, {lhp_sentences(p, conf)}", kernel_sentence(p, bp, conf),
+                               causes_sentence(p, v), secondary_sentence(p, v)]))
     shares = [(ph, p["vcpu_off_share"]) for ph, p in v["phases"].items() if p.get("vcpu_off_share") is not None]
     if shares:
-        parts.append("The host timeline had the vCPUs off the host CPU " +
+        items.append("The host timeline had the vCPUs off the host CPU " +
                      ", ".join(f"{pct(x)} of the time in {ph}" for ph, x in shares) + ".")
-    return " ".join(parts)
+    return items
+
+
+def paragraph(v: dict) -> str:
+    """The verdict in words: the headlines (one sentence per phase), then the details."""
+    return "\n".join(headlines(v) + [""] + details(v)).rstrip("\n")

@@ -53,8 +53,8 @@ def test_verdict_is_on_the_first_screen_and_every_figure_loads(basic_report, tmp
     m = re.search(r'<pre id="result">(.*?)</pre>', p.stdout, re.S)
     assert m and m.group(1) != "pending", f"the probe did not report: {p.stderr[-2000:]}"
     r = json.loads(m.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"'))
-    assert r["verdict"].startswith("Verdict. In idle-host")
-    assert "3.50 times per second" in r["verdict"] and "NOT significant" in r["verdict"]
+    assert r["verdict"].startswith("Verdict.idle-host (the baseline): 0 cycles per vCPU-second")
+    assert "host-load: ×16.6 the spin behind a preempted holder (95% CI 2.68 … 102), significant." in r["verdict"]
     assert r["height"] == HEIGHT
     assert 0 <= r["verdict_box"][0] and r["verdict_box"][1] <= HEIGHT, r["verdict_box"]
     assert r["table_box"][1] <= HEIGHT, f"the verdict table ends below the first screen: {r['table_box']}"

@@ -47,7 +47,8 @@ def test_html_embeds_every_figure_it_references(basic_report):
 def test_report_reads_top_to_bottom(basic_report):
     _, paths = basic_report
     md = open(paths["md"]).read()
-    order = ["# spinlab report: run-basic", "**Verdict.** In idle-host", "## What is missing",
+    order = ["# spinlab report: run-basic", "**Verdict.**\n\n- **idle-host (the baseline):",
+             "- **host-load: ×16.6 the spin behind a preempted holder", "- In idle-host (the baseline", "## What is missing",
              "## The tail: how long contended waits last", "## Long waits and lock-holder preemption",
              "## The log2 wait table", "## Throughput", "## Lock classes", "## CPUs", "## Hold times",
              "## How the numbers are computed", "## The run", "| git revision | 0123abc |"]
