@@ -6,7 +6,7 @@ analysis (a notebook, a script). analysis/README.md, "The Python API", documents
     r.waits.groupby("class").size()
 
 `load` reads the directory with the same reader the report uses (load.load_run) and attributes
-every long wait with the same code (lhp.long_waits_share), so every number here is the report's.
+every long wait with the same code (waits_rules.long_waits_share), so every number here is the report's.
 Nothing is computed twice: the DataFrames are views of those results, built once per Results.
 """
 from dataclasses import dataclass, field
@@ -89,10 +89,10 @@ def _waits_of(phase: str, att) -> pd.DataFrame:
 
 def waits_frame(run: Run, threshold: int) -> pd.DataFrame:
     """Every listed long wait (>= threshold) of the run, attributed, phase by phase in the report's
-    order. The attribution is lhp.long_waits_share's, the one the report's figures use."""
+    order. The attribution is waits_rules.long_waits_share's, the one the report's figures use."""
     parts = []
     for phase in run.phases:
-        share = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
+        share = waits_rules.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
         parts += [_waits_of(phase, att) for att in share["waits"].tables]
     if not parts:
         return pd.DataFrame({c: [] for c in WAIT_COLUMNS})

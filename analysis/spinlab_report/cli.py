@@ -72,7 +72,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def trace_report(args) -> dict:
-    from . import report
     if not os.path.exists(args.trace):
         raise ContractError(f"{args.trace}: no such trace")
     run_dir = os.path.dirname(os.path.dirname(os.path.abspath(args.trace)))

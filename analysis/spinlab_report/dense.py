@@ -1,7 +1,7 @@
 """Helpers for figures that may hold millions of marks (64 vCPUs, 1M long waits): one attribution
 per phase shared by the figures, and thinning to at most one mark per pixel.
 
-- `long_waits(run, phase, threshold)`: lhp.long_waits_share(...)["waits"] of a phase, computed once
+- `long_waits(run, phase, threshold)`: waits.long_waits_share(...)["waits"] of a phase, computed once
   per run, phase and threshold and reused by every figure that draws long waits (the attribution
   measures each wait against the timeline; doing it once per figure multiplied the report's cost).
 - `one_per_cell(*coords)`: the indices of the first mark in each cell of a pixel grid, so a figure
@@ -12,7 +12,7 @@ per phase shared by the figures, and thinning to at most one mark per pixel.
 """
 import numpy as np
 
-from . import lhp
+from . import waits
 
 DENSE = 5000
 
@@ -20,12 +20,12 @@ _cache = {"run": None, "waits": {}}  # the last run's attributions only: memory 
 
 
 def long_waits(run, phase: str, threshold: int) -> list:
-    """The attributed long waits of one phase (lhp.long_waits_share), computed once per run."""
+    """The attributed long waits of one phase (waits.long_waits_share), computed once per run."""
     if _cache["run"] is not run:
         _cache["run"], _cache["waits"] = run, {}
     key = (phase, threshold)
     if key not in _cache["waits"]:
-        _cache["waits"][key] = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
+        _cache["waits"][key] = waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
     return _cache["waits"][key]
 
 
@@ -35,7 +35,7 @@ def release(run=None):
     section calls it: the report draws it after every figure that uses the cache."""
     run = run if run is not None else _cache["run"]
     if run is not None:
-        lhp.forget(run.snapshots)
+        waits.forget(run.snapshots)
     _cache["run"], _cache["waits"] = None, {}
 
 

@@ -83,23 +83,29 @@ class ClockMap:
 
     def map(self, guest_tsc: float) -> tuple[float, float]:
         """(host TSC, bound in host cycles); bound is inf where the clock cannot place the time."""
-        g = float(guest_tsc)
-        if len(self.g) >= 2:
-            if g < self.g[0] or g > self.g[-1]:
-                return g + float(self.off[0] if g < self.g[0] else self.off[-1]), np.inf
-            i = int(np.searchsorted(self.g, g, side="right"))
-            i = min(max(i, 1), len(self.g) - 1)
-            t = (g - self.g[i - 1]) / (self.g[i] - self.g[i - 1])
-            off = self.off[i - 1] + t * (self.off[i] - self.off[i - 1])
-            bound = max(self.hw[i - 1], self.hw[i]) + abs(self.off[i] - self.off[i - 1])
-            return g + off, float(bound)
-        return float(guest_to_host(g, self.clock)), self.line_bound
+        host, bound = host_map(self, np.array([float(guest_tsc)]))
+        return float(host[0]), float(bound[0])
 
 
 def guest_to_host(guest_tsc, clock: dict):
     """The straight-line summary: host = guest + offset + (guest - ref) * drift_ppm / 1e6."""
     g = np.asarray(guest_tsc, dtype=np.float64)
     return g + clock["offset_cycles"] + (g - clock["ref_guest_tsc"]) * clock["drift_ppm"] * 1e-6
+
+
+def host_map(cmap, guest) -> tuple:
+    """ClockMap.map over an array: (host TSC, bound), the bound inf where the clock cannot place
+    the time. ClockMap.map is this for one time."""
+    g = np.asarray(guest, dtype=np.float64)
+    if len(cmap.g) >= 2:
+        i = np.clip(np.searchsorted(cmap.g, g, side="right"), 1, len(cmap.g) - 1)
+        t = (g - cmap.g[i - 1]) / (cmap.g[i] - cmap.g[i - 1])
+        off = cmap.off[i - 1] + t * (cmap.off[i] - cmap.off[i - 1])
+        bound = np.maximum(cmap.hw[i - 1], cmap.hw[i]) + np.abs(cmap.off[i] - cmap.off[i - 1])
+        before, after = g < cmap.g[0], g > cmap.g[-1]
+        host = np.where(before, g + cmap.off[0], np.where(after, g + cmap.off[-1], g + off))
+        return host, np.where(before | after, np.inf, bound)
+    return np.asarray(guest_to_host(g, cmap.clock), dtype=np.float64), np.full(g.shape, cmap.line_bound)
 
 
 def interval_union(a, b) -> tuple:
@@ -251,7 +257,7 @@ def _any_side(rng) -> str:
     return "off" if lo > 0 else "on" if hi == 0 else "uncertain"
 
 
-def _class_of(holder: str, waiter: str) -> str:
+def class_of(holder: str, waiter: str) -> str:
     """The wait's class from its two sides ('off', 'on', 'uncertain', 'unknown')."""
     if "unknown" in (holder, waiter):
         return L.kUnknown
@@ -321,7 +327,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
     for name, rng, th in (("holder", h, HOLDER_OFF_MIN), ("waiter", wr, WAITER_OFF_MIN)):
         out[f"timeline_{name}"] = "unknown" if rng is None else _side(rng, w, th)
         out[f"timeline_{name}_any"] = "unknown" if rng is None else _any_side(rng)
-    out["timeline_lhp"] = _class_of(out["timeline_holder"], out["timeline_waiter"])
+    out["timeline_lhp"] = class_of(out["timeline_holder"], out["timeline_waiter"])
     return out
 
 
@@ -353,7 +359,7 @@ def attribute(wait: dict, m: dict | None) -> dict:
     for i, name in enumerate(("holder", "waiter")):
         side, source, disagree = combine(m[f"timeline_{name}"] if m else "unknown", steal[i])
         out[f"{name}_side"], out[f"{name}_source"], out[f"{name}_disagrees"] = side, source, disagree
-    out["lhp"] = _class_of(out["holder_side"], out["waiter_side"])
+    out["lhp"] = class_of(out["holder_side"], out["waiter_side"])
     out["source"] = out["holder_source"]  # the share is about the holder
     return out
 
@@ -382,18 +388,6 @@ def fraction_table(waits: list) -> dict:
             "by_wait_octave": dict(sorted(table.items(), key=lambda kv: int(kv[0][2:])))}
 
 
-def _new_share() -> dict:
-    return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
-            "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
-            "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
-            "outside_repetition": 0,
-            "thresholds": dict(THRESHOLDS), "waits": [],
-            "sources": {side: {src: 0 for src in SOURCES} for side in ("holder", "waiter")},
-            "disagreements": {"total": 0, "holder": 0, "waiter": 0, "steal_off_timeline_on": 0,
-                              "steal_silent_timeline_off": 0, "sides_compared": 0},
-            "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
-
-
 def _count(out: dict, w: dict, m: dict | None, r: dict):
     """Adds one attributed wait (measurement m, attribution r) to the counts of out."""
     out["long_waits"] += 1
@@ -417,7 +411,7 @@ def _count(out: dict, w: dict, m: dict | None, r: dict):
     if m is not None and w["lhp_class"] != "unknown":
         # Both sources for this wait: the guest's class against the timeline's, by the
         # thresholds and by the guest's own rule (any off time), from the one measurement.
-        any_cls = _class_of(m["timeline_holder_any"], m["timeline_waiter_any"])
+        any_cls = class_of(m["timeline_holder_any"], m["timeline_waiter_any"])
         for key, t in (("guest_vs_timeline", m["timeline_lhp"]), ("guest_vs_timeline_any_overlap", any_cls)):
             row = out["agreement"][key].setdefault(w["lhp_class"], {})
             row[t] = row.get(t, 0) + 1
@@ -430,52 +424,3 @@ def ended_inside(w: dict, snap) -> bool:
     counters never saw; True when the repetition's TSC span is not known."""
     a, b = getattr(snap, "start_guest_tsc", None), getattr(snap, "end_guest_tsc", None)
     return a is None or b is None or a <= w["start_tsc"] + w["wait_cycles"] <= b
-
-
-def _classified(s, timeline, clock, threshold: int):
-    """The long waits (>= threshold) of snapshot s measured and attributed (waits.classify: measure
-    and attribute over arrays), once per timeline, clock and threshold: summary.json, the verdict
-    and the figures all ask for the same waits, and measuring them against the timeline is most
-    of the report's cost at scale. Kept on the snapshot until forget()."""
-    from . import waits
-    memo = s.__dict__.get("_lhp_memo")
-    if memo is not None and memo[0] is timeline and memo[1] is clock and memo[2] == threshold:
-        return memo[3]
-    cmap = ClockMap(clock) if clock is not None else None
-    index = off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
-    att = waits.classify(s, index, cmap, threshold)
-    s.__dict__["_lhp_memo"] = (timeline, clock, threshold, att)
-    return att
-
-
-def forget(snaps):
-    """Drops what _classified kept on these snapshots (about 1 KB per wait)."""
-    for s in snaps:
-        s.__dict__.pop("_lhp_memo", None)
-
-
-def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
-    """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones.
-
-    Per wait (out["waits"]): the wait, its rep, the timeline measurement (measure) when there is
-    a timeline and a clock, and the attribution (attribute: holder_side/waiter_side 'off', 'on',
-    'uncertain' or 'unknown', holder_source/waiter_source, lhp), and in_repetition (ended_inside).
-    Every listed wait is counted; outside_repetition says how many of them ended outside their
-    repetition, where the counters (and the verdict, verdict.counted) do not take them. Counts by the holder's side:
-    holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
-    None when neither; sources per side; disagreements between steal time and the timeline.
-    """
-    from . import waits
-    out, columns = _new_share(), []
-    for s in snaps:
-        if s.long_waits is None:
-            out["snapshots_without_list"] += 1
-            continue
-        out["dropped"] += int(s.long_waits_dropped)
-        columns.append(_classified(s, timeline, clock, threshold))
-        waits.count(out, columns[-1])  # _count over arrays
-    out["waits"] = waits.Rows(columns)
-    known = out["holder_off"] + out["holder_on"]
-    out["share"] = out["holder_off"] / known if known else None
-    out["holder_off_fraction"] = waits.fraction_table(columns)
-    return out

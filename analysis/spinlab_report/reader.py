@@ -102,36 +102,6 @@ def class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
                      counts.get("wait_cycles_max"), counts.get("long_holds", 0), lhp, counts)
 
 
-def _count_or_none(v) -> bool:
-    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-
-
-def _holds(w: dict, where: str) -> list | None:
-    """A long wait's "holds": [[cpu, from_tsc or null], ...], the holders in order (optional)."""
-    holds = w.get("holds")
-    if holds is None:
-        return None
-    if not isinstance(holds, list) or not holds or any(
-            not isinstance(h, list) or len(h) != 2 or h[0] is None or not all(_count_or_none(x) for x in h)
-            for h in holds):
-        raise c.ContractError(f"{where}: 'holds' must be a non-empty list of [cpu, from_tsc or null] "
-                              f"(integers >= 0), got {holds!r}")
-    return [list(h) for h in holds]
-
-
-def _long_wait(w: dict, where: str) -> dict:
-    holder, holder_end = w.get("holder_cpu"), w.get("holder_end_cpu")
-    lhp_class = w.get("lhp_class", "unknown")
-    if lhp_class not in c.LHP_CLASSES:
-        raise c.ContractError(f"{where}: lhp_class {lhp_class!r} is none of {', '.join(c.LHP_CLASSES)}")
-    steal = {k: c.need_count(w, k, where) if k in w else None for k in ("holder_steal_ns", "waiter_steal_ns")}
-    return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
-            "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
-            "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
-            "holder_end_cpu": holder_end if isinstance(holder_end, int) and holder_end >= 0 else None,
-            "lhp_class": lhp_class, "holds": _holds(w, where), **steal}
-
-
 def _loss(d: dict, where: str) -> dict:
     loss = {k: c.need_count(d, k, where) for k in c.TRACE_LOSS_COUNTS}
     if loss["events_written"] + loss["events_lost"] != loss["events_attempted"]:

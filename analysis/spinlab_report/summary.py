@@ -9,7 +9,7 @@ the whole run (with each repetition), and named in the problems when there are a
 """
 from dataclasses import dataclass
 
-from . import aggregate, cdf, lhp, throughput
+from . import aggregate, cdf, throughput, waits
 from . import contract as c
 from .buckets import LONG_K, LONG_WAIT_CYCLES
 from .names import LHP_CLASS
@@ -38,7 +38,7 @@ def phase_summary(run, phase: str, opts: Options) -> dict:
         return {"status": "missing"}
     t = aggregate.phase_totals(snaps)
     timed = int(t.wait.sum())
-    lw = lhp.long_waits_share(snaps, run.timeline, run.clock, opts.threshold)
+    lw = waits.long_waits_share(snaps, run.timeline, run.clock, opts.threshold)
     lw.pop("waits")
     lw["share"] = _r(lw["share"])
     return {

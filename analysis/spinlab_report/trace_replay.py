@@ -31,11 +31,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
 from .buckets import LONG_WAIT_CYCLES
 from . import trace_columns
 from .contract import OFF_STATES, UNKNOWN_STATE
-from .lhp import interval_union
+from .lhp import ClockMap, host_map, interval_union
 from .trace_columns import TID
 
 LONG_WAIT_DEFAULT = LONG_WAIT_CYCLES  # without the runner's long_waits_min_cycles
@@ -378,7 +379,6 @@ def _unions(timeline, states) -> dict:
     """vCPU -> (starts, ends, off cycles before each start): the union of its rows in these states
     as sorted disjoint host TSC intervals (overlapping rows counted once). timeline: a DataFrame
     of timeline.csv or its rows as dicts."""
-    import pandas as pd
     df = timeline if isinstance(timeline, pd.DataFrame) else pd.DataFrame(list(timeline))
     if df.empty:
         return {}
@@ -398,22 +398,6 @@ def _covered(entry, t):
     return np.where(i >= 0, before[j] + inside, 0.0) if s.size else inside
 
 
-def host_map(cmap, guest) -> tuple:
-    """lhp.ClockMap.map over an array: (host TSC, bound), the bound inf where the clock cannot
-    place the time. The same arithmetic as map(), element by element."""
-    g = np.asarray(guest, dtype=np.float64)
-    if len(cmap.g) >= 2:
-        i = np.clip(np.searchsorted(cmap.g, g, side="right"), 1, len(cmap.g) - 1)
-        t = (g - cmap.g[i - 1]) / (cmap.g[i] - cmap.g[i - 1])
-        off = cmap.off[i - 1] + t * (cmap.off[i] - cmap.off[i - 1])
-        bound = np.maximum(cmap.hw[i - 1], cmap.hw[i]) + np.abs(cmap.off[i] - cmap.off[i - 1])
-        before, after = g < cmap.g[0], g > cmap.g[-1]
-        host = np.where(before, g + cmap.off[0], np.where(after, g + cmap.off[-1], g + off))
-        return host, np.where(before | after, np.inf, bound)
-    from .lhp import guest_to_host
-    return np.asarray(guest_to_host(g, cmap.clock), dtype=np.float64), np.full(g.shape, cmap.line_bound)
-
-
 def host_off_fn(timeline, clock):
     """(vcpus, guest a, guest b), arrays of one length -> per wait the share of [a, b) the vCPU
     was off or frozen on the host, through clock.json's mapping (lhp.ClockMap); NaN where the
@@ -421,7 +405,6 @@ def host_off_fn(timeline, clock):
     of it ('unknown'). timeline: timeline.csv as a DataFrame or as rows (dicts). Per vCPU, two
     binary searches per wait in the union of its off rows (sorted, disjoint, with cumulative
     cycles): O(waits log rows) in numpy."""
-    from .lhp import ClockMap
     cmap = ClockMap(clock)
     off, unknown = _unions(timeline, OFF_STATES), _unions(timeline, (UNKNOWN_STATE,))
 

@@ -5,7 +5,7 @@ The headline, per phase, each figure as its mean with a Student t interval acros
 t interval and two-sided test on log values (confidence.log_ratio; why that test: its docstring):
 
 1. LHP spin. The long waits (>= the threshold) whose holder side is off the host CPU
-   (lhp.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
+   (waits_mod.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
    per repetition: the cycles spent in them divided by vCPUs x duration (cycles per
    vCPU-second; over the guest TSC span also a share of vCPU time), and their number per second.
    Only the cycles of listed waits inside the repetition count (the trace session that lists
@@ -160,12 +160,12 @@ def spun_cycles(waits, snap) -> float:
 
 
 def window_waits(run, snap, threshold: int) -> list | None:
-    """The snapshot's long waits that spun during the repetition, as lhp.long_waits_share
+    """The snapshot's long waits that spun during the repetition, as waits_mod.long_waits_share
     attributes them (the trace session that lists them runs before and after the counters);
     None without a list."""
     if snap.long_waits is None:
         return None
-    (att,) = lhp.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
+    (att,) = waits_mod.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
     return waits_mod.window(att, snap.start_guest_tsc, snap.end_guest_tsc)
 
 

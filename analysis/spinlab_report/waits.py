@@ -14,21 +14,22 @@ Contract:
   the extremes over every moment) is measured by lhp's own per-wait code; everything else in
   numpy, with the same floating-point operations in the same order, so every number is the one
   lhp.measure gives (tests/test_golden_numbers.py, tests/test_scaling.py).
-- `count(out, att)` and `fraction_table(atts)`: lhp.long_waits_share's counts (lhp._count,
+- `count(out, att)` and `fraction_table(atts)`: long_waits_share's counts (lhp._count,
   lhp.fraction_table) over arrays, dict keys in the order the per-wait code inserted them.
-- `Rows`: lhp.long_waits_share's "waits", the per-wait dicts (`Attributed.row`) made only when
+- `Rows`: long_waits_share's "waits", the per-wait dicts (`Attributed.row`) made only when
   read (tools, tests); the report's tables and figures read the columns (`Rows.columns`).
 - `window(att, start, end)`: the verdict's view of the waits that spun inside a repetition.
 """
 import numpy as np
 
 from . import contract as c
+from . import lhp
 
 SIDES = ("off", "on", "uncertain", "unknown")
 OFF, ON, UNCERTAIN, UNKNOWN = range(4)
 NO_SOURCE = 2  # lhp.SOURCES[2] == "none"
 _INT_FIELDS = ("cpu", "start_tsc", "wait_cycles")
-UNLISTED_LHP = "unknown"  # a wait's lhp_class when its entry has none (as load._long_wait reads it)
+UNLISTED_LHP = "unknown"  # a wait's lhp_class when its entry has none (as check_long_wait reads it)
 
 
 def _is_count(v) -> bool:
@@ -38,6 +39,39 @@ def _is_count(v) -> bool:
 def _cpu_or_none(v) -> int:
     """load's reading of holder_cpu / holder_end_cpu: an int >= 0, else none (-1 here)."""
     return int(v) if isinstance(v, int) and v >= 0 else -1
+
+
+def _count_or_none(v) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+
+
+def check_holds(w: dict, where: str) -> list | None:
+    """A long wait's "holds": [[cpu, from_tsc or null], ...], the holders in order (optional)."""
+    holds = w.get("holds")
+    if holds is None:
+        return None
+    if not isinstance(holds, list) or not holds or any(
+            not isinstance(h, list) or len(h) != 2 or h[0] is None or not all(_count_or_none(x) for x in h)
+            for h in holds):
+        raise c.ContractError(f"{where}: 'holds' must be a non-empty list of [cpu, from_tsc or null] "
+                              f"(integers >= 0), got {holds!r}")
+    return [list(h) for h in holds]
+
+
+def check_long_wait(w: dict, where: str) -> dict:
+    """One entry of a snapshot's "long_waits", checked as the results contract says (the first bad
+    field raises ContractError naming it), as the dict the per-wait code reads."""
+    holder, holder_end = w.get("holder_cpu"), w.get("holder_end_cpu")
+    lhp_class = w.get("lhp_class", "unknown")
+    if lhp_class not in c.LHP_CLASSES:
+        raise c.ContractError(f"{where}: lhp_class {lhp_class!r} is none of {', '.join(c.LHP_CLASSES)}")
+    steal = {k: c.need_count(w, k, where) if k in w else None for k in ("holder_steal_ns", "waiter_steal_ns")}
+    return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
+            "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
+            "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
+            "holder_end_cpu": holder_end if isinstance(holder_end, int) and holder_end >= 0 else None,
+            "lhp_class": lhp_class, "holds": check_holds(w, where), **steal}
+
 
 
 class LongWaits:
@@ -62,17 +96,15 @@ class LongWaits:
     def from_json(cls, items: list, where: str):
         """A snapshot's "long_waits" (JSON objects), checked; where names the list in errors."""
         if not cls._well_formed(items):
-            from .reader import _long_wait  # the per-wait checker: raises naming the first bad wait
-            items = [_long_wait(w, f"{where}[{i}]") for i, w in enumerate(items)]
+            items = [check_long_wait(w, f"{where}[{i}]") for i, w in enumerate(items)]  # names the first bad wait
         else:
             for i in (i for i, w in enumerate(items) if w.get("holds") is not None):
-                from .reader import _holds
-                _holds(items[i], f"{where}[{i}]")
+                check_holds(items[i], f"{where}[{i}]")
         return cls._build(items)
 
     @staticmethod
     def _well_formed(items: list) -> bool:
-        """Every wait as load._long_wait accepts it (holds are checked apart, where present)."""
+        """Every wait as check_long_wait accepts it (holds are checked apart, where present)."""
         if set(map(type, items)) - {dict}:
             return False
         try:
@@ -228,8 +260,7 @@ class Attributed:
         return self.lw.holds_at[self.pos + 1] > self.lw.holds_at[self.pos]
 
     def row(self, k: int) -> dict:
-        """Wait k as lhp.long_waits_share lists it."""
-        from . import lhp
+        """Wait k as long_waits_share lists it."""
         w = self.lw[int(self.pos[k])]
         opt = lambda x: None if np.isnan(x) else float(x)
         rng = lambda lo, hi: None if np.isnan(lo) else [float(lo), float(hi)]
@@ -252,8 +283,7 @@ class Attributed:
 
 
 def _class_names():
-    from . import lhp
-    return np.array([lhp._class_of(SIDES[h], SIDES[w]) for h in range(4) for w in range(4)], dtype=object)
+    return np.array([lhp.class_of(SIDES[h], SIDES[w]) for h in range(4) for w in range(4)], dtype=object)
 
 
 CLASS_NAMES = _class_names()
@@ -261,7 +291,6 @@ CLASS_NAMES = _class_names()
 
 def _steal(lw: LongWaits, pos):
     """lhp.steal_sides per wait: (holder, waiter) as -1 unknown, 0 no steal seen, 1 lost time."""
-    from . import lhp
     table = np.array([[-1 if x is None else int(x) for x in lhp.steal_sides(n)] for n in lw.lhp_names] or
                      np.zeros((0, 2)), dtype=np.int8).reshape(-1, 2)
     codes = lw.lhp_code[pos]
@@ -272,7 +301,6 @@ def _holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
     """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
     (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
     (measured by lhp's own code, returned as {k: (least, most) or None})."""
-    from . import lhp
     h0, h1 = lw.holder[pos], lw.holder_end[pos]
     holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
     simple = finite & ~holds & ((h0 < 0) | (h1 < 0) | (h0 == h1)) & ((h0 >= 0) | (h1 >= 0))
@@ -315,8 +343,6 @@ def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
     """lhp.measure and lhp.attribute of every long wait (>= threshold) of snap, over arrays.
     index: lhp.off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
     or clock, so nothing is measured)."""
-    from . import lhp
-    from .trace_replay import host_map
     lw = LongWaits.of(snap.long_waits)
     pos = np.flatnonzero(lw.wait >= threshold)
     out = Attributed(lw, pos, snap.rep, index is not None)
@@ -326,7 +352,7 @@ def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
         end = lw.start[pos] + lw.wait[pos]
         out.in_repetition = (a0 <= end) & (end <= b0)
     if index is not None:
-        a, bound = host_map(cmap, lw.start[pos])
+        a, bound = lhp.host_map(cmap, lw.start[pos])
         finite = np.isfinite(bound)
         out.host_start, out.bound = a, np.where(finite, bound, np.nan)
         e = np.where(finite, bound, 0.0)
@@ -384,8 +410,7 @@ def _holds_counts(att: Attributed):
 
 
 def count(out: dict, att: Attributed):
-    """Adds the waits of att to lhp.long_waits_share's counts in out, as lhp._count adds each."""
-    from . import lhp
+    """Adds the waits of att to long_waits_share's counts in out, as lhp._count adds each."""
     n = len(att)
     out["long_waits"] += n
     hs = att.side["holder"]
@@ -433,7 +458,6 @@ def _agreement(agreement: dict, att: Attributed, steal):
 
 def fraction_table(atts: list) -> dict:
     """lhp.fraction_table over the waits of atts (those with a holder range)."""
-    from . import lhp
     edges = lhp.FRACTION_EDGES
     table = {}
     for att in atts:
@@ -460,7 +484,7 @@ def _floor_log2(x):
 
 
 class Rows:
-    """lhp.long_waits_share's "waits": a read-only list of the per-wait dicts, made when read.
+    """long_waits_share's "waits": a read-only list of the per-wait dicts, made when read.
     columns: the Attributed tables behind it (the report's tables and figures use those)."""
 
     def __init__(self, tables: list):
@@ -536,3 +560,65 @@ def window(att: Attributed, start_guest_tsc, end_guest_tsc) -> Window:
         inside = np.maximum(0, np.minimum(start + wait, end_guest_tsc) - np.maximum(start, start_guest_tsc)).astype(np.float64)
     keep = np.flatnonzero(inside > 0)
     return Window(att, keep, inside[keep])
+
+
+# A phase's long waits, attributed (summary.json, the verdict, the figures) ------------------------
+
+def new_share() -> dict:
+    """long_waits_share's counts before any wait is added."""
+    return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
+            "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
+            "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
+            "outside_repetition": 0,
+            "thresholds": dict(lhp.THRESHOLDS), "waits": [],
+            "sources": {side: {src: 0 for src in lhp.SOURCES} for side in ("holder", "waiter")},
+            "disagreements": {"total": 0, "holder": 0, "waiter": 0, "steal_off_timeline_on": 0,
+                              "steal_silent_timeline_off": 0, "sides_compared": 0},
+            "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
+
+
+def _classified(s, timeline, clock, threshold: int):
+    """The long waits (>= threshold) of snapshot s measured and attributed (classify: measure and
+    attribute over arrays), once per timeline, clock and threshold: summary.json, the verdict
+    and the figures all ask for the same waits, and measuring them against the timeline is most
+    of the report's cost at scale. Kept on the snapshot until forget()."""
+    memo = s.__dict__.get("_lhp_memo")
+    if memo is not None and memo[0] is timeline and memo[1] is clock and memo[2] == threshold:
+        return memo[3]
+    cmap = lhp.ClockMap(clock) if clock is not None else None
+    index = lhp.off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
+    att = classify(s, index, cmap, threshold)
+    s.__dict__["_lhp_memo"] = (timeline, clock, threshold, att)
+    return att
+
+
+def forget(snaps):
+    """Drops what _classified kept on these snapshots (about 1 KB per wait)."""
+    for s in snaps:
+        s.__dict__.pop("_lhp_memo", None)
+
+
+def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
+    """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones.
+
+    Per wait (out["waits"]): the wait, its rep, the timeline measurement (measure) when there is
+    a timeline and a clock, and the attribution (attribute: holder_side/waiter_side 'off', 'on',
+    'uncertain' or 'unknown', holder_source/waiter_source, lhp), and in_repetition (ended_inside).
+    Every listed wait is counted; outside_repetition says how many of them ended outside their
+    repetition, where the counters (and the verdict, verdict.counted) do not take them. Counts by the holder's side:
+    holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
+    None when neither; sources per side; disagreements between steal time and the timeline.
+    """
+    out, columns = new_share(), []
+    for s in snaps:
+        if s.long_waits is None:
+            out["snapshots_without_list"] += 1
+            continue
+        out["dropped"] += int(s.long_waits_dropped)
+        columns.append(_classified(s, timeline, clock, threshold))
+        count(out, columns[-1])  # _count over arrays
+    out["waits"] = Rows(columns)
+    known = out["holder_off"] + out["holder_on"]
+    out["share"] = out["holder_off"] / known if known else None
+    out["holder_off_fraction"] = fraction_table(columns)
+    return out

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 import spinlab_report as s
-from spinlab_report import aggregate, lhp, reader, summary
+from spinlab_report import aggregate, lhp, reader, summary, waits
 
 from conftest import BASIC
 
@@ -23,7 +23,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
     run = reader.load_run(BASIC)
     want = []
     for phase in run.phases:
-        share = lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
+        share = waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
         want += [(phase, w["rep"], w["cpu"], w["class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
                   w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
                  for w in share["waits"]]
@@ -36,7 +36,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
 def test_off_shares_are_the_measured_off_cycles_over_the_wait(basic):
     run = reader.load_run(BASIC)
     rows = [w for p in run.phases
-            for w in lhp.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
+            for w in waits.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
     for (_, got), w in zip(basic.waits.iterrows(), rows):
         for side in ("holder", "waiter"):
             rng = w[f"{side}_off_cycles"]

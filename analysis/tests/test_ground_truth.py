@@ -26,7 +26,7 @@ def test_stamps_inside_an_off_window_beyond_the_bound_are_counted():
 
 
 def classified(cpu, holder, host_start, cycles, lhp, holder_off, side, waiter_off=None):
-    """A wait as lhp.long_waits_share gives it, both sides measured on the timeline."""
+    """A wait as waits.long_waits_share gives it, both sides measured on the timeline."""
     waiter_side = "unknown" if waiter_off is None else "off" if waiter_off[0] >= cycles / 2 else \
         "on" if waiter_off[1] < cycles / 2 else "uncertain"
     return {"source": "timeline", "cpu": cpu, "holders": [holder], "host_start": host_start, "bound_cycles": 10.0,

@@ -3,8 +3,9 @@ import pandas as pd
 import pytest
 
 from spinlab_report.lhp import (ClockMap, classify, fraction_table, guest_to_host, holder_off_range, holder_pieces,
-                                long_waits_share, measure, off_cycles, off_during, off_index)
+                                measure, off_cycles, off_during, off_index)
 from spinlab_report.reader import Snapshot
+from spinlab_report.waits import long_waits_share
 
 # host = guest + 1000, to within +-10 cycles, over guest [0, 10M]
 CLOCK = {"offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0, "bound_max_cycles": 10.0,

@@ -245,11 +245,11 @@ def test_figures_with_a_row_per_cpu_stop_growing():
 
 
 def test_one_attribution_per_phase_shared_by_the_figures(monkeypatch):
-    from spinlab_report import lhp
+    from spinlab_report import waits
     run = reader.load_run(os.path.join(HERE, "data", "run-basic"))
     calls = []
-    real = lhp.long_waits_share
-    monkeypatch.setattr(lhp, "long_waits_share", lambda *a: calls.append(1) or real(*a))
+    real = waits.long_waits_share
+    monkeypatch.setattr(waits, "long_waits_share", lambda *a: calls.append(1) or real(*a))
     first = dense.long_waits(run, "host-load", 1 << 20)
     assert dense.long_waits(run, "host-load", 1 << 20) is first and len(calls) == 1
     assert len(first) == 7  # run-basic's host-load long waits (tests/data/README.md)
@@ -267,15 +267,15 @@ def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(
     real = waits.classify
     monkeypatch.setattr(waits, "classify", lambda *a: (lambda r: calls.extend([1] * len(r)) or r)(real(*a)))
     snaps = run.snaps("host-load")
-    first = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
+    first = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
     n = len(calls)
     assert n == len(first["waits"]) == 7
-    per_snapshot = [w for s in snaps for w in lhp.long_waits_share([s], run.timeline, run.clock, 1 << 20)["waits"]]
+    per_snapshot = [w for s in snaps for w in waits.long_waits_share([s], run.timeline, run.clock, 1 << 20)["waits"]]
     assert len(calls) == n and per_snapshot == first["waits"]
-    higher = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 21)
+    higher = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 21)
     assert len(calls) == n + len(higher["waits"])
-    lhp.forget(snaps)
-    again = lhp.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
+    waits.forget(snaps)
+    again = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
     assert len(calls) == 2 * n + len(higher["waits"]) and again == first
 
 
@@ -319,23 +319,23 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
     """waits.classify (numpy) lists every long wait exactly as lhp.measure + lhp.attribute do
     one by one: random waits of every holder kind against a random timeline with off, frozen and
     unknown rows, a clock with points (bounds vary, waits outside are not placed) or a straight line."""
-    from spinlab_report import lhp
+    from spinlab_report import lhp, waits
     from spinlab_report.reader import Snapshot
     rng = np.random.default_rng(11)
     timeline = pd.DataFrame(random_timeline(rng, vcpus=3, n=300))
     clock = ({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
               "points": [[2000, 5, 3.0], [40_000, 9, 1.0], [70_000, 2, 0.0]]} if with_points else
              {"offset_cycles": 7, "drift_ppm": 2.0, "ref_guest_tsc": 0, "bound_max_cycles": 4.0, "points": []})
-    waits = random_waits(rng, 3000, 4, 80_000)
-    snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], waits, 1, 0, "s")
-    share = lhp.long_waits_share([snap], timeline, clock, 200)
+    listed = random_waits(rng, 3000, 4, 80_000)
+    snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s")
+    share = waits.long_waits_share([snap], timeline, clock, 200)
     got = list(share["waits"])
     want = _per_wait_rows(snap, timeline, clock, 200)
     assert len(got) == len(want) > 2000
     for g, w in zip(got, want):
         assert g == w, (g, w)
     # the counts, as lhp._count adds each wait and lhp.fraction_table bins them
-    counts = lhp._new_share()
+    counts = waits.new_share()
     for row in want:
         m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
                                  "timeline_lhp", "holders")}

@@ -9,7 +9,7 @@ which records each freeze's effective window), or a hog pinned to one vCPU's hos
 (`host-load` with `--run.hog-cpus`: the vCPU thread is runnable but waits, the kind of
 preemption KVM's steal time sees).
 
-measure() classifies the long waits as the report does (lhp.long_waits_share) and, for a freeze,
+measure() classifies the long waits as the report does (waits.long_waits_share) and, for a freeze,
 counts them against the effective windows (ground_truth.rates).
 """
 import json
@@ -23,7 +23,7 @@ KERNEL = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 sys.path.insert(0, os.path.join(ROOT, "vm-images"))
 
-from spinlab_report import ground_truth, lhp, reader  # noqa: E402
+from spinlab_report import ground_truth, lhp, reader, waits  # noqa: E402
 
 CS_CYCLES = 1 << 21
 THINK_CYCLES = CS_CYCLES // 4
@@ -70,7 +70,7 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
     run = reader.load_run(run_dir)
     assert run.timeline is not None and run.clock is not None
     (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
-    share = lhp.long_waits_share([snap], run.timeline, run.clock, LONG)
+    share = waits.long_waits_share([snap], run.timeline, run.clock, LONG)
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
     m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz,
          "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep))}

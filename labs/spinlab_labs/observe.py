@@ -20,7 +20,7 @@ ANALYSIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 if ANALYSIS not in sys.path:
     sys.path.insert(0, ANALYSIS)
 
-from spinlab_report import buckets, contract, lhp, reader  # noqa: E402
+from spinlab_report import buckets, contract, lhp, reader, waits  # noqa: E402
 
 
 class LabInputError(Exception):
@@ -99,9 +99,9 @@ def per_rep_acquisitions(run, phase: str, prefix: str) -> list:
 
 
 def attributed_long_waits(run, phase: str, threshold: int) -> dict:
-    """lhp.long_waits_share over the phase's snapshots: every listed wait >= threshold with its
+    """waits.long_waits_share over the phase's snapshots: every listed wait >= threshold with its
     holder and waiter sides ('off', 'on', 'uncertain', 'unknown') and class."""
-    return lhp.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
+    return waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
 
 
 BUSY_HOST = 0.2  # an "idle" host whose vCPU threads were off their CPU this share of the time is busy
