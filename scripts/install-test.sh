@@ -68,7 +68,7 @@ spinlab sweep sweep-locks --dry-run >sweep.txt
 spinlab sweep mitigations --dry-run >mitigations.txt
 grep -q "^sweep mitigations: 16 cells" mitigations.txt
 spinlab run --spec wrk --dry-run >wrk.txt
-grep -q " clock=cpuid pause=on timing=all " wrk.txt
+grep -q " clock=cpuid pause=on long-wait=1048576 timing=all " wrk.txt
 grep -q "lock-tas_cpus-2: .*/bin/spinlab-run --spec .*--vm.lock tas --vm.cpus 2" sweep.txt
 spinlab selftest --cpus 2 --suite smp,user --accel tcg >selftest.txt
 spinlab run --vm.name install-test-\$\$ --vm.accel tcg --run.phases idle-host --run.duration 8 --run.warmup 2 \

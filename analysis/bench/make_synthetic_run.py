@@ -32,14 +32,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from spinlab_report.names import LHP_CLASS as L  # noqa: E402  (the ABI's names, from the build)
-from spinlab_report.buckets import LONG_WAIT_CYCLES  # noqa: E402
+from spinlab_report.names import LONG_WAIT_THRESHOLD  # noqa: E402
 
 HZ = 2_445_232_300  # guest TSC Hz, as on the machine the template run came from
 HOST_OFFSET = 4_458_225_114_133  # host TSC = guest TSC + offset (+ drift)
 DRIFT_PPM = -1.36
 KERNEL_CLASSES = ["sched", "pmm", "heap", "proc_table", "address_space", "channel"]
 CLASS_IDS = {"user0": 16, **{c: i + 1 for i, c in enumerate(KERNEL_CLASSES)}}
-LONG_MIN = LONG_WAIT_CYCLES  # the long-wait threshold (spinlab_report.buckets)
+LONG_MIN = LONG_WAIT_THRESHOLD  # the long-wait threshold (the ABI's, spinlab_report.names)
 TRACE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "host", "bin",
                             "trace_script")
 

@@ -10,7 +10,6 @@ NBUCKETS = 64
 # The fixed long-wait row of summary.json and the verdict: waits >= 2^20 cycles (about 0.4 ms at
 # 2.4 GHz), whatever the LHP threshold the user chose.
 LONG_K = 20
-LONG_WAIT_CYCLES = 1 << LONG_K  # also the default --threshold of a long wait for the LHP share
 
 
 def bucket_of(cycles: int) -> int:

@@ -63,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory (default: the results directory; with --compare: "
                    "compare-<first>-vs-<second> next to the first run)")
     p.add_argument("--threshold", type=cycles_arg, default=Options.threshold,
-                   help="a long wait for the LHP share, in cycles (default 2^20)")
+                   help=f"a long wait for the LHP share, in cycles (default {Options.threshold}: the ABI's "
+                   "long-wait threshold, the kernel's long-wait= default)")
     p.add_argument("--confidence", type=confidence_arg, default=0.95,
                    help="confidence level of throughput intervals (default 0.95)")
     p.add_argument("--baseline", help="phase throughput changes are relative to (default idle-host, "

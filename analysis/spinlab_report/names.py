@@ -88,6 +88,19 @@ def load(path: str | None = None) -> dict:
     return {key: AbiEnum(key, _entries(path, data, key), path) for key in data["enums"]}
 
 
+def constant(path: str | None, key: str) -> int:
+    """One of the file's "constants" (the ABI's defaults Python uses too), an int >= 0."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f).get("constants", {}).get(key)
+    except (OSError, ValueError, AttributeError) as e:
+        raise NamesFileError(f"{path}: cannot read the ABI's constants: {e}") from e
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise NamesFileError(f"{path}: constant '{key}' is missing; rebuild it with "
+                             f"`cmake --build build/host --target {BUILD_TARGET}`")
+    return value
+
+
 def _need(enums: dict, key: str) -> AbiEnum:
     if key not in enums:
         raise NamesFileError(f"{PATH}: enum '{key}' is missing; rebuild it with "
@@ -102,3 +115,6 @@ LOCK_ALGORITHM = _need(_ENUMS, "lock_algorithm")    # LockAlgorithm (boot option
 CLOCK_SOURCE = _need(_ENUMS, "clock_source")        # ClockSource (boot option clock=)
 INSTRUMENT_LEVEL = _need(_ENUMS, "instrument_level")
 TRACE_LOGGER_MODE = _need(_ENUMS, "trace_logger_mode")  # trace.h TraceLoggerMode ([trace] mode)
+# The long-wait threshold (spinlab/sysinfo.h kDefaultLongWaitThreshold, [vm] long-wait): the
+# kernel's default long-wait= and the report's default --threshold, one number.
+LONG_WAIT_THRESHOLD = constant(PATH, "long_wait_threshold")

@@ -7,6 +7,7 @@ from . import aggregate, progress, render_html, render_md, report_doc, summary, 
 from . import parallel, wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
+from .names import LONG_WAIT_THRESHOLD
 
 
 def phase_tables(run) -> tuple[dict, dict]:
@@ -66,7 +67,7 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     return paths
 
 
-def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait=trace_replay.LONG_WAIT_DEFAULT) -> dict:
+def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait=LONG_WAIT_THRESHOLD) -> dict:
     """`spinlab-report --trace FILE`: the Trace section alone, as report.md and report.html."""
     os.makedirs(outdir, exist_ok=True)
     a = trace_replay.replay(path, long_wait=long_wait, timeline=timeline, clock=clock)

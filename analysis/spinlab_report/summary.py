@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from . import aggregate, cdf, throughput, waits
 from . import contract as c
-from .buckets import LONG_K, LONG_WAIT_CYCLES
-from .names import LHP_CLASS
+from .buckets import LONG_K
+from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
 
 
 @dataclass
 class Options:
-    threshold: int = LONG_WAIT_CYCLES  # the LHP share's long wait (--threshold)
+    threshold: int = LONG_WAIT_THRESHOLD  # the long wait the LHP share attributes (--threshold)
     confidence: float = 0.95
     baseline: str | None = None  # None: idle-host if present, else the first phase
 

@@ -33,13 +33,12 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .buckets import LONG_WAIT_CYCLES
 from . import trace_columns
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .lhp import ClockMap, host_map, interval_union
+from .names import LONG_WAIT_THRESHOLD
 from .trace_columns import TID
 
-LONG_WAIT_DEFAULT = LONG_WAIT_CYCLES  # without the runner's long_waits_min_cycles
 
 
 @dataclasses.dataclass
@@ -426,7 +425,7 @@ def host_off_fn(timeline, clock):
     return share
 
 
-def replay(path: str, top: int = 10, long_wait: int = LONG_WAIT_DEFAULT, timeline=None, clock=None) -> TraceAnalysis:
+def replay(path: str, top: int = 10, long_wait: int = LONG_WAIT_THRESHOLD, timeline=None, clock=None) -> TraceAnalysis:
     """Replays a trace (a native file, or its column export's directory). timeline: timeline.csv
     (a DataFrame or rows as dicts), clock: clock.json (dict); both or neither."""
     t = trace_columns.read(path)

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from . import dense, fig_trace_timeline, fig_wake_cdf, parallel, progress, trace_replay, trace_stacks
+from .names import LONG_WAIT_THRESHOLD
 
 MAX_TRACES = 4  # traces of a run analysed in its report (the rest are named)
 
@@ -93,7 +94,7 @@ def _one_trace(f: str, timeline, clock, figdir: str, long_wait: int) -> tuple:
     return blocks(a, figdir, label), None
 
 
-def run_section(run, figdir: str, long_wait: int = trace_replay.LONG_WAIT_DEFAULT) -> tuple:
+def run_section(run, figdir: str, long_wait: int = LONG_WAIT_THRESHOLD) -> tuple:
     """(the Trace sections of a run, its problems): both empty when it has no trace files. A
     problem names a trace file that could not be read, or a phase whose call stacks could not be
     made, and why; the report lists them with the run's other problems (and summary.json)."""

@@ -43,3 +43,21 @@ def test_malformed_file_is_refused_naming_it(tmp_path, data, what):
     with pytest.raises(NamesFileError, match=what) as e:
         names.load(path)
     assert path in str(e.value)
+
+
+def test_the_long_wait_threshold_is_one_number_from_the_abi():
+    """The kernel's long-wait= default and the report's --threshold default are the ABI's
+    kDefaultLongWaitThreshold (spinlab/sysinfo.h), which abi_names.json carries."""
+    import inspect
+    from spinlab_report import names, summary, trace_replay
+    assert names.LONG_WAIT_THRESHOLD == 1 << 20
+    assert summary.Options().threshold == names.LONG_WAIT_THRESHOLD
+    assert inspect.signature(trace_replay.replay).parameters["long_wait"].default == names.LONG_WAIT_THRESHOLD
+
+
+def test_a_names_file_without_the_constant_is_a_clear_error(tmp_path):
+    from spinlab_report import NamesFileError, names
+    f = tmp_path / "abi_names.json"
+    f.write_text('{"enums": {}}')
+    with pytest.raises(NamesFileError, match="constant 'long_wait_threshold' is missing"):
+        names.constant(str(f), "long_wait_threshold")

@@ -218,6 +218,8 @@ void parse_vm_append(Spec& s, const Arg& a) {
     check_word(a.where, a.text, true);
     if (a.text.find("init=") != std::string::npos)
         bad(a.where, a.text, "must not set init=: the workload section does");
+    if (a.text.find("long-wait=") != std::string::npos)
+        bad(a.where, a.text, "must not set long-wait=: [vm] long-wait does");
 }
 
 const Key kVmKeys[] = {
@@ -247,6 +249,12 @@ const Key kVmKeys[] = {
     {"pause", "pause in spin loops: on or off (default on)",
      [](Spec& s, const Arg& a) { s.vm.pause = to_bool(a.where, a.text); },
      [](const Spec& s) { return onoff(s.vm.pause); }},
+    {"long-wait",
+     "contended waits of at least this many TSC cycles are long-wait trace events, the waits the "
+     "results list and the report attributes; 1 to 2^62 (default " + std::to_string(kDefaultLongWaitThreshold) +
+         " = 2^20, the kernel's and the report's)",
+     [](Spec& s, const Arg& a) { s.vm.long_wait = to_u64(a.where, a.text, 1, 1ull << 62); },
+     [](const Spec& s) { return std::to_string(s.vm.long_wait); }},
     {"hz", "guest timer rate, 10 to 10000; 0 keeps the kernel's default (default 0)", parse_vm_hz,
      [](const Spec& s) { return std::to_string(s.vm.hz); }},
     {"pin", "host CPU per vCPU, e.g. 0,1 (default: no pinning)",
@@ -779,7 +787,8 @@ std::string init_line(const WorkloadSpec& w) {
 }
 
 std::string kernel_append(const Spec& s) {
-    std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" + onoff(s.vm.pause);
+    std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" + onoff(s.vm.pause) +
+                    " long-wait=" + std::to_string(s.vm.long_wait);
     if (s.vm.hz) a += " hz=" + std::to_string(s.vm.hz);
     for (const Key& k : kTraceKeys)  // [trace] spin-threshold & co., when set: the boot options
         if (k.spinlock >= 0 && s.trace.spinlock[k.spinlock])

@@ -37,6 +37,9 @@ struct VmSpec {
     std::string clock = clock_source_name(ClockSource::kLfenceRdtsc);
     bool pause = true;
     uint32_t hz = 0;                // 0: the kernel's default timer rate
+    // long-wait=: contended waits this long are long-wait trace events (the waits the runner
+    // lists and the report attributes); the ABI's default, the report's default --threshold.
+    uint64_t long_wait = kDefaultLongWaitThreshold;
     std::vector<uint32_t> pin;      // one host CPU per vCPU, or empty
     std::string kernel;             // empty: spinlab-vm's default (build/kernel/spinlab.elf)
     std::string initrd;

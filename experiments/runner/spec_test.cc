@@ -153,7 +153,16 @@ TEST(SpecParse, KernelCommandLine) {
     ParsedSpec p = parse({kPhases, "--vm.lock", "pv", "--vm.clock", "cpuid", "--vm.hz", "250",
                           "--workload.args", "--locks 1 --duration-ms 0", "--workload.kmix", "off"});
     EXPECT_EQ(kernel_append(p.spec),
-              "lock=pv clock=cpuid pause=on hz=250 init=/bin/lockbench --locks 1 --duration-ms 0");
+              "lock=pv clock=cpuid pause=on long-wait=1048576 hz=250 init=/bin/lockbench --locks 1 --duration-ms 0");
+}
+
+TEST(SpecParse, TheLongWaitThresholdIsAVmKeyWithTheAbisDefault) {
+    EXPECT_EQ(parse({kPhases}).spec.vm.long_wait, kDefaultLongWaitThreshold);
+    ParsedSpec p = parse({"--spec", write_spec("[vm]\nlong-wait = 4194304\n"), kPhases});
+    EXPECT_NE(kernel_append(p.spec).find(" long-wait=4194304 "), std::string::npos) << kernel_append(p.spec);
+    EXPECT_EQ(parse({"--spec", write_spec(to_ini(p.spec))}).spec.vm.long_wait, 4194304u);
+    EXPECT_THROW(parse({kPhases, "--vm.long-wait", "0"}), SpecError);
+    EXPECT_THROW(parse({kPhases, "--vm.append", "long-wait=5"}), SpecError);
 }
 
 TEST(SpecParse, TraceSpinlockParametersAreBootOptions) {
@@ -202,7 +211,7 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{}, "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
         Golden{{"--vm.cpu", "2"},
                "unknown key 'cpu' in section [vm]; its keys are name, attach, cpus, memory, "
-               "accel, backend, lock, clock, pause, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout"},
+               "accel, backend, lock, clock, pause, long-wait, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout"},
         Golden{{"--cpus", "2"}, "unknown option '--cpus'; see --help"},
         Golden{{kPhases, "--vm.cpus", "0"}, "--vm.cpus = '0': must be a whole number from 1 to 64"},
         Golden{{kPhases, "--vm.cpus", "65"}, "--vm.cpus = '65': must be a whole number from 1 to 64"},
@@ -345,7 +354,7 @@ TEST(SpecFileErrors, NameTheFileAndSection) {
     EXPECT_EQ(error_of({"--spec", f}),
               "unknown key 'cpu' in section [vm] in " + f +
                   "; its keys are name, attach, cpus, memory, accel, backend, lock, clock, pause, "
-                  "hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
+                  "long-wait, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
     f = write_spec("[vmm]\ncpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +
                                            ": the sections are [vm], [workload], [run], [trace] and [output]");

@@ -4,7 +4,8 @@
 // that Python spells no name again.
 //
 // Output: {"generated_by": ..., "enums": {"lhp_class": [{"value": 0, "id": "kNeither",
-// "name": "neither"}, ...], ...}}, each enum's rows in value order. Names are plain ASCII
+// "name": "neither"}, ...], ...}, "constants": {"long_wait_threshold": 1048576}}, each enum's rows
+// in value order; constants are the ABI's defaults that Python uses too. Names are plain ASCII
 // words (the tables are checked for that here: a quote or backslash would need escaping).
 #include <spinlab/perfdata.h>
 #include <spinlab/sysinfo.h>
@@ -63,7 +64,8 @@ int main(int argc, char** argv) {
                     write_enum("trace_logger_mode", kTraceLoggerModeNames, false) &&
                     write_enum("trace_state", kTraceStateNames, false) &&
                     write_enum("trace_stack_end", kTraceStackEndNames, true);
-    std::fprintf(out, "  }\n}\n");
+    std::fprintf(out, "  },\n  \"constants\": {\n    \"long_wait_threshold\": %llu\n  }\n}\n",
+                 static_cast<unsigned long long>(kDefaultLongWaitThreshold));
     // Written whole or not at all: a reader never sees half a file.
     if (std::fclose(out) != 0 || !ok || std::rename(tmp.c_str(), argv[1]) != 0) {
         std::fprintf(stderr, "spinlab-abi-names-writer: %s not written\n", argv[1]);

@@ -14,7 +14,7 @@ struct BootOptions {
     uint32_t clock;         // clock=: a spinlab::ClockSource, likewise
     bool pause;             // pause=on|off: pause in spin loops
     uint64_t lockup;        // lockup=<cycles>: lockup detector bound, 0 = off
-    uint64_t longwait;      // longwait=<cycles>: waits this long are long-wait trace events
+    uint64_t long_wait;     // long-wait=<cycles>: waits this long are long-wait trace events
     uint32_t pvspin;        // pvspin=<n>: spins before the PV lock yields
     const char* bench;      // bench=spinlock: run the in-guest benchmark instead of a shell
     bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall

@@ -14,7 +14,7 @@
 #include "address_space.h"
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
-                        true, kDefaultPvSpinBound, kDefaultLockupCycles, kDefaultLongWaitCycles, true,
+                        true, kDefaultPvSpinBound, kDefaultLockupCycles, spinlab::kDefaultLongWaitThreshold, true,
                         false};
 SpinlockParamsPage g_spinlock_params = {spinlab::lockstat::kDefaultSpinlockParams};
 spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];

@@ -7,7 +7,7 @@
 //   prcb_init_cpu(n)     -> lockstat_early_cpu(): prcb->lockstat = a static scratch block, so
 //                           the lock paths never test for null; what CPUs record before their
 //                           own init lands there and is never reported
-//   bootopts_init()      -> lockstat_configure(): lock=, clock=, pause=, lockup=, longwait=,
+//   bootopts_init()      -> lockstat_configure(): lock=, clock=, pause=, lockup=, long-wait=,
 //                           pvspin=, pvyield=, timing= copied into g_lockcfg. Runs while no lock is held (boot
 //                           CPU, before smp_init), so switching from the static default
 //                           algorithm (tas, whose free word is also a free ticket and MCS
@@ -39,7 +39,7 @@ struct LockConfig {
     uint32_t pv_spin_bound;            // pvspin=: reads of the word before the PV lock yields
     uint64_t lockup_cycles;            // lockup=: lockup detector bound, 0 = off (tests may
                                        // lower it at run time: read it whole, relaxed)
-    uint64_t long_wait_cycles;         // longwait=: waits this long are long-wait trace events
+    uint64_t long_wait_cycles;         // long-wait=: waits this long are long-wait trace events
     bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
     bool time_all;                     // timing=all: every acquisition is timed (lockstat/timing.h)
 };
@@ -52,7 +52,6 @@ extern LockConfig g_lockcfg;
 extern spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 
 constexpr uint64_t kDefaultLockupCycles = 1ull << 34;   // ~6.5 s at 2.6 GHz
-constexpr uint64_t kDefaultLongWaitCycles = 1ull << 22; // architecture.md: LHP vs host noise
 constexpr uint32_t kDefaultPvSpinBound = 1u << 15;      // as Linux's pv qspinlock SPIN_THRESHOLD
 
 void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at the scratch block

@@ -30,7 +30,7 @@ import statistics
 
 from spinlab_labs import observe
 from spinlab_report import ground_truth
-from spinlab_report.buckets import LONG_WAIT_CYCLES
+from spinlab_report.names import LONG_WAIT_THRESHOLD
 from spinlab_report.lhp import HOLDER_OFF  # the ABI's holder-preempted and both
 from spinlab_labs.observe import LabInputError, Observation
 
@@ -41,7 +41,7 @@ GOAL = ("Make the host preempt a lock holder, first with a hog and then determin
 MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]
 
-LONG = LONG_WAIT_CYCLES  # 2^20 cycles: the report's long wait
+LONG = LONG_WAIT_THRESHOLD  # the report's long wait ([vm] long-wait's default)
 MIN_HOG_WAITS = 3
 # Of the long waits under host load the timeline attributes, the share behind a holder off its
 # host CPU. Under TCG: at least half. Under the nested KVM of the project's machines (no VMX,

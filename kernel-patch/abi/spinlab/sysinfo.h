@@ -188,6 +188,12 @@ SPINLAB_DENSE_ENUM(InstrumentLevel, uint32_t, SPINLAB_INSTRUMENT_LEVELS, kInstru
 // kSpinlabSystemConfiguration reply.
 constexpr uint32_t kHypervisorSignatureLen = 16;
 constexpr uint32_t kBuildIdLen = 40;
+// The long-wait threshold's default, in TSC cycles: the kernel's long-wait= (its long-wait trace
+// events) and the report's --threshold (the waits it attributes) are both this, so a run whose spec
+// does not set [vm] long-wait lists every wait the report analyses. 2^20 cycles is ~0.4 ms at
+// 2.5 GHz: longer than any wait an idle host gives a lock of this kernel, shorter than a host
+// time slice (docs/architecture.md, "What the numbers mean").
+constexpr uint64_t kDefaultLongWaitThreshold = 1ull << 20;
 struct SystemConfiguration {
     uint32_t abi_version;       // kSysinfoAbiVersion
     uint32_t cpu_count;         // CPUs online
@@ -205,7 +211,7 @@ struct SystemConfiguration {
     char hypervisor_signature[kHypervisorSignatureLen];
     uint32_t kvm_features;         // CPUID 0x40000001 eax (KVM_FEATURE_* bits), 0 if not KVM
     uint32_t kvm_hints;            // CPUID 0x40000001 edx
-    uint64_t long_wait_threshold;  // longwait=: waits this long are long-wait trace events
+    uint64_t long_wait_threshold;  // long-wait=: waits this long are long-wait trace events
     uint64_t lockup_cycles;        // spin bound of the lockup detector; 0: detector off
     char build_id[kBuildIdLen];    // NUL-terminated (e.g. git describe)
 };
