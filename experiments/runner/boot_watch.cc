@@ -33,17 +33,19 @@ std::string BootWatch::check(Clock::time_point now) {
 }
 
 std::string BootWatch::expired(Clock::time_point now) const {
-    const double waited = seconds(now - start_), quiet = seconds(now - last_progress_);
-    if (waited <= boot_timeout_s_) return "";
-    if (waited > kMaxBootFactor * boot_timeout_s_)
-        return "within " + fmt(waited) + " s (" + fmt(kMaxBootFactor) + " x vm.boot-timeout = " + fmt(boot_timeout_s_) +
-               " s, the longest wait while its console still wrote)";
-    if (quiet <= boot_timeout_s_) return "";
+    const double waited = seconds(now - start_), quiet = seconds(now - last_progress_), limit = boot_timeout_s();
+    const std::string what = factor_ == 1 ? "vm.boot-timeout = " + fmt(limit) + " s"
+                                          : "vm.boot-timeout x " + std::to_string(int(factor_)) + " under KVM = " + fmt(limit) + " s";
+    if (waited <= limit) return "";
+    if (waited > kMaxBootFactor * limit)
+        return "within " + fmt(waited) + " s (" + fmt(kMaxBootFactor) + " x " + what +
+               ", the longest wait while its console still wrote)";
+    if (quiet <= limit) return "";
     if (bytes_ == 0)
-        return "within " + fmt(waited) + " s (vm.boot-timeout; its console wrote nothing" +
+        return "within " + fmt(waited) + " s (" + what + "; its console wrote nothing" +
                (console_.empty() ? std::string(": not watched") : "") + ")";
     return "within " + fmt(waited) + " s (its console wrote nothing for the last " + fmt(quiet) +
-           " s, more than vm.boot-timeout = " + fmt(boot_timeout_s_) + " s)";
+           " s, more than " + what + ")";
 }
 
 double BootWatch::channel_timeout_s(Clock::time_point ready) const {

@@ -18,7 +18,7 @@ TEST(BootWatch, AQuietGuestIsGivenUpAfterTheBootTimeout) {
     const auto t0 = Clock::now();
     BootWatch w(60, 5, "", t0);
     EXPECT_EQ(w.expired(at(t0, 59.9)), "");
-    EXPECT_EQ(w.expired(at(t0, 60.5)), "within 60 s (vm.boot-timeout; its console wrote nothing: not watched)");
+    EXPECT_EQ(w.expired(at(t0, 60.5)), "within 60 s (vm.boot-timeout = 60 s; its console wrote nothing: not watched)");
 }
 
 TEST(BootWatch, AGuestThatKeepsPrintingGetsMoreTimeUntilItGoesQuiet) {
@@ -39,6 +39,20 @@ TEST(BootWatch, TheExtensionIsCappedAtTenBootTimeouts) {
     EXPECT_EQ(w.expired(at(t0, 99)), "");
     EXPECT_EQ(w.expired(at(t0, 101)), "within 101 s (10 x vm.boot-timeout = 10 s, the longest wait while its "
                                       "console still wrote)");
+}
+
+TEST(BootWatch, UnderKvmTheWaitIsTenTimesLonger) {
+    const auto t0 = Clock::now();
+    BootWatch w(60, 5, "", t0);
+    w.observe(379, at(t0, 1));  // the kernel's first two lines, then nothing
+    EXPECT_NE(w.expired(at(t0, 120)), "");
+    w.set_accelerator("kvm");
+    EXPECT_DOUBLE_EQ(w.boot_timeout_s(), 600);
+    EXPECT_EQ(w.expired(at(t0, 381)), "");  // the measured nested-KVM boot, silent after 1 s
+    EXPECT_EQ(w.expired(at(t0, 602)), "within 602 s (its console wrote nothing for the last 601 s, more than "
+                                      "vm.boot-timeout x 10 under KVM = 600 s)");
+    w.set_accelerator("tcg");
+    EXPECT_NE(w.expired(at(t0, 120)), "");
 }
 
 TEST(BootWatch, ReadsTheConsoleFileItIsGiven) {

@@ -260,7 +260,8 @@ const Key kVmKeys[] = {
      [](const Spec& s) { return s.vm.append; }},
     {"boot-timeout",
      "seconds to wait for the guest's region and channel (default 60); extended while the guest's "
-     "console still writes: the wait ends after this many seconds without console output, at most 10 times this",
+     "console still writes: the wait ends after this many seconds without console output (10 times this under KVM), "
+     "at most 10 times that",
      [](Spec& s, const Arg& a) { s.vm.boot_timeout_s = to_seconds(a.where, a.text, 1, 3600, true); },
      [](const Spec& s) { return num(s.vm.boot_timeout_s); }},
     {"channel-timeout",

@@ -108,6 +108,7 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
                                                                 Child::describe(*child_->poll()) +
                                                                 ": " + last_line(vm_log));
         auto info = read_vm_json(dir_ + "/vm.json");
+        if (info && !info->accel.empty()) watch.set_accelerator(info->accel);
         if (info && info->state == "running" && info->vcpu_tids.size() == spec_.vm.cpus) {
             info_ = *info;
             std::error_code ec;
