@@ -56,7 +56,7 @@ deps:
 kernel: deps
 	@$(MAKE) --no-print-directory -s -C kernel-patch O=$(abspath $(KDIR)) INSTRUMENT=$(INSTRUMENT) $(KJOBS)
 
-# everything CMake builds but the benchmarks (`make bench` adds them): tools, tests, man pages
+# everything CMake builds but the benchmarks (`make bench` and `make test` build them): tools, tests, man pages
 host: deps
 	@$(CONFIGURE)
 	@cmake --build $(BUILD)/host -j$(JOBS)

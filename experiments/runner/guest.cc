@@ -29,9 +29,8 @@ collect::Config attach_config(const std::string& vm_name, const std::string& run
 Guest::Guest(const std::string& vm_name, const std::string& run_dir, double channel_timeout_s)
     : session_(attach_config(vm_name, run_dir, channel_timeout_s)) {}
 
-void Guest::wait_ready(std::chrono::milliseconds timeout, const std::function<bool()>& alive) {
+void Guest::wait_ready(const std::function<std::string()>& expired, const std::function<bool()>& alive) {
     using collect::CollectError;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
     std::string last = "no answer";
     // A request sent before the guest's channel handler runs is never answered: probe with at
     // most kProbeTimeout a request, then use [vm] channel-timeout (which may be minutes).
@@ -55,10 +54,8 @@ void Guest::wait_ready(std::chrono::milliseconds timeout, const std::function<bo
             last = e.what();
             session_.drop_channel();
         }
-        if (std::chrono::steady_clock::now() > deadline)
-            throw CollectError(collect::kExitNoVm, "the guest was not ready within " +
-                                                       std::to_string(timeout.count() / 1000) +
-                                                       " s: " + last);
+        if (std::string why = expired(); !why.empty())
+            throw CollectError(collect::kExitNoVm, "the guest was not ready " + why + ": " + last);
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
 }

@@ -24,10 +24,15 @@ public:
     Guest(const std::string& vm_name, const std::string& run_dir, double channel_timeout_s);
 
     // Waits until the guest has laid its region out and answers on the channel, checking the
-    // ABI versions of both. `alive` is polled: once it says no, waiting stops. Throws
-    // collect::CollectError: kExitAbi on a version mismatch, kExitNoVm when the guest did not
-    // become ready in time or died.
-    void wait_ready(std::chrono::milliseconds timeout, const std::function<bool()>& alive);
+    // ABI versions of both. `alive` is polled: once it says no, waiting stops; so is `expired`,
+    // which says "" while the wait may go on, else why not ("within 60 s (...)": BootWatch).
+    // Throws collect::CollectError: kExitAbi on a version mismatch, kExitNoVm when the guest did
+    // not become ready in time or died.
+    void wait_ready(const std::function<std::string()>& expired, const std::function<bool()>& alive);
+    // How long one channel request may take from now on.
+    void set_channel_timeout(double seconds) {
+        session_.set_channel_timeout(std::chrono::milliseconds(long(seconds * 1000)));
+    }
 
     const SystemConfiguration& configuration() const { return config_; }
     uint64_t tsc_hz() const;  // the region header's, else the configuration's

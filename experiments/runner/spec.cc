@@ -266,12 +266,16 @@ const Key kVmKeys[] = {
      [](Spec& s, const Arg& a) { s.vm.initrd = a.text; }, [](const Spec& s) { return s.vm.initrd; }},
     {"append", "more kernel options, put before init=", parse_vm_append,
      [](const Spec& s) { return s.vm.append; }},
-    {"boot-timeout", "seconds to wait for the guest's region and channel (default 60)",
+    {"boot-timeout",
+     "seconds to wait for the guest's region and channel (default 60); extended while the guest's "
+     "console still writes: the wait ends after this many seconds without console output (10 times this under KVM), "
+     "at most 10 times that",
      [](Spec& s, const Arg& a) { s.vm.boot_timeout_s = to_seconds(a.where, a.text, 1, 3600, true); },
      [](const Spec& s) { return num(s.vm.boot_timeout_s); }},
     {"channel-timeout",
      "seconds one channel request may take before the guest counts as not answering "
-     "(default 5; raise it for fair locks on an oversubscribed host)",
+     "(default 5; raise it for fair locks on an oversubscribed host); raised to the seconds the boot "
+     "took when that is longer",
      [](Spec& s, const Arg& a) { s.vm.channel_timeout_s = to_seconds(a.where, a.text, 0.1, 600, true); },
      [](const Spec& s) { return num(s.vm.channel_timeout_s); }},
 };

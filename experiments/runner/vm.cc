@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "attach.h"
+#include "boot_watch.h"
 #include "error.h"
 #include "signals.h"
 #include "text.h"
@@ -95,7 +96,9 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
         child_ = std::make_unique<Child>(spinlab_vm_argv(spec_, spinlab_vm_, name_, results_dir_),
                                          vm_log);
     }
-    auto deadline = Clock::now() + std::chrono::milliseconds(long(spec_.vm.boot_timeout_s * 1000));
+    // The boot wait runs out once the console has been quiet for vm.boot-timeout (boot_watch.h).
+    const auto watch_start = Clock::now();
+    BootWatch watch(spec_.vm.boot_timeout_s, spec_.vm.channel_timeout_s, dir_ + "/console.log", watch_start);
     for (;;) {
         if (pending_signal())
             throw std::runtime_error("interrupted by " + signal_name(pending_signal()) +
@@ -105,6 +108,7 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
                                                                 Child::describe(*child_->poll()) +
                                                                 ": " + last_line(vm_log));
         auto info = read_vm_json(dir_ + "/vm.json");
+        if (info && !info->accel.empty()) watch.set_accelerator(info->accel);
         if (info && info->state == "running" && info->vcpu_tids.size() == spec_.vm.cpus) {
             info_ = *info;
             std::error_code ec;
@@ -121,22 +125,28 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
                                             std::to_string(info->vcpu_tids.size()) +
                                             " vCPUs, the spec says vm.cpus = " +
                                             std::to_string(spec_.vm.cpus));
-        if (Clock::now() > deadline)
-            throw collect::CollectError(collect::kExitNoVm,
-                                        "the VM did not start within " +
-                                            std::to_string(long(spec_.vm.boot_timeout_s)) + " s");
+        if (std::string why = watch.check(Clock::now()); !why.empty())
+            throw collect::CollectError(collect::kExitNoVm, "the VM did not start " + why);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     note("VM " + name_ + ": " + std::to_string(spec_.vm.cpus) + " vCPUs (threads " +
          join_ids(info_.vcpu_tids) + "), " + info_.accel + ", " + info_.backend +
          "; waiting for the guest");
     guest_ = std::make_unique<Guest>(name_, run_dir(), spec_.vm.channel_timeout_s);
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    guest_->wait_ready(std::max(left, std::chrono::milliseconds(1000)), [&] {
+    guest_->wait_ready([&] { return watch.check(Clock::now()); }, [&] {
         return !pending_signal() && (!child_ || child_->running()) && fs::exists(dir_ + "/vm.json");
     });
     if (pending_signal())
         throw std::runtime_error("interrupted by " + signal_name(pending_signal()) + " while booting");
+    // A host that took long to boot the guest answers its requests slowly too.
+    const auto ready = Clock::now();
+    boot_s_ = std::chrono::duration<double>(ready - watch_start).count();
+    channel_timeout_s_ = watch.channel_timeout_s(ready);
+    if (channel_timeout_s_ > spec_.vm.channel_timeout_s) {
+        guest_->set_channel_timeout(channel_timeout_s_);
+        note("the guest took " + std::to_string(long(boot_s_ + 0.5)) + " s to boot: channel requests may take as long (vm.channel-timeout = " +
+             std::to_string(long(spec_.vm.channel_timeout_s)) + " s raised to " + std::to_string(long(channel_timeout_s_ + 0.5)) + " s)");
+    }
     check_cpu_mapping();
     // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h).
     clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval);

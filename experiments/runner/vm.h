@@ -51,8 +51,8 @@ public:
           results_dir_(std::move(results_dir)), dir_(run_dir() + "/vm/" + name_) {}
     ~Vm() { stop(); }
 
-    // Starts (or attaches to) the VM and waits, within vm.boot-timeout-s, until it runs with
-    // every vCPU and the guest is ready. `note` tells the user what is being waited for.
+    // Starts (or attaches to) the VM and waits until it runs with every vCPU and the guest is
+    // ready: vm.boot-timeout, extended while the guest's console still writes (boot_watch.h). `note` tells the user what is being waited for.
     // Throws collect::CollectError (kExitNoVm, kExitAbi), or std::runtime_error when a signal
     // came.
     void start(const std::function<void(const std::string&)>& note);
@@ -64,6 +64,10 @@ public:
     void stop();
 
     const std::string& name() const { return name_; }
+    // The seconds from starting the VM to the guest answering, and the channel timeout used
+    // since (vm.channel-timeout, raised to the boot's seconds: boot_watch.h); 0 before start().
+    double boot_seconds() const { return boot_s_; }
+    double channel_timeout_seconds() const { return channel_timeout_s_; }
     const VmInfo& info() const { return info_; }
     bool has_guest() const { return guest_ != nullptr; }
     Guest& guest() { return *guest_; }
@@ -84,6 +88,7 @@ private:
     VmInfo info_;
     std::unique_ptr<Guest> guest_;
     std::unique_ptr<collect::ClockSampler> clock_sampler_;
+    double boot_s_ = 0, channel_timeout_s_ = 0;
 };
 
 }  // namespace spinlab::run

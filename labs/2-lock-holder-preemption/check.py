@@ -7,9 +7,13 @@ Expected observations (the worksheet's order):
   2. freeze     the freeze phase has waits as long as the freeze (at least half of it) that lie
                 inside a freeze of another vCPU than the waiter's (more than half of the wait
                 inside the effective freeze windows spinlab-load recorded, preempt/*.csv): at
-                least 3, and at least twice as many as lie inside the same windows moved by half
-                the freeze period (a control: on a busy host the long waits are everywhere, and
-                as many fall between the freezes as inside them). No upper bound on the length: on a quiet host they cluster at the
+                least 5 times as many as lie, on average (counted as at least 1), inside the same
+                windows moved between the freezes (by 40, 50 and 60 ms for a 30 ms freeze every 100 ms:
+                a control; on a busy host the long waits are everywhere, and as many fall between
+                the freezes as inside them). The bar is a ratio, not a count (issue 42): beside a
+                busy loop, windows moved by half a period held 13 such waits against 4 in the real
+                ones (3.25x, noise); real freezes held 10x and 18x their control (KVM, full size).
+                No upper bound on the length: on a quiet host they cluster at the
                 freeze's length, on a busy one the waiter's own vCPU loses time too and they grow.
                 The idle host's waits of that length are counted for comparison only: on a busy
                 shared machine the "idle" host has them too.
@@ -50,8 +54,15 @@ MIN_HOG_WAITS = 3
 # third there.
 MIN_HOG_SHARE = {"tcg": 0.5, "kvm": 1 / 3}
 MATCH = 0.5               # a wait "matches" a freeze of F ms when it lasts at least 0.5 F ...
-MIN_MATCHING = 3          # ... and lies more than half inside the freezes of another vCPU
-MIN_CONTROL_RATIO = 2.0   # at least twice as many as inside the windows moved by half a period
+# ... and lies more than half inside the freezes of another vCPU. Of those, at least this many
+# times as many as inside the same windows moved between the freezes, on average over three
+# positions (the control), which counts as at least one wait (three empty positions do not show a
+# rate of zero: beside a busy loop each held 0 to 3), so at least 5 waits. Measured: real freezes
+# 70 against 7 and 111 against 6 in windows moved by half a period (10x, 18.5x: KVM, full size,
+# README.md); no freeze signal: 13 against 4 (3.25x, TCG beside a busy loop, issue 42), 5 against
+# 6 and 2 against 2 (busy TCG runs), and seven reduced runs on the busy build machine, at most
+# 1.5x (README.md, "The freeze bar"). 5x lies between the two.
+MIN_CONTROL_RATIO = 5.0
 MIN_BLAME = 0.9
 MAX_BOUND_SHARE = 0.02
 
@@ -108,6 +119,21 @@ def _period_ms(run) -> float:
         return 100.0
 
 
+def _control_shifts_ms(freeze_ms: float, period_ms: float) -> list:
+    """Where the control moves the freeze windows: three shifts that keep them clear of the real
+    ones (between F and P - F for a freeze of F ms every P ms), or half a period when none does."""
+    gap = period_ms - 2 * freeze_ms
+    if gap <= 0:
+        return [period_ms / 2]
+    return [freeze_ms + gap * k / 4 for k in (1, 2, 3)]
+
+
+def freeze_shown(inside: int, moved: list) -> bool:
+    """The freeze bar: `inside` freeze-length waits in the real windows against the counts in the
+    moved ones (the control: their mean, at least 1) by at least MIN_CONTROL_RATIO."""
+    return inside >= MIN_CONTROL_RATIO * max(sum(moved) / len(moved), 1.0)
+
+
 def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0, by: dict | None = None) -> list:
     """The waits more than half inside the freezes of another vCPU than the waiter's (placed on
     the host axis through the clock, within its bound); the windows moved by shift host cycles.
@@ -144,23 +170,28 @@ def check(results_dir: str) -> list:
     lengthy, match_idle = _matching(frozen["waits"], freeze), _matching(idle["waits"], freeze)
     frozen_vcpu = {}
     match = _inside_freeze(run, phase, lengthy, by=frozen_vcpu)
-    control = _inside_freeze(run, phase, lengthy, _period_ms(run) / 2000 * host_hz)
+    shifts = _control_shifts_ms(freeze_ms, _period_ms(run))
+    moved = [len(_inside_freeze(run, phase, lengthy, ms / 1000 * host_hz)) for ms in shifts]
+    control = statistics.mean(moved)
     band = f">= {MATCH * freeze_ms:g} ms"
 
-    ok = len(match) >= MIN_MATCHING and len(match) >= MIN_CONTROL_RATIO * len(control)
+    ok = freeze_shown(len(match), moved)
     lengths = sorted(w["wait_cycles"] / hz * 1000 for w in match)
     median = f" (median {statistics.median(lengths):.1f} ms)" if lengths else ""
     seen = (f"{phase}: {len(lengthy)} of {len(frozen['waits'])} long waits last {band}, {len(match)} of them lie "
-            f"inside a freeze of another vCPU{median}, {len(control)} inside the windows moved by half a period; idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
+            f"inside a freeze of another vCPU{median}, {control:.3g} on average inside the windows moved by "
+            f"{', '.join(f'{ms:g}' for ms in shifts)} ms ({' / '.join(map(str, moved))}: "
+            f"{f'{len(match) / control:.3g} times the control' if control else 'none in the control'}); "
+            f"idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
     if not ok:
         seen += "; the freeze did not show in the wait lengths"
         busy = observe.off_share(run, "idle-host")
         if busy is not None and busy >= observe.BUSY_HOST:
             seen += (f" (and the host was busy: the vCPUs were off their host CPU {busy:.0%} of the idle-host phase, "
                      "so most long waits come from other programs; rerun on a quiet machine)")
-    obs = [_hog(run), Observation("freeze", f"{phase}: at least {MIN_MATCHING} waits of {band} (as long as the freeze) "
-                                  "inside a freeze of another vCPU, at least twice as many as inside the "
-                                  "same windows moved by half a period", ok, seen)]
+    obs = [_hog(run), Observation("freeze", f"{phase}: waits of {band} (as long as the freeze) inside a freeze "
+                                  f"of another vCPU, at least {MIN_CONTROL_RATIO:g} times as many as inside the same "
+                                  "windows moved between the freezes (on average, and at least 1)", ok, seen)]
 
     # 'uncertain' waits are those the clock bound cannot place against the freeze (a short run
     # has few clock samples): they are left out of the share, and counted in the why.
