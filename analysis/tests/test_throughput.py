@@ -32,6 +32,7 @@ def test_kmix_alone_is_counted_and_named(run_copy, tmp_path):
     md = open(paths["md"]).read()
     assert "| phase | kmix acquisitions/s (proc_table, address_space, pmm, heap) (mean) |" in md
     assert "lockbench ops/s" not in md
+    assert "*kmix throughput per phase.*" in md and "lockbench throughput" not in md
 
 
 def test_lockbench_keeps_its_name(run_copy):
