@@ -9,16 +9,26 @@ every kernel spinlock and lockbench's ring-3 locks run LOCK. A boot passes when:
   - the guest reports the lock it was booted with, twice: spinstat --info (the
     SystemConfiguration answer, lock_algorithm_name) and lockbench's header (the boot-time
     configuration it mapped), and the vCPU count;
-  - lockbench printed "kernel counters agree" for every lock class it used.
+  - lockbench printed "kernel counters agree" for every lock class it used;
+  - where its waiters slept in the kernel (pvqspin's ring-3 lock: "word waits: N slept, ...;
+    word wakes: C calls, W threads woken"), every sleep ended by a wake: N == W exactly, as no
+    other way out of kSysWordWait returns "woken".
 Under TCG a boot takes 1 to 3 s; the console of a failed boot is printed.
+
+With --hog, a CPU hog per host CPU (`--hog-cpus`, default all) runs beside every boot: with 3
+vCPUs on a 2-CPU host the vCPU threads are preempted while they hold and wait for locks. The
+hogs are stopped when the script ends, is interrupted or terminated, or its parent dies.
 
 EXAMPLES
   scripts/lockbench-verify.py --locks pticket,pvmcs,student --cpus 1,2,4,8
   scripts/lockbench-verify.py --locks ticket --cpus 4 --duration-ms 2000
+  scripts/lockbench-verify.py --locks pvqspin --cpus 3 --hog
 """
 import argparse
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -43,7 +53,12 @@ def parse_args(argv):
     p.add_argument("--threads-per-cpu", type=int, help="lockbench's threads per vCPU (default 2 below "
                    "8 vCPUs, else 1; see threads_per_cpu())")
     p.add_argument("--timeout", type=float, default=60, help="seconds per boot (default 60)")
+    p.add_argument("--hog", action="store_true", help="run a CPU hog on each host CPU beside every boot")
+    p.add_argument("--hog-cpus", type=int, default=os.cpu_count() or 1,
+                   help="hogs with --hog (default: the host's CPUs)")
     a = p.parse_args(argv)
+    if a.hog_cpus < 1:
+        p.error(f"--hog-cpus {a.hog_cpus}: at least 1")
     a.locks = [x for x in a.locks.split(",") if x]
     try:
         a.cpus = [int(x) for x in a.cpus.split(",") if x]
@@ -73,7 +88,41 @@ def problems(lock, cpus, status, out):
     agree = len(re.findall(r"^lockbench: class id \d+: kernel counters agree", out, re.M))
     if agree != LOCKBENCH_CLASSES:
         bad.append(f"kernel counters agree for {agree} of {LOCKBENCH_CLASSES} classes")
+    waits = word_waits(out)
+    if waits and waits["slept"] != waits["woken"]:
+        bad.append(f"{waits['slept']} word waits slept but {waits['woken']} threads were woken")
+    if re.search(r"^lockbench: .*word waits failed", out, re.M):
+        bad.append("a word wait failed")
     return bad
+
+
+def word_waits(out):
+    """lockbench's word-wait counts ({slept, changed, wakes, woken}), None when it printed none."""
+    m = re.search(r"^lockbench: word waits: (\d+) slept, (\d+) found the word changed; "
+                  r"word wakes: (\d+) calls, (\d+) threads woken", out, re.M)
+    return None if not m else dict(zip(("slept", "changed", "wakes", "woken"), map(int, m.groups())))
+
+
+def _die_with_parent():
+    """In a hog: SIGKILL when the script dies (prctl PR_SET_PDEATHSIG), however it dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def start_hogs(n):
+    """n busy loops, niced as any unpinned CPU-heavy neighbour; stop_hogs ends them."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                             preexec_fn=_die_with_parent) for _ in range(n)]
+
+
+def stop_hogs(hogs):
+    for h in hogs:
+        if h.poll() is None:
+            h.kill()
+    for h in hogs:
+        h.wait()
 
 
 def threads_per_cpu(a, cpus):
@@ -103,7 +152,18 @@ def boot(a, lock, cpus):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    # SIGTERM ends the script as Ctrl-C does, through the finally that stops the hogs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    hogs = start_hogs(a.hog_cpus) if a.hog else []
+    try:
+        return verify_all(a)
+    finally:
+        stop_hogs(hogs)
+
+
+def verify_all(a):
     failed = 0
+    beside = f", beside {a.hog_cpus} hogs" if a.hog else ""
     for lock in a.locks:
         for cpus in a.cpus:
             t0 = time.monotonic()
@@ -113,11 +173,13 @@ def main(argv=None):
             acq = sum(int(n) for n in re.findall(r"^lockbench: class user\d+ \(id \d+\): (\d+) acq", out, re.M))
             if bad:
                 failed += 1
-                print(f"lockbench-verify: lock={lock}, {cpus} vCPUs: FAIL ({took:.1f} s): {'; '.join(bad)}")
+                print(f"lockbench-verify: lock={lock}, {cpus} vCPUs{beside}: FAIL ({took:.1f} s): {'; '.join(bad)}")
                 print("\n".join("  | " + l for l in out.splitlines()[-40:]))
             else:
-                print(f"lockbench-verify: lock={lock}, {cpus} vCPUs: ok ({took:.1f} s, {acq} acquisitions "
-                      "counted exactly)", flush=True)
+                waits = word_waits(out)
+                slept = "" if not waits else f", {waits['slept']} waits slept and were woken"
+                print(f"lockbench-verify: lock={lock}, {cpus} vCPUs{beside}: ok ({took:.1f} s, {acq} acquisitions "
+                      f"counted exactly{slept})", flush=True)
     print(f"lockbench-verify: {len(a.locks) * len(a.cpus) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -156,6 +156,11 @@ done
 # (12 boots, ~20-30 s under TCG).
 step "lockbench --verify, lock=pticket,pvmcs,student, 1-8 vCPUs (TCG)" \
     $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pticket,pvmcs,student --cpus 1,2,4,8
+# The same beside a CPU hog on every host CPU, 3 vCPUs: lock holders and waiters preempted by
+# the host (pvmcs 12 s, tas 4 s under TCG on the shared 2-core build machine). Where ring-3
+# waiters sleep in the kernel (kSysWordWait), every sleep must end by a wake.
+step "lockbench --verify, lock=pvmcs,tas, 3 vCPUs beside a hog (TCG)" \
+    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pvmcs,tas --cpus 3 --hog
 # The original experiment's clock (cpuid; rdtsc) and timing (timing=all: every acquisition
 # timed, lockstat.timing_all_times_every_acquisition checks the uncontended peak and prints the
 # original's table), and two spinlock parameters set by boot option: the harness checks the

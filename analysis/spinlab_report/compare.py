@@ -9,7 +9,7 @@ import json
 import os
 
 from . import fig_compare, render_html, render_md, summary, verdict
-from .report_doc import META_FIELDS, cycles, pct
+from .report_doc import META_FIELDS, cycles, pct, throughput_metric
 from .report import write
 
 METRICS = [("acquisitions", "acquisitions", str), ("contended_share", "contended share", pct),
@@ -60,6 +60,12 @@ def verdict_rows(labels, summaries) -> tuple[list, list]:
     return head, rows
 
 
+def _throughput_metric(summaries) -> str:
+    """The runs' throughput metric; the runs' own names joined when they count different things."""
+    names = list(dict.fromkeys(throughput_metric(s) for s in summaries))
+    return names[0] if len(names) == 1 else " | ".join(names)
+
+
 def generate(runs, outdir: str, opts: summary.Options) -> dict:
     os.makedirs(outdir, exist_ok=True)
     labels = [r.run_id if [x.run_id for x in runs].count(r.run_id) == 1 else f"{r.run_id} #{i + 1}"
@@ -82,7 +88,7 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
     fmt = {k: f for k, _, f in METRICS} | {"lhp_share": lambda x: pct(x, 1),
                                            "throughput": lambda x: "—" if x is None else f"{x:,.1f}"}
     names = {k: n for k, n, _ in METRICS} | {"lhp_share": f"LHP share (\u2265 {opts.threshold})",
-                                             "throughput": "lockbench ops/s"}
+                                             "throughput": _throughput_metric(summaries)}
     n = len(runs)
     table = [[r[0], names[r[1]]] + [fmt[r[1]](v) if v is not None else "—" for v in r[2:2 + n]]
              + ["—" if c is None else f"{c:+.1f}%" for c in r[2 + n:]] for r in rows]

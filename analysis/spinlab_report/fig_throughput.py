@@ -1,15 +1,19 @@
-"""Figure: lockbench throughput per phase, mean with Student t interval, and each repetition.
+"""Figure: the workload's throughput per phase (lockbench's ops, or the acquisitions of the run's
+throughput classes: throughput.py), mean with Student t interval, and each repetition.
 
 The interval is across repetitions (confidence.mean_ci); with a single repetition only the
 point is drawn. The percentage change from the baseline phase is written above each bar.
 """
 from .plotting import Figure, color, plt, save
+from .throughput import DEFAULT_METRIC
 
 NAME, TITLE = "throughput", "lockbench throughput per phase"
 
 
 def make(run, summary: dict, outdir: str) -> Figure:
     tp = {p: s["throughput"] for p, s in summary["phases"].items() if s.get("throughput", {}).get("n")}
+    metric = next((t["metric"] for t in tp.values() if t.get("metric")), DEFAULT_METRIC)
+    title = TITLE if metric == DEFAULT_METRIC else f"{metric.split(' ', 1)[0]} throughput per phase"
     if not tp:
         return Figure(NAME, TITLE, missing="no repetition reported lockbench operations per second")
     fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(tp), 3.6))
@@ -25,10 +29,10 @@ def make(run, summary: dict, outdir: str) -> Figure:
             ax.annotate(f"{change:+.1f}%", (i, t["high"] if t["high"] is not None else t["mean"]),
                         textcoords="offset points", xytext=(0, 4), ha="center")
     ax.set_xticks(range(len(tp)), list(tp))
-    ax.set_ylabel("operations per second")
+    ax.set_ylabel("operations per second" if metric == DEFAULT_METRIC else metric.split(" (", 1)[0])
     ax.set_ylim(bottom=0)
     conf = int(round(summary["confidence"] * 100))
-    ax.set_title(TITLE)
+    ax.set_title(title)
     fig.tight_layout()
-    return save(fig, outdir, NAME, TITLE, f"Bars: mean over repetitions; whiskers: {conf}% Student t "
+    return save(fig, outdir, NAME, title, f"Bars: mean over repetitions; whiskers: {conf}% Student t "
                 f"interval; dots: single repetitions; labels: change from {summary.get('baseline_phase')}.")

@@ -8,7 +8,7 @@ header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) sid
 """
 import math
 
-from . import verdict
+from . import throughput, verdict
 from .fig_class_waits import class_rows
 
 META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
@@ -78,7 +78,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     doc += [("h2", "The tail: how long contended waits last"), ("figures", [figs["wait_ccdf"], figs["wait_cdf"]]),
             ("figure", figs["wait_cdf_phases"]),
             ("table", ["phase", "acquisitions", "contended", "p50 wait", "p99 wait", "p99.9 wait",
-                       "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", "lockbench ops/s"],
+                       "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", throughput_metric(summary)],
              key_rows(summary)),
             ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
     doc += lhp_section(summary, figs, opts)
@@ -195,6 +195,15 @@ def l_thresholds(summary: dict) -> tuple:
     return 0.5, 0.5
 
 
+def throughput_metric(summary: dict) -> str:
+    """What the run's throughput counts (summary.json's throughput.metric; one per run)."""
+    for s in summary["phases"].values():
+        t = s.get("throughput")
+        if t and t.get("metric"):
+            return t["metric"]
+    return throughput.DEFAULT_METRIC
+
+
 def throughput_section(summary: dict, figs: dict) -> list:
     conf = int(round(summary["confidence"] * 100))
     rows = []
@@ -207,7 +216,7 @@ def throughput_section(summary: dict, figs: dict) -> list:
         change = "—" if t["change_vs_baseline_pct"] is None else f"{t['change_vs_baseline_pct']:+.1f}%"
         rows.append([phase, num(t["mean"]), ci, str(t["n"]), change])
     return [("h2", "Throughput"),
-            ("table", ["phase", "lockbench ops/s (mean)", f"{conf}% interval", "repetitions",
+            ("table", ["phase", f"{throughput_metric(summary)} (mean)", f"{conf}% interval", "repetitions",
                        f"change vs {summary.get('baseline_phase') or 'baseline (missing)'}"], rows),
             ("figure", figs["throughput"])]
 

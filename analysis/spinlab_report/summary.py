@@ -95,8 +95,8 @@ def trace_loss(snaps) -> dict | None:
                                 "loss": s.trace["loss"], "cpus": s.trace["cpus"]} for s in traced]}
 
 
-def _rounded_throughput(t: dict) -> dict:
-    out = {"metric": "lockbench ops/s"}
+def _rounded_throughput(t: dict, metric: str) -> dict:
+    out = {"metric": metric}
     for k, v in t.items():
         out[k] = [_r(x, 3) for x in v] if k == "values" else v if k == "n" else _r(v, 3)
     return out
@@ -106,8 +106,9 @@ def build(run, opts: Options) -> dict:
     base = baseline_phase(run, opts)
     phases = {p: phase_summary(run, p, opts) for p in run.phases}
     tp = throughput.with_change({p: s["throughput"] for p, s in phases.items() if "throughput" in s}, base)
+    metric = throughput.run_metric([s for p in run.phases for s in run.snaps(p)])
     for p, t in tp.items():
-        phases[p]["throughput"] = _rounded_throughput(t)
+        phases[p]["throughput"] = _rounded_throughput(t, metric)
     status = run.status or {}
     return {"format": 1, "run_id": run.run_id, "state": status.get("state", "unknown"),
             "reason": status.get("reason", ""), "threshold_cycles": opts.threshold,

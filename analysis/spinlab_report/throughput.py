@@ -1,17 +1,54 @@
-"""Workload throughput per phase: lockbench operations per second, across repetitions (pure).
+"""Workload throughput per phase: acquisitions of the run's throughput classes per second,
+across repetitions (pure).
 
-A snapshot's workload.lockbench.ops_per_s is used as given; without it, ops / duration_s.
-The interval is Student t over repetitions (confidence.mean_ci); the change is relative to
-the baseline phase's mean (idle-host by default).
+A snapshot's workload part names the program and counts its throughput classes' acquisitions
+(`[workload] throughput-classes`), whatever the program: lockbench's user classes (its ops),
+or the kernel classes kmix drives. The entry is lockbench's when there is one, else the only
+(or, of several, the first by name) program's. Its ops_per_s is used as given; without it,
+ops / duration_s. The interval is Student t over repetitions (confidence.mean_ci); the change
+is relative to the baseline phase's mean (idle-host by default).
 """
 from .confidence import mean_ci, pct_change
 
 WORKLOAD, METRIC = "lockbench", "ops_per_s"
+DEFAULT_METRIC = "lockbench ops/s"   # lockbench counted by its own classes: ops are acquisitions
+
+
+def _entry(snap):
+    """(program, its workload dict) of the snapshot, or (None, None)."""
+    wl = snap.workload if isinstance(snap.workload, dict) else {}
+    if isinstance(wl.get(WORKLOAD), dict):
+        return WORKLOAD, wl[WORKLOAD]
+    for name in sorted(wl):
+        if isinstance(wl[name], dict):
+            return name, wl[name]
+    return None, None
+
+
+def metric_name(snap) -> str | None:
+    """What a snapshot's throughput counts: "lockbench ops/s" for lockbench counted by its user
+    classes (as before the classes were written), else "<program> acquisitions/s (<classes>)"."""
+    program, w = _entry(snap)
+    if program is None:
+        return None
+    classes = [c for c in w.get("classes", []) if isinstance(c, str)] if isinstance(w.get("classes"), list) else []
+    if program == WORKLOAD and classes in ([], ["user"]):
+        return DEFAULT_METRIC
+    return f"{program} acquisitions/s" + (f" ({', '.join(classes)})" if classes else "")
+
+
+def run_metric(snaps) -> str:
+    """The metric of a set of snapshots: the first named one (a run has one program)."""
+    for s in snaps:
+        m = metric_name(s)
+        if m:
+            return m
+    return DEFAULT_METRIC
 
 
 def rep_value(snap) -> float | None:
-    w = snap.workload.get(WORKLOAD)
-    if not isinstance(w, dict):
+    _, w = _entry(snap)
+    if w is None:
         return None
     v = w.get(METRIC)
     if isinstance(v, (int, float)) and not isinstance(v, bool):

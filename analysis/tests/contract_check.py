@@ -93,7 +93,8 @@ def check_results(path):
     expect("snapshot classes", sorted((st.cpu, st.lock_class) for st in s.stats),
            [(0, "lockbench.0"), (0, "sched"), (1, "lockbench.0"), (1, "sched")])
     lockbench = sum(known_perf(cpu, 0)[0]["acquisitions"] for cpu in (0, 1))
-    expect("workload", s.workload, {"lockbench": {"ops": lockbench, "ops_per_s": lockbench / 2.0}})
+    expect("workload", s.workload, {"lockbench": {"ops": lockbench, "ops_per_s": lockbench / 2.0,
+                                                  "classes": ["lockbench"]}})
     expect("long waits", s.long_waits,
            [{"cpu": l % 2, "class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
              "wait_cycles": (1 << 21) + l, "holder_cpu": None if l == 0 else 1 - l % 2,

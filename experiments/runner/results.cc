@@ -90,6 +90,7 @@ std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counter
         WorkloadOps w;
         w.ops = ops;
         w.ops_per_s = duration_s > 0 ? double(ops) / duration_s : 0;
+        w.classes = prefixes;
         out[program] = w;
     }
     return out;
@@ -109,6 +110,9 @@ std::string snapshot_json(const SnapshotRecord& r) {
         j.key(name).begin_object();
         j.field("ops", w.ops);
         j.field("ops_per_s", w.ops_per_s);
+        j.key("classes").begin_array();
+        for (const auto& c : w.classes) j.value(c);
+        j.end_array();
         j.end_object();
     }
     j.end_object();

@@ -73,9 +73,13 @@ struct TraceRecord {
     TraceLossCounters totals{};         // summed over cpus
 };
 
+// The snapshot's workload part: the acquisitions of the throughput classes ([workload]
+// throughput-classes, name prefixes), under the program's name, whatever the program (lockbench's
+// ops are its user classes' acquisitions; kmix's are the kernel classes it drives).
 struct WorkloadOps {
     uint64_t ops = 0;
     double ops_per_s = 0;
+    std::vector<std::string> classes;  // the throughput-classes prefixes counted
 };
 
 struct SnapshotRecord {

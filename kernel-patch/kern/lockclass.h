@@ -33,6 +33,8 @@
 //   sysinfo                          held across a whole set, which takes the kernel's locks
 //   proc_table                       proc.cc (thread_start under g_proc_lock takes sched),
 //                                    lockstat.cc (map_lockstat maps pages: address_space)
+//   word_wait                        word_wait.cc: reads the waiter's word (address_space) and
+//                                    sleeps or wakes (sched) under it
 //   address_space                    address_space.cc: page tables are allocated under it (pmm, heap)
 //   sched                            the scheduler; wakeups from anywhere above
 //   heap, pmm                        allocators: leaves but for the console
@@ -64,6 +66,7 @@ enum LockClassId : uint32_t {
     kLockClassLockstatTest = 12,  // locks of the lockstat self-test suite only
     kLockClassBench = 13,      // the in-guest benchmark's lock (bench=spinlock)
     kLockClassPci = 14,        // the PCI configuration address/data port pair
+    kLockClassWordWait = 15,   // the wait queue of kSysWordWait/kSysWordWake (kern/word_wait.h)
 };
 
 constexpr uint32_t kFirstUserLockClass = 16;
@@ -72,7 +75,7 @@ constexpr uint32_t kUserLockClassCount = spinlab::kMaxLockClasses - kFirstUserLo
 // Names of ids 0 .. kFirstUserLockClass-1; nullptr = spare (listed as "spareN").
 constexpr const char* kKernelClassNames[kFirstUserLockClass] = {
     "other", "sched", "pmm", "heap", "console", "proc_table", "address_space", nullptr,
-    "channel", nullptr, "sysinfo", "selftest", "lockstat_test", "bench", "pci", nullptr,
+    "channel", nullptr, "sysinfo", "selftest", "lockstat_test", "bench", "pci", "word_wait",
 };
 
 // Rank of each kernel class (the order above); 0: not ranked, not checked.
@@ -80,7 +83,7 @@ constexpr uint8_t kLockClassRank[kFirstUserLockClass] = {
     /* other */ 0,          /* sched */ 60,   /* pmm */ 80,       /* heap */ 70,
     /* console */ 100,      /* proc_table */ 40, /* address_space */ 50, /* spare7 */ 0,
     /* channel */ 20,       /* spare9 */ 0,   /* sysinfo */ 30,   /* selftest */ 10,
-    /* lockstat_test */ 10, /* bench */ 10,   /* pci */ 90,       /* spare15 */ 0,
+    /* lockstat_test */ 10, /* bench */ 10,   /* pci */ 90,       /* word_wait */ 45,
 };
 constexpr uint8_t lock_class_rank(uint32_t id) {
     return id < kFirstUserLockClass ? kLockClassRank[id] : 0;

@@ -14,6 +14,7 @@
 #include "trap.h"
 #include "lockstat.h"
 #include "sysinfo_glue.h"
+#include "word_wait.h"
 
 using namespace spinlab;
 
@@ -186,6 +187,10 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
         if (!user_range_ok(a0, sizeof(LockstatMapping))) return -kErrFault;
         return map_lockstat(p, a0);
     case kSysTraceSpinlock: return sys_trace_spinlock(p, a0);
+    case kSysWordWait:
+        if (a1 > 0xffffffffull) return -kErrInval;
+        return word_wait(p, a0, uint32_t(a1));
+    case kSysWordWake: return word_wake(p, a0, a1);
     default: return -kErrNoSys;
     }
 }

@@ -139,6 +139,14 @@ void mapped_parameters_follow_a_set() {
     TEST_CHECK_EQ(run(argv), 0);
 }
 
+// The futex-like word wait of ring-3 locks that block (kSysWordWait/kSysWordWake, used by
+// lockbench's pvqspin): refusals, one sleeper woken by one wake, and a 4,000-hand-over
+// ping-pong that loses no wake (usertest word-wait).
+void word_wait_sleeps_until_woken() {
+    const char* argv[] = {"usertest", "word-wait"};
+    TEST_CHECK_EQ(run(argv), 0);
+}
+
 // spinstat starts and stops a trace session from inside the guest when privileged (circular by
 // default: nothing drains it in the guest); unprivileged, each is refused (access denied, exit 1)
 // and the session is untouched; the status needs no privilege; an unknown group is a usage error.
@@ -202,6 +210,7 @@ const SelfTest kTests[] = {
     {"lockbench_counts_agree_with_kernel", lockbench_counts_agree_with_kernel},
     {"spinstat_sets_parameters_only_privileged", spinstat_sets_parameters_only_privileged},
     {"mapped_parameters_follow_a_set", mapped_parameters_follow_a_set},
+    {"word_wait_sleeps_until_woken", word_wait_sleeps_until_woken},
     {"spinstat_traces_only_privileged", spinstat_traces_only_privileged},
     {"unprivileged_workload_cannot_map_counters", unprivileged_workload_cannot_map_counters},
     {"option_values_outside_their_rows_are_refused", option_values_outside_their_rows_are_refused},

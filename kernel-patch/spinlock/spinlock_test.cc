@@ -406,11 +406,14 @@ struct PvmcsScript {
     uint64_t runs_again_at = 10;  // preempted for the first 9 spins
     uint64_t release_at = 15;
     McsNode* then_owner = nullptr;  // a queued predecessor that takes over and releases at once
+    uint64_t second_spell_from = 0, second_spell_to = 0;  // preempted again for spins [from, to)
 };
 
 bool pvmcs_preempted(void* arg, uint32_t cpu) {
     auto& s = *static_cast<PvmcsScript*>(arg);
-    return cpu == s.preempted_cpu && s.calls + 1 < s.runs_again_at;
+    const uint64_t spin = s.calls + 1;
+    return cpu == s.preempted_cpu &&
+           (spin < s.runs_again_at || (spin >= s.second_spell_from && spin < s.second_spell_to));
 }
 
 void pvmcs_script(void* arg) {
@@ -448,9 +451,9 @@ TEST(PvQueuedLock, YieldsToThePreemptedHolderAheadThenSpins) {
     waiter.on_spin = pvmcs_script;
     waiter.script_arg = &s;
     const uint64_t spins = acquire_contended(l, &wn, waiter);
-    EXPECT_EQ(waiter.yields, 9u) << "spun on while the vCPU ahead was preempted";
+    EXPECT_EQ(waiter.yields, 1u) << "one yield per preempted spell of the vCPU ahead";
     EXPECT_EQ(waiter.last_yield_target, 5u);
-    EXPECT_EQ(spins, 15u);  // 9 yields, then 6 pauses while it ran, until its release
+    EXPECT_EQ(spins, 15u);  // 1 yield and 8 pauses while preempted, 6 pauses while it ran
     EXPECT_EQ(l.holder_cpu, 2u);
     EXPECT_EQ(l.mcs_owner, &wn);
     release(l, waiter);
@@ -475,11 +478,31 @@ TEST(PvQueuedLock, YieldsToAPreemptedHolderBehindARunningPredecessor) {
     waiter.on_spin = pvmcs_script;
     waiter.script_arg = &s;
     acquire_contended(l, &wn, waiter);
-    EXPECT_EQ(waiter.yields, 9u) << "the holder (not the predecessor) was preempted";
+    EXPECT_EQ(waiter.yields, 1u) << "the holder (not the predecessor) was preempted, one spell";
     EXPECT_EQ(waiter.last_yield_target, 5u);
     EXPECT_EQ(l.mcs_owner, &wn);
     release(l, waiter);
     EXPECT_EQ(l.mcs_tail, nullptr);
+}
+
+TEST(PvQueuedLock, YieldsOncePerPreemptedSpell) {
+    Lock l;
+    lock_init(l, "pvmcs", 0);
+    Env holder = pvmcs_env(5);
+    McsNode hn, wn;
+    ASSERT_TRUE(try_acquire(l, &hn, holder));
+    PvmcsScript s{&l, &holder, 5};
+    s.runs_again_at = 4;  // preempted for spins 1-3, runs for 4-6, preempted for 7-11, runs on
+    s.second_spell_from = 7;
+    s.second_spell_to = 12;
+    Env waiter = pvmcs_env(2);
+    waiter.preempted_fn = pvmcs_preempted;
+    waiter.on_spin = pvmcs_script;
+    waiter.script_arg = &s;
+    EXPECT_EQ(acquire_contended(l, &wn, waiter), 15u);
+    EXPECT_EQ(waiter.yields, 2u) << "two spells: two yields, none while a spell lasts";
+    EXPECT_EQ(waiter.first_yield_target, 5u);
+    release(l, waiter);
 }
 
 TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {

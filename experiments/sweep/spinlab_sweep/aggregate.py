@@ -35,6 +35,21 @@ def phase_figures(summary_phase: dict, rep_shares: list) -> dict:
     }
 
 
+MIX = ("holder-preempted", "waiter-preempted", "both")
+
+
+def cause_mix(causes: dict | None) -> dict | None:
+    """The verdict's long waits by cause as shares of the long waits whose preemption side is
+    known (holder-preempted, waiter-preempted, both, neither): {cause: share} for the three
+    preempted causes and "n" (those waits); None without causes or with none decided."""
+    if not isinstance(causes, dict):
+        return None
+    n = sum(int(causes.get(c) or 0) for c in MIX + ("neither",))
+    if n == 0:
+        return None
+    return {c: int(causes.get(c) or 0) / n for c in MIX} | {"n": n}
+
+
 def cell_state(root: str, cell_id: str) -> str:
     if os.path.exists(layout.done_marker(root, cell_id)):
         return "complete"
@@ -57,7 +72,11 @@ def cell_row(root: str, cell_id: str, cell: dict) -> dict:
         row["phases"][phase] = phase_figures(figures, mine.get("shares", []))
         row["reps"][phase] = {"throughput": mine.get("throughput", []),
                               "spin_per_acquisition": mine.get("spin_per_acquisition", []),
-                              "lhp_waits_per_s": ((verdict.get(phase) or {}).get("lhp_spin") or {}).get("waits_per_second")}
+                              "lhp_waits_per_s": ((verdict.get(phase) or {}).get("lhp_spin") or {}).get("waits_per_second"),
+                              "holder_off_spin_share": mine.get("holder_off_spin_share", []),
+                              "pv_halts_per_s": mine.get("pv_halts_per_s", []),
+                              "pv_kicks_per_s": mine.get("pv_kicks_per_s", []),
+                              "causes": cause_mix((verdict.get(phase) or {}).get("causes"))}
     return row
 
 

@@ -22,6 +22,15 @@ are runner options and whose values are the axis values, comma-separated:
     [sweep]
     vm.lock = tas, ticket, mcs, pv
     vm.cpus = 2, 4
+A key without a dot is a set axis: each of its values names a section [sweep.KEY.VALUE] of
+SECTION.KEY = value lines, the options that value changes together:
+    [sweep]
+    workload = kmix, lockbench
+    [sweep.workload.kmix]
+    workload.program = kmix
+    workload.throughput-classes = proc_table,address_space,pmm,heap
+    [sweep.workload.lockbench]
+    workload.program = lockbench
 Every combination is a cell: an ordinary spinlab-run with those options on its command line
 (--dry-run prints each command, so a cell can be rerun by hand). Every cell is checked by the
 runner's own validation (spinlab-run --dry-run) before anything runs.
@@ -35,7 +44,9 @@ Results: OUTPUT/sweep-ID/ with cells/<cell>/ (each a results directory with its 
 sweep.csv (one row per cell) and sweep.html (a table per cell and figures across the axes).
 A sweep with a vm.lock axis that includes ticket also gets speedup.csv and, in sweep.html, the
 speedup of each lock over ticket per overcommit level (vCPUs per host CPU) and host condition,
-with 95 % intervals, in the form of Ouyang and Lange, VEE'13 (experiments/mitigations.ini).
+with 95 % intervals, in the form of Ouyang and Lange, VEE'13 (experiments/mitigations.ini), and
+per cell the share of spin behind a preempted holder, the long waits' cause mix, halts and kicks
+per second, and the measured order of the locks under overcommit beside published figures.
 
 exit status: 0 every cell complete; 1 some cell failed or is partial (the aggregate is written
 anyway and says so); 2 a bad spec or option.

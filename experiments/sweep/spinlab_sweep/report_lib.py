@@ -16,13 +16,20 @@ except ImportError:
             break
 
 import configparser  # noqa: E402
+import json  # noqa: E402
 
 from spinlab_report.aggregate import rep_hists  # noqa: E402
 from spinlab_report.buckets import LONG_K, count_at_or_above  # noqa: E402,F401
 from spinlab_report.confidence import log_ratio  # noqa: E402,F401
 from spinlab_report.contract import ContractError  # noqa: E402
 from spinlab_report.reader import load_run  # noqa: E402
+from spinlab_report.summary import Options  # noqa: E402
 from spinlab_report.throughput import rep_value  # noqa: E402
+from spinlab_report.verdict import rep_values  # noqa: E402
+
+# The paravirtual lock's per-CPU counters (lock=pvqspin) in a snapshot's cpus[]: halts of a
+# waiter's vCPU and kicks of a halted one by the releaser.
+PV_COUNTERS = ("pv_halts", "pv_kicks")
 
 
 def _throughput_prefixes(spec_text: str | None) -> tuple:
@@ -46,6 +53,45 @@ def _spin_per_acquisition(snap, prefixes: tuple) -> float | None:
     return cycles / acquisitions if acquisitions else None
 
 
+def _pv_count(cpu: dict, key: str) -> int | None:
+    """One CPU's pv counter: a field of the CPU, or of a dict inside it (say "pv"), or summed
+    over its classes; None when the snapshot has none (a lock that does not halt)."""
+    if isinstance(cpu.get(key), int):
+        return cpu[key]
+    for v in cpu.values():
+        if isinstance(v, dict) and isinstance(v.get(key), int):
+            return v[key]
+    found = [d[key] for d in (cpu.get("classes") or {}).values() if isinstance(d, dict) and isinstance(d.get(key), int)]
+    return sum(found) if found else None
+
+
+def pv_rates(run_path: str, snap) -> dict:
+    """pv_halts and pv_kicks per second of one repetition, summed over its CPUs; None where
+    the snapshot has no such counter or no duration."""
+    try:
+        with open(os.path.join(run_path, snap.name)) as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return {k: None for k in PV_COUNTERS}
+    out = {}
+    for key in PV_COUNTERS:
+        counts = [_pv_count(c, key) for c in raw.get("cpus", []) if isinstance(c, dict)]
+        counts = [c for c in counts if c is not None]
+        out[key] = sum(counts) / snap.duration_s if counts and snap.duration_s else None
+    return out
+
+
+def holder_off_spin_share(run, snap, threshold: int) -> float | None:
+    """Of the cycles spun in one repetition (every class's wait cycles), the share spun in long
+    waits behind a preempted holder (the verdict's holder_off_cycles); None when its long waits
+    could not be attributed or nothing was spun."""
+    total = sum(int(st.counts.get("wait_cycles_sum") or 0) for st in snap.stats)
+    off = rep_values(run, snap, threshold)["holder_off_cycles"]
+    if off is None or total <= 0:
+        return None
+    return min(float(off) / total, 1.0)
+
+
 def rep_figures(run_dir: str, k: int) -> dict:
     """Per phase, per repetition: the share of timed contended waits of 2^k cycles or more
     (shares), the throughput (lockbench ops/s) and the spin cycles per acquisition of the
@@ -67,4 +113,9 @@ def rep_figures(run_dir: str, k: int) -> dict:
                       "throughput": [v for v in (rep_value(s) for s in snaps) if v is not None],
                       "spin_per_acquisition": [v for v in (_spin_per_acquisition(s, prefixes) for s in snaps)
                                                if v is not None]}
+        pv = [pv_rates(run.path, s) for s in snaps]
+        for key in PV_COUNTERS:
+            out[phase][f"{key}_per_s"] = [r[key] for r in pv if r[key] is not None]
+        out[phase]["holder_off_spin_share"] = [
+            v for v in (holder_off_spin_share(run, s, Options().threshold) for s in snaps) if v is not None]
     return out

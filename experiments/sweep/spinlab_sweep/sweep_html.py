@@ -21,7 +21,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 
 
 def _label(values: dict, keys: list) -> str:
-    return ", ".join(f"{k.split('.', 1)[1]}={values[k]}" for k in keys) or "all"
+    return ", ".join(f"{k.split('.', 1)[-1]}={values[k]}" for k in keys) or "all"
 
 
 def _bars(ax, groups: list, series: dict, lo: dict, hi: dict, ylabel: str):
@@ -58,7 +58,7 @@ def share_figure(plan: dict, rows: list, path: str) -> str:
                                                         figs.get("share_min"), figs.get("share_max"))
         _bars(ax, groups, series, lo, hi, "share of contended waits ≥ 2^20 cycles")
         ax.set_title(phase)
-        ax.set_xlabel(first.split(".", 1)[1])
+        ax.set_xlabel(first.split(".", 1)[-1])
     axs[0][-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
@@ -144,18 +144,37 @@ def speedup_html(plan: dict, rows: list) -> str:
         mine = {e["lock"]: e for e in entries
                 if (e["overcommit"], tuple(sorted(e["others"].items())), e["phase"]) == (oc, others, phase)}
         cells = "".join(_speedup_cell(mine.get(l)) for l in locks)
-        other = ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in others)
+        other = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in others)
         lines.append(f"<tr><td>{_oc(oc)}</td><td>{html.escape(other)}</td><td>{html.escape(phase)}</td>{cells}</tr>")
     head = "".join(f"<th>{html.escape(l)}</th>" for l in locks)
     paper = "".join(f"<li>{html.escape(t)}: {v:.2f}x</li>" for t, v in speedup.PAPER)
     return f"""<h2>Speedup over the ticket lock</h2>
-<p>Throughput (lockbench ops/s) of each lock over the ticket lock's in the cell with the same other axis
+<p>Throughput (each cell's throughput classes' acquisitions per second: lockbench's ops, or the
+kernel classes kmix drives) of each lock over the ticket lock's in the cell with the same other axis
 values: the ratio of geometric means of the repetitions, with its 95 % Welch interval and p-value.
-Overcommit is the cell's vCPUs over its host's CPUs. Per cell, the long waits behind a preempted
-holder and the spin cycles per acquisition are in speedup.csv. The paper's figures, for comparison:</p>
-<ul>{paper}</ul>
+Overcommit is the cell's vCPUs over its host's CPUs. Per cell (below and in speedup.csv): the long
+waits behind a preempted holder, the share of spin behind a preempted holder, the long waits' causes,
+halts and kicks per second, the spin cycles per acquisition.</p>
 <table><tr><th>vCPUs per host CPU</th><th>other axes</th><th>host condition</th>{head}</tr>{''.join(lines)}</table>
+{order_html(entries)}
+<p>The published figures, for comparison (speedup over the lock each replaced):</p>
+<ul>{paper}</ul>
 {_per_cell_html(plan, rows)}"""
+
+
+def order_html(entries: list) -> str:
+    """The measured order of tas, pvqspin, pticket, mcs and ticket under overcommit."""
+    orders = speedup.measured_order(entries)
+    if not orders:
+        return ("<h3>Measured order under overcommit</h3><p>No cell above 1 vCPU per host CPU with a lock "
+                f"of {', '.join(speedup.ORDERED)} besides ticket.</p>")
+    items = []
+    for o in orders:
+        other = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in sorted(o["others"].items()))
+        items.append(f"<li>{_oc(o['overcommit'])} vCPUs per host CPU, {html.escape(other)}, "
+                     f"{html.escape(o['phase'])}: {html.escape(speedup.order_text(o))}</li>")
+    return ("<h3>Measured order under overcommit</h3><p>Best first, by speedup over ticket "
+            f"(of {', '.join(speedup.ORDERED)}):</p><ul>{''.join(items)}</ul>")
 
 
 def _per_cell_html(plan: dict, rows: list) -> str:
@@ -174,12 +193,22 @@ def _per_cell_html(plan: dict, rows: list) -> str:
             lhp = _num(lw.get("mean"), "{:.2f}")
             if lw.get("low") is not None and lw.get("high") is not None:
                 lhp += f" [{lw['low']:.2f}, {lw['high']:.2f}]"
+            share = speedup.mean(reps.get("holder_off_spin_share") or [])
+            mix = reps.get("causes")
+            mix_text = ("" if not mix else
+                        f"{mix['holder-preempted']:.0%} / {mix['waiter-preempted']:.0%} / {mix['both']:.0%} "
+                        f"<small>(n = {mix['n']})</small>")
             body.append("<tr>" + "".join(f"<td>{html.escape(str(r['values'][k]))}</td>" for k in axes)
                         + f"<td>{html.escape(phase)}</td><td>{thr}</td><td>{lhp}</td>"
+                        f"<td>{'' if share is None else f'{share:.1%}'}</td><td>{mix_text}</td>"
+                        f"<td>{_num(speedup.mean(reps.get('pv_halts_per_s') or []))}</td>"
+                        f"<td>{_num(speedup.mean(reps.get('pv_kicks_per_s') or []))}</td>"
                         f"<td>{_num(sum(spin) / len(spin) if spin else None)}</td></tr>")
     head = "".join(f"<th>{html.escape(k)}</th>" for k in axes)
-    return (f"<h3>Per cell</h3><table><tr>{head}<th>host condition</th><th>ops/s [95 % interval]</th>"
-            "<th>long waits behind a preempted holder per s [95 %]</th><th>spin cycles per acquisition</th></tr>"
+    return (f"<h3>Per cell</h3><table><tr>{head}<th>host condition</th><th>acquisitions/s [95 % interval]</th>"
+            "<th>long waits behind a preempted holder per s [95 %]</th><th>share of spin behind a preempted holder</th>"
+            "<th>long waits: holder- / waiter- / both preempted</th><th>halts per s</th><th>kicks per s</th>"
+            "<th>spin cycles per acquisition</th></tr>"
             f"{''.join(body)}</table>")
 
 

@@ -60,3 +60,39 @@ def test_refusals_name_the_problem(sweep, words):
 def test_values_that_collide_in_ids_are_refused():
     with pytest.raises(spec.SweepError, match="same cell id"):
         spec.parse(BASE + "[sweep]\nvm.append = a b, a_b\n", "x")
+
+
+SETS = ("[sweep]\nworkload = kmix, lockbench\nvm.lock = ticket\n"
+        "[sweep.workload.kmix]\nworkload.program = kmix\nworkload.kmix = off\n"
+        "workload.throughput-classes = proc_table,address_space,pmm,heap\n"
+        "[sweep.workload.lockbench]\nworkload.program = lockbench\nworkload.args = --locks 1 --cs-cycles 200\n"
+        "[run]\nduration = 3\n")
+
+
+def test_a_set_axis_changes_its_options_together():
+    s = spec.parse(BASE + SETS, "x")
+    assert [a.key for a in s.axes] == ["workload", "vm.lock"]
+    assert [c.id for c in s.cells] == ["workload-kmix_lock-ticket", "workload-lockbench_lock-ticket"]
+    assert s.cells[0].values == {"workload": "kmix", "vm.lock": "ticket"}
+    assert s.cells[0].overrides() == ["--workload.program", "kmix", "--workload.kmix", "off",
+                                      "--workload.throughput-classes", "proc_table,address_space,pmm,heap",
+                                      "--vm.lock", "ticket"]
+    assert s.cells[1].overrides() == ["--workload.program", "lockbench", "--workload.args",
+                                      "--locks 1 --cs-cycles 200", "--vm.lock", "ticket"]
+    assert "sweep" not in s.base_text and "workload.program" not in s.base_text
+    assert "duration = 3" in s.base_text  # a section after the set sections is the base's again
+
+
+@pytest.mark.parametrize("sweep, words", [
+    ("[sweep]\nworkload = kmix\n", "no section [sweep.workload.kmix]"),
+    ("[sweep]\nworkload = kmix\n[sweep.workload.kmix]\nhost.x = 1\n", "'host.x' is not a runner option"),
+    ("[sweep]\nworkload = kmix\n[sweep.workload.kmix]\n", "sets no option"),
+    ("[sweep]\nworkload = kmix\n[sweep.workload.kmix]\nworkload.kmix = off\n[sweep.workload.other]\nworkload.kmix = on\n",
+     "does not list [sweep.workload.other]"),
+    ("[sweep]\nvm.lock = tas\n[sweep.workload.kmix]\nworkload.kmix = off\n", "no set axis 'workload'"),
+    ("[sweep]\nvm.lock = tas\n[sweep.workload]\nworkload.kmix = off\n", "is not [sweep.KEY.VALUE]"),
+])
+def test_set_axis_refusals_name_the_problem(sweep, words):
+    with pytest.raises(spec.SweepError) as e:
+        spec.parse(BASE + sweep, "x")
+    assert words in str(e.value)

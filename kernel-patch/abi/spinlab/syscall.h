@@ -39,6 +39,13 @@ enum Syscall : uint64_t {
                             // header (this CPU, thread, release_tsc) into this CPU's trace buffer.
                             // Rules of groups the CPU's session does not enable are dropped; none
                             // left: nothing written. -EINVAL: no rule given.
+    kSysWordWait = 23,      // (const uint32_t* word, expected) -> 0 once woken by kSysWordWake
+                            // (or spuriously: check the word again), 1 at once when *word !=
+                            // expected. Futex-like: the check and the sleep are one step with
+                            // respect to a wake, so a wake after the word changed is never lost.
+                            // word: 4-byte aligned, in the caller's address space (kern/word_wait.h)
+    kSysWordWake = 24,      // (const uint32_t* word, max) -> threads of this process woken (at
+                            // most max) that wait on word; change the word first, then wake
     kSysCount
 };
 

@@ -55,7 +55,27 @@ struct UserEnv {
     }
     uint32_t pv_spin_bound() const { return map.pv_spin_bound ? map.pv_spin_bound : 1; }
     // Ring 3 cannot make the PV sched-yield hypercall: give this vCPU to another thread instead.
-    void yield_to(uint32_t) { sys::yield(); }
+    void yield_to(uint32_t) {
+        yields++;
+        sys::yield();
+    }
+    // Ring 3 cannot halt its vCPU, nor kick another: pvqspin's waiter sleeps in the kernel
+    // instead (kSysWordWait, kern/word_wait.h: futex-like, it sleeps only while *word == val),
+    // and its releaser wakes it (kSysWordWake) after changing the word. A vCPU whose threads
+    // all sleep runs its idle thread, which halts: the host sees the vCPU thread sleep.
+    // Counted: waits that slept, waits that found the word changed, wakes and threads woken.
+    void pv_wait(const uint32_t* word, uint32_t val) {
+        const int64_t r = sys::word_wait(word, val);
+        if (r == 0) waits++;
+        else if (r == 1) wait_skips++;
+        else wait_errors++;
+    }
+    void pv_wake(const uint32_t* word) {
+        wakes++;
+        const int64_t r = sys::word_wake(word, 1);
+        if (r > 0) woken += uint64_t(r);
+    }
+    uint64_t yields = 0, waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
     void spin_check(const spinlock::Lock&, uint64_t) {}
     uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
     // As the kernel's vcpu_preempted(): the word the host keeps for that vCPU in the shared
@@ -135,6 +155,7 @@ struct alignas(64) ThreadState {
     uint64_t acquired[kMaxLocks];
     uint64_t cycles;
     uint64_t preempted_asked, preempted_said;  // the lock's vcpu_is_preempted() calls, and "yes"
+    uint64_t yields, waits, wait_skips, wait_errors, wakes, woken;  // UserEnv's counts
     spinlock::McsNode node;
 };
 ThreadState threads[kMaxThreads];
@@ -176,6 +197,12 @@ void worker(void* p) {
     t.cycles = sys::rdtsc() - t0;
     t.preempted_asked = env.asked;
     t.preempted_said = env.said;
+    t.yields = env.yields;
+    t.waits = env.waits;
+    t.wait_skips = env.wait_skips;
+    t.wait_errors = env.wait_errors;
+    t.wakes = env.wakes;
+    t.woken = env.woken;
 }
 
 uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.user_class_count); }
@@ -223,7 +250,8 @@ int run_round(int n, uint64_t round) {
         sys::sleep_us(duration_ms * 1000);
         stop = true;
     }
-    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {}, asked = 0, said = 0;
+    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {}, asked = 0, said = 0, yields = 0,
+             waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
     for (int i = 0; i < n; i++) {
         sys::thread_join(tids[i]);
         ThreadState& t = threads[i];
@@ -234,6 +262,12 @@ int run_round(int n, uint64_t round) {
         total_ops += t.ops;
         asked += t.preempted_asked;
         said += t.preempted_said;
+        yields += t.yields;
+        waits += t.waits;
+        wait_skips += t.wait_skips;
+        wait_errors += t.wait_errors;
+        wakes += t.wakes;
+        woken += t.woken;
         for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
     }
     // Counts are totals since the start; a round's rate is the round's own.
@@ -245,9 +279,17 @@ int run_round(int n, uint64_t round) {
     if (asked)  // only the preemption-aware locks ask (pticket, pvmcs)
         printf("%s vcpu_is_preempted: %lu of %lu answers said preempted (host words %s, steal time %s)\n", head,
                said, asked, map.vcpu_state_base ? "mapped" : "absent", map.steal_base ? "mapped" : "absent");
+    if (yields) printf("%s yields: %lu\n", head, yields);  // pv and pvmcs give their vCPU away
+    if (waits || wait_skips || wakes)  // pvqspin: slept in the kernel, and woken by the releaser
+        printf("%s word waits: %lu slept, %lu found the word changed; word wakes: %lu calls, %lu threads woken\n",
+               head, waits, wait_skips, wakes, woken);
+    int bad = 0;
+    if (wait_errors) {
+        eprintf("%s %lu word waits failed (kSysWordWait returned an error)\n", head, wait_errors);
+        bad++;
+    }
     uint64_t per_class[kMaxLockClasses] = {};
     for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
-    int bad = 0;
     for (uint32_t c = 0; c < kMaxLockClasses; c++) {
         if (!per_class[c]) continue;
         printf("%s class user%u (id %u): %lu acquisitions\n", head, c - map.first_user_class, c, per_class[c]);

@@ -1,7 +1,7 @@
 // usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
 // and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
 //   usertest cpus | parallel | threads | thread-limit | badptr | fuzz [N] [seed] | privilege | args A B C |
-//            spawn-unpriv | params | all
+//            spawn-unpriv | params | word-wait | all
 #include "../lib/ulib.h"
 #include "spinlab/sysinfo.h"
 
@@ -247,10 +247,87 @@ void params() {
 
 }  // namespace
 
+// kSysWordWait/kSysWordWake (kern/word_wait.h): a wait on a word that no longer holds the
+// expected value returns 1 at once; hostile words are refused; a wake with no waiter wakes
+// none; a sleeping waiter is woken by exactly one wake; and a ping-pong of many rounds between
+// two threads, each sleeping until the other changes the word and wakes it, loses no wake (a
+// lost one would leave both asleep: the self-test's timeout).
+alignas(64) volatile uint32_t ww_word;
+alignas(64) volatile uint32_t ww_asleep;  // the waiter is about to sleep (set before its call)
+volatile int64_t ww_result = -100;
+
+void ww_waiter(void*) {
+    ww_asleep = 1;
+    int64_t r;
+    do {  // woken with the word unchanged would be spurious: check and wait again
+        r = sys::word_wait(const_cast<const uint32_t*>(&ww_word), 0);
+    } while (r == 0 && ww_word == 0);
+    ww_result = r;
+}
+
+constexpr uint32_t kPingPongRounds = 2000;
+alignas(64) volatile uint32_t pp_turn;  // even: thread A's turn, odd: B's
+volatile uint64_t pp_sleeps;
+
+void pp_player(void* p) {
+    const uint32_t me = uint32_t(uint64_t(p));
+    for (uint32_t i = me; i < 2 * kPingPongRounds; i += 2) {
+        for (;;) {
+            const uint32_t t = pp_turn;
+            if (t == i) break;
+            if (sys::word_wait(const_cast<const uint32_t*>(&pp_turn), t) == 0)
+                __atomic_add_fetch(&pp_sleeps, 1, __ATOMIC_RELAXED);
+        }
+        pp_turn = i + 1;
+        sys::word_wake(const_cast<const uint32_t*>(&pp_turn), 1);
+    }
+}
+
+void word_wait() {
+    ww_word = 5;
+    CHECK(sys::word_wait(const_cast<const uint32_t*>(&ww_word), 4) == 1);  // not equal: no sleep
+    CHECK(sys::word_wake(const_cast<const uint32_t*>(&ww_word), 8) == 0);  // nobody waits
+    CHECK(sys::word_wait(reinterpret_cast<const uint32_t*>(kKernelAddr), 0) == -kErrFault);
+    CHECK(sys::word_wait(reinterpret_cast<const uint32_t*>(kUnmapped), 0) == -kErrFault);
+    CHECK(sys::word_wait(reinterpret_cast<const uint32_t*>(kNonCanonical), 0) == -kErrFault);
+    CHECK(sys::word_wait(reinterpret_cast<const uint32_t*>(reinterpret_cast<uint64_t>(&ww_word) + 1), 0) ==
+          -kErrFault);
+    CHECK(sys::word_wake(reinterpret_cast<const uint32_t*>(kKernelAddr), 1) == -kErrFault);
+    CHECK(sys::call(kSysWordWait, uint64_t(&ww_word), uint64_t(1) << 32) == -kErrInval);
+    // One sleeper, woken by one wake after the word changed.
+    ww_word = 0;
+    ww_asleep = 0;
+    ww_result = -100;
+    int t = thread_start(ww_waiter, nullptr);
+    CHECK(t > 0);
+    while (!ww_asleep) sys::yield();
+    int64_t woken = 0;
+    sys::sleep_us(1000);  // most likely asleep in the kernel by now
+    ww_word = 1;          // changed before the wake: the wake cannot be lost
+    for (int i = 0; i < 2000 && woken == 0 && ww_result == -100; i++) {
+        woken = sys::word_wake(const_cast<const uint32_t*>(&ww_word), 1);
+        if (woken == 0) sys::sleep_us(1000);
+    }
+    CHECK(t <= 0 || sys::thread_join(t) == 0);
+    // Slept: woken by our one wake. Or it reached the kernel after the change: back at once.
+    CHECK(ww_result == 0 ? woken == 1 : (ww_result == 1 && woken == 0));
+    // Ping-pong between two threads (one per CPU where there are two).
+    pp_turn = 0;
+    pp_sleeps = 0;
+    int a = thread_start(pp_player, reinterpret_cast<void*>(0));
+    int b = thread_start(pp_player, reinterpret_cast<void*>(1));
+    CHECK(a > 0 && b > 0);
+    if (a > 0) CHECK(sys::thread_join(a) == 0);
+    if (b > 0) CHECK(sys::thread_join(b) == 0);
+    CHECK(pp_turn == 2 * kPingPongRounds);
+    printf("usertest word-wait: ping-pong of %u hand-overs, %lu of them slept in the kernel\n",
+           2 * kPingPongRounds, uint64_t(pp_sleeps));
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         eprintf("usage: usertest cpus|parallel|threads|badptr|fuzz [N] [seed]|privilege|"
-                "args ...|spawn-unpriv|params|all\n");
+                "args ...|spawn-unpriv|params|word-wait|all\n");
         return 2;
     }
     const char* m = argv[1];
@@ -269,6 +346,7 @@ int main(int argc, char** argv) {
     if (all || strcmp(m, "badptr") == 0) badptr();
     if (all || strcmp(m, "spawn-unpriv") == 0) spawn_unpriv();
     if (all || strcmp(m, "params") == 0) params();
+    if (all || strcmp(m, "word-wait") == 0) word_wait();
     if (all || strcmp(m, "fuzz") == 0) {
         uint64_t n = 20000, seed = 12345;
         if (argc > 2) parse_u64(argv[2], &n);

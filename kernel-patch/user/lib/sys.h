@@ -34,6 +34,11 @@ inline int64_t thread_join(int tid) { return call(spinlab::kSysThreadJoin, uint6
     __builtin_unreachable();
 }
 inline void yield() { call(spinlab::kSysYield); }
+// 0: woken (check the word again), 1: *word != expected, <0: -spinlab::Error.
+inline int64_t word_wait(const uint32_t* word, uint32_t expected) {
+    return call(spinlab::kSysWordWait, uint64_t(word), expected);
+}
+inline int64_t word_wake(const uint32_t* word, uint64_t max) { return call(spinlab::kSysWordWake, uint64_t(word), max); }
 inline int64_t sleep_us(uint64_t us) { return call(spinlab::kSysSleep, us); }
 inline int64_t pin(int cpu) { return call(spinlab::kSysPin, uint64_t(int64_t(cpu))); }
 inline uint64_t tsc_hz() { return uint64_t(call(spinlab::kSysTscHz)); }
