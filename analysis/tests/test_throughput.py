@@ -4,7 +4,7 @@ import json
 
 from conftest import BASIC
 
-from spinlab_report import load, report, summary, throughput
+from spinlab_report import reader, report, summary, throughput
 
 KMIX = ["proc_table", "address_space", "pmm", "heap"]
 
@@ -20,15 +20,15 @@ def _as_kmix(run_copy, with_classes=True):
 
 
 def test_kmix_alone_is_counted_and_named(run_copy, tmp_path):
-    base = summary.build(load.load_run(BASIC), summary.Options())
+    base = summary.build(reader.load_run(BASIC), summary.Options())
     _as_kmix(run_copy)
-    s = summary.build(load.load_run(str(run_copy)), summary.Options())
+    s = summary.build(reader.load_run(str(run_copy)), summary.Options())
     for phase in ("idle-host", "host-load"):
         t, b = s["phases"][phase]["throughput"], base["phases"][phase]["throughput"]
         assert t["n"] == 2 and b["n"] == 2
         assert t["values"] == b["values"] and t["mean"] == b["mean"]
         assert t["metric"] == "kmix acquisitions/s (proc_table, address_space, pmm, heap)"
-    paths = report.generate(load.load_run(str(run_copy)), str(tmp_path / "out"), summary.Options())
+    paths = report.generate(reader.load_run(str(run_copy)), str(tmp_path / "out"), summary.Options())
     md = open(paths["md"]).read()
     assert "| phase | kmix acquisitions/s (proc_table, address_space, pmm, heap) (mean) |" in md
     assert "lockbench ops/s" not in md
@@ -36,20 +36,20 @@ def test_kmix_alone_is_counted_and_named(run_copy, tmp_path):
 
 
 def test_lockbench_keeps_its_name(run_copy):
-    s = summary.build(load.load_run(BASIC), summary.Options())
+    s = summary.build(reader.load_run(BASIC), summary.Options())
     assert s["phases"]["host-load"]["throughput"]["metric"] == "lockbench ops/s"
     for path in sorted((run_copy / "snapshots").glob("*.json")):  # as the runner writes it now
         d = json.load(open(path))
         d["workload"]["lockbench"]["classes"] = ["user"]
         json.dump(d, open(path, "w"))
-    s2 = summary.build(load.load_run(str(run_copy)), summary.Options())
+    s2 = summary.build(reader.load_run(str(run_copy)), summary.Options())
     assert s2["phases"]["host-load"]["throughput"] == s["phases"]["host-load"]["throughput"]
 
 
 def test_program_without_classes_is_named_by_program(run_copy):
     _as_kmix(run_copy, with_classes=False)
-    run = load.load_run(str(run_copy))
+    run = reader.load_run(str(run_copy))
     snaps = run.snaps("host-load")
     assert throughput.run_metric(snaps) == "kmix acquisitions/s"
     assert [throughput.rep_value(x) for x in snaps] == [
-        throughput.rep_value(x) for x in load.load_run(BASIC).snaps("host-load")]
+        throughput.rep_value(x) for x in reader.load_run(BASIC).snaps("host-load")]

@@ -2,7 +2,7 @@
 
 Boots the kernel under TCG, 2 vCPUs, with lockbench as init in timed 3 s rounds separated by
 6 s pauses in which no workload thread runs. Boot options set two parameters away from their
-defaults, longwait=1 (every measured contended wait is then also a long-wait event: the whole
+defaults, long-wait=1 (every measured contended wait is then also a long-wait event: the whole
 list of contended acquisitions, with their spin counts) and stackprobe=on (a kernel thread that
 holds a `bench` lock about 2 M cycles, 20 times a second). One trace session (spinlock and
 longwait groups) runs through three lockbench rounds. In each pause (lockbench's console says
@@ -68,7 +68,7 @@ MIN_JUDGED = 20         # events expected before a count is judged within +-10 %
 
 @pytest.fixture(scope="module")
 def guest():
-    with lockbench_guest("tp", f"stackprobe=on longwait=1 acquire-sample-rate=2000 hold-threshold={HIGH_HOLD}",
+    with lockbench_guest("tp", f"stackprobe=on long-wait=1 acquire-sample-rate=2000 hold-threshold={HIGH_HOLD}",
                          f"--rounds 0 --duration-ms {ROUND_MS} --pause-ms {PAUSE_MS} --locks {LOCKS} "
                          "--pattern random --cs-cycles 2000") as g:
         yield g
@@ -255,7 +255,7 @@ def check_round(name, params, ev, window, bench_id):
     # (a) every acquire-sample-rate-th uncontended acquisition.
     samples = sum("acquire-sample" in e["rules"] for e in user)
     within(samples, unc / acquire, f"{name}: acquire-sample events of {unc} uncontended, rate {acquire}")
-    # The long-wait events (longwait=1) are the measured contended waits, each with its spins.
+    # The long-wait events (long-wait=1) are the measured contended waits, each with its spins.
     waits = [e for e in user if "long-wait" in e["rules"]]
     if judged(measured, f"{name}: long-wait events of {measured} measured waits"):
         within(len(waits), measured, f"{name}: long-wait events of {measured} measured contended waits")
