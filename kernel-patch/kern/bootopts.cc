@@ -30,7 +30,7 @@ const bootopt::Spec kSpecs[] = {
      "long-wait trace events: contended waits of at least this many TSC cycles (default 2^22)"},
     {"pvspin", Kind::kUint, nullptr, 1, 1u << 30,
      "spins before the pv lock yields (default 32768)"},
-    {"bench", Kind::kChoice, "spinlock", 0, 0, "run an in-guest benchmark"},
+    {"bench", Kind::kChoice, "spinlock|traceevent", 0, 0, "run an in-guest benchmark"},
     {"pvyield", Kind::kChoice, "on|off", 0, 0,
      "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
     {"stackprobe", Kind::kChoice, "on|off", 0, 0,
