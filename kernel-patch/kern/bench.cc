@@ -86,8 +86,13 @@ Fixed2 per_pair(uint64_t batch_cycles) { return per_pair_of(batch_cycles, kBatch
 #if SPINLAB_INSTRUMENT == 1
 constexpr int kEventSamples = 401;
 
-inline void contended_pair(Spinlock* l, uint64_t acquire_tsc, uint8_t armed) {
+// mode 1: the release writes an event; 0: it writes none; 2: none, but the hold saves and
+// restores the interrupt flag once (pushf; cli), as the event's path does around its write: the
+// part of an event's cost that is the interrupt flag's, where the hypervisor makes cli costly.
+inline void contended_pair(Spinlock* l, uint64_t acquire_tsc, uint8_t mode) {
+    const uint8_t armed = mode == 1;
     spin_lock(l);
+    if (mode == 2) irq_restore(irq_save());
     spinlab::spinlock::HoldTrace& t = l->core.trace;
     t.acquire_tsc = acquire_tsc;
     t.wait_cycles = 100;
@@ -104,10 +109,10 @@ inline void contended_pair(Spinlock* l, uint64_t acquire_tsc, uint8_t armed) {
 // Interrupts are off for the batch, so that no timer interrupt lands in one batch and not the
 // other (under nested KVM one costs milliseconds); the release path's own irq_save and
 // irq_restore still run for every event.
-uint64_t time_batch(Spinlock* l, int batch, uint8_t armed) {
+uint64_t time_batch(Spinlock* l, int batch, uint8_t mode) {
     const uint64_t f = irq_save();
     const uint64_t t0 = arch::rdtsc_lfence();
-    for (int i = 0; i < batch; i++) contended_pair(l, t0, armed);
+    for (int i = 0; i < batch; i++) contended_pair(l, t0, mode);
     const uint64_t t = arch::rdtsc_lfence() - t0;
     irq_restore(f);
     return t;
@@ -159,27 +164,40 @@ Signed2 signed2(int64_t x100) {
     while (arch::rdtsc_lfence() < warm_end) {
         time_batch(&l, 4, 1);
         time_batch(&l, 4, 0);
+        time_batch(&l, 4, 2);
     }
     const uint64_t probe = time_batch(&l, 16, 1) / 16 + 1;
     const uint64_t want = g_tsc_hz / 1000 / probe;
     const int batch = int(want < 4 ? 4 : want > 2000 ? 2000 : want);
-    static int64_t diff[kEventSamples];
+    static int64_t diff[kEventSamples], irq_diff[kEventSamples];
     static uint64_t on[kEventSamples], off[kEventSamples];
     const spinlab::TraceLossCounters before = lt::area_totals(locktrace_area());
     const uint64_t end = arch::rdtsc_lfence() + g_tsc_hz * kSampleSeconds * 2;
     int n = 0;
     for (; n < kEventSamples && (n < kMinSamples || arch::rdtsc_lfence() < end); n++) {
-        if (n & 1) {
-            off[n] = time_batch(&l, batch, 0);
-            on[n] = time_batch(&l, batch, 1);
-        } else {
-            on[n] = time_batch(&l, batch, 1);
-            off[n] = time_batch(&l, batch, 0);
+        uint64_t irq = 0;
+        switch (n % 3) {  // the three batches in a rotated order
+            case 0:
+                on[n] = time_batch(&l, batch, 1);
+                off[n] = time_batch(&l, batch, 0);
+                irq = time_batch(&l, batch, 2);
+                break;
+            case 1:
+                off[n] = time_batch(&l, batch, 0);
+                irq = time_batch(&l, batch, 2);
+                on[n] = time_batch(&l, batch, 1);
+                break;
+            default:
+                irq = time_batch(&l, batch, 2);
+                on[n] = time_batch(&l, batch, 1);
+                off[n] = time_batch(&l, batch, 0);
         }
         diff[n] = (int64_t(on[n]) - int64_t(off[n])) * 100 / batch;  // hundredths of a cycle per event
+        irq_diff[n] = (int64_t(irq) - int64_t(off[n])) * 100 / batch;
     }
     const spinlab::TraceLossCounters after = lt::area_totals(locktrace_area());
     sort_signed(diff, n);
+    sort_signed(irq_diff, n);
     sort(on, n);
     sort(off, n);
     // A 95 % interval of the median, distribution-free: the order statistics n/2 -+ 1.96 sqrt(n)/2.
@@ -188,15 +206,19 @@ Signed2 signed2(int64_t x100) {
     const int hi_i = n / 2 + half >= n ? n - 1 : n / 2 + half;
     const Signed2 med = signed2(diff[n / 2]), lo = signed2(diff[lo_i]), hi = signed2(diff[hi_i]);
     const Fixed2 pon = per_pair_of(on[n / 2], batch), poff = per_pair_of(off[n / 2], batch);
+    const Signed2 irq_med = signed2(irq_diff[n / 2]), irq_lo = signed2(irq_diff[lo_i]),
+                  irq_hi = signed2(irq_diff[hi_i]);
     kprintf("BENCH {\"bench\":\"traceevent\",\"algorithm\":\"%s\",\"clock\":\"%s\",\"cpus\":%u,"
             "\"hypervisor\":\"%s\",\"tsc_hz\":%lu,\"batch\":%d,\"samples\":%d,"
             "\"median_cycles_per_event\":%s%lu.%02lu,\"ci95_low\":%s%lu.%02lu,\"ci95_high\":%s%lu.%02lu,"
             "\"median_cycles_per_pair_with_event\":%lu.%02lu,\"median_cycles_per_pair_without\":%lu.%02lu,"
+            "\"median_cycles_irq_save_restore\":%s%lu.%02lu,\"irq_ci95_low\":%s%lu.%02lu,\"irq_ci95_high\":%s%lu.%02lu,"
             "\"events_expected\":%lu,\"events_written\":%lu,\"events_lost\":%lu}\n",
             spinlab::lock_algorithm_name(g_lockcfg.algorithm), spinlab::clock_source_name(g_lockcfg.clock),
             g_ncpus, g_kvm.signature, g_tsc_hz, batch, n, med.sign, med.whole, med.hundredths, lo.sign,
             lo.whole, lo.hundredths, hi.sign, hi.whole, hi.hundredths, pon.whole, pon.hundredths,
-            poff.whole, poff.hundredths, uint64_t(n) * batch, after.events_written - before.events_written,
+            poff.whole, poff.hundredths, irq_med.sign, irq_med.whole, irq_med.hundredths, irq_lo.sign,
+            irq_lo.whole, irq_lo.hundredths, irq_hi.sign, irq_hi.whole, irq_hi.hundredths, uint64_t(n) * batch, after.events_written - before.events_written,
             after.events_lost - before.events_lost);
     // Every armed release wrote its event (other kernel locks may add a few sampled ones).
     const bool ok = after.events_written - before.events_written >= uint64_t(n) * batch &&

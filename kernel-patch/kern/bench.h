@@ -8,7 +8,8 @@
 //                    spin_unlock pairs of a contended-looking hold with a (circular) session
 //                    running, whose release writes a spinlock event or not, in alternating
 //                    batches; the median difference per event with a 95 % interval of the median
-//                    (distribution-free, from the order statistics), and the events written.
+//                    (distribution-free, from the order statistics), and the events written;
+//                    a third batch times one irq_save + irq_restore alone (the event's pushf; cli).
 //                    INSTRUMENT=1 only. scripts/bench-trace-event.sh boots it under TCG and KVM.
 #pragma once
 
