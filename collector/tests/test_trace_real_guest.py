@@ -147,10 +147,13 @@ def test_record_then_dump_with_exact_counters(guest):
 
 def test_a_session_that_cannot_keep_up_counts_every_lost_event(guest):
     """Two 4 KiB buffers per CPU, published only when full, against lockbench with every group
-    on (~450 k events/s): the recorder, which drains every 5 ms, cannot keep up, so events are
-    lost; each one must be counted (attempted = in the file + EventsLost)."""
+    on (~450 k events/s on a quiet host, ~1.5 k on a loaded one): a recorder that waits 0.5 s
+    after every drain that found nothing (--poll-interval) cannot keep up once a CPU writes more
+    than its two buffers (~200 events) in that time, so events are lost; each one must be
+    counted (attempted = in the file + EventsLost)."""
     out = os.path.join(guest["run_dir"], "lossy.trace")
-    collect(guest, "trace", "record", "--enable", "all", "--duration", "1", "--flush-timer", "0",
+    collect(guest, "trace", "record", "--enable", "all", "--duration", "2", "--flush-timer", "0",
+            "--poll-interval", "0.5",
             "--buffer-size", "4096", "--min-buffers", "2", "--max-buffers", "2", "-o", out)
     got = check_counters_against_file(guest, out)
     assert got["lost"] > 0, f"nothing lost with two 4 KiB buffers per CPU: {got}"

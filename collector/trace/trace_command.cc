@@ -259,7 +259,10 @@ RecordEnd record_loop(Session& s, const Config& c, TraceRecorder& rec, std::ostr
             last_events = rec.events();
             last_bytes = rec.bytes();
         }
-        std::this_thread::sleep_for(rec.poll_interval());
+        if (c.poll_interval_s > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double>(c.poll_interval_s));
+        else
+            std::this_thread::sleep_for(rec.poll_interval());
     }
 }
 

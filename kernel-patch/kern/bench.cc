@@ -151,6 +151,12 @@ Signed2 signed2(int64_t x100) {
     // Circular: the buffers go round with no host draining them, every event written in full.
     s.logger_mode = uint32_t(spinlab::TraceLoggerMode::kCircular);
     s.flush_timer_ms = 0;
+    // A small area (4 buffers of 16 KiB, about 630 events) that the warm-up goes round at least
+    // twice, so that every page of it has been written before the timing: the steady state of a
+    // session, whose buffers go round (the first write to a page is a one-off).
+    s.buffer_size = 16384;
+    s.minimum_buffers = 4;
+    s.maximum_buffers = 4;
     if (locktrace_control(s) != spinlab::Status::kSuccess) {
         kprintf("bench: traceevent: the trace session did not start\n");
         qemu_exit(kExitFail);
@@ -161,7 +167,12 @@ Signed2 signed2(int64_t x100) {
     // least 4 pairs, at most 2,000): under nested KVM a pair costs hundreds of microseconds,
     // under TCG about a microsecond.
     const uint64_t warm_end = arch::rdtsc_lfence() + g_tsc_hz * kWarmupSeconds;
-    while (arch::rdtsc_lfence() < warm_end) {
+    const uint64_t warm_cap = arch::rdtsc_lfence() + g_tsc_hz * 30;
+    const uint64_t area_events = 4 * 16384 / sizeof(spinlab::TraceSpinlockEvent);
+    const uint64_t written0 = lt::area_totals(locktrace_area()).events_written;
+    while ((arch::rdtsc_lfence() < warm_end ||
+            lt::area_totals(locktrace_area()).events_written - written0 < 2 * area_events) &&
+           arch::rdtsc_lfence() < warm_cap) {
         time_batch(&l, 4, 1);
         time_batch(&l, 4, 0);
         time_batch(&l, 4, 2);
