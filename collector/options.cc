@@ -116,6 +116,9 @@ struct Descriptions {
             ("clock-samples", po::value<std::string>()->default_value("8"),
              "info: clock publications to sample for the offset/drift fit");
         trace.add_options()
+            ("poll-interval", po::value<std::string>(),
+             "trace record: seconds to wait after a drain that found nothing (default: a quarter of "
+             "the time a CPU's buffers take to fill at the rate drained lately, 50 us to 2 ms)")
             ("buffer-size", po::value<std::string>(), "BufferSize: bytes per buffer, a multiple of 4096 (default 65536)")
             ("min-buffers", po::value<std::string>(), "MinimumBuffers per CPU, allocated at the start (default 4)")
             ("max-buffers", po::value<std::string>(), "MaximumBuffers per CPU, grown into on demand (default 64)")
@@ -287,6 +290,7 @@ void parse_common(Config& c, const po::variables_map& vm) {
         if (c.count == 0) throw CollectError(kExitUsage, "--count must be at least 1");
     }
     if (vm.count("duration")) c.duration_s = to_seconds("duration", str(vm, "duration"), false);
+    if (vm.count("poll-interval")) c.poll_interval_s = to_seconds("poll-interval", str(vm, "poll-interval"), false);
     c.output = str(vm, "output");
     c.fsync = vm["fsync"].as<bool>();
     c.stall_timeout_s = to_seconds("stall-timeout", str(vm, "stall-timeout"), false);

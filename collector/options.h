@@ -60,6 +60,7 @@ struct Config {
     double interval_s = 1.0;     // watch, record
     uint64_t count = 0;          // snapshots; 0 = until stopped (or --duration)
     double duration_s = 0;       // 0 = no limit
+    double poll_interval_s = 0;  // trace record: the wait after an empty drain; 0 = adaptive
     std::string output;          // record: the file
     bool fsync = false;          // record: fdatasync after every snapshot
     double stall_timeout_s = 5;  // record/watch: the guest is gone when its clock stalls this long

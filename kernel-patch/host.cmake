@@ -108,6 +108,7 @@ target_link_libraries(spinlab_channel PUBLIC spinlab_abi)
 spinlab_freestanding_check(spinlab_channel_freestanding_check spinlab_abi ${SPINLAB_CHANNEL_SOURCES})
 
 add_executable(channel_test
+  ${SPINLAB_KP}/channel/crc32c_test.cc
   ${SPINLAB_KP}/channel/frame_codec_test.cc
   ${SPINLAB_KP}/channel/region_header_test.cc
   ${SPINLAB_KP}/channel/channel_server_test.cc

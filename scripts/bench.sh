@@ -26,10 +26,14 @@ $bin/locktrace_benchmark --benchmark_out="$out/trace.json" --benchmark_out_forma
     --benchmark_context=host_cpu="$host_cpu" --benchmark_context=accelerator=native
 
 echo "bench: trace recording: the collector's TraceRecorder writing a trace file in $out from a /dev/shm"
-echo "       region (events/s, MB/s, lost, recorder CPU ns per event) at several producer rates"
+echo "       region (events/s, MB/s, lost, recorder CPU ns per event) at several offered rates; its parts alone"
 SPINLAB_BENCH_DIR="$out" $bin/trace_recorder_benchmark --benchmark_out="$out/trace-recorder.json" \
     --benchmark_out_format=json --benchmark_context=host_cpu="$host_cpu" \
     --benchmark_context=host_cpus="$(nproc)" --benchmark_context=accelerator=native
+/usr/bin/python3 scripts/bench-recorder-summary.py "$out/trace-recorder.json"
+
+echo "bench: a kernel-lock trace event's cost in the guest, cycles per event with its interval (TCG; KVM where usable)"
+ROUNDS=7 KVM_ROUNDS=3 OUT="$out/trace-event.json" scripts/bench-trace-event.sh
 
 echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none"
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh

@@ -161,6 +161,10 @@ step "lockbench --verify, lock=pticket,pvmcs,student, 1-8 vCPUs (TCG)" \
 # waiters sleep in the kernel (kSysWordWait), every sleep must end by a wake.
 step "lockbench --verify, lock=pvmcs,tas, 3 vCPUs beside a hog (TCG)" \
     $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pvmcs,tas --cpus 3 --hog
+# The in-guest cost of a kernel-lock trace event (make bench's measure), one TCG boot of ~4 s:
+# the guest fails unless every release it armed wrote its event into the running session.
+step "bench=traceevent: one kernel-lock event per armed release (TCG, 1 vCPU)" \
+    env ACCELS=tcg ROUNDS=1 KERNEL=$KERNEL OUT=build/test-trace-event.json scripts/bench-trace-event.sh
 # The original experiment's clock (cpuid; rdtsc) and timing (timing=all: every acquisition
 # timed, lockstat.timing_all_times_every_acquisition checks the uncontended peak and prints the
 # original's table), and two spinlock parameters set by boot option: the harness checks the

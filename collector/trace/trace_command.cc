@@ -259,7 +259,10 @@ RecordEnd record_loop(Session& s, const Config& c, TraceRecorder& rec, std::ostr
             last_events = rec.events();
             last_bytes = rec.bytes();
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (c.poll_interval_s > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double>(c.poll_interval_s));
+        else
+            std::this_thread::sleep_for(rec.poll_interval());
     }
 }
 
@@ -274,7 +277,7 @@ void stop_while_draining(Session& s, TraceRecorder& rec, std::ostream& out, std:
         try {
             while (!answered.load()) {
                 const bool took = end.error.empty() && rec.drain();
-                if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                if (!took) std::this_thread::sleep_for(rec.poll_interval());
             }
         } catch (const CollectError& e) {
             drain_error = e;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -67,10 +68,16 @@ public:
     }
     bool frame(TraceFrameKind kind, const void* payload, uint32_t len) {
         scratch_.resize(sizeof(TraceFrameHeader) + len);
-        const TraceFrameHeader h = lt::make_frame_header(kind, payload, len);
-        std::memcpy(scratch_.data(), &h, sizeof h);
-        std::memcpy(scratch_.data() + sizeof h, payload, len);
-        return write_whole(scratch_.data(), scratch_.size());
+        std::memcpy(scratch_.data() + sizeof(TraceFrameHeader), payload, len);
+        return frame_in_place(kind, scratch_.data(), len);
+    }
+    // The same frame from `frame`, which holds sizeof(TraceFrameHeader) bytes of room and then
+    // the `len` payload bytes: the header is written into the room, and the whole frame goes
+    // out with one write(2), with no copy (a buffer's path: take_buffer copies it there).
+    bool frame_in_place(TraceFrameKind kind, uint8_t* frame, uint32_t len) {
+        const TraceFrameHeader h = lt::make_frame_header(kind, frame + sizeof h, len);
+        std::memcpy(frame, &h, sizeof h);
+        return write_whole(frame, sizeof h + len);
     }
     const std::string& error() const { return error_; }
 
@@ -115,7 +122,15 @@ struct TraceRecorder::Impl {
     std::string region_path;
     TraceAreaHeader h{};                // the copy area_parse checked: the only geometry used
     std::vector<lt::DrainCursor> cursors;  // one per CPU: what the host took and accepted
+    // A frame: room for its header, then the buffer taken (payload()), so that the frame is
+    // written from here with no second copy.
     std::vector<uint8_t> buf;
+    uint8_t* payload() { return buf.data() + sizeof(TraceFrameHeader); }
+    // The poll interval's estimate: bytes taken in the window that began at window_start, and
+    // the fastest recent rate (bytes/s; halved by every quieter window).
+    std::chrono::steady_clock::time_point window_start = std::chrono::steady_clock::now();
+    uint64_t window_bytes = 0;
+    double rate = 0;
     uint64_t buffers = 0, events = 0, bytes = 0, damaged = 0;
     uint64_t undelivered = 0;  // taken or read, not in the file: this recorder's RealTimeBuffersLost
     bool counters_written = false;
@@ -138,7 +153,11 @@ struct TraceRecorder::Impl {
     // A buffer of CPU `cpu` the host took (or read in place): into the file, or counted in that
     // CPU's RealTimeBuffersLost when the write fails.
     void write_buffer(uint32_t cpu, const uint8_t* data, uint32_t len) {
-        if (!out.frame(TraceFrameKind::kBuffer, data, len)) {
+        // Both callers (take_buffer, read_in_place) copied the buffer to payload().
+        const bool written = data == payload()
+                                 ? out.frame_in_place(TraceFrameKind::kBuffer, buf.data(), len)
+                                 : out.frame(TraceFrameKind::kBuffer, data, len);
+        if (!written) {
             lost(cpu, 1);
             return;
         }
@@ -170,7 +189,7 @@ TraceRecorder::TraceRecorder(const std::string& region_path, const std::string& 
         if (const lt::DrainError e = lt::cursor_init(m.region.area(), m.h, k, &m.cursors[k]);
             e != lt::DrainError::kNone)
             m.fail(k, e);
-    m.buf.resize(m.h.session.buffer_size);
+    m.buf.resize(sizeof(TraceFrameHeader) + m.h.session.buffer_size);
     const TraceFileHeader fh = lt::make_file_header(m.h.session, m.h.session.cpu_count, m.region.tsc_hz());
     m.out.header(&fh, sizeof fh);
 }
@@ -181,6 +200,7 @@ bool TraceRecorder::drain() {
     Impl& m = *impl_;
     if (m.h.session.logger_mode == uint32_t(TraceLoggerMode::kCircular)) return false;
     bool any = false;
+    uint64_t taken_bytes = 0;
     // At most one round of a CPU's slots per call: against a producer as fast as the host, the
     // caller (trace record) still gets to check its duration and Ctrl-C between calls.
     const uint32_t per_call = std::max<uint32_t>(1, m.h.session.buffers_per_cpu);
@@ -189,7 +209,7 @@ bool TraceRecorder::drain() {
         for (uint32_t taken = 0; taken < per_call; taken++) {
             lt::DrainError e = lt::DrainError::kNone;
             const lt::TakeResult r =
-                lt::take_buffer(m.region.area(), m.h, k, &m.cursors[k], m.buf.data(), &len, &e);
+                lt::take_buffer(m.region.area(), m.h, k, &m.cursors[k], m.payload(), &len, &e);
             if (r == lt::TakeResult::kCorrupt) m.fail(k, e);
             if (r == lt::TakeResult::kEmpty) break;
             any = true;
@@ -198,10 +218,30 @@ bool TraceRecorder::drain() {
                 m.undelivered++;
                 continue;
             }
-            m.write_buffer(k, m.buf.data(), len);
+            m.write_buffer(k, m.payload(), len);
+            taken_bytes += m.h.session.buffer_size;
         }
     }
+    // The rate for poll_interval(), over windows of at least 2 ms.
+    const auto now = std::chrono::steady_clock::now();
+    m.window_bytes += taken_bytes;
+    const double dt = std::chrono::duration<double>(now - m.window_start).count();
+    if (dt >= 0.002) {
+        m.rate = std::max(double(m.window_bytes) / dt, m.rate / 2);
+        m.window_start = now;
+        m.window_bytes = 0;
+    }
     return any;
+}
+
+std::chrono::microseconds TraceRecorder::poll_interval() const {
+    const Impl& m = *impl_;
+    constexpr std::chrono::microseconds kLongest{2000}, kShortest{50};
+    if (m.rate <= 0) return kLongest;
+    // A quarter of the time one CPU's buffers take to fill at the whole session's recent rate.
+    const double fill_s = double(m.h.session.buffers_per_cpu) * m.h.session.buffer_size / m.rate;
+    const double us = std::clamp(fill_s / 4 * 1e6, double(kShortest.count()), double(kLongest.count()));
+    return std::chrono::microseconds(int64_t(us));
 }
 
 void TraceRecorder::finish() {
@@ -215,7 +255,7 @@ void TraceRecorder::finish() {
             } to{&m, k};
             // Buffers overwritten while they were copied (torn) are not delivered: counted.
             const uint64_t torn = lt::read_in_place(
-                m.region.area(), m.h, k, &m.cursors[k], m.buf.data(),
+                m.region.area(), m.h, k, &m.cursors[k], m.payload(),
                 [](void* arg, const uint8_t* data, uint32_t len) {
                     const Emit& to = *static_cast<const Emit*>(arg);
                     to.m->write_buffer(to.cpu, data, len);

@@ -194,3 +194,38 @@ TEST(TraceRecorderSnapshot, ReadsARunningCircularSessionWithoutStoppingIt) {
 
 }  // namespace
 }  // namespace spinlab::collect
+
+namespace spinlab::collect {
+namespace {
+
+// poll_interval(): 2 ms while nothing comes; while buffers come fast, a quarter of the time a
+// CPU's buffers take to fill (here far less than 2 ms, so the 50 us floor); back to 2 ms once
+// they stop.
+TEST(TraceRecorderPoll, WaitsLessWhileBuffersComeFast) {
+    MemRegion r(1, 8, TraceLoggerMode::kRealTime);
+    const std::string file = std::string("/tmp/spinlab-poll-") + std::to_string(getpid()) + ".trace";
+    {
+        TraceRecorder rec(r.path(), file);
+        EXPECT_EQ(rec.poll_interval(), std::chrono::microseconds(2000));
+        // Buffers as fast as the test can publish them, for at least two 2 ms windows.
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+        uint64_t published = 0;
+        while (std::chrono::steady_clock::now() < end) {
+            published += r.publish(0, 4, kEvents);
+            rec.drain();
+        }
+        EXPECT_GT(published, 0u);
+        EXPECT_EQ(rec.poll_interval(), std::chrono::microseconds(50)) << published << " buffers in 10 ms";
+        // Nothing more: every quieter window halves the rate seen, until the interval is 2 ms again.
+        for (int i = 0; i < 60; i++) {
+            std::this_thread::sleep_for(std::chrono::microseconds(2100));
+            rec.drain();
+        }
+        EXPECT_EQ(rec.poll_interval(), std::chrono::microseconds(2000));
+        rec.finish();
+    }
+    std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace spinlab::collect

@@ -25,7 +25,7 @@ TraceRecording::TraceRecording(Guest& guest, const TraceSessionInformation& para
     drainer_ = std::thread([this] {
         try {
             while (!stop_drainer_.load(std::memory_order_relaxed))
-                if (!recorder_->drain()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                if (!recorder_->drain()) std::this_thread::sleep_for(recorder_->poll_interval());
         } catch (const collect::CollectError& e) {
             drain_error_ = e.what();  // a corrupt region, or the file cannot be written
             drain_error_code_ = e.exit_code();

@@ -4,6 +4,13 @@
 //                    booted algorithm (lock=), clock (clock=) and build (INSTRUMENT=). Prints
 //                    one line `BENCH {json}` and leaves QEMU with the pass status.
 //                    scripts/bench-guest.sh boots every combination and collects the lines.
+//   bench=traceevent cycles one kernel-lock trace event costs in the guest: spin_lock +
+//                    spin_unlock pairs of a contended-looking hold with a (circular) session
+//                    running, whose release writes a spinlock event or not, in alternating
+//                    batches; the median difference per event with a 95 % interval of the median
+//                    (distribution-free, from the order statistics), and the events written;
+//                    a third batch times one irq_save + irq_restore alone (the event's pushf; cli).
+//                    INSTRUMENT=1 only. scripts/bench-trace-event.sh boots it under TCG and KVM.
 #pragma once
 
 [[noreturn]] void bench_run(const char* which);
