@@ -1,0 +1,70 @@
+"""The TSC offset and scaling KVM applies to a VM's vCPUs, as its debugfs states them.
+
+KVM makes one debugfs directory per VM, `<debugfs>/kvm/<pid>-<fd>/` (pid: the process that
+created the VM, QEMU; fd: its VM file descriptor), with `vcpu<N>/tsc-offset` (signed, host
+cycles added to the host TSC when the guest reads its TSC) and, only where the CPU can scale
+TSCs, `vcpu<N>/tsc-scaling-ratio` and `tsc-scaling-ratio-frac-bits` (ratio / 2^frac_bits;
+absent: ratio 1). What the offset means next to spinlab's sampled clock fit, and which one was
+shown right on this machine: collector/README.md, "Under KVM".
+
+read_tsc() never raises for a missing source: it returns the reason instead, so a caller falls
+back to the sampled fit and says why (TCG: no KVM VM; a non-root user: debugfs unreadable;
+debugfs not mounted)."""
+import os
+
+DEBUGFS = "/sys/kernel/debug"
+
+
+def vm_dirs(pid, debugfs=DEBUGFS):
+    """The debugfs directories of the KVM VMs process pid created (usually one)."""
+    kvm = os.path.join(debugfs, "kvm")
+    try:
+        names = os.listdir(kvm)
+    except OSError:
+        return []
+    prefix = f"{int(pid)}-"
+    return sorted(os.path.join(kvm, n) for n in names if n.startswith(prefix) and n[len(prefix):].isdigit())
+
+
+def _read_int(path):
+    with open(path) as f:
+        text = f.read().strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{path}: expected an integer, read {text!r}") from None
+
+
+def read_tsc(pid, debugfs=DEBUGFS):
+    """(per-vCPU list, None) or (None, reason). Each entry: {"vcpu": N, "tsc_offset": int,
+    "tsc_scaling_ratio": float (1.0 where KVM does not scale), "scaling_stated": bool}."""
+    kvm = os.path.join(debugfs, "kvm")
+    if not os.path.isdir(kvm):
+        return None, f"{kvm} is not there (debugfs not mounted, not readable by this user, or no KVM)"
+    dirs = vm_dirs(pid, debugfs)
+    if not dirs:
+        return None, f"no KVM VM of process {pid} in {kvm} (not running under KVM?)"
+    if len(dirs) > 1:
+        return None, f"process {pid} has {len(dirs)} KVM VMs in {kvm}: which one is the guest is not known"
+    vcpus = []
+    for name in sorted(os.listdir(dirs[0])):
+        if not (name.startswith("vcpu") and name[4:].isdigit()):
+            continue
+        d = os.path.join(dirs[0], name)
+        try:
+            offset = _read_int(os.path.join(d, "tsc-offset"))
+        except OSError as e:
+            return None, f"{d}/tsc-offset: {e.strerror}"
+        ratio, stated = 1.0, False
+        if os.path.exists(os.path.join(d, "tsc-scaling-ratio")):
+            try:
+                raw = _read_int(os.path.join(d, "tsc-scaling-ratio"))
+                bits = _read_int(os.path.join(d, "tsc-scaling-ratio-frac-bits"))
+            except OSError as e:
+                return None, f"{d}: tsc scaling unreadable: {e.strerror}"
+            ratio, stated = raw / float(1 << bits), True
+        vcpus.append({"vcpu": int(name[4:]), "tsc_offset": offset, "tsc_scaling_ratio": ratio,
+                      "scaling_stated": stated})
+    if not vcpus:
+        return None, f"{dirs[0]} lists no vCPU"
+    return sorted(vcpus, key=lambda v: v["vcpu"]), None
