@@ -102,3 +102,4 @@ LOCK_ALGORITHM = _need(_ENUMS, "lock_algorithm")    # LockAlgorithm (boot option
 CLOCK_SOURCE = _need(_ENUMS, "clock_source")        # ClockSource (boot option clock=)
 INSTRUMENT_LEVEL = _need(_ENUMS, "instrument_level")
 TRACE_LOGGER_MODE = _need(_ENUMS, "trace_logger_mode")  # trace.h TraceLoggerMode ([trace] mode)
+PREEMPTOR_CLASS = _need(_ENUMS, "preemptor_class")  # preemptor.h PreemptorClass (timeline.csv preemptor)

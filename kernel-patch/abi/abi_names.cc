@@ -7,6 +7,7 @@
 // "name": "neither"}, ...], ...}}, each enum's rows in value order. Names are plain ASCII
 // words (the tables are checked for that here: a quote or backslash would need escaping).
 #include <spinlab/perfdata.h>
+#include <spinlab/preemptor.h>
 #include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
 
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
                     write_enum("instrument_level", kInstrumentLevelNames, false) &&
                     write_enum("trace_logger_mode", kTraceLoggerModeNames, false) &&
                     write_enum("trace_state", kTraceStateNames, false) &&
-                    write_enum("trace_stack_end", kTraceStackEndNames, true);
+                    write_enum("trace_stack_end", kTraceStackEndNames, false) &&
+                    write_enum("preemptor_class", kPreemptorClassNames, true);
     std::fprintf(out, "  }\n}\n");
     // Written whole or not at all: a reader never sees half a file.
     if (std::fclose(out) != 0 || !ok || std::rename(tmp.c_str(), argv[1]) != 0) {
