@@ -9,8 +9,9 @@ the column (a timeline.csv written before it) `unknown`. The share of a class is
 all those cycles: how much of the spin behind a preempted holder each preemptor caused.
 
 Exact where the timeline is complete (each off row then names its preemptor); the rest is
-`unknown`. Waits whose holder changed during the wait are not split by holder here: they are
-counted in `waits_not_placed` and left out.
+`unknown`. The holder is taken piece by piece as the attribution does (waits._holder_pieces: a
+hand-over placed splits the wait); a wait whose holder changed at an unknown moment is counted
+in `waits_not_placed` and left out.
 """
 import numpy as np
 
@@ -64,27 +65,27 @@ def holder_off_by_class(att, rows) -> tuple:
     cycles = dict.fromkeys(CLASSES, 0.0)
     if not att.measured or not len(att):
         return cycles, 0, 0
+    from .waits import _holder_pieces
     index = _by_vcpu(rows)
-    off = np.flatnonzero((att.side["holder"] == OFF) & (att.source["holder"] == 0))
-    h0, h1 = att.holder_cpu(), att.holder_end_cpu()
-    wait = att.wait_cycles().astype(np.float64)
     lw, pos = att.lw, att.pos
-    counted = not_placed = 0
-    for j in off.tolist():
-        holds = lw.holds_at[pos[j] + 1] > lw.holds_at[pos[j]]
-        if holds or (h0[j] >= 0 and h1[j] >= 0 and h0[j] != h1[j]) or not np.isfinite(att.host_start[j]):
-            not_placed += 1
-            continue
-        vcpu = int(h0[j] if h0[j] >= 0 else h1[j])
-        lo, hi = float(att.host_start[j]), float(att.host_start[j] + wait[j])
-        counted += 1
-        if vcpu not in index:
+    wait = att.wait_cycles().astype(np.float64)
+    finite = np.isfinite(att.bound)
+    host = np.where(finite, att.host_start, 0.0)
+    # The holder's pieces of each wait, as the attribution measured them (one per holder, a
+    # hand-over placed); a hand-over at an unknown moment (slow) has no pieces: not placed.
+    k, vcpus, lo, hi, slow = _holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
+    off = (att.side["holder"] == OFF) & (att.source["holder"] == 0)
+    placed = np.zeros(len(att), dtype=bool)
+    placed[k] = True
+    counted, not_placed = int((off & placed).sum()), int((off & ~placed).sum())
+    for j, vcpu, a, b in zip(k.tolist(), vcpus.tolist(), lo.tolist(), hi.tolist()):
+        if not off[j] or vcpu not in index:
             continue
         s, e, c = index[vcpu]
-        first = int(np.searchsorted(e, lo, side="right"))
-        last = int(np.searchsorted(s, hi, side="left"))
+        first = int(np.searchsorted(e, a, side="right"))
+        last = int(np.searchsorted(s, b, side="left"))
         for i in range(first, last):
-            overlap = min(e[i], hi) - max(s[i], lo)
+            overlap = min(e[i], b) - max(s[i], a)
             if overlap > 0:
                 cycles[c[i]] += overlap
     return cycles, counted, not_placed
