@@ -23,7 +23,7 @@ const std::vector<std::string> kCommands = {"hog",      "throttle", "preempt", "
 // Raw option values; converted and checked into the Command after parsing.
 struct Raw {
     std::string config, cpus, vcpus, cgroup = "auto", schedule = "fixed", qmp;
-    std::vector<std::string> tids;
+    std::vector<std::string> tids, neighbours;
     int qemu_pid = 0;
     double freeze_ms = 10, freeze_max_ms = 0, period_ms = 100, phase_ms = 0;
     uint64_t seed = 1;
@@ -143,6 +143,10 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
             ("freezes", po::value(&c.timeline.freezes),
              "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
              "written as state frozen; read when the timeline ends")
+            ("neighbour", po::value(&r.neighbours)->composing(),
+             "NAME:TID[,TID...] (repeatable): a neighbour VM's vCPU threads, the i-th TID its vCPU i; an "
+             "off interval whose CPU went to one is classed neighbour-vcpu with that VM and vCPU (column "
+             "preemptor; hogs are found in the ledgers of --state-dir)")
             ("no-switch-records", po::bool_switch(&r.no_switch_records),
              "trace only: do not fill the switches sched_switch lacks from the threads' perf switch "
              "records (they stay unknown)")
@@ -193,6 +197,7 @@ const char* examples(const std::string& name) {
                "  spinlab-load timeline --qemu-pid 4242 --freezes preempt.csv --phase preempt-30ms --rep 1 \\\n"
                "      --out timeline.csv   # stop preempt first: its effective windows become state frozen\n"
                "  spinlab-load timeline --qmp /run/vm.qmp --trace-clock mono --out t.csv\n"
+               "  spinlab-load timeline --qemu-pid 4242 --neighbour vm2:5001,5002 --out t.csv  # preemptor classes\n"
                "  spinlab-load timeline --qemu-pid 4242 --vcpu-state /dev/shm/spinlab-lab1 --out t.csv\n";
     }
     if (name == "cleanup") return "  spinlab-load cleanup\n";
@@ -240,6 +245,9 @@ void convert(Command& c, const Raw& r) {
     } else if (c.name == "timeline") {
         c.timeline.targets = targets;
         c.timeline.switch_records = !r.no_switch_records;
+        c.timeline.neighbours.clear();
+        for (const std::string& n : r.neighbours) c.timeline.neighbours.push_back(parse_neighbour(n));
+        c.timeline.hog_state_dir = c.session.state_dir;
         validate_timeline(c.timeline);
     } else if (c.name == "libvirt-args") {
         if (c.qemu_pid <= 0) throw LoadError("--qemu-pid must be a positive pid");

@@ -15,6 +15,8 @@ struct ThreadState {
     std::string reason;
     int cpu = -1;
     uint64_t seen_on = 0;  // its latest running stamp since `since` (0: none)
+    int next_pid = -1;     // off: the task its switch-out gave the CPU to
+    std::string next_comm;
 };
 }  // namespace
 
@@ -27,12 +29,19 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const SchedSwitch* a, const SchedSwitch* b) { return a->ts < b->ts; });
     std::map<int, ThreadState> by_tid;
-    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1, 0};
+    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1, 0, -1, ""};
 
     std::vector<RunInterval> out;
     auto emit = [&](ThreadState& s, RunState state, uint64_t start, uint64_t end, std::string reason,
                     int cpu) {
-        if (end > start) out.push_back({s.thread->tid, s.thread->vcpu, state, start, end, reason, cpu});
+        if (end <= start) return;
+        RunInterval r{s.thread->tid, s.thread->vcpu, state, start, end, reason, cpu};
+        // Only an off interval that began at a switch-out of the trace names who took the CPU.
+        if (state == RunState::kOff && s.state == ThreadState::kOff && start == s.since) {
+            r.preemptor_pid = s.next_pid;
+            r.preemptor_comm = s.next_comm;
+        }
+        out.push_back(std::move(r));
     };
     // The time of the latest event seen on each CPU, before the one being read.
     std::map<int, uint64_t> last_on_cpu;
@@ -80,6 +89,8 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
             s.state = ThreadState::kOff;
             s.since = ts;
             s.reason = e->prev_state;
+            s.next_pid = e->next_pid;
+            s.next_comm = e->next_comm;
         }
         if (auto it = by_tid.find(e->next_pid); it != by_tid.end()) {
             ThreadState& s = it->second;
@@ -164,8 +175,19 @@ const char* run_state_name(RunState s) {
     return "?";
 }
 
+namespace {
+// A CSV field: quoted, quotes doubled, where it holds a comma, quote or line break (RFC 4180).
+std::string csv_field(const std::string& text) {
+    if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+    std::string out = "\"";
+    for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+}
+}  // namespace
+
 std::string run_intervals_csv_header() {
-    return "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu\n";
+    return "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu,"
+           "preemptor,preemptor_vm,preemptor_vcpu,preemptor_pid,preemptor_comm\n";
 }
 
 std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals, const TimelineLabel& label,
@@ -177,7 +199,11 @@ std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals, 
                std::to_string(label.rep) + ",";
         if (to_ns) csv += std::to_string(to_ns(r.start)) + "," + std::to_string(to_ns(r.end));
         else csv += ",";
-        csv += "," + r.reason + "," + std::to_string(r.cpu) + "\n";
+        csv += "," + r.reason + "," + std::to_string(r.cpu) + ",";
+        if (r.state != RunState::kOn) csv += spinlab::preemptor_class_name(r.preemptor);
+        csv += "," + r.preemptor_vm + "," + (r.preemptor_vcpu >= 0 ? std::to_string(r.preemptor_vcpu) : "") + "," +
+               (r.preemptor_pid >= 0 ? std::to_string(r.preemptor_pid) : "") + "," + csv_field(r.preemptor_comm) +
+               "\n";
     }
     return csv;
 }

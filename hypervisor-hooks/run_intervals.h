@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <spinlab/preemptor.h>
+
 #include "freeze_record.h"
 #include "sched_switch_parse.h"
 
@@ -54,6 +56,15 @@ struct RunInterval {
     // Unknown intervals: "switch-in not traced" or "switch-out not traced".
     std::string reason;
     int cpu;  // the CPU it ran on (on intervals), else -1
+    // Off intervals: the task its switch-out gave the CPU to (the sched_switch's next_pid and
+    // next_comm); -1 and "" where the switch-out is not in the trace (taken from perf's records,
+    // which do not name it), off since the window start, and on or unknown intervals. Classed
+    // by classify_preemptors (preemptor.h), which fills the rest.
+    int preemptor_pid = -1;
+    std::string preemptor_comm{};
+    spinlab::PreemptorClass preemptor = spinlab::PreemptorClass::kPreemptorUnknown;
+    std::string preemptor_vm{};  // neighbour-vcpu: the neighbour VM's name
+    int preemptor_vcpu = -1;   // own-vcpu, neighbour-vcpu: which vCPU
 };
 
 // Events must be in time order per CPU (as trace_pipe gives them); they are sorted by time
@@ -77,7 +88,11 @@ struct TimelineLabel {
 };
 
 // The timeline CSV, the one format for a standalone timeline and the results' timeline.csv:
-//   vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu
+//   vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu,
+//   preemptor,preemptor_vm,preemptor_vcpu,preemptor_pid,preemptor_comm
+// preemptor is a PreemptorClass name on off, frozen and unknown rows and empty on on rows;
+// preemptor_vm, preemptor_vcpu, preemptor_pid empty where they do not apply; preemptor_comm
+// quoted (RFC 4180) where it holds a comma, quote or newline.
 // The first seven columns are the results contract's (analysis/README.md); ns columns come
 // from `to_ns` (may be empty: then they are left empty).
 std::string run_intervals_csv_header();

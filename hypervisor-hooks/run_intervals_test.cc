@@ -191,13 +191,20 @@ TEST(RunIntervals, EventsOfOtherThreadsAreIgnoredAndBadWindowRejected) {
 
 TEST(RunIntervals, CsvIsTheResultsTimelineWithBothClocks) {
     auto r = build_run_intervals({sw(500, 7, "R+", 0)}, {{7, 0, {}}}, 0, 1000);
+    r[1].preemptor_comm = "a, \"b\"";  // a comm with a comma and quotes is quoted
     std::string csv = run_intervals_csv_header() +
                       format_run_intervals_csv(r, {"host-load", 2}, [](uint64_t tsc) { return tsc * 2; });
     EXPECT_EQ(csv,
-              "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu\n"
-              "0,7,on,0,500,host-load,2,0,1000,,0\n"
-              "0,7,off,500,1000,host-load,2,1000,2000,R+,-1\n");
-    EXPECT_EQ(format_run_intervals_csv(r, {}, {}), "0,7,on,0,500,,0,,,,0\n0,7,off,500,1000,,0,,,R+,-1\n");
+              "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu,"
+              "preemptor,preemptor_vm,preemptor_vcpu,preemptor_pid,preemptor_comm\n"
+              "0,7,on,0,500,host-load,2,0,1000,,0,,,,,\n"
+              "0,7,off,500,1000,host-load,2,1000,2000,R+,-1,unknown,,,0,\"a, \"\"b\"\"\"\n");
+    r[1].preemptor = spinlab::PreemptorClass::kPreemptorNeighbourVcpu;
+    r[1].preemptor_vm = "vm2";
+    r[1].preemptor_vcpu = 1;
+    r[1].preemptor_comm = "CPU 1/TCG";
+    EXPECT_EQ(format_run_intervals_csv(r, {}, {}),
+              "0,7,on,0,500,,0,,,,0,,,,,\n0,7,off,500,1000,,0,,,R+,-1,neighbour-vcpu,vm2,1,0,CPU 1/TCG\n");
 }
 
 // Thread 7: on [0,100) off [100,400) on [400,1000); thread 8 off the whole window.

@@ -92,6 +92,10 @@ std::optional<SchedSwitch> parse_sched_switch_line(std::string_view line) {
     if (!next_pid || !parse_number(*next_pid, ev.next_pid)) throw bad("bad or missing next_pid");
     if (!prev_state || prev_state->empty()) throw bad("missing prev_state");
     ev.prev_state = std::string(*prev_state);
+    // " ==> next_comm=<comm> next_pid=": the comm runs up to the last " next_pid=".
+    const std::string_view kNextComm = " ==> next_comm=";
+    if (next.substr(0, kNextComm.size()) == kNextComm && next_pid_at >= kNextComm.size())
+        ev.next_comm = std::string(next.substr(kNextComm.size(), next_pid_at - kNextComm.size()));
     return ev;
 }
 

@@ -31,6 +31,7 @@ struct SchedSwitch {
     int prev_pid = 0;
     std::string prev_state;   // "R", "R+", "S", "D", ... why the previous task left the CPU
     int next_pid = 0;
+    std::string next_comm{};  // the task given the CPU (its comm; may hold spaces); empty for stamps
     // Not a switch but a running stamp: prev_pid (== next_pid) was on `cpu` at ts.
     bool running_stamp = false;
 };

@@ -23,6 +23,7 @@ TEST(SchedSwitchLine, ParsesAllFields) {
     EXPECT_EQ(ev->prev_pid, 8657);
     EXPECT_EQ(ev->prev_state, "R");
     EXPECT_EQ(ev->next_pid, 41);
+    EXPECT_EQ(ev->next_comm, "kworker/1:1");
 }
 
 TEST(SchedSwitchLine, CommsWithSpacesAsQemuNamesVcpus) {
@@ -33,6 +34,7 @@ TEST(SchedSwitchLine, CommsWithSpacesAsQemuNamesVcpus) {
     EXPECT_EQ(ev->prev_pid, 4242);
     EXPECT_EQ(ev->prev_state, "R+");
     EXPECT_EQ(ev->next_pid, 4243);
+    EXPECT_EQ(ev->next_comm, "CPU 1/TCG");
     EXPECT_EQ(ev->cpu, 0);
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "fs_util.h"
 #include "host_clock.h"
@@ -91,10 +92,19 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     std::vector<ThreadTarget> targets = resolve_targets(c.targets);
     std::vector<int> tids;
     std::vector<TimelineThread> threads;
+    std::map<int, int> own_vcpus;
     for (const ThreadTarget& t : targets) {
         tids.push_back(t.tid);
         threads.push_back({t.tid, t.vcpu, running_now(t)});
+        own_vcpus[t.tid] = t.vcpu;
     }
+    PreemptorContext preemptors = preemptor_context(own_vcpus, c.neighbours);
+    auto look_for_hogs = [&] {
+        if (c.hog_state_dir.empty()) return;
+        std::set<int> now = ledger_processes(c.hog_state_dir);
+        preemptors.hogs.insert(now.begin(), now.end());
+    };
+    look_for_hogs();
     TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb,
                         /*running_stamps=*/true);
     std::unique_ptr<SwitchRecorder> records = open_switch_records(c, tids);
@@ -128,6 +138,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         if (!c.raw_out.empty()) raw += chunk;
         parser.feed(chunk);
         if (records) records->drain();
+        look_for_hogs();
     };
     // Drain on a timer, never on trace_pipe readability: waking up for each event would
     // preempt the traced thread on its CPU, which writes two more events, which wakes us
@@ -189,6 +200,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
             code = 2;
         }
     }
+    classify_preemptors(intervals, preemptors);
     const std::string rows =
         format_run_intervals_csv(intervals, {c.phase, c.rep}, [&](uint64_t tsc) { return map.to_ns(tsc); });
     write_text(c.out_csv, run_intervals_csv_header() + rows);

@@ -13,6 +13,9 @@
 // `unknown`, bounded by the timer-interrupt running stamps.
 // Given the preempt record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
+// Each off interval names the task that took the CPU and its class (preemptor.h: own-vcpu,
+// neighbour-vcpu with --neighbour, hog from the ledgers of the state dir, read every drain so a
+// hog that ends before the timeline is still known, freeze, host-task, unknown).
 // With --vcpu-state REGION it also keeps the guest's vCPU state words (kVcpuOffPreempted,
 // kVcpuOffBlocked) from the threads' switches while it runs (vcpu_state_publisher.h).
 #pragma once
@@ -20,6 +23,7 @@
 #include <string>
 
 #include "command_session.h"
+#include "preemptor.h"
 #include "thread_targets.h"
 
 namespace spinlab::load {
@@ -38,6 +42,8 @@ struct TimelineConfig {
     std::string vcpu_state;               // optional: the region file whose vCPU state words to keep
     uint32_t vcpu_state_period_us = 1000; // how often the words' publisher reads the switches
     std::string vcpu_state_latency_json;  // optional: the words' store latencies (PublishStats) at exit
+    std::vector<Neighbour> neighbours;    // --neighbour: other VMs' vCPU threads (preemptor classes)
+    std::string hog_state_dir;            // the ledgers whose processes are hogs (the session's state dir)
 };
 
 void validate_timeline(const TimelineConfig& c);

@@ -126,12 +126,14 @@ step "classroom labs: checkers on real and edited results (pytest)" pytest_dir l
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
 # hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min
 step "make install: installed spinlab runs without the source tree" scripts/install-test.sh
-# One 20 s preempt run under TCG (~35 s): the clock's drift and bound, the clock against the
-# host's off-CPU records, LHP classes against the effective freeze windows (both rates printed).
+# One preempt run under TCG, two 20 s phases (~60 s): the clock's drift and bound, the clock
+# against the host's off-CPU records, LHP classes against the effective freeze windows (both rates
+# printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside vCPU 1.
 step "LHP ground truth and clock on a real guest (pytest, TCG)" \
     bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth.py"
 # The same bars under KVM, judged on the report's final classes: a ticket lock freezing vCPU 1
-# and then a hog on its host CPU (runnable preemption: steal time and the timeline must agree),
+# and then a hog on its host CPU (runnable preemption: steal time and the timeline must agree;
+# the preemptors: the freeze, then the hog),
 # an MCS lock freezing vCPU 0. About 2.7 min under nested KVM.
 if kvm_ok; then
     step "LHP ground truth on a real guest (pytest, KVM)" \

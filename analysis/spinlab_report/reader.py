@@ -158,6 +158,13 @@ def read_timeline(path: str) -> pd.DataFrame:
     bad = sorted(set(df["state"]) - set(c.TIMELINE_STATES))
     if bad:
         raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected {', '.join(c.TIMELINE_STATES)})")
+    if "preemptor" in df.columns:  # spinlab-load timeline's class of who took the CPU (preemptors.py)
+        from .names import PREEMPTOR_CLASS
+        given = df["preemptor"].dropna().astype(str)
+        bad = sorted(set(given) - set(PREEMPTOR_CLASS.names))
+        if bad:
+            raise c.ContractError(f"{c.TIMELINE}: unknown preemptor class(es) {', '.join(bad)} "
+                                  f"(expected {', '.join(PREEMPTOR_CLASS.names)})")
     if (df["end_host_tsc"] < df["start_host_tsc"]).any():
         row = int((df["end_host_tsc"] < df["start_host_tsc"]).to_numpy().argmax()) + 2
         raise c.ContractError(f"{c.TIMELINE}: line {row}: end_host_tsc is before start_host_tsc")

@@ -9,7 +9,7 @@ the whole run (with each repetition), and named in the problems when there are a
 """
 from dataclasses import dataclass
 
-from . import aggregate, cdf, throughput, waits
+from . import aggregate, cdf, preemptors, throughput, waits
 from . import contract as c
 from .buckets import LONG_K
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
@@ -56,6 +56,7 @@ def phase_summary(run, phase: str, opts: Options) -> dict:
         "throughput": throughput.phase_throughput(snaps, opts.confidence),
         "trace": trace_loss(snaps),
         "timeline_unknown": timeline_unknown(run.timeline, phase),
+        "preemptors": preemptors.phase_preemptors(snaps, run.timeline, run.clock, opts.threshold),
     }
 
 

@@ -403,6 +403,8 @@ def build(run, summary: dict) -> dict:
             "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6, conf),
             "lhp": lhp_counts(reps),
             "vcpu_off_share": off_share(run.timeline, phase),
+            # who took the holder's CPU (preemptors.py): the summary's, kept beside the spin it shares out
+            "preemptors": s.get("preemptors"),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
                                             conf, phase == base),
         }

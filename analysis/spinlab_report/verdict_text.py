@@ -170,6 +170,11 @@ def with_ci(d: dict, unit: str, conf: float, fmt=g3) -> str:
     return f"{fmt(d['mean'])} {unit} ({int(round(conf * 100))}% CI {interval(d, fmt)})"
 
 
+def preemptor_sentence(p: dict | None) -> str | None:
+    from .preemptors import sentence
+    return sentence(p)
+
+
 def lhp_sentences(p: dict, conf: float) -> str:
     l, n = p["lhp_spin"], p["repetitions"]
     cyc, waits = l["cycles_per_vcpu_second"], l["waits_per_second"]
@@ -181,6 +186,9 @@ def lhp_sentences(p: dict, conf: float) -> str:
     if l["repetitions_attributed"] < n:
         out += (f" (From the {l['repetitions_attributed']} of {n} repetitions whose long waits were listed and "
                 "could be attributed.)")
+    who = preemptor_sentence(p.get("preemptors"))
+    if who:
+        out += f" Of the spin behind a preempted holder, {who}."
     return out
 
 

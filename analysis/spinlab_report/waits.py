@@ -577,7 +577,7 @@ def new_share() -> dict:
             "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
 
 
-def _classified(s, timeline, clock, threshold: int):
+def classified(s, timeline, clock, threshold: int):
     """The long waits (>= threshold) of snapshot s measured and attributed (classify: measure and
     attribute over arrays), once per timeline, clock and threshold: summary.json, the verdict
     and the figures all ask for the same waits, and measuring them against the timeline is most
@@ -593,7 +593,7 @@ def _classified(s, timeline, clock, threshold: int):
 
 
 def forget(snaps):
-    """Drops what _classified kept on these snapshots (about 1 KB per wait)."""
+    """Drops what classified kept on these snapshots (about 1 KB per wait)."""
     for s in snaps:
         s.__dict__.pop("_lhp_memo", None)
 
@@ -615,7 +615,7 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
             out["snapshots_without_list"] += 1
             continue
         out["dropped"] += int(s.long_waits_dropped)
-        columns.append(_classified(s, timeline, clock, threshold))
+        columns.append(classified(s, timeline, clock, threshold))
         count(out, columns[-1])  # _count over arrays
     out["waits"] = Rows(columns)
     known = out["holder_off"] + out["holder_on"]

@@ -17,13 +17,15 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RUN = os.path.join(ROOT, "build", "host", "bin", "spinlab-run")
 KERNEL = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 sys.path.insert(0, os.path.join(ROOT, "vm-images"))
 
-from spinlab_report import ground_truth, lhp, reader, waits  # noqa: E402
+from spinlab_report import ground_truth, lhp, preemptors, reader, waits  # noqa: E402
 
 CS_CYCLES = 1 << 21
 THINK_CYCLES = CS_CYCLES // 4
@@ -73,7 +75,9 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
     share = waits.long_waits_share([snap], run.timeline, run.clock, LONG)
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
     m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz,
-         "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep))}
+         "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep)),
+         # who took the holder's CPU, as summary.json says it (the report's final classes)
+         "preemptors": preemptors.phase_preemptors([snap], run.timeline, run.clock, LONG)}
     csv_path = os.path.join(run_dir, "preempt", f"{snap.phase}-r{snap.rep}.csv")
     if os.path.exists(csv_path):
         m["windows"] = ground_truth.effective_windows(open(csv_path).read(), frozen_vcpu)
@@ -93,6 +97,52 @@ def rates_line(g, m):
             f"{g['running_classes']}); waiter frozen > half the wait: {g['frozen_waiter_off']}/"
             f"{g['frozen_waiter']} classed waiter-off (classes {g['frozen_waiter_classes']}); "
             f"{len(m['windows'])} effective freezes, {len(m['waits'])} long waits")
+
+
+# A preemptor's ground truth must cover at least this much off time (host TSC cycles) to judge.
+MIN_TRUTH_CYCLES = 10_000_000
+
+
+def preemptor_truth(m, phase, vcpu, truth):
+    """The preemptor's ground truth on the timeline's final classes (the column the report reads):
+    (cycles the truth says `truth` took vCPU `vcpu`'s CPU, of them classed `truth`). The truth is
+    independent of the classification: for a freeze, the off time inside the effective windows
+    of preempt's record; for a hog, the off time whose switch-out named a task called
+    `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids)."""
+    t = m["run"].timeline
+    rows = t[(t["phase"] == phase) & (t["vcpu"] == vcpu) & (t["state"] != "on")]
+    a = rows["start_host_tsc"].to_numpy(dtype=float)
+    b = rows["end_host_tsc"].to_numpy(dtype=float)
+    right = (rows["preemptor"] == truth).to_numpy()
+    if truth == "freeze":
+        total = got = 0.0
+        for lo, hi in m["windows"]:
+            ov = (np.minimum(b, hi) - np.maximum(a, lo)).clip(min=0)
+            total, got = total + ov.sum(), got + ov[right].sum()
+        return total, got
+    named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
+    d = b - a
+    return float(d[named].sum()), float(d[named & right].sum())
+
+
+def preemptor_line(m, truth):
+    p = m["preemptors"]
+    named = {k: v for k, v in p["share"].items() if v}
+    return (f"the report's preemptors of the holder's off time in {p['waits']} holder-off long waits: {named} "
+            f"(the load of this host included)")
+
+
+def assert_preemptor(m, phase, vcpu, truth):
+    """The preemptor bar: of the off time the ground truth gives to `truth` (preemptor_truth),
+    >= 95 % is classed `truth`; the report's shares for the holders are printed beside (on a
+    loaded host other tasks take the CPU too, so they are not judged)."""
+    p = m["preemptors"]
+    assert p is not None and p["column"], "timeline.csv has no preemptor column"
+    total, got = preemptor_truth(m, phase, vcpu, truth)
+    print(f"\n{phase}: {got / max(total, 1):.4f} of vCPU {vcpu}'s {total / m['hz'] * 1e3:.1f} ms off to "
+          f"{truth} (ground truth) classed {truth}; {preemptor_line(m, truth)}")
+    assert total >= MIN_TRUTH_CYCLES, f"too little off time to judge the {truth} ({total} cycles)"
+    assert got >= 0.95 * total, f"{truth}: {got} of {total} cycles classed right"
 
 
 def assert_rates(g):

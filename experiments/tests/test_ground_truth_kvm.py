@@ -119,6 +119,12 @@ def test_mcs_lock_freezing_vcpu_0(mcs_run):
     gt_run.assert_rates(mcs_run["rates"])
 
 
+def test_preemptors_are_the_freeze_and_the_hog(ticket_run, mcs_run):
+    gt_run.assert_preemptor(ticket_run["freeze"], "preempt-30ms", 1, "freeze")
+    gt_run.assert_preemptor(mcs_run, "preempt-30ms", 0, "freeze")
+    gt_run.assert_preemptor(ticket_run["hog"], "host-load", 1, "hog")
+
+
 def side_agreement(waits, side):
     """Steal time against the timeline on one side, by steal time's rule (any time lost during
     the wait): {(steal says off, timeline says off): waits} over the waits where both decide.

@@ -8,6 +8,7 @@
 // in value order; constants are the ABI's defaults that Python uses too. Names are plain ASCII
 // words (the tables are checked for that here: a quote or backslash would need escaping).
 #include <spinlab/perfdata.h>
+#include <spinlab/preemptor.h>
 #include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
 
@@ -63,7 +64,8 @@ int main(int argc, char** argv) {
                     write_enum("instrument_level", kInstrumentLevelNames, false) &&
                     write_enum("trace_logger_mode", kTraceLoggerModeNames, false) &&
                     write_enum("trace_state", kTraceStateNames, false) &&
-                    write_enum("trace_stack_end", kTraceStackEndNames, true);
+                    write_enum("trace_stack_end", kTraceStackEndNames, false) &&
+                    write_enum("preemptor_class", kPreemptorClassNames, true);
     std::fprintf(out, "  },\n  \"constants\": {\n    \"long_wait_threshold\": %llu\n  }\n}\n",
                  static_cast<unsigned long long>(kDefaultLongWaitThreshold));
     // Written whole or not at all: a reader never sees half a file.

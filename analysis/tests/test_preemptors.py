@@ -1,0 +1,61 @@
+"""The spin behind a preempted holder shared out by preemptor class (preemptors.py), on run-basic
+(its holder-off long waits in host-load: 12,501,000 cycles of the holders' off time, 5,000,000 of
+them frozen) with timeline.csv's preemptor column written in, left out, and malformed."""
+import pytest
+
+from spinlab_report import contract, reader, preemptors, summary, verdict_text
+
+
+def _with_column(run_copy, classes):
+    """timeline.csv with the preemptor columns: classes(row fields) gives an off row's class."""
+    path = run_copy / "timeline.csv"
+    lines = [",".join(line.split(",")[:7]) for line in path.read_text().splitlines()]  # the contract's 7
+    out = [lines[0] + ",preemptor,preemptor_vm,preemptor_vcpu,preemptor_pid,preemptor_comm"]
+    for line in lines[1:]:
+        f = line.split(",")
+        cls = "" if f[2] == "on" else "freeze" if f[2] == "frozen" else classes(f)
+        out.append(line + f",{cls},,,{'' if not cls else 4321},{'' if not cls else 'spinlab-hog'}")
+    path.write_text("\n".join(out) + "\n")
+
+
+def _host_load(run_copy):
+    return summary.build(reader.load_run(str(run_copy)), summary.Options())["phases"]["host-load"]["preemptors"]
+
+
+def test_old_timeline_without_the_column_is_unknown_and_says_so(run_copy):
+    p = _host_load(run_copy)
+    assert p["column"] is False
+    assert (p["waits"], p["waits_not_placed"]) == (3, 0)
+    assert p["off_cycles"] == {"unknown": 7_501_000, "own-vcpu": 0, "neighbour-vcpu": 0, "hog": 0,
+                               "freeze": 5_000_000, "host-task": 0}
+    assert "no preemptor column" in preemptors.sentence(p)
+
+
+def test_every_off_row_a_hog_makes_the_unknown_part_hog(run_copy):
+    _with_column(run_copy, lambda f: "hog")
+    p = _host_load(run_copy)
+    assert p["column"] is True
+    assert p["off_cycles"]["hog"] == 7_501_000 and p["off_cycles"]["unknown"] == 0
+    assert p["share"]["hog"] == pytest.approx(7_501_000 / 12_501_000, abs=1e-6)
+    assert p["share"]["freeze"] == pytest.approx(5_000_000 / 12_501_000, abs=1e-6)
+    s = verdict_text.preemptor_sentence(p)
+    assert "hog 60 %, freeze 40 %" in s and "no preemptor column" not in s
+
+
+def test_each_row_counts_for_its_own_class(run_copy):
+    # vCPU 1's off rows of host-load r1, each its own class: the holder-off waits cover the first
+    # (5,000,000 cycles) whole and 2,501,000 cycles of the second; the third and r2's none.
+    by_start = {"3100001000": "own-vcpu", "3302000000": "host-task", "3495000000": "hog"}
+    _with_column(run_copy, lambda f: by_start.get(f[3], "neighbour-vcpu"))
+    p = _host_load(run_copy)
+    assert p["off_cycles"] == {"unknown": 0, "own-vcpu": 5_000_000, "neighbour-vcpu": 0, "hog": 0,
+                               "freeze": 5_000_000, "host-task": 2_501_000}
+    # an empty class on an off row is unknown
+    _with_column(run_copy, lambda f: "" if f[3] == "3100001000" else "hog")
+    assert _host_load(run_copy)["off_cycles"]["unknown"] == 5_000_000
+
+
+def test_a_class_not_in_the_abi_table_is_a_contract_error(run_copy):
+    _with_column(run_copy, lambda f: "hogg")
+    with pytest.raises(contract.ContractError, match="unknown preemptor class.*hogg"):
+        reader.read_timeline(str(run_copy / "timeline.csv"))
