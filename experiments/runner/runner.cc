@@ -181,8 +181,10 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
         !failed.empty())
         note(failed + " (continuing without it)");
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
-    Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
+    // The neighbours' windows around the measured one's start and end snapshots (each VM's
+    // throughput is over its own window, which it records).
     if (cond.neighbours) cond.neighbours->open_windows();
+    Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
         live_ops_ = window.live_ops_per_s();
@@ -190,10 +192,10 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     });
     check_condition(s, cond, at, "while measuring");
     if (s != Stop::kNone) return s;
-    SnapshotRecord rec = window.close();
     if (cond.neighbours)
         if (std::string problem = cond.neighbours->close_windows(); !problem.empty())
             note(at + ": neighbour counters: " + problem);
+    SnapshotRecord rec = window.close();
     if (rec.trace && (rec.trace->totals.events_lost || rec.trace->totals.log_buffers_lost ||
                       rec.trace->totals.realtime_buffers_lost || rec.trace->damaged_frames))
         note(at + ": the trace lost events: " + collect::trace_counters_line(rec.trace->totals) +
