@@ -61,6 +61,9 @@ class Run:
     timeline: pd.DataFrame | None
     clock: dict | None
     problems: list = field(default_factory=list)
+    # neighbours-N phases: each neighbour VM's repetition (snapshots/neighbours/<phase>-r<rep>-n<k>.json)
+    # as {"phase", "rep", "vm" (k, from 1), "ops_per_s" (None: no throughput class counted)}
+    neighbours: list = field(default_factory=list)
 
     @property
     def phases(self) -> list:
@@ -219,6 +222,19 @@ def load_run(path: str) -> Run:
             run.problems.append(f"{snap.name}: holds phase {snap.phase!r} rep {snap.rep}, which does not match "
                                 f"its file name (expected {c.snapshot_name(snap.phase, snap.rep)}); used as {snap.phase} r{snap.rep}")
         run.snapshots.append(snap)
+    for f in sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "neighbours", "*.json"))):
+        m = re.fullmatch(r"(.+)-r(\d+)-n(\d+)\.json", os.path.basename(f))
+        try:
+            snap = read_snapshot(f)
+        except (c.ContractError, ValueError, OSError) as e:
+            run.problems.append(f"{e} — this neighbour's counters are left out")
+            continue
+        if not m:
+            run.problems.append(f"{f}: not a neighbour snapshot name (<phase>-r<rep>-n<k>.json) — left out")
+            continue
+        ops = [w.get("ops_per_s") for w in snap.workload.values() if isinstance(w, dict)]
+        run.neighbours.append({"phase": m.group(1), "rep": int(m.group(2)), "vm": int(m.group(3)),
+                               "ops_per_s": float(ops[0]) if ops and ops[0] is not None else None})
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):
         run.timeline = _optional(run, "the host timeline is not used", lambda: read_timeline(tl))

@@ -84,6 +84,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     doc += lhp_section(summary, figs, opts)
     doc += [("h2", "The log2 wait table"), ("pre", table_text), ("figure", figs["wait_hist"])]
     doc += throughput_section(summary, figs)
+    doc += every_vm_section(run)
     doc += [("h2", "Lock classes")]
     for phase in run.phases:
         rows = class_rows(run.snaps(phase))
@@ -219,6 +220,41 @@ def throughput_section(summary: dict, figs: dict) -> list:
             ("table", ["phase", f"{throughput_metric(summary)} (mean)", f"{conf}% interval", "repetitions",
                        f"change vs {summary.get('baseline_phase') or 'baseline (missing)'}"], rows),
             ("figure", figs["throughput"])]
+
+
+def every_vm_rows(run) -> list:
+    """Per neighbours-N phase, each VM's mean throughput over the repetitions: the measured VM
+    (its snapshots) and every neighbour (snapshots/neighbours/), named as meta.json names them."""
+    vms = ((run.meta.get("neighbours") or {}).get("vms")) or []
+    measured = next((v["name"] for v in vms if v.get("role") == "measured"), run.meta.get("vm_name", "measured"))
+    neighbour = {i: v["name"] for i, v in enumerate((v for v in vms if v.get("role") == "neighbour"), start=1)}
+    rows = []
+    for phase in run.phases:
+        ns = [n for n in run.neighbours if n["phase"] == phase]
+        if not ns:
+            continue
+        own = [w.get("ops_per_s") for s in run.snaps(phase) for w in s.workload.values() if isinstance(w, dict)]
+        own = [x for x in own if x is not None]
+        cells = [(f"{measured} (measured)", own)]
+        for k in sorted({n["vm"] for n in ns}):
+            cells.append((neighbour.get(k, f"neighbour {k}"),
+                          [n["ops_per_s"] for n in ns if n["vm"] == k and n["ops_per_s"] is not None]))
+        total = sum(sum(x) / len(x) for _, x in cells if x)
+        for name, xs in cells:
+            mean = sum(xs) / len(xs) if xs else None
+            rows.append([phase, name, num(mean) if mean is not None else "—", str(len(xs)),
+                         pct(mean / total) if mean is not None and total else "—"])
+    return rows
+
+
+def every_vm_section(run) -> list:
+    rows = every_vm_rows(run)
+    if not rows:
+        return []
+    return [("h2", "Every VM's throughput"),
+            ("table", ["phase", "VM", "ops/s (mean)", "repetitions", "share of all VMs"], rows),
+            ("p", "neighbours-N phases: each VM's own throughput classes over its own measured window, the "
+                  "neighbours' from snapshots/neighbours/; equal shares are a fair host.")]
 
 
 def method_section(opts, v: dict) -> list:

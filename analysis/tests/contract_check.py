@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from spinlab_report import contract as c  # noqa: E402
 from spinlab_report import reader  # noqa: E402
 from spinlab_report import names  # noqa: E402
+from spinlab_report import report_doc  # noqa: E402
 from spinlab_report import summary  # noqa: E402
 from spinlab_report.buckets import NBUCKETS  # noqa: E402
 
@@ -113,6 +114,17 @@ def check_results(path):
     expect("meta trace", run.meta["trace"], {**session, "stacks": known_stacks()})
     expect("snapshot trace fields the loader does not know", sorted(set(raw["trace"]) - set(s.trace)), [])
     expect("snapshot trace", s.trace, known_trace(session))
+    expect("meta neighbours", run.meta["neighbours"], {
+        "host_cpus": [0, 1], "overcommit": {"preempt-10ms": 1.5},
+        "vms": [{"name": "run", "role": "measured", "vcpus": 2, "memory_mb": 256, "lock": "tas",
+                 "workload": "/bin/lockbench", "pin": [0, 1]},
+                {"name": "run-n1", "role": "neighbour", "vcpus": 1, "memory_mb": 128, "lock": "mcs",
+                 "workload": "/bin/lockbench --locks 2", "pin": [0]}]})
+    expect("neighbour counters", run.neighbours,
+           [{"phase": "preempt-10ms", "rep": 2, "vm": 1, "ops_per_s": lockbench / 2.0}])
+    expect("every VM's throughput", [r[:4] for r in report_doc.every_vm_rows(run)],
+           [["preempt-10ms", "run (measured)", f"{lockbench / 2.0:,.1f}", "1"],
+            ["preempt-10ms", "run-n1", f"{lockbench / 2.0:,.1f}", "1"]])
     lost = summary.trace_loss([s])
     expect("summary trace loss", (lost["repetitions"], lost["loss"], lost["damaged_frames"]),
            ([2], known_trace(session)["loss"], 2))

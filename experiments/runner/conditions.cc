@@ -52,7 +52,8 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
             add({"--quota-pct", std::to_string(p.quota_pct)});
             break;
         case PhaseKind::kIdleHost:
-            throw std::logic_error("idle-host has no spinlab-load condition");
+        case PhaseKind::kNeighbours:
+            throw std::logic_error(p.name() + " has no spinlab-load condition");
     }
     add({"--ready-file", ready_file});
     return argv;
@@ -74,7 +75,8 @@ Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
                           const std::string& spinlab_load, const VmInfo& vm,
                           const std::string& results_dir) {
     Condition c;
-    if (p.kind == PhaseKind::kIdleHost) return c;
+    // neighbours-N: VMs, not a spinlab-load child (neighbours.h; the runner starts them).
+    if (p.kind == PhaseKind::kIdleHost || p.kind == PhaseKind::kNeighbours) return c;
     const std::string stem = p.name() + "-r" + std::to_string(rep);
     const std::string ready = results_dir + "/logs/." + stem + ".ready";
     const std::string log = results_dir + "/logs/" + stem + ".log";

@@ -132,8 +132,16 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     m.trace_stacks.max_depth = 16;
     m.trace_stacks.bucket_count = 512;
     m.repetitions = 2;
+    // A neighbours-N run's fields (contract_check.py: known_neighbours()), and neighbour 1's
+    // counters beside the snapshot.
+    m.neighbours = Meta::Neighbours{{0, 1},
+                                    {{"run", "measured", 2, 256, "tas", "/bin/lockbench", {0, 1}},
+                                     {"run-n1", "neighbour", 1, 128, "mcs", "/bin/lockbench --locks 2", {0}}},
+                                    {{rec.phase, 1.5}}};
     write_file(dir + "/meta.json", meta_json(m));
     write_file(dir + "/snapshots/" + rec.phase + "-r2.json", snapshot_json(rec));
+    fs::create_directories(dir + "/snapshots/neighbours");
+    write_file(dir + "/snapshots/neighbours/" + rec.phase + "-r2-n1.json", snapshot_json(rec));
     write_file(dir + "/status.json", status_json(true, "done", {{rec.phase, 2}}));
     // Every state of the timeline; contract_check.py expects these rows.
     using load::RunState;

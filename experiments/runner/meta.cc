@@ -14,6 +14,7 @@
 
 #include "host_tsc.h"
 #include "locations.h"
+#include "pinning.h"
 #include "text.h"
 
 namespace spinlab::run {
@@ -75,7 +76,8 @@ Meta make_meta(const MetaSources& s) {
     m.lock = spinlab::lock_algorithm_name(spinlab::LockAlgorithm(c.lock_algorithm));
     m.clock = spinlab::clock_source_name(spinlab::ClockSource(c.clock_source));
     m.pause = c.pause_enabled != 0;
-    m.pinning = spec.vm.pin.empty() ? "none" : "vCPU i on host CPU " + join_ids(spec.vm.pin) + "[i]";
+    const std::vector<uint32_t> pin = vm_pin(spec, 0);
+    m.pinning = pin.empty() ? "none" : "vCPU i on host CPU " + join_ids(pin) + "[i]";
     m.guest_tsc_hz = s.guest.tsc_hz();
     m.workload = init_line(spec.workload);
     m.kernel_append = kernel_append(spec);
@@ -94,6 +96,20 @@ Meta make_meta(const MetaSources& s) {
     m.guest_hypervisor = std::string(c.hypervisor_signature,
                                      strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));
     m.runner_version = "spinlab-run format 1";
+    if (const uint32_t most = max_neighbours(spec)) {
+        Meta::Neighbours n;
+        n.host_cpus = spec.neighbours.host_cpus;
+        n.vms.push_back({s.vm_name, "measured", spec.vm.cpus, spec.vm.memory_mb, m.lock, m.workload, pin});
+        for (uint32_t k = 1; k <= most; ++k) {
+            const Spec ns = neighbour_spec(spec, k, neighbour_name(s.vm_name, k));
+            n.vms.push_back({ns.vm.name, "neighbour", ns.vm.cpus, ns.vm.memory_mb, ns.vm.lock,
+                             init_line(ns.workload), ns.vm.pin});
+        }
+        const uint32_t over = n.host_cpus.empty() ? m.host.cpus : uint32_t(n.host_cpus.size());
+        for (const Phase& p : spec.run.phases)
+            n.overcommit.emplace_back(p.name(), overcommit(spec, p.kind == PhaseKind::kNeighbours ? p.neighbours : 0, over));
+        m.neighbours = n;
+    }
     if (spec.trace.enabled()) m.trace = spec.trace.params;
     m.trace_stacks = spec.trace.stacks;
     return m;

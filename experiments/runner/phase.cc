@@ -37,13 +37,16 @@ std::string Phase::name() const {
             return "preempt-" + std::to_string(freeze_ms) + "ms";
         case PhaseKind::kThrottle:
             return "throttle-" + std::to_string(quota_pct) + "%";
+        case PhaseKind::kNeighbours:
+            return "neighbours-" + std::to_string(neighbours);
     }
     return "invalid";
 }
 
 Phase parse_phase(const std::string& text) {
     const std::string accepted =
-        "one of idle-host, host-load, preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99)";
+        "one of idle-host, host-load, preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), "
+        "neighbours-N (N from 1 to 8)";
     if (text == "idle-host") return {PhaseKind::kIdleHost};
     if (text == "host-load") return {PhaseKind::kHostLoad};
     if (text.rfind("preempt-", 0) == 0 && ends_with(text, "ms")) {
@@ -57,6 +60,14 @@ Phase parse_phase(const std::string& text) {
         if (p < 1 || p > 99)
             throw std::invalid_argument("'" + text + "': the quota must be 1 to 99 percent");
         return {PhaseKind::kThrottle, 0, uint32_t(p)};
+    }
+    if (text.rfind("neighbours-", 0) == 0) {
+        long n = small_number(text.substr(11));
+        if (n < 1 || n > 8)
+            throw std::invalid_argument("'" + text + "': the number of neighbour VMs must be 1 to 8");
+        Phase p{PhaseKind::kNeighbours};
+        p.neighbours = uint32_t(n);
+        return p;
     }
     throw std::invalid_argument("unknown phase '" + text + "': " + accepted);
 }

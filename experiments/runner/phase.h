@@ -6,6 +6,8 @@
 //                  experiment's host load)
 //   preempt-Nms    `spinlab-load preempt`: freeze vCPU(s) for N ms every P ms (P: run.preempt-period-ms)
 //   throttle-P%    `spinlab-load throttle`: each vCPU thread may use P % of one host CPU
+//   neighbours-N   N other spinlab guests run beside the measured one ([neighbours]: their
+//                  vCPUs, lock, workload and the host CPUs every VM is pinned to; neighbours.h)
 //
 // Order: time must not be confounded with condition (the host warms up, other jobs come and go,
 // the guest's heap fragments). `abba` runs the phases forward in odd repetitions and backward in
@@ -19,12 +21,13 @@
 
 namespace spinlab::run {
 
-enum class PhaseKind { kIdleHost, kHostLoad, kPreempt, kThrottle };
+enum class PhaseKind { kIdleHost, kHostLoad, kPreempt, kThrottle, kNeighbours };
 
 struct Phase {
     PhaseKind kind = PhaseKind::kIdleHost;
     uint32_t freeze_ms = 0;     // preempt
     uint32_t quota_pct = 0;     // throttle
+    uint32_t neighbours = 0;    // neighbours: how many other VMs
     std::string name() const;   // the canonical spelling, also the snapshot file stem
     bool operator==(const Phase&) const = default;
 };

@@ -11,12 +11,15 @@ namespace {
 
 TEST(Phase, NamesRoundTrip) {
     for (const char* n : {"idle-host", "host-load", "preempt-1ms", "preempt-10000ms", "throttle-1%",
-                          "throttle-99%"})
+                          "throttle-99%", "neighbours-1", "neighbours-8"})
         EXPECT_EQ(parse_phase(n).name(), n);
     EXPECT_EQ(parse_phase("preempt-25ms").freeze_ms, 25u);
     EXPECT_EQ(parse_phase("throttle-40%").quota_pct, 40u);
+    EXPECT_EQ(parse_phase("neighbours-3").neighbours, 3u);
+    EXPECT_EQ(parse_phase("neighbours-3").kind, PhaseKind::kNeighbours);
     for (const char* bad : {"", "idle", "preempt-ms", "preempt-10", "preempt-10s", "preempt--1ms",
-                            "preempt-10001ms", "throttle-0%", "throttle-50", "throttle-1000000%",
+                            "preempt-10001ms", "throttle-0%", "neighbours-0", "neighbours-9", "neighbours-",
+                            "neighbours-x", "throttle-50", "throttle-1000000%",
                             "Host-load"})
         EXPECT_THROW(parse_phase(bad), std::invalid_argument) << bad;
 }

@@ -292,6 +292,34 @@ std::string meta_json(const Meta& m) {
     if (m.preempt_rt_priority.fallback.empty()) null_value(j);
     else j.value(m.preempt_rt_priority.fallback);
     j.end_object();
+    j.key("neighbours");
+    if (m.neighbours) {
+        j.begin_object();
+        j.key("host_cpus").begin_array();
+        for (uint32_t c : m.neighbours->host_cpus) j.value(c);
+        j.end_array();
+        j.key("vms").begin_array();
+        for (const Meta::NeighbourVm& v : m.neighbours->vms) {
+            j.begin_object();
+            j.field("name", v.name);
+            j.field("role", v.role);
+            j.field("vcpus", v.vcpus);
+            j.field("memory_mb", v.memory_mb);
+            j.field("lock", v.lock);
+            j.field("workload", v.workload);
+            j.key("pin").begin_array();
+            for (uint32_t c : v.pin) j.value(c);
+            j.end_array();
+            j.end_object();
+        }
+        j.end_array();
+        j.key("overcommit").begin_object();
+        for (const auto& [phase, ratio] : m.neighbours->overcommit) j.field(phase, ratio);
+        j.end_object();
+        j.end_object();
+    } else {
+        null_value(j);
+    }
     j.key("trace");
     if (m.trace) {
         j.begin_object();

@@ -161,6 +161,22 @@ struct Meta {
         std::optional<uint32_t> used;
         std::string fallback;  // empty: none
     } preempt_rt_priority;
+    // neighbours-N phases ([neighbours], pinning.h): the host CPUs every VM is pinned to (empty:
+    // none), each VM (the measured one first, then neighbour 1 .. the largest N) and, per phase,
+    // all running VMs' vCPUs over those host CPUs (over the host's CPUs when nothing is
+    // pinned). nullopt: the run has no neighbours phase (key null).
+    struct NeighbourVm {
+        std::string name, role;  // role: measured | neighbour
+        uint32_t vcpus = 0, memory_mb = 0;
+        std::string lock, workload;
+        std::vector<uint32_t> pin;  // host CPU of vCPU i; empty: not pinned
+    };
+    struct Neighbours {
+        std::vector<uint32_t> host_cpus;
+        std::vector<NeighbourVm> vms;
+        std::vector<std::pair<std::string, double>> overcommit;  // phase, vCPUs per host CPU
+    };
+    std::optional<Neighbours> neighbours;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none
     TraceStackInformation trace_stacks{};          // [trace] stack-*, clamped (with trace only)
 };

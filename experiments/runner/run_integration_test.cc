@@ -5,7 +5,9 @@
 //   its vCPU threads: conditions, reset, snapshots, results, the report, SIGINT. No QEMU.
 // RealVm*: a real VM under TCG with lockbench (needs `make kernel` with lockbench in the
 //   initrd; skip otherwise, saying so): a short experiment, and SIGKILL of the runner leaving
-//   no QEMU, spinlab-load, cgroup, /dev/shm file or VM state directory behind.
+//   no QEMU, spinlab-load, cgroup, /dev/shm file or VM state directory behind; a neighbours-1
+//   phase (every VM's counters in the results), and SIGTERM then SIGKILL of the runner during
+//   one, leaving no neighbour behind either.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -394,6 +396,111 @@ TEST(RealVm, SigkillOfTheRunnerLeavesNothing) {
     for (auto& l : left) all += l + "\n";
     EXPECT_TRUE(left.empty()) << "left behind after SIGKILL of spinlab-run:\n" << all;
     fs::remove_all(d);
+}
+
+std::vector<std::string> real_neighbour_args(const std::string& out, const std::string& name, const std::string& reps) {
+    std::vector<std::string> a = real_args(out, name, "neighbours-1", reps);
+    a.insert(a.end(), {"--neighbours.host-cpus", "0,1", "--vm.cpus", "2", "--neighbours.cpus", "2"});
+    return a;
+}
+
+// tracefs instances named after spinlab.
+std::set<std::string> spinlab_trace_instances() {
+    std::set<std::string> out;
+    std::error_code ec;
+    for (const char* root : {"/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances"})
+        for (const auto& e : fs::directory_iterator(root, ec))
+            if (e.path().filename().string().find("spinlab") != std::string::npos) out.insert(e.path().string());
+    return out;
+}
+
+// What a run of VM `name` (and its neighbours `name`-n<k>) left: processes, /dev/shm files,
+// state directories, sockets, cgroups and tracefs instances not there `before`.
+std::vector<std::string> left_behind(const std::string& name, const std::string& d,
+                                     const std::set<std::string>& cgroups_before,
+                                     const std::set<std::string>& instances_before) {
+    std::vector<std::string> left;
+    for (auto& p : processes_with("spinlab-" + name)) left.push_back("process " + p);
+    for (auto& p : processes_with("-name " + name)) left.push_back("process " + p);
+    for (auto& p : processes_with(" " + name + "-n")) left.push_back("process " + p);
+    for (auto& p : processes_with(d + "/results/t/logs/")) left.push_back("process " + p);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/dev/shm", ec))
+        if (e.path().filename().string().find(name) != std::string::npos) left.push_back(e.path().string());
+    for (const auto& e : fs::directory_iterator(d + "/run/vm", ec)) left.push_back("state " + e.path().string());
+    for (const auto& c : spinlab_cgroups())
+        if (!cgroups_before.count(c)) left.push_back("cgroup " + c);
+    for (const auto& t : spinlab_trace_instances())
+        if (!instances_before.count(t)) left.push_back("tracefs instance " + t);
+    return left;
+}
+
+TEST(RealVm, NeighboursPhaseUnderTcgHasEveryVmsCounters) {
+    std::string why = real_vm_skip_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+    std::string d = tmp_dir("nb");
+    const std::string name = "nb" + std::to_string(getpid());
+    std::vector<std::string> args = real_neighbour_args(d + "/results", name, "1");
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--run.duration") args[i + 1] = "2";
+    int rc = run_runner(args, d + "/run", d + "/runner.log");
+    const std::string dir = d + "/results/t";
+    ASSERT_EQ(rc, 0) << read_text(d + "/runner.log") << read_text(dir + "/logs/neighbours-1-r1-n1.vm.log");
+    EXPECT_EQ(json(dir + "/status.json").get<std::string>("state"), "complete");
+    // Both VMs' lock counters over their windows: the measured VM's snapshot and the
+    // neighbour's file beside it, each with its own throughput and per-CPU counters.
+    pt::ptree m = json(dir + "/snapshots/neighbours-1-r1.json");
+    pt::ptree n = json(dir + "/snapshots/neighbours/neighbours-1-r1-n1.json");
+    EXPECT_GT(m.get<uint64_t>("workload.lockbench.ops"), 0u);
+    EXPECT_GT(n.get<uint64_t>("workload.lockbench.ops"), 0u);
+    EXPECT_EQ(n.get<std::string>("phase"), "neighbours-1");
+    EXPECT_EQ(n.get_child("cpus").size(), 2u);
+    EXPECT_FALSE(fs::exists(dir + "/snapshots/neighbours/neighbours-1-r1-n2.json"));
+    // meta.json: both VMs pinned to host CPUs 0 and 1, 4 vCPUs over 2 host CPUs.
+    pt::ptree meta = json(dir + "/meta.json");
+    EXPECT_EQ(meta.get_child("neighbours.vms").size(), 2u);
+    EXPECT_EQ(meta.get<double>("neighbours.overcommit.neighbours-1"), 2.0);
+    EXPECT_EQ(meta.get_child("neighbours.vms").back().second.get<std::string>("name"), name + "-n1");
+    EXPECT_EQ(meta.get<std::string>("pinning"), "vCPU i on host CPU 0,1[i]");
+    EXPECT_EQ(run_report(dir), 0) << read_text(dir + "/report.out");
+    EXPECT_NE(read_text(dir + "/report.md").find("| neighbours-1 | " + name + "-n1 |"), std::string::npos)
+        << "the report shows the neighbour's throughput";
+    EXPECT_TRUE(left_behind(name, d, spinlab_cgroups(), spinlab_trace_instances()).empty());
+    fs::remove_all(d);
+}
+
+// SIGTERM, then (a second run) SIGKILL of spinlab-run while a neighbour VM runs: nothing of
+// either VM is left.
+TEST(RealVm, SigtermAndSigkillDuringNeighboursLeaveNothing) {
+    std::string why = real_vm_skip_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+    for (int sig : {SIGTERM, SIGKILL}) {
+        std::string d = tmp_dir(std::string("nbkill") + std::to_string(sig));
+        const std::string name = "nk" + std::to_string(sig) + "x" + std::to_string(getpid());
+        const std::set<std::string> cgroups_before = spinlab_cgroups(), instances_before = spinlab_trace_instances();
+        pid_t pid = spawn_runner(real_neighbour_args(d + "/results", name, "2"), d + "/run", d + "/runner.log");
+        // Until the neighbour's guest runs (its state says running), then into the warm-up.
+        const std::string state = d + "/run/vm/" + name + "-n1/vm.json";
+        for (int i = 0; i < 1200 && read_text(state).find("\"running\"") == std::string::npos; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ASSERT_NE(read_text(state).find("\"running\""), std::string::npos) << read_text(d + "/runner.log");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ASSERT_FALSE(processes_with("-name " + name + "-n1").empty()) << "no neighbour QEMU running";
+        kill(pid, sig);
+        int st;
+        waitpid(pid, &st, 0);
+        if (sig == SIGTERM) EXPECT_TRUE(WIFEXITED(st)) << "spinlab-run ends by itself on SIGTERM";
+        std::vector<std::string> left;
+        for (int i = 0; i < 300; ++i) {  // up to 30 s: QEMU teardown
+            left = left_behind(name, d, cgroups_before, instances_before);
+            if (left.empty()) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::string all;
+        for (auto& l : left) all += l + "\n";
+        EXPECT_TRUE(left.empty()) << "left behind after signal " << sig << " of spinlab-run:\n" << all;
+        fs::remove_all(d);
+    }
 }
 
 }  // namespace

@@ -131,6 +131,7 @@ Stop Experiment::wait(Clock::time_point until, Condition* cond, const std::funct
         if (pending_signal()) return Stop::kSignal;
         if (!vm_->alive()) return Stop::kVmGone;
         if (cond && cond->child && !cond->child->running()) return Stop::kConditionGone;
+        if (cond && cond->neighbours && !cond->neighbours->alive(nullptr)) return Stop::kConditionGone;
         if (tick) tick();
         auto step = std::min(until, Clock::now() + std::chrono::milliseconds(250));
         std::this_thread::sleep_until(step);
@@ -141,6 +142,9 @@ Stop Experiment::wait(Clock::time_point until, Condition* cond, const std::funct
 // A condition that ended by itself invalidates the repetition: the run stops saying so.
 void Experiment::check_condition(Stop s, const Condition& cond, const std::string& at,
                                  const char* when) {
+    std::string why;
+    if (s == Stop::kConditionGone && cond.neighbours && !cond.neighbours->alive(&why))
+        throw std::runtime_error(why + " (" + at + ", " + when + ")");
     if (s == Stop::kConditionGone)
         throw std::runtime_error(cond.what + " for " + at + " " +
                                  Child::describe(*cond.child->poll()) + " " + when);
@@ -152,6 +156,13 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     auto seconds = [](double s) { return std::chrono::milliseconds(long(s * 1000)); };
 
     Condition cond = start_condition(p, rep, spec_.run, tools_.spinlab_load, vm_->info(), dir_);
+    if (p.kind == PhaseKind::kNeighbours) {  // like a hog: up before the warm-up
+        cond.what = std::to_string(p.neighbours) + " neighbour VM(s)";
+        cond.neighbours = std::make_unique<Neighbours>(spec_, tools_.spinlab_vm, vm_->name(), dir_, phase, rep,
+                                                       p.neighbours);
+        progress_.show(progress_state("starting neighbours"), true);
+        cond.neighbours->start([&](const std::string& line) { note(at + ": " + line); });
+    }
     if (note_injector_priority(meta_, cond.facts)) {
         write_file(dir_ + "/meta.json", meta_json(meta_));
         if (!meta_.preempt_rt_priority.fallback.empty())
@@ -165,9 +176,14 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     check_condition(s, cond, at, "during the warm-up");
     if (s != Stop::kNone) return s;
 
-    if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv); !failed.empty())
+    if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv,
+                                              cond.neighbours ? cond.neighbours->vcpu_threads() : NeighbourThreads{});
+        !failed.empty())
         note(failed + " (continuing without it)");
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
+    // The neighbours' windows around the measured one's start and end snapshots (each VM's
+    // throughput is over its own window, which it records).
+    if (cond.neighbours) cond.neighbours->open_windows();
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
@@ -176,6 +192,9 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     });
     check_condition(s, cond, at, "while measuring");
     if (s != Stop::kNone) return s;
+    if (cond.neighbours)
+        if (std::string problem = cond.neighbours->close_windows(); !problem.empty())
+            note(at + ": neighbour counters: " + problem);
     SnapshotRecord rec = window.close();
     if (rec.trace && (rec.trace->totals.events_lost || rec.trace->totals.log_buffers_lost ||
                       rec.trace->totals.realtime_buffers_lost || rec.trace->damaged_frames))
@@ -185,6 +204,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     // The condition first: its freeze record is complete once it has ended, and the timeline
     // reads it when it stops.
     if (cond.child) cond.child->stop();
+    if (cond.neighbours) cond.neighbours->stop();
     timeline_->stop();
     write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);

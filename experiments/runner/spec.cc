@@ -511,6 +511,38 @@ const Key kTraceKeys[] = {
      parse_export, [](const Spec& s) { return s.trace.exports.empty() ? std::string("none") : join(s.trace.exports); }},
 };
 
+void parse_neighbour_program(Spec& s, const Arg& a) {
+    s.neighbours.program = a.text;
+    check_word(a.where, a.text, false);
+    if (a.text.empty() || a.text.find('/') != std::string::npos)
+        bad(a.where, a.text, "must be a program name from the guest's /bin, e.g. lockbench");
+}
+
+const Key kNeighbourKeys[] = {
+    {"cpus", "neighbours-N: vCPUs of each neighbour VM, 1 to 64 (default: vm.cpus)",
+     [](Spec& s, const Arg& a) { s.neighbours.cpus = uint32_t(to_u64(a.where, a.text, 1, 64)); },
+     [](const Spec& s) { return s.neighbours.cpus ? Ini(std::to_string(s.neighbours.cpus)) : Ini(); }},
+    {"memory", "neighbours-N: each neighbour's memory in MiB, 64 to 65536 (default: vm.memory)",
+     [](Spec& s, const Arg& a) { s.neighbours.memory_mb = uint32_t(to_u64(a.where, a.text, 64, 65536)); },
+     [](const Spec& s) { return s.neighbours.memory_mb ? Ini(std::to_string(s.neighbours.memory_mb)) : Ini(); }},
+    {"lock", "neighbours-N: the neighbours' spinlock algorithm: " + names_text(kLockAlgorithmNames) +
+                 " (default: vm.lock)",
+     [](Spec& s, const Arg& a) { s.neighbours.lock = to_choice(a.where, a.text, names_of(kLockAlgorithmNames)); },
+     [](const Spec& s) { return unless_empty(s.neighbours.lock); }},
+    {"program", "neighbours-N: the neighbours' guest program, from /bin (default: the measured VM's [workload], "
+                "args and kmix included)",
+     parse_neighbour_program, [](const Spec& s) { return unless_empty(s.neighbours.program); }},
+    {"args", "neighbours-N: with neighbours.program, its arguments (kmix does not run beside it)",
+     [](Spec& s, const Arg& a) { check_word(a.where, s.neighbours.args = a.text, true); },
+     [](const Spec& s) { return unless_empty(s.neighbours.args); }},
+    {"host-cpus",
+     "host CPUs every VM's vCPUs are pinned to for the whole run, e.g. 0,1: the measured VM's vCPUs "
+     "first, then each neighbour's, round robin over the list, so the overcommit is set (default: no "
+     "pinning)",
+     [](Spec& s, const Arg& a) { s.neighbours.host_cpus = to_index_list(a.where, a.text, 1023, true); },
+     [](const Spec& s) { return s.neighbours.host_cpus.empty() ? Ini() : Ini(join(s.neighbours.host_cpus)); }},
+};
+
 void parse_output_dir(Spec& s, const Arg& a) {
     s.output.dir = a.text;
     if (a.text.empty()) bad(a.where, "", "must name a directory");
@@ -578,7 +610,8 @@ struct Section {
 };
 const Section kSections[] = {
     {"vm", kVmKeys, nullptr},     {"workload", kWorkloadKeys, nullptr}, {"run", kRunKeys, check_run},
-    {"trace", kTraceKeys, check_trace}, {"output", kOutputKeys, nullptr},
+    {"trace", kTraceKeys, check_trace}, {"neighbours", kNeighbourKeys, nullptr},
+    {"output", kOutputKeys, nullptr},
 };
 
 std::string full_name(const Section& s, const Key& k) { return std::string(s.name) + "." + k.name; }
@@ -614,6 +647,17 @@ void check_relations(const Spec& s, const Given& g) {
             if (v >= vm.cpus)
                 bad(g.where(key), join(*list), "vCPU " + std::to_string(v) + " does not exist with vm.cpus = " +
                                                     std::to_string(vm.cpus));
+    if (!s.neighbours.host_cpus.empty() && !vm.pin.empty())
+        throw SpecError(g.where("neighbours.host-cpus") + " and " + g.where("vm.pin") +
+                        " both pin the measured VM: give one");
+    if (!s.neighbours.args.empty() && s.neighbours.program.empty())
+        bad(g.where("neighbours.args"), s.neighbours.args, "needs neighbours.program (without it the neighbours run "
+                                                           "the measured VM's [workload])");
+    bool neighbours = false;
+    for (const Phase& p : r.phases) neighbours = neighbours || p.kind == PhaseKind::kNeighbours;
+    if (neighbours && !vm.attach.empty())
+        throw SpecError("vm.attach and a neighbours-N phase: neighbour VMs are started beside a VM spinlab-run "
+                        "starts, whose pinning it sets; give vm.name instead");
     if (!vm.attach.empty() && g.has("vm.name"))
         throw SpecError("vm.attach and vm.name both given: attach names the running VM to use, "
                         "name the VM to start; give one");

@@ -105,6 +105,21 @@ struct TraceSpec {
     static TraceStackInformation default_stacks();     // the guest's defaults: no stacks
 };
 
+// [neighbours]: the other VMs of a neighbours-N phase (neighbours.h). Each is a spinlab guest
+// started with `spinlab-vm run` like the measured VM; what is unset follows the measured VM
+// ([vm], [workload]), so by default both sides run the same workload on their own locks.
+struct NeighbourSpec {
+    uint32_t cpus = 0;        // vCPUs of each neighbour; 0: vm.cpus
+    uint32_t memory_mb = 0;   // 0: vm.memory
+    std::string lock;         // empty: vm.lock
+    std::string program;      // empty: the measured VM's whole [workload] (program, args, kmix)
+    std::string args;         // with program: its arguments (kmix off)
+    // Host CPUs every VM's vCPUs are placed on, the measured VM's first, then neighbour 1's,
+    // ... each vCPU on the next CPU of the list, round robin (pin_plan). Set for the whole run,
+    // so every phase compares on the same host CPUs. Empty: nothing is pinned.
+    std::vector<uint32_t> host_cpus;
+};
+
 struct OutputSpec {
     std::string dir = "results";
     std::string run_id;  // empty: <UTC date>-<time>
@@ -116,6 +131,7 @@ struct Spec {
     WorkloadSpec workload;
     RunSpec run;
     TraceSpec trace;
+    NeighbourSpec neighbours;
     OutputSpec output;
 };
 

@@ -250,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--workload.kmix", "2"}, "--workload.kmix = '2': must be on or off"},
         Golden{{"--run.phases", "idle-host,nap"},
                "--run.phases = 'idle-host,nap': unknown phase 'nap': one of idle-host, host-load, "
-               "preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99)"},
+               "preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), neighbours-N (N from 1 to 8)"},
         Golden{{"--run.phases", "idle-host,idle-host"},
                "--run.phases = 'idle-host,idle-host': names idle-host twice"},
         Golden{{"--run.phases", "preempt-0ms"},
@@ -357,10 +357,10 @@ TEST(SpecFileErrors, NameTheFileAndSection) {
                   "long-wait, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
     f = write_spec("[vmm]\ncpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +
-                                           ": the sections are [vm], [workload], [run], [trace] and [output]");
+                                           ": the sections are [vm], [workload], [run], [trace], [neighbours] and [output]");
     f = write_spec("cpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}),
-              "'cpus' in " + f + " is outside any section: put it under [vm], [workload], [run], [trace] or [output]");
+              "'cpus' in " + f + " is outside any section: put it under [vm], [workload], [run], [trace], [neighbours] or [output]");
     f = write_spec("[vm]\ncpus = 2\ncpus = 3\n[run]\nphases = idle-host\n");
     EXPECT_EQ(error_of({"--spec", f}), f + ": 'cpus' appears twice in [vm]");
     f = write_spec("[vm]\ncpus = 100\n[run]\nphases = idle-host\n");
@@ -385,7 +385,7 @@ TEST(SpecHelp, EndsWithExamples) {
 }
 
 TEST(SpecRepoFiles, ExampleSpecsParse) {
-    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini", "wrk.ini"}) {
+    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini", "wrk.ini", "neighbours.ini"}) {
         std::string path = std::string(SPINLAB_SOURCE_DIR) + "/experiments/" + f;
         EXPECT_NO_THROW(parse({"--spec", path})) << path;
     }

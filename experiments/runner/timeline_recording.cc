@@ -2,6 +2,7 @@
 #include "timeline_recording.h"
 
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
 
 #include "text.h"
@@ -10,8 +11,38 @@ namespace fs = std::filesystem;
 
 namespace spinlab::run {
 
+std::vector<std::string> timeline_argv(const std::string& spinlab_load, const std::string& phase, uint32_t rep,
+                                       const VmInfo& vm, const std::string& csv, const std::string& ready,
+                                       const std::string& preempt_csv, bool vcpu_state,
+                                       const NeighbourThreads& neighbours, bool neighbour_option) {
+    std::vector<std::string> argv{spinlab_load, "timeline", "--tid",   join_ids(vm.vcpu_tids),
+                                  "--out",      csv,        "--phase", phase,
+                                  "--rep",      std::to_string(rep),   "--ready-file", ready};
+    if (!preempt_csv.empty()) argv.insert(argv.end(), {"--freezes", preempt_csv});
+    if (vcpu_state && !vm.region_file.empty()) argv.insert(argv.end(), {"--vcpu-state", vm.region_file});
+    if (neighbour_option)
+        for (const auto& [name, tids] : neighbours)
+            if (!tids.empty()) argv.insert(argv.end(), {"--neighbour", name + ":" + join_ids(tids)});
+    return argv;
+}
+
+namespace {
+// Whether `spinlab-load timeline --help` lists --neighbour.
+bool knows_neighbour_option(const std::string& spinlab_load) {
+    const std::string cmd = "'" + spinlab_load + "' timeline --help 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return false;
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+    pclose(p);
+    return text.find("--neighbour") != std::string::npos;
+}
+}  // namespace
+
 std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo& vm,
-                            const std::string& preempt_csv) {
+                            const std::string& preempt_csv, const NeighbourThreads& neighbours) {
     child_.reset();
     status_ = 0;
     if (!on_) return "";
@@ -19,11 +50,9 @@ std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo
     csv_ = results_dir_ + "/logs/timeline-" + stem + ".csv";
     const std::string ready = results_dir_ + "/logs/.timeline-" + stem + ".ready";
     log_ = results_dir_ + "/logs/timeline-" + stem + ".log";
-    std::vector<std::string> argv{spinlab_load_, "timeline", "--tid",   join_ids(vm.vcpu_tids),
-                                  "--out",       csv_,       "--phase", phase,
-                                  "--rep",       std::to_string(rep),   "--ready-file", ready};
-    if (!preempt_csv.empty()) argv.insert(argv.end(), {"--freezes", preempt_csv});
-    if (vcpu_state_ && !vm.region_file.empty()) argv.insert(argv.end(), {"--vcpu-state", vm.region_file});
+    if (!neighbours.empty() && neighbour_option_ < 0) neighbour_option_ = knows_neighbour_option(spinlab_load_);
+    const std::vector<std::string> argv = timeline_argv(spinlab_load_, phase, rep, vm, csv_, ready, preempt_csv,
+                                                        vcpu_state_, neighbours, neighbour_option_ > 0);
     child_ = std::make_unique<Child>(argv, log_);
     if (wait_for_file(ready, *child_, std::chrono::seconds(20))) return "";
     std::string why = child_->running() ? "not ready after 20 s" : Child::describe(*child_->poll());

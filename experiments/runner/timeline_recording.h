@@ -8,11 +8,23 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "child.h"
 #include "vm.h"
 
 namespace spinlab::run {
+
+// Neighbour VMs: name and vCPU thread ids (index = vCPU), as `--neighbour NAME:TID,...`.
+using NeighbourThreads = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
+
+// The `spinlab-load timeline` command line. With `neighbour_option` (the recorder has
+// --neighbour: it names the preemptor of each off interval), one --neighbour per neighbour VM.
+std::vector<std::string> timeline_argv(const std::string& spinlab_load, const std::string& phase, uint32_t rep,
+                                       const VmInfo& vm, const std::string& csv, const std::string& ready,
+                                       const std::string& preempt_csv, bool vcpu_state,
+                                       const NeighbourThreads& neighbours, bool neighbour_option);
 
 class Timeline {
 public:
@@ -26,7 +38,9 @@ public:
     // condition's freeze record, read by the recorder when it stops, so the condition must be
     // stopped first. Returns "", or, the one time it cannot start, why: the timeline is off for
     // the rest of the run (off_reason()).
-    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm, const std::string& preempt_csv);
+    // `neighbours`: the phase's neighbour VMs, passed on when this spinlab-load knows --neighbour.
+    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm, const std::string& preempt_csv,
+                      const NeighbourThreads& neighbours = {});
     // Stops the recording, which then writes its rows (no-op when none runs).
     void stop();
     // After stop(): adds the finished repetition's rows to timeline.csv. Returns "" or what went
@@ -44,6 +58,7 @@ private:
     std::string csv_;  // the recording of the current repetition
     std::string log_;  // its stderr
     std::string off_reason_;
+    int neighbour_option_ = -1;  // whether `spinlab-load timeline --help` lists --neighbour; -1: not asked
 };
 
 }  // namespace spinlab::run

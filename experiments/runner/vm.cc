@@ -12,6 +12,7 @@
 #include "attach.h"
 #include "boot_watch.h"
 #include "error.h"
+#include "pinning.h"
 #include "signals.h"
 #include "text.h"
 
@@ -68,7 +69,8 @@ std::string run_dir() {
 }
 
 std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
-                                         const std::string& vm_name, const std::string& results_dir) {
+                                         const std::string& vm_name, const std::string& results_dir,
+                                         const std::string& console) {
     // `spinlab-vm run` rather than `start`: `start` outlives its caller by design, while
     // `run` is tied to us (PR_SET_PDEATHSIG) and tears the VM down when we die.
     std::vector<std::string> argv{spinlab_vm, "run", vm_name, "--quiet",
@@ -77,24 +79,30 @@ std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& sp
                                   "--accel", spec.vm.accel,
                                   "--backend", spec.vm.backend,
                                   "--append", kernel_append(spec),
-                                  "--save-console", results_dir + "/logs/console.log"};
-    if (!spec.vm.pin.empty()) argv.insert(argv.end(), {"--pin", join_ids(spec.vm.pin)});
+                                  "--save-console", results_dir + "/logs/" + console + ".log"};
+    if (const std::vector<uint32_t> pin = vm_pin(spec, 0); !pin.empty())
+        argv.insert(argv.end(), {"--pin", join_ids(pin)});
     if (!spec.vm.kernel.empty()) argv.insert(argv.end(), {"--kernel", spec.vm.kernel});
     if (!spec.vm.initrd.empty()) argv.insert(argv.end(), {"--initrd", spec.vm.initrd});
     return argv;
 }
 
+void Vm::launch() {
+    if (child_ || !spec_.vm.attach.empty()) return;
+    child_ = std::make_unique<Child>(spinlab_vm_argv(spec_, spinlab_vm_, name_, results_dir_, log_stem_ + "console"),
+                                     results_dir_ + "/logs/" + log_stem_ + "vm.log");
+}
+
 void Vm::start(const std::function<void(const std::string&)>& note) {
     using Clock = std::chrono::steady_clock;
-    const std::string vm_log = results_dir_ + "/logs/vm.log";
+    const std::string vm_log = results_dir_ + "/logs/" + log_stem_ + "vm.log";
     if (!spec_.vm.attach.empty()) {
         if (!fs::exists(dir_ + "/vm.json"))
             throw collect::CollectError(collect::kExitNoVm, "vm.attach = " + spec_.vm.attach +
                                                                 ": no such VM (" + dir_ +
                                                                 "/vm.json does not exist)");
     } else {
-        child_ = std::make_unique<Child>(spinlab_vm_argv(spec_, spinlab_vm_, name_, results_dir_),
-                                         vm_log);
+        launch();
     }
     // The boot wait runs out once the console has been quiet for vm.boot-timeout (boot_watch.h).
     const auto watch_start = Clock::now();
@@ -149,7 +157,7 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
     }
     check_cpu_mapping();
     // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h).
-    clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval);
+    if (sample_clock_) clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval);
 }
 
 void Vm::check_cpu_mapping() {
@@ -207,7 +215,7 @@ void Vm::stop() {
     child_.reset();
     // Should `run` have failed to tear down, stop it from outside as well.
     if (fs::exists(dir_)) {
-        Child stop({spinlab_vm_, "stop", name_}, results_dir_.empty() ? "" : results_dir_ + "/logs/vm.log");
+        Child stop({spinlab_vm_, "stop", name_}, results_dir_.empty() ? "" : results_dir_ + "/logs/" + log_stem_ + "vm.log");
         stop.stop(std::chrono::seconds(30));
     }
 }

@@ -39,10 +39,11 @@ std::optional<VmInfo> read_vm_json(const std::string& path);
 // $SPINLAB_RUN_DIR, else /run/spinlab.
 std::string run_dir();
 
-// The `spinlab-vm run` command line for the spec's VM; its console and log go under
-// `results_dir`/logs.
+// The `spinlab-vm run` command line for the spec's VM; its console goes to
+// `results_dir`/logs/<console>.log. Pinned as pinning.h's vm_pin(spec, 0) says.
 std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
-                                         const std::string& vm_name, const std::string& results_dir);
+                                         const std::string& vm_name, const std::string& results_dir,
+                                         const std::string& console = "console");
 
 class Vm {
 public:
@@ -50,6 +51,16 @@ public:
         : spec_(spec), spinlab_vm_(std::move(spinlab_vm)), name_(std::move(name)),
           results_dir_(std::move(results_dir)), dir_(run_dir() + "/vm/" + name_) {}
     ~Vm() { stop(); }
+
+    // A neighbour VM (neighbours.h): its logs are logs/<stem>vm.log and logs/<stem>console.log
+    // (the measured VM's: stem ""), and no clock samples are taken.
+    void set_neighbour(const std::string& log_stem) {
+        log_stem_ = log_stem;
+        sample_clock_ = false;
+    }
+    // Starts `spinlab-vm run` without waiting (start() waits); VMs launched together boot
+    // side by side. No-op for an attached VM or once launched.
+    void launch();
 
     // Starts (or attaches to) the VM and waits until it runs with every vCPU and the guest is
     // ready: vm.boot-timeout, extended while the guest's console still writes (boot_watch.h). `note` tells the user what is being waited for.
@@ -84,6 +95,8 @@ private:
     const Spec& spec_;
     std::string spinlab_vm_, name_, results_dir_;
     std::string dir_;  // <run dir>/vm/<name>
+    std::string log_stem_;
+    bool sample_clock_ = true;
     std::unique_ptr<Child> child_;
     VmInfo info_;
     std::unique_ptr<Guest> guest_;
