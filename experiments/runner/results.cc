@@ -288,6 +288,9 @@ std::string meta_json(const Meta& m) {
     if (m.preempt_rt_priority.fallback.empty()) null_value(j);
     else j.value(m.preempt_rt_priority.fallback);
     j.end_object();
+    j.key("timeline_source");
+    if (m.timeline_source.empty()) null_value(j);
+    else j.value(m.timeline_source);
     j.key("trace");
     if (m.trace) {
         j.begin_object();

@@ -157,6 +157,9 @@ struct Meta {
         std::optional<uint32_t> used;
         std::string fallback;  // empty: none
     } preempt_rt_priority;
+    // What the timeline read the vCPU threads' switches from (hypervisor-hooks/timeline.h:
+    // "sched_switch+perf", "sched_switch", "perf"); empty (null) until a recording started.
+    std::string timeline_source;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none
     TraceStackInformation trace_stacks{};          // [trace] stack-*, clamped (with trace only)
 };

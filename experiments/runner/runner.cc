@@ -167,6 +167,13 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
 
     if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv); !failed.empty())
         note(failed + " (continuing without it)");
+    if (!timeline_->source().empty() && timeline_->source() != meta_.timeline_source) {
+        meta_.timeline_source = timeline_->source();
+        write_file(dir_ + "/meta.json", meta_json(meta_));
+        if (meta_.timeline_source == "perf")
+            note(at + ": the timeline comes from the vCPU threads' perf switch records (tracefs is not open to "
+                 "this user; recorded in meta.json)");
+    }
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {

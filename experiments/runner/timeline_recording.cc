@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "conditions.h"
 #include "text.h"
 
 namespace fs = std::filesystem;
@@ -25,7 +26,12 @@ std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo
     if (!preempt_csv.empty()) argv.insert(argv.end(), {"--freezes", preempt_csv});
     if (vcpu_state_ && !vm.region_file.empty()) argv.insert(argv.end(), {"--vcpu-state", vm.region_file});
     child_ = std::make_unique<Child>(argv, log_);
-    if (wait_for_file(ready, *child_, std::chrono::seconds(20))) return "";
+    if (wait_for_file(ready, *child_, std::chrono::seconds(20))) {
+        // Read at once: spinlab-load removes its ready file when it exits.
+        const auto facts = ready_facts(read_text(ready));
+        if (auto it = facts.find("source"); it != facts.end()) source_ = it->second;
+        return "";
+    }
     std::string why = child_->running() ? "not ready after 20 s" : Child::describe(*child_->poll());
     child_->stop();
     child_.reset();

@@ -212,6 +212,9 @@ def main(argv=None):
     except VmError as e:
         print(f"spinlab-vm: {e}", file=sys.stderr)
         return e.status
+    except PermissionError as e:   # a path this user may not use: say which, and how to choose another
+        print(f"spinlab-vm: {state.permission_text(e)}", file=sys.stderr)
+        return config.EXIT_USAGE
     except supervise.Interrupted as e:
         print(f"spinlab-vm: interrupted by {e}", file=sys.stderr)
         return 128 + e.signum
