@@ -1,6 +1,7 @@
 """spinlab-vm: start, run, watch and stop spinlab guests (direct QEMU or libvirt).
 
-Each VM has a name and a state directory $SPINLAB_RUN_DIR/vm/NAME (default /run/spinlab/vm/NAME)
+Each VM has a name and a state directory <run-dir>/vm/NAME (<run-dir>: $SPINLAB_RUN_DIR, else
+$XDG_RUNTIME_DIR/spinlab for a user other than root, else /run/spinlab)
 holding control.sock (COM2, the guest's control channel), qmp.sock (QMP, qemu backend),
 console.log (COM1), shm (symlink to /dev/shm/spinlab-NAME, the ivshmem-plain region), qemu.pid
 and vm.json (configuration, accelerator, vCPU thread ids, start time, QEMU version).
