@@ -3,13 +3,13 @@
 and for another user."""
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from spinlab_vm import state
 
-from conftest import VM_IMAGES
-
+VM_IMAGES = Path(__file__).resolve().parents[1]
 SPINLAB_LOAD = os.environ.get("SPINLAB_LOAD", str(VM_IMAGES.parent / "build" / "host" / "bin" / "spinlab-load"))
 NOBODY = 65534
 
