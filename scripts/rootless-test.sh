@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 prefix=/usr/local
 fail() { echo "rootless test: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || fail "needs root (it creates the ordinary user it runs as)"
-for tool in useradd userdel setpriv; do command -v $tool >/dev/null || fail "$tool is missing"; done
+for tool in useradd userdel setpriv pgrep; do command -v $tool >/dev/null || fail "$tool is missing"; done
 
 user=slrootless$$
 stage=$(mktemp -d /tmp/spinlab-rootless-test.XXXXXX)
