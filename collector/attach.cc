@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "error.h"
+#include "run_dir.h"
 
 namespace spinlab::collect {
 
@@ -14,10 +15,7 @@ AttachPaths resolve_attach(const AttachOptions& o) {
     p.shm = o.shm;
     if (!o.vm.empty()) {
         std::string run_dir = o.run_dir;
-        if (run_dir.empty()) {
-            const char* env = std::getenv("SPINLAB_RUN_DIR");
-            run_dir = env && *env ? env : kDefaultRunDir;
-        }
+        if (run_dir.empty()) run_dir = spinlab::run_dir();
         if (o.vm.find('/') != std::string::npos || o.vm == "." || o.vm == "..")
             throw CollectError(kExitUsage, "--vm takes a VM name, not a path: '" + o.vm + "'");
         std::filesystem::path dir = std::filesystem::path(run_dir) / "vm" / o.vm;

@@ -4,7 +4,8 @@
 // VM launcher (spinlab-vm) fills in, see collector/README.md:
 //     <run-dir>/vm/NAME/control.sock   the QEMU chardev socket of the guest's channel port
 //     <run-dir>/vm/NAME/shm            the ivshmem memory-backend file (or a symlink to it)
-// <run-dir> is --run-dir, else $SPINLAB_RUN_DIR, else /run/spinlab.
+// <run-dir> is --run-dir, else spinlab::run_dir() (run_dir.h: $SPINLAB_RUN_DIR, else
+// $XDG_RUNTIME_DIR/spinlab for a user other than root, else /run/spinlab).
 #pragma once
 #include <string>
 
@@ -14,7 +15,7 @@ struct AttachOptions {
     std::string vm;
     std::string socket;
     std::string shm;
-    std::string run_dir;  // empty: $SPINLAB_RUN_DIR or /run/spinlab
+    std::string run_dir;  // empty: spinlab::run_dir()
 };
 
 struct AttachPaths {
@@ -22,8 +23,6 @@ struct AttachPaths {
     std::string shm;     // empty: no shared region available
     std::string what;    // "VM lab1" or "socket /tmp/x.sock", for messages
 };
-
-inline constexpr const char* kDefaultRunDir = "/run/spinlab";
 
 // Throws CollectError(kExitNoVm) when a named VM's directory does not exist, or when nothing at
 // all was given to attach to. Does not check that the paths work: that is the caller's first

@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "collector/run_dir.h"
+
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -18,7 +20,7 @@ namespace po = boost::program_options;
 
 namespace {
 const std::vector<std::string> kCommands = {"hog",      "throttle", "preempt", "pin",
-                                            "timeline", "cleanup",  "libvirt-args"};
+                                            "timeline", "cleanup",  "libvirt-args", "run-dir"};
 
 // Raw option values; converted and checked into the Command after parsing.
 struct Raw {
@@ -67,6 +69,11 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
     po::options_description all;
     all.add(session_group(c, r));
     if (name == "cleanup") return all;
+    if (name == "run-dir") {
+        po::options_description g("run-dir");
+        g.add_options()("help,h", po::bool_switch(&c.help), "this help");
+        return g;
+    }
     if (name == "libvirt-args") {
         po::options_description g("libvirt metadata");
         g.add_options()
@@ -170,6 +177,7 @@ const char* summary(const std::string& name) {
     if (name == "pin") return "pin threads to host CPUs";
     if (name == "timeline") return "when each thread ran and when not (sched_switch, host TSC)";
     if (name == "cleanup") return "remove what dead spinlab-load processes left behind";
+    if (name == "run-dir") return "print the run directory (ledgers, VMs): $SPINLAB_RUN_DIR, $XDG_RUNTIME_DIR/spinlab or /run/spinlab";
     return "print the commands a libvirt domain's <metadata> asks for";
 }
 
@@ -201,6 +209,7 @@ const char* examples(const std::string& name) {
                "  spinlab-load timeline --qemu-pid 4242 --vcpu-state /dev/shm/spinlab-lab1 --out t.csv\n";
     }
     if (name == "cleanup") return "  spinlab-load cleanup\n";
+    if (name == "run-dir") return "  spinlab-load run-dir            # where this user's VMs and ledgers live\n";
     return "  spinlab-load libvirt-args --domain-xml - --qemu-pid 4242 < domain.xml\n";
 }
 
@@ -332,6 +341,10 @@ int run_command(const Command& c) {
         return 0;
     }
     if (c.name == "pin") return run_pin(c.pin);
+    if (c.name == "run-dir") {
+        std::printf("%s\n", spinlab::run_dir().c_str());
+        return 0;
+    }
     if (c.name == "cleanup") {
         CleanupReport report = cleanup_stale(c.session.state_dir, std::nullopt);
         for (const std::string& r : report.removed) std::printf("removed %s\n", r.c_str());

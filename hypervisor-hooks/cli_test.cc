@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "collector/run_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ TEST(Cli, DefaultsOfPreempt) {
     EXPECT_EQ(c.preempt.schedule.kind, ScheduleKind::kFixed);
     EXPECT_EQ(c.preempt.method, CgroupMethod::kAuto);
     EXPECT_DOUBLE_EQ(c.preempt.duration_s, 3);
-    EXPECT_EQ(c.session.state_dir, "/run/spinlab");
+    EXPECT_EQ(c.session.state_dir, spinlab::run_dir());  // collector/run_dir.h
     EXPECT_FALSE(c.session.survive_parent);
 }
 

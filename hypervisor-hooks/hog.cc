@@ -90,6 +90,18 @@ void validate_hog(const HogConfig& c) {
 
 int run_hog(Session& session, const HogConfig& c) {
     validate_hog(c);
+    // An ordinary user may raise its nice level, not lower it (RLIMIT_NICE): say so before forking.
+    errno = 0;
+    const int inherited = ::getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && c.nice < inherited) {
+        struct rlimit lim {};
+        const bool allowed = ::getrlimit(RLIMIT_NICE, &lim) == 0 &&
+                             (lim.rlim_cur == RLIM_INFINITY || 20 - static_cast<long>(lim.rlim_cur) <= c.nice);
+        if (!allowed && ::geteuid() != 0)
+            throw LoadError("--nice " + std::to_string(c.nice) + ": this process runs at nice " +
+                            std::to_string(inherited) + " and an ordinary user may not lower it (RLIMIT_NICE): ask "
+                            "for --nice " + std::to_string(inherited) + " or more, or run without nice");
+    }
     std::vector<int> cpus = c.cpus.empty() ? allowed_cpus() : c.cpus;
     const uint64_t period_ns = static_cast<uint64_t>(c.period_ms * 1e6);
     const uint64_t busy_ns = busy_ns_per_period(c.duty_pct, c.period_ms);

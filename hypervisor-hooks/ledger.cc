@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cgroup_paths.h"
+#include "collector/run_dir.h"
 #include "fs_util.h"
 #include "proc_info.h"
 
@@ -199,9 +200,19 @@ std::string Ledger::file_for(const std::string& state_dir, int owner_pid) {
 }
 
 Ledger::Ledger(std::string state_dir, int owner_pid) : file_(file_for(state_dir, owner_pid)) {
-    make_directories(state_dir);
+    // Where this user may not write: how to choose another run directory (collector/run_dir.h).
+    const std::string way_out = std::string(" (") + run_dir_hint() + ", or pass --state-dir)";
+    try {
+        make_directories(state_dir);
+    } catch (const LoadError& e) {
+        throw LoadError(e.what() + way_out);
+    }
     fd_ = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw LoadError("cannot create ledger " + file_ + ": " + std::strerror(errno));
+    if (fd_ < 0) {
+        const int err = errno;
+        throw LoadError("cannot create ledger " + file_ + ": " + std::strerror(err) +
+                        (err == EACCES || err == EPERM ? way_out : ""));
+    }
 }
 
 Ledger::~Ledger() {

@@ -6,6 +6,7 @@
 #include "fs_util.h"
 #include "ledger.h"
 #include "proc_info.h"
+#include "collector/run_dir.h"
 #include "tracefs.h"
 
 namespace spinlab::load {
@@ -26,7 +27,7 @@ void collect(CleanupReport& report, const std::string& what, const std::string& 
 }
 }  // namespace
 
-const char* default_state_dir() { return "/run/spinlab"; }
+std::string default_state_dir() { return spinlab::run_dir(); }
 
 CleanupReport cleanup_stale(const std::string& state_dir, std::optional<int> owner) {
     CleanupReport report;

@@ -19,7 +19,8 @@ struct CleanupReport {
 // guardian calls this as its owner exits). nullopt: every owner whose pid is dead.
 CleanupReport cleanup_stale(const std::string& state_dir, std::optional<int> owner);
 
-// The default state directory (ledgers): /run/spinlab.
-const char* default_state_dir();
+// The default state directory (ledgers): the run directory, spinlab::run_dir()
+// (collector/run_dir.h).
+std::string default_state_dir();
 
 }  // namespace spinlab::load

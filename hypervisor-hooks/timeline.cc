@@ -69,6 +69,11 @@ std::vector<SwitchRecord> on_trace_clock(std::vector<SwitchRecord> records, Cloc
 }
 }  // namespace
 
+const char* timeline_source(bool tracefs, bool perf) {
+    if (tracefs) return perf ? "sched_switch+perf" : "sched_switch";
+    return "perf";
+}
+
 void validate_timeline(const TimelineConfig& c) {
     validate_target_spec(c.targets);
     if (c.clock != "x86-tsc" && c.clock != "mono") {
@@ -105,9 +110,26 @@ int run_timeline(Session& session, const TimelineConfig& c) {
         preemptors.hogs.insert(now.begin(), now.end());
     };
     look_for_hogs();
-    TraceInstance trace(session.ledger(), session.owner(), "timeline", c.clock, tids, c.buffer_kb,
-                        /*running_stamps=*/true);
+    // The source: sched:sched_switch in a tracefs instance (root, or tracefs readable and
+    // writable), completed by perf's switch records; where tracefs is refused (an ordinary user),
+    // the threads' own perf switch records alone (timeline_source()).
+    std::unique_ptr<TraceInstance> trace;
+    std::string trace_refused;
+    try {
+        trace = std::make_unique<TraceInstance>(session.ledger(), session.owner(), "timeline", c.clock, tids,
+                                                c.buffer_kb, /*running_stamps=*/true);
+    } catch (const LoadError& e) {
+        trace_refused = e.what();
+    }
     std::unique_ptr<SwitchRecorder> records = open_switch_records(c, tids);
+    if (!trace && !records)
+        throw LoadError("no source for the timeline: tracefs refused (" + trace_refused + ") and perf switch records " +
+                        (c.switch_records ? "too (see the warning above)" : "are off (--no-switch-records)"));
+    const char* source = timeline_source(trace != nullptr, records != nullptr);
+    if (!trace)
+        std::fprintf(stderr, "timeline: no tracefs (%s): the timeline comes from the threads' perf switch records "
+                     "alone (a switch-out says preempted or blocked, not sleeping or frozen; lost records are "
+                     "unknown time)\n", trace_refused.c_str());
     std::unique_ptr<SwitchPublisher> publisher;
     if (!c.vcpu_state.empty()) {
         try {
@@ -125,18 +147,22 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     if (records) records->enable();
     ClockPair first = sample_clock_pair();
     ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
-    trace.start();
+    if (trace) trace->start();
     if (publisher) publisher->start();
-    session.mark_ready();
-    std::fprintf(stderr, "timeline: tracing %zu thread(s) in %s (clock %s; running stamps %s; perf switch records %s)\n",
-                 tids.size(), trace.dir().c_str(), c.clock.c_str(),
-                 trace.running_stamps() ? "from local_timer_entry" : "unavailable: irq_vectors:local_timer_entry missing",
+    session.mark_ready({{"source", source}});
+    std::fprintf(stderr, "timeline: source %s: %zu thread(s)%s%s (clock %s; running stamps %s; perf switch records %s)\n",
+                 source, tids.size(), trace ? " in " : "", trace ? trace->dir().c_str() : "", c.clock.c_str(),
+                 !trace                   ? "unavailable: no tracefs"
+                 : trace->running_stamps() ? "from local_timer_entry"
+                                           : "unavailable: irq_vectors:local_timer_entry missing",
                  records ? "on" : "off");
     const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
     auto drain = [&] {
-        std::string chunk = trace.read_available();
-        if (!c.raw_out.empty()) raw += chunk;
-        parser.feed(chunk);
+        if (trace) {
+            std::string chunk = trace->read_available();
+            if (!c.raw_out.empty()) raw += chunk;
+            parser.feed(chunk);
+        }
         if (records) records->drain();
         look_for_hogs();
     };
@@ -165,7 +191,7 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     }
     ClockPair raw_last = sample_clock_pair(CLOCK_MONOTONIC_RAW);
     ClockPair last = sample_clock_pair();
-    trace.stop();
+    if (trace) trace->stop();
     if (records) records->disable();
     drain();
     parser.finish();
@@ -179,10 +205,11 @@ int run_timeline(Session& session, const TimelineConfig& c) {
             events, on_trace_clock(records->records(), raw_first, raw_last, map, tsc_clock), tids, window_start,
             window_end);
         events.insert(events.end(), added.events.begin(), added.events.end());
-        std::fprintf(stderr, "timeline: %llu switch-in(s) and %llu switch-out(s) the trace lacked, taken from "
+        std::fprintf(stderr, "timeline: %llu switch-in(s) and %llu switch-out(s) %s, taken from "
                      "%zu perf switch records\n",
                      static_cast<unsigned long long>(added.switch_ins),
-                     static_cast<unsigned long long>(added.switch_outs), records->records().size());
+                     static_cast<unsigned long long>(added.switch_outs), trace ? "the trace lacked" : "in all",
+                     records->records().size());
     }
     std::vector<RunInterval> intervals = build_run_intervals(events, threads, window_start, window_end);
     if (!tsc_clock) {
@@ -222,8 +249,8 @@ int run_timeline(Session& session, const TimelineConfig& c) {
                      : records  ? " (switches neither the trace nor perf recorded; see README 'unknown')"
                                 : " (switches the kernel did not trace; see README 'unknown')");
     }
-    std::fprintf(stderr, "timeline: %zu events (switches and running stamps)%s%s\n", parser.events().size(),
-                 session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
+    std::fprintf(stderr, "timeline: source %s: %zu traced events (switches and running stamps)%s%s\n", source,
+                 parser.events().size(), session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
     if (parser.lost_events()) {
         std::fprintf(stderr, "timeline: WARNING the kernel lost %llu events (raise --buffer-kb); "
                      "intervals around the loss are wrong\n",

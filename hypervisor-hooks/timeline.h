@@ -10,7 +10,10 @@
 // no switch away from some of its own tasks), so the vCPU threads' own perf switch records are
 // read alongside, and every switch the trace lacks is taken from them (untraced_switches.h).
 // Without perf (--no-switch-records, or perf_event_open refused: a warning) those stay
-// `unknown`, bounded by the timer-interrupt running stamps.
+// `unknown`, bounded by the timer-interrupt running stamps. Without tracefs (an ordinary user:
+// the instance cannot be created), the perf switch records alone are the timeline (a thread's
+// own records, which perf_event_paranoid 2 allows); what they cannot say is in README.md
+// ("Without root"). The source used is on stderr and in the ready file (`source=`).
 // Given the preempt record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
 // Each off interval names the task that took the CPU and its class (preemptor.h: own-vcpu,
@@ -45,6 +48,10 @@ struct TimelineConfig {
     std::vector<Neighbour> neighbours;    // --neighbour: other VMs' vCPU threads (preemptor classes)
     std::string hog_state_dir;            // the ledgers whose processes are hogs (the session's state dir)
 };
+
+// The timeline's source, as stderr, the ready file and meta.json's timeline_source name it:
+// "sched_switch+perf", "sched_switch" (perf refused or off) or "perf" (no tracefs).
+const char* timeline_source(bool tracefs, bool perf);
 
 void validate_timeline(const TimelineConfig& c);
 int run_timeline(Session& session, const TimelineConfig& c);

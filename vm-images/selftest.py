@@ -197,4 +197,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except PermissionError as e:  # no traceback for a file this user may not use
+        sys.exit(f"selftest: permission denied: {e.filename or e}")

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from spinlab_report import load, report_doc
+from spinlab_report import reader, report_doc
 
 
 def _with_neighbours(run_copy, ops):
@@ -24,7 +24,7 @@ def _with_neighbours(run_copy, ops):
                           "vms": [{"name": "m", "role": "measured"}] +
                                  [{"name": f"m-n{k}", "role": "neighbour"} for k in range(1, len(ops) + 1)]}
     (run_copy / "meta.json").write_text(json.dumps(meta))
-    return load.load_run(str(run_copy))
+    return reader.load_run(str(run_copy))
 
 
 def test_every_vm_of_a_neighbours_phase_is_shown_with_its_share(run_copy):
@@ -44,7 +44,7 @@ def test_every_vm_of_a_neighbours_phase_is_shown_with_its_share(run_copy):
 
 
 def test_no_neighbours_no_section(run_copy):
-    run = load.load_run(str(run_copy))
+    run = reader.load_run(str(run_copy))
     assert run.neighbours == []
     assert report_doc.every_vm_section(run) == []
 
@@ -52,6 +52,6 @@ def test_no_neighbours_no_section(run_copy):
 def test_a_broken_neighbour_file_is_a_problem_not_a_crash(run_copy):
     run = _with_neighbours(run_copy, [1000.0])
     (run_copy / "snapshots" / "neighbours" / "host-load-r2-n1.json").write_text("{not json")
-    run = load.load_run(str(run_copy))
+    run = reader.load_run(str(run_copy))
     assert [(n["rep"], n["vm"]) for n in run.neighbours] == [(1, 1)]
     assert any("neighbour" in p for p in run.problems)

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "locations.h"
+#include "privilege.h"
 #include "runner.h"
 #include "spec.h"
 
@@ -29,6 +30,11 @@ int main(int argc, char** argv) {
         tools = find_tools(where);
     } catch (const SpecError& e) {
         std::cerr << "spinlab-run: " << e.what() << "\n";
+        return kRunUsage;
+    }
+    // Before anything starts (results directory, VM): a phase this user cannot run.
+    if (std::string refused = cgroup_refusal(p.spec.run.phases); !refused.empty()) {
+        std::cerr << "spinlab-run: " << refused << "\n";
         return kRunUsage;
     }
     return run_experiment(p.spec, tools, std::cout, std::cerr);

@@ -320,6 +320,9 @@ std::string meta_json(const Meta& m) {
     } else {
         null_value(j);
     }
+    j.key("timeline_source");
+    if (m.timeline_source.empty()) null_value(j);
+    else j.value(m.timeline_source);
     j.key("trace");
     if (m.trace) {
         j.begin_object();

@@ -180,6 +180,13 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
                                               cond.neighbours ? cond.neighbours->vcpu_threads() : NeighbourThreads{});
         !failed.empty())
         note(failed + " (continuing without it)");
+    if (!timeline_->source().empty() && timeline_->source() != meta_.timeline_source) {
+        meta_.timeline_source = timeline_->source();
+        write_file(dir_ + "/meta.json", meta_json(meta_));
+        if (meta_.timeline_source == "perf")
+            note(at + ": the timeline comes from the vCPU threads' perf switch records (tracefs is not open to "
+                 "this user; recorded in meta.json)");
+    }
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
     // The neighbours' windows around the measured one's start and end snapshots (each VM's
     // throughput is over its own window, which it records).

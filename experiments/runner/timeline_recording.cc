@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "conditions.h"
 #include "text.h"
 
 namespace fs = std::filesystem;
@@ -54,7 +55,12 @@ std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo
     const std::vector<std::string> argv = timeline_argv(spinlab_load_, phase, rep, vm, csv_, ready, preempt_csv,
                                                         vcpu_state_, neighbours, neighbour_option_ > 0);
     child_ = std::make_unique<Child>(argv, log_);
-    if (wait_for_file(ready, *child_, std::chrono::seconds(20))) return "";
+    if (wait_for_file(ready, *child_, std::chrono::seconds(20))) {
+        // Read at once: spinlab-load removes its ready file when it exits.
+        const auto facts = ready_facts(read_text(ready));
+        if (auto it = facts.find("source"); it != facts.end()) source_ = it->second;
+        return "";
+    }
     std::string why = child_->running() ? "not ready after 20 s" : Child::describe(*child_->poll());
     child_->stop();
     child_.reset();

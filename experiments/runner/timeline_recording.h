@@ -3,8 +3,9 @@
 // its rows, in the results' own format and with the condition's freezes marked `frozen`, to
 // logs/timeline-<phase>-r<rep>.csv; once the repetition has ended those rows are added to
 // results/<run-id>/timeline.csv unchanged (spinlab-load is the one writer of the format). The
-// timeline is optional evidence: when it cannot start (no root, no tracefs) the run goes on
-// without it and says so once.
+// timeline is optional evidence: when it cannot start (neither tracefs nor perf) the run goes on
+// without it and says so once. Its source (tracefs or, for an ordinary user, perf switch records)
+// is meta.json's timeline_source.
 #pragma once
 #include <memory>
 #include <string>
@@ -48,6 +49,9 @@ public:
     std::string keep(const std::string& phase, uint32_t rep);
 
     const std::string& off_reason() const { return off_reason_; }
+    // What the last recording that started read the switches from (spinlab-load's ready file:
+    // "sched_switch+perf", "sched_switch" or "perf", timeline.h); empty until one started.
+    const std::string& source() const { return source_; }
 
 private:
     bool on_;
@@ -59,6 +63,7 @@ private:
     std::string log_;  // its stderr
     std::string off_reason_;
     int neighbour_option_ = -1;  // whether `spinlab-load timeline --help` lists --neighbour; -1: not asked
+    std::string source_;
 };
 
 }  // namespace spinlab::run

@@ -11,6 +11,7 @@
 
 #include "attach.h"
 #include "boot_watch.h"
+#include "run_dir.h"
 #include "error.h"
 #include "pinning.h"
 #include "signals.h"
@@ -63,10 +64,7 @@ std::string cpu_mapping_problem(const std::vector<uint32_t>& guest_apic_ids,
     return "";
 }
 
-std::string run_dir() {
-    const char* e = getenv("SPINLAB_RUN_DIR");
-    return e && *e ? e : collect::kDefaultRunDir;
-}
+std::string run_dir() { return spinlab::run_dir(); }
 
 std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
                                          const std::string& vm_name, const std::string& results_dir,

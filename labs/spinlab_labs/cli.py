@@ -166,6 +166,9 @@ def main(argv: list, bindir: str, labs_dir: str = registry.LABS_DIR) -> int:
     except BrokenPipeError:  # `spinlab lab list | head`: the reader has gone, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except PermissionError as e:  # e.g. a results directory this user may not write
+        _err(f"permission denied: {e.filename or e}")
+        return 2
 
 
 def _main(argv: list, bindir: str, labs_dir: str) -> int:

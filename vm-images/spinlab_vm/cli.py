@@ -1,6 +1,7 @@
 """spinlab-vm: start, run, watch and stop spinlab guests (direct QEMU or libvirt).
 
-Each VM has a name and a state directory $SPINLAB_RUN_DIR/vm/NAME (default /run/spinlab/vm/NAME)
+Each VM has a name and a state directory <run-dir>/vm/NAME (<run-dir>: $SPINLAB_RUN_DIR, else
+$XDG_RUNTIME_DIR/spinlab for a user other than root, else /run/spinlab)
 holding control.sock (COM2, the guest's control channel), qmp.sock (QMP, qemu backend),
 console.log (COM1), shm (symlink to /dev/shm/spinlab-NAME, the ivshmem-plain region), qemu.pid
 and vm.json (configuration, accelerator, vCPU thread ids, start time, QEMU version).
@@ -212,6 +213,9 @@ def main(argv=None):
     except VmError as e:
         print(f"spinlab-vm: {e}", file=sys.stderr)
         return e.status
+    except PermissionError as e:   # a path this user may not use: say which, and how to choose another
+        print(f"spinlab-vm: {state.permission_text(e)}", file=sys.stderr)
+        return config.EXIT_USAGE
     except supervise.Interrupted as e:
         print(f"spinlab-vm: interrupted by {e}", file=sys.stderr)
         return 128 + e.signum

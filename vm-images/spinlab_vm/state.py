@@ -1,8 +1,9 @@
 """Per-VM state: <run-dir>/vm/NAME/ and its vm.json; is the VM alive; removing what is stale.
 
-<run-dir> is $SPINLAB_RUN_DIR, else /run/spinlab (the collector resolves --vm NAME the same way,
-collector/attach.h). One directory per VM, created with mkdir, so two starts of one name cannot
-both win:
+<run-dir> is run_dir(): $SPINLAB_RUN_DIR, else $XDG_RUNTIME_DIR/spinlab for a user other than
+root, else /run/spinlab (every C++ tool resolves it the same way, collector/run_dir.h;
+tests/test_run_dir.py checks that the two agree). One directory per VM, created with mkdir, so
+two starts of one name cannot both win:
 
   control.sock   COM2 chardev socket (server, wait=off): the guest's control channel
   qmp.sock       QMP (qemu backend only; libvirt keeps the monitor to itself)
@@ -28,8 +29,34 @@ SHM_DIR = "/dev/shm"
 UNIX_PATH_MAX = 107   # sun_path holds 108 bytes with the terminating NUL
 
 
+def resolve_run_dir(environ, root):
+    """Where runtime state lives for this environment and user (collector/run_dir.h's rule)."""
+    if environ.get("SPINLAB_RUN_DIR"):
+        return Path(environ["SPINLAB_RUN_DIR"])
+    if not root and environ.get("XDG_RUNTIME_DIR"):
+        return Path(environ["XDG_RUNTIME_DIR"]) / "spinlab"
+    return Path("/run/spinlab")
+
+
 def run_dir():
-    return Path(os.environ.get("SPINLAB_RUN_DIR") or "/run/spinlab")
+    """The run directory of this process (its environment and effective user)."""
+    return resolve_run_dir(os.environ, os.geteuid() == 0)
+
+
+RUN_DIR_HINT = ("set SPINLAB_RUN_DIR (or XDG_RUNTIME_DIR, for a user other than root) "
+                "to a directory you may write")
+
+
+def permission_text(e):
+    """One line for a PermissionError: the path, and for one under the run directory, the way out."""
+    where = e.filename or "?"
+    text = f"permission denied: {where}"
+    try:
+        if Path(where).is_relative_to(run_dir()) or run_dir().is_relative_to(Path(where)):
+            text += f" (the run directory is {run_dir()}: {RUN_DIR_HINT})"
+    except (TypeError, ValueError):
+        pass
+    return text
 
 
 def shm_path(name):

@@ -21,6 +21,7 @@ def test_run_dir_from_environment(monkeypatch):
     monkeypatch.setenv("SPINLAB_RUN_DIR", "/tmp/somewhere")
     assert str(state.run_dir()) == "/tmp/somewhere"
     monkeypatch.delenv("SPINLAB_RUN_DIR")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     assert str(state.run_dir()) == "/run/spinlab"
 
 
