@@ -5,7 +5,7 @@ analysis (a notebook, a script). analysis/README.md, "The Python API", documents
     r = s.load("results/latest")
     r.waits.groupby("class").size()
 
-`load` reads the directory with the same reader the report uses (load.load_run) and attributes
+`load` reads the directory with the same reader the report uses (reader.load_run) and attributes
 every long wait with the same code (waits_rules.long_waits_share), so every number here is the report's.
 Nothing is computed twice: the DataFrames are views of those results, built once per Results.
 """

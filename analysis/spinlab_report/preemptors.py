@@ -9,7 +9,7 @@ the column (a timeline.csv written before it) `unknown`. The share of a class is
 all those cycles: how much of the spin behind a preempted holder each preemptor caused.
 
 Exact where the timeline is complete (each off row then names its preemptor); the rest is
-`unknown`. The holder is taken piece by piece as the attribution does (waits._holder_pieces: a
+`unknown`. The holder is taken piece by piece as the attribution does (waits.holder_pieces: a
 hand-over placed splits the wait); a wait whose holder changed at an unknown moment is counted
 in `waits_not_placed` and left out.
 """
@@ -65,7 +65,6 @@ def holder_off_by_class(att, rows) -> tuple:
     cycles = dict.fromkeys(CLASSES, 0.0)
     if not att.measured or not len(att):
         return cycles, 0, 0
-    from .waits import _holder_pieces
     index = _by_vcpu(rows)
     lw, pos = att.lw, att.pos
     wait = att.wait_cycles().astype(np.float64)
@@ -73,7 +72,7 @@ def holder_off_by_class(att, rows) -> tuple:
     host = np.where(finite, att.host_start, 0.0)
     # The holder's pieces of each wait, as the attribution measured them (one per holder, a
     # hand-over placed); a hand-over at an unknown moment (slow) has no pieces: not placed.
-    k, vcpus, lo, hi, slow = _holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
+    k, vcpus, lo, hi, slow = waits.holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
     off = (att.side["holder"] == OFF) & (att.source["holder"] == 0)
     placed = np.zeros(len(att), dtype=bool)
     placed[k] = True

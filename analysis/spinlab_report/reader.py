@@ -15,6 +15,7 @@ import pandas as pd
 from . import contract as c
 from . import parallel
 from .buckets import NBUCKETS
+from .names import PREEMPTOR_CLASS
 from .waits import LongWaits
 
 
@@ -162,7 +163,6 @@ def read_timeline(path: str) -> pd.DataFrame:
     if bad:
         raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected {', '.join(c.TIMELINE_STATES)})")
     if "preemptor" in df.columns:  # spinlab-load timeline's class of who took the CPU (preemptors.py)
-        from .names import PREEMPTOR_CLASS
         given = df["preemptor"].dropna().astype(str)
         bad = sorted(set(given) - set(PREEMPTOR_CLASS.names))
         if bad:

@@ -8,6 +8,7 @@ rates and shares to 3 significant digits, counts whole.
 """
 import math
 
+from . import preemptors
 from .lhp import UNCERTAIN
 from .names import LHP_CLASS as L
 
@@ -171,8 +172,7 @@ def with_ci(d: dict, unit: str, conf: float, fmt=g3) -> str:
 
 
 def preemptor_sentence(p: dict | None) -> str | None:
-    from .preemptors import sentence
-    return sentence(p)
+    return preemptors.sentence(p)
 
 
 def lhp_sentences(p: dict, conf: float) -> str:

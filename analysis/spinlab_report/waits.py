@@ -297,7 +297,7 @@ def _steal(lw: LongWaits, pos):
     return table[codes, 0], table[codes, 1]
 
 
-def _holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
+def holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
     """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
     (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
     (measured by lhp's own code, returned as {k: (least, most) or None})."""
@@ -357,7 +357,7 @@ def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
         out.host_start, out.bound = a, np.where(finite, bound, np.nan)
         e = np.where(finite, bound, 0.0)
         # the holder: one piece per holder (lhp.holder_pieces); a gap of unknown moment by lhp itself
-        k, v, lo, hi, slow = _holder_pieces(lw, pos, a, e, wait, finite)
+        k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite)
         cov, least, most = _ranges(index, v, lo, hi, e[k])
         out.h_lo, out.h_hi = _sum_pieces(n, k, cov, least, most, wait)
         for j, (placed, _) in slow.items():
