@@ -49,6 +49,13 @@ uint32_t crc32c_update_table(uint32_t crc, const void* data, size_t len) {
 #if defined(__x86_64__)
 
 bool crc32c_hw_available() {
+#if __STDC_HOSTED__ == 0
+    // The guest kernel keeps the table: on the build machines' nested KVM (kvm_pvm) guest ring 0
+    // runs through KVM's instruction emulator, and with the crc32 instruction there the KVM
+    // ground-truth runs' control channel stopped answering (clean-clone make test, 2026-11-28).
+    // Both paths give the same value, so the host's SSE4.2 checks the guest's table CRCs.
+    return false;
+#endif
     uint32_t eax = 1, ebx, ecx = 0, edx;
     __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
     return (ecx >> 20) & 1;  // CPUID.1:ECX.SSE4_2
