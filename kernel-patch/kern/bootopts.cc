@@ -49,6 +49,10 @@ const bootopt::Spec kSpecs[] = {
     // timing=all: every acquisition timed, as the original experiment did (lockstat/timing.h).
     {"timing", Kind::kChoice, "contended|all", 0, 0,
      "what spinlocks time: contended|all (default contended; all: every acquisition)"},
+    {"pvqspin-spin", Kind::kUint, nullptr, 1, 1u << 30,
+     "spins before a pvqspin waiter halts its vCPU (default 32768)"},
+    {"pvqspin-kick", Kind::kChoice, "auto|nmi", 0, 0,
+     "pvqspin's kick: auto (KVM_HC_KICK_CPU with KVM's PV unhalt, else an NMI) or nmi"},
     // init= takes the rest of the line, so it must come last.
     {"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"},
 };
@@ -93,11 +97,14 @@ void bootopts_init(const char* cmdline) {
     if (values[14].set) g_boot.spinlock.contention_sample_rate = uint32_t(values[14].num);
     if (values[15].set) g_boot.spinlock.hold_threshold = uint32_t(values[15].num);
     g_boot.timing = values[16].set ? uint32_t(values[16].num) : 0;
-    g_boot.init = values[17].set ? values[17].str : "";
+    g_boot.pvqspin_spin = values[17].set ? uint32_t(values[17].num) : kDefaultPvqspinSpinBound;
+    g_boot.pvqspin_nmi = values[18].set && values[18].num == 1;
+    g_boot.init = values[19].set ? values[19].str : "";
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
                         g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.longwait,
-                        g_boot.pvyield, g_boot.timing == uint32_t(spinlab::lockstat::Timing::kAll)});
+                        g_boot.pvyield, g_boot.timing == uint32_t(spinlab::lockstat::Timing::kAll),
+                        g_boot.pvqspin_spin, g_boot.pvqspin_nmi});
     // Before any CPU's lockstat_init_cpu, which loads the acquire countdown from it.
     g_spinlock_params = g_boot.spinlock;
 }
