@@ -73,7 +73,9 @@ std::string record_snapshot_json(uint64_t seq, const Snapshot& s,
     }
     w.key("cpus").begin_array();
     for (const CpuSnapshot& c : s.cpus) {
-        w.begin_object().field("cpu", c.cpu).field("resets", c.resets).key("classes").begin_array();
+        w.begin_object().field("cpu", c.cpu).field("resets", c.resets);
+        pv_fields(w, c.pv);
+        w.key("classes").begin_array();
         for (uint32_t id = 0; id < c.classes.size(); ++id) {
             if (c.classes[id].acquisitions == 0) continue;
             w.begin_object().field("id", id).key("perf");

@@ -121,6 +121,7 @@ Snapshot RegionReader::snapshot() {
                 c.apic_id = __atomic_load_n(&src->apic_id, __ATOMIC_RELAXED);
                 c.initialised = true;
                 copy_words(c.classes.data(), src->classes, sizeof src->classes);
+                copy_words(&c.pv, &src->pv, sizeof src->pv);
             }
             s.cpus.push_back(std::move(c));
         }

@@ -92,6 +92,11 @@ void perf_json(JsonWriter& w, const LockClassPerf& c) {
     w.end_object();
 }
 
+void pv_fields(JsonWriter& w, const PvLockCounters& p) {
+    w.field("pv_halts", p.pv_halts).field("pv_kicks", p.pv_kicks);
+    w.field("pv_spurious_wakeups", p.pv_spurious_wakeups).field("pv_steals", p.pv_steals);
+}
+
 std::string class_table(const LockClassPerf& c) {
     std::string out = "wait\n" + lockstat_table<lockstat::format_wait_table>(c);
     out += "hold\n" + lockstat_table<lockstat::format_hold_table>(c);

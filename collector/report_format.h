@@ -36,6 +36,11 @@ std::string format_query(const QueryView& v, OutputFormat f);
 // the record files.
 void perf_json(JsonWriter& w, const LockClassPerf& c);
 
+// One CPU's pv lock counters (lock=pvqspin) as fields of an open object: "pv_halts",
+// "pv_kicks", "pv_spurious_wakeups", "pv_steals" (perfdata.h's names); shared with the record
+// files and spinlab-run's snapshots.
+void pv_fields(JsonWriter& w, const PvLockCounters& p);
+
 // The table of one class: "wait" + wait table, "hold" + hold table, LHP lines.
 std::string class_table(const LockClassPerf& c);
 

@@ -66,6 +66,18 @@ bool class_went_backwards(const LockClassPerf& later, const LockClassPerf& earli
     return false;
 }
 
+PvLockCounters pv_delta(const PvLockCounters& later, const PvLockCounters& earlier) {
+    if (later.pv_halts < earlier.pv_halts || later.pv_kicks < earlier.pv_kicks ||
+        later.pv_spurious_wakeups < earlier.pv_spurious_wakeups || later.pv_steals < earlier.pv_steals)
+        return later;  // reset in between (or nonsense): counting restarted
+    PvLockCounters d = later;
+    d.pv_halts -= earlier.pv_halts;
+    d.pv_kicks -= earlier.pv_kicks;
+    d.pv_spurious_wakeups -= earlier.pv_spurious_wakeups;
+    d.pv_steals -= earlier.pv_steals;
+    return d;
+}
+
 Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier) {
     Snapshot d = later;
     for (CpuSnapshot& c : d.cpus) {
@@ -73,6 +85,7 @@ Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier) {
         for (const CpuSnapshot& e : earlier.cpus)
             if (e.cpu == c.cpu) before = &e;
         if (before == nullptr || before->resets != c.resets) continue;
+        c.pv = pv_delta(c.pv, before->pv);
         for (size_t id = 0; id < c.classes.size() && id < before->classes.size(); ++id) {
             // A count below the earlier one: the class was reset under the same `resets` value
             // (a reset zeroes the counters before it bumps resets) or the guest wrote nonsense.

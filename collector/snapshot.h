@@ -17,6 +17,7 @@ struct CpuSnapshot {
     uint32_t apic_id = 0;                // CpuPerfData.apic_id (valid once the CPU's init ran)
     bool initialised = false;            // the CPU's lockstat init has run (magic is set)
     std::vector<LockClassPerf> classes;  // kMaxLockClasses entries, index = class id
+    PvLockCounters pv{};                 // CpuPerfData.pv: lock=pvqspin's halts, kicks, ...
 };
 
 struct Snapshot {
@@ -42,6 +43,7 @@ LockClassPerf merge_cpus(const Snapshot& s, uint32_t class_id);
 std::vector<uint32_t> active_classes(const Snapshot& s);
 
 // later - earlier for counts and histograms; maxima are later's (a maximum has no delta).
+// The pv lock's per-CPU counters (CpuSnapshot::pv) likewise (pv_delta).
 // A CPU whose `resets` changed in between contributes later's counts as they are (counting
 // restarted from zero at the reset), and so does a class with any count below the earlier one
 // (class_went_backwards: a reset seen before its `resets` bump, or a guest writing nonsense;
@@ -50,6 +52,9 @@ Snapshot snapshot_delta(const Snapshot& later, const Snapshot& earlier);
 LockClassPerf class_delta(const LockClassPerf& later, const LockClassPerf& earlier);
 // Whether any count (every field but the two maxima) of later is below earlier's.
 bool class_went_backwards(const LockClassPerf& later, const LockClassPerf& earlier);
+
+// later - earlier of the pv lock's counters; later's as they are when any went backwards.
+PvLockCounters pv_delta(const PvLockCounters& later, const PvLockCounters& earlier);
 
 // uncontended + sum(wait_hist) + wait_overflow - acquisitions: 0 when the invariant holds,
 // nonzero (by how much it is off) on a snapshot taken while records were in flight.

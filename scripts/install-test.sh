@@ -66,7 +66,7 @@ grep -q "did you mean 'spinlab run'" err.txt
 spinlab run --help | grep -q -- "--spec NAME|FILE"
 spinlab sweep sweep-locks --dry-run >sweep.txt
 spinlab sweep mitigations --dry-run >mitigations.txt
-grep -q "^sweep mitigations: 40 cells" mitigations.txt
+grep -q "^sweep mitigations: 48 cells" mitigations.txt
 spinlab run --spec wrk --dry-run >wrk.txt
 grep -q " clock=cpuid pause=on long-wait=1048576 timing=all " wrk.txt
 grep -q "lock-tas_cpus-2: .*/bin/spinlab-run --spec .*--vm.lock tas --vm.cpus 2" sweep.txt

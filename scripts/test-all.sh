@@ -152,21 +152,21 @@ done
 # The lock algorithm is fixed per boot: the lockstat suite (and the spinlock suite) once per
 # algorithm at 4 vCPUs; then the baseline (INSTRUMENT=0) and counters-only (2) kernels, which
 # must build from the same tree and pass the same suite.
-for algo in tas ticket mcs pv; do
+for algo in tas ticket mcs pv pvqspin; do
     step "lockstat self-tests, lock=$algo, 4 vCPUs (TCG)" \
         $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 4 --accel tcg \
         --suite lockstat,spinlock,user --append "lock=$algo" --log build/selftest-lockstat-$algo.log
 done
-# The preemption-aware locks (pticket, pvmcs) and lab 5's student lock booted with lock=:
+# The preemption-aware locks (pticket, pvmcs, pvqspin) and lab 5's student lock booted with lock=:
 # lockbench --verify exact at 1, 2, 4 and 8 vCPUs, and the guest reporting the booted lock
-# (12 boots, ~20-30 s under TCG).
-step "lockbench --verify, lock=pticket,pvmcs,student, 1-8 vCPUs (TCG)" \
-    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pticket,pvmcs,student --cpus 1,2,4,8
+# (16 boots, ~20-30 s under TCG).
+step "lockbench --verify, lock=pticket,pvmcs,student,pvqspin, 1-8 vCPUs (TCG)" \
+    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pticket,pvmcs,student,pvqspin --cpus 1,2,4,8
 # The same beside a CPU hog on every host CPU, 3 vCPUs: lock holders and waiters preempted by
 # the host (pvmcs 12 s, tas 4 s under TCG on the shared 2-core build machine). Where ring-3
 # waiters sleep in the kernel (kSysWordWait), every sleep must end by a wake.
-step "lockbench --verify, lock=pvmcs,tas, 3 vCPUs beside a hog (TCG)" \
-    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pvmcs,tas --cpus 3 --hog
+step "lockbench --verify, lock=pvmcs,tas,pvqspin, 3 vCPUs beside a hog (TCG)" \
+    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD --locks pvmcs,tas,pvqspin --cpus 3 --hog
 # The in-guest cost of a kernel-lock trace event (make bench's measure), one TCG boot of ~4 s:
 # the guest fails unless every release it armed wrote its event into the running session.
 step "bench=traceevent: one kernel-lock event per armed release (TCG, 1 vCPU)" \

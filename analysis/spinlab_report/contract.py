@@ -20,6 +20,9 @@ CLASS_COUNTS = ("acquisitions", "uncontended", "wait_overflow")
 CLASS_OPTIONAL_COUNTS = ("wait_cycles_sum", "wait_cycles_max", "holds_timed", "hold_overflow",
                          "hold_cycles_sum", "hold_cycles_max", "long_holds")
 CLASS_HISTOGRAMS = ("wait_hist", "hold_hist")
+# A CPU's paravirtual-lock counters (lock=pvqspin; perfdata.h PvLockCounters, collector/
+# report_format.h pv_fields): optional per CPU (older results have none), all four or none.
+PV_COUNTS = ("pv_halts", "pv_kicks", "pv_spurious_wakeups", "pv_steals")
 # A snapshot's trace session (the runner's "trace" object): the loss counters under the ABI's
 # names (spinlab/trace.h TraceLossCounters: EventsLost, BuffersWritten, LogBuffersLost,
 # RealTimeBuffersLost, and the attempted/written pair), in total ("loss") and per CPU ("cpus").

@@ -49,6 +49,8 @@ class Snapshot:
     long_waits_dropped: int
     name: str
     trace: dict | None = None  # the repetition's trace session (_trace); None: no trace
+    # cpu -> {contract.PV_COUNTS name: count}: the pv lock's counters of the CPUs that have them
+    pv: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -131,9 +133,12 @@ def read_snapshot(path: str) -> Snapshot:
     name = os.path.join(c.SNAPSHOT_DIR, os.path.basename(path))
     d = c.read_json(path)
     stats = []
+    pv = {}
     for i, cpu in enumerate(c.need(d, "cpus", list, name)):
         where = f"{name}: cpus[{i}]"
         cpu_no = c.need_count(cpu, "cpu", where)
+        if any(k in cpu for k in c.PV_COUNTS):
+            pv[cpu_no] = {k: c.need_count(cpu, k, where) for k in c.PV_COUNTS}
         for cls, cd in c.need(cpu, "classes", dict, where).items():
             stats.append(class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
     lws = d.get("long_waits")
@@ -145,7 +150,7 @@ def read_snapshot(path: str) -> Snapshot:
                     float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc("start"), tsc("end"),
                     d.get("workload") if isinstance(d.get("workload"), dict) else {}, stats, lws,
                     d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name,
-                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None)
+                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None, pv)
 
 
 def read_timeline(path: str) -> pd.DataFrame:

@@ -120,6 +120,7 @@ std::string snapshot_json(const SnapshotRecord& r) {
     for (const auto& cpu : r.counters.cpus) {
         j.begin_object();
         j.field("cpu", cpu.cpu);
+        collect::pv_fields(j, cpu.pv);
         j.key("classes").begin_object();
         for (uint32_t id = 0; id < cpu.classes.size(); ++id) {
             const LockClassPerf& c = cpu.classes[id];

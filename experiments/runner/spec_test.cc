@@ -222,7 +222,7 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--vm.accel", "xen"}, "--vm.accel = 'xen': must be one of auto, kvm, tcg"},
         Golden{{kPhases, "--vm.backend", "vbox"}, "--vm.backend = 'vbox': must be one of qemu, libvirt"},
         Golden{{kPhases, "--vm.lock", "queued"},
-               "--vm.lock = 'queued': must be one of tas, ticket, mcs, pv, pticket, pvmcs, student"},
+               "--vm.lock = 'queued': must be one of tas, ticket, mcs, pv, pticket, pvmcs, student, pvqspin"},
         Golden{{kPhases, "--vm.clock", "hpet"},
                "--vm.clock = 'hpet': must be one of lfence, rdtscp, cpuid"},
         Golden{{kPhases, "--vm.pause", "maybe"}, "--vm.pause = 'maybe': must be on or off"},

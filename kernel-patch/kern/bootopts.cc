@@ -84,6 +84,12 @@ const Option kOptions[] = {
     // timing=all: every acquisition timed, as the original experiment did (lockstat/timing.h).
     {{"timing", Kind::kChoice, "contended|all", 0, 0, "what spinlocks time (all: every acquisition)"},
      uint32_t(spinlab::lockstat::Timing::kContended), [](const Value& v) { g_boot.timing = uint32_t(v.num); }},
+    // pvqspin (spinlock/pv_qspinlock.h): the spin bound before a waiter halts its vCPU, and the kick.
+    {{"pvqspin-spin", Kind::kUint, nullptr, 1, 1u << 30, "spins before a pvqspin waiter halts its vCPU"},
+     kDefaultPvqspinSpinBound, [](const Value& v) { g_boot.pvqspin_spin = uint32_t(v.num); }},
+    {{"pvqspin-kick", Kind::kChoice, "auto|nmi", 0, 0,
+      "pvqspin's kick: auto (KVM_HC_KICK_CPU with KVM's PV unhalt, else an NMI) or nmi"},
+     0, [](const Value& v) { g_boot.pvqspin_nmi = v.num == 1; }},
     // init= takes the rest of the line, so it must come last.
     {{"init", Kind::kRest, nullptr, 0, 0, "first program and its arguments (rest of the line)"}, 0,
      [](const Value& v) { g_boot.init = v.str; }},
@@ -147,7 +153,8 @@ void bootopts_init(const char* cmdline) {
     // No lock is held here (boot CPU, before SMP): the algorithm may change (lockstat.h).
     lockstat_configure({spinlab::LockAlgorithm(g_boot.lock), spinlab::ClockSource(g_boot.clock),
                         g_boot.pause, g_boot.pvspin, g_boot.lockup, g_boot.long_wait,
-                        g_boot.pvyield, g_boot.timing == uint32_t(spinlab::lockstat::Timing::kAll)});
+                        g_boot.pvyield, g_boot.timing == uint32_t(spinlab::lockstat::Timing::kAll),
+                        g_boot.pvqspin_spin, g_boot.pvqspin_nmi});
     // Before any CPU's lockstat_init_cpu, which loads the acquire countdown from it.
     g_spinlock_params = g_boot.spinlock;
 }

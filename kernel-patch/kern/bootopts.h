@@ -20,6 +20,8 @@ struct BootOptions {
     bool pvyield;           // pvyield=on|off: the pv lock may make the sched-yield hypercall
     bool stackprobe;        // stackprobe=on: kern/stackprobe.h's thread runs
     uint32_t timing;        // timing=contended|all: spinlab::lockstat::Timing (same order)
+    uint32_t pvqspin_spin;  // pvqspin-spin=<n>: spins before a pvqspin waiter halts
+    bool pvqspin_nmi;       // pvqspin-kick=auto|nmi: nmi kicks by NMI even with KVM PV unhalt
     // spin-threshold=, acquire-sample-rate=, contention-sample-rate=, hold-threshold=: the
     // starting values of the live parameters (g_spinlock_params), each at least its minimum.
     spinlab::lockstat::SpinlockParams spinlock;

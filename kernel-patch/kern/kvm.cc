@@ -51,11 +51,12 @@ void kvm_init() {
     }
     k.steal_time = k.features & kKvmFeatureStealTime;
     k.pv_sched_yield = k.features & kKvmFeaturePvSchedYield;
+    k.pv_unhalt = k.features & kKvmFeaturePvUnhalt;
     g_kvm = k;
     kprintf("kvm: hypervisor '%s', KVM features 0x%x (steal time %s, PV sched yield %s, "
             "PV unhalt %s)\n", k.hypervisor ? k.signature : "none", k.features,
             k.steal_time ? "yes" : "no", k.pv_sched_yield ? "yes" : "no",
-            (k.features & kKvmFeaturePvUnhalt) ? "yes" : "no");
+            k.pv_unhalt ? "yes" : "no");
 }
 
 void kvm_init_cpu() {
@@ -98,6 +99,15 @@ void kvm_yield_to(uint32_t cpu) {
     else
         asm volatile("vmcall" : "+a"(ret) : "b"(apic) : "memory");
     arch::percpu_inc(&yields[me->number]);
+}
+
+void kvm_kick_cpu(uint32_t apic_id) {
+    uint64_t ret = kKvmHcKickCpu;
+    const uint64_t flags = 0, apic = apic_id;
+    if (g_kvm.amd)
+        asm volatile("vmmcall" : "+a"(ret) : "b"(flags), "c"(apic) : "memory");
+    else
+        asm volatile("vmcall" : "+a"(ret) : "b"(flags), "c"(apic) : "memory");
 }
 
 uint64_t kvm_yield_count() {

@@ -96,6 +96,15 @@ void lapic_send_ipi(uint32_t apic_id, uint8_t vector) {
     irq_restore(f);
 }
 
+void lapic_send_nmi(uint32_t apic_id) {
+    uint64_t f = irq_save();
+    icr_wait();
+    wr(kIcrHi, apic_id << 24);
+    wr(kIcrLo, 0x400);  // delivery mode NMI (100b), physical destination, vector ignored
+    icr_wait();
+    irq_restore(f);
+}
+
 void lapic_send_init_sipi(uint32_t apic_id, uint8_t page) {
     wr(kIcrHi, apic_id << 24);
     wr(kIcrLo, 0x4500);  // INIT, assert

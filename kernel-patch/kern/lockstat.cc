@@ -15,7 +15,7 @@
 
 LockConfig g_lockcfg = {spinlab::LockAlgorithm::kTestAndSet, spinlab::ClockSource::kLfenceRdtsc,
                         true, kDefaultPvSpinBound, kDefaultLockupCycles, spinlab::kDefaultLongWaitThreshold, true,
-                        false};
+                        false, kDefaultPvqspinSpinBound, false};
 SpinlockParamsPage g_spinlock_params = {spinlab::lockstat::kDefaultSpinlockParams};
 spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 
@@ -98,6 +98,7 @@ int64_t lockstat_map_into(Process* p, uint64_t uout) {
     m.clock_source = uint32_t(g_lockcfg.clock);
     m.pause = g_lockcfg.pause ? 1 : 0;
     m.pv_spin_bound = g_lockcfg.pv_spin_bound;
+    m.pvqspin_spin_bound = g_lockcfg.pvqspin_spin_bound;
     m.instrument_level = uint32_t(lockstat::kBuildLevel);
     m.long_wait_cycles = g_lockcfg.long_wait_cycles;
     SpinGuard g(&g_proc_lock);  // lock order: proc_table, then address_space (as_map_shared)

@@ -8,7 +8,7 @@
 //                           the lock paths never test for null; what CPUs record before their
 //                           own init lands there and is never reported
 //   bootopts_init()      -> lockstat_configure(): lock=, clock=, pause=, lockup=, long-wait=,
-//                           pvspin=, pvyield=, timing= copied into g_lockcfg. Runs while no lock is held (boot
+//                           pvspin=, pvyield=, timing=, pvqspin-spin=, pvqspin-kick= copied into g_lockcfg. Runs while no lock is held (boot
 //                           CPU, before smp_init), so switching from the static default
 //                           algorithm (tas, whose free word is also a free ticket and MCS
 //                           lock) is safe. Constant afterwards.
@@ -42,6 +42,8 @@ struct LockConfig {
     uint64_t long_wait_cycles;         // long-wait=: waits this long are long-wait trace events
     bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
     bool time_all;                     // timing=all: every acquisition is timed (lockstat/timing.h)
+    uint32_t pvqspin_spin_bound;       // pvqspin-spin=: spins before a pvqspin waiter halts
+    bool pvqspin_nmi_kick;             // pvqspin-kick=nmi: NMI kicks even with KVM's PV unhalt
 };
 extern LockConfig g_lockcfg;
 
@@ -53,6 +55,7 @@ extern spinlab::CpuPerfData* g_lockstat_cpus[kMaxCpus];
 
 constexpr uint64_t kDefaultLockupCycles = 1ull << 34;   // ~6.5 s at 2.6 GHz
 constexpr uint32_t kDefaultPvSpinBound = 1u << 15;      // as Linux's pv qspinlock SPIN_THRESHOLD
+constexpr uint32_t kDefaultPvqspinSpinBound = 1u << 15; // Linux's SPIN_THRESHOLD
 
 void lockstat_early_cpu(Prcb* p);   // from prcb_init_cpu: point p->lockstat at the scratch block
 void lockstat_configure(const LockConfig& c);

@@ -7,6 +7,7 @@
 #include "../lockstat/instrumented_lock.h"
 #include "console.h"
 #include "kvm.h"
+#include "lapic.h"
 #include "lockstat.h"
 #include "locktrace.h"
 #include "sched.h"
@@ -152,6 +153,76 @@ void note_released(const Spinlock* l, uint32_t me) {
         }
 }
 
+constexpr spinlab::InstrumentLevel kLevel = ls::kBuildLevel;
+
+// --- lock=pvqspin: the halt and the kick ------------------------------------------------------
+// pv_wait(p, v) halts this vCPU while *p == v; pv_kick(cpu) wakes that CPU's vCPU. The waiter may
+// hold a spin_lock_irqsave lock or wait in an interrupt handler, so the halt must end without an
+// interrupt: the kick is KVM_HC_KICK_CPU when KVM offers PV unhalt (kvm.h: it wakes a hlt with
+// interrupts off, and one that comes before the hlt is remembered), else an NMI IPI, which a
+// CPU takes with interrupts off too.
+//
+// The NMI is not remembered: one that arrives after the waiter's check of *p and before its hlt
+// would be taken, return to the hlt, and the waiter would sleep through its only kick. So the
+// check and the hlt form a window (spin_pv_halt below, interrupts off from the check to the
+// hlt), and the NMI handler (spin_pv_nmi, from trap.cc) moves an NMI that interrupted the window
+// past the hlt: the waiter then returns as if woken. Since every kick is sent after the kicker
+// changed *p (pv_qspinlock.h), a kick before the window is seen by the check, a kick inside it
+// skips the hlt, and a kick during the hlt wakes it. An ordinary interrupt cannot enter the
+// window: interrupts are off there, and when the waiter's own context had them on, the hlt is
+// `sti; hlt`, whose sti takes effect only at the hlt, so interrupts wake the halt (a spurious
+// wake-up for the lock, which re-checks) but never land between the check and the hlt.
+extern "C" bool spin_pv_halt(const uint8_t* p, uint8_t v, uint64_t sti);  // 1: halted
+extern "C" const char spin_pv_halt_window[], spin_pv_halt_window_end[];
+asm(R"(
+    .text
+    .globl spin_pv_halt, spin_pv_halt_window, spin_pv_halt_window_end
+    .type spin_pv_halt, @function
+spin_pv_halt:
+    movl $1, %eax
+spin_pv_halt_window:
+    cmpb %sil, (%rdi)
+    jne 3f
+    testq %rdx, %rdx
+    jz 2f
+    sti
+    hlt
+    cli
+    jmp spin_pv_halt_window_end
+2:  hlt
+spin_pv_halt_window_end:
+    ret
+3:  xorl %eax, %eax
+    ret
+    .size spin_pv_halt, . - spin_pv_halt
+)");
+
+bool pv_wait(const uint8_t* p, uint8_t v) {
+    const uint64_t f = irq_save();
+    const bool halted = spin_pv_halt(p, v, f & arch::kFlagIF);
+    irq_restore(f);
+    return halted;
+}
+
+void pv_count_event(sl::PvEvent e) {
+    if constexpr (kLevel == spinlab::InstrumentLevel::kOff) return;
+    spinlab::PvLockCounters& c = lockstat_this_cpu()->pv;
+    uint64_t* n = e == sl::PvEvent::kHalt   ? &c.pv_halts
+                  : e == sl::PvEvent::kKick ? &c.pv_kicks
+                  : e == sl::PvEvent::kSteal ? &c.pv_steals
+                                             : &c.pv_spurious_wakeups;
+    arch::percpu_inc(n);  // one instruction: atomic against this CPU's interrupts
+}
+
+void pv_kick(uint32_t cpu) {
+    if (cpu >= g_ncpus) return;
+    // The store that ends the waiter's wait must be visible before the kick can wake it.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    const uint32_t apic = g_prcbs[cpu].apic_id;
+    if (g_kvm.pv_unhalt && !g_lockcfg.pvqspin_nmi_kick) kvm_kick_cpu(apic);
+    else lapic_send_nmi(apic);
+}
+
 // --- the Env (spinlock/algorithms.h and lockstat/instrumented_lock.h list the methods) ---------
 struct KernelLockEnv {
     uint64_t spin_start = 0;  // lockup detector: TSC at this wait's first check
@@ -166,6 +237,12 @@ struct KernelLockEnv {
     void yield_to(uint32_t holder) const { kvm_yield_to(holder); }
     void spin_check(const sl::Lock& l, uint64_t spins) { lockup_check(l, spins, spin_start); }
     uint32_t pticket_timeout_unit() const { return sl::kPticketTimeoutUnit; }
+    // lock=pvqspin (spinlock/pv_qspinlock.h): the halt and the kick above, the spin bound
+    // (pvqspin-spin=) and the per-CPU counters (perfdata.h PvLockCounters; not at INSTRUMENT=0).
+    bool pv_wait(const uint8_t* p, uint8_t v) const { return ::pv_wait(p, v); }
+    void pv_kick(uint32_t cpu) const { ::pv_kick(cpu); }
+    uint32_t pvqspin_spin_bound() const { return g_lockcfg.pvqspin_spin_bound; }
+    void pv_count(sl::PvEvent e) const { pv_count_event(e); }
     // The host's per-vCPU word, or KVM's steal-time preempted byte (vcpu_preempted.h); false
     // for kNoCpu and without either source.
     bool vcpu_is_preempted(uint32_t cpu) const { return vcpu_preempted(cpu); }
@@ -182,7 +259,6 @@ struct KernelLockEnv {
     }
 };
 
-constexpr spinlab::InstrumentLevel kLevel = ls::kBuildLevel;
 
 inline void take(Spinlock* l, const void* site) {
     const uint32_t me = cpu_number();
@@ -212,6 +288,15 @@ inline void give(Spinlock* l) {
 }
 
 }  // namespace
+
+void spin_pv_nmi(uint64_t* rip) {
+    const uint64_t at = *rip;
+    if (at >= uint64_t(spin_pv_halt_window) && at < uint64_t(spin_pv_halt_window_end))
+        *rip = uint64_t(spin_pv_halt_window_end);
+}
+
+bool spin_pv_wait(const uint8_t* p, uint8_t v) { return pv_wait(p, v); }
+void spin_pv_kick(uint32_t cpu) { pv_kick(cpu); }
 
 void spin_init(Spinlock* l, const char* name) { spin_init_class(l, name, lock_class_for_name(name)); }
 

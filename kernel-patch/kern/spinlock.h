@@ -1,5 +1,5 @@
-// kern/spinlock.h: the kernel's spinlock: one of seven algorithms chosen at boot (lock=tas,
-// ticket, mcs, pv, pticket, pvmcs, student; spinlock/algorithms.h lists them), instrumented by
+// kern/spinlock.h: the kernel's spinlock: one of eight algorithms chosen at boot (lock=tas,
+// ticket, mcs, pv, pticket, pvmcs, student, pvqspin; spinlock/algorithms.h lists them), instrumented by
 // lockstat (lockstat/, INSTRUMENT=0|1|2 at build time). Every lock has a name and a lock class
 // (kern/lockclass.h) given when it is set up, and records its holder CPU and the call site that
 // took it, for the lockup detector and for panics.
@@ -16,7 +16,7 @@
 // try (lock bts / lock cmpxchg); uncontended, two per-CPU increments and no timestamp;
 // contended, a timestamp before the first spin and one when the lock is taken, and nothing in
 // the spin loop but the relax (pause=) and a spin counter that calls the lockup detector every
-// 65,536 spins. The queued locks (mcs, pvmcs) take a queue node from a small per-CPU pool.
+// 65,536 spins. The queued locks (mcs, pvmcs, pvqspin) take a queue node from a small per-CPU pool.
 //
 // Lockup detector (lockup=<cycles>, 0 = off, default 2^34): a waiter still spinning after the
 // bound prints the lock's name and class, its holder CPU and the holder's acquisition site,
@@ -66,6 +66,16 @@ void preempt_enable();
 // own unlock later).
 void spin_release_raw(Spinlock* l);
 void spin_acquire_raw(Spinlock* l);
+
+// lock=pvqspin's halt and kick (kern/spinlock.cc says how no wake-up is lost): halt this vCPU
+// while *p == v, with interrupts as the caller has them (true: it halted, or was about to when
+// an NMI came); wake that CPU from it (KVM_HC_KICK_CPU with KVM's PV unhalt, else an NMI).
+// Exported for the self-tests; the lock calls them through its Env.
+bool spin_pv_wait(const uint8_t* p, uint8_t v);
+void spin_pv_kick(uint32_t cpu);
+// From the NMI handler, first thing (no %gs use): an NMI that interrupted spin_pv_wait between
+// its check and its hlt resumes after the hlt (*rip moved there).
+void spin_pv_nmi(uint64_t* rip);
 
 extern uint64_t g_lockup_reports;   // lockup detector reports since boot (all CPUs)
 

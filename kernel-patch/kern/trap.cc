@@ -10,6 +10,7 @@
 #include "prcb.h"
 #include "proc.h"
 #include "sched.h"
+#include "spinlock.h"
 #include "sysinfo_glue.h"
 
 extern "C" const uint64_t trap_vectors[256];
@@ -90,6 +91,14 @@ void trap_init_cpu() {
 void syscall_dispatch(TrapFrame* tf);  // kern/syscall.cc
 
 extern "C" void trap_dispatch(TrapFrame* tf) {
+    // An NMI is lock=pvqspin's kick without KVM's PV unhalt (kern/spinlock.cc). It may arrive
+    // anywhere, even between an entry's or exit's swapgs and its iretq, so %gs may be the
+    // user's: nothing here reads the PRCB. Its only work: an NMI inside the halt window resumes
+    // after the hlt. Any other NMI is ignored.
+    if (tf->vector == kVectorNmi) {
+        spin_pv_nmi(&tf->rip);
+        return;
+    }
     Prcb* c = this_cpu();
     switch (tf->vector) {
     case kVectorSyscall:

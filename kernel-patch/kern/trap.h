@@ -25,3 +25,4 @@ extern void (*g_user_fault_handler)(TrapFrame* tf);
 // goes here instead of being fatal while it is set. Runs with interrupts off, like any trap.
 extern void (*g_kernel_debug_handler)(TrapFrame* tf);
 constexpr uint64_t kVectorDebug = 1;
+constexpr uint64_t kVectorNmi = 2;  // lock=pvqspin's kick (kern/spinlock.cc)

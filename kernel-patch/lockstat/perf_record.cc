@@ -46,6 +46,9 @@ void reset_cpu_perf(CpuPerfData& p, uint32_t lock_class) {
         if (lock_class < kMaxLockClasses) reset_class_perf(p.classes[lock_class]);
     } else {
         for (uint32_t i = 0; i < kMaxLockClasses; i++) reset_class_perf(p.classes[i]);
+        // The pv lock's counters are per CPU, not per class: a reset of every class zeroes them.
+        uint64_t* w = reinterpret_cast<uint64_t*>(&p.pv);
+        for (size_t i = 0; i < sizeof p.pv / sizeof(uint64_t); i++) counter_set(&w[i], 0);
     }
     counter_inc(&p.resets);
 }

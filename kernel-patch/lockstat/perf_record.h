@@ -79,7 +79,7 @@ inline bool sample_uncontended_hold(CpuPerfData& p, uint32_t rate) {
 // with plain loads, skew accepted); `into` must be private to the caller.
 void merge_class_perf(LockClassPerf& into, const LockClassPerf& from);
 
-// Zero one class, or every class (lock_class == kAllLockClasses).
+// Zero one class, or every class and the pv lock's counters (lock_class == kAllLockClasses).
 // Must run on the owning CPU with interrupts off, or while that CPU records nothing: a reset
 // racing a record in flight would leave that record half counted.
 void reset_class_perf(LockClassPerf& c);

@@ -8,6 +8,7 @@
 //   pticket  preemptable_ticket_lock.h   ticket lock whose waiters skip a stalled turn (VEE'13)
 //   pvmcs    pv_queued_lock.h            MCS lock that yields while the vCPU ahead is preempted
 //   student  student_lock.h              lab 5's lock (a plain test-and-set as shipped)
+//   pvqspin  pv_qspinlock.h              Linux's paravirtual queued lock: queue, spin, halt, kick
 //
 //   try_acquire()        one attempt, no spinning: the fast path. An uncontended acquisition
 //                        is exactly one successful try_acquire(); nothing else runs.
@@ -33,9 +34,12 @@
 //   uint32_t pticket_timeout_unit();      pticket: spins a waiter waits per place between it
 //                                         and the head before it may take the lock out of
 //                                         order (kPticketTimeoutUnit; tests script it)
-//   bool vcpu_is_preempted(uint32_t cpu); pvmcs and student: that CPU's vCPU is off its host
-//                                         CPU now, as far as the Env knows (false when it
-//                                         cannot tell, and for kNoCpu)
+//   bool vcpu_is_preempted(uint32_t cpu); pvmcs, pvqspin and student: that CPU's vCPU is off
+//                                         its host CPU now, as far as the Env knows (false
+//                                         when it cannot tell, and for kNoCpu)
+//
+// pvqspin's optional methods (pv_wait, pv_kick, pv_count, pvqspin_spin_bound) are listed in
+// pv_qspinlock.h; an Env without pv_wait yields (yield_to(kNoCpu)) where the lock would halt.
 //
 // Interrupts and preemption are the kernel wrapper's business: the caller must not be
 // preempted (or migrated) between try_acquire/acquire_contended and release.
@@ -48,6 +52,7 @@
 #include "lock.h"
 #include "preemptable_ticket_lock.h"
 #include "pv_lock.h"
+#include "pv_qspinlock.h"
 #include "pv_queued_lock.h"
 #include "queued_lock.h"
 #include "student_lock.h"
@@ -59,7 +64,8 @@ namespace spinlab::spinlock {
 // Whether the algorithm queues: the caller passes a queue node (McsNode) that must stay put
 // from acquisition to release. The others take node == nullptr.
 constexpr bool uses_queue_node(LockAlgorithm a) {
-    return a == LockAlgorithm::kQueued || a == LockAlgorithm::kParavirtQueued;
+    return a == LockAlgorithm::kQueued || a == LockAlgorithm::kParavirtQueued ||
+           a == LockAlgorithm::kPvQspinlock;
 }
 
 // One attempt. On success the caller holds the lock and holder_cpu is recorded.
@@ -83,6 +89,9 @@ inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
             break;
         case LockAlgorithm::kStudent:
             won = student_try_acquire(l, env);
+            break;
+        case LockAlgorithm::kPvQspinlock:
+            won = pvq_try_acquire(l, node);
             break;
         case LockAlgorithm::kTestAndSet:
         case LockAlgorithm::kParavirt:
@@ -118,6 +127,9 @@ inline uint64_t acquire_contended(Lock& l, McsNode* node, Env& env) {
         case LockAlgorithm::kStudent:
             spins = student_acquire_contended(l, env);
             break;
+        case LockAlgorithm::kPvQspinlock:
+            spins = pvq_acquire_contended(l, node, env);
+            break;
         case LockAlgorithm::kTestAndSet:
         default:
             spins = tas_acquire_contended(l, env);
@@ -150,6 +162,9 @@ inline void release(Lock& l, Env& env) {
         case LockAlgorithm::kStudent:
             student_release(l, env);
             break;
+        case LockAlgorithm::kPvQspinlock:
+            pvq_release(l, env);
+            break;
         case LockAlgorithm::kTestAndSet:
         case LockAlgorithm::kParavirt:
         default:
@@ -172,6 +187,8 @@ inline bool is_locked(const Lock& l, LockAlgorithm algo) {
             return pticket_is_locked(l);
         case LockAlgorithm::kStudent:
             return student_is_locked(l);
+        case LockAlgorithm::kPvQspinlock:
+            return pvq_is_locked(l);
         default:
             return (load_relaxed(&l.word.raw) & 1) != 0;
     }

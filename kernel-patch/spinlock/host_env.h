@@ -7,6 +7,8 @@
 #include <spinlab/sysinfo.h>
 #include <stdint.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "algorithms.h"
@@ -58,6 +60,42 @@ struct HostEnv {
         preempted_checks++;
         return preempted_fn != nullptr && cpu != kNoCpu && preempted_fn(script_arg, cpu);
     }
+
+    // lock=pvqspin (pv_qspinlock.h). With `kicks` set (one counter per CPU, shared by every
+    // thread), pv_wait models a vCPU's hlt strictly: it returns at once if *p != v, else it
+    // "halts" until kicks[cpu] moves past the value it read BEFORE that check (so a kick that
+    // came before the check is lost, as an NMI's would be; the lock must not need it), and gives
+    // up after halt_timeout counting a lost wake-up. Without `kicks` it yields and says it did
+    // not halt (no halt on the host).
+    std::atomic<uint64_t>* kicks = nullptr;
+    uint32_t pvq_bound = 64;
+    std::chrono::milliseconds halt_timeout{10000};
+    uint64_t lost_wakeups = 0;  // halts that no kick ended within halt_timeout
+    uint64_t pv_events[4] = {};  // pv_count(), by PvEvent
+    bool pv_wait(const uint8_t* p, uint8_t v) {
+        if (kicks == nullptr) {
+            std::this_thread::yield();
+            if (on_spin) on_spin(script_arg);
+            return false;
+        }
+        const uint64_t k0 = kicks[cpu_id].load(std::memory_order_seq_cst);
+        if (__atomic_load_n(p, __ATOMIC_SEQ_CST) != v) return false;
+        const auto deadline = std::chrono::steady_clock::now() + halt_timeout;
+        while (kicks[cpu_id].load(std::memory_order_seq_cst) == k0) {
+            std::this_thread::yield();
+            if (std::chrono::steady_clock::now() > deadline) {
+                lost_wakeups++;
+                break;
+            }
+        }
+        return true;
+    }
+    void pv_kick(uint32_t cpu) {
+        if (kicks != nullptr) kicks[cpu].fetch_add(1, std::memory_order_seq_cst);
+    }
+    void pv_count(PvEvent e) { pv_events[static_cast<int>(e)]++; }
+    uint32_t pvqspin_spin_bound() const { return pvq_bound; }
+    uint64_t pv(PvEvent e) const { return pv_events[static_cast<int>(e)]; }
 };
 
 }  // namespace spinlab::spinlock

@@ -11,8 +11,10 @@ namespace spinlab::spinlock {
 struct McsNode {
     McsNode* next;     // successor in the queue; written by the successor, read by us
     uint32_t waiting;  // 1 while we queue behind a holder; the predecessor's release clears it
-    uint32_t cpu;      // pvmcs: the CPU this node queues for, read by the successor (which
-                       // spins only while that vCPU runs); unused by mcs
+    uint32_t cpu;      // pvmcs, pvqspin: the CPU this node queues for, read by the successor
+                       // (which spins only while that vCPU runs) and by pvqspin's kicker;
+                       // unused by mcs
+    uint8_t pv_state;  // pvqspin: running, halted or hashed (pv_qspinlock.h's kPv*)
 };
 
 // Ticket lock word: next ticket to hand out (high half), ticket being served (low half).
@@ -46,13 +48,15 @@ struct HoldTrace {
 
 struct Lock {
     // The lock word. Test-and-set, PV and student: bit 0 of raw set = held. Ticket: the two
-    // halves of raw. Preemptable ticket: all 64 bits. Queued: unused. Only one algorithm runs
+    // halves of raw. Preemptable ticket: all 64 bits. Queued: unused. Paravirtual queued
+    // (pvqspin): the low byte, free / locked / locked and slow (pv_qspinlock.h). Only one algorithm runs
     // per boot, so they can share it; raw64 comes first so that `{0}` clears all of it.
     union {
         uint64_t raw64;
         uint32_t raw;  // the low half
         TicketHalves ticket;
         PticketHalves pticket;
+        uint8_t pvq_locked;
     } word;
     // CPU holding the lock, kNoCpu when free. Written by the holder (relaxed) right after it
     // takes the lock and right before it lets go; read racily by waiters (PV yield target,

@@ -1,12 +1,14 @@
 // spinlock/spinlock_test.cc: the lock algorithms on the host, each std::thread playing a CPU;
 // and, single-threaded with a scripted Env (on_spin plays the rest of the machine), the paths
-// that only preemption takes: pticket skipping a stalled turn, pvmcs yielding.
+// that only preemption takes: pticket skipping a stalled turn, pvmcs yielding; pvqspin's halts
+// and kicks under a strict model of hlt (HostEnv::kicks: only a kick ends a halt).
 #include "algorithms.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -124,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(All, AlgorithmTest,
                          ::testing::Values(LockAlgorithm::kTestAndSet, LockAlgorithm::kTicket,
                                            LockAlgorithm::kQueued, LockAlgorithm::kParavirt,
                                            LockAlgorithm::kPreemptableTicket,
-                                           LockAlgorithm::kParavirtQueued, LockAlgorithm::kStudent),
+                                           LockAlgorithm::kParavirtQueued, LockAlgorithm::kStudent,
+                                           LockAlgorithm::kPvQspinlock),
                          [](const auto& info) { return lock_algorithm_name(info.param); });
 
 TEST(Algorithms, EveryAlgorithmHasANameAndOnlyTheQueuedOnesTakeANode) {
@@ -133,6 +136,7 @@ TEST(Algorithms, EveryAlgorithmHasANameAndOnlyTheQueuedOnesTakeANode) {
     EXPECT_STREQ(lock_algorithm_name(LockAlgorithm(kLockAlgorithmCount)), "invalid");
     EXPECT_TRUE(uses_queue_node(LockAlgorithm::kQueued));
     EXPECT_TRUE(uses_queue_node(LockAlgorithm::kParavirtQueued));
+    EXPECT_TRUE(uses_queue_node(LockAlgorithm::kPvQspinlock));
     EXPECT_FALSE(uses_queue_node(LockAlgorithm::kPreemptableTicket));
     EXPECT_FALSE(uses_queue_node(LockAlgorithm::kStudent));
 }
@@ -520,6 +524,179 @@ TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {
     EXPECT_EQ(waiter.yields, 0u);
     EXPECT_GT(waiter.preempted_checks, 0u);
     release(l, waiter);
+}
+
+// --- pvqspin: halts, kicks, the one steal ----------------------------------------------------
+// Threads play CPUs; HostEnv::kicks makes pv_wait a strict hlt: a waiter that the lock forgets
+// to kick (or kicks before it could see the change) stays "halted" until halt_timeout and is
+// counted in lost_wakeups.
+constexpr int kPvCpus = 8;
+
+Env pvq_env(uint32_t cpu, std::atomic<uint64_t>* kicks, uint32_t bound) {
+    Env e;
+    e.algo = LockAlgorithm::kPvQspinlock;
+    e.cpu_id = cpu;
+    e.kicks = kicks;
+    e.pvq_bound = bound;
+    return e;
+}
+
+// Mutual exclusion with a short spin bound and CPUs 1 and 3 "preempted" (waiters behind them
+// halt at once): every wait that halts must be ended by a kick, none may be lost.
+TEST(PvQspinlock, StrictHaltsLoseNoWakeUpUnderStress) {
+    constexpr int kThreads = 4;
+    constexpr uint64_t kIters = 20000;
+    std::atomic<uint64_t> kicks[kPvCpus] = {};
+    Lock l;
+    lock_init(l, "pvq", 1);
+    uint64_t counter = 0;
+    std::atomic<int> ready{0};
+    std::atomic<uint64_t> total{0}, halts{0}, kicked{0}, lost{0}, spurious{0}, contended{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            Env e = pvq_env(static_cast<uint32_t>(t), kicks, 8);
+            e.preempted_fn = odd_cpus_preempted;
+            e.halt_timeout = std::chrono::milliseconds(3000);
+            McsNode node;
+            ready++;
+            while (ready.load() < kThreads) std::this_thread::yield();
+            for (uint64_t n = 0; n < kIters; n++) {
+                if (!try_acquire(l, &node, e)) {
+                    contended++;
+                    acquire_contended(l, &node, e);
+                }
+                uint64_t v = *static_cast<volatile uint64_t*>(&counter);
+                cpu_pause();
+                if (n % 16 == 0) std::this_thread::yield();  // a holder "preempted" now and then
+                *static_cast<volatile uint64_t*>(&counter) = v + 1;
+                release(l, e);
+            }
+            total += kIters;
+            halts += e.pv(PvEvent::kHalt);
+            kicked += e.pv(PvEvent::kKick);
+            spurious += e.pv(PvEvent::kSpuriousWakeup);
+            lost += e.lost_wakeups;
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(counter, total.load());
+    EXPECT_FALSE(is_locked(l, LockAlgorithm::kPvQspinlock));
+    EXPECT_EQ(l.mcs_tail, nullptr);
+    EXPECT_EQ(lost.load(), 0u) << "halted waiters that no kick woke";
+    EXPECT_GT(contended.load(), 0u) << "the stress never contended: it tested nothing";
+    EXPECT_GT(halts.load(), 0u) << "nobody halted: the halt path was not tested";
+    EXPECT_GT(kicked.load(), 0u);
+    // A spurious wake-up here is only a lost wake-up's timeout: none.
+    EXPECT_EQ(spurious.load(), 0u);
+    for (uint32_t i = 0; i < kPvHashEntries; i++) EXPECT_EQ(pv_hash_table()[i].lock, nullptr) << i;
+    std::printf("pvqspin stress: %lu acquisitions, %lu contended, %lu halts, %lu kicks\n",
+                (unsigned long)total.load(), (unsigned long)contended.load(),
+                (unsigned long)halts.load(), (unsigned long)kicked.load());
+}
+
+// The queue head spins the bound, then records lock -> node in the hash, marks the byte slow
+// and halts; the release finds it there, frees the byte and kicks it.
+TEST(PvQspinlock, TheHeadHaltsAfterTheBoundAndTheReleaseKicksIt) {
+    std::atomic<uint64_t> kicks[kPvCpus] = {};
+    Lock l;
+    lock_init(l, "pvq", 0);
+    McsNode n0, n1;
+    Env e0 = pvq_env(0, kicks, 16);
+    ASSERT_TRUE(try_acquire(l, &n0, e0));
+    Env e1 = pvq_env(1, kicks, 16);
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+        acquire_contended(l, &n1, e1);
+        got = true;
+        release(l, e1);
+    });
+    while (load_acquire(&l.word.pvq_locked) != kPvqSlow) std::this_thread::yield();
+    const PvHashEntry* entry = nullptr;
+    for (uint32_t i = 0; i < kPvHashEntries; i++)
+        if (load_acquire(&pv_hash_table()[i].lock) == &l) entry = &pv_hash_table()[i];
+    ASSERT_NE(entry, nullptr) << "slow, but the head is not in the hash";
+    EXPECT_EQ(entry->node, &n1);
+    EXPECT_EQ(load_relaxed(&n1.pv_state), kPvHashed);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(got.load());  // halted: only the kick ends it
+    release(l, e0);
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_EQ(e0.pv(PvEvent::kKick), 1u);
+    EXPECT_EQ(kicks[1].load(), 1u);
+    EXPECT_EQ(e1.pv(PvEvent::kHalt), 1u);
+    EXPECT_EQ(e1.pv(PvEvent::kSpuriousWakeup), 0u);
+    EXPECT_EQ(e1.lost_wakeups, 0u);
+    EXPECT_EQ(load_relaxed(&entry->lock), nullptr);  // the release took it out
+    EXPECT_FALSE(is_locked(l, LockAlgorithm::kPvQspinlock));
+}
+
+// A queued waiter whose predecessor's vCPU is preempted halts at once (the check at loop 0),
+// not after the bound; the predecessor, becoming the holder, makes it the head and kicks it.
+bool cpu1_preempted(void*, uint32_t cpu) { return cpu == 1; }
+
+TEST(PvQspinlock, AWaiterBehindAPreemptedPredecessorHaltsEarlyAndIsKickedAtTheHandOver) {
+    std::atomic<uint64_t> kicks[kPvCpus] = {};
+    Lock l;
+    lock_init(l, "pvq", 0);
+    McsNode n0, n1, n2;
+    Env e0 = pvq_env(0, kicks, 1u << 30);  // spinners that never reach the bound
+    ASSERT_TRUE(try_acquire(l, &n0, e0));
+    Env e1 = pvq_env(1, kicks, 1u << 30);
+    Env e2 = pvq_env(2, kicks, 1u << 30);
+    e2.preempted_fn = cpu1_preempted;
+    std::vector<int> order;
+    std::atomic<bool> t1_may_release{false};
+    std::thread t1([&] {
+        acquire_contended(l, &n1, e1);
+        order.push_back(1);
+        while (!t1_may_release.load()) std::this_thread::yield();
+        release(l, e1);
+    });
+    while (load_relaxed(&l.mcs_tail) != &n1) std::this_thread::yield();
+    std::thread t2([&] {
+        acquire_contended(l, &n2, e2);
+        order.push_back(2);
+        release(l, e2);
+    });
+    while (load_relaxed(&n2.pv_state) != kPvHalted) std::this_thread::yield();
+    release(l, e0);  // t1 takes it and hands the head to t2: a kick
+    while (e1.pv(PvEvent::kKick) == 0) std::this_thread::yield();
+    t1_may_release = true;
+    t1.join();
+    t2.join();
+    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    EXPECT_EQ(e1.pv(PvEvent::kKick), 1u);
+    EXPECT_EQ(kicks[2].load(), 1u);
+    EXPECT_EQ(e2.pv(PvEvent::kHalt), 1u);
+    EXPECT_LT(e2.pv(PvEvent::kHalt), 2u);
+    EXPECT_EQ(e2.lost_wakeups, 0u);
+    EXPECT_EQ(e0.pv(PvEvent::kKick), 0u);  // nobody was in the hash: the release's fast path
+    EXPECT_EQ(l.mcs_tail, nullptr);
+}
+
+// The fast path does not pass a queue; the one attempt before queueing does (a steal).
+TEST(PvQspinlock, OnlyTheOneAttemptBeforeQueueingTakesAFreeLockPastTheQueue) {
+    Lock l;
+    lock_init(l, "pvq", 0);
+    McsNode queued{}, n1;
+    store_relaxed(&l.mcs_tail, &queued);  // a waiter queued (its vCPU elsewhere)
+    Env e1 = pvq_env(1, nullptr, 16);
+    EXPECT_FALSE(try_acquire(l, &n1, e1)) << "the fast path went past the queue";
+    EXPECT_EQ(acquire_contended(l, &n1, e1), 0u);  // the steal: no queueing, no spin
+    EXPECT_EQ(e1.pv(PvEvent::kSteal), 1u);
+    EXPECT_EQ(l.holder_cpu, 1u);
+    EXPECT_EQ(l.mcs_tail, &queued);  // the queue is as it was
+    release(l, e1);
+    store_relaxed(&l.mcs_tail, static_cast<McsNode*>(nullptr));
+    // Without a queue, a free lock at that attempt is no steal.
+    Env e2 = pvq_env(2, nullptr, 16);
+    ASSERT_TRUE(try_acquire(l, &n1, e2));
+    release(l, e2);
+    EXPECT_EQ(acquire_contended(l, &n1, e2), 0u);
+    EXPECT_EQ(e2.pv(PvEvent::kSteal), 0u);
+    release(l, e2);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ def test_interrupted_sweep_resumes_with_the_missing_cell_and_aggregates(tiny):
 
 
 @pytest.mark.parametrize("name, first_line", [("sweep-locks.ini", "sweep locks: 8 cells"),
-                                               ("mitigations.ini", "sweep mitigations: 40 cells")])
+                                               ("mitigations.ini", "sweep mitigations: 48 cells")])
 def test_shipped_sweep_specs_are_accepted_by_the_runner(name, first_line, tmp_path):
     """Each cell of the sweeps the project ships passes spinlab-run's own checks (--dry-run)."""
     if not os.access(RUN, os.X_OK):

@@ -37,7 +37,7 @@
 namespace spinlab {
 
 constexpr uint32_t kPerfDataMagic = 0x44504c53;  // "SLPD" little-endian
-constexpr uint32_t kPerfDataVersion = 2;  // 2: the long-wait ring went
+constexpr uint32_t kPerfDataVersion = 3;  // 2: the long-wait ring went; 3: PvLockCounters
 
 // Lock classes are small integers 0..kMaxLockClasses-1 given to each named kernel lock and
 // to the workload's locks (the class table is queried with kSpinlabLockClassTable).
@@ -109,6 +109,32 @@ static_assert(offsetof(LockClassPerf, hold_hist) == 0x2C0, "ABI");
 
 constexpr uint32_t kNoCpu = 0xFFFFFFFF;  // a CPU field that names none
 
+// What the paravirtual queued spinlock (lock=pvqspin, spinlock/pv_qspinlock.h) did on one CPU,
+// for every lock of every class (kernel locks, and ring-3 locks that count here). The same
+// names in the ABI, the collector's JSON and the report's Python. Each is bumped by its CPU with
+// one `add` to memory (no lock prefix: atomic against that CPU's own interrupts, and no other
+// CPU writes it). Counted at INSTRUMENT=1 and 2; always 0 at INSTRUMENT=0 and under other locks.
+struct PvLockCounters {
+    // Times this CPU halted its vCPU waiting for a kick (pv_wait): a queued waiter behind a
+    // running-out bound or a preempted predecessor, or the queue head after its spin bound.
+    uint64_t pv_halts;
+    // Kicks this CPU sent (pv_kick: KVM_HC_KICK_CPU, or an NMI): a release that found the lock
+    // word marked slow, or a hand-over of the queue head to a halted waiter.
+    uint64_t pv_kicks;
+    // Halts that ended with nothing changed: not kicked, still waiting (a timer interrupt
+    // woke a waiter that halted with interrupts on, or a kick meant for an earlier wait).
+    uint64_t pv_spurious_wakeups;
+    // Acquisitions by a waiter's one attempt before it queues, taken while others were queued
+    // (the lock's unfairness: it went past the queue).
+    uint64_t pv_steals;
+    uint64_t reserved[4];
+};
+static_assert(sizeof(PvLockCounters) == 64, "PvLockCounters is one cache line");
+static_assert(offsetof(PvLockCounters, pv_halts) == 0x00, "ABI");
+static_assert(offsetof(PvLockCounters, pv_kicks) == 0x08, "ABI");
+static_assert(offsetof(PvLockCounters, pv_spurious_wakeups) == 0x10, "ABI");
+static_assert(offsetof(PvLockCounters, pv_steals) == 0x18, "ABI");
+
 // Everything one CPU records. 64-byte aligned in the shared region.
 struct CpuPerfData {
     uint32_t magic;    // kPerfDataMagic once initialised by the owning CPU's init
@@ -132,6 +158,7 @@ struct CpuPerfData {
     uint32_t timing;
     uint64_t reserved[3];
     LockClassPerf classes[kMaxLockClasses];
+    PvLockCounters pv;  // lock=pvqspin's halts, kicks, spurious wake-ups and steals
 };
 static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
 static_assert(offsetof(CpuPerfData, apic_id) == 20, "ABI");
@@ -139,7 +166,8 @@ static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, timing) == 36, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
-static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses, "CpuPerfData layout is ABI");
+static_assert(offsetof(CpuPerfData, pv) == 64 + 1216 * kMaxLockClasses, "ABI");
+static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64, "CpuPerfData layout is ABI");
 static_assert(sizeof(CpuPerfData) % 64 == 0, "per-CPU blocks stay cache-line aligned");
 
 }  // namespace spinlab

@@ -95,7 +95,9 @@ struct LockstatMapping {
                                  //   four uint32 of EventTraceSpinlockInformation after its
                                  //   sub-class: spin threshold, acquire and contention sample
                                  //   rates, hold threshold), which a set changes in place
-    uint64_t reserved[6];
+    uint32_t pvqspin_spin_bound; // pvqspin-spin=: the pvqspin queue head's spins before it halts
+    uint32_t reserved32;
+    uint64_t reserved[5];
 };
 static_assert(sizeof(LockstatMapping) == 128);
 constexpr uint64_t kUserLockstatBase = 0x0000700000000000ull;  // where the mapping goes

@@ -158,7 +158,9 @@ static_assert(sizeof(ResetRequest) == 8, "ABI");
     /* MCS lock whose waiters yield while the vCPU ahead is preempted */                     \
     X(kParavirtQueued, 5, "pvmcs")                                                           \
     /* spinlock/student_lock.h: lab 5's lock (a plain TAS as shipped) */                     \
-    X(kStudent, 6, "student")
+    X(kStudent, 6, "student")                                                                \
+    /* Linux's paravirtual queued spinlock: queue, bounded spin, halt, kicked by the release */ \
+    X(kPvQspinlock, 7, "pvqspin")
 SPINLAB_DENSE_ENUM(LockAlgorithm, uint32_t, SPINLAB_LOCK_ALGORITHMS, kLockAlgorithmNames,
                    lock_algorithm_name);
 constexpr uint32_t kLockAlgorithmCount = enum_count(kLockAlgorithmNames);
