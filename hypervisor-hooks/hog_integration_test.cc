@@ -108,6 +108,23 @@ std::pair<uint64_t, uint64_t> run_and_wait_ns(int pid) {
     return {run, wait};
 }
 
+// Nanoseconds the hypervisor under this machine took from CPU `cpu` (steal, /proc/stat): a
+// task's schedstat run time leaves them out, so a hog on that CPU runs less than it asked for.
+uint64_t steal_ns(int cpu) {
+    std::istringstream in(read_file("/proc/stat"));
+    const std::string want = "cpu" + std::to_string(cpu);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::string name;
+        uint64_t v[8] = {};
+        fields >> name;
+        if (name != want) continue;
+        for (uint64_t& x : v) fields >> x;
+        return v[7] * (1'000'000'000ull / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
+    }
+    return 0;
+}
+
 // A 25 % hog runs at most 25 % of the time, and wants the CPU (runs or waits for it) at least
 // 25 % of the time. Both hold whatever else the host runs, which is why the test measures them
 // rather than CPU time alone. Measured on the 2-core build machine (load average ~21 from the
@@ -116,7 +133,9 @@ std::pair<uint64_t, uint64_t> run_and_wait_ns(int pid) {
 // (a hog preempted at the end of its busy window stays runnable until it runs again). The old
 // bar, 25 % +- 12 % of CPU time, failed twice so in these runs (9 % and 10 %).
 // Tolerance: 3 % of the time either way, for the period edges (100 periods of 20 ms: a late
-// wake-up shortens a busy window).
+// wake-up shortens a busy window). When this machine is itself a VM, its hypervisor's steal on
+// the hog's CPU counts as wanting the CPU: CI's run had no waits but 21.5 % run (runnable 0.215
+// without steal), the hog's busy window ending on the clock while its vCPU was away.
 TEST(Hog, DutyCycleLimitsCpuUse) {
     std::string dir = temp_dir();
     ChildProcess cli({SPINLAB_LOAD_BIN, "hog", "--cpus", "0", "--duty", "25", "--period-ms", "20",
@@ -125,14 +144,18 @@ TEST(Hog, DutyCycleLimitsCpuUse) {
     std::vector<int> hogs = children_named(cli.pid(), "spinlab-hog");
     ASSERT_EQ(hogs.size(), 1u);
     auto [run0, wait0] = run_and_wait_ns(hogs[0]);
+    const uint64_t steal0 = steal_ns(0);
     auto t0 = std::chrono::steady_clock::now();
     ::usleep(2'000'000);
     auto [run1, wait1] = run_and_wait_ns(hogs[0]);
+    const uint64_t steal1 = steal_ns(0);
     double elapsed = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     double ran = double(run1 - run0) / elapsed, runnable = double(run1 - run0 + wait1 - wait0) / elapsed;
-    std::printf("a 25%% hog ran %.1f%% and was runnable %.1f%% of the time\n", ran * 100, runnable * 100);
+    double stolen = double(steal1 - steal0) / elapsed;
+    std::printf("a 25%% hog ran %.1f%% and was runnable %.1f%% of the time; CPU 0 was stolen %.1f%%\n",
+                ran * 100, runnable * 100, stolen * 100);
     EXPECT_LE(ran, 0.28) << "share of the time a 25% hog ran";
-    EXPECT_GE(runnable, 0.22) << "share of the time a 25% hog ran or waited to run";
+    EXPECT_GE(runnable + stolen, 0.22) << "share of the time a 25% hog ran, waited to run, or its CPU was stolen";
     ::kill(cli.pid(), SIGTERM);
     cli.wait(kEventuallyS);
 }
