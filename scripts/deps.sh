@@ -39,6 +39,7 @@ test_pkgs=(
   libvirt-daemon-system libvirt-clients      # spinlab-vm --backend libvirt (libvirtd, virsh)
   grub-pc-bin grub-common xorriso mtools     # the GRUB ISO
   python3-pytest
+  python3-pytest-xdist                       # make test: the analysis tests on both CPUs (-n 2)
   jupyter-nbconvert python3-ipykernel        # analysis/examples: the notebook runs in make test
   babeltrace2 python3-bt2                    # the CTF export's tests, lab 4: traces open in babeltrace2
   chromium                                   # analysis: the report's rendering test (headless)
