@@ -5,12 +5,17 @@ TSC rate) that start at some long wait and hold the most long-wait starts. One r
 the upper bar shows when the host had that vCPU off-CPU (grey) or frozen (black), the lower
 bar the long waits that vCPU spun, coloured by class, with a thin line down or up to the row of
 the lock's holder. Short intervals are drawn at least one line wide so none disappears.
+
+Where timeline.csv names the preemptor of each switch-out (its `preemptor` column,
+preemptors.py), each off-interval is coloured by the class of the task that took the CPU (a
+freeze, a hog, a neighbour VM's vCPU, this VM's other vCPU, another host task, unknown), and
+the caption counts the intervals of each class.
 """
 import numpy as np
 
 from matplotlib.collections import LineCollection
 
-from . import dense, lhp
+from . import dense, lhp, preemptors
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .fig_wait_ccdf import tsc_hz
 from .plotting import CLASS_COLORS, Figure, plt, rows_height, save
@@ -19,6 +24,9 @@ from .verdict import cycles_text
 NAME, TITLE = "long_wait_window", "The 200 ms with the most long waits"
 WINDOW_S = 0.2
 OFF_COLORS = {"off": "#cfcfcf", "frozen": "#111111", "unknown": "#f2d7a6"}  # light: waits (darker) stand out
+# Off-intervals by preemptor class (names.PREEMPTOR_CLASS), where the timeline names them.
+PREEMPTOR_COLORS = {"freeze": "#111111", "hog": "#8c564b", "neighbour-vcpu": "#e377c2", "own-vcpu": "#17becf",
+                    "host-task": "#cfcfcf", "unknown": "#9e9e9e"}
 
 
 def busiest_window(starts, width: float) -> tuple[float, int] | None:
@@ -64,15 +72,24 @@ def make(run, outdir: str, threshold: int) -> Figure:
     cpus = {w["cpu"] for w in waits} | {w["holder_cpu"] for w in waits if w["holder_cpu"] is not None}
     fig, ax = plt.subplots(figsize=(9, rows_height(max(len(cpus), 2), 0.9, 1.6)), layout="constrained")
     n_off = 0
+    by_preemptor = {}  # preemptor class -> off-intervals drawn (only where the timeline names them)
+    named = preemptors.has_column(run.timeline)
     if run.timeline is not None and run.clock is not None:
         host0 = float(lhp.guest_to_host(t0, run.clock))
         tl = run.timeline[(run.timeline["phase"] == phase) & (run.timeline["rep"] == rep)
                           & run.timeline["state"].isin(OFF_STATES + (UNKNOWN_STATE,))]
         tl = tl[(tl["end_host_tsc"] > host0) & (tl["start_host_tsc"] < host0 + width)]
-        for (vcpu, state), g in tl.groupby(["vcpu", "state"]):
+        # each row's colour: its preemptor class where the timeline names it (off and frozen
+        # rows), else its state (off, frozen, or unknown: not traced)
+        classes = preemptors.row_classes(tl) if named else np.full(len(tl), None, dtype=object)
+        tl = tl.assign(_preemptor=[c if c is not None else "" for c in classes])
+        for (vcpu, state, who), g in tl.groupby(["vcpu", "state", "_preemptor"]):
             spans = [(ms(a - host0), ms(b - a)) for a, b in zip(g["start_host_tsc"], g["end_host_tsc"])]
-            ax.broken_barh(spans, (vcpu - 0.4, 0.35), color=OFF_COLORS[state], edgecolor=OFF_COLORS[state], lw=0.6)
+            c = PREEMPTOR_COLORS[who] if who else OFF_COLORS[state]
+            ax.broken_barh(spans, (vcpu - 0.4, 0.35), color=c, edgecolor=c, lw=0.6)
             n_off += len(spans)
+            if who:
+                by_preemptor[who] = by_preemptor.get(who, 0) + len(spans)
             cpus.add(int(vcpu))
     for cls in sorted({w["lhp"] for w in waits}):  # one collection of bars and one of lines per class
         c = CLASS_COLORS.get(cls, CLASS_COLORS["unknown"])
@@ -89,8 +106,10 @@ def make(run, outdir: str, threshold: int) -> Figure:
     ax.set_ylim(max(cpus) + 0.6, min(cpus) - 0.6)
     ax.set_xlim(0, WINDOW_S * 1e3)
     ax.set_xlabel(f"ms since the window's start ({phase} r{rep})")
-    for label, c in (("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"]),
-                     ("host: not traced (on or off)", OFF_COLORS["unknown"])):
+    host_keys = ([(f"host: off, CPU taken by {who.replace('-', ' ')}", PREEMPTOR_COLORS[who])
+                  for who in preemptors.CLASSES if who in by_preemptor] if named else
+                 [("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"])])
+    for label, c in host_keys + [("host: not traced (on or off)", OFF_COLORS["unknown"])]:
         ax.plot([], [], color=c, lw=6, label=label)
     for cls in sorted({w["lhp"] for w in waits}):
         ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('-', ' ')}")
@@ -101,6 +120,10 @@ def make(run, outdir: str, threshold: int) -> Figure:
     since = ms(t0 - snap.start_guest_tsc) if snap and snap.start_guest_tsc is not None else None
     where = f", {since:,.0f} ms after the repetition started" if since is not None else ""
     timeline = "" if n_off or run.timeline is not None else " No host timeline: off-intervals cannot be shown."
+    if named:
+        counts = ", ".join(f"{who} {by_preemptor[who]}" for who in preemptors.CLASSES if who in by_preemptor)
+        timeline += (" Off-intervals are coloured by the task that took the vCPU's host CPU (the preemptor; "
+                     f"intervals in the window: {counts or 'none'}).")
     return save(fig, outdir, NAME, TITLE, f"{phase} repetition {rep}{where}. In each "
                 "vCPU's row, the upper bar is the host's view (off-CPU or frozen), the lower bar the long waits that "
                 f"vCPU spun; a thin line leads to the lock holder's row.{timeline}")

@@ -59,3 +59,28 @@ def test_a_class_not_in_the_abi_table_is_a_contract_error(run_copy):
     _with_column(run_copy, lambda f: "hogg")
     with pytest.raises(contract.ContractError, match="unknown preemptor class.*hogg"):
         reader.read_timeline(str(run_copy / "timeline.csv"))
+
+
+def _window_caption(run_copy, tmp_path):
+    from spinlab_report import fig_long_wait_window
+    f = fig_long_wait_window.make(reader.load_run(str(run_copy)), str(tmp_path / "fig"), 1 << 20)
+    assert f.missing is None and f.png
+    return f.caption
+
+
+def _window_counts(caption):
+    """{class: off-intervals} from the caption's "intervals in the window: a 1, b 2)"."""
+    listed = caption.split("intervals in the window: ")[1].split(")")[0]
+    return {} if listed == "none" else {c: int(n) for c, n in (p.rsplit(" ", 1) for p in listed.split(", "))}
+
+
+def test_the_long_wait_window_names_the_preemptor_of_each_off_interval(run_copy, tmp_path):
+    # without the column, the window shows off and frozen only and names no preemptor
+    assert "preemptor" not in _window_caption(run_copy, tmp_path)
+    # run-basic's busiest window (host-load r1) holds one off interval of vCPU 1, the one that
+    # starts at host TSC 3100001000: each class given to it is the one named
+    for cls in ("own-vcpu", "hog", "neighbour-vcpu"):
+        _with_column(run_copy, lambda f: cls if f[3] == "3100001000" else "host-task")
+        caption = _window_caption(run_copy, tmp_path)
+        assert "coloured by the task that took the vCPU's host CPU" in caption
+        assert _window_counts(caption) == {cls: 1}, caption
