@@ -72,6 +72,9 @@ void KickTestEnv::pv_kick(uint32_t cpu) {
 
 uint64_t ms_cycles(uint64_t ms) { return g_tsc_hz / 1000 * ms; }
 
+// The kick spin_pv_kick sends (kern/spinlock.cc's pv_kick).
+const char* kick_name() { return g_kvm.pv_unhalt && !g_lockcfg.pvqspin_nmi_kick ? "KVM_HC_KICK_CPU" : "NMI"; }
+
 void holder_side() {
     if (!sl::pvq_try_acquire(lock, &holder_node)) {
         selftest_fail(__FILE__, __LINE__, "the holder could not take the free lock");
@@ -90,6 +93,8 @@ void holder_side() {
     }
     // Five timer periods: its timer interrupts are pending, and must not end the halt.
     const uint64_t periods_ms = 5 * 1000 / (g_timer_hz ? g_timer_hz : 100) + 1;
+    kprintf("pvqspin: cpu 1 halted with interrupts off; the release kicks it (%s) in %lu ms\n", kick_name(),
+            periods_ms);
     delay_us(periods_ms * 1000);
     TEST_CHECK(in_wait);
     TEST_CHECK_EQ(waits, 1);
@@ -109,14 +114,20 @@ void holder_side() {
         kprintf("pvqspin: the kicked waiter (cpu 1, interrupts off, halted %u time) took the lock %lu us "
                 "after the release (%s kick)\n",
                 unsigned(halted), (got_tsc - kick_tsc) / (g_tsc_hz / 1000000 ? g_tsc_hz / 1000000 : 1),
-                g_kvm.pv_unhalt && !g_lockcfg.pvqspin_nmi_kick ? "KVM_HC_KICK_CPU" : "NMI");
+                kick_name());
         return;
     }
     selftest_fail(__FILE__, __LINE__,
-                  "the waiter, halted with interrupts off, was not woken by the kick within 2 s");
-    // Free it so that the suite goes on: an NMI ends its hlt, and the lock is free now.
+                  "the waiter, halted with interrupts off, was not woken by the %s kick within 2 s", kick_name());
+    kprintf("pvqspin: the waiter was not woken by the %s kick within 2 s; sending it NMIs\n", kick_name());
+    // Free it so that the suite goes on: an NMI ends its hlt, and the lock is free now. If
+    // nothing wakes it, stop here with a panic rather than hang the run.
     const uint32_t apic = g_prcbs[1].apic_id;
+    const uint64_t rescue = arch::rdtsc_lfence();
     while (!__atomic_load_n(&got, __ATOMIC_ACQUIRE)) {
+        if (arch::rdtsc_lfence() - rescue > ms_cycles(5000))
+            panic("pvqspin kick test: cpu 1, halted with interrupts off, woke neither for the %s kick nor "
+                  "for 5 s of NMIs", kick_name());
         lapic_send_nmi(apic);
         delay_us(10000);
     }
