@@ -12,14 +12,15 @@
 #include "sched.h"
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
-    kSuiteLockstat, kSuiteTrace, kSuiteTraceModes, kSuiteVcpuState, kSuiteVcpuStateHost;
+    kSuiteLockstat, kSuiteTrace, kSuiteTraceModes, kSuiteVcpuState, kSuiteVcpuStateHost,
+    kSuiteLockWaitHost;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp,      &kSuiteSpinlock, &kSuiteSched,
                                          &kSuiteMem,      &kSuiteUser,     &kSuiteLockstat,
                                          &kSuiteTrace,    &kSuiteTraceModes, &kSuiteVcpuState,
-                                         &kSuiteVcpuStateHost};
+                                         &kSuiteVcpuStateHost, &kSuiteLockWaitHost};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

@@ -8,6 +8,7 @@
 #include "../kern/spinlock.h"
 
 void preempt_count_survives_migration_at_every_boundary();  // preempt_test.cc
+void pvqspin_kick_wakes_a_waiter_halted_with_interrupts_off();  // pvqspin_kick_test.cc
 
 namespace {
 
@@ -117,6 +118,7 @@ const SelfTest kTests[] = {
     {"records_holder_and_restores_irqs", records_holder_and_restores_irqs},
     {"lock_order_is_checked", lock_order_is_checked},
     {"preempt_count_survives_migration_at_every_boundary", preempt_count_survives_migration_at_every_boundary},
+    {"pvqspin_kick_wakes_a_waiter_halted_with_interrupts_off", pvqspin_kick_wakes_a_waiter_halted_with_interrupts_off},
 };
 
 }  // namespace

@@ -36,9 +36,18 @@
 // it arrives between the waiter's check and its halt (the kernel's Env: kern/spinlock.cc, the
 // kick is KVM_HC_KICK_CPU or an NMI). Every kick here follows the store that ends the waiter's
 // wait (the byte to 0, the node's state to running), and every waiter re-checks what it waits
-// for after pv_wait returns, so a spurious return costs only time. An Env without pv_wait (ring 3,
-// the host tests' plain Env) yields instead of halting: the lock is then a queued lock whose
-// waiters give up their CPU after the bound.
+// for after pv_wait returns, so a spurious return costs only time.
+//
+// Ring 3 (lockbench, user/bin/lockbench.cc) can neither halt its vCPU nor kick another: its Env
+// has word_wait and word_wake instead (PvWordEnv below, the futex-like kSysWordWait and
+// kSysWordWake of kern/word_wait.h). There pv_wait(p, v) sleeps in the kernel on the aligned
+// 32-bit word holding the byte p while that word still holds what it held when its byte read v,
+// and the kick wakes that word's sleepers: the kick names the byte it follows (the lock byte,
+// or the woken node's pv_state), not only a CPU. The kernel checks the word and queues the
+// sleeper under the lock its wake takes, so a wake after the change is never lost; a vCPU
+// whose threads all sleep runs its idle thread, which halts. An Env with neither (the host
+// tests' plain Env) yields instead of halting: the lock is then a queued lock whose waiters
+// give up their CPU after the bound.
 //
 // Ordering of the two Dekker pairs (x86 locked instructions are a total order):
 //   - a queued waiter xchg's its state to halted, then reads `waiting`; the predecessor xchg's
@@ -74,29 +83,53 @@ enum class PvEvent { kHalt, kKick, kSpuriousWakeup, kSteal };
 //   void pv_kick(uint32_t cpu)                  wake that CPU from pv_wait
 //   void pv_count(PvEvent e)                    count an event on this CPU
 //   uint32_t pvqspin_spin_bound()               spins before halting (>= 1)
+// or, instead of pv_wait and pv_kick, the futex-like pair of ring 3 (PvWordEnv):
+//   bool word_wait(const uint32_t* w, uint32_t v)   sleep while *w == v until a word_wake(w);
+//                                                   true if it slept
+//   void word_wake(const uint32_t* w)               wake every sleeper on w
 template <class Env>
 concept PvWaitEnv = requires(Env& e, const uint8_t* p) {
     static_cast<bool>(e.pv_wait(p, uint8_t(0)));
     e.pv_kick(uint32_t(0));
 };
 template <class Env>
+concept PvWordEnv = requires(Env& e, const uint32_t* w) {
+    static_cast<bool>(e.word_wait(w, uint32_t(0)));
+    e.word_wake(w);
+};
+template <class Env>
 concept PvCountEnv = requires(Env& e) { e.pv_count(PvEvent::kHalt); };
 template <class Env>
 concept PvBoundEnv = requires(Env& e) { static_cast<uint32_t>(e.pvqspin_spin_bound()); };
+
+// The aligned 32-bit word that holds the byte p (x86 is little-endian: byte i is bits 8i..8i+7).
+inline const uint32_t* pvq_word_of(const uint8_t* p) {
+    return reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(3));
+}
 
 template <class Env>
 inline bool pvq_wait(Env& env, const uint8_t* p, uint8_t v) {
     if constexpr (PvWaitEnv<Env>) {
         return env.pv_wait(p, v);
+    } else if constexpr (PvWordEnv<Env>) {
+        // Sleep while the whole word is as it was when its byte read v: a change of the byte
+        // (or of a neighbour, which only costs a re-check) before the kernel's check skips it.
+        const uint32_t* w = pvq_word_of(p);
+        const uint32_t seen = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        const unsigned shift = 8u * unsigned(reinterpret_cast<uintptr_t>(p) & 3);
+        if (uint8_t(seen >> shift) != v) return false;
+        return env.word_wait(w, seen);
     } else {
         env.yield_to(kNoCpu);  // no halt here: give the CPU away once, then spin again
         return false;
     }
 }
 
+// Wakes the waiter of byte p, which runs on cpu; called after the store to p that ends its wait.
 template <class Env>
-inline void pvq_kick(Env& env, uint32_t cpu) {
+inline void pvq_kick(Env& env, uint32_t cpu, const uint8_t* p) {
     if constexpr (PvWaitEnv<Env>) env.pv_kick(cpu);
+    else if constexpr (PvWordEnv<Env>) env.word_wake(pvq_word_of(p));
 }
 
 template <class Env>
@@ -298,7 +331,7 @@ inline uint64_t pvq_acquire_contended(Lock& l, McsNode* node, Env& env) {
         uint8_t halted = kPvHalted;
         if (__atomic_compare_exchange_n(&next->pv_state, &halted, kPvRunning, false,
                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-            pvq_kick(env, next_cpu);
+            pvq_kick(env, next_cpu, &next->pv_state);
             pvq_count(env, PvEvent::kKick);
         }
     }
@@ -316,7 +349,7 @@ inline void pvq_release(Lock& l, Env& env) {
     McsNode* head = pv_hash_take(l, env);
     const uint32_t cpu = load_relaxed(&head->cpu);
     store_release(&l.word.pvq_locked, uint8_t(0));
-    pvq_kick(env, cpu);
+    pvq_kick(env, cpu, &l.word.pvq_locked);
     pvq_count(env, PvEvent::kKick);
 }
 

@@ -1,14 +1,18 @@
 // spinlock/spinlock_test.cc: the lock algorithms on the host, each std::thread playing a CPU;
 // and, single-threaded with a scripted Env (on_spin plays the rest of the machine), the paths
 // that only preemption takes: pticket skipping a stalled turn, pvmcs yielding; pvqspin's halts
-// and kicks under a strict model of hlt (HostEnv::kicks: only a kick ends a halt).
+// and kicks under a strict model of hlt (HostEnv::kicks: only a kick ends a halt), and its ring-3
+// form, sleeping in a futex-like word wait that only a wake of that word ends (WordEnv).
 #include "algorithms.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -697,6 +701,146 @@ TEST(PvQspinlock, OnlyTheOneAttemptBeforeQueueingTakesAFreeLockPastTheQueue) {
     EXPECT_EQ(acquire_contended(l, &n1, e2), 0u);
     EXPECT_EQ(e2.pv(PvEvent::kSteal), 0u);
     release(l, e2);
+}
+
+// --- pvqspin in ring 3: sleeping in a word wait (PvWordEnv) ----------------------------------
+// kSysWordWait/kSysWordWake as the kernel has them (kern/word_wait.cc): the check of the word and
+// the queueing of the sleeper under one lock that the wake takes too; a sleeper returns only
+// when a wake of its word came after it was queued, or after halt_timeout (a lost wake-up).
+struct WordQueue {
+    std::mutex m;
+    std::condition_variable cv;
+    std::map<const uint32_t*, uint64_t> wakes;     // wake calls per word
+    std::map<const uint32_t*, int> sleeping;       // sleepers per word now
+};
+
+// HostEnv without pv_wait and pv_kick (hidden: the lock must use the word pair), as lockbench's
+// UserEnv is.
+struct WordEnv : HostEnv {
+    WordQueue* q = nullptr;
+    uint64_t slept = 0, skipped = 0, wake_calls = 0;
+    void pv_wait() = delete;
+    void pv_kick() = delete;
+    bool word_wait(const uint32_t* w, uint32_t v) {
+        std::unique_lock<std::mutex> g(q->m);
+        if (__atomic_load_n(w, __ATOMIC_SEQ_CST) != v) {
+            skipped++;
+            return false;
+        }
+        const uint64_t w0 = q->wakes[w];
+        q->sleeping[w]++;
+        if (!q->cv.wait_for(g, halt_timeout, [&] { return q->wakes[w] != w0; })) lost_wakeups++;
+        q->sleeping[w]--;
+        slept++;
+        return true;
+    }
+    void word_wake(const uint32_t* w) {
+        wake_calls++;
+        {
+            std::lock_guard<std::mutex> g(q->m);
+            q->wakes[w]++;
+        }
+        q->cv.notify_all();
+    }
+};
+static_assert(PvWordEnv<WordEnv> && !PvWaitEnv<WordEnv>);
+
+// Mutual exclusion with a short bound and CPUs 1 and 3 "preempted": every sleep in the word wait
+// must be ended by a wake of its word (none lost), and no waiter yields instead.
+TEST(PvQspinlockWordWait, SleepersLoseNoWakeUpUnderStress) {
+    constexpr int kThreads = 4;
+    constexpr uint64_t kIters = 20000;
+    WordQueue q;
+    Lock l;
+    lock_init(l, "pvq-ring3", 1);
+    uint64_t counter = 0;
+    std::atomic<int> ready{0};
+    std::atomic<uint64_t> total{0}, slept{0}, wakes{0}, lost{0}, yields{0}, contended{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            WordEnv e;
+            e.algo = LockAlgorithm::kPvQspinlock;
+            e.cpu_id = static_cast<uint32_t>(t);
+            e.pvq_bound = 8;
+            e.q = &q;
+            e.preempted_fn = odd_cpus_preempted;
+            e.halt_timeout = std::chrono::milliseconds(3000);
+            McsNode node{};
+            ready++;
+            while (ready.load() < kThreads) std::this_thread::yield();
+            for (uint64_t n = 0; n < kIters; n++) {
+                if (!try_acquire(l, &node, e)) {
+                    contended++;
+                    acquire_contended(l, &node, e);
+                }
+                uint64_t v = *static_cast<volatile uint64_t*>(&counter);
+                cpu_pause();
+                if (n % 16 == 0) std::this_thread::yield();  // a holder "preempted" now and then
+                *static_cast<volatile uint64_t*>(&counter) = v + 1;
+                release(l, e);
+            }
+            total += kIters;
+            slept += e.slept;
+            wakes += e.wake_calls;
+            lost += e.lost_wakeups;
+            yields += e.yields;
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(counter, total.load());
+    EXPECT_FALSE(is_locked(l, LockAlgorithm::kPvQspinlock));
+    EXPECT_EQ(l.mcs_tail, nullptr);
+    EXPECT_EQ(lost.load(), 0u) << "sleepers that no wake of their word woke";
+    EXPECT_GT(contended.load(), 0u) << "the stress never contended: it tested nothing";
+    EXPECT_GT(slept.load(), 0u) << "nobody slept in the word wait";
+    EXPECT_GT(wakes.load(), 0u);
+    EXPECT_EQ(yields.load(), 0u) << "a waiter yielded instead of sleeping";
+    for (uint32_t i = 0; i < kPvHashEntries; i++) EXPECT_EQ(pv_hash_table()[i].lock, nullptr) << i;
+    std::printf("pvqspin ring-3 stress: %lu acquisitions, %lu contended, %lu sleeps, %lu wakes\n",
+                (unsigned long)total.load(), (unsigned long)contended.load(),
+                (unsigned long)slept.load(), (unsigned long)wakes.load());
+}
+
+// The queue head sleeps on the word that holds the lock byte (kPvqSlow there), and the release
+// wakes exactly that word after freeing the byte.
+TEST(PvQspinlockWordWait, TheHeadSleepsOnTheLockWordAndTheReleaseWakesIt) {
+    WordQueue q;
+    Lock l;
+    lock_init(l, "pvq-ring3", 0);
+    McsNode n0{}, n1{};
+    auto env = [&](uint32_t cpu) {
+        WordEnv e;
+        e.algo = LockAlgorithm::kPvQspinlock;
+        e.cpu_id = cpu;
+        e.pvq_bound = 16;
+        e.q = &q;
+        return e;
+    };
+    WordEnv e0 = env(0), e1 = env(1);
+    ASSERT_TRUE(try_acquire(l, &n0, e0));
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+        acquire_contended(l, &n1, e1);
+        got = true;
+        release(l, e1);
+    });
+    const uint32_t* lock_word = &l.word.raw;
+    for (;;) {  // asleep in the word wait, on the lock's word
+        std::lock_guard<std::mutex> g(q.m);
+        if (q.sleeping[lock_word] == 1) break;
+    }
+    EXPECT_EQ(load_acquire(&l.word.pvq_locked), kPvqSlow);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(got.load());  // asleep: only the wake ends it
+    release(l, e0);
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_EQ(e0.wake_calls, 1u);
+    EXPECT_EQ(q.wakes[lock_word], 1u);
+    EXPECT_EQ(e1.slept, 1u);
+    EXPECT_EQ(e1.lost_wakeups, 0u);
+    EXPECT_EQ(e1.yields, 0u);
 }
 
 }  // namespace

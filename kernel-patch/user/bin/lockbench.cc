@@ -61,18 +61,22 @@ struct UserEnv {
     }
     // Ring 3 cannot halt its vCPU, nor kick another: pvqspin's waiter sleeps in the kernel
     // instead (kSysWordWait, kern/word_wait.h: futex-like, it sleeps only while *word == val),
-    // and its releaser wakes it (kSysWordWake) after changing the word. A vCPU whose threads
-    // all sleep runs its idle thread, which halts: the host sees the vCPU thread sleep.
-    // Counted: waits that slept, waits that found the word changed, wakes and threads woken.
-    void pv_wait(const uint32_t* word, uint32_t val) {
+    // and its releaser wakes it (kSysWordWake) after changing the word (pv_qspinlock.h's
+    // PvWordEnv). A vCPU whose threads all sleep runs its idle thread, which halts: the host
+    // sees the vCPU thread sleep. The spin bound before sleeping is the kernel's
+    // (pvqspin-spin=). Counted: waits that slept, waits that found the word changed, wakes and
+    // threads woken.
+    uint32_t pvqspin_spin_bound() const { return map.pvqspin_spin_bound; }
+    bool word_wait(const uint32_t* word, uint32_t val) {
         const int64_t r = sys::word_wait(word, val);
         if (r == 0) waits++;
         else if (r == 1) wait_skips++;
         else wait_errors++;
+        return r == 0;
     }
-    void pv_wake(const uint32_t* word) {
+    void word_wake(const uint32_t* word) {
         wakes++;
-        const int64_t r = sys::word_wake(word, 1);
+        const int64_t r = sys::word_wake(word, ~0ull);  // every sleeper: a stale one re-checks
         if (r > 0) woken += uint64_t(r);
     }
     uint64_t yields = 0, waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
