@@ -111,10 +111,17 @@ def is_test(path: str) -> bool:
 
 
 def source_files() -> list:
-    """The repository's tracked and untracked (not ignored) files, relative to its root."""
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                         capture_output=True, check=True).stdout
-    return sorted({p for p in out.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p))})
+    """The repository's tracked and untracked (not ignored) files, relative to its root; outside a
+    git checkout, every file but the build's and the results'."""
+    r = subprocess.run(["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                       capture_output=True)
+    if r.returncode == 0:
+        return sorted({p for p in r.stdout.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p))})
+    out = []
+    for d, dirs, files in os.walk(ROOT):
+        dirs[:] = [x for x in dirs if not (d == ROOT and x in ("build", "results", "shared")) and not x.startswith(".")]
+        out += [os.path.relpath(os.path.join(d, f), ROOT) for f in files]
+    return sorted(out)
 
 
 def is_python_or_shell(path: str) -> bool:
