@@ -19,9 +19,8 @@ declare -A KDIR=([0]=build/kernel-plain [1]=build/kernel [2]=build/kernel-counte
 for i in 0 1 2; do
     make -s -C kernel-patch O="$PWD/${KDIR[$i]}" INSTRUMENT=$i -j2
 done
-/usr/bin/python3 - "$ACCEL" "$CPUS" "$OUT" "${KDIR[0]}" "${KDIR[1]}" "${KDIR[2]}" <<'PY'
+PYTHONPATH=vm-images /usr/bin/python3 - "$ACCEL" "$CPUS" "$OUT" "${KDIR[0]}" "${KDIR[1]}" "${KDIR[2]}" <<'PY'
 import json, os, subprocess, sys, time
-sys.path.insert(0, "vm-images")
 import qemu_launch
 
 accel_req, cpus, out, *kdirs = sys.argv[1:]

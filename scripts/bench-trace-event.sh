@@ -18,10 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/trace-event.json}
 mkdir -p "$(dirname "$OUT")"
-exec /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${KVM_ROUNDS:-3}" "${ACCELS:-tcg kvm}" \
+exec env PYTHONPATH=vm-images /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${KVM_ROUNDS:-3}" "${ACCELS:-tcg kvm}" \
     "${KERNEL:-build/kernel/spinlab.elf}" <<'PY'
 import json, os, platform, statistics, subprocess, sys, time
-sys.path.insert(0, "vm-images")
 import qemu_launch
 
 out, rounds, kvm_rounds, accels, kernel = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5]

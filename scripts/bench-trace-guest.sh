@@ -32,11 +32,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/trace-guest.json}
 mkdir -p "$(dirname "$OUT")"
-exec /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" \
+exec env PYTHONPATH=vm-images /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" \
     "${WORKLOAD:-lockbench}" "${ACCEL:-tcg}" <<'PY'
 import json, os, platform, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
-sys.path.insert(0, "vm-images")
 import qemu_launch
 
 out, rounds, window_s, margin_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])

@@ -24,10 +24,10 @@ vCPUs on a 2-CPU host the vCPU threads are preempted while they hold and wait fo
 hogs are stopped when the script ends, is interrupted or terminated, or its parent dies.
 
 EXAMPLES
-  scripts/lockbench-verify.py --locks pticket,pvmcs,student --cpus 1,2,4,8
-  scripts/lockbench-verify.py --locks ticket --cpus 4 --duration-ms 2000
-  scripts/lockbench-verify.py --locks pvqspin --cpus 3 --hog
-  scripts/lockbench-verify.py --locks pvqspin,pvqspin/pvqspin-spin=256 --cpus 1,2,4,8
+  PYTHONPATH=vm-images scripts/lockbench-verify.py --locks pticket,pvmcs,student --cpus 1,2,4,8
+  PYTHONPATH=vm-images scripts/lockbench-verify.py --locks ticket --cpus 4 --duration-ms 2000
+  PYTHONPATH=vm-images scripts/lockbench-verify.py --locks pvqspin --cpus 3 --hog
+  PYTHONPATH=vm-images scripts/lockbench-verify.py --locks pvqspin,pvqspin/pvqspin-spin=256 --cpus 1,2,4,8
 """
 import argparse
 import ctypes
@@ -39,8 +39,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "vm-images"))
-import qemu_launch  # noqa: E402
+try:
+    import qemu_launch  # vm-images/, through PYTHONPATH
+except ImportError:
+    sys.exit(f"lockbench-verify: vm-images' qemu_launch is not on the path: run it as "
+             f"PYTHONPATH={os.path.join(ROOT, 'vm-images')} {sys.argv[0]} ...")
 
 LOCKBENCH_CLASSES = 3  # --locks 3: one class each (user0..user2)
 

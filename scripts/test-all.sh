@@ -78,7 +78,7 @@ skip_step() {
 }
 
 kvm_ok() {  # /dev/kvm can be opened (it may be the slow nested kind)
-    $PY -c 'import sys; sys.path.insert(0, "vm-images"); import qemu_launch; sys.exit(0 if qemu_launch.kvm_usable() else 1)'
+    PYTHONPATH=vm-images $PY -c 'import sys, qemu_launch; sys.exit(0 if qemu_launch.kvm_usable() else 1)'
 }
 pytest_dir() {  # pytest exits 5 when it collects nothing: that is a failure here too; the 5
     # slowest tests are listed, so that the time of make test can be followed
@@ -165,12 +165,12 @@ done
 # (kSysWordWait) and its releaser wakes it: every sleep must end by a wake, and booted again
 # with a bound of 256 spins (pvqspin/pvqspin-spin=256, 4 boots, ~5 s) its waiters must sleep.
 step "lockbench --verify, lock=pticket,pvmcs,student,pvqspin, 1-8 vCPUs (TCG)" \
-    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD \
+    env PYTHONPATH=vm-images $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD \
     --locks pticket,pvmcs,student,pvqspin,pvqspin/pvqspin-spin=256 --cpus 1,2,4,8
 # The same beside a CPU hog on every host CPU, 3 vCPUs: lock holders and waiters preempted by
 # the host (pvmcs 12 s, tas 4 s, pvqspin 2 s each under TCG on the shared 2-core build machine).
 step "lockbench --verify, lock=pvmcs,tas,pvqspin, 3 vCPUs beside a hog (TCG)" \
-    $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD \
+    env PYTHONPATH=vm-images $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD \
     --locks pvmcs,tas,pvqspin,pvqspin/pvqspin-spin=256 --cpus 3 --hog
 # The in-guest cost of a kernel-lock trace event (make bench's measure), one TCG boot of ~4 s:
 # the guest fails unless every release it armed wrote its event into the running session.

@@ -50,8 +50,9 @@ def ensure_run(base: str, vcpus: int, waits: int, reps: int, duration: int) -> s
         return d
     shutil.rmtree(d, ignore_errors=True)
     t = time.monotonic()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (os.path.dirname(HERE), os.environ.get("PYTHONPATH")) if p))
     subprocess.run([sys.executable, GENERATOR, d, "--vcpus", str(vcpus), "--long-waits", str(waits),
-                    "--reps", str(reps), "--duration", str(duration)], check=True)
+                    "--reps", str(reps), "--duration", str(duration)], check=True, env=env)
     with open(stamp, "w") as f:
         f.write(generator_stamp())
     print(f"bench-report: made {d} in {time.monotonic() - t:.1f} s", file=sys.stderr)

@@ -30,9 +30,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from spinlab_report.names import LHP_CLASS as L  # noqa: E402  (the ABI's names, from the build)
-from spinlab_report.names import LONG_WAIT_THRESHOLD  # noqa: E402
+try:  # analysis/, through PYTHONPATH (bench_report.py sets it)
+    from spinlab_report import LHP_CLASS as L, LONG_WAIT_THRESHOLD  # the ABI's names, from the build
+except ImportError:
+    sys.exit("make_synthetic_run: the analysis package spinlab_report is not on the path: run it as "
+             f"PYTHONPATH={os.path.dirname(os.path.dirname(os.path.abspath(__file__)))} {sys.argv[0]} ...")
 
 HZ = 2_445_232_300  # guest TSC Hz, as on the machine the template run came from
 HOST_OFFSET = 4_458_225_114_133  # host TSC = guest TSC + offset (+ drift)

@@ -124,20 +124,6 @@ def tsc_span(run, snap) -> float | None:
     return float(snap.duration_s * hz) if snap.duration_s and isinstance(hz, (int, float)) and hz > 0 else None
 
 
-def counted(w: dict, snap) -> bool:
-    """Whether the counters took this listed wait (lhp.ended_inside: it ended inside the
-    repetition; True when the repetition's TSC span is not known)."""
-    return lhp.ended_inside(w, snap)
-
-
-def cycles_in_window(w: dict, snap) -> float:
-    """The wait's cycles inside the repetition (a wait may begin before it or end after it)."""
-    a, b = snap.start_guest_tsc, snap.end_guest_tsc
-    if a is None or b is None:
-        return float(w["wait_cycles"])
-    return float(max(0, min(w["start_tsc"] + w["wait_cycles"], b) - max(w["start_tsc"], a)))
-
-
 def spun_cycles(waits, snap) -> float:
     """The cycles inside the repetition during which the waiters' vCPUs were in one of these
     waits (a waits.Window): per waiter CPU the union of the waits' clipped spans, so that waits

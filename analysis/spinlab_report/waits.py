@@ -7,15 +7,16 @@ Contract:
   len(), iteration and [i] give the same dict load used to build; `LongWaits.of(x)` accepts
   either (tests and tools build snapshots from dicts).
 - `classify(snap, timeline, clock, threshold)`: lhp's measurement and attribution of every long
-  wait (>= threshold) of one snapshot, as an `Attributed` table of columns. It is lhp.measure and
-  lhp.attribute computed over arrays: per vCPU, a binary search in the sorted union of its off
-  intervals (cumulative off cycles before each) gives the off cycles before any time, so each
-  side of each wait costs two searches. A holder that changed at an unknown moment (lhp._extreme:
-  the extremes over every moment) is measured by lhp's own per-wait code; everything else in
-  numpy, with the same floating-point operations in the same order, so every number is the one
-  lhp.measure gives (tests/test_golden_numbers.py, tests/test_scaling.py).
-- `count(out, att)` and `fraction_table(atts)`: long_waits_share's counts (lhp._count,
-  lhp.fraction_table) over arrays, dict keys in the order the per-wait code inserted them.
+  wait (>= threshold) of one snapshot, as an `Attributed` table of columns. It is the one
+  implementation of the rules lhp.py states, over arrays: per vCPU, a binary search in the
+  sorted union of its off intervals (cumulative off cycles before each) gives the off cycles
+  before any time, so each side of each wait costs two searches. A holder that changed at an unknown moment (gap_off_range:
+  the extremes over every moment) is measured wait by wait, the rest over all waits at once.
+  tests/lhp_reference.py keeps the rules' per-wait definition, never called here;
+  tests/test_rules_reference.py checks on random waits that this code gives exactly its numbers,
+  and tests/test_golden_numbers.py that the report's numbers did not change.
+- `count(out, att)` and `fraction_table(atts)`: long_waits_share's counts over arrays,
+  dict keys in the order of first appearance (as the per-wait reference inserts them).
 - `Rows`: long_waits_share's "waits", the per-wait dicts (`Attributed.row`) made only when
   read (tools, tests); the report's tables and figures read the columns (`Rows.columns`).
 - `window(att, start, end)`: the verdict's view of the waits that spun inside a repetition.
@@ -182,7 +183,7 @@ def _codes(values: list) -> tuple:
 
 def _until(entry, t):
     """Off cycles of a union (starts, ends, cumulative before each start) before each time in t:
-    lhp._off_until over an array, the same operations in the same order."""
+    computed for every time at once."""
     s, e, before = entry[0], entry[1], entry[2]
     if not len(s):
         return np.zeros(t.shape)
@@ -193,7 +194,7 @@ def _until(entry, t):
 
 def _ranges(index: dict, vcpu, lo, hi, e):
     """Per piece ([lo, hi) on vcpu, the clock's bound e): (covered, least, most) off cycles as
-    lhp.pieces_off_range counts one piece held by one vCPU: covered over [lo-e, hi+e), the least
+    the holder's and the waiter's ranges count one piece held by one vCPU: covered over [lo-e, hi+e), the least
     over [lo+e, hi-e) with unknown time on, the most over [lo-e, hi+e) with it off."""
     covered = np.zeros(vcpu.shape, dtype=bool)
     least, most = np.zeros(vcpu.shape), np.zeros(vcpu.shape)
@@ -212,7 +213,9 @@ def _ranges(index: dict, vcpu, lo, hi, e):
 
 
 def _sides(lo, hi, wait, threshold: float):
-    """lhp._side and lhp._any_side over arrays (NaN range: the side is unknown)."""
+    """Each side by its threshold (off when at least threshold x wait surely off, on when surely
+    below it, else uncertain) and by the guest's any-off-time rule (off if surely off at all, on
+    if surely never); a NaN range: the side is unknown."""
     known = ~np.isnan(lo)
     side = np.where(lo >= threshold * wait, OFF, np.where(hi < threshold * wait, ON, UNCERTAIN))
     anys = np.where(lo > 0, OFF, np.where(hi == 0, ON, UNCERTAIN))
@@ -220,8 +223,8 @@ def _sides(lo, hi, wait, threshold: float):
 
 
 class Attributed:
-    """The long waits (>= threshold) of one snapshot, measured and attributed (lhp.measure,
-    lhp.attribute), as columns; pos: their positions in the snapshot's LongWaits. NaN in the
+    """The long waits (>= threshold) of one snapshot, measured and attributed (classify),
+    as columns; pos: their positions in the snapshot's LongWaits. NaN in the
     float columns where lhp gives None; sides as codes into SIDES, sources into lhp.SOURCES."""
 
     def __init__(self, lw: LongWaits, pos, rep: int, measured: bool):
@@ -253,7 +256,7 @@ class Attributed:
         return self.lw.holder_end[self.pos]
 
     def lhp(self) -> np.ndarray:
-        """The final class of each wait (names, as lhp.attribute's 'lhp')."""
+        """The final class of each wait (names: lhp.class_of of its two sides)."""
         return CLASS_NAMES[self.side["holder"] * 4 + self.side["waiter"]]
 
     def has_holds(self):
@@ -297,10 +300,78 @@ def _steal(lw: LongWaits, pos):
     return table[codes, 0], table[codes, 1]
 
 
+def chain_pieces(lw: LongWaits, i: int, a: float) -> list | None:
+    """Wait i's holders as pieces (first, last, lo, hi), lo and hi in host TSC (the wait begins at
+    host time a): [lo, hi) held by `first`, or by `first` and then from an unknown moment by
+    `last`. From its "holds" ([cpu, from_tsc] in order, the first holding when the wait began;
+    an unplaced hand-over is one gap up to the next placed one), else from the guest's holders
+    at start and end (one gap over the whole wait when they differ); None when no holder is known."""
+    w = float(int(lw.wait[i]))
+    s, t = int(lw.holds_at[i]), int(lw.holds_at[i + 1])
+    if s == t:
+        h0, h1 = int(lw.holder[i]), int(lw.holder_end[i])
+        if h0 < 0 and h1 < 0:
+            return None
+        first = h0 if h0 >= 0 else h1
+        return [(first, h1 if h1 >= 0 and h0 >= 0 else first, a + 0.0, a + w)]
+    start = float(int(lw.start[i]))
+    cpus, frms = lw.holds_cpu[s:t].tolist(), lw.holds_from[s:t].tolist()
+    pieces, lo, first, last = [], 0.0, cpus[0], cpus[0]
+    for cpu, frm in zip(cpus[1:], frms[1:]):
+        if frm < 0:
+            last = cpu  # at an unknown moment, up to the next placed hand-over
+            continue
+        t_ = min(max(float(frm) - start, lo), w)
+        pieces.append((first, last, lo, t_))
+        lo, first, last = t_, cpu, cpu
+    pieces.append((first, last, lo, w))
+    return [(f, l, a + x, a + y) for f, l, x, y in ([p for p in pieces if p[3] > p[2]] or pieces[-1:])]
+
+
+def _covered(index: dict, v: int, a: float, b: float) -> bool:
+    """Whether the timeline covers vCPU v over [a, b)."""
+    entry = index.get(v)
+    return entry is not None and not a < entry[3] and not b > entry[4]
+
+
+def _extreme(index: dict, first: int, last: int, lo: float, hi: float, most: bool) -> float:
+    """Off cycles of [lo, hi) held by `first` and then, from a moment s, by `last`: the least
+    (unknown timeline time on) or the most (unknown time off) over every s in [lo, hi]. The sum
+    off_first(lo, s) + off_last(s, hi) is piecewise linear in s: its extremes lie at the edges of
+    either vCPU's intervals, so those are the moments tried."""
+    if hi <= lo:
+        return 0.0
+    pick = (lambda e: e[5]) if most else (lambda e: e)
+    ef, el = pick(index[first]), pick(index[last])
+    if first == last:
+        return float(_until(ef, np.array([hi]))[0] - _until(ef, np.array([lo]))[0])
+    pts = [lo, hi]
+    for v in (first, last):
+        for s, e in ((index[v][0], index[v][1]), (index[v][5][0], index[v][5][1])):
+            i0, i1 = np.searchsorted(e, lo), np.searchsorted(s, hi)
+            pts += [x for x in np.concatenate((s[i0:i1], e[i0:i1])).tolist() if lo < x < hi]
+    t = np.array(pts, dtype=np.float64)
+    both = (_until(ef, t) - _until(ef, np.full(t.shape, lo))) + (_until(el, np.full(t.shape, hi)) - _until(el, t))
+    return float(both.max() if most else both.min())
+
+
+def gap_off_range(index: dict, pieces: list, e: float, wait: float) -> tuple[float, float] | None:
+    """(least, most) off cycles of the holder of one wait of `wait` cycles whose pieces (first,
+    last, lo, hi; host TSC) include a hand-over at an unknown moment. The whole wait may lie
+    anywhere within +-e (each hand-over moves with it): the least counts each piece shrunk by e
+    at both ends, the most widened by e. None when a holder's vCPU is not covered."""
+    for first, last, lo, hi in pieces:
+        if not _covered(index, first, lo - e, hi + e) or not _covered(index, last, lo - e, hi + e):
+            return None
+    least = sum(_extreme(index, f, l, lo + e, hi - e, False) for f, l, lo, hi in pieces)
+    most = sum(_extreme(index, f, l, lo - e, hi + e, True) for f, l, lo, hi in pieces)
+    return least, min(most, wait)
+
+
 def holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
     """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
     (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
-    (measured by lhp's own code, returned as {k: (least, most) or None})."""
+    ({k: (their pieces, None)}, measured by gap_off_range)."""
     h0, h1 = lw.holder[pos], lw.holder_end[pos]
     holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
     simple = finite & ~holds & ((h0 < 0) | (h1 < 0) | (h0 == h1)) & ((h0 >= 0) | (h1 >= 0))
@@ -308,12 +379,9 @@ def holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
     pk, pv, plo, phi = [k], [np.where(h0[k] >= 0, h0[k], h1[k])], [a[k] + 0.0], [a[k] + wait[k]]
     slow = {}
     for j in np.flatnonzero(finite & ~simple).tolist():
-        w = lw[int(pos[j])]
-        pieces = lhp.holder_pieces(w)
-        if pieces is None:
+        placed = chain_pieces(lw, int(pos[j]), float(a[j]))
+        if placed is None:
             continue
-        aj = float(a[j])
-        placed = [(f, l, aj + lo, aj + hi) for f, l, lo, hi in pieces]
         if all(f == l for f, l, _, _ in placed):
             pk.append(np.full(len(placed), j))
             pv.append(np.array([f for f, _, _, _ in placed], dtype=np.int64))
@@ -340,7 +408,8 @@ def _sum_pieces(n: int, k, covered, least, most, cap):
 
 
 def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
-    """lhp.measure and lhp.attribute of every long wait (>= threshold) of snap, over arrays.
+    """The host-timeline measurement and the attribution of every long wait (>= threshold) of
+    snap, over arrays (the rules: lhp.py).
     index: lhp.off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
     or clock, so nothing is measured)."""
     lw = LongWaits.of(snap.long_waits)
@@ -356,12 +425,12 @@ def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
         finite = np.isfinite(bound)
         out.host_start, out.bound = a, np.where(finite, bound, np.nan)
         e = np.where(finite, bound, 0.0)
-        # the holder: one piece per holder (lhp.holder_pieces); a gap of unknown moment by lhp itself
+        # the holder: one piece per holder (chain_pieces); a gap of unknown moment by gap_off_range
         k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite)
         cov, least, most = _ranges(index, v, lo, hi, e[k])
         out.h_lo, out.h_hi = _sum_pieces(n, k, cov, least, most, wait)
         for j, (placed, _) in slow.items():
-            r = lhp.pieces_off_range(index, placed, float(e[j]), float(wait[j]))
+            r = gap_off_range(index, placed, float(e[j]), float(wait[j]))
             out.h_lo[j], out.h_hi[j] = (np.nan, np.nan) if r is None else r
         # the waiter: its own vCPU over the whole wait
         k = np.flatnonzero(finite)
@@ -386,7 +455,7 @@ def _scatter(n: int, k, values):
     return out
 
 
-# Counts over a phase (lhp._count and lhp.fraction_table over arrays) ---------------------------
+# Counts over a phase ----------------------------------------------------------------------------
 
 def _holds_counts(att: Attributed):
     """Per selected wait: (its holders changed (lhp.holders_of has more than one), hand-overs
@@ -410,7 +479,7 @@ def _holds_counts(att: Attributed):
 
 
 def count(out: dict, att: Attributed):
-    """Adds the waits of att to long_waits_share's counts in out, as lhp._count adds each."""
+    """Adds the waits of att to long_waits_share's counts in out."""
     n = len(att)
     out["long_waits"] += n
     hs = att.side["holder"]
@@ -441,7 +510,7 @@ def count(out: dict, att: Attributed):
 
 def _agreement(agreement: dict, att: Attributed, steal):
     """The guest's class against the timeline's (by the thresholds, and by any off time), for
-    waits with both; keys in order of first appearance, as lhp._count inserts them."""
+    waits with both; keys in order of first appearance."""
     known = np.flatnonzero(steal[0] >= 0)  # the guest's class is not 'unknown'
     if not known.size:
         return
@@ -457,7 +526,9 @@ def _agreement(agreement: dict, att: Attributed, steal):
 
 
 def fraction_table(atts: list) -> dict:
-    """lhp.fraction_table over the waits of atts (those with a holder range)."""
+    """Holder-off fraction against wait length, over the waits of atts with a holder range: for
+    each wait-length octave (2^k cycles), the count of waits per holder-off-fraction bin (by the
+    middle of its range)."""
     edges = lhp.FRACTION_EDGES
     table = {}
     for att in atts:
@@ -552,7 +623,7 @@ class Window:
 
 def window(att: Attributed, start_guest_tsc, end_guest_tsc) -> Window:
     """The waits with cycles inside [start, end) of the repetition (their cycles there, as
-    verdict.cycles_in_window counts them, in .inside); every wait when the span is not known."""
+    a wait may begin before it or end after it, in .inside); every wait when the span is not known."""
     start, wait = att.start_tsc(), att.wait_cycles()
     if start_guest_tsc is None or end_guest_tsc is None:
         inside = wait.astype(np.float64)
@@ -605,7 +676,7 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     a timeline and a clock, and the attribution (attribute: holder_side/waiter_side 'off', 'on',
     'uncertain' or 'unknown', holder_source/waiter_source, lhp), and in_repetition (ended_inside).
     Every listed wait is counted; outside_repetition says how many of them ended outside their
-    repetition, where the counters (and the verdict, verdict.counted) do not take them. Counts by the holder's side:
+    repetition, where the counters (and the verdict) do not take them. Counts by the holder's side:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
     """

@@ -7,6 +7,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # import spinlab_report from analysis/
+# ... and the tools the tests start (bench/make_synthetic_run.py) through PYTHONPATH, as a user's shell would
+os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 BASIC = os.path.join(HERE, "data", "run-basic")
 EXPECTED = os.path.join(HERE, "data", "expected")
 TOOL = os.path.join(os.path.dirname(HERE), "spinlab-report")

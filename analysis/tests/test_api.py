@@ -1,4 +1,6 @@
 """The public API (spinlab_report.load): the report's own numbers, as DataFrames."""
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +18,19 @@ def basic():
 
 def test_the_package_exports_load_and_results():
     assert s.load is not None and s.Results is not None
-    assert set(s.__all__) == {"NamesFileError", "Results", "load"}
+    assert {"NamesFileError", "Results", "load"} <= set(s.__all__)
+
+
+def test_every_public_name_is_documented_and_is_the_packages_own():
+    """What the labs' checkers and the sweep call besides load (analysis/README.md, "For tools"):
+    each name exported is in the README's list, and is the object its module defines."""
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    tools = readme[readme.index("### For tools"):]
+    for name in s.__all__:
+        assert getattr(s, name) is not None
+        if name not in ("NamesFileError", "Results", "load"):
+            assert f"`{name}" in tools, f"{name} is exported but not in analysis/README.md's list for tools"
+    assert s.load_run is reader.load_run and s.long_waits_share is waits.long_waits_share
 
 
 def test_every_long_wait_is_a_row_with_the_reports_class(basic):

@@ -1,11 +1,16 @@
-"""The LHP measurement on a synthetic timeline whose answers are known by construction."""
+"""The LHP measurement on a synthetic timeline whose answers are known by construction: the
+package's (waits.classify, one wait at a time here), and the per-wait reference's interval sums
+(lhp_reference.py, which test_rules_reference.py holds the package to)."""
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
-from spinlab_report.lhp import (ClockMap, classify, fraction_table, guest_to_host, holder_off_range, holder_pieces,
-                                measure, off_cycles, off_during, off_index)
+from lhp_reference import fraction_table, off_cycles, off_during
+from spinlab_report import waits
+from spinlab_report.lhp import ClockMap, guest_to_host, off_index
 from spinlab_report.reader import Snapshot
-from spinlab_report.waits import long_waits_share
+from spinlab_report.waits import LongWaits, chain_pieces, gap_off_range, long_waits_share
 
 # host = guest + 1000, to within +-10 cycles, over guest [0, 10M]
 CLOCK = {"offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0, "bound_max_cycles": 10.0,
@@ -16,6 +21,18 @@ ROWS = [(0, "on", 0, 100_000), (0, "off", 100_000, 200_000), (0, "on", 200_000, 
         (1, "on", 0, 300_000), (1, "off", 300_000, 400_000), (1, "on", 400_000, 1_000_000)]
 TL = pd.DataFrame([(v, 10 + v, s, a, b, "host-load", 1) for v, s, a, b in ROWS],
                   columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
+
+
+def measure(w: dict, index, cmap) -> dict:
+    """The package's measurement and attribution of one wait (its row of long_waits_share)."""
+    return waits.classify(SimpleNamespace(long_waits=[w], rep=1), index, cmap, 0).row(0)
+
+
+def classify(w: dict, index, clock) -> tuple:
+    """(class, the holder side's source) of one wait, as the package attributes it."""
+    cmap = ClockMap(clock) if index is not None and clock is not None else None
+    r = waits.classify(SimpleNamespace(long_waits=[w], rep=1), index if cmap else None, cmap, 0).row(0)
+    return r["lhp"], r["holder_source"]
 
 
 def wait(cpu, holder, start_guest, cycles, cls="unknown", holder_end=None):
@@ -99,8 +116,8 @@ def test_holder_change_is_attributed_in_order():
     tl = pd.concat([TL, pd.DataFrame([(2, 12, "on", 0, 1_000_000, "host-load", 1)], columns=TL.columns)])
     idx = off_index(tl, "host-load", 1)
     # switch at 351k: all on 0 -> 49k (the least); anywhere in [200k, 300k]: 49k + 51k (the most)
-    assert holder_off_range(idx, [0, 1], 151_000, 351_000, 0) == (49_000, 100_000)
-    assert holder_off_range(idx, [0], 151_000, 351_000, 0) == (49_000, 49_000)
+    assert gap_off_range(idx, [(0, 1, 151_000, 351_000)], 0, 200_000) == (49_000, 100_000)
+    assert gap_off_range(idx, [(0, 0, 151_000, 351_000)], 0, 200_000) == (49_000, 49_000)
     m = measure(wait(2, 0, 150_000, 200_000, holder_end=1), idx, ClockMap(CLOCK))
     assert m["holders"] == [0, 1]
     assert m["timeline_lhp"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
@@ -267,7 +284,7 @@ def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
     # a hand-over whose hold was not traced falls back to the range for that gap only: CPU 0
     # then CPU 1 over [0, 90_000), CPU 3 from 90_000
     gap = dict(wait(2, 0, 0, 100_000, holder_end=3), holds=[[0, None], [1, None], [3, 90_000]])
-    assert holder_pieces(gap) == [(0, 1, 0.0, 90_000.0), (3, 3, 90_000.0, 100_000.0)]
+    assert chain_pieces(LongWaits.of([gap]), 0, 0.0) == [(0, 1, 0.0, 90_000.0), (3, 3, 90_000.0, 100_000.0)]
     tl = _tl(QUEUE_TL + [(3, "off", 0, 200_000)])
     g = _share([gap], tl)
     (w,) = g["waits"]
@@ -279,7 +296,7 @@ def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
 def test_waits_that_ended_after_the_repetition_are_counted_and_named():
     # The repetition runs from guest TSC 0 to 10^6; the trace session lists one more wait that
     # ended after the end snapshot. It is attributed and counted like the others, and named in
-    # outside_repetition (the counters and the verdict leave it out: verdict.counted).
+    # outside_repetition (the counters and the verdict leave it out).
     waits = [wait(0, 1, 100_000, 2 ** 19), wait(0, 1, 900_000, 2 ** 19)]
     r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 6, {}, [], waits, 1, 0, "s")], None, None, 1)
     assert r["long_waits"] == 2 and r["outside_repetition"] == 1

@@ -3,7 +3,6 @@ arithmetic agrees with the plain per-row sums it replaced, dense figures draw at
 pixel, the progress lines appear on a terminal only, and the benchmark's synthetic runs satisfy the
 results contract."""
 import io
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,6 @@ import pytest
 
 from spinlab_report import dense, fig_holder_off, reader, progress, trace_columns, trace_replay
 from spinlab_report.contract import OFF_STATES, UNKNOWN_STATE
-from spinlab_report.names import LHP_CLASS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATOR = os.path.join(HERE, "..", "bench", "make_synthetic_run.py")
@@ -277,79 +275,6 @@ def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(
     waits.forget(snaps)
     again = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
     assert len(calls) == 2 * n + len(higher["waits"]) and again == first
-
-
-def _per_wait_rows(snap, timeline, clock, threshold):
-    """The definition: lhp.measure and lhp.attribute of each wait, one by one, as lhp listed
-    them before the attribution ran over arrays."""
-    from spinlab_report import lhp
-    cmap = lhp.ClockMap(clock)
-    index = lhp.off_index(timeline, snap.phase, snap.rep)
-    rows = []
-    for w in snap.long_waits:
-        if w["wait_cycles"] < threshold:
-            continue
-        m = lhp.measure(w, index, cmap)
-        rows.append({**w, "rep": snap.rep, **m, **lhp.attribute(w, m), "in_repetition": lhp.ended_inside(w, snap)})
-    return rows
-
-
-def random_waits(rng, n, vcpus, span):
-    """Long waits with every kind of holder: one, none known, changed at start/end, hand-over
-    chains placed, unplaced and mixed; every steal-time class."""
-    out = []
-    for _ in range(n):
-        start, wait = int(rng.integers(0, span)), int(rng.integers(1, 4000))
-        h0, h1 = (int(x) if x < vcpus else None for x in rng.integers(0, vcpus + 1, 2))
-        w = {"cpu": int(rng.integers(0, vcpus)), "class": str(rng.choice(["user0", "sched"])), "start_tsc": start,
-             "wait_cycles": wait, "holder_cpu": h0, "holder_end_cpu": h1 if rng.random() < 0.3 else h0,
-             "lhp_class": str(rng.choice(list(LHP_CLASS.names))),
-             "holds": None, "holder_steal_ns": None, "waiter_steal_ns": None}
-        if rng.random() < 0.3:
-            k = int(rng.integers(1, 4))
-            w["holds"] = [[int(rng.integers(0, vcpus)), None]] + [
-                [int(rng.integers(0, vcpus)), None if rng.random() < 0.4 else start + int(rng.integers(-50, wait + 50))]
-                for _ in range(k)]
-        out.append(w)
-    return out
-
-
-@pytest.mark.parametrize("with_points", [True, False])
-def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
-    """waits.classify (numpy) lists every long wait exactly as lhp.measure + lhp.attribute do
-    one by one: random waits of every holder kind against a random timeline with off, frozen and
-    unknown rows, a clock with points (bounds vary, waits outside are not placed) or a straight line."""
-    from spinlab_report import lhp, waits
-    from spinlab_report.reader import Snapshot
-    rng = np.random.default_rng(11)
-    timeline = pd.DataFrame(random_timeline(rng, vcpus=3, n=300))
-    clock = ({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
-              "points": [[2000, 5, 3.0], [40_000, 9, 1.0], [70_000, 2, 0.0]]} if with_points else
-             {"offset_cycles": 7, "drift_ppm": 2.0, "ref_guest_tsc": 0, "bound_max_cycles": 4.0, "points": []})
-    listed = random_waits(rng, 3000, 4, 80_000)
-    snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s")
-    share = waits.long_waits_share([snap], timeline, clock, 200)
-    got = list(share["waits"])
-    want = _per_wait_rows(snap, timeline, clock, 200)
-    assert len(got) == len(want) > 2000
-    for g, w in zip(got, want):
-        assert g == w, (g, w)
-    # the counts, as lhp._count adds each wait and lhp.fraction_table bins them
-    counts = waits.new_share()
-    for row in want:
-        m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
-                                 "timeline_lhp", "holders")}
-        lhp._count(counts, row, m, row)
-        counts["outside_repetition"] += not row["in_repetition"]
-    counts["holder_off_fraction"] = lhp.fraction_table(want)
-    for key in ("long_waits", "holder_off", "holder_on", "uncertain", "unknown", "from_guest", "from_timeline",
-                "holder_changed", "handovers_placed", "handovers_unplaced", "outside_repetition", "sources",
-                "disagreements", "agreement", "holder_off_fraction"):
-        assert json.dumps(share[key]) == json.dumps(counts[key]), key  # key order too (summary.json)
-    kinds = {(r["timeline_holder"], r["holder_source"]) for r in want}
-    assert {("off", "timeline"), ("on", "timeline"), ("uncertain", "timeline"), ("unknown", "steal"),
-            ("unknown", "none")} <= kinds  # every outcome drawn
-    assert sum(1 for r in want if r["holds"] and any(f is None for _, f in r["holds"][1:])) > 100
 
 
 def test_the_report_names_its_stages_with_counts(tmp_path):

@@ -27,9 +27,9 @@ Expected observations (the worksheet's "What you should observe", in its order):
 Needs a run with phases idle-host and host-load (lab 1's or lab 2's).
 """
 
+import spinlab_report as report
 from spinlab_labs import observe
 from spinlab_labs.observe import Observation
-from spinlab_report import aggregate
 
 TITLE = "Measuring spin-locks"
 GOAL = ("Read the log2 wait table and the wait CDF of one test-and-set lock, find the uncontended "
@@ -71,12 +71,12 @@ def _quiet(run) -> Observation:
 
 
 def _invariant(run) -> Observation:
-    """The report's rule (spinlab_report.aggregate.invariant_state), records in flight allowed."""
+    """The report's rule (spinlab_report.invariant_state), records in flight allowed."""
     bad, in_flight = [], 0
-    threads = aggregate.threads_per_cpu(run.meta)
+    threads = report.threads_per_cpu(run.meta)
     for s in run.snapshots:
         for st in s.stats:
-            state, err = aggregate.invariant_state(st, threads)
+            state, err = report.invariant_state(st, threads)
             in_flight += state == "in_flight"
             if state == "broken":
                 bad.append(f"{s.name} cpu {st.cpu} {st.lock_class}: {err}")

@@ -32,10 +32,8 @@ import os
 import re
 import statistics
 
+import spinlab_report as report
 from spinlab_labs import observe
-from spinlab_report import ground_truth
-from spinlab_report.names import LONG_WAIT_THRESHOLD
-from spinlab_report.lhp import HOLDER_OFF  # the ABI's holder-preempted and both
 from spinlab_labs.observe import LabInputError, Observation
 
 TITLE = "Lock-holder preemption"
@@ -45,7 +43,7 @@ GOAL = ("Make the host preempt a lock holder, first with a hog and then determin
 MINUTES = "about 2.5 min (estimate)"
 RUNS = [(None, [])]
 
-LONG = LONG_WAIT_THRESHOLD  # the report's long wait ([vm] long-wait's default)
+LONG = report.LONG_WAIT_THRESHOLD  # the report's long wait ([vm] long-wait's default)
 MIN_HOG_WAITS = 3
 # Of the long waits under host load the timeline attributes, the share behind a holder off its
 # host CPU. Under TCG: at least half. Under the nested KVM of the project's machines (no VMX,
@@ -106,7 +104,7 @@ def _freezes(run, phase: str, rep: int) -> dict:
     except OSError:
         return {}
     vcpus = {int(line.split(",")[2]) for line in text.splitlines()[1:] if line.count(",") > 2}
-    return {v: ground_truth.effective_windows(text, v) for v in vcpus}
+    return {v: report.effective_windows(text, v) for v in vcpus}
 
 
 def _period_ms(run) -> float:
@@ -147,7 +145,7 @@ def _inside_freeze(run, phase: str, waits: list, shift: float = 0.0, by: dict | 
                                  for v, ws in _freezes(run, phase, w["rep"]).items()}
         a, e, n = float(w["host_start"]), float(w["bound_cycles"]), float(w["wait_cycles"])
         covering = [v for v, ws in windows[w["rep"]].items()
-                    if v != w["cpu"] and ground_truth.covered(ws, a + e, a + n - e) > n / 2]
+                    if v != w["cpu"] and report.covered_by_windows(ws, a + e, a + n - e) > n / 2]
         if covering:
             out.append(w)
             if by is not None:
@@ -201,7 +199,7 @@ def check(results_dir: str) -> list:
     behind = [w for w in match if w.get("holders") == [frozen_vcpu[id(w)]]]
     elsewhere = len(match) - len(behind)
     decided = [w for w in behind if w["lhp"] != "uncertain"]
-    blamed = [w for w in decided if w["lhp"] in HOLDER_OFF]
+    blamed = [w for w in decided if w["lhp"] in report.HOLDER_OFF]  # holder-preempted or both
     frac = len(blamed) / len(decided) if decided else 0.0
     classes = {}
     for w in behind:

@@ -18,9 +18,9 @@ import shutil
 import subprocess
 import tempfile
 
+import spinlab_report as report
 from spinlab_labs import observe
 from spinlab_labs.observe import LabInputError, Observation
-from spinlab_report import trace_stacks
 
 TITLE = "Tracing and call stacks"
 GOAL = ("Record a trace with call stacks, find the lock call site with the most wait, and open the "
@@ -36,13 +36,13 @@ def _sites(run) -> list:
     files = sorted(glob.glob(os.path.join(run.path, "snapshots", "*.trace")))
     if not files:
         return []
-    made = {trace_stacks.phase_of(f) for f in files}
+    made = {report.stacks_phase(f) for f in files}
     have = {p: os.path.join(run.path, "stacks", p, "sites.tsv") for p in made}
     if all(os.path.exists(f) for f in have.values()):
-        return [(p, trace_stacks.read_sites(f)) for p, f in sorted(have.items())]
+        return [(p, report.stacks_sites(f)) for p, f in sorted(have.items())]
     tmp = tempfile.mkdtemp(prefix="spinlab-lab4-")
     try:
-        return [(r["phase"], r["sites"]) for r in trace_stacks.run(files, tmp, spec_text=run.spec_text)]
+        return [(r["phase"], r["sites"]) for r in report.stacks_run(files, tmp, spec_text=run.spec_text)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

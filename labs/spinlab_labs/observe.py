@@ -7,20 +7,14 @@ results this lab can be checked on; it never raises for a phenomenon that is mer
 is an Observation with shown=False whose `why` says, with the measured numbers, what was seen
 instead.
 
-The readings use the analysis package (analysis/spinlab_report: load, buckets, lhp), found beside
-this folder both in the source tree (labs/../analysis) and installed (share/spinlab/labs/../analysis).
+The readings use the analysis package's public API (spinlab_report: analysis/README.md, "The Python
+API"), which Python finds installed (spinlab.pth) or through the PYTHONPATH that `spinlab lab` sets
+(the analysis folder beside the labs: share/spinlab/analysis, the source tree's analysis/).
 """
 import json
-import os
-import sys
 from dataclasses import dataclass
 
-ANALYSIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "analysis")
-if ANALYSIS not in sys.path:
-    sys.path.insert(0, ANALYSIS)
-
-from spinlab_report import buckets, contract, lhp, reader, waits  # noqa: E402
+import spinlab_report as report
 
 
 class LabInputError(Exception):
@@ -36,10 +30,10 @@ class Observation:
 
 
 def load_results(path: str):
-    """The run at path (analysis' reader.Run), or LabInputError naming what is wrong."""
+    """The run at path (spinlab_report.load_run's Run), or LabInputError naming what is wrong."""
     try:
-        return reader.load_run(path)
-    except contract.ContractError as e:
+        return report.load_run(path)
+    except report.ContractError as e:
         raise LabInputError(f"{path} is not a spinlab results directory: {e}") from None
 
 
@@ -75,7 +69,7 @@ def stats(run, phase: str, prefix: str | None = None):
 
 def wait_hist(run, phase: str, prefix: str | None = None):
     """The phase's contended-wait log2 histogram, all repetitions, CPUs and classes (prefix) added."""
-    return buckets.merge([st.wait for _, st in stats(run, phase, prefix)])
+    return report.merge_hists([st.wait for _, st in stats(run, phase, prefix)])
 
 
 def counts(run, phase: str, prefix: str | None = None) -> dict:
@@ -99,9 +93,9 @@ def per_rep_acquisitions(run, phase: str, prefix: str) -> list:
 
 
 def attributed_long_waits(run, phase: str, threshold: int) -> dict:
-    """waits.long_waits_share over the phase's snapshots: every listed wait >= threshold with its
+    """spinlab_report.long_waits_share over the phase's snapshots: every listed wait >= threshold with its
     holder and waiter sides ('off', 'on', 'uncertain', 'unknown') and class."""
-    return waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
+    return report.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
 
 
 BUSY_HOST = 0.2  # an "idle" host whose vCPU threads were off their CPU this share of the time is busy

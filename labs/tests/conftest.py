@@ -1,4 +1,5 @@
-"""Shared by the labs' tests: the labs package on sys.path, the source tree's tools, and copies of
+"""Shared by the labs' tests: the labs package and the analysis package beside them on sys.path (as
+`spinlab lab` puts them on PYTHONPATH), the source tree's tools, and copies of
 results directories that a test may edit (never the originals). A SIGTERM (a CI timeout, `kill`)
 ends the session like Ctrl-C, so a running `spinlab-run` is killed with its test (its own
 children, QEMU and the hogs, die with it: PR_SET_PDEATHSIG)."""
@@ -13,6 +14,7 @@ ROOT = os.path.dirname(LABS)
 BIN = os.path.join(ROOT, "build", "host", "bin")
 DATA = os.path.join(LABS, "tests", "data")
 sys.path.insert(0, LABS)
+sys.path.insert(1, os.path.join(ROOT, "analysis"))
 
 
 def _interrupt(signum, frame):

@@ -1,31 +1,16 @@
-"""The one place the sweep reaches into spinlab_report (analysis/): its results loader.
+"""The one place the sweep reads results: spinlab_report's public API (analysis/README.md, "The
+Python API"), nothing of its inside.
 
-In a source tree it sits in analysis/ at the top; installed, in share/spinlab/analysis beside
-share/spinlab/sweep.
+spinlab_report is found the way a user's Python finds it: installed, through the spinlab.pth that
+`make install` writes; otherwise through PYTHONPATH, which spinlab-sweep sets to the analysis folder
+beside it (the source tree's analysis/, or share/spinlab/analysis) before anything is imported.
 """
+import configparser
+import json
 import os
-import sys
 
-try:
-    import spinlab_report  # noqa: F401
-except ImportError:
-    here = os.path.dirname(os.path.abspath(__file__))
-    for d in (os.path.join(here, "..", "..", "..", "analysis"), os.path.join(here, "..", "..", "analysis")):
-        if os.path.isdir(os.path.join(d, "spinlab_report")):
-            sys.path.insert(0, d)
-            break
-
-import configparser  # noqa: E402
-import json  # noqa: E402
-
-from spinlab_report.aggregate import rep_hists  # noqa: E402
-from spinlab_report.buckets import LONG_K, count_at_or_above  # noqa: E402,F401
-from spinlab_report.confidence import log_ratio  # noqa: E402,F401
-from spinlab_report.contract import ContractError  # noqa: E402
-from spinlab_report.reader import load_run  # noqa: E402
-from spinlab_report.summary import Options  # noqa: E402
-from spinlab_report.throughput import rep_value  # noqa: E402
-from spinlab_report.verdict import rep_values  # noqa: E402
+import spinlab_report as report
+from spinlab_report import LONG_K, ContractError, count_at_or_above, log_ratio  # noqa: F401 (the sweep's)
 
 # The paravirtual lock's per-CPU counters (lock=pvqspin) in a snapshot's cpus[]: halts of a
 # waiter's vCPU and kicks of a halted one by the releaser.
@@ -86,7 +71,7 @@ def holder_off_spin_share(run, snap, threshold: int) -> float | None:
     waits behind a preempted holder (the verdict's holder_off_cycles); None when its long waits
     could not be attributed or nothing was spun."""
     total = sum(int(st.counts.get("wait_cycles_sum") or 0) for st in snap.stats)
-    off = rep_values(run, snap, threshold)["holder_off_cycles"]
+    off = report.rep_verdict(run, snap, threshold)["holder_off_cycles"]
     if off is None or total <= 0:
         return None
     return min(float(off) / total, 1.0)
@@ -97,7 +82,7 @@ def rep_figures(run_dir: str, k: int) -> dict:
     (shares), the throughput (lockbench ops/s) and the spin cycles per acquisition of the
     throughput classes. {} when the run cannot be read."""
     try:
-        run = load_run(run_dir)
+        run = report.load_run(run_dir)
     except (ContractError, OSError, ValueError):
         return {}
     prefixes = _throughput_prefixes(run.spec_text)
@@ -105,17 +90,17 @@ def rep_figures(run_dir: str, k: int) -> dict:
     for phase in run.phases:
         snaps = run.snaps(phase)
         shares = []
-        for hist in rep_hists(snaps):
+        for hist in report.rep_hists(snaps):
             total = int(hist.sum())
             if total:
                 shares.append(count_at_or_above(hist, k) / total)
         out[phase] = {"shares": shares,
-                      "throughput": [v for v in (rep_value(s) for s in snaps) if v is not None],
+                      "throughput": [v for v in (report.rep_throughput(s) for s in snaps) if v is not None],
                       "spin_per_acquisition": [v for v in (_spin_per_acquisition(s, prefixes) for s in snaps)
                                                if v is not None]}
         pv = [pv_rates(run.path, s) for s in snaps]
         for key in PV_COUNTERS:
             out[phase][f"{key}_per_s"] = [r[key] for r in pv if r[key] is not None]
         out[phase]["holder_off_spin_share"] = [
-            v for v in (holder_off_spin_share(run, s, Options().threshold) for s in snaps) if v is not None]
+            v for v in (holder_off_spin_share(run, s, report.LONG_WAIT_THRESHOLD) for s in snaps) if v is not None]
     return out

@@ -104,7 +104,7 @@ def test_pv_counters_are_read_per_cpu_and_made_rates(tmp_path):
 def test_holder_off_spin_share(monkeypatch):
     stats = [SimpleNamespace(counts={"wait_cycles_sum": 3000}), SimpleNamespace(counts={"wait_cycles_sum": 1000})]
     snap = SimpleNamespace(stats=stats)
-    monkeypatch.setattr(report_lib, "rep_values", lambda run, s, thr: {"holder_off_cycles": 1000})
+    monkeypatch.setattr(report_lib.report, "rep_verdict", lambda run, s, thr: {"holder_off_cycles": 1000})
     assert report_lib.holder_off_spin_share(None, snap, 1 << 20) == 0.25
-    monkeypatch.setattr(report_lib, "rep_values", lambda run, s, thr: {"holder_off_cycles": None})
+    monkeypatch.setattr(report_lib.report, "rep_verdict", lambda run, s, thr: {"holder_off_cycles": None})
     assert report_lib.holder_off_spin_share(None, snap, 1 << 20) is None
