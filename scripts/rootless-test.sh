@@ -46,7 +46,7 @@ bin=$root$prefix/bin
 
 cat >"$stage/as-user.sh" <<'INNER'
 set -euo pipefail
-say() { echo "rootless test (as $(id -un)): $*"; }
+say() { echo "rootless test (as $(id -un), ${SECONDS} s): $*"; }
 fail() { echo "rootless test (as $(id -un)): $*" >&2; exit 1; }
 busy_host() { tr -s ' \n' '  ' <"$1" | grep -q "rerun on a quiet machine"; }  # the checker's words, unwrapped
 no_traceback() { ! grep -q "^Traceback" "$1" || { cat "$1"; fail "a Python traceback reached the user ($1)"; }; }
