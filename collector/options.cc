@@ -7,7 +7,7 @@
 
 #include <spinlab/trace.h>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "trace/trace_text.h"
 
 namespace po = boost::program_options;

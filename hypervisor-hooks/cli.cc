@@ -1,6 +1,6 @@
 #include "cli.h"
 
-#include "collector/run_dir.h"
+#include "hostlib/run_dir.h"
 
 #include <boost/program_options.hpp>
 #include <cstdio>

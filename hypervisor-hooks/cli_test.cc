@@ -1,5 +1,5 @@
 #include "cli.h"
-#include "collector/run_dir.h"
+#include "hostlib/run_dir.h"
 
 #include <gtest/gtest.h>
 

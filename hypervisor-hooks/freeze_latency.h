@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/json_writer.h"
 #include "freeze_record.h"
+#include "hostlib/json_writer.h"
 
 namespace spinlab::load {
 

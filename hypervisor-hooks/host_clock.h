@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "collector/host_tsc.h"
+#include "hostlib/host_tsc.h"
 
 namespace spinlab::load {
 

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "cgroup_paths.h"
-#include "collector/testing/child_output.h"
 #include "fs_util.h"
+#include "hostlib/testing/child_output.h"
 #include "proc_info.h"
 #include "scratch_dir.h"
 #include "tracefs.h"

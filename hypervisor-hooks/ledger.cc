@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "cgroup_paths.h"
-#include "collector/run_dir.h"
 #include "fs_util.h"
+#include "hostlib/run_dir.h"
 #include "proc_info.h"
 
 namespace spinlab::load {

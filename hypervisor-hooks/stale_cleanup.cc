@@ -4,9 +4,9 @@
 
 #include "cgroup_paths.h"
 #include "fs_util.h"
+#include "hostlib/run_dir.h"
 #include "ledger.h"
 #include "proc_info.h"
-#include "collector/run_dir.h"
 #include "tracefs.h"
 
 namespace spinlab::load {

@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collector/error.h"
 #include "fs_util.h"
+#include "hostlib/error.h"
 
 namespace spinlab::load {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "channel/region_header.h"
-#include "collector/mapped_region.h"
+#include "hostlib/mapped_region.h"
 
 namespace spinlab::load {
 

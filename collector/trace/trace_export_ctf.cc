@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/buffer_parser.h"
 #include "trace_export_fields.h"
 #include "trace_text.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "trace_export_fields.h"
 
 namespace spinlab::collect {

@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "clock_fit_json.h"
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 #include "report_format.h"
 #include "trace/trace_text.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "clock_sync.h"
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 #include "snapshot.h"
 
 namespace spinlab::run {

@@ -19,10 +19,10 @@
 #include <span>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "lockstat/params.h"
-#include "locktrace/trace_session.h"
 #include "locktrace/stack_settings.h"
+#include "locktrace/trace_session.h"
 #include "trace/trace_text.h"
 
 namespace po = boost::program_options;

@@ -1,4 +1,4 @@
-// collector/mapped_region.cc: see mapped_region.h.
+// hostlib/mapped_region.cc: see mapped_region.h.
 #include "mapped_region.h"
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// collector/testing/child_output.h: running a program as a child process with its stdout and
+// hostlib/testing/child_output.h: running a program as a child process with its stdout and
 // stderr in files, and waiting for it with a time limit; for the integration tests that run the
 // real binaries (collector_integration_test, spinlab-load's integration_support). Header only,
 // host tests only; each caller decides what a child that outlives its limit means.

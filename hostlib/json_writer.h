@@ -1,6 +1,7 @@
-// collector/json_writer.h: a minimal streaming JSON writer for the collector's output and its
-// record files (no dependency for ~60 lines). Keys and strings are escaped; numbers are
-// integers or finite doubles. Commas are placed by the writer, so callers cannot forget them.
+// hostlib/json_writer.h: a minimal streaming JSON writer for the collector's output and its
+// record files, the runner's results files and spinlab-load's reports (no dependency for ~60
+// lines). Keys and strings are escaped; numbers are integers or finite doubles. Commas are placed
+// by the writer, so callers cannot forget them.
 #pragma once
 #include <cstdint>
 #include <string>

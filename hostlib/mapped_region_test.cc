@@ -1,4 +1,4 @@
-// collector/mapped_region_test.cc: the one mapper of the shared-region file: what each failure
+// hostlib/mapped_region_test.cc: the one mapper of the shared-region file: what each failure
 // throws, that nothing stays open after it (the trace drain's own mapper leaked its descriptor
 // when the file was too small), and the two access modes.
 #include "mapped_region.h"

@@ -1,4 +1,4 @@
-// collector/mapped_region.h: the guest's shared-region file (the ivshmem memory backend,
+// hostlib/mapped_region.h: the guest's shared-region file (the ivshmem memory backend,
 // /dev/shm/spinlab-NAME), opened and mapped whole for the life of the object. The one mapper of
 // the host's readers: RegionReader maps it read-only; the trace drain read-write (it gives
 // buffers back to the guest), spinlab-load --vcpu-state read-write with Links::kRefuse

@@ -1,4 +1,4 @@
-// collector/json_writer.cc: see json_writer.h.
+// hostlib/json_writer.cc: see json_writer.h.
 #include "json_writer.h"
 
 #include <cmath>

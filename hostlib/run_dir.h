@@ -1,4 +1,4 @@
-// collector/run_dir.h: where spinlab keeps its runtime state (VM directories, spinlab-load's
+// hostlib/run_dir.h: where spinlab keeps its runtime state (VM directories, spinlab-load's
 // ledgers), the one rule every C++ tool follows (collector, spinlab-run, spinlab-load,
 // spinlab-soak); Python's is spinlab_vm.state.run_dir(), and vm-images/tests/test_run_dir.py
 // checks that the two agree:

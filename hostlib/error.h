@@ -1,6 +1,7 @@
-// collector/error.h: the one exception the collector throws. Its message is one sentence a
-// person can act on ("no VM named lab1: /run/spinlab/vm/lab1 does not exist"); main() prints
-// it and exits with `exit_code`. Nothing below main() calls exit().
+// hostlib/error.h: the one exception the host tools' shared code throws (the collector's, and the
+// region mapper's for spinlab-load and spinlab-run). Its message is one sentence a person can act
+// on ("no VM named lab1: /run/spinlab/vm/lab1 does not exist"); main() prints it and exits with
+// `exit_code`. Nothing below main() calls exit().
 #pragma once
 #include <stdexcept>
 #include <string>

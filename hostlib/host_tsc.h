@@ -1,4 +1,4 @@
-// collector/host_tsc.h: the host's TSC and wall clock, as the collector stamps its readings.
+// hostlib/host_tsc.h: the host's TSC and wall clock, as the collector stamps its readings.
 #pragma once
 #include <x86intrin.h>
 
