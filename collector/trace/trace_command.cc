@@ -32,6 +32,7 @@
 #include "locktrace/trace_session.h"
 #include "symbolizer.h"
 #include "trace_control.h"
+#include "trace_groups.h"
 #include "trace_recorder.h"
 #include "trace_stack_dump.h"
 #include "trace_text.h"

@@ -18,7 +18,7 @@
 #include "clock_fit_json.h"
 #include "hostlib/json_writer.h"
 #include "report_format.h"
-#include "trace/trace_text.h"
+#include "trace/trace_groups.h"
 
 namespace fs = std::filesystem;
 

@@ -23,7 +23,7 @@
 #include "lockstat/params.h"
 #include "locktrace/stack_settings.h"
 #include "locktrace/trace_session.h"
-#include "trace/trace_text.h"
+#include "trace/trace_groups.h"
 
 namespace po = boost::program_options;
 
