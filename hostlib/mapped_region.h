@@ -2,7 +2,7 @@
 // /dev/shm/spinlab-NAME), opened and mapped whole for the life of the object. The one mapper of
 // the host's readers: RegionReader maps it read-only; the trace drain read-write (it gives
 // buffers back to the guest), spinlab-load --vcpu-state read-write with Links::kRefuse
-// (hypervisor-hooks/vcpu_state_writer.h). The bytes are the guest's and untrusted: this class
+// (hypervisor-hooks/vcpu_state/vcpu_state_writer.h). The bytes are the guest's and untrusted: this class
 // checks only that the file can be a region (at least a header long); region_parse judges the
 // header.
 #pragma once
