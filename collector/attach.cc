@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "error.h"
-#include "run_dir.h"
+#include "hostlib/error.h"
+#include "hostlib/run_dir.h"
 
 namespace spinlab::collect {
 

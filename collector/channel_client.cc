@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

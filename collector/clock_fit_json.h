@@ -13,7 +13,7 @@
 #pragma once
 
 #include "clock_sync.h"
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 
 namespace spinlab::collect {
 

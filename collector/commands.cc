@@ -5,7 +5,7 @@
 #include <atomic>
 #include <csignal>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

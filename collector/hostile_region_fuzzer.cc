@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "region_reader.h"
 #include "report_format.h"
 #include "snapshot.h"

@@ -11,7 +11,7 @@
 #include <iterator>
 #include <vector>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/drain.h"
 #include "locktrace/trace_file.h"
 #include "region_reader.h"

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "commands.h"
-#include "error.h"
-#include "json_writer.h"
+#include "hostlib/error.h"
+#include "hostlib/json_writer.h"
 #include "report_format.h"
 
 namespace spinlab::collect {

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 #include "options.h"
 
 int main(int argc, char** argv) {

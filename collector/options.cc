@@ -7,8 +7,8 @@
 
 #include <spinlab/trace.h>
 
-#include "error.h"
-#include "trace/trace_text.h"
+#include "hostlib/error.h"
+#include "trace/trace_groups.h"
 
 namespace po = boost::program_options;
 

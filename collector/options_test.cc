@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

@@ -2,8 +2,8 @@
 // (record_file.h), each line on disk before the next snapshot is taken. A corrupt region ends
 // the series: the end line is still written (its reason is the error), exit status kExitCorrupt.
 #include "commands.h"
-#include "error.h"
-#include "host_tsc.h"
+#include "hostlib/error.h"
+#include "hostlib/host_tsc.h"
 #include "record_file.h"
 #include "series.h"
 

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "clock_fit_json.h"
-#include "error.h"
-#include "json_writer.h"
+#include "hostlib/error.h"
+#include "hostlib/json_writer.h"
 #include "report_format.h"
 
 namespace spinlab::collect {

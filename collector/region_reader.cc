@@ -4,8 +4,8 @@
 #include <cstring>
 #include <thread>
 
-#include "error.h"
-#include "host_tsc.h"
+#include "hostlib/error.h"
+#include "hostlib/host_tsc.h"
 
 namespace spinlab::collect {
 namespace {

@@ -17,8 +17,8 @@
 #include "channel/clock_area.h"
 #include "channel/region_header.h"
 #include "clock_sync.h"
-#include "error.h"
-#include "mapped_region.h"
+#include "hostlib/error.h"
+#include "hostlib/mapped_region.h"
 #include "snapshot.h"
 
 namespace spinlab::collect {

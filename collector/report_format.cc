@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "lockstat/log2_table.h"
 
 namespace spinlab::collect {

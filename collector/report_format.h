@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 #include "snapshot.h"
 
 namespace spinlab::collect {

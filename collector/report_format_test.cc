@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

@@ -4,7 +4,7 @@
 #include <spinlab/sysinfo.h>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 

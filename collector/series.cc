@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "commands.h"
-#include "error.h"
 #include "heartbeat.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "error.h"
-#include "host_tsc.h"
+#include "hostlib/error.h"
+#include "hostlib/host_tsc.h"
 
 namespace spinlab::collect {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 #include "lockstat/params.h"
 
 namespace spinlab::collect {

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <vector>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "lib/ustar.h"
 
 namespace spinlab::collect {

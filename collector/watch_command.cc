@@ -3,7 +3,7 @@
 #include <ctime>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 #include "report_format.h"
 #include "series.h"
 

@@ -7,7 +7,7 @@
 # (so the injector's own wake-up never displaces it: a thread on CPU at the request is then
 # stopped by the freezer, not by us) and keeps its --latency-json: min, median, p99 and max of
 # the request lateness, stop, kernel notification and resume latencies
-# (hypervisor-hooks/freeze_latency.h). The load average at each case is recorded beside it: the
+# (hypervisor-hooks/freezes/freeze_latency.h). The load average at each case is recorded beside it: the
 # machine is shared, "no load of ours" is not an idle machine.
 # Needs root (cgroups, tracefs). OUT= the JSON file, FREEZE_BENCH_S= seconds per case (6).
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vCPU state word latency (part of make bench): how long after a vCPU thread's switch, or a
 # freeze, the host's "preempted" word in the shared region says so
-# (hypervisor-hooks/vcpu_state_publisher.h). The word is written after the switch, by a poller,
+# (hypervisor-hooks/vcpu_state/vcpu_state_publisher.h). The word is written after the switch, by a poller,
 # never in it: this measures by how much.
 #
 # Switches: two spinning fake vCPUs and a `spinlab-load hog` share host CPU 1, so the host

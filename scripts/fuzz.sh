@@ -17,8 +17,8 @@ col=collector
 target=hostile_region_fuzzer
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -pthread \
     -I "$kp" -I "$kp/abi" -I "$col" -I . \
-    "$col/$target.cc" "$col/mapped_region.cc" "$col/region_reader.cc" "$col/snapshot.cc" "$col/report_format.cc" \
-    "$col/json_writer.cc" "$col/trace/trace_recorder.cc" \
+    "$col/$target.cc" hostlib/mapped_region.cc "$col/region_reader.cc" "$col/snapshot.cc" "$col/report_format.cc" \
+    hostlib/json_writer.cc "$col/trace/trace_recorder.cc" \
     "$kp/channel/region_header.cc" "$kp/channel/clock_area.cc" "$kp/channel/crc32c.cc" \
     "$kp/locktrace/drain.cc" "$kp/locktrace/trace_session.cc" "$kp/locktrace/buffer_parser.cc" \
     "$kp/locktrace/trace_file.cc" "$kp/locktrace/writer.cc" \

@@ -23,9 +23,9 @@
 
 #include "channel/region_header.h"
 #include "channel_client.h"
-#include "error.h"
+#include "hostlib/error.h"
+#include "hostlib/testing/child_output.h"
 #include "region_reader.h"
-#include "testing/child_output.h"
 
 #ifndef SPINLAB_BIN_DIR
 #error "SPINLAB_BIN_DIR must name the directory holding spinlab-collect and spinlab-fake-guest"

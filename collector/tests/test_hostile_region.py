@@ -39,7 +39,7 @@ import pytest
 
 from real_guest import COLLECT, lockbench_guest
 
-CORRUPT = 6  # collector/error.h kExitCorrupt
+CORRUPT = 6  # hostlib/error.h kExitCorrupt
 WRITE_SECONDS = 12
 WRITES_PER_SECOND = 300
 

@@ -24,14 +24,15 @@
 #include <vector>
 
 #include "commands.h"
-#include "error.h"
 #include "heartbeat.h"
+#include "hostlib/error.h"
 #include "locktrace/buffer_parser.h"
-#include "locktrace/trace_session.h"
 #include "locktrace/stack_settings.h"
 #include "locktrace/trace_file.h"
-#include "trace_control.h"
+#include "locktrace/trace_session.h"
 #include "symbolizer.h"
+#include "trace_control.h"
+#include "trace_groups.h"
 #include "trace_recorder.h"
 #include "trace_stack_dump.h"
 #include "trace_text.h"

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::collect {
 namespace {

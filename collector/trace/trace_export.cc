@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "trace_export_columns.h"
 #include "trace_export_ctf.h"
 #include "trace_export_perfetto.h"

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string_view>
 
-#include "error.h"
-#include "json_writer.h"
+#include "hostlib/error.h"
+#include "hostlib/json_writer.h"
 #include "locktrace/buffer_parser.h"
 #include "trace_export_fields.h"
 

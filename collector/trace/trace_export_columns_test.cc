@@ -22,7 +22,7 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/trace_file.h"
 #include "trace/trace_export.h"
 

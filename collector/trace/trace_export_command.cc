@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 #include "options.h"
 #include "trace_export.h"
 

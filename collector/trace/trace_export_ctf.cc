@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/buffer_parser.h"
 #include "trace_export_fields.h"
-#include "trace_text.h"
+#include "trace_groups.h"
 
 namespace spinlab::collect {
 namespace {

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/buffer_parser.h"
 #include "locktrace/trace_file.h"
 #include "trace_text.h"

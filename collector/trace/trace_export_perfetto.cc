@@ -9,8 +9,8 @@
 #include <cstring>
 #include <map>
 
-#include "error.h"
-#include "json_writer.h"
+#include "hostlib/error.h"
+#include "hostlib/json_writer.h"
 #include "locktrace/buffer_parser.h"
 
 namespace spinlab::collect {

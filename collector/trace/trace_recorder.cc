@@ -11,12 +11,12 @@
 #include <cstring>
 
 #include "channel/region_header.h"
-#include "error.h"
+#include "hostlib/error.h"
+#include "hostlib/mapped_region.h"
 #include "locktrace/drain.h"
-#include "mapped_region.h"
-#include "region_reader.h"
-#include "locktrace/trace_session.h"
 #include "locktrace/trace_file.h"
+#include "locktrace/trace_session.h"
+#include "region_reader.h"
 
 namespace spinlab::collect {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "error.h"
+#include "hostlib/error.h"
 #include "locktrace/buffer_parser.h"
 #include "locktrace/trace_file.h"
 #include "symbolizer.h"

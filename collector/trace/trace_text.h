@@ -20,11 +20,6 @@ namespace spinlab::collect {
 // One event (header already checked by the buffer parser; ev points at its first byte).
 std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev);
 
-// Trace enable flags as "spinlock,cswitch,..." ("none" for 0) and back (throws
-// CollectError(kExitUsage) naming `what`, the option or key, and the unknown group).
-std::string trace_groups_text(uint32_t flags);
-uint32_t parse_trace_groups(const std::string& text, const std::string& what = "--enable");
-
 // Why a trace file's header was refused (parse_file_header's error), for messages: a version no
 // reader knows is named with the versions this build reads ("trace file of ABI version 7, which
 // this spinlab does not read (it reads versions 1 and 2)").

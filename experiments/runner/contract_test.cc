@@ -11,13 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "hypervisor-hooks/timeline/run_intervals.h"  // the one writer of timeline.csv
+#include "locktrace/drain.h"
 #include "record_file.h"
 #include "report_format.h"
 #include "results.h"
-#include "locktrace/drain.h"
 #include "results_testing.h"
 #include "spec.h"
-#include "hypervisor-hooks/run_intervals.h"  // the one writer of timeline.csv
 #include "text.h"
 #include "trace_results.h"
 

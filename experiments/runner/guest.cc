@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "trace/trace_control.h"
 
 namespace spinlab::run {

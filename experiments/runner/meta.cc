@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "host_tsc.h"
+#include "hostlib/host_tsc.h"
 #include "locations.h"
 #include "pinning.h"
 #include "text.h"

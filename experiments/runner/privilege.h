@@ -1,6 +1,6 @@
 // experiments/runner/privilege.h: what a spec's phases need that the user may lack, found before
 // anything starts. Freezes (preempt-*) and throttling (throttle-*) move vCPU threads into cgroups
-// spinlab-load creates at the top of the cgroup hierarchy (hypervisor-hooks/thread_cgroup.h),
+// spinlab-load creates at the top of the cgroup hierarchy (hypervisor-hooks/cgroups/thread_cgroup.h),
 // so they need that directory writable: root, or a hierarchy given to this user. Host load
 // (hogs), the timeline (perf switch records of one's own threads without tracefs) and the VM
 // under TCG need nothing more than an ordinary user has.

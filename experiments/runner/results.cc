@@ -16,9 +16,9 @@
 #include <stdexcept>
 
 #include "clock_fit_json.h"
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 #include "report_format.h"
-#include "trace/trace_text.h"
+#include "trace/trace_groups.h"
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "clock_sync.h"
-#include "json_writer.h"
+#include "hostlib/json_writer.h"
 #include "snapshot.h"
 
 namespace spinlab::run {
@@ -177,7 +177,7 @@ struct Meta {
         std::vector<std::pair<std::string, double>> overcommit;  // phase, vCPUs per host CPU
     };
     std::optional<Neighbours> neighbours;
-    // What the timeline read the vCPU threads' switches from (hypervisor-hooks/timeline.h:
+    // What the timeline read the vCPU threads' switches from (hypervisor-hooks/timeline/timeline.h:
     // "sched_switch+perf", "sched_switch", "perf"); empty (null) until a recording started.
     std::string timeline_source;
     std::optional<TraceSessionInformation> trace;  // [trace] as asked for; nullopt: none

@@ -1,10 +1,10 @@
 // experiments/runner/results_test.cc: the results directory against the analysis contract
 // (analysis/README.md): the JSON texts' fields and a whole directory
 // written by these functions that analysis/spinlab-report reads without complaint.
+#include "hypervisor-hooks/timeline/run_intervals.h"
+#include "record_file.h"
 #include "results.h"
 #include "results_testing.h"
-#include "hypervisor-hooks/run_intervals.h"
-#include "record_file.h"
 
 #include <gtest/gtest.h>
 #include <spinlab/sysinfo.h>

@@ -12,15 +12,15 @@
 #include <thread>
 
 #include "conditions.h"
-#include "error.h"
-#include "host_tsc.h"
+#include "hostlib/error.h"
+#include "hostlib/host_tsc.h"
 #include "meta.h"
 #include "progress.h"
 #include "results.h"
 #include "signals.h"
 #include "timeline_recording.h"
-#include "trace_exports.h"
 #include "trace/trace_text.h"
+#include "trace_exports.h"
 #include "vm.h"
 #include "window.h"
 #include "wrk_summary.h"

@@ -19,11 +19,11 @@
 #include <span>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "lockstat/params.h"
-#include "locktrace/trace_session.h"
 #include "locktrace/stack_settings.h"
-#include "trace/trace_text.h"
+#include "locktrace/trace_session.h"
+#include "trace/trace_groups.h"
 
 namespace po = boost::program_options;
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "error.h"
+#include "hostlib/error.h"
 #include "trace/trace_export.h"
 #include "trace/trace_export_input.h"
 

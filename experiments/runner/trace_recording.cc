@@ -6,7 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "error.h"
+#include "hostlib/error.h"
 
 namespace spinlab::run {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "error.h"
 #include "guest.h"
+#include "hostlib/error.h"
 #include "trace/trace_recorder.h"
 
 namespace spinlab::run {

@@ -11,8 +11,8 @@
 
 #include "attach.h"
 #include "boot_watch.h"
-#include "run_dir.h"
-#include "error.h"
+#include "hostlib/error.h"
+#include "hostlib/run_dir.h"
 #include "pinning.h"
 #include "signals.h"
 #include "text.h"

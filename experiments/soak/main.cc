@@ -42,11 +42,11 @@
 
 #include "channel_client.h"
 #include "child.h"
-#include "error.h"
+#include "collector/session.h"
 #include "hostile_frames.h"
+#include "hostlib/error.h"
 #include "invariant_check.h"
 #include "lockbench_log.h"
-#include "collector/session.h"
 #include "signals.h"
 #include "vm.h"
 

@@ -1,7 +1,7 @@
 """Per-VM state: <run-dir>/vm/NAME/ and its vm.json; is the VM alive; removing what is stale.
 
 <run-dir> is run_dir(): $SPINLAB_RUN_DIR, else $XDG_RUNTIME_DIR/spinlab for a user other than
-root, else /run/spinlab (every C++ tool resolves it the same way, collector/run_dir.h;
+root, else /run/spinlab (every C++ tool resolves it the same way, hostlib/run_dir.h;
 tests/test_run_dir.py checks that the two agree). One directory per VM, created with mkdir, so
 two starts of one name cannot both win:
 
@@ -30,7 +30,7 @@ UNIX_PATH_MAX = 107   # sun_path holds 108 bytes with the terminating NUL
 
 
 def resolve_run_dir(environ, root):
-    """Where runtime state lives for this environment and user (collector/run_dir.h's rule)."""
+    """Where runtime state lives for this environment and user (hostlib/run_dir.h's rule)."""
     if environ.get("SPINLAB_RUN_DIR"):
         return Path(environ["SPINLAB_RUN_DIR"])
     if not root and environ.get("XDG_RUNTIME_DIR"):

@@ -1,5 +1,5 @@
 """The run directory: Python's rule (spinlab_vm.state.run_dir) and the C++ tools' rule
-(collector/run_dir.h, printed by `spinlab-load run-dir`) agree for every environment, for root
+(hostlib/run_dir.h, printed by `spinlab-load run-dir`) agree for every environment, for root
 and for another user."""
 import os
 import subprocess

@@ -1,0 +1,44 @@
+// collector/trace/trace_groups_test.cc: the trace enable groups' names, both ways.
+#include "trace_groups.h"
+
+#include <gtest/gtest.h>
+#include <spinlab/trace.h>
+
+#include "hostlib/error.h"
+
+namespace spinlab::collect {
+namespace {
+
+TEST(TraceGroups, EveryGroupReadsBackAsItsOwnBit) {
+    for (uint32_t i = 0; i < kTraceGroupCount; i++) {
+        const std::string name = trace_group_name(i);
+        EXPECT_EQ(trace_groups_text(1u << i), name);
+        EXPECT_EQ(parse_trace_groups(name), 1u << i) << name;
+    }
+}
+
+TEST(TraceGroups, ListsInBitOrderAndNoneForZero) {
+    EXPECT_EQ(trace_groups_text(0), "none");
+    EXPECT_EQ(parse_trace_groups("cswitch,spinlock"), parse_trace_groups("spinlock,cswitch"));
+    EXPECT_EQ(trace_groups_text(parse_trace_groups("cswitch,spinlock")), "spinlock,cswitch");
+    EXPECT_EQ(parse_trace_groups("all"), kTraceGroupAll);
+    const std::string all = trace_groups_text(kTraceGroupAll);
+    EXPECT_EQ(parse_trace_groups(all), kTraceGroupAll) << all;
+}
+
+TEST(TraceGroups, AnUnknownGroupIsAUsageErrorNamingTheOptionAndTheWord) {
+    try {
+        parse_trace_groups("spinlock,locks", "--stack-enable");
+        FAIL() << "no error";
+    } catch (const CollectError& e) {
+        EXPECT_EQ(e.exit_code(), kExitUsage);
+        const std::string said = e.what();
+        EXPECT_EQ(said.rfind("--stack-enable: unknown group 'locks'; groups: all, ", 0), 0u)
+            << said;
+    }
+    EXPECT_THROW(parse_trace_groups(""), CollectError);
+    EXPECT_THROW(parse_trace_groups("spinlock,"), CollectError);
+}
+
+}  // namespace
+}  // namespace spinlab::collect

@@ -1,0 +1,269 @@
+#include "timeline.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "hypervisor-hooks/common/fs_util.h"
+#include "hypervisor-hooks/common/host_clock.h"
+#include "hypervisor-hooks/vcpu_state/vcpu_state_publisher.h"
+#include "run_intervals.h"
+#include "sched_switch_parse.h"
+#include "switch_records.h"
+#include "tracefs.h"
+#include "untraced_switches.h"
+
+namespace spinlab::load {
+
+namespace {
+constexpr uint64_t kDrainPeriodNs = 250'000'000;
+
+void write_text(const std::string& path, const std::string& text) {
+    if (path.empty() || path == "-") {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return;
+    }
+    FILE* f = std::fopen(path.c_str(), "we");
+    if (!f) throw LoadError("cannot write " + path + ": " + std::strerror(errno));
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) throw LoadError("cannot write " + path + ": " + std::strerror(errno));
+}
+
+std::optional<bool> running_now(const ThreadTarget& t) {
+    try {
+        std::string stat = read_file("/proc/" + std::to_string(t.pid) + "/task/" + std::to_string(t.tid) + "/stat");
+        size_t close = stat.rfind(')');
+        if (close != std::string::npos && close + 2 < stat.size()) return stat[close + 2] == 'R';
+    } catch (const LoadError&) {
+    }
+    return std::nullopt;
+}
+
+// The threads' perf switch records, or none (with one warning) where perf is refused.
+std::unique_ptr<SwitchRecorder> open_switch_records(const TimelineConfig& c, const std::vector<int>& tids) {
+    if (!c.switch_records) return nullptr;
+    try {
+        return std::make_unique<SwitchRecorder>(tids);
+    } catch (const LoadError& e) {
+        std::fprintf(stderr, "timeline: WARNING no perf switch records (%s): switches the kernel leaves out "
+                     "of the trace stay unknown\n", e.what());
+        return nullptr;
+    }
+}
+
+// The records' CLOCK_MONOTONIC_RAW ns on the trace clock, through (raw, TSC) pairs taken at the
+// window's edges (then TSC -> CLOCK_MONOTONIC for the mono trace clock).
+std::vector<SwitchRecord> on_trace_clock(std::vector<SwitchRecord> records, ClockPair raw_first, ClockPair raw_last,
+                                         const TscMap& mono_map, bool tsc_clock) {
+    TscMap raw_map(raw_first, raw_last);
+    for (SwitchRecord& r : records) {
+        const uint64_t tsc = raw_map.to_tsc(r.ts);
+        r.ts = tsc_clock ? tsc : mono_map.to_ns(tsc);
+    }
+    return records;
+}
+}  // namespace
+
+const char* timeline_source(bool tracefs, bool perf) {
+    if (tracefs) return perf ? "sched_switch+perf" : "sched_switch";
+    return "perf";
+}
+
+void validate_timeline(const TimelineConfig& c) {
+    validate_target_spec(c.targets);
+    if (c.clock != "x86-tsc" && c.clock != "mono") {
+        throw LoadError("--trace-clock '" + c.clock + "' must be x86-tsc or mono");
+    }
+    if (c.duration_s < 0) throw LoadError("--duration must not be negative");
+    if (c.buffer_kb < 64 || c.buffer_kb > 1 << 20) {
+        throw LoadError("--buffer-kb " + std::to_string(c.buffer_kb) + " must be in [64, 1048576]");
+    }
+    if (c.phase.find_first_of(",\n\"") != std::string::npos)
+        throw LoadError("--phase '" + c.phase + "' must not contain a comma, quote or newline (a CSV field)");
+    if (c.vcpu_state_period_us < 50 || c.vcpu_state_period_us > 1'000'000)
+        throw LoadError("--vcpu-state-period-us " + std::to_string(c.vcpu_state_period_us) +
+                        " must be in [50, 1000000]");
+    if (!c.vcpu_state_latency_json.empty() && c.vcpu_state.empty())
+        throw LoadError("--vcpu-state-latency-json needs --vcpu-state");
+}
+
+int run_timeline(Session& session, const TimelineConfig& c) {
+    validate_timeline(c);
+    std::vector<ThreadTarget> targets = resolve_targets(c.targets);
+    std::vector<int> tids;
+    std::vector<TimelineThread> threads;
+    std::map<int, int> own_vcpus;
+    for (const ThreadTarget& t : targets) {
+        tids.push_back(t.tid);
+        threads.push_back({t.tid, t.vcpu, running_now(t)});
+        own_vcpus[t.tid] = t.vcpu;
+    }
+    PreemptorContext preemptors = preemptor_context(own_vcpus, c.neighbours);
+    auto look_for_hogs = [&] {
+        if (c.hog_state_dir.empty()) return;
+        std::set<int> now = ledger_processes(c.hog_state_dir);
+        preemptors.hogs.insert(now.begin(), now.end());
+    };
+    look_for_hogs();
+    // The source: sched:sched_switch in a tracefs instance (root, or tracefs readable and
+    // writable), completed by perf's switch records; where tracefs is refused (an ordinary user),
+    // the threads' own perf switch records alone (timeline_source()).
+    std::unique_ptr<TraceInstance> trace;
+    std::string trace_refused;
+    try {
+        trace = std::make_unique<TraceInstance>(session.ledger(), session.owner(), "timeline", c.clock, tids,
+                                                c.buffer_kb, /*running_stamps=*/true);
+    } catch (const LoadError& e) {
+        trace_refused = e.what();
+    }
+    std::unique_ptr<SwitchRecorder> records = open_switch_records(c, tids);
+    if (!trace && !records)
+        throw LoadError("no source for the timeline: tracefs refused (" + trace_refused + ") and perf switch records " +
+                        (c.switch_records ? "too (see the warning above)" : "are off (--no-switch-records)"));
+    const char* source = timeline_source(trace != nullptr, records != nullptr);
+    if (!trace)
+        std::fprintf(stderr, "timeline: no tracefs (%s): the timeline comes from the threads' perf switch records "
+                     "alone (a switch-out says preempted or blocked, not sleeping or frozen; lost records are "
+                     "unknown time)\n", trace_refused.c_str());
+    std::unique_ptr<SwitchPublisher> publisher;
+    if (!c.vcpu_state.empty()) {
+        try {
+            publisher = std::make_unique<SwitchPublisher>(c.vcpu_state, targets, c.vcpu_state_period_us);
+        } catch (const LoadError& e) {  // perf refused names no option: say which needs it
+            const std::string what = e.what();
+            throw LoadError(what.rfind("--vcpu-state", 0) == 0 ? what : "--vcpu-state: " + what);
+        }
+    }
+    const bool tsc_clock = c.clock == "x86-tsc";
+    SchedSwitchParser parser;
+    std::string raw;
+
+    // perf records from before the trace starts to after it stops: the window is inside both.
+    if (records) records->enable();
+    ClockPair first = sample_clock_pair();
+    ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
+    if (trace) trace->start();
+    if (publisher) publisher->start();
+    session.mark_ready({{"source", source}});
+    std::fprintf(stderr, "timeline: source %s: %zu thread(s)%s%s (clock %s; running stamps %s; perf switch records %s)\n",
+                 source, tids.size(), trace ? " in " : "", trace ? trace->dir().c_str() : "", c.clock.c_str(),
+                 !trace                   ? "unavailable: no tracefs"
+                 : trace->running_stamps() ? "from local_timer_entry"
+                                           : "unavailable: irq_vectors:local_timer_entry missing",
+                 records ? "on" : "off");
+    const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
+    auto drain = [&] {
+        if (trace) {
+            std::string chunk = trace->read_available();
+            if (!c.raw_out.empty()) raw += chunk;
+            parser.feed(chunk);
+        }
+        if (records) records->drain();
+        look_for_hogs();
+    };
+    // Drain on a timer, never on trace_pipe readability: waking up for each event would
+    // preempt the traced thread on its CPU, which writes two more events, which wakes us
+    // again -- the tracer would become the load it measures.
+    for (;;) {
+        uint64_t now = monotonic_ns();
+        if (end && now >= end) break;
+        uint64_t next = now + kDrainPeriodNs;
+        if (end && next > end) next = end;
+        if (session.wait_until(next) == Wake::kStop) break;
+        drain();
+    }
+    int code = 0;
+    if (publisher) {
+        publisher->stop();  // the words are cleared: nobody keeps them any more
+        std::fprintf(stderr, "timeline: vcpu-state: %s\n", publisher->stats().summary().c_str());
+        if (!publisher->error().empty()) {
+            std::fprintf(stderr, "timeline: WARNING the vCPU state publisher stopped early: %s\n",
+                         publisher->error().c_str());
+            code = 2;
+        }
+        if (!c.vcpu_state_latency_json.empty())
+            write_text(c.vcpu_state_latency_json, publisher->stats().json(c.vcpu_state) + "\n");
+    }
+    ClockPair raw_last = sample_clock_pair(CLOCK_MONOTONIC_RAW);
+    ClockPair last = sample_clock_pair();
+    if (trace) trace->stop();
+    if (records) records->disable();
+    drain();
+    parser.finish();
+
+    TscMap map(first, last);
+    uint64_t window_start = tsc_clock ? first.tsc : first.mono_ns;
+    uint64_t window_end = tsc_clock ? last.tsc : last.mono_ns;
+    std::vector<SchedSwitch> events = parser.events();
+    if (records) {
+        AddedSwitches added = untraced_switches(
+            events, on_trace_clock(records->records(), raw_first, raw_last, map, tsc_clock), tids, window_start,
+            window_end);
+        events.insert(events.end(), added.events.begin(), added.events.end());
+        std::fprintf(stderr, "timeline: %llu switch-in(s) and %llu switch-out(s) %s, taken from "
+                     "%zu perf switch records\n",
+                     static_cast<unsigned long long>(added.switch_ins),
+                     static_cast<unsigned long long>(added.switch_outs), trace ? "the trace lacked" : "in all",
+                     records->records().size());
+    }
+    std::vector<RunInterval> intervals = build_run_intervals(events, threads, window_start, window_end);
+    if (!tsc_clock) {
+        // Trace timestamps are ns: keep ns exact, derive the TSC columns.
+        for (RunInterval& r : intervals) {
+            r.start = map.to_tsc(r.start);
+            r.end = map.to_tsc(r.end);
+        }
+    }
+    if (!c.freezes.empty()) {
+        try {
+            intervals = mark_frozen(intervals, read_frozen_spans(read_file(c.freezes)));
+        } catch (const LoadError& e) {
+            std::fprintf(stderr, "timeline: WARNING frozen time is not marked: %s\n", e.what());
+            code = 2;
+        }
+    }
+    classify_preemptors(intervals, preemptors);
+    const std::string rows =
+        format_run_intervals_csv(intervals, {c.phase, c.rep}, [&](uint64_t tsc) { return map.to_ns(tsc); });
+    write_text(c.out_csv, run_intervals_csv_header() + rows);
+    if (!c.raw_out.empty()) write_text(c.raw_out, raw);
+
+    struct Totals {
+        uint64_t on = 0, off = 0, unknown = 0;
+    };
+    std::map<int, Totals> totals;
+    for (const RunInterval& r : intervals) {
+        Totals& t = totals[r.tid];
+        (r.state == RunState::kOn ? t.on : r.state == RunState::kUnknown ? t.unknown : t.off) += r.end - r.start;
+    }
+    auto ms = [&](uint64_t cycles) { return cycles / map.ticks_per_ns() / 1e6; };
+    for (const auto& [tid, t] : totals) {
+        std::fprintf(stderr, "timeline: tid %d on %.1f ms, off %.1f ms, unknown %.1f ms%s\n", tid, ms(t.on),
+                     ms(t.off), ms(t.unknown),
+                     !t.unknown ? ""
+                     : records  ? " (switches neither the trace nor perf recorded; see README 'unknown')"
+                                : " (switches the kernel did not trace; see README 'unknown')");
+    }
+    std::fprintf(stderr, "timeline: source %s: %zu traced events (switches and running stamps)%s%s\n", source,
+                 parser.events().size(), session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
+    if (parser.lost_events()) {
+        std::fprintf(stderr, "timeline: WARNING the kernel lost %llu events (raise --buffer-kb); "
+                     "intervals around the loss are wrong\n",
+                     static_cast<unsigned long long>(parser.lost_events()));
+        return 2;
+    }
+    if (records && records->lost()) {
+        std::fprintf(stderr, "timeline: WARNING the kernel lost %llu perf switch records; switches the trace "
+                     "also lacks stay unknown\n",
+                     static_cast<unsigned long long>(records->lost()));
+        return 2;
+    }
+    return code;
+}
+
+}  // namespace spinlab::load
