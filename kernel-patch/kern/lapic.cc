@@ -84,6 +84,10 @@ void lapic_init_cpu() {
     wr(kEoi, 0);
 }
 
+void lapic_timer_mask(bool masked) {
+    wr(kLvtTimer, (1u << 17) | (masked ? 1u << 16 : 0u) | kVectorTimer);  // periodic, as lapic_init_cpu
+}
+
 uint32_t lapic_id() { return rd(kId) >> 24; }
 void lapic_eoi() { wr(kEoi, 0); }
 

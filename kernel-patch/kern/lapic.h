@@ -18,6 +18,9 @@ void lapic_send_ipi(uint32_t apic_id, uint8_t vector);
 // An NMI to that CPU: it is taken even with the target's interrupts off, and wakes it from hlt
 // (lock=pvqspin's kick without KVM's PV unhalt; kern/spinlock.cc handles it).
 void lapic_send_nmi(uint32_t apic_id);
+// This CPU's timer interrupt masked (true) or back on: for a self-test whose host side must see
+// a vCPU thread do nothing but the test (no interrupt of its own for QEMU to look at).
+void lapic_timer_mask(bool masked);
 void lapic_send_init_sipi(uint32_t apic_id, uint8_t page);  // start an AP at page*4096
 void lapic_halt_others();
 void delay_us(uint64_t us);        // busy-wait on the TSC (after calibration)

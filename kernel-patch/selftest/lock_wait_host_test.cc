@@ -5,6 +5,15 @@
 // runnable: with lock=pvqspin the waiter halts its vCPU (the QEMU thread sleeps until the kick),
 // with lock=ticket it spins (hypervisor-hooks/lock_wait_integration_test.cc). The guest checks
 // that the waiter really waited the hold out, and prints its CPU's pvqspin halts and kicks.
+//
+// Both CPUs mask their timer for the test. Under TCG (one QEMU thread per vCPU) a vCPU with an
+// interrupt pending takes QEMU's global lock at every return to its execution loop, and while its
+// interrupts are off the interrupt stays pending; a holder's vCPU frozen while it held that lock
+// (its own timer interrupt) would then stop the waiter's thread too. A clean-clone run measured
+// the ticket waiter runnable 0.0 % and on CPU 0.0 % of the freeze, twice in a row (a thread
+// asleep on a lock, not spinning); the same binaries passed alone minutes later (98-100 %), so
+// this is the likely cause, not a proven one. With no interrupt of their own, neither thread
+// has a reason to take QEMU's lock between the two lines.
 #include "../arch/x86.h"
 #include "../kern/console.h"
 #include "../kern/lapic.h"
@@ -28,6 +37,9 @@ uint64_t pv_halts(uint32_t cpu) {
 }
 
 void pair(int i, void*) {
+    lapic_timer_mask(true);
+    // an interrupt already pending is taken here, interrupts on, before the waiter turns them off
+    for (int k = 0; k < 1000; k++) arch::pause();
     if (i == 1) {  // the holder, on CPU 1
         spin_lock(&held_lock);
         __atomic_store_n(&holding, 1u, __ATOMIC_SEQ_CST);
@@ -49,6 +61,7 @@ void pair(int i, void*) {
         kprintf("lock_wait_host: cpu 0 got the lock after %lu ms, having halted %lu times\n",
                 waited_ms, pv_halts(0) - halts);
     }
+    lapic_timer_mask(false);
 }
 
 void waiter_waits_while_the_holder_holds() {
