@@ -95,7 +95,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=8, help="with --slurm: cells submitted at once (default 8)")
     p.add_argument("--slurm-partition", help="with --slurm: the partition (default: the cluster's default)")
     p.add_argument("--runtime-min", type=int, default=120, help="with --slurm: a cell's time limit (default 120)")
-    p.add_argument("--no-cell-report", action="store_true", help="skip each cell's spinlab-report figures")
+    p.add_argument("--no-cell-report", action="store_true", help="skip each cell's spinlab-report: faster, but the sweep's tables and figures are "
+                   "read from the cells' reports (summary.json) and stay empty until each cell is "
+                   "reported (spinlab-report CELL-DIR, then spinlab-sweep aggregate SWEEP-DIR)")
     p.add_argument("--spinlab-run", help="the runner (default: build/host/bin/spinlab-run, else PATH)")
     p.add_argument("--spinlab-report", help="the report (default: analysis/spinlab-report, else PATH)")
     return p

@@ -131,8 +131,12 @@ def speedup_html(plan: dict, rows: list) -> str:
     if not speedup.applies(plan):
         return ""
     if not entries:
+        unreported = sum(1 for r in rows if r["state"] == "complete" and not r["phases"])
+        why = (f" {unreported} complete cell(s) have no report (no summary.json: a sweep run with "
+               "--no-cell-report); run spinlab-report on each cell, then `spinlab-sweep aggregate "
+               "SWEEP-DIR`." if unreported else "")
         return ("<h2>Speedup over the ticket lock</h2><p>No pair of cells with throughputs to compare "
-                "(a lock's cell and the ticket cell of the same other axis values).</p>")
+                f"(a lock's cell and the ticket cell of the same other axis values).{html.escape(why)}</p>")
     locks = [l for l in next(a["values"] for a in plan["axes"] if a["key"] == speedup.LOCK_AXIS)
              if l != speedup.BASELINE]
     lines, seen = [], []

@@ -71,3 +71,13 @@ def test_csv_and_html_carry_the_table(tmp_path):
     assert "Speedup over the ticket lock" in page and "5.32x" in page and "7.91x" in page
     assert "30.0" in page or "29.9" in page or "30.1" in page
     assert "spin cycles per acquisition" in page
+
+
+def test_cells_without_reports_are_named_as_the_reason_for_an_empty_table():
+    # a sweep run with --no-cell-report: every cell complete, none with figures
+    bare = [dict(r, phases={}, reps={}) for r in ROWS if r["state"] == "complete"]
+    page = sweep_html.speedup_html(PLAN, bare)
+    assert "No pair of cells" in page and "5 complete cell(s) have no report" in page
+    assert "spinlab-sweep aggregate" in page
+    # cells that have reports but no pair to compare say nothing about reports
+    assert "have no report" not in sweep_html.speedup_html(PLAN, [r for r in ROWS if r["values"]["vm.lock"] == "mcs"])
