@@ -536,6 +536,25 @@ TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {
 // counted in lost_wakeups.
 constexpr int kPvCpus = 8;
 
+// iters acquisitions of l by one thread playing a CPU, each incrementing counter without an
+// atomic (a lost update shows mutual exclusion broken); every 16th holder yields its host CPU,
+// as a preempted holder would. Shared by the kernel (Env) and ring-3 (WordEnv) stress tests.
+template <class E>
+void preempted_holders_stress(Lock& l, McsNode& node, E& e, uint64_t iters, uint64_t& counter,
+                              std::atomic<uint64_t>& contended) {
+    for (uint64_t n = 0; n < iters; n++) {
+        if (!try_acquire(l, &node, e)) {
+            contended++;
+            acquire_contended(l, &node, e);
+        }
+        uint64_t v = *static_cast<volatile uint64_t*>(&counter);
+        cpu_pause();
+        if (n % 16 == 0) std::this_thread::yield();  // a holder "preempted" now and then
+        *static_cast<volatile uint64_t*>(&counter) = v + 1;
+        release(l, e);
+    }
+}
+
 Env pvq_env(uint32_t cpu, std::atomic<uint64_t>* kicks, uint32_t bound) {
     Env e;
     e.algo = LockAlgorithm::kPvQspinlock;
@@ -565,17 +584,7 @@ TEST(PvQspinlock, StrictHaltsLoseNoWakeUpUnderStress) {
             McsNode node;
             ready++;
             while (ready.load() < kThreads) std::this_thread::yield();
-            for (uint64_t n = 0; n < kIters; n++) {
-                if (!try_acquire(l, &node, e)) {
-                    contended++;
-                    acquire_contended(l, &node, e);
-                }
-                uint64_t v = *static_cast<volatile uint64_t*>(&counter);
-                cpu_pause();
-                if (n % 16 == 0) std::this_thread::yield();  // a holder "preempted" now and then
-                *static_cast<volatile uint64_t*>(&counter) = v + 1;
-                release(l, e);
-            }
+            preempted_holders_stress(l, node, e, kIters, counter, contended);
             total += kIters;
             halts += e.pv(PvEvent::kHalt);
             kicked += e.pv(PvEvent::kKick);
@@ -769,17 +778,7 @@ TEST(PvQspinlockWordWait, SleepersLoseNoWakeUpUnderStress) {
             McsNode node{};
             ready++;
             while (ready.load() < kThreads) std::this_thread::yield();
-            for (uint64_t n = 0; n < kIters; n++) {
-                if (!try_acquire(l, &node, e)) {
-                    contended++;
-                    acquire_contended(l, &node, e);
-                }
-                uint64_t v = *static_cast<volatile uint64_t*>(&counter);
-                cpu_pause();
-                if (n % 16 == 0) std::this_thread::yield();  // a holder "preempted" now and then
-                *static_cast<volatile uint64_t*>(&counter) = v + 1;
-                release(l, e);
-            }
+            preempted_holders_stress(l, node, e, kIters, counter, contended);
             total += kIters;
             slept += e.slept;
             wakes += e.wake_calls;
