@@ -47,6 +47,9 @@ speedup of each lock over ticket per overcommit level (vCPUs per host CPU) and h
 with 95 % intervals, in the form of Ouyang and Lange, VEE'13 (experiments/mitigations.ini), and
 per cell the share of spin behind a preempted holder, the long waits' cause mix, halts and kicks
 per second, and the measured order of the locks under overcommit beside published figures.
+A sweep with a vm.lock axis gets pairs.csv: every two locks against each other (the faster one's
+throughput over the slower one's, its interval, whether the interval lies above 1), and sweep.html
+lists which lock beats which under overcommit.
 
 exit status: 0 every cell complete; 1 some cell failed or is partial (the aggregate is written
 anyway and says so); 2 a bad spec or option.
@@ -119,6 +122,9 @@ def do_aggregate(root: str) -> int:
     aggregate.write_csv(os.path.join(root, "sweep.csv"), the_plan, rows)
     if speedup.applies(the_plan):
         speedup.write_csv(os.path.join(root, "speedup.csv"), speedup.table(the_plan, rows))
+    pairs = speedup.pairs(the_plan, rows)
+    if pairs:
+        speedup.write_pairs_csv(os.path.join(root, "pairs.csv"), pairs)
     page = sweep_html.write(root, the_plan, rows)
     done = sum(r["state"] == "complete" for r in rows)
     print(f"spinlab-sweep: {done} of {len(rows)} cells complete; {page}")

@@ -124,6 +124,73 @@ def measured_order(entries: list, locks=ORDERED) -> list:
     return out
 
 
+def pairs(plan: dict, rows: list, confidence: float = 0.95) -> list:
+    """Every two locks of the vm.lock axis against each other, per other axis values and phase
+    (the speedup table compares each with ticket only: whether pvqspin beats mcs needs their own
+    interval, not two intervals against a third lock). One entry per pair whose cells both have
+    throughputs: {others, overcommit, phase, faster, slower, cell, base_cell, speedup (faster over
+    slower: log_ratio), separated (the interval's low end above 1)}. `faster` is the one with
+    the higher geometric mean. Sorted as table() is, then by the faster lock's place on the axis."""
+    if not any(a["key"] == LOCK_AXIS for a in plan["axes"]):
+        return []
+    locks = next(a["values"] for a in plan["axes"] if a["key"] == LOCK_AXIS)
+    groups, phases = {}, []
+    for r in rows:
+        if r["values"].get(LOCK_AXIS) in locks:
+            groups.setdefault(_others(r["values"]), []).append(r)
+        phases += [p for p in r.get("reps", {}) if p not in phases]
+    out = []
+    for others, cells in groups.items():
+        cells = sorted(cells, key=lambda r: locks.index(r["values"][LOCK_AXIS]))
+        for phase in phases:
+            have = [(r, r["reps"][phase]["throughput"]) for r in cells
+                    if (r.get("reps", {}).get(phase) or {}).get("throughput")
+                    and min(r["reps"][phase]["throughput"]) > 0]
+            for i, (a, xa) in enumerate(have):
+                for b, xb in have[i + 1:]:
+                    s = log_ratio(xa, xb, confidence)
+                    if s["ratio"] < 1:  # the faster one first
+                        (a2, x2), (b2, y2) = (b, xb), (a, xa)
+                        s = log_ratio(x2, y2, confidence)
+                    else:
+                        a2, b2 = a, b
+                    out.append({"others": dict(others), "overcommit": overcommit(a2.get("meta") or b2.get("meta")),
+                                "phase": phase, "faster": a2["values"][LOCK_AXIS],
+                                "slower": b2["values"][LOCK_AXIS], "cell": a2["cell"], "base_cell": b2["cell"],
+                                "speedup": s, "separated": s.get("low") is not None and s["low"] > 1})
+    order = {p: i for i, p in enumerate(phases)}
+    out.sort(key=lambda e: (e["overcommit"] if e["overcommit"] is not None else float("inf"),
+                            sorted(e["others"].items()), order[e["phase"]], locks.index(e["faster"]),
+                            locks.index(e["slower"])))
+    return out
+
+
+def beats(pair_entries: list, lock: str, overcommit_level, others: dict, phase: str) -> list:
+    """The pairs of one group where `lock` is the faster one: [(slower lock, speedup, separated)]."""
+    return [(e["slower"], e["speedup"], e["separated"]) for e in pair_entries
+            if e["faster"] == lock and e["overcommit"] == overcommit_level and e["others"] == others
+            and e["phase"] == phase]
+
+
+PAIRS_FIELDS = ["overcommit", "phase", "others", "faster", "slower", "speedup", "speedup_low", "speedup_high",
+                "p", "separated", "repetitions", "base_repetitions", "cell", "base_cell"]
+
+
+def write_pairs_csv(path: str, entries: list) -> None:
+    """pairs.csv: one line per pair of locks (pairs()); separated is 1 when the faster lock's
+    interval over the slower one lies above 1."""
+    import csv
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(PAIRS_FIELDS)
+        for e in entries:
+            s = e["speedup"]
+            line = [e["overcommit"], e["phase"], ";".join(f"{k}={v}" for k, v in e["others"].items()),
+                    e["faster"], e["slower"], s.get("ratio"), s.get("low"), s.get("high"), s.get("p"),
+                    int(e["separated"]), s.get("n"), s.get("n_base"), e["cell"], e["base_cell"]]
+            w.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in line])
+
+
 def order_text(o: dict) -> str:
     """'tas 3.10x > pvqspin 2.00x > ticket 1x > mcs 0.50x' (ticket is the reference, 1x)."""
     return " > ".join(f"{lock} 1x" if lock == BASELINE else f"{lock} {r:.2f}x" for lock, r, _, _ in o["order"])

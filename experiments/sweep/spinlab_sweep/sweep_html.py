@@ -161,6 +161,7 @@ waits behind a preempted holder, the share of spin behind a preempted holder, th
 halts and kicks per second, the spin cycles per acquisition.</p>
 <table><tr><th>vCPUs per host CPU</th><th>other axes</th><th>host condition</th>{head}</tr>{''.join(lines)}</table>
 {order_html(entries)}
+{pairs_html(plan, rows)}
 <p>The published figures, for comparison (speedup over the lock each replaced):</p>
 <ul>{paper}</ul>
 {_per_cell_html(plan, rows)}"""
@@ -179,6 +180,34 @@ def order_html(entries: list) -> str:
                      f"{html.escape(o['phase'])}: {html.escape(speedup.order_text(o))}</li>")
     return ("<h3>Measured order under overcommit</h3><p>Best first, by speedup over ticket "
             f"(of {', '.join(speedup.ORDERED)}):</p><ul>{''.join(items)}</ul>")
+
+
+def pairs_html(plan: dict, rows: list) -> str:
+    """Every two locks against each other under overcommit (speedup.pairs), per group: the pairs
+    whose interval lies above 1 ("beats"), then those it does not separate; '' without a pair."""
+    entries = [e for e in speedup.pairs(plan, rows) if e["overcommit"] is not None and e["overcommit"] > 1]
+    if not entries:
+        return ""
+    groups = []
+    for e in entries:
+        key = (e["overcommit"], tuple(sorted(e["others"].items())), e["phase"])
+        if key not in groups:
+            groups.append(key)
+    items = []
+    for oc, others, phase in groups:
+        mine = [e for e in entries if (e["overcommit"], tuple(sorted(e["others"].items())), e["phase"]) == (oc, others, phase)]
+        won = [f"{e['faster']} beats {e['slower']} {speedup.ratio_text(e['speedup'])}" for e in mine if e["separated"]]
+        tied = [f"{e['faster']} / {e['slower']} {speedup.ratio_text(e['speedup'])}" for e in mine if not e["separated"]]
+        other = ", ".join(f"{k.split('.', 1)[-1]}={v}" for k, v in others)
+        text = "; ".join(won) or "no lock beats another"
+        if tied:
+            text += f". Not separated: {'; '.join(tied)}"
+        items.append(f"<li>{_oc(oc)} vCPUs per host CPU, {html.escape(other)}, {html.escape(phase)}: "
+                     f"{html.escape(text)}</li>")
+    return ("<h3>Lock against lock under overcommit</h3><p>Each two locks of the same other axis values "
+            "and host condition: the faster one's throughput over the slower one's, with its 95 % Welch "
+            "interval; it beats the other where the interval lies above 1 (all pairs, every overcommit "
+            f"level: pairs.csv).</p><ul>{''.join(items)}</ul>")
 
 
 def _per_cell_html(plan: dict, rows: list) -> str:

@@ -81,3 +81,43 @@ def test_cells_without_reports_are_named_as_the_reason_for_an_empty_table():
     assert "spinlab-sweep aggregate" in page
     # cells that have reports but no pair to compare say nothing about reports
     assert "have no report" not in sweep_html.speedup_html(PLAN, [r for r in ROWS if r["values"]["vm.lock"] == "mcs"])
+
+
+def pair(entries, faster, slower, cpus, phase):
+    (e,) = [e for e in entries if (e["faster"], e["slower"]) == (faster, slower)
+            and e["others"] == {"vm.cpus": str(cpus)} and e["phase"] == phase]
+    return e
+
+
+def test_every_two_locks_are_compared_with_the_faster_first():
+    p = speedup.pairs(PLAN, ROWS)
+    # 2 vCPUs, idle host: mcs (200) over ticket and pticket (100 each), which tie
+    e = pair(p, "mcs", "ticket", 2, "idle-host")
+    assert math.isclose(e["speedup"]["ratio"], 2.0, rel_tol=1e-3) and e["separated"]
+    assert e["cell"] == "lock-mcs_cpus-2" and e["base_cell"] == "lock-ticket_cpus-2" and e["overcommit"] == 1.0
+    tie = pair(p, "ticket", "pticket", 2, "idle-host")  # equal: the axis order decides which is first
+    assert tie["speedup"]["ratio"] == 1.0 and not tie["separated"]
+    # 4 vCPUs beside the hog: pticket 30x ticket; mcs's cell never ran, so no pair names it there
+    e = pair(p, "pticket", "ticket", 4, "host-load")
+    assert math.isclose(e["speedup"]["ratio"], 30.0, rel_tol=0.02) and e["separated"] and e["overcommit"] == 2.0
+    assert not [e for e in p if "mcs" in (e["faster"], e["slower"]) and e["others"] == {"vm.cpus": "4"}]
+    # one entry per two locks with throughputs: 3 + 1 at 2 vCPUs idle and loaded, 1 + 1 at 4
+    assert len(p) == 3 + 1 + 1 + 1
+    # a pair the interval does not separate: within-noise ratio, interval across 1
+    rows = [row("ticket", 2, [100, 130, 70]), row("mcs", 2, [110, 80, 125])]
+    (e,) = speedup.pairs(PLAN, rows)
+    assert e["speedup"]["low"] < 1 < e["speedup"]["high"] and not e["separated"]
+
+
+def test_pairs_csv_and_html_say_which_lock_beats_which(tmp_path):
+    p = speedup.pairs(PLAN, ROWS)
+    path = tmp_path / "pairs.csv"
+    speedup.write_pairs_csv(str(path), p)
+    lines = list(csv.DictReader(open(path)))
+    assert len(lines) == len(p)
+    line = [x for x in lines if (x["faster"], x["slower"], x["overcommit"], x["phase"]) == ("pticket", "ticket", "2", "host-load")][0]
+    assert line["separated"] == "1" and math.isclose(float(line["speedup"]), 30.0, rel_tol=0.02)
+    page = sweep_html.pairs_html(PLAN, ROWS)  # only above 1 vCPU per host CPU: the 4-vCPU cells
+    assert "Lock against lock" in page and "pticket beats ticket 30" in page.replace("29.9", "30").replace("30.1", "30")
+    assert "mcs" not in page.split("</p>", 1)[1]  # mcs has no 4-vCPU cell
+    assert sweep_html.pairs_html({"name": "m", "axes": [{"key": "vm.cpus", "values": ["2"]}]}, ROWS) == ""
