@@ -155,7 +155,9 @@ def read_snapshot(path: str) -> Snapshot:
 
 def read_timeline(path: str) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, dtype={"phase": str, "state": str})
+        # the preemptor's text columns are empty on `on` rows: read as text, not guessed per chunk
+        df = pd.read_csv(path, dtype={"phase": str, "state": str, "preemptor": str, "preemptor_vm": str,
+                                      "preemptor_comm": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise c.ContractError(f"{c.TIMELINE}: cannot parse: {e}") from e
     missing = [col for col in c.TIMELINE_COLUMNS if col not in df.columns]

@@ -48,13 +48,25 @@ def pin_args():
     return ["--vm.pin", f"{CPUS[0]},{CPUS[1]}"] if len(CPUS) >= 2 else []
 
 
+def neighbour_pin_args():
+    """A phase `neighbours-1` with one neighbour VM of 1 vCPU, pinned (with every VM, for the
+    whole run: [neighbours] host-cpus) to vCPU 0's host CPU: the measured VM's vCPU i on the
+    i-th CPU, as pin_args() puts it, and the neighbour's one vCPU on the first again."""
+    return ["--neighbours.host-cpus", f"{CPUS[0]},{CPUS[1]}", "--neighbours.cpus", "1"]
+
+
+NEIGHBOUR_VCPU = 0  # the measured vCPU that shares its host CPU with the neighbour's
+
+
 def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", hog_vcpu=None,
              duration=20, timeout=300, extra=()):
     """Runs spinlab-run into out/gt and returns that directory. phase 'host-load' with hog_vcpu:
-    the hog runs on the host CPU that vCPU hog_vcpu is pinned to."""
+    the hog runs on the host CPU that vCPU hog_vcpu is pinned to; a phase 'neighbours-1': one
+    neighbour VM of 1 vCPU on vCPU NEIGHBOUR_VCPU's host CPU (neighbour_pin_args)."""
     env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
+    pins = neighbour_pin_args() if "neighbours-1" in phase else pin_args()
     cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", accel,
-           "--vm.lock", lock, "--workload.args", WORKLOAD, "--run.phases", phase, *pin_args(),
+           "--vm.lock", lock, "--workload.args", WORKLOAD, "--run.phases", phase, *pins,
            "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", str(duration),
            "--output.dir", out, "--output.run-id", "gt", *extra]
     if "preempt" in phase:
@@ -108,7 +120,10 @@ def preemptor_truth(m, phase, vcpu, truth):
     (cycles the truth says `truth` took vCPU `vcpu`'s CPU, of them classed `truth`). The truth is
     independent of the classification: for a freeze, the off time inside the effective windows
     of preempt's record; for a hog, the off time whose switch-out named a task called
-    `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids)."""
+    `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids);
+    for a neighbour VM, the off time whose switch-out named a QEMU vCPU thread (comm `CPU N/TCG`
+    or `CPU N/KVM`) that is none of this VM's vCPU threads (the timeline's own tids; the class
+    comes from the neighbour's thread ids that the runner passed to the timeline)."""
     t = m["run"].timeline
     rows = t[(t["phase"] == phase) & (t["vcpu"] == vcpu) & (t["state"] != "on")]
     a = rows["start_host_tsc"].to_numpy(dtype=float)
@@ -120,7 +135,12 @@ def preemptor_truth(m, phase, vcpu, truth):
             ov = (np.minimum(b, hi) - np.maximum(a, lo)).clip(min=0)
             total, got = total + ov.sum(), got + ov[right].sum()
         return total, got
-    named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
+    if truth == "neighbour-vcpu":
+        vcpu_thread = rows["preemptor_comm"].astype(str).str.fullmatch(r"CPU \d+/(TCG|KVM)").to_numpy()
+        own = rows["preemptor_pid"].isin(set(t["tid"])).to_numpy()
+        named = vcpu_thread & ~own
+    else:
+        named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
     d = b - a
     return float(d[named].sum()), float(d[named & right].sum())
 

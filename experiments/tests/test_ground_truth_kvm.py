@@ -16,7 +16,10 @@ lockbench as in the TCG ground truth (gt_run.py):
     steal time sees, so both sources speak for the same waits and must agree (any time lost
     during the wait, steal time's own rule): on each side, of the waits where both decide, at
     least AGREE_MIN agree.
-- queued (MCS) lock freezing vCPU 0: the three bars again, another algorithm, the other vCPU.
+- queued (MCS) lock, one boot, two phases: `preempt-30ms` freezing vCPU 0, the three bars again
+  (another algorithm, the other vCPU); `neighbours-1`, one neighbour VM of 1 vCPU pinned to
+  vCPU 0's host CPU, whose off time the neighbour's vCPU thread took is >= 95 % classed
+  `neighbour-vcpu` (gt_run.preemptor_truth).
 
 Skipped (with the reason) where /dev/kvm cannot be opened. Needs `make build` and root. About
 2.7 minutes on a quiet 2-core host (10 s phases; nested KVM boots in 30-80 s).
@@ -85,12 +88,14 @@ def ticket_run():
 
 @pytest.fixture(scope="module")
 def mcs_run():
-    kw = dict(lock="mcs", frozen_vcpu=0)
+    kw = dict(lock="mcs", frozen_vcpu=0, phase="preempt-30ms, neighbours-1")
     out, run_dir = kvm_run("mcs", **kw)
     try:
         remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, duration=PHASE_SECONDS,  # noqa: E731
                                            extra=KVM_ARGS, **kw)
-        yield judged("mcs", run_dir, 0, None, out, remake)
+        m = judged("mcs", run_dir, 0, "preempt-30ms", out, remake)
+        m["neighbour"] = gt_run.measure(m["dir"], 0, "neighbours-1")
+        yield m
     finally:
         keep(out)
 
@@ -119,10 +124,11 @@ def test_mcs_lock_freezing_vcpu_0(mcs_run):
     gt_run.assert_rates(mcs_run["rates"])
 
 
-def test_preemptors_are_the_freeze_and_the_hog(ticket_run, mcs_run):
+def test_preemptors_are_the_freeze_the_hog_and_the_neighbour_vm(ticket_run, mcs_run):
     gt_run.assert_preemptor(ticket_run["freeze"], "preempt-30ms", 1, "freeze")
     gt_run.assert_preemptor(mcs_run, "preempt-30ms", 0, "freeze")
     gt_run.assert_preemptor(ticket_run["hog"], "host-load", 1, "hog")
+    gt_run.assert_preemptor(mcs_run["neighbour"], "neighbours-1", gt_run.NEIGHBOUR_VCPU, "neighbour-vcpu")
 
 
 def side_agreement(waits, side):

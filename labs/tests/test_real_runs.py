@@ -14,7 +14,8 @@ took effect (labs 1 and 2), a freeze that never happened (lab 2). Lab 4's absent
 run, recorded without stacks or exports.
 
 Labs 3 and 5 (3 vCPUs on the 2 host CPUs with a hog on each) run their four and four runs with
-REDUCED_COUNTS (1 repetition of 2 s); lab 5's ticket run is lab 3's (`--only`: lab 5's spec is lab 3's with lock=student),
+REDUCED_COUNTS (1 repetition of 2 s), or are those the rootless step of make test ran
+(SPINLAB_TEST_LAB_RUNS, below); lab 5's ticket run is lab 3's (`--only`: lab 5's spec is lab 3's with lock=student),
 and its lock is the one shipped to students (test-and-set), which meets lab 5's goal: the test
 checks the lab's machinery, not a solution. Their absent cases: ticket and MCS that made test-and-
 set's counts (no collapse), a student lock that made ticket's (slow under overcommit).
@@ -69,13 +70,31 @@ def lab4_run(tmp):
     return start(4, os.path.join(tmp, "lab4"), REDUCED_LAB4)
 
 
+def ran_elsewhere(number: int, tmp: str) -> str | None:
+    """Lab N's results from `spinlab lab start N` run by an earlier step of make test, copied
+    into tmp: the rootless step (scripts/rootless-test.sh) starts labs 3 and 5 at these same
+    reduced counts as an ordinary user and keeps them in $SPINLAB_TEST_LAB_RUNS, so that make
+    test boots their eight runs once, not twice. None when that step did not run (not root,
+    make test not the caller) or did not keep them."""
+    where = os.environ.get("SPINLAB_TEST_LAB_RUNS")
+    found = sorted(glob.glob(os.path.join(where, f"lab{number}-*"))) if where else []
+    if not found:
+        return None
+    copy = shutil.copytree(found[-1], os.path.join(tmp, "kept", os.path.basename(found[-1])), symlinks=True)
+    print(f"\nlab {number}: the runs of an earlier step ({found[-1]}), not booted again")
+    return copy
+
+
 @pytest.fixture(scope="module")
 def lab3_runs(tmp):
-    return start(3, os.path.join(tmp, "lab3"), REDUCED_COUNTS)
+    return ran_elsewhere(3, tmp) or start(3, os.path.join(tmp, "lab3"), REDUCED_COUNTS)
 
 
 @pytest.fixture(scope="module")
 def lab5_runs(tmp, lab3_runs):
+    kept = ran_elsewhere(5, tmp)
+    if kept:
+        return kept
     top = start(5, os.path.join(tmp, "lab5"), REDUCED_COUNTS, only=["student", "student-2vcpus", "tas-2vcpus", "verify"])
     shutil.copytree(os.path.join(lab3_runs, "ticket"), os.path.join(top, "ticket"), symlinks=True)
     return top
