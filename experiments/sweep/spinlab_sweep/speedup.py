@@ -165,6 +165,19 @@ def pairs(plan: dict, rows: list, confidence: float = 0.95) -> list:
     return out
 
 
+def without_throughput(rows: list) -> list:
+    """[(cell, phase, throughputs)] of the cells' phases that a ratio cannot use: a repetition
+    with no throughput (0 acquisitions a second: the lock made no progress in it), so the log
+    ratio is undefined. The tables leave them out; sweep.html names them."""
+    out = []
+    for r in rows:
+        for phase, reps in (r.get("reps") or {}).items():
+            xs = (reps or {}).get("throughput") or []
+            if xs and min(xs) <= 0:
+                out.append((r["cell"], phase, list(xs)))
+    return out
+
+
 def beats(pair_entries: list, lock: str, overcommit_level, others: dict, phase: str) -> list:
     """The pairs of one group where `lock` is the faster one: [(slower lock, speedup, separated)]."""
     return [(e["slower"], e["speedup"], e["separated"]) for e in pair_entries

@@ -160,6 +160,7 @@ Overcommit is the cell's vCPUs over its host's CPUs. Per cell (below and in spee
 waits behind a preempted holder, the share of spin behind a preempted holder, the long waits' causes,
 halts and kicks per second, the spin cycles per acquisition.</p>
 <table><tr><th>vCPUs per host CPU</th><th>other axes</th><th>host condition</th>{head}</tr>{''.join(lines)}</table>
+{_without_throughput_html(rows)}
 {order_html(entries)}
 {pairs_html(plan, rows)}
 <p>The published figures, for comparison (speedup over the lock each replaced):</p>
@@ -180,6 +181,17 @@ def order_html(entries: list) -> str:
                      f"{html.escape(o['phase'])}: {html.escape(speedup.order_text(o))}</li>")
     return ("<h3>Measured order under overcommit</h3><p>Best first, by speedup over ticket "
             f"(of {', '.join(speedup.ORDERED)}):</p><ul>{''.join(items)}</ul>")
+
+
+def _without_throughput_html(rows: list) -> str:
+    """The cells' phases left out of the ratios because a repetition made no progress."""
+    gone = speedup.without_throughput(rows)
+    if not gone:
+        return ""
+    items = "".join(f"<li>{html.escape(cell)}, {html.escape(phase)}: "
+                    f"{html.escape(', '.join(f'{x:g}' for x in xs))} per second</li>" for cell, phase, xs in gone)
+    return ("<p>Left out of the ratios (a repetition with no throughput, so its lock made no progress "
+            f"there and the ratio of geometric means is undefined):</p><ul>{items}</ul>")
 
 
 def pairs_html(plan: dict, rows: list) -> str:

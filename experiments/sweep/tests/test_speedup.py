@@ -121,3 +121,14 @@ def test_pairs_csv_and_html_say_which_lock_beats_which(tmp_path):
     assert "Lock against lock" in page and "pticket beats ticket 30" in page.replace("29.9", "30").replace("30.1", "30")
     assert "mcs" not in page.split("</p>", 1)[1]  # mcs has no 4-vCPU cell
     assert sweep_html.pairs_html({"name": "m", "axes": [{"key": "vm.cpus", "values": ["2"]}]}, ROWS) == ""
+
+
+def test_a_phase_with_a_repetition_without_throughput_is_named_not_compared():
+    stalled = row("mcs", 4, [3.0, 0.0, 1.5])  # one repetition where the lock made no progress
+    rows = [r for r in ROWS if r["cell"] != "lock-mcs_cpus-4"] + [stalled]
+    assert not [e for e in speedup.table(PLAN, rows) if e["cell"] == "lock-mcs_cpus-4"]
+    assert not [e for e in speedup.pairs(PLAN, rows) if "lock-mcs_cpus-4" in (e["cell"], e["base_cell"])]
+    assert speedup.without_throughput(rows) == [("lock-mcs_cpus-4", "idle-host", [3.0, 0.0, 1.5])]
+    page = sweep_html.speedup_html(PLAN, rows)
+    assert "Left out of the ratios" in page and "lock-mcs_cpus-4, idle-host: 3, 0, 1.5 per second" in page
+    assert "Left out of the ratios" not in sweep_html.speedup_html(PLAN, ROWS)
