@@ -280,6 +280,10 @@ void pp_player(void* p) {
         }
         pp_turn = i + 1;
         sys::word_wake(const_cast<const uint32_t*>(&pp_turn), 1);
+        // Progress, so that a run slowed by the host (a ticket-locked guest on an overcommitted
+        // host can take minutes) is told from a lost wake by the self-test's console timeout.
+        if (me == 0 && (i + 2) % 1000 == 0)
+            printf("usertest word-wait: %u of %u hand-overs\n", i + 2, 2 * kPingPongRounds);
     }
 }
 
