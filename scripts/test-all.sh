@@ -153,15 +153,16 @@ step "an ordinary user runs spinlab and the labs (no root)" scripts/rootless-tes
 # and 5 on recorded full-size results; each also on results without its phenomenon (~30 s, or
 # ~95 s with the boots)
 step "classroom labs: checkers on real and edited results (pytest)" pytest_dir labs
-# One preempt run under TCG, two 20 s phases (~60 s): the clock's drift and bound, the clock
+# One preempt run under TCG, three 20 s phases (~100 s): the clock's drift and bound, the clock
 # against the host's off-CPU records, LHP classes against the effective freeze windows (both rates
-# printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside vCPU 1.
+# printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside vCPU 1,
+# then a 1-vCPU neighbour VM pinned beside vCPU 0.
 step "LHP ground truth and clock on a real guest (pytest, TCG)" \
     bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth.py"
 # The same bars under KVM, judged on the report's final classes: a ticket lock freezing vCPU 1
 # and then a hog on its host CPU (runnable preemption: steal time and the timeline must agree;
 # the preemptors: the freeze, then the hog),
-# an MCS lock freezing vCPU 0. About 2.7 min under nested KVM.
+# an MCS lock freezing vCPU 0 and then a 1-vCPU neighbour VM beside it. About 3 min under nested KVM.
 if kvm_ok; then
     step "LHP ground truth on a real guest (pytest, KVM)" \
         bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth_kvm.py"
