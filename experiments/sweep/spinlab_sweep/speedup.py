@@ -47,6 +47,12 @@ def applies(plan: dict) -> bool:
     return any(a["key"] == LOCK_AXIS and BASELINE in a["values"] for a in plan["axes"])
 
 
+def usable(throughputs) -> bool:
+    """A phase's repetitions a ratio of geometric means can use: some, and none without
+    throughput (a repetition with 0 makes the log undefined; without_throughput names those)."""
+    return bool(throughputs) and min(throughputs) > 0
+
+
 def overcommit(cell_meta: dict | None) -> float | None:
     """vCPUs per host CPU of a cell's run (None without its meta.json)."""
     if not cell_meta:
@@ -84,7 +90,7 @@ def table(plan: dict, rows: list, confidence: float = 0.95) -> list:
             if not mine or not theirs:
                 continue
             xs, bs = mine["throughput"], theirs["throughput"]
-            if not xs or not bs or min(xs) <= 0 or min(bs) <= 0:
+            if not usable(xs) or not usable(bs):
                 continue
             out.append({"others": dict(_others(r["values"])), "overcommit": overcommit(r.get("meta")),
                         "phase": phase, "lock": lock, "cell": r["cell"], "base_cell": b["cell"],
@@ -143,20 +149,17 @@ def pairs(plan: dict, rows: list, confidence: float = 0.95) -> list:
     for others, cells in groups.items():
         cells = sorted(cells, key=lambda r: locks.index(r["values"][LOCK_AXIS]))
         for phase in phases:
-            have = [(r, r["reps"][phase]["throughput"]) for r in cells
-                    if (r.get("reps", {}).get(phase) or {}).get("throughput")
-                    and min(r["reps"][phase]["throughput"]) > 0]
+            have = [(r, ((r.get("reps") or {}).get(phase) or {}).get("throughput")) for r in cells]
+            have = [(r, xs) for r, xs in have if usable(xs)]
             for i, (a, xa) in enumerate(have):
                 for b, xb in have[i + 1:]:
                     s = log_ratio(xa, xb, confidence)
-                    if s["ratio"] < 1:  # the faster one first
-                        (a2, x2), (b2, y2) = (b, xb), (a, xa)
-                        s = log_ratio(x2, y2, confidence)
-                    else:
-                        a2, b2 = a, b
-                    out.append({"others": dict(others), "overcommit": overcommit(a2.get("meta") or b2.get("meta")),
-                                "phase": phase, "faster": a2["values"][LOCK_AXIS],
-                                "slower": b2["values"][LOCK_AXIS], "cell": a2["cell"], "base_cell": b2["cell"],
+                    fast, slow = (a, b) if s["ratio"] >= 1 else (b, a)
+                    if fast is b:  # the faster one first
+                        s = log_ratio(xb, xa, confidence)
+                    out.append({"others": dict(others), "overcommit": overcommit(fast.get("meta") or slow.get("meta")),
+                                "phase": phase, "faster": fast["values"][LOCK_AXIS],
+                                "slower": slow["values"][LOCK_AXIS], "cell": fast["cell"], "base_cell": slow["cell"],
                                 "speedup": s, "separated": s.get("low") is not None and s["low"] > 1})
     order = {p: i for i, p in enumerate(phases)}
     out.sort(key=lambda e: (e["overcommit"] if e["overcommit"] is not None else float("inf"),
@@ -173,16 +176,9 @@ def without_throughput(rows: list) -> list:
     for r in rows:
         for phase, reps in (r.get("reps") or {}).items():
             xs = (reps or {}).get("throughput") or []
-            if xs and min(xs) <= 0:
+            if xs and not usable(xs):
                 out.append((r["cell"], phase, list(xs)))
     return out
-
-
-def beats(pair_entries: list, lock: str, overcommit_level, others: dict, phase: str) -> list:
-    """The pairs of one group where `lock` is the faster one: [(slower lock, speedup, separated)]."""
-    return [(e["slower"], e["speedup"], e["separated"]) for e in pair_entries
-            if e["faster"] == lock and e["overcommit"] == overcommit_level and e["others"] == others
-            and e["phase"] == phase]
 
 
 PAIRS_FIELDS = ["overcommit", "phase", "others", "faster", "slower", "speedup", "speedup_low", "speedup_high",
