@@ -42,7 +42,7 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
                                LockAlgorithm::kQueued, LockAlgorithm::kParavirt}) {
         SCOPED_TRACE(lock_algorithm_name(algo));
         constexpr uint32_t kCpus = 2;
-        constexpr int kIters = 20000;
+        constexpr int kIters = 5000;
         auto area = testing::make_area(kCpus, 64 * 1024, 64, TraceLoggerMode::kRealTime);
         SpinlockParams params{1, 1000, 1, 1000000};
         std::vector<Cpu> cpus(kCpus);
@@ -110,18 +110,25 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
             }
         });
         std::vector<std::thread> threads;
+        std::atomic<uint32_t> satisfied{0};  // threads past kIters with 20 contended waits
         for (uint32_t c = 0; c < kCpus; c++)
             threads.emplace_back([&, c] {
                 spinlock::McsNode node{};
                 ready++;
                 while (ready.load() < int(kCpus)) {}
-                // At least kIters, and on until this thread waited 20 times (the threads may
-                // not overlap at first on a loaded machine), at most 20 s.
+                // At least kIters, and on until each thread waited 20 times (on a loaded machine
+                // the threads may take turns on one host CPU and rarely overlap), at most 20 s.
+                // A thread that has its waits goes on while the other still needs its own: alone,
+                // the other could never wait again (it did, for 20 s, beside a busy loop).
                 const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
                 const LockClassPerf& mine = cpus[c].perf->classes[3];
-                for (int i = 0; i < kIters || (mine.acquisitions - mine.uncontended < 20 &&
-                                              std::chrono::steady_clock::now() < until);
-                     i++) {
+                bool counted = false;
+                for (int i = 0;; i++) {
+                    if (!counted && i >= kIters && mine.acquisitions - mine.uncontended >= 20) {
+                        counted = true;
+                        satisfied++;
+                    }
+                    if ((counted && satisfied.load() == kCpus) || std::chrono::steady_clock::now() >= until) break;
                     lockstat::lock_acquire<kFull>(lock, &node, cpus[c].env);
                     lock.holder_site = reinterpret_cast<void*>(0x1234);
                     for (int j = 0; j < 20; j++) spinlock::cpu_pause();
