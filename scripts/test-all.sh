@@ -213,7 +213,7 @@ kvm_selftests() {
 }
 # lock=pvqspin under KVM: every kernel lock and lockbench's ring-3 locks, a bound of 256 spins
 # so that waiters halt (kernel) and sleep (ring 3), exact counts. In the lane at 2 vCPUs (one
-# boot, ~20-30 s); at 1, 4 and 8 vCPUs and at 3 beside a hog on each host CPU after the lane, on
+# boot, ~10 s); at 1, 4 and 8 vCPUs and at 3 beside a hog on each host CPU after the lane, on
 # their own: an 8-vCPU KVM guest and two hogs in the lane left a ticket-locked TCG self-test
 # (4 vCPUs) so little CPU beside a CPU-heavy neighbour that it printed nothing for 100 s.
 pvqspin_kvm=(env PYTHONPATH=vm-images $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD
@@ -290,19 +290,8 @@ step "GRUB ISO boots and passes (SeaBIOS)" iso_selftest
 # channel. One minute took 66 s of make test's 20 minutes.
 step "soak, 30 s (4 vCPUs, TCG)" build/host/bin/spinlab-soak --minutes 0.5 --kernel $KERNEL --initrd $INITRD \
     --out build/soak-test
-# Nested KVM on the build machines runs guest ring 0 ~750x slower: a subset, generous timeout.
-# The user suite (syscalls, privilege, the syscall fuzzer: 60 of its 80 s here) is left to the
-# TCG boots above, which run it six times; under KVM the ground-truth step runs lockbench and
-# the channel. vcpu_state reads each vCPU's 'preempted' answer with steal time present.
-# pvqspin-kick=nmi: on the build machines' nested KVM (kvm_pvm) the KVM_HC_KICK_CPU hypercall
-# never returns to the kicking vCPU (kernel-patch/README.md), so spinlock's kick test (a waiter
-# halted with interrupts off, ~1 s here) is woken by the NMI kick, as under TCG.
-kvm_selftests() {
-    $PY vm-images/selftest.py --kernel $KERNEL --initrd $INITRD --cpus 2 --accel kvm --suite smp,spinlock,sched,vcpu_state \
-        --append pvqspin-kick=nmi --timeout 900 --log build/selftest-kvm.log
-}
 lane_finish
-# pvqspin's KVM verify at 1, 4 and 8 vCPUs (21-24 s a boot here) and at 3 vCPUs beside a hog on
+# pvqspin's KVM verify at 1, 4 and 8 vCPUs (7-10 s a boot here) and at 3 vCPUs beside a hog on
 # each host CPU (30 s), after the lane (above)
 pvqspin_kvm_more() { "${pvqspin_kvm[@]}" --cpus 1,4,8 && "${pvqspin_kvm[@]}" --cpus 3 --hog; }
 if kvm_ok; then

@@ -8,7 +8,9 @@
 //  - under KVM the boot wait is kKvmFactor times longer: the nested KVM of the project's machines
 //    (kvm_pvm, no VMX) prints the kernel's first two lines and then nothing for minutes while it
 //    boots (measured: a 381 s boot, silent after its first second, at load 11 on 2 host CPUs),
-//    as the in-guest self-tests allow 900 s under KVM against 60-140 s under TCG;
+//    as the in-guest self-tests allow 900 s under KVM against 60-140 s under TCG. Most of that
+//    silence was the kernel zeroing its 16 MiB heap and 4 MiB trace area (a page touched first
+//    costs ~3 ms there): it no longer does (kern/mem.h), and a quiet boot takes 3 s, not 18 s;
 //  - the channel timeout, [vm] channel-timeout, is raised to the measured boot (from starting
 //    the VM to the guest answering): a host on which the boot took 40 s answers a request slowly
 //    too (a 5 s default failed at load 9-14 on 2 host CPUs, issue 42). It is never lowered.

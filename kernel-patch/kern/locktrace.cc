@@ -286,7 +286,10 @@ void locktrace_init() {
     if (a && size >= lt::trace_area_needed(spinlab::kTraceMinBufferSize, spinlab::kTraceMinBuffers, g_ncpus)) {
         area = static_cast<uint8_t*>(a);
         area_size = size;
-    } else if (uint64_t p = pages_alloc(kPrivateAreaPages)) {
+    } else if (uint64_t p = pages_alloc_uncleared(kPrivateAreaPages)) {
+        // lt::area_start lays out the header, each CPU's control and slots; a writer fills each
+        // buffer before it is published. Only the header's magic must read "never started".
+        __builtin_memset(reinterpret_cast<void*>(p), 0, sizeof(spinlab::TraceAreaHeader));
         area = reinterpret_cast<uint8_t*>(p);
         area_size = kPrivateAreaPages * 4096;
     }

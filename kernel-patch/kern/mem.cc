@@ -59,12 +59,13 @@ void pmm_init(uint32_t mb_info) {
 
 uint64_t page_alloc() { return pages_alloc(1); }
 
+uint64_t pages_alloc_uncleared(uint64_t n) {
+    SpinGuardIrq g(&pmm_lock);
+    return n == 1 ? frames.alloc() : frames.alloc_contiguous(n);
+}
+
 uint64_t pages_alloc(uint64_t n) {
-    uint64_t p;
-    {
-        SpinGuardIrq g(&pmm_lock);
-        p = n == 1 ? frames.alloc() : frames.alloc_contiguous(n);
-    }
+    uint64_t p = pages_alloc_uncleared(n);
     if (p) zero_pages(p, n);
     return p;
 }
@@ -87,7 +88,8 @@ uint64_t pmm_free_frames() {
 uint64_t pmm_total_frames() { return frames.frames(); }
 
 void heap_init() {
-    uint64_t base = pages_alloc(kHeapPages);
+    // kmalloc's blocks are not zeroed (kzalloc clears its own); the allocator writes its headers.
+    uint64_t base = pages_alloc_uncleared(kHeapPages);
     if (!base) panic("heap: no room for %lu pages", kHeapPages);
     heap.init(reinterpret_cast<void*>(base), kHeapPages * FrameAllocator::kPage);
 }
