@@ -72,6 +72,23 @@ TEST(RegionHeader, RelayoutBumpsGenerationAndZeroesCounters) {
     EXPECT_EQ(region_cpu(r.base(), second, 1)->classes[0].acquisitions, 0u);
 }
 
+TEST(RegionHeader, RelayoutClearsTheTraceAreasHeaderPageOnly) {
+    Region r(kSize);
+    ASSERT_EQ(region_layout(r.base(), kSize, 2, 0, 0), RegionError::kNone);
+    RegionLayout first;
+    ASSERT_EQ(region_parse(r.base(), kSize, &first), RegionError::kNone);
+    const RegionSectionEntry& t = first.section(RegionSection::kTrace);
+    ASSERT_GT(t.size, 2u * kRegionPageSize);
+    auto* trace = static_cast<uint8_t*>(r.base()) + t.offset;
+    // An old session's area header (its magic) and a buffer's bytes on the next page.
+    std::memset(trace, 0xab, kRegionPageSize + 16);
+    ASSERT_EQ(region_layout(r.base(), kSize, 2, 0, 0), RegionError::kNone);
+    for (uint32_t i = 0; i < kRegionPageSize; i++) ASSERT_EQ(trace[i], 0) << "trace area byte " << i;
+    // Left as it was: the guest touches no more of it at boot (each page first touched costs
+    // ~3 ms under nested KVM); a session lays out what it reads.
+    EXPECT_EQ(trace[kRegionPageSize], 0xab);
+}
+
 TEST(RegionHeader, LayoutRefusesImpossibleRequests) {
     Region r(kSize);
     EXPECT_EQ(region_layout(r.base(), kSize, 0, 0, 0), RegionError::kBadCpuCount);

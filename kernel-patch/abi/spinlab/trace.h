@@ -263,6 +263,8 @@ struct TraceAreaHeader {
 static_assert(offsetof(TraceAreaHeader, session) == 48, "ABI");
 static_assert(offsetof(TraceAreaHeader, slots_offset) == 48 + sizeof(TraceSessionInformation), "ABI");
 static_assert(sizeof(TraceAreaHeader) == 48 + sizeof(TraceSessionInformation) + 64, "ABI");
+// region_layout (channel/region_header.cc) clears only the trace section's first page.
+static_assert(sizeof(TraceAreaHeader) <= 4096, "the trace area's header fits in one page");
 
 // One CPU's queue state and loss counters; two cache lines per writer so the CPU and the host
 // never write the same line.
