@@ -22,7 +22,7 @@ lockbench as in the TCG ground truth (gt_run.py):
   `neighbour-vcpu` (gt_run.preemptor_truth).
 
 Skipped (with the reason) where /dev/kvm cannot be opened. Needs `make build` and root. About
-2.5 minutes on a quiet 2-core host (135 s measured) (10 s phases; a nested KVM boot takes 3 s quiet,
+1.5 minutes on a quiet 2-core host (87 s measured) (10 s phases; a nested KVM boot takes 3 s quiet,
 longer beside the other VM).
 """
 import os
