@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract as c
-from . import parallel
+from . import kvm_stats, parallel
 from .buckets import NBUCKETS
 from .names import PREEMPTOR_CLASS
 from .waits import LongWaits
@@ -67,6 +67,8 @@ class Run:
     # neighbours-N phases: each neighbour VM's repetition (snapshots/neighbours/<phase>-r<rep>-n<k>.json)
     # as {"phase", "rep", "vm" (k, from 1), "ops_per_s" (None: no throughput class counted)}
     neighbours: list = field(default_factory=list)
+    # Under KVM: {(phase, rep): {"start": sample, "end": sample}} of kvm-stats/ (kvm_stats.py)
+    kvm_stats: dict = field(default_factory=dict)
 
     @property
     def phases(self) -> list:
@@ -242,6 +244,7 @@ def load_run(path: str) -> Run:
         ops = [w.get("ops_per_s") for w in snap.workload.values() if isinstance(w, dict)]
         run.neighbours.append({"phase": m.group(1), "rep": int(m.group(2)), "vm": int(m.group(3)),
                                "ops_per_s": float(ops[0]) if ops and ops[0] is not None else None})
+    run.kvm_stats = kvm_stats.read_dir(path, run.problems)
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):
         run.timeline = _optional(run, "the host timeline is not used", lambda: read_timeline(tl))

@@ -4,7 +4,7 @@ import json
 import os
 
 from . import aggregate, progress, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
-from . import parallel, wrk_table
+from . import kvm_stats, parallel, wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
 from .names import LONG_WAIT_THRESHOLD
@@ -59,9 +59,10 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     if wrk:
         paths["wrk_table"] = os.path.join(outdir, "wrk-table.txt")
         write(paths["wrk_table"], wrk[-1][1])
-    if traces or wrk:  # before the run's settings, which close the report
+    kvm = kvm_stats.section(summ["kvm_stats"])  # under KVM: its per-vCPU counters per phase
+    if traces or wrk or kvm:  # before the run's settings, which close the report
         at = next((i for i, b in enumerate(doc) if b == ("h2", "The run")), len(doc))
-        doc[at:at] = wrk + traces
+        doc[at:at] = kvm + wrk + traces
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))
     return paths

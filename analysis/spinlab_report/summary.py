@@ -9,7 +9,7 @@ the whole run (with each repetition), and named in the problems when there are a
 """
 from dataclasses import dataclass
 
-from . import aggregate, cdf, preemptors, throughput, waits
+from . import aggregate, cdf, kvm_stats, preemptors, throughput, waits
 from . import contract as c
 from .buckets import LONG_K
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
@@ -115,6 +115,7 @@ def build(run, opts: Options) -> dict:
             "reason": status.get("reason", ""), "threshold_cycles": opts.threshold,
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
             "phases": phases, "timeline_unknown": timeline_unknown(run.timeline),
+            "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases),
             "problems": run.problems + aggregate.data_problems(run) + lhp_problems(run, opts)
             + timeline_problems(run) + disagreement_problems(phases)}
 

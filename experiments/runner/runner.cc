@@ -14,6 +14,7 @@
 #include "conditions.h"
 #include "hostlib/error.h"
 #include "hostlib/host_tsc.h"
+#include "kvm_stats.h"
 #include "meta.h"
 #include "progress.h"
 #include "results.h"
@@ -190,6 +191,15 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
     // The neighbours' windows around the measured one's start and end snapshots (each VM's
     // throughput is over its own window, which it records).
+    // KVM's per-vCPU counters just before the window opens and just after it closes
+    // (kvm_stats.h); under TCG there are none.
+    auto kvm_sample = [&](const std::string& when) {
+        if (vm_->info().accel != "kvm") return;
+        if (std::string problem = sample_kvm_stats(tools_.spinlab_vm, vm_->name(), dir_, kvm_stats_file(phase, rep, when));
+            !problem.empty())
+            note(at + ": KVM statistics (" + when + "): " + problem);
+    };
+    kvm_sample("start");
     if (cond.neighbours) cond.neighbours->open_windows();
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
@@ -203,6 +213,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
         if (std::string problem = cond.neighbours->close_windows(); !problem.empty())
             note(at + ": neighbour counters: " + problem);
     SnapshotRecord rec = window.close();
+    kvm_sample("end");
     if (rec.trace && (rec.trace->totals.events_lost || rec.trace->totals.log_buffers_lost ||
                       rec.trace->totals.realtime_buffers_lost || rec.trace->damaged_frames))
         note(at + ": the trace lost events: " + collect::trace_counters_line(rec.trace->totals) +

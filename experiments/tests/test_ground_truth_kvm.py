@@ -164,3 +164,25 @@ def test_runnable_preemption_both_sources_agree(ticket_run):
         assert agree >= AGREE_MIN * n, f"{side}: steal time and the timeline disagree: {row}"
     # The hog made the preemption: the holder side was off in some of them by both sources.
     assert rows["holder"].get((True, True), 0) >= 1, rows
+
+
+def test_kvm_counters_are_kept_around_every_window(ticket_run, mcs_run):
+    """spinlab-run samples QMP query-stats before and after each repetition's window
+    (kvm-stats/): every phase of both runs has both samples, each vCPU's exits moved, and the
+    report's summary puts the timeline's off intervals beside them (the frozen vCPU's in
+    preempt-30ms: one per effective freeze at least)."""
+    from spinlab_report import kvm_stats
+    for m, phases, frozen in ((ticket_run["freeze"], ("preempt-30ms", "host-load"), 1),
+                              (mcs_run, ("preempt-30ms", "neighbours-1"), 0)):
+        run = m["run"]
+        assert sorted(run.kvm_stats) == sorted((p, 1) for p in phases), sorted(run.kvm_stats)
+        s = kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases)
+        print(f"\nKVM counters, lock {run.meta.get('lock')}: not kept here {s['not_kept']}; per phase "
+              + "; ".join(f"{p}: " + ", ".join(f"vCPU {v['vcpu']} exits/s {v['per_s'].get('exits', 0):.0f} "
+                                             f"off intervals {v['timeline_off_intervals']}" for v in d["vcpus"])
+                          for p, d in s["phases"].items()))
+        for p in phases:
+            rows = {v["vcpu"]: v for v in s["phases"][p]["vcpus"]}
+            assert sorted(rows) == [0, 1] and all(v["moved"].get("exits", 0) > 0 for v in rows.values()), rows
+        freeze = {v["vcpu"]: v for v in s["phases"]["preempt-30ms"]["vcpus"]}
+        assert freeze[frozen]["timeline_off_intervals"] >= len(m["windows"]) > 0

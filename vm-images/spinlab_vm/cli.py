@@ -14,6 +14,9 @@ Commands
   stop NAME              stop the VM and remove its state
   status NAME [--json]   one VM (exit 0 running, 3 not running)
   list [--json]          every VM in the run directory
+  stats NAME [--json] [-o FILE]
+                         KVM's per-vCPU counters (exits, halt exits, hypercalls, preemptions,
+                         directed yields) through QMP query-stats; a TCG VM has none
   cleanup                remove the state of VMs whose QEMU is gone, and leftover spinlab
                          libvirt domains
   libvirt-setup          make libvirt usable here (qemu.conf user root, virtlogd, libvirtd -d)
@@ -31,13 +34,15 @@ EXAMPLES
   spinlab-vm stop lab1
   spinlab-vm libvirt-setup && spinlab-vm run lab2 --backend libvirt --append 'selftest=smp'
   spinlab-vm start lab3 --cpus 2 --pin 0,1 --shm-size 32 --memory 512
+  spinlab-vm stats lab1 --json -o before.json   # one sample, as the runner keeps per repetition
   spinlab-vm list; spinlab-vm cleanup
 """
 import argparse
 import json
+import os
 import sys
 
-from . import config, libvirt, state, supervise
+from . import config, kvm_stats, libvirt, state, supervise
 from .config import VmConfig, VmError
 
 
@@ -111,6 +116,12 @@ def build_parser():
         c.add_argument("name")
         if cmd == "status":
             c.add_argument("--json", action="store_true", help="print vm.json plus 'status'")
+    st = sub.add_parser("stats", help="KVM's per-vCPU counters of a running VM (QMP query-stats)",
+                        epilog=epilog, formatter_class=fmt)
+    st.add_argument("name")
+    st.add_argument("--json", action="store_true", help="print the sample as JSON (the runner's format)")
+    st.add_argument("-o", "--output", metavar="FILE",
+                    help="write the JSON sample to FILE (whole or not at all) instead of printing")
     ls = sub.add_parser("list", help="every VM in the run directory", epilog=epilog,
                         formatter_class=fmt)
     ls.add_argument("--json", action="store_true")
@@ -177,6 +188,19 @@ def cmd_list(a):
     return config.EXIT_OK
 
 
+def cmd_stats(a):
+    s = kvm_stats.sample(a.name)
+    text = json.dumps(s, indent=1, sort_keys=True) + "\n"
+    if a.output:
+        tmp = f"{a.output}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, a.output)
+    else:
+        print(text if a.json else kvm_stats.table(s), end="" if a.json else "\n")
+    return config.EXIT_OK
+
+
 def main(argv=None):
     try:
         a = build_parser().parse_args(argv)
@@ -202,6 +226,8 @@ def main(argv=None):
             return cmd_status(a)
         if a.command == "list":
             return cmd_list(a)
+        if a.command == "stats":
+            return cmd_stats(a)
         if a.command == "cleanup":
             for line in supervise.cleanup():
                 print(line)
