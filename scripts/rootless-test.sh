@@ -77,9 +77,11 @@ say "spinlab run: 4 of 4 repetitions, host load, timeline from perf switch recor
 # these same runs, kept in SPINLAB_TEST_LAB_RUNS)
 counts=(--run.duration 2 --run.warmup 1 --run.repetitions 1 --run.clock-samples 2 --run.timeline off --trace.enable none)
 for lab in 1 3 5; do
-    extra=("${counts[@]}")
-    [ $lab = 1 ] && extra=(--run.duration 3 --run.warmup 1 --run.repetitions 1)
-    spinlab lab start $lab --out labs -- "${extra[@]}" >lab$lab.txt 2>&1 || { cat lab$lab.txt; fail "lab start $lab failed"; }
+    # Labs 3 and 5 without their reports (8 runs, ~5 s of figures each): lab 1 makes its report
+    # as this user; the checks read the runs, not the reports.
+    extra=(--no-report -- "${counts[@]}")
+    [ $lab = 1 ] && extra=(-- --run.duration 3 --run.warmup 1 --run.repetitions 1)
+    spinlab lab start $lab --out labs "${extra[@]}" >lab$lab.txt 2>&1 || { cat lab$lab.txt; fail "lab start $lab failed"; }
     no_traceback lab$lab.txt
     dir=$(sed -n "s/^lab $lab results: //p" lab$lab.txt)
     if spinlab lab check $lab "$dir" >check$lab.txt 2>&1; then

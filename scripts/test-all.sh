@@ -126,9 +126,7 @@ step_retry ctest_rerun_failed "host integration tests (ctest)" \
 # The analysis tests time nothing: pytest-xdist runs them on two workers (CPU time 145 s, 111 s
 # of wall time in one process in a clean-clone run; the step line gives the time on two).
 analysis_tests() { (cd analysis && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2); }
-fuzzers() { scripts/fuzz.sh 5; }
-# The libFuzzer targets 5 s each (`make fuzz` runs them longer), beside the analysis tests.
-step_pair "analysis (pytest)" analysis_tests "fuzzers (5 s each)" fuzzers
+step "analysis (pytest)" analysis_tests
 # Each test file boots its own guests (module fixtures): pytest-xdist runs the files on two
 # workers, a file's tests together (157 s in one process, 112 s on two, quiet 2-core machine).
 collector_tests() { (cd collector/tests && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2 --dist loadfile); }
@@ -138,10 +136,13 @@ step "collector against the real guest (pytest)" collector_tests
 vm_images_tests() { pytest_dir vm-images; }
 sweep_tests() { pytest_dir experiments/sweep/tests; }
 step_pair "vm-images (pytest)" vm_images_tests "experiment sweeps through Snakemake (pytest)" sweep_tests
-step "spinlab front-end (pytest)" pytest_dir frontend/tests
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
-# hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1.5 min
-step "make install: installed spinlab runs without the source tree" scripts/install-test.sh
+# hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1 min at 1.1
+# cores busy (mostly one process under strace), beside the libFuzzer targets, 5 s each after
+# their build (`make fuzz` runs them longer; 66 s at one core alone). Both time nothing.
+fuzzers() { scripts/fuzz.sh 5; }
+step_pair "make install: installed spinlab runs without the source tree" scripts/install-test.sh \
+    "fuzzers (5 s each)" fuzzers
 # As an ordinary user it creates (removed afterwards): make install into a DESTDIR, the default
 # spec shortened (4 repetitions with host load and a perf timeline), labs 1, 3, 5 started and
 # checked, lab 2 run or refused before starting (about 2.5 min, TCG). Labs 3 and 5's results
@@ -155,8 +156,12 @@ step "an ordinary user runs spinlab and the labs (no root)" scripts/rootless-tes
 # (labs 1, 2 and 4: 2 boots; labs 3 and 5: the rootless step's, else 8 boots here), and labs 3
 # and 5 on recorded full-size results; each also on results without its phenomenon (~30 s, or
 # ~95 s with the boots)
-step "classroom labs: checkers on real and edited results (pytest)" pytest_dir labs
-# One preempt run under TCG, three 20 s phases (~100 s): the clock's drift and bound, the clock
+# Beside the front-end's tests (14 s at one core; they time nothing).
+labs_tests() { pytest_dir labs; }
+frontend_tests() { pytest_dir frontend/tests; }
+step_pair "classroom labs: checkers on real and edited results (pytest)" labs_tests \
+    "spinlab front-end (pytest)" frontend_tests
+# One preempt run under TCG, three 10 s phases (~65 s): the clock's drift and bound, the clock
 # against the host's off-CPU records, LHP classes against the effective freeze windows (both rates
 # printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside vCPU 1,
 # then a 1-vCPU neighbour VM pinned beside vCPU 0.
@@ -215,18 +220,19 @@ kvm_selftests() {
         --append pvqspin-kick=nmi --timeout 900 --log build/selftest-kvm.log
 }
 # lock=pvqspin under KVM: every kernel lock and lockbench's ring-3 locks, a bound of 256 spins
-# so that waiters halt (kernel) and sleep (ring 3), exact counts. In the lane at 2 vCPUs (one
-# boot, ~10 s); at 1, 4 and 8 vCPUs and at 3 beside a hog on each host CPU after the lane, on
-# their own: an 8-vCPU KVM guest and two hogs in the lane left a ticket-locked TCG self-test
-# (4 vCPUs) so little CPU beside a CPU-heavy neighbour that it printed nothing for 100 s.
+# so that waiters halt (kernel) and sleep (ring 3), exact counts. In the lane at 1, 2, 4 and 8
+# vCPUs (7-10 s a boot here); at 3 vCPUs beside a hog on each host CPU after the lane, on its
+# own: an 8-vCPU KVM guest and two hogs in the lane (when a KVM boot took 20-60 s) left a
+# ticket-locked TCG self-test (4 vCPUs) so little CPU beside a CPU-heavy neighbour that it
+# printed nothing for 100 s.
 pvqspin_kvm=(env PYTHONPATH=vm-images $PY scripts/lockbench-verify.py --kernel $KERNEL --initrd $INITRD
              --accel kvm --timeout 300 --locks pvqspin/pvqspin-spin=256/pvqspin-kick=nmi)
-kvm_pvqspin_verify() { "${pvqspin_kvm[@]}" --cpus 2; }
+kvm_pvqspin_verify() { "${pvqspin_kvm[@]}" --cpus 1,2,4,8; }
 if kvm_ok; then
-    lane_add "lockbench --verify, lock=pvqspin, 2 vCPUs (KVM)" kvm_pvqspin_verify
+    lane_add "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" kvm_pvqspin_verify
     lane_add "in-guest self-tests, 2 vCPUs (KVM)" kvm_selftests
 else
-    skip_step "lockbench --verify, lock=pvqspin, 2 vCPUs (KVM)" "/dev/kvm is missing or not accessible"
+    skip_step "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" "/dev/kvm is missing or not accessible"
     skip_step "in-guest self-tests, 2 vCPUs (KVM)" "/dev/kvm is missing or not accessible"
 fi
 [ "${SPINLAB_TEST_SLURM:-0}" = 1 ] && lane_add "experiment sweep on a one-node Slurm cluster (pytest)" slurm_step
@@ -294,13 +300,12 @@ step "GRUB ISO boots and passes (SeaBIOS)" iso_selftest
 step "soak, 30 s (4 vCPUs, TCG)" build/host/bin/spinlab-soak --minutes 0.5 --kernel $KERNEL --initrd $INITRD \
     --out build/soak-test
 lane_finish
-# pvqspin's KVM verify at 1, 4 and 8 vCPUs (7-10 s a boot here) and at 3 vCPUs beside a hog on
-# each host CPU (30 s), after the lane (above)
-pvqspin_kvm_more() { "${pvqspin_kvm[@]}" --cpus 1,4,8 && "${pvqspin_kvm[@]}" --cpus 3 --hog; }
+# pvqspin's KVM verify at 3 vCPUs beside a hog on each host CPU, after the lane (above)
+pvqspin_kvm_hog() { "${pvqspin_kvm[@]}" --cpus 3 --hog; }
 if kvm_ok; then
-    step "lockbench --verify, lock=pvqspin, 1, 4, 8 vCPUs and 3 beside a hog (KVM)" pvqspin_kvm_more
+    step "lockbench --verify, lock=pvqspin, 3 vCPUs beside a hog (KVM)" pvqspin_kvm_hog
 else
-    skip_step "lockbench --verify, lock=pvqspin, 1, 4, 8 vCPUs and 3 beside a hog (KVM)" "/dev/kvm is missing or not accessible"
+    skip_step "lockbench --verify, lock=pvqspin, 3 vCPUs beside a hog (KVM)" "/dev/kvm is missing or not accessible"
 fi
 echo
 [ $retried -eq 0 ] || echo "retried steps: ${retried_names[*]}"
