@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import SPINLAB_VM, nothing_left, pid_alive, running_info, vm, wait_for
+from conftest import SPINLAB_VM, VM_IMAGES, nothing_left, pid_alive, running_info, vm, wait_for
 from spinlab_vm import libvirt
 
 
@@ -131,3 +131,29 @@ def test_cleanup_undefines_orphaned_domains(libvirtd, run_dir, vm_name, kernel):
     assert not domain_exists(vm_name)
     assert not os.path.exists(f"/dev/shm/spinlab-{vm_name}")
     assert libvirt.state(f"spinlab-{vm_name}") is None
+
+
+def test_a_neighbours_phase_under_libvirt_runs_both_vms_and_leaves_nothing(libvirtd, run_dir, vm_name, kernel,
+                                                                           tmp_path):
+    """spinlab-run with the libvirt backend and a neighbours-1 phase (TCG): the measured VM and
+    its neighbour are both libvirt domains, each VM's counters are kept, and no domain, QEMU,
+    state directory or shm file of either is left afterwards."""
+    run = VM_IMAGES.parent / "build" / "host" / "bin" / "spinlab-run"
+    if not run.exists():
+        pytest.fail(f"{run} missing: run `make build` first")
+    r = subprocess.run([str(run), "--vm.backend", "libvirt", "--vm.accel", "tcg", "--vm.name", vm_name,
+                        "--run.phases", "neighbours-1", "--neighbours.cpus", "1", "--run.repetitions", "1",
+                        "--run.duration", "2", "--run.warmup", "1", "--run.timeline", "off",
+                        "--trace.enable", "none", "--output.dir", str(tmp_path), "--output.run-id", "lv"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / "lv"
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["backend"] == "libvirt"
+    assert [v["role"] for v in meta["neighbours"]["vms"]] == ["measured", "neighbour"]
+    assert (out / "snapshots" / "neighbours-1-r1.json").exists()
+    assert (out / "snapshots" / "neighbours" / "neighbours-1-r1-n1.json").exists()
+    assert "neighbour VM" in r.stderr and "libvirt" in (out / "logs" / "neighbours-1-r1-n1.vm.log").read_text()
+    print(f"\n{(out / 'logs' / 'neighbours-1-r1-n1.vm.log').read_text().splitlines()[0]}")
+    for name in (vm_name, f"{vm_name}-n1"):
+        assert nothing_left(run_dir, name) and not domain_exists(name), name
