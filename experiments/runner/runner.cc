@@ -189,8 +189,6 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
                  "this user; recorded in meta.json)");
     }
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
-    // The neighbours' windows around the measured one's start and end snapshots (each VM's
-    // throughput is over its own window, which it records).
     // KVM's per-vCPU counters just before the window opens and just after it closes
     // (kvm_stats.h); under TCG there are none.
     auto kvm_sample = [&](const std::string& when) {
@@ -200,6 +198,8 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
             note(at + ": KVM statistics (" + when + "): " + problem);
     };
     kvm_sample("start");
+    // The neighbours' windows around the measured one's start and end snapshots (each VM's
+    // throughput is over its own window, which it records).
     if (cond.neighbours) cond.neighbours->open_windows();
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
