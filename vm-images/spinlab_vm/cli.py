@@ -39,7 +39,6 @@ EXAMPLES
 """
 import argparse
 import json
-import os
 import sys
 
 from . import config, kvm_stats, libvirt, state, supervise
@@ -190,14 +189,12 @@ def cmd_list(a):
 
 def cmd_stats(a):
     s = kvm_stats.sample(a.name)
-    text = json.dumps(s, indent=1, sort_keys=True) + "\n"
     if a.output:
-        tmp = f"{a.output}.tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, a.output)
+        state.write_json(a.output, s)  # whole or not at all
+    elif a.json:
+        print(json.dumps(s, indent=2, sort_keys=True))
     else:
-        print(text if a.json else kvm_stats.table(s), end="" if a.json else "\n")
+        print(kvm_stats.table(s))
     return config.EXIT_OK
 
 
