@@ -319,10 +319,12 @@ def throughput_change(tp: dict | None, base_tp: dict | None, confidence: float, 
             "df": r["df"]}
 
 
-def off_share(timeline, phase: str) -> float | None:
+def off_share(timeline, phase: str, states: tuple = OFF_STATES) -> float | None:
     """Share of the covered time the phase's vCPUs were off the host CPU (off or frozen), over all
     vCPUs and repetitions: what "idle host" really meant. Time whose state the host trace does
-    not show ('unknown') is left out of both. None without a timeline for the phase."""
+    not show ('unknown') is left out of both. None without a timeline for the phase. states
+    narrows what counts as off: ("off",) leaves out a freeze phase's own frozen time, so that
+    what remains is the time other programs took."""
     if timeline is None:
         return None
     df = timeline[timeline["phase"] == phase]
@@ -334,7 +336,7 @@ def off_share(timeline, phase: str) -> float | None:
     covered -= float((unknown["end_host_tsc"] - unknown["start_host_tsc"]).sum())
     # the union of each vCPU's off and frozen rows per repetition (they may overlap): sorted by
     # start, a row adds what reaches past every earlier row's end
-    o = df[df["state"].isin(OFF_STATES)].sort_values(["vcpu", "rep", "start_host_tsc"], kind="stable")
+    o = df[df["state"].isin(states)].sort_values(["vcpu", "rep", "start_host_tsc"], kind="stable")
     a, b = o["start_host_tsc"].to_numpy(np.float64), o["end_host_tsc"].to_numpy(np.float64)
     reach = o.groupby(["vcpu", "rep"])["end_host_tsc"].cummax().to_numpy(np.float64)
     key = o[["vcpu", "rep"]].to_numpy()

@@ -183,10 +183,10 @@ def check(results_dir: str) -> list:
             f"idle host: {len(match_idle)} of {len(idle['waits'])} last {band}")
     if not ok:
         seen += "; the freeze did not show in the wait lengths"
-        busy = observe.off_share(run, "idle-host")
+        busy = observe.busy_share(run, phase)
         if busy is not None and busy >= observe.BUSY_HOST:
-            seen += (f" (and the host was busy: the vCPUs were off their host CPU {busy:.0%} of the idle-host phase, "
-                     "so most long waits come from other programs; rerun on a quiet machine)")
+            seen += (f" (and the host was busy: other programs kept the vCPUs off their host CPU {busy:.0%} of the "
+                     "idle-host or freeze phase, so most long waits come from them; rerun on a quiet machine)")
     obs = [_hog(run), Observation("freeze", f"{phase}: waits of {band} (as long as the freeze) inside a freeze "
                                   f"of another vCPU, at least {MIN_CONTROL_RATIO:g} times as many as inside the same "
                                   "windows moved between the freezes (on average, and at least 1)", ok, seen)]

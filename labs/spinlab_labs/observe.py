@@ -101,18 +101,21 @@ def attributed_long_waits(run, phase: str, threshold: int) -> dict:
 BUSY_HOST = 0.2  # an "idle" host whose vCPU threads were off their CPU this share of the time is busy
 
 
-def off_share(run, phase: str) -> float | None:
+def off_share(run, phase: str, states: tuple = report.OFF_STATES) -> float | None:
     """The share of the phase's vCPU time the host timeline has the vCPU threads off their host
-    CPU (off or frozen); None without a timeline of that phase."""
-    t = run.timeline
-    if t is None:
-        return None
-    rows = t[t["phase"] == phase]
-    span = (rows["end_host_tsc"] - rows["start_host_tsc"]).astype(float)
-    total = span.sum()
-    if total <= 0:
-        return None
-    return float(span[rows["state"].isin(["off", "frozen"])].sum() / total)
+    CPU (in states: off or frozen), the report's own measure (spinlab_report.vcpu_off_share);
+    None without a timeline of that phase."""
+    return report.vcpu_off_share(run.timeline, phase, states)
+
+
+def busy_share(run, phase: str) -> float | None:
+    """How busy the host was around a phase: the larger of the idle-host phase's off share and
+    the phase's own share of vCPU time off the host CPU for other programs (state off; a freeze
+    phase's frozen time is the experiment, not other work). Other work can come and go within a
+    run: beside a CPU-heavy neighbour that ran through the freeze phase only, the idle host's
+    share alone missed it (issue 42). None when neither phase has a timeline."""
+    shares = [s for s in (off_share(run, "idle-host"), off_share(run, phase, ("off",))) if s is not None]
+    return max(shares) if shares else None
 
 
 def read_json(path: str) -> dict | None:

@@ -128,9 +128,11 @@ def test_lab1_without_host_load_misses_the_tail(lab2_run, tmp):
 
 def test_lab2_on_a_real_run(lab2_run):
     obs = check(2, lab2_run)
-    busy = observe.off_share(observe.load_results(lab2_run), "idle-host")
+    # other work on this machine (in CI, a neighbour that ran through the freeze phase only: 45
+    # waits >= 15 ms, 10 in the freezes, 3/7/7 in the moved windows) drowns the freeze's signal
+    busy = observe.busy_share(observe.load_results(lab2_run), "preempt-30ms")
     if not obs["freeze"].shown and busy >= observe.BUSY_HOST:
-        pytest.skip(f"lab 2 not judged: the idle host was busy ({obs['freeze'].why})")
+        pytest.skip(f"lab 2 not judged: the host was busy ({obs['freeze'].why})")
     assert_all_shown(obs)
 
 
