@@ -10,7 +10,15 @@ runner read the counters while the workload ran (spinlab/perfdata.h: readers see
 record in flight skewed; a record counts its acquisition before its wait). So per CPU and class,
 acquisitions may run ahead of the sum by at most the threads that can be half-way through a
 record there: lockbench's threads per CPU for its (ring-3) classes, one for a kernel class
-(ring 0, preemption off; a frozen vCPU can stop mid-record). Any other difference is broken.
+(ring 0, preemption off; a frozen vCPU can stop mid-record).
+
+A ring-3 class can also fall behind by as many: the runner resets the counters after the
+warm-up while lockbench runs (window.cc), and the reset (an IPI, run on the owning CPU with
+interrupts off: kern/sysinfo_glue.cc) can interrupt a ring-3 thread between its record's two
+increments. The acquisition is zeroed, its wait or uncontended count lands after the reset:
+one record counted half, for the rest of the repetition (seen once in 11 reduced lab-2 runs,
+issue 42). A kernel record runs with interrupts off, so the reset never lands inside one. Any
+other difference is broken.
 """
 import re
 from dataclasses import dataclass
@@ -35,15 +43,24 @@ def in_flight_max(lock_class: str, threads: int) -> int:
     return threads if lock_class.startswith(WORKLOAD_CLASS_PREFIXES) else 1
 
 
+def in_flight_range(lock_class: str, threads: int) -> tuple[int, int]:
+    """(least, most) acquisitions - (uncontended + waits + overflow) that records in flight can
+    explain: up to in_flight_max ahead (a read mid-record); for a ring-3 class also as many
+    behind (a reset mid-record, the module's docstring)."""
+    most = in_flight_max(lock_class, threads)
+    return (-most if lock_class.startswith(WORKLOAD_CLASS_PREFIXES) else 0), most
+
+
 def invariant_state(stat, threads: int) -> tuple[str, str | None]:
-    """("ok", None), ("in_flight", sentence) when acquisitions run ahead of uncontended + waits +
-    overflow by at most in_flight_max records, else ("broken", sentence with the numbers).
-    stat: a load.ClassStat; threads: threads_per_cpu(run.meta)."""
+    """("ok", None), ("in_flight", sentence) when acquisitions differ from uncontended + waits +
+    overflow by no more than records in flight explain (in_flight_range), else ("broken",
+    sentence with the numbers). stat: a load.ClassStat; threads: threads_per_cpu(run.meta)."""
     err = invariant_error(stat.acquisitions, stat.uncontended, stat.overflow, stat.wait)
     if err is None:
         return "ok", None
     ahead = stat.acquisitions - (stat.uncontended + int(np.asarray(stat.wait).sum()) + stat.overflow)
-    return ("in_flight" if 0 < ahead <= in_flight_max(stat.lock_class, threads) else "broken"), err
+    least, most = in_flight_range(stat.lock_class, threads)
+    return ("in_flight" if least <= ahead <= most else "broken"), err
 
 
 @dataclass
