@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -53,6 +54,34 @@ std::unique_ptr<SwitchRecorder> open_switch_records(const TimelineConfig& c, con
         std::fprintf(stderr, "timeline: WARNING no perf switch records (%s): switches the kernel leaves out "
                      "of the trace stay unknown\n", e.what());
         return nullptr;
+    }
+}
+
+// Each unknown interval left (the first kMaxDescribed), with the thread's perf switch records
+// nearest to it on either side: what a reader needs to tell a switch neither source recorded
+// from records that lie just outside the hole. to_trace: an interval's TSC -> the trace clock;
+// us(a, b): b - a in us.
+void describe_unknown(const std::vector<RunInterval>& intervals, const std::vector<SwitchRecord>& records,
+                      const std::function<uint64_t(uint64_t)>& to_trace,
+                      const std::function<double(uint64_t, uint64_t)>& us) {
+    constexpr size_t kMaxDescribed = 5;
+    size_t shown = 0;
+    for (const RunInterval& r : intervals) {
+        if (r.state != RunState::kUnknown || shown++ == kMaxDescribed) continue;
+        const uint64_t a = to_trace(r.start), b = to_trace(r.end);
+        const SwitchRecord *before = nullptr, *after = nullptr;
+        for (const SwitchRecord& x : records) {
+            if (x.tid != r.tid) continue;
+            if (x.ts <= a && (!before || x.ts > before->ts)) before = &x;
+            if (x.ts >= b && (!after || x.ts < after->ts)) after = &x;
+        }
+        size_t inside = 0;
+        for (const SwitchRecord& x : records) inside += x.tid == r.tid && x.ts > a && x.ts < b;
+        auto side = [](const SwitchRecord* x) { return !x ? "none" : x->in ? "switch-in" : "switch-out"; };
+        std::fprintf(stderr, "timeline: tid %d unknown for %.1f us (%s); perf records of the thread: %zu inside, "
+                     "nearest before: %s %.1f us earlier, nearest after: %s %.1f us later\n",
+                     r.tid, us(a, b), r.reason.c_str(), inside, side(before), before ? us(before->ts, a) : 0.0,
+                     side(after), after ? us(b, after->ts) : 0.0);
     }
 }
 
@@ -200,10 +229,10 @@ int run_timeline(Session& session, const TimelineConfig& c) {
     uint64_t window_start = tsc_clock ? first.tsc : first.mono_ns;
     uint64_t window_end = tsc_clock ? last.tsc : last.mono_ns;
     std::vector<SchedSwitch> events = parser.events();
+    std::vector<SwitchRecord> mapped;  // the perf records on the trace clock
     if (records) {
-        AddedSwitches added = untraced_switches(
-            events, on_trace_clock(records->records(), raw_first, raw_last, map, tsc_clock), tids, window_start,
-            window_end);
+        mapped = on_trace_clock(records->records(), raw_first, raw_last, map, tsc_clock);
+        AddedSwitches added = untraced_switches(events, mapped, tids, window_start, window_end);
         events.insert(events.end(), added.events.begin(), added.events.end());
         std::fprintf(stderr, "timeline: %llu switch-in(s) and %llu switch-out(s) %s, taken from "
                      "%zu perf switch records\n",
@@ -248,6 +277,14 @@ int run_timeline(Session& session, const TimelineConfig& c) {
                      !t.unknown ? ""
                      : records  ? " (switches neither the trace nor perf recorded; see README 'unknown')"
                                 : " (switches the kernel did not trace; see README 'unknown')");
+    }
+    if (records) {
+        auto us = [&](uint64_t a, uint64_t b) {  // b - a in us on the trace clock
+            const double d = static_cast<double>(b) - static_cast<double>(a);
+            return tsc_clock ? d / map.ticks_per_ns() / 1e3 : d / 1e3;
+        };
+        // the intervals are in TSC (converted above where the trace clock is mono)
+        describe_unknown(intervals, mapped, [&](uint64_t t) { return tsc_clock ? t : map.to_ns(t); }, us);
     }
     std::fprintf(stderr, "timeline: source %s: %zu traced events (switches and running stamps)%s%s\n", source,
                  parser.events().size(), session.stopped() ? ", stopped by " : "", session.stop_reason().c_str());
