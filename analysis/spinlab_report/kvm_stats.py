@@ -42,6 +42,19 @@ def read_sample(path: str) -> dict:
                 raise c.ContractError(f"{where}: vCPU {i}'s counter {k!r} must be a count, got {n!r}")
     if not vcpus and not isinstance(d.get("unavailable"), str):
         raise c.ContractError(f"{where}: no vCPU listed and no 'unavailable' saying why")
+    if "tsc" in d:  # KVM's TSC offset per vCPU (kvm_clock.py); samples before it have none
+        tsc = c.need(d, "tsc", dict, where)
+        tv = c.need(tsc, "vcpus", list, f"{where} tsc")
+        for v in tv:
+            if not isinstance(v, dict):
+                raise c.ContractError(f"{where}: tsc.vcpus entries must be objects, got {v!r}")
+            c.need_count(v, "vcpu", f"{where} tsc")
+            c.need(v, "tsc_offset", int, f"{where} tsc")
+            r = c.need(v, "tsc_scaling_ratio", (int, float), f"{where} tsc")
+            if not r > 0:
+                raise c.ContractError(f"{where}: tsc vCPU {v['vcpu']}'s tsc_scaling_ratio must be positive, got {r!r}")
+        if not tv and not isinstance(tsc.get("unavailable"), str):
+            raise c.ContractError(f"{where}: tsc lists no vCPU and no 'unavailable' saying why")
     return d
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract as c
-from . import kvm_stats, parallel
+from . import kvm_clock, kvm_stats, parallel
 from .buckets import NBUCKETS
 from .names import PREEMPTOR_CLASS
 from .waits import LongWaits
@@ -69,6 +69,11 @@ class Run:
     neighbours: list = field(default_factory=list)
     # Under KVM: {(phase, rep): {"start": sample, "end": sample}} of kvm-stats/ (kvm_stats.py)
     kvm_stats: dict = field(default_factory=dict)
+    # clock is what maps guest times onto the host's axis: KVM's TSC offset where the samples read
+    # it and the fit allows it (kvm_clock.py), else clock.json's sampled fit. clock_fit is always
+    # clock.json's fit; kvm_clock what was decided (None: no KVM statistics in the run).
+    clock_fit: dict | None = None
+    kvm_clock: dict | None = None
 
     @property
     def phases(self) -> list:
@@ -250,6 +255,10 @@ def load_run(path: str) -> Run:
         run.timeline = _optional(run, "the host timeline is not used", lambda: read_timeline(tl))
     run.clock = _optional(run, "guest and host times cannot be joined",
                           lambda: _read_clock(os.path.join(path, c.CLOCK)))
+    run.clock_fit = run.clock
+    kvm, run.kvm_clock = kvm_clock.decide(run.kvm_stats, run.clock_fit)
+    if kvm is not None:
+        run.clock = kvm
     return run
 
 
@@ -269,4 +278,5 @@ def _read_clock(path: str) -> dict | None:
             "samples": d.get("samples"), "residual_cycles": d.get("residual_cycles"),
             "method": d.get("method"), "points": sorted(points),
             "bound_max_cycles": bound if isinstance(bound, (int, float)) else None,
-            "bound_median_cycles": d.get("bound_median_cycles")}
+            "bound_median_cycles": d.get("bound_median_cycles"),
+            "noise_floor_cycles": float(d.get("noise_floor_cycles") or 0.0)}

@@ -8,7 +8,7 @@ header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) sid
 """
 import math
 
-from . import throughput, verdict
+from . import kvm_clock, throughput, verdict
 from .fig_class_waits import class_rows
 
 META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
@@ -81,7 +81,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
                        "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", throughput_metric(summary)],
              key_rows(summary)),
             ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
-    doc += lhp_section(summary, figs, opts)
+    doc += lhp_section(summary, figs, opts, (run.meta.get("host") or {}).get("tsc_hz"))
     doc += [("h2", "The log2 wait table"), ("pre", table_text), ("figure", figs["wait_hist"])]
     doc += throughput_section(summary, figs)
     doc += every_vm_section(run)
@@ -117,7 +117,7 @@ def outside_text(summary: dict) -> str:
             "take them.")
 
 
-def lhp_section(summary: dict, figs: dict, opts) -> list:
+def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
     rows, frac_rows = [], []
     edges = None
     for phase, s in summary["phases"].items():
@@ -144,6 +144,7 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
                  "unknown. The share is over waits whose holder side is known and certain (the uncertain column "
                  "counts those whose holder side straddles its threshold); the LHP share column says which source "
                  "decided the holder side (steal, timeline)."),
+           *clock_paragraph(summary, host_hz),
            ("p", "Lost: long waits missing from the list, from the trace sessions' exact loss counters "
                  "(EventsLost; buffers lost whole are named in the problems above)."
                  + outside_text(summary)),
@@ -156,6 +157,13 @@ def lhp_section(summary: dict, figs: dict, opts) -> list:
                 ("table", ["phase", "wait ≥"] + bins, frac_rows)]
     out += agreement_tables(summary)
     return out + [("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
+
+
+def clock_paragraph(summary: dict, host_hz) -> list:
+    """Under KVM: which clock placed guest times on the host's axis (kvm_clock.text); else none."""
+    c = summary.get("clock") or {}
+    t = kvm_clock.text(c.get("kvm_tsc"), c, float(host_hz) if host_hz else None)
+    return [("p", t)] if t else []
 
 
 def lost_text(l: dict, trace: dict | None) -> str:

@@ -9,7 +9,7 @@ the whole run (with each repetition), and named in the problems when there are a
 """
 from dataclasses import dataclass
 
-from . import aggregate, cdf, kvm_stats, preemptors, throughput, waits
+from . import aggregate, cdf, kvm_clock, kvm_stats, preemptors, throughput, waits
 from . import contract as c
 from .buckets import LONG_K
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
@@ -116,8 +116,20 @@ def build(run, opts: Options) -> dict:
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
             "phases": phases, "timeline_unknown": timeline_unknown(run.timeline),
             "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases),
+            "clock": clock_summary(run),
             "problems": run.problems + aggregate.data_problems(run) + lhp_problems(run, opts)
             + timeline_problems(run) + disagreement_problems(phases)}
+
+
+def clock_summary(run) -> dict | None:
+    """Which clock placed guest times on the host's axis (kvm_clock.py): "source" kvm-tsc-offset
+    or sampled-fit, its bounds in host cycles, and under KVM what was decided ("kvm_tsc": the
+    offset read, its check against the fit, or why it was not taken). None without a clock."""
+    if run.clock is None:
+        return None
+    return {"source": kvm_clock.METHOD if run.clock.get("method") == kvm_clock.METHOD else "sampled-fit",
+            "bound_max_cycles": run.clock.get("bound_max_cycles"),
+            "bound_median_cycles": run.clock.get("bound_median_cycles"), "kvm_tsc": run.kvm_clock}
 
 
 def timeline_problems(run) -> list:

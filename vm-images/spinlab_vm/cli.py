@@ -16,7 +16,8 @@ Commands
   list [--json]          every VM in the run directory
   stats NAME [--json] [-o FILE]
                          KVM's per-vCPU counters (exits, halt exits, hypercalls, preemptions,
-                         directed yields) through QMP query-stats; a TCG VM has none
+                         directed yields) through QMP query-stats, and as root the TSC
+                         offset KVM applies to each (debugfs); a TCG VM has none
   cleanup                remove the state of VMs whose QEMU is gone, and leftover spinlab
                          libvirt domains
   libvirt-setup          make libvirt usable here (qemu.conf user root, virtlogd, libvirtd -d)

@@ -10,7 +10,10 @@ shown right on this machine: collector/README.md, "Under KVM".
 read_tsc() never raises for a missing source: it returns the reason instead, so a caller falls
 back to the sampled fit and says why (TCG: no KVM VM; a non-root user: debugfs unreadable;
 debugfs not mounted)."""
+import json
 import os
+import subprocess
+import sys
 
 DEBUGFS = "/sys/kernel/debug"
 
@@ -68,3 +71,44 @@ def read_tsc(pid, debugfs=DEBUGFS):
     if not vcpus:
         return None, f"{dirs[0]} lists no vCPU"
     return sorted(vcpus, key=lambda v: v["vcpu"]), None
+
+
+def read_tsc_mounting(pid, debugfs=DEBUGFS, unshare="unshare"):
+    """read_tsc(pid), and where debugfs is not mounted and this is root: the same read inside a
+    private mount namespace of a child (unshare(1), util-linux) that mounts debugfs there, so
+    the host's mounts are never changed and nothing is left to undo. (vcpus, None) or (None,
+    reason)."""
+    vcpus, why = read_tsc(pid, debugfs)
+    if vcpus is not None or os.path.isdir(os.path.join(debugfs, "kvm")) or os.geteuid() != 0:
+        return vcpus, why
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    try:
+        r = subprocess.run([unshare, "--mount", "--propagation", "private", sys.executable, "-m",
+                            "spinlab_vm.kvm_debugfs", "--mount-and-read", str(int(pid)), debugfs],
+                           capture_output=True, text=True, timeout=20, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{why}; reading it in a private mount namespace failed: {e}"
+    if r.returncode != 0:
+        return None, f"{why}; reading it in a private mount namespace failed: {r.stderr.strip() or r.returncode}"
+    try:
+        got = json.loads(r.stdout)
+        return got["vcpus"], got["why"]
+    except (ValueError, KeyError, TypeError):
+        return None, f"{why}; the private mount namespace's read answered {r.stdout[:200]!r}"
+
+
+def _mount_and_read(pid, debugfs):
+    """In the private mount namespace unshare(1) made: mount debugfs and print read_tsc's JSON."""
+    r = subprocess.run(["mount", "-t", "debugfs", "debugfs", debugfs], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"mount -t debugfs: {r.stderr.strip() or r.returncode}")
+    vcpus, why = read_tsc(pid, debugfs)
+    print(json.dumps({"vcpus": vcpus, "why": why}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--mount-and-read":
+        _mount_and_read(int(sys.argv[2]), sys.argv[3])
+    else:
+        sys.exit("usage: python3 -m spinlab_vm.kvm_debugfs --mount-and-read PID DEBUGFS (read_tsc_mounting runs it)")

@@ -13,6 +13,10 @@ kvm-stats/<phase>-r<rep>-<start|end>.json (analysis/README.md):
      "monotonic_ns": CLOCK_MONOTONIC when the reply came, "unix": seconds since the epoch,
      "vcpus": [{"vcpu": 0, "stats": {"exits": 1234, ...}}, ...]}
 
+and under KVM "tsc": {"vcpus": [{"vcpu": 0, "tsc_offset": 0, "tsc_scaling_ratio": 1.0,
+"scaling_stated": false}, ...]}, the TSC offset and scaling KVM applies to each vCPU as its
+debugfs states them (kvm_debugfs; "vcpus": [] and "unavailable": why where they cannot be read:
+not root, say), which the analysis takes as the clock where the sampled fit allows them;
 or, where there is nothing to read, "vcpus": [] and "unavailable": why (a TCG VM: KVM keeps no
 statistics for it; a QEMU without query-stats: QMP's error). Only whole-number counters are
 kept (histograms and booleans are left out). Values are cumulative since the VM started: a
@@ -21,7 +25,7 @@ counter still 0 at a run's end never moved on that vCPU.
 import json
 import time
 
-from . import config, libvirt, state
+from . import config, kvm_debugfs, libvirt, state
 from . import qmp as qmplib
 from .config import VmError
 
@@ -94,9 +98,23 @@ def sample(name):
                 out["unavailable"] = "query-stats named no vCPU of provider kvm"
         except (OSError, ValueError, qmplib.QmpError, VmError) as e:
             out["unavailable"] = f"query-stats: {e}"
+        out["tsc"] = tsc(info)
     out["monotonic_ns"] = time.monotonic_ns()
     out["unix"] = time.time()
     return out
+
+
+def tsc(info):
+    """The TSC offset and scaling KVM applies to each vCPU (kvm_debugfs), as a sample's "tsc":
+    {"vcpus": [{"vcpu", "tsc_offset", "tsc_scaling_ratio", "scaling_stated"}, ...]} or
+    {"vcpus": [], "unavailable": why}."""
+    pid = info.get("qemu_pid")
+    if not pid and info.get("backend") == "libvirt":
+        pid = libvirt.qemu_pid(info.get("domain") or "")
+    if not pid:
+        return {"vcpus": [], "unavailable": "vm.json names no QEMU process"}
+    vcpus, why = kvm_debugfs.read_tsc_mounting(pid)
+    return {"vcpus": vcpus} if vcpus is not None else {"vcpus": [], "unavailable": why}
 
 
 def table(s):
@@ -107,4 +125,11 @@ def table(s):
     for v in s["vcpus"]:
         moved = ", ".join(f"{k} {n:,}" for k, n in sorted(v["stats"].items()) if n)
         lines.append(f"  vCPU {v['vcpu']}: {moved or 'every counter 0'}")
+    tsc = s.get("tsc") or {}
+    if tsc.get("vcpus"):
+        lines.append("  TSC offset KVM applies (debugfs): " + ", ".join(
+            f"vCPU {v['vcpu']} {v['tsc_offset']}" + (f" x{v['tsc_scaling_ratio']:g}" if v["scaling_stated"] else "")
+            for v in tsc["vcpus"]))
+    elif tsc:
+        lines.append(f"  TSC offset KVM applies: not read ({tsc.get('unavailable')})")
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """kvm_debugfs on made-up debugfs trees: offsets and scaling per vCPU, and every way the source
 is missing named (so the caller falls back to the sampled clock fit and says why)."""
 import os
+import shutil
 import sys
 
 import pytest
@@ -45,3 +46,22 @@ def test_garbage_is_an_error_naming_the_file(tmp_path):
     root = tree(tmp_path, {"8-1": {0: {"tsc-offset": "zero"}}})
     with pytest.raises(ValueError, match="vcpu0/tsc-offset: expected an integer"):
         kvm_debugfs.read_tsc(8, root)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+def test_an_unmounted_debugfs_is_read_in_a_private_mount_namespace(tmp_path):
+    """Where debugfs is not mounted, root reads it in a child's own mount namespace: the answer
+    comes from a debugfs mounted there (its kvm directory exists, this process has no VM in it),
+    and the host's mounts are as they were."""
+    where = tmp_path / "debugfs"
+    where.mkdir()
+    mounts = open("/proc/self/mounts").read()
+    vcpus, why = kvm_debugfs.read_tsc_mounting(os.getpid(), str(where))
+    assert vcpus is None and why == f"no KVM VM of process {os.getpid()} in {where}/kvm (not running under KVM?)", why
+    assert os.listdir(where) == [] and open("/proc/self/mounts").read() == mounts
+
+
+def test_without_root_an_unmounted_debugfs_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    vcpus, why = kvm_debugfs.read_tsc_mounting(1, str(tmp_path))
+    assert vcpus is None and why.startswith(f"{tmp_path}/kvm is not there")

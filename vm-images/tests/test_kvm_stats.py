@@ -67,5 +67,13 @@ def test_under_kvm_every_vcpu_has_counters_that_move(run_dir, vm_name, kernel):
         # Both vCPUs run lockbench and take timer interrupts: each one's exits move.
         moved = [b["vcpus"][i]["stats"].get("exits", 0) - a["vcpus"][i]["stats"].get("exits", 0) for i in (0, 1)]
         assert all(m > 0 for m in moved), (moved, a, b)
+        # KVM's TSC offset per vCPU (the analysis' clock, kvm_clock.py): read as root, debugfs
+        # mounted or not (a private mount namespace), the same in both samples
+        if os.geteuid() == 0:
+            assert [v["vcpu"] for v in a["tsc"]["vcpus"]] == [0, 1], a["tsc"]
+            assert a["tsc"] == b["tsc"] and all(isinstance(v["tsc_offset"], int) for v in a["tsc"]["vcpus"])
+            assert "TSC offset KVM applies (debugfs): vCPU 0 " in vm("stats", vm_name).stdout
+        else:
+            assert a["tsc"]["vcpus"] == [] and a["tsc"]["unavailable"]
     finally:
         vm("stop", vm_name)
