@@ -221,16 +221,27 @@ def thread_ids(pid, task_root="/proc"):
     return found
 
 
+class GuestEnded(VmError):
+    """The domain stopped running before its vCPU threads were read: a guest that ends at once
+    (a short self-test) can, on a loaded host, finish before virsh answers."""
+
+
 def vcpu_threads(domain, pid, cpus, timeout=10.0):
-    """[(index, tid)] for every vCPU: the list from vcpuinfo, the ids from QEMU's threads."""
+    """[(index, tid)] for every vCPU: the list from vcpuinfo, the ids from QEMU's threads.
+    Raises GuestEnded when the domain ended first, VmError when the threads stay unfound."""
     deadline = time.monotonic() + timeout
     while True:
-        info = parse_vcpuinfo(virsh("vcpuinfo", domain).stdout)
+        r = virsh("vcpuinfo", domain, check=False)
+        info = parse_vcpuinfo(r.stdout) if r.returncode == 0 else []
         tids = thread_ids(pid) if pid else {}
         if len(info) == cpus and all(i in tids for i, _ in info):
             return [(i, tids[i]) for i, _ in info]
-        if time.monotonic() > deadline:
-            raise VmError(f"domain {domain}: found {len(tids)} of {cpus} vCPU threads")
+        gone = r.returncode != 0 or (pid and not os.path.exists(f"/proc/{pid}"))
+        if gone or time.monotonic() > deadline:
+            if state(domain) != "running":
+                raise GuestEnded(f"domain {domain} ended before its vCPU threads were read")
+            if time.monotonic() > deadline:
+                raise VmError(f"domain {domain}: found {len(tids)} of {cpus} vCPU threads")
         time.sleep(0.1)
 
 

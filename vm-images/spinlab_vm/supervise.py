@@ -149,9 +149,17 @@ def launch(cfg, paths, info, accel, tied):
         if pid:
             with open(paths.pid_file, "w") as f:
                 f.write(f"{pid}\n")
-        threads = libvirt.vcpu_threads(info["domain"], pid, cfg.cpus)
-        version = libvirt.qemu_version(info["emulator"])
         info["vcpu_source"] = "virsh vcpuinfo + QEMU thread names"
+        try:
+            threads = libvirt.vcpu_threads(info["domain"], pid, cfg.cpus)
+        except libvirt.GuestEnded as e:
+            if not tied:  # start: a VM that is already gone did not start
+                raise
+            # run: the guest's own result (its console, read when run ends) is the answer
+            log(f"{cfg.name}: {e}")
+            threads = [(i, None) for i in range(cfg.cpus)]
+            info["vcpu_source"] = "none: the guest ended before its vCPU threads were read"
+        version = libvirt.qemu_version(info["emulator"])
     if len(threads) != cfg.cpus:
         raise VmError(f"QEMU reports {len(threads)} vCPUs, {cfg.cpus} were asked for")
     info["vcpus"] = [{"index": i, "thread_id": tid,
