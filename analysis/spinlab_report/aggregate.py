@@ -12,13 +12,13 @@ acquisitions may run ahead of the sum by at most the threads that can be half-wa
 record there: lockbench's threads per CPU for its (ring-3) classes, one for a kernel class
 (ring 0, preemption off; a frozen vCPU can stop mid-record).
 
-A ring-3 class can also fall behind by as many: the runner resets the counters after the
-warm-up while lockbench runs (window.cc), and the reset (an IPI, run on the owning CPU with
-interrupts off: kern/sysinfo_glue.cc) can interrupt a ring-3 thread between its record's two
-increments. The acquisition is zeroed, its wait or uncontended count lands after the reset:
-one record counted half, for the rest of the repetition (seen once in 11 reduced lab-2 runs,
-issue 42). A kernel record runs with interrupts off, so the reset never lands inside one. Any
-other difference is broken.
+A class can also fall behind by as many: the runner resets the counters after the warm-up
+while the workload runs (window.cc), and the reset (an IPI, run on the owning CPU with
+interrupts off: kern/sysinfo_glue.cc) can land between a record's two increments: a ring-3
+lockbench thread's, or a kernel spin_lock's (it runs with preemption off but interrupts on;
+only spin_lock_irqsave records with them off). The acquisition is zeroed, its wait or
+uncontended count lands after the reset: one record counted half, for the rest of the
+repetition (seen once in 11 reduced lab-2 runs, issue 42). Any other difference is broken.
 """
 import re
 from dataclasses import dataclass
@@ -45,10 +45,10 @@ def in_flight_max(lock_class: str, threads: int) -> int:
 
 def in_flight_range(lock_class: str, threads: int) -> tuple[int, int]:
     """(least, most) acquisitions - (uncontended + waits + overflow) that records in flight can
-    explain: up to in_flight_max ahead (a read mid-record); for a ring-3 class also as many
-    behind (a reset mid-record, the module's docstring)."""
+    explain: up to in_flight_max ahead (a read mid-record) or as many behind (a reset
+    mid-record, the module's docstring)."""
     most = in_flight_max(lock_class, threads)
-    return (-most if lock_class.startswith(WORKLOAD_CLASS_PREFIXES) else 0), most
+    return -most, most
 
 
 def invariant_state(stat, threads: int) -> tuple[str, str | None]:

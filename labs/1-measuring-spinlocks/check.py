@@ -13,10 +13,10 @@ Expected observations (the worksheet's "What you should observe", in its order):
                     before its wait. So per CPU and class, acquisitions may exceed the sum by at
                     most the threads that can be half-way through a record there: lockbench's
                     threads per CPU for its classes, one for a kernel class (ring 0, preemption
-                    off; a frozen vCPU can stop mid-record). A lockbench class may also fall
-                    short by as many: the runner's reset after the warm-up can interrupt a
-                    ring-3 record between its two counts (a kernel record runs with interrupts
-                    off). Any other difference is broken.
+                    off; a frozen vCPU can stop mid-record). A class may also fall short by
+                    as many: the runner's reset after the warm-up (an IPI) can land between a
+                    record's two counts (ring 3, or a kernel spin_lock, which runs with
+                    interrupts on). Any other difference is broken.
   2. uncontended    on an idle host a good part of the lockbench lock's acquisitions are uncontended
   3. peak           the idle host's contended waits peak in a short bucket (the uncontended peak
                     of the wait CDF): TCG 2^6..2^13 cycles, KVM 2^6..2^17
@@ -88,8 +88,8 @@ def _invariant(run) -> Observation:
                        "class, CPU and repetition (but for records in flight when the counters were read)",
                        not bad and n > 0,
                        f"{n} class records checked, {len(bad)} broken"
-                       + (f", {in_flight} with records in flight (acquisitions ahead or, for lockbench's classes, "
-                          "behind by at most the threads that can be mid-record)" if in_flight else "") + (f": {bad[0]}" if bad else ""))
+                       + (f", {in_flight} with records in flight (acquisitions ahead or behind by at most the "
+                          "threads that can be mid-record)" if in_flight else "") + (f": {bad[0]}" if bad else ""))
 
 
 def _uncontended(run) -> Observation:
