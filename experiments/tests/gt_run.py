@@ -174,3 +174,28 @@ def assert_rates(g):
     assert g["running_rate"] <= 0.05, g
     assert g["frozen_waiter"] >= MIN_SET["frozen_waiter"], f"too few waits of a frozen waiter to judge: {g}"
     assert g["frozen_waiter_rate"] >= 0.95, g
+
+
+# A stamp may lie this far inside an off interval beyond the clock's stated bound. The bound
+# rests on the host TSC being one clock; on this machine (itself a VM) the TSCs of its CPUs
+# disagree now and then by microseconds (QEMU's guard steps on exactly that), and 3 of 307
+# stamps of one run lay up to 16 us beyond the bound.
+SLACK_US = 25
+
+
+def stamps_report(m, frozen_vcpu, clock, slack_us=SLACK_US):
+    """The clock against the host's own records (ground_truth.stamps_off_cpu): the long waits'
+    stamps inside the frozen vCPU's effective freezes, and inside their own vCPU's off intervals,
+    by more than the bound plus slack_us."""
+    slack = slack_us * 1e-6 * m["hz"]
+    frozen = ground_truth.stamps_off_cpu(m["waits"], {frozen_vcpu: m["windows"]}, clock, slack)
+    off = ground_truth.stamps_off_cpu(m["waits"], m["off"], clock, slack)
+    return frozen, off
+
+
+def assert_stamps_placed(frozen, off):
+    """Enough stamps judged, and none inside (one in a hundred is left to the timeline's own
+    imprecision)."""
+    assert frozen["stamps"] >= 20 and off["stamps"] >= 20, (frozen, off)
+    assert frozen["inside"] <= frozen["stamps"] // 100, frozen
+    assert off["inside"] <= off["stamps"] // 100, off
