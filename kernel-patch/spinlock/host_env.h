@@ -74,14 +74,30 @@ struct HostEnv {
     // lock=pvqspin (pv_qspinlock.h). With `kicks` set (one counter per CPU, shared by every
     // thread), pv_wait models a vCPU's hlt strictly: it returns at once if *p != v, else it
     // "halts" until kicks[cpu] moves past the value it read BEFORE that check (so a kick that
-    // came before the check is lost, as an NMI's would be; the lock must not need it), and gives
-    // up after halt_timeout counting a lost wake-up. Without `kicks` it yields and says it did
-    // not halt (no halt on the host).
+    // came before the check is lost, as an NMI's would be; the lock must not need it). Without
+    // `kicks` it yields and says it did not halt (no halt on the host).
+    //
+    // A lost wake-up is a kick owed and not sent: the store that ends the wait (*p != v) came,
+    // and no kick followed within halt_timeout. A halt whose *p has not changed yet waits on, as
+    // hlt would, however long the host keeps its waker off the CPU (on a loaded 2-core machine
+    // a thread can wait seconds for its turn; that is not the lock's fault), up to halt_limit,
+    // and is then counted as lost too (a waker that never comes). Either way it then returns.
     std::atomic<uint64_t>* kicks = nullptr;
     uint32_t pvq_bound = 64;
     std::chrono::milliseconds halt_timeout{10000};
-    uint64_t lost_wakeups = 0;  // halts that no kick ended within halt_timeout
+    std::chrono::milliseconds halt_limit{120000};
+    uint64_t lost_wakeups = 0;  // halts whose kick did not come (above)
     uint64_t pv_events[4] = {};  // pv_count(), by PvEvent
+
+    // Whether a wait that began at `start` has waited too long for its wake-up: halt_timeout
+    // since it first saw the change that ends it (at `changed`, if `seen_change`), or halt_limit
+    // in all.
+    bool wake_overdue(std::chrono::steady_clock::time_point start, bool seen_change,
+                      std::chrono::steady_clock::time_point changed) const {
+        const auto now = std::chrono::steady_clock::now();
+        return (seen_change && now - changed > halt_timeout) || now - start > halt_limit;
+    }
+
     bool pv_wait(const uint8_t* p, uint8_t v) {
         if (kicks == nullptr) {
             std::this_thread::yield();
@@ -90,10 +106,16 @@ struct HostEnv {
         }
         const uint64_t k0 = kicks[cpu_id].load(std::memory_order_seq_cst);
         if (__atomic_load_n(p, __ATOMIC_SEQ_CST) != v) return false;
-        const auto deadline = std::chrono::steady_clock::now() + halt_timeout;
+        const auto start = std::chrono::steady_clock::now();
+        bool seen_change = false;
+        auto changed = start;
         while (kicks[cpu_id].load(std::memory_order_seq_cst) == k0) {
             std::this_thread::yield();
-            if (std::chrono::steady_clock::now() > deadline) {
+            if (!seen_change && __atomic_load_n(p, __ATOMIC_SEQ_CST) != v) {
+                seen_change = true;
+                changed = std::chrono::steady_clock::now();
+            }
+            if (wake_overdue(start, seen_change, changed)) {
                 lost_wakeups++;
                 break;
             }

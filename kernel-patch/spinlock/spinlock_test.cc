@@ -532,8 +532,8 @@ TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {
 
 // --- pvqspin: halts, kicks, the one steal ----------------------------------------------------
 // Threads play CPUs; HostEnv::kicks makes pv_wait a strict hlt: a waiter that the lock forgets
-// to kick (or kicks before it could see the change) stays "halted" until halt_timeout and is
-// counted in lost_wakeups.
+// to kick (or kicks before it could see the change) stays "halted" until halt_timeout after the
+// change and is counted in lost_wakeups; one whose waker has not run yet waits on.
 constexpr int kPvCpus = 8;
 
 // iters acquisitions of l by one thread playing a CPU, each incrementing counter without an
@@ -715,7 +715,8 @@ TEST(PvQspinlock, OnlyTheOneAttemptBeforeQueueingTakesAFreeLockPastTheQueue) {
 // --- pvqspin in ring 3: sleeping in a word wait (PvWordEnv) ----------------------------------
 // kSysWordWait/kSysWordWake as the kernel has them (kern/word_wait.cc): the check of the word and
 // the queueing of the sleeper under one lock that the wake takes too; a sleeper returns only
-// when a wake of its word came after it was queued, or after halt_timeout (a lost wake-up).
+// when a wake of its word came after it was queued, or once it is overdue (a lost wake-up:
+// HostEnv::wake_overdue).
 struct WordQueue {
     std::mutex m;
     std::condition_variable cv;
@@ -738,7 +739,21 @@ struct WordEnv : HostEnv {
         }
         const uint64_t w0 = q->wakes[w];
         q->sleeping[w]++;
-        if (!q->cv.wait_for(g, halt_timeout, [&] { return q->wakes[w] != w0; })) lost_wakeups++;
+        // Lost: the word changed and no wake of it came within halt_timeout (HostEnv::pv_wait).
+        const auto start = std::chrono::steady_clock::now();
+        bool seen_change = false;
+        auto changed = start;
+        while (q->wakes[w] == w0) {
+            q->cv.wait_for(g, std::chrono::milliseconds(20));
+            if (!seen_change && __atomic_load_n(w, __ATOMIC_SEQ_CST) != v) {
+                seen_change = true;
+                changed = std::chrono::steady_clock::now();
+            }
+            if (q->wakes[w] == w0 && wake_overdue(start, seen_change, changed)) {
+                lost_wakeups++;
+                break;
+            }
+        }
         q->sleeping[w]--;
         slept++;
         return true;
