@@ -12,6 +12,9 @@ Commands
                          to end (or Ctrl-C, SIGTERM, --timeout, death of our parent), then stop
                          and remove everything; SIGKILL of run is covered by a watchdog
   stop NAME              stop the VM and remove its state
+  pause NAME             stop the VM's vCPUs where they are (QMP stop, virsh suspend): they
+                         take no host CPU; QEMU, memory, region and channel stay
+  resume NAME            let a paused VM's vCPUs run again (QMP cont, virsh resume)
   status NAME [--json]   one VM (exit 0 running, 3 not running)
   list [--json]          every VM in the run directory
   stats NAME [--json] [-o FILE]
@@ -32,6 +35,7 @@ EXAMPLES
   spinlab-vm start lab1 --cpus 4 --accel tcg --append 'lock=ticket init=/bin/lockbench -t 8'
   spinlab-vm status lab1 --json        # vm.json: vcpu_thread_ids, paths, qemu_pid, accel
   spinlab-collect watch --vm lab1
+  spinlab-vm pause lab1; spinlab-vm resume lab1
   spinlab-vm stop lab1
   spinlab-vm libvirt-setup && spinlab-vm run lab2 --backend libvirt --append 'selftest=smp'
   spinlab-vm start lab3 --cpus 2 --pin 0,1 --shm-size 32 --memory 512
@@ -42,7 +46,7 @@ import argparse
 import json
 import sys
 
-from . import config, kvm_stats, libvirt, state, supervise
+from . import config, kvm_stats, libvirt, pausing, state, supervise
 from .config import VmConfig, VmError
 
 
@@ -111,6 +115,8 @@ def build_parser():
     r.add_argument("--save-console", metavar="PATH",
                    help="copy console.log to PATH when the VM ends (the state directory goes)")
     for cmd, text in (("stop", "stop a VM and remove its state"),
+                      ("pause", "stop a VM's vCPUs where they are until resumed"),
+                      ("resume", "let a paused VM's vCPUs run again"),
                       ("status", "show one VM (exit 0 running, 3 not running)")):
         c = sub.add_parser(cmd, help=text, epilog=epilog, formatter_class=fmt)
         c.add_argument("name")
@@ -219,6 +225,10 @@ def main(argv=None):
         if a.command == "stop":
             was_alive = supervise.stop(a.name)
             print(f"{a.name}: {'stopped' if was_alive else 'was not running'}; state removed")
+            return config.EXIT_OK
+        if a.command in ("pause", "resume"):
+            now = (pausing.pause if a.command == "pause" else pausing.resume)(a.name)
+            print(f"{a.name}: {now}")
             return config.EXIT_OK
         if a.command == "status":
             return cmd_status(a)

@@ -166,8 +166,12 @@ def define_and_start(xml_path, domain):
         raise
 
 
+# The domain states of a VM that is still there: "paused" is a VM `spinlab-vm pause` stopped.
+LIVE_STATES = ("running", "paused")
+
+
 def state(domain):
-    """'running', 'shut off', ... or None when no such domain."""
+    """'running', 'paused', 'shut off', ... or None when no such domain."""
     r = virsh("domstate", domain, check=False, timeout=20)
     return r.stdout.strip() if r.returncode == 0 else None
 

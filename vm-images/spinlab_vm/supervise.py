@@ -61,7 +61,7 @@ def alive(info, paths):
         return False
     pid = info.get("qemu_pid")
     if info.get("backend") == "libvirt" and info.get("domain") and libvirt.daemon_running():
-        if libvirt.state(info["domain"]) == "running":
+        if libvirt.state(info["domain"]) in libvirt.LIVE_STATES:
             return True
         if pid:
             return False
@@ -359,7 +359,7 @@ def run(cfg, timeout=None, quiet=False, save_console=None, out=sys.stdout):
                 except subprocess.TimeoutExpired:
                     pass
             else:
-                if libvirt.state(info["domain"]) != "running":
+                if libvirt.state(info["domain"]) not in libvirt.LIVE_STATES:
                     break
                 time.sleep(0.25)
             if deadline and time.monotonic() > deadline:

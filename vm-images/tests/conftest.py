@@ -109,3 +109,40 @@ def qemu_processes(name):
 def nothing_left(run_dir, name):
     return (not qemu_processes(name) and not os.path.exists(f"/dev/shm/spinlab-{name}")
             and not (run_dir / "vm" / name).exists())
+
+
+def cpu_seconds(pid, tids):
+    """User plus system CPU time of QEMU's threads `tids` so far, in seconds."""
+    total = 0
+    for tid in tids:
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def check_pause_and_resume(name, info, busy_s=0.1, window_s=1.5):
+    """`spinlab-vm pause` stops a busy guest's vCPU threads (no CPU time over window_s, the VM
+    still counted running by status), `resume` lets them run again (at least busy_s of CPU time
+    over window_s). Returns the CPU seconds measured (running, paused, resumed)."""
+    pid, tids = info["qemu_pid"], info["vcpu_thread_ids"]
+
+    def used():
+        before = cpu_seconds(pid, tids)
+        time.sleep(window_s)
+        return cpu_seconds(pid, tids) - before
+
+    running = used()
+    assert running >= busy_s, f"the guest's vCPUs used {running:.2f} s of CPU in {window_s} s: not busy"
+    p = vm("pause", name)
+    assert p.returncode == 0 and p.stdout.strip() == f"{name}: paused", p.stderr
+    paused = used()
+    s = vm("status", name, "--json")
+    assert s.returncode == 0 and json.loads(s.stdout)["status"] == "running", "a paused VM is still there"
+    r = vm("resume", name)
+    assert r.returncode == 0 and r.stdout.strip() == f"{name}: running", r.stderr
+    resumed = used()
+    # One clock tick of slack: the last instructions before the stop took effect.
+    assert paused <= 1 / os.sysconf("SC_CLK_TCK"), f"paused vCPU threads used {paused:.2f} s of CPU"
+    assert resumed >= busy_s, f"resumed vCPU threads used only {resumed:.2f} s of CPU in {window_s} s"
+    return running, paused, resumed
