@@ -131,4 +131,26 @@ bool wait_for_file(const std::string& path, Child& child, std::chrono::milliseco
     return false;
 }
 
+std::string run_to_end(const std::vector<std::string>& argv, const std::string& log_path,
+                       std::chrono::milliseconds timeout) {
+    std::string what = argv.empty() ? "" : argv[0].substr(argv[0].rfind('/') + 1);
+    if (argv.size() > 1) what += " " + argv[1];
+    try {
+        Child c(argv, log_path);
+        const auto until = std::chrono::steady_clock::now() + timeout;
+        while (c.running()) {
+            if (std::chrono::steady_clock::now() >= until) {
+                c.stop(std::chrono::seconds(2));
+                return what + " gave no answer within " + std::to_string(timeout.count() / 1000) + " s";
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        const int st = *c.poll();
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) return what + " " + Child::describe(st);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
 }  // namespace spinlab::run

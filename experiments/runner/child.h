@@ -49,4 +49,10 @@ private:
 // Blocks until `path` exists, the child ends, or the timeout passes. Returns whether it exists.
 bool wait_for_file(const std::string& path, Child& child, std::chrono::milliseconds timeout);
 
+// Runs argv to its end (output appended to `log_path`), stopping it after `timeout`. Returns ""
+// when it exited 0, else what happened, naming argv[0]'s file name and argv[1]: "spinlab-vm stats
+// exited with status 3" or "... gave no answer within 15 s".
+std::string run_to_end(const std::vector<std::string>& argv, const std::string& log_path,
+                       std::chrono::milliseconds timeout);
+
 }  // namespace spinlab::run

@@ -31,7 +31,7 @@ struct Condition {
     std::unique_ptr<Child> child;  // none for idle-host
     std::string preempt_csv;       // preempt: the freeze record
     std::string what;              // for messages: "spinlab-load hog"
-    std::unique_ptr<Neighbours> neighbours;  // neighbours-N: the other VMs (started by the runner)
+    Neighbours* neighbours = nullptr;  // neighbours-N: the run's other VMs (the runner's; running)
     // What spinlab-load said about how it runs: the `key=value` lines of its ready file after
     // the pid (preempt: rt_priority_asked, rt_priority, rt_priority_fallback; meta.h).
     std::map<std::string, std::string> facts;

@@ -1,11 +1,8 @@
 // experiments/runner/kvm_stats.cc: see kvm_stats.h.
 #include "kvm_stats.h"
 
-#include <sys/wait.h>
-
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "child.h"
 
@@ -21,23 +18,9 @@ std::string sample_kvm_stats(const std::string& spinlab_vm, const std::string& v
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     if (ec) return "cannot create " + std::filesystem::path(path).parent_path().string() + ": " + ec.message();
-    try {
-        Child c({spinlab_vm, "stats", vm_name, "-o", path}, results_dir + "/logs/kvm-stats.log");
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-        while (c.running()) {
-            if (std::chrono::steady_clock::now() >= until) {
-                c.stop(std::chrono::seconds(2));
-                return "spinlab-vm stats gave no answer within " + std::to_string(timeout_ms / 1000) + " s";
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        const int st = *c.poll();
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-            return "spinlab-vm stats " + Child::describe(st) + " (logs/kvm-stats.log)";
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
+    const std::string problem = run_to_end({spinlab_vm, "stats", vm_name, "-o", path}, results_dir + "/logs/kvm-stats.log",
+                                           std::chrono::milliseconds(timeout_ms));
+    return problem.empty() ? "" : problem + " (logs/kvm-stats.log)";
 }
 
 }  // namespace spinlab::run

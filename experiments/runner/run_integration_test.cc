@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -435,27 +436,96 @@ std::vector<std::string> left_behind(const std::string& name, const std::string&
     return left;
 }
 
+// CPU seconds (user + system) QEMU `pid`'s threads `tids` have used so far; -1 when one is gone.
+double thread_cpu_seconds(uint64_t pid, const std::vector<uint64_t>& tids) {
+    long ticks = 0;
+    for (uint64_t tid : tids) {
+        std::string stat = read_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+        const size_t paren = stat.rfind(')');
+        if (paren == std::string::npos) return -1;
+        std::istringstream in(stat.substr(paren + 2));
+        std::string field;
+        for (int i = 3; i <= 15 && in >> field; ++i)
+            if (i == 14 || i == 15) ticks += std::stol(field);  // utime, stime
+    }
+    return double(ticks) / double(sysconf(_SC_CLK_TCK));
+}
+
+// A neighbours-1 phase beside an idle-host phase, 2 repetitions each (order abba: neighbours-1
+// r1, idle-host r1 and r2, neighbours-1 r2): the neighbour is booted once, beside the measured
+// VM, paused while the idle-host repetitions run (its vCPU threads take no CPU), resumed for
+// each neighbours-1 repetition, and both VMs' counters are kept for each of those.
 TEST(RealVm, NeighboursPhaseUnderTcgHasEveryVmsCounters) {
     std::string why = real_vm_skip_reason();
     if (!why.empty()) GTEST_SKIP() << why;
     std::string d = tmp_dir("nb");
     const std::string name = "nb" + std::to_string(getpid());
-    std::vector<std::string> args = real_neighbour_args(d + "/results", name, "1");
-    for (size_t i = 0; i + 1 < args.size(); ++i)
+    std::vector<std::string> args = real_neighbour_args(d + "/results", name, "2");
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
         if (args[i] == "--run.duration") args[i + 1] = "2";
-    int rc = run_runner(args, d + "/run", d + "/runner.log");
+        if (args[i] == "--run.warmup") args[i + 1] = "0.5";
+        if (args[i] == "--run.phases") args[i + 1] = "neighbours-1,idle-host";
+    }
     const std::string dir = d + "/results/t";
-    ASSERT_EQ(rc, 0) << read_text(d + "/runner.log") << read_text(dir + "/logs/neighbours-1-r1-n1.vm.log");
+    pid_t pid = spawn_runner(args, d + "/run", d + "/runner.log");
+    // While idle-host r1 runs, the paused neighbour's vCPU threads use no CPU (one clock tick of
+    // slack); while neighbours-1 runs they do (a busy lockbench guest).
+    auto cpu_over_a_second = [&]() {
+        pt::ptree vm;
+        try {
+            vm = json(d + "/run/vm/" + name + "-n1/vm.json");
+        } catch (const std::exception&) {
+            return -1.0;
+        }
+        std::vector<uint64_t> tids;
+        for (const auto& t : vm.get_child("vcpu_thread_ids")) tids.push_back(t.second.get_value<uint64_t>());
+        const uint64_t qemu = vm.get<uint64_t>("qemu_pid");
+        const double before = thread_cpu_seconds(qemu, tids);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const double after = thread_cpu_seconds(qemu, tids);
+        return before < 0 || after < 0 ? -1.0 : after - before;
+    };
+    auto status_says = [&](const std::string& what) {
+        return read_text(dir + "/status.json").find(what) != std::string::npos;
+    };
+    double running = -1, paused = -1;
+    for (int i = 0; i < 3000 && !status_says("now idle-host r1"); ++i) {
+        if (running < 0 && status_says("now neighbours-1 r1")) running = cpu_over_a_second();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (status_says("now idle-host r1")) paused = cpu_over_a_second();
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_text(d + "/runner.log") << read_text(dir + "/logs/n1.vm.log");
     EXPECT_EQ(json(dir + "/status.json").get<std::string>("state"), "complete");
-    // Both VMs' lock counters over their windows: the measured VM's snapshot and the
-    // neighbour's file beside it, each with its own throughput and per-CPU counters.
-    pt::ptree m = json(dir + "/snapshots/neighbours-1-r1.json");
-    pt::ptree n = json(dir + "/snapshots/neighbours/neighbours-1-r1-n1.json");
-    EXPECT_GT(m.get<uint64_t>("workload.lockbench.ops"), 0u);
-    EXPECT_GT(n.get<uint64_t>("workload.lockbench.ops"), 0u);
-    EXPECT_EQ(n.get<std::string>("phase"), "neighbours-1");
-    EXPECT_EQ(n.get_child("cpus").size(), 2u);
+    EXPECT_GE(paused, 0) << "the neighbour's vCPU threads were not found during idle-host r1";
+    EXPECT_LE(paused, 1.0 / double(sysconf(_SC_CLK_TCK))) << "the paused neighbour used CPU during idle-host r1";
+    std::cout << "neighbour's vCPU threads, CPU seconds over 1 s: in neighbours-1 r1 " << running << " (-1: not sampled), paused "
+              << paused << "\n";
+    // Booted once, beside the measured VM: one neighbour log, one boot in it, a pause after the
+    // boot and after each neighbours-1 repetition, a resume before each.
+    const std::string vm_log = read_text(dir + "/logs/n1.vm.log");
+    auto count = [&](const std::string& text, const std::string& what) {
+        size_t n = 0;
+        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count(vm_log, "vCPU threads ["), 1u) << vm_log;
+    EXPECT_EQ(count(vm_log, name + "-n1: paused"), 3u) << vm_log;
+    EXPECT_EQ(count(vm_log, name + "-n1: running"), 2u) << vm_log;
+    EXPECT_FALSE(fs::exists(dir + "/logs/neighbours-1-r1-n1.vm.log"));
+    // Both VMs' lock counters over their windows, each repetition: the measured VM's snapshot
+    // and the neighbour's file beside it, each with its own throughput and per-CPU counters.
+    for (const char* rep : {"r1", "r2"}) {
+        pt::ptree m = json(dir + "/snapshots/neighbours-1-" + rep + ".json");
+        pt::ptree n = json(dir + "/snapshots/neighbours/neighbours-1-" + rep + "-n1.json");
+        EXPECT_GT(m.get<uint64_t>("workload.lockbench.ops"), 0u) << rep;
+        EXPECT_GT(n.get<uint64_t>("workload.lockbench.ops"), 0u) << rep;
+        EXPECT_EQ(n.get<std::string>("phase"), "neighbours-1");
+        EXPECT_EQ(n.get_child("cpus").size(), 2u);
+    }
     EXPECT_FALSE(fs::exists(dir + "/snapshots/neighbours/neighbours-1-r1-n2.json"));
+    EXPECT_FALSE(fs::exists(dir + "/snapshots/neighbours/idle-host-r1-n1.json"));
     // meta.json: both VMs pinned to host CPUs 0 and 1, 4 vCPUs over 2 host CPUs.
     pt::ptree meta = json(dir + "/meta.json");
     EXPECT_EQ(meta.get_child("neighbours.vms").size(), 2u);
@@ -489,7 +559,9 @@ TEST(RealVm, SigtermAndSigkillDuringNeighboursLeaveNothing) {
         kill(pid, sig);
         int st;
         waitpid(pid, &st, 0);
-        if (sig == SIGTERM) EXPECT_TRUE(WIFEXITED(st)) << "spinlab-run ends by itself on SIGTERM";
+        if (sig == SIGTERM) {
+            EXPECT_TRUE(WIFEXITED(st)) << "spinlab-run ends by itself on SIGTERM";
+        }
         std::vector<std::string> left;
         for (int i = 0; i < 300; ++i) {  // up to 30 s: QEMU teardown
             left = left_behind(name, d, cgroups_before, instances_before);

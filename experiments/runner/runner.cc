@@ -15,7 +15,9 @@
 #include "hostlib/error.h"
 #include "hostlib/host_tsc.h"
 #include "kvm_stats.h"
+#include "neighbours.h"
 #include "meta.h"
+#include "pinning.h"
 #include "progress.h"
 #include "results.h"
 #include "signals.h"
@@ -76,6 +78,7 @@ private:
     std::string run_id_;
     std::unique_ptr<Vm> vm_;
     std::unique_ptr<Timeline> timeline_;
+    std::unique_ptr<Neighbours> neighbours_;  // a run with neighbours-N phases: their VMs (neighbours.h)
     std::vector<Slot> plan_;
     std::vector<Done> done_;
     std::vector<collect::ClockSample> clock_samples_;
@@ -156,13 +159,16 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     const std::string at = phase + " r" + std::to_string(rep);
     auto seconds = [](double s) { return std::chrono::milliseconds(long(s * 1000)); };
 
+    // Neighbours run only in the neighbours-N repetitions that use them (neighbours.h).
+    if (neighbours_ && neighbours_->running())
+        if (std::string problem = neighbours_->pause(); !problem.empty()) note(at + ": " + problem);
     Condition cond = start_condition(p, rep, spec_.run, tools_.spinlab_load, vm_->info(), dir_);
     if (p.kind == PhaseKind::kNeighbours) {  // like a hog: up before the warm-up
         cond.what = std::to_string(p.neighbours) + " neighbour VM(s)";
-        cond.neighbours = std::make_unique<Neighbours>(spec_, tools_.spinlab_vm, vm_->name(), dir_, phase, rep,
-                                                       p.neighbours);
-        progress_.show(progress_state("starting neighbours"), true);
-        cond.neighbours->start([&](const std::string& line) { note(at + ": " + line); });
+        cond.neighbours = neighbours_.get();
+        progress_.show(progress_state(neighbours_->booted() >= p.neighbours ? "resuming neighbours" : "starting neighbours"),
+                       true);
+        neighbours_->run(p.neighbours, [&](const std::string& line) { note(at + ": " + line); });
     }
     if (note_injector_priority(meta_, cond.facts)) {
         write_file(dir_ + "/meta.json", meta_json(meta_));
@@ -200,7 +206,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     kvm_sample("start");
     // The neighbours' windows around the measured one's start and end snapshots (each VM's
     // throughput is over its own window, which it records).
-    if (cond.neighbours) cond.neighbours->open_windows();
+    if (cond.neighbours) cond.neighbours->open_windows(phase, rep);
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
     s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
@@ -222,7 +228,8 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     // The condition first: its freeze record is complete once it has ended, and the timeline
     // reads it when it stops.
     if (cond.child) cond.child->stop();
-    if (cond.neighbours) cond.neighbours->stop();
+    if (cond.neighbours)
+        if (std::string problem = cond.neighbours->pause(); !problem.empty()) note(at + ": " + problem);
     timeline_->stop();
     write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
@@ -257,11 +264,20 @@ int Experiment::run() {
     write_status(false, "starting: nothing measured yet");
     vm_ = std::make_unique<Vm>(spec_, tools_.spinlab_vm, vm_name, dir_);
     timeline_ = std::make_unique<Timeline>(spec_.run.timeline, spec_.run.vcpu_state, tools_.spinlab_load, dir_);
+    if (max_neighbours(spec_) > 0)
+        neighbours_ = std::make_unique<Neighbours>(spec_, tools_.spinlab_vm, vm_->name(), dir_);
 
     int code = kRunComplete;
     std::string reason;
     try {
+        // The neighbours boot beside the measured VM, then wait paused for their phases.
+        if (neighbours_) neighbours_->launch(max_neighbours(spec_));
         vm_->start([&](const std::string& line) { note(line); });
+        if (neighbours_) {
+            progress_.show(progress_state("starting neighbours"), true);
+            neighbours_->run(max_neighbours(spec_), [&](const std::string& line) { note(line); });
+            if (std::string problem = neighbours_->pause(); !problem.empty()) note(problem);
+        }
         meta_ = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
         host_tsc_hz_ = meta_.host.tsc_hz;
         write_file(dir_ + "/meta.json", meta_json(meta_));
@@ -297,6 +313,7 @@ int Experiment::run() {
     // Every exit path: the VM goes (children of conditions were stopped by their owners).
     ignore_signals();
     timeline_->stop();
+    if (neighbours_) neighbours_->stop();
     vm_->stop();
     if (code == kRunComplete) {
         reason = "all " + std::to_string(plan_.size()) + " repetitions done";

@@ -53,7 +53,7 @@ public:
     ~Vm() { stop(); }
 
     // A neighbour VM (neighbours.h): its logs are logs/<stem>vm.log and logs/<stem>console.log
-    // (the measured VM's: stem ""), and no clock samples are taken.
+    // (the measured VM's: stem ""; neighbour k's: "n<k>."), and no clock samples are taken.
     void set_neighbour(const std::string& log_stem) {
         log_stem_ = log_stem;
         sample_clock_ = false;

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from conftest import SPINLAB_VM, VM_IMAGES, nothing_left, pid_alive, running_info, vm, wait_for
+from conftest import (SPINLAB_VM, VM_IMAGES, check_pause_and_resume, nothing_left, pid_alive, running_info, vm,
+                      wait_for)
 from spinlab_vm import config, libvirt
 
 
@@ -133,17 +134,37 @@ def test_cleanup_undefines_orphaned_domains(libvirtd, run_dir, vm_name, kernel):
     assert libvirt.state(f"spinlab-{vm_name}") is None
 
 
+def test_pause_and_resume_a_domain(libvirtd, run_dir, vm_name, kernel):
+    """virsh suspend and resume through spinlab-vm pause/resume: a busy guest's vCPU threads take
+    no CPU while the domain is paused, spinlab-vm still counts the paused domain as there, and
+    they run again once resumed."""
+    r = vm("start", vm_name, "--backend", "libvirt", "--accel", "tcg", "--cpus", "2", "--append",
+           "init=/bin/lockbench --threads-per-cpu 1 --duration-ms 0")
+    assert r.returncode == 0, r.stderr
+    info = running_info(run_dir, vm_name)
+    wait_for(lambda: "lockbench:" in (run_dir / "vm" / vm_name / "console.log").read_text(errors="replace"),
+             120, "lockbench to start")
+    print("\nCPU seconds of the vCPU threads over 1.5 s: running %.2f, paused %.2f, resumed %.2f"
+          % check_pause_and_resume(vm_name, info))
+    assert vm("pause", vm_name).returncode == 0
+    assert vm("stop", vm_name).returncode == 0   # a paused domain is destroyed like any other
+    assert not domain_exists(vm_name)
+    wait_for(lambda: nothing_left(run_dir, vm_name), 10, "everything to be gone")
+
+
 def test_a_neighbours_phase_under_libvirt_runs_both_vms_and_leaves_nothing(libvirtd, run_dir, vm_name, kernel,
                                                                            tmp_path):
-    """spinlab-run with the libvirt backend and a neighbours-1 phase (TCG): the measured VM and
-    its neighbour are both libvirt domains, each VM's counters are kept, and no domain, QEMU,
-    state directory or shm file of either is left afterwards."""
+    """spinlab-run with the libvirt backend, a neighbours-1 phase and an idle-host phase, two
+    repetitions each (TCG): the measured VM and its neighbour are both libvirt domains, the
+    neighbour is booted once, suspended outside its phase (its `spinlab-vm run` keeps the paused
+    domain) and resumed for each neighbours-1 repetition, each VM's counters are kept, and no
+    domain, QEMU, state directory or shm file of either is left afterwards."""
     run = VM_IMAGES.parent / "build" / "host" / "bin" / "spinlab-run"
     if not run.exists():
         pytest.fail(f"{run} missing: run `make build` first")
     r = subprocess.run([str(run), "--vm.backend", "libvirt", "--vm.accel", "tcg", "--vm.name", vm_name,
-                        "--run.phases", "neighbours-1", "--neighbours.cpus", "1", "--run.repetitions", "1",
-                        "--run.duration", "2", "--run.warmup", "1", "--run.timeline", "off",
+                        "--run.phases", "neighbours-1,idle-host", "--neighbours.cpus", "1", "--run.repetitions", "2",
+                        "--run.duration", "1", "--run.warmup", "0.5", "--run.timeline", "off",
                         "--trace.enable", "none", "--output.dir", str(tmp_path), "--output.run-id", "lv"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -151,10 +172,15 @@ def test_a_neighbours_phase_under_libvirt_runs_both_vms_and_leaves_nothing(libvi
     meta = json.loads((out / "meta.json").read_text())
     assert meta["backend"] == "libvirt"
     assert [v["role"] for v in meta["neighbours"]["vms"]] == ["measured", "neighbour"]
-    assert (out / "snapshots" / "neighbours-1-r1.json").exists()
-    assert (out / "snapshots" / "neighbours" / "neighbours-1-r1-n1.json").exists()
-    assert "neighbour VM" in r.stderr and "libvirt" in (out / "logs" / "neighbours-1-r1-n1.vm.log").read_text()
-    print(f"\n{(out / 'logs' / 'neighbours-1-r1-n1.vm.log').read_text().splitlines()[0]}")
+    for rep in ("r1", "r2"):
+        assert (out / "snapshots" / f"neighbours-1-{rep}.json").exists()
+        assert (out / "snapshots" / "neighbours" / f"neighbours-1-{rep}-n1.json").exists()
+    log = (out / "logs" / "n1.vm.log").read_text()
+    assert "neighbour VM" in r.stderr and "libvirt" in log
+    assert log.count("vCPU threads [") == 1, log          # booted once
+    assert log.count(f"{vm_name}-n1: paused") == 3, log   # after the boot and each neighbours-1 repetition
+    assert log.count(f"{vm_name}-n1: running") == 2, log  # resumed for each
+    print(f"\n{log.splitlines()[0]}")
     for name in (vm_name, f"{vm_name}-n1"):
         assert nothing_left(run_dir, name) and not domain_exists(name), name
 
