@@ -53,10 +53,16 @@ def usable(throughputs) -> bool:
     return bool(throughputs) and min(throughputs) > 0
 
 
-def overcommit(cell_meta: dict | None) -> float | None:
-    """vCPUs per host CPU of a cell's run (None without its meta.json)."""
+def overcommit(cell_meta: dict | None, phase: str | None = None) -> float | None:
+    """vCPUs per host CPU of a cell's run in `phase` (None without its meta.json). A
+    neighbours-N phase counts every VM's vCPUs: meta.json's neighbours.overcommit for that phase
+    (the runner's figure, over the host CPUs the VMs may use); any other phase the measured VM's
+    vCPUs over the host's CPUs."""
     if not cell_meta:
         return None
+    by_phase = ((cell_meta.get("neighbours") or {}).get("overcommit") or {})
+    if phase is not None and isinstance(by_phase.get(phase), (int, float)) and phase.startswith("neighbours-"):
+        return float(by_phase[phase])
     vcpus, host = cell_meta.get("vcpus"), (cell_meta.get("host") or {}).get("cpus")
     if not isinstance(vcpus, int) or not isinstance(host, int) or host <= 0:
         return None
@@ -92,7 +98,7 @@ def table(plan: dict, rows: list, confidence: float = 0.95) -> list:
             xs, bs = mine["throughput"], theirs["throughput"]
             if not usable(xs) or not usable(bs):
                 continue
-            out.append({"others": dict(_others(r["values"])), "overcommit": overcommit(r.get("meta")),
+            out.append({"others": dict(_others(r["values"])), "overcommit": overcommit(r.get("meta"), phase),
                         "phase": phase, "lock": lock, "cell": r["cell"], "base_cell": b["cell"],
                         "speedup": log_ratio(xs, bs, confidence),
                         "lhp_waits_per_s": mine.get("lhp_waits_per_s"),
@@ -157,7 +163,7 @@ def pairs(plan: dict, rows: list, confidence: float = 0.95) -> list:
                     fast, slow = (a, b) if s["ratio"] >= 1 else (b, a)
                     if fast is b:  # the faster one first
                         s = log_ratio(xb, xa, confidence)
-                    out.append({"others": dict(others), "overcommit": overcommit(fast.get("meta") or slow.get("meta")),
+                    out.append({"others": dict(others), "overcommit": overcommit(fast.get("meta") or slow.get("meta"), phase),
                                 "phase": phase, "faster": fast["values"][LOCK_AXIS],
                                 "slower": slow["values"][LOCK_AXIS], "cell": fast["cell"], "base_cell": slow["cell"],
                                 "speedup": s, "separated": s.get("low") is not None and s["low"] > 1})

@@ -108,3 +108,21 @@ def test_holder_off_spin_share(monkeypatch):
     assert report_lib.holder_off_spin_share(None, snap, 1 << 20) == 0.25
     monkeypatch.setattr(report_lib.report, "rep_verdict", lambda run, s, thr: {"holder_off_cycles": None})
     assert report_lib.holder_off_spin_share(None, snap, 1 << 20) is None
+
+
+def test_a_neighbours_phase_counts_every_vms_vcpus():
+    """A co-located VM's phase is grouped at the overcommit of all VMs (meta.json's
+    neighbours.overcommit), not at the measured VM's alone."""
+    rows = []
+    for r in ROWS:
+        r = json.loads(json.dumps(r))
+        r["reps"]["neighbours-1"] = r["reps"]["host-load"]
+        r["meta"]["neighbours"] = {"overcommit": {"host-load": 2.0, "neighbours-1": 3.0}}
+        rows.append(r)
+    t = speedup.table(PLAN, rows)
+    assert {(e["phase"], e["overcommit"]) for e in t} == {("host-load", 2.0), ("neighbours-1", 3.0)}
+    assert [o["overcommit"] for o in speedup.measured_order(t)] == [2.0, 3.0]
+    assert {(e["phase"], e["overcommit"]) for e in speedup.pairs(PLAN, rows)} == {("host-load", 2.0),
+                                                                                  ("neighbours-1", 3.0)}
+    # without neighbours in meta.json: the measured VM's vCPUs over the host's CPUs
+    assert speedup.overcommit({"vcpus": 4, "host": {"cpus": 2}}, "neighbours-1") == 2.0
