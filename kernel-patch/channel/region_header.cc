@@ -117,8 +117,12 @@ RegionError region_parse(const void* base, uint64_t mapped_size, RegionLayout* o
     RegionHeader h;
     __builtin_memcpy(&h, base, sizeof h);
     if (h.magic != kRegionMagic) return RegionError::kBadMagic;
-    if (h.abi_version != kRegionAbiVersion) return RegionError::kBadVersion;
+    // Busy before anything else is judged: the guest copies the new header over the old one
+    // while the generation is odd, so a copy taken then may have the magic and not yet the
+    // versions (seen under nested KVM, whose guest copies slowly: "region ABI 2, this collector
+    // reads 2"). The generation's offset is fixed across ABI versions (shm.h).
     if (gen == 0 || (gen & 1) || h.generation != gen) return RegionError::kBusy;
+    if (h.abi_version != kRegionAbiVersion) return RegionError::kBadVersion;
     if (h.header_size != sizeof(RegionHeader) || h.section_count != kSections)
         return RegionError::kBadHeaderSize;
     if (h.region_size > mapped_size || h.region_size < kRegionPageSize)

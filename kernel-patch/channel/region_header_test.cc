@@ -130,6 +130,15 @@ INSTANTIATE_TEST_SUITE_P(
                    RegionError::kBusy},
         Corruption{"generation zero", [](RegionHeader& h) { h.generation = 0; },
                    RegionError::kBusy},
+        // Caught mid-layout: the magic copied, the versions not yet (generation odd): busy, not
+        // another ABI.
+        Corruption{"mid layout",
+                   [](RegionHeader& h) {
+                       h.generation |= 1;
+                       h.abi_version = 0;
+                       h.perfdata_version = 0;
+                   },
+                   RegionError::kBusy},
         Corruption{"header size", [](RegionHeader& h) { h.header_size = 8; },
                    RegionError::kBadHeaderSize},
         Corruption{"region size", [](RegionHeader& h) { h.region_size = kSize * 2; },

@@ -61,7 +61,7 @@ def pause(name):
 
 
 def resume(name):
-    """Lets a paused VM's vCPUs run again (a running one stays running); returns "running"."""
+    """Lets a paused VM's vCPUs run again; returns "running" once the VM says so."""
     return _change(name, RUNNING)
 
 

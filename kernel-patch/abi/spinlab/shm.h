@@ -95,6 +95,8 @@ struct RegionHeader {
     uint64_t reserved[4];
     RegionSectionEntry sections[static_cast<uint32_t>(RegionSection::kCount)];
 };
+// magic and generation keep these offsets in every region ABI version: a reader tells a header
+// being laid out (generation odd) from one of another ABI by them (region_parse).
 static_assert(offsetof(RegionHeader, generation) == 24, "ABI");
 static_assert(offsetof(RegionHeader, cpu_count) == 32, "ABI");
 static_assert(offsetof(RegionHeader, tsc_hz) == 48, "ABI");
