@@ -89,14 +89,22 @@ struct HostEnv {
     uint64_t lost_wakeups = 0;  // halts whose kick did not come (above)
     uint64_t pv_events[4] = {};  // pv_count(), by PvEvent
 
-    // Whether a wait that began at `start` has waited too long for its wake-up: halt_timeout
-    // since it first saw the change that ends it (at `changed`, if `seen_change`), or halt_limit
-    // in all.
-    bool wake_overdue(std::chrono::steady_clock::time_point start, bool seen_change,
-                      std::chrono::steady_clock::time_point changed) const {
-        const auto now = std::chrono::steady_clock::now();
-        return (seen_change && now - changed > halt_timeout) || now - start > halt_limit;
-    }
+    // One wait's watch for a lost wake-up (pv_wait; the tests' ring-3 word wait too): overdue()
+    // is told each time round whether the condition that ends the wait has changed, and says
+    // when halt_timeout has passed since it first did, or halt_limit since the wait began.
+    struct WakeWatch {
+        const HostEnv& env;
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), changed{};
+        bool seen_change = false;
+        bool overdue(bool changed_now) {
+            const auto now = std::chrono::steady_clock::now();
+            if (changed_now && !seen_change) {
+                seen_change = true;
+                changed = now;
+            }
+            return (seen_change && now - changed > env.halt_timeout) || now - start > env.halt_limit;
+        }
+    };
 
     bool pv_wait(const uint8_t* p, uint8_t v) {
         if (kicks == nullptr) {
@@ -106,16 +114,10 @@ struct HostEnv {
         }
         const uint64_t k0 = kicks[cpu_id].load(std::memory_order_seq_cst);
         if (__atomic_load_n(p, __ATOMIC_SEQ_CST) != v) return false;
-        const auto start = std::chrono::steady_clock::now();
-        bool seen_change = false;
-        auto changed = start;
+        WakeWatch watch{*this};
         while (kicks[cpu_id].load(std::memory_order_seq_cst) == k0) {
             std::this_thread::yield();
-            if (!seen_change && __atomic_load_n(p, __ATOMIC_SEQ_CST) != v) {
-                seen_change = true;
-                changed = std::chrono::steady_clock::now();
-            }
-            if (wake_overdue(start, seen_change, changed)) {
+            if (watch.overdue(__atomic_load_n(p, __ATOMIC_SEQ_CST) != v)) {
                 lost_wakeups++;
                 break;
             }

@@ -716,7 +716,7 @@ TEST(PvQspinlock, OnlyTheOneAttemptBeforeQueueingTakesAFreeLockPastTheQueue) {
 // kSysWordWait/kSysWordWake as the kernel has them (kern/word_wait.cc): the check of the word and
 // the queueing of the sleeper under one lock that the wake takes too; a sleeper returns only
 // when a wake of its word came after it was queued, or once it is overdue (a lost wake-up:
-// HostEnv::wake_overdue).
+// HostEnv::WakeWatch).
 struct WordQueue {
     std::mutex m;
     std::condition_variable cv;
@@ -740,16 +740,10 @@ struct WordEnv : HostEnv {
         const uint64_t w0 = q->wakes[w];
         q->sleeping[w]++;
         // Lost: the word changed and no wake of it came within halt_timeout (HostEnv::pv_wait).
-        const auto start = std::chrono::steady_clock::now();
-        bool seen_change = false;
-        auto changed = start;
+        WakeWatch watch{*this};
         while (q->wakes[w] == w0) {
             q->cv.wait_for(g, std::chrono::milliseconds(20));
-            if (!seen_change && __atomic_load_n(w, __ATOMIC_SEQ_CST) != v) {
-                seen_change = true;
-                changed = std::chrono::steady_clock::now();
-            }
-            if (q->wakes[w] == w0 && wake_overdue(start, seen_change, changed)) {
+            if (q->wakes[w] == w0 && watch.overdue(__atomic_load_n(w, __ATOMIC_SEQ_CST) != v)) {
                 lost_wakeups++;
                 break;
             }
