@@ -29,6 +29,7 @@ from .contract import OFF_STATES, ContractError  # noqa: E402
 from .ground_truth import covered as covered_by_windows, effective_windows  # noqa: E402
 from .lhp import HOLDER_OFF  # noqa: E402
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD  # noqa: E402
+from .parallel import forked_map  # noqa: E402
 from .reader import load_run  # noqa: E402
 from .throughput import rep_value as rep_throughput  # noqa: E402
 from .trace_stacks import phase_of as stacks_phase, read_sites as stacks_sites, run as stacks_run  # noqa: E402
@@ -37,6 +38,6 @@ from .waits import long_waits_share  # noqa: E402
 
 __all__ = ["NamesFileError", "Results", "load",
            "ContractError", "HOLDER_OFF", "LHP_CLASS", "OFF_STATES", "LONG_K", "LONG_WAIT_THRESHOLD", "count_at_or_above",
-           "covered_by_windows", "effective_windows", "invariant_state", "load_run", "log_ratio",
+           "covered_by_windows", "effective_windows", "forked_map", "invariant_state", "load_run", "log_ratio",
            "long_waits_share", "merge_hists", "rep_hists", "rep_throughput", "rep_verdict", "stacks_phase",
            "stacks_run", "stacks_sites", "threads_per_cpu", "vcpu_off_share"]

@@ -225,9 +225,10 @@ def test_trace_section_in_parallel_is_the_same(tmp_path, monkeypatch):
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
     run = reader.load_run(str(out))
     figdir = str(tmp_path / "figures")
-    monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 1 << 40)
+    monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")
     one, one_problems = trace_section.run_section(run, figdir)
-    monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 0)
+    monkeypatch.delenv("SPINLAB_REPORT_WORKERS")
+    monkeypatch.setattr(trace_section, "PARALLEL_BYTES", 1 << 40)  # small files: side by side because several
     calls = _spy_on_forks(monkeypatch)
     two, two_problems = trace_section.run_section(run, figdir)
     assert one_problems == two_problems == []

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import aggregate, cell, layout, spec, speedup, sweep_html, workflow
+from . import cell, layout, spec, workflow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # In a source tree this is experiments/sweep/spinlab_sweep/, the tools are in build/host/bin and
@@ -118,6 +118,9 @@ def validate_cells(the_plan: dict) -> list:
 
 
 def do_aggregate(root: str) -> int:
+    # Imported here: the analysis (numpy, pandas, matplotlib) takes ~1 s to import, and `run-cell`,
+    # which Snakemake starts once per cell, needs none of it (48 s of the mitigation study).
+    from . import aggregate, speedup, sweep_html
     the_plan, rows = aggregate.collect(root)
     aggregate.write_csv(os.path.join(root, "sweep.csv"), the_plan, rows)
     if speedup.applies(the_plan):
