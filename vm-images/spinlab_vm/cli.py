@@ -15,7 +15,7 @@ Commands
   pause NAME             stop the VM's vCPUs where they are (QMP stop, virsh suspend): they
                          take no host CPU; QEMU, memory, region and channel stay
   resume NAME            let a paused VM's vCPUs run again (QMP cont, virsh resume)
-  status NAME [--json]   one VM (exit 0 running, 3 not running)
+  status NAME [--json]   one VM (exit 0 running or paused, 3 not running)
   list [--json]          every VM in the run directory
   stats NAME [--json] [-o FILE]
                          KVM's per-vCPU counters (exits, halt exits, hypercalls, preemptions,
@@ -117,7 +117,7 @@ def build_parser():
     for cmd, text in (("stop", "stop a VM and remove its state"),
                       ("pause", "stop a VM's vCPUs where they are until resumed"),
                       ("resume", "let a paused VM's vCPUs run again"),
-                      ("status", "show one VM (exit 0 running, 3 not running)")):
+                      ("status", "show one VM: running, paused, starting or stale (exit 0 running or paused, 3 not running)")):
         c = sub.add_parser(cmd, help=text, epilog=epilog, formatter_class=fmt)
         c.add_argument("name")
         if cmd == "status":
@@ -167,7 +167,7 @@ def cmd_status(a):
         raise VmError(f"no VM named {a.name}: {paths.dir} does not exist",
                       config.EXIT_NO_VERDICT)
     info = info or {"name": a.name}
-    status = supervise.describe(info, paths)
+    status = pausing.shown_status(a.name, supervise.describe(info, paths))
     if a.json:
         print(json.dumps(dict(info, status=status), indent=2, sort_keys=True))
     else:
@@ -183,7 +183,7 @@ def cmd_list(a):
     for name in state.list_names():
         paths = state.Paths(name)
         info = state.read_json(paths.vm_json)
-        rows.append((name, info, supervise.describe(info, paths)))
+        rows.append((name, info, pausing.shown_status(name, supervise.describe(info, paths))))
     if a.json:
         print(json.dumps([dict(info or {"name": n}, status=s) for n, info, s in rows],
                          indent=2, sort_keys=True))

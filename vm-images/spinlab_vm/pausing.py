@@ -75,3 +75,17 @@ def status(name):
             return q.execute("query-status").get("status")
     except (OSError, qmplib.QmpError) as e:
         raise VmError(f"QMP query-status on {paths.qmp_socket}: {e}", config.EXIT_NO_VERDICT) from None
+
+
+def shown_status(name, alive_status):
+    """What `spinlab-vm status` and `list` show for a VM that supervise.describe calls
+    alive_status: "paused" for a running VM whose vCPUs were paused, else alive_status. A VM
+    that does not answer (its QMP busy with another client, a libvirt domain being torn down) is
+    shown as alive_status: pausing is the runner's, and a status query must not fail for it."""
+    if alive_status != RUNNING:
+        return alive_status
+    try:
+        return PAUSED if status(name) == PAUSED else alive_status
+    except (VmError, OSError):
+        return alive_status
+

@@ -123,7 +123,7 @@ def cpu_seconds(pid, tids):
 
 def check_pause_and_resume(name, info, busy_s=0.1, window_s=1.5):
     """`spinlab-vm pause` stops a busy guest's vCPU threads (no CPU time over window_s, the VM
-    still counted running by status), `resume` lets them run again (at least busy_s of CPU time
+    shown as paused by status), `resume` lets them run again (at least busy_s of CPU time
     over window_s). Returns the CPU seconds measured (running, paused, resumed)."""
     pid, tids = info["qemu_pid"], info["vcpu_thread_ids"]
 
@@ -138,7 +138,7 @@ def check_pause_and_resume(name, info, busy_s=0.1, window_s=1.5):
     assert p.returncode == 0 and p.stdout.strip() == f"{name}: paused", p.stderr
     paused = used()
     s = vm("status", name, "--json")
-    assert s.returncode == 0 and json.loads(s.stdout)["status"] == "running", "a paused VM is still there"
+    assert s.returncode == 0 and json.loads(s.stdout)["status"] == "paused", f"a paused VM is there, paused: {s.stdout}"
     r = vm("resume", name)
     assert r.returncode == 0 and r.stdout.strip() == f"{name}: running", r.stderr
     resumed = used()

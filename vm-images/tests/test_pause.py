@@ -65,3 +65,15 @@ def test_a_refused_resume_names_the_command(run_dir):
     with pytest.raises(VmError, match="QMP cont on .*: cont: Resetting the Virtual Machine is required"):
         pausing.resume("fk3")
     t.join(5)
+
+
+def test_status_shows_a_paused_vm_as_paused_and_an_unanswered_query_as_alive(run_dir):
+    """`status` and `list` say "paused" for a live VM whose vCPUs QMP says are stopped; a VM whose
+    QMP does not answer is shown as supervise.describe has it (alive: "running"), not an error."""
+    from spinlab_vm import pausing
+    t, got = _fake_vm(run_dir, "fk4", ["<", {"return": {"status": "paused", "running": False}}])
+    assert pausing.shown_status("fk4", "running") == "paused"
+    t.join(5)
+    assert [m["execute"] for m in got] == ["qmp_capabilities", "query-status"]
+    assert pausing.shown_status("fk4", "running") == "running"  # no server now: the socket refuses
+    assert pausing.shown_status("fk4", "stale") == "stale"       # not asked: QMP is not there
