@@ -54,14 +54,17 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
         if (e->running_stamp) {
             if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
                 ThreadState& s = it->second;
-                if (s.state != ThreadState::kOn) {
+                if (s.state == ThreadState::kUnknown) {
+                    // Its first event, and it is on CPU: it was on since the window start, as
+                    // when its first event switches it out (the interval goes on from here).
+                    s.state = ThreadState::kOn;
+                    s.since = window_start;
+                } else if (s.state == ThreadState::kOff) {
                     // On CPU now, yet its switch-in is not in the trace: it came after the CPU's
-                    // last traced event. Before its first event at all, its state is not known.
-                    uint64_t from = s.state == ThreadState::kOff ? s.since : window_start;
-                    uint64_t busy_until = std::min(last_event_on(e->cpu, from), ts);
-                    if (s.state == ThreadState::kOff) emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
-                    emit(s, RunState::kUnknown, s.state == ThreadState::kOff ? busy_until : window_start, ts,
-                         "switch-in not traced", -1);
+                    // last traced event.
+                    uint64_t busy_until = std::min(last_event_on(e->cpu, s.since), ts);
+                    emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
+                    emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
                     s.state = ThreadState::kOn;
                     s.since = ts;
                 }

@@ -2,7 +2,9 @@
 // off-CPU intervals covering the whole tracing window [window_start, window_end].
 //
 // The state before a thread's first event is exact, not guessed: if its first event switches it
-// out, it was on CPU since the window start, and vice versa. A thread with no event at all
+// out, or is a running stamp (below), it was on CPU since the window start; if it switches it
+// in, it was off. (The window opens after perf's switch records start, so a switch-in the
+// trace lacks before the first event is among perf's.) A thread with no event at all
 // keeps the `initial_on` hint (from /proc at start) and its interval is marked "no-switch".
 //
 // Some switches are never in the trace: a host kernel can leave out every switch away from

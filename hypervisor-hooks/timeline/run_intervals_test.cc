@@ -155,12 +155,23 @@ TEST(RunIntervals, RunningStampsNarrowAnUntracedSwitchOut) {
     expect_tiles(r, 0, 1000);
 }
 
-TEST(RunIntervals, AStampBeforeAnyEventLeavesTheTimeBeforeItUnknown) {
+TEST(RunIntervals, AStampAsTheFirstEventMeansOnSinceTheWindowStart) {
+    // As a first switch-out does: nothing before it switched the thread in. (Seen beside a busy
+    // loop: a busy thread's first event was a timer stamp 0.9 ms into the window, no perf record
+    // before it, and the time before it was called unknown.)
     auto r = build_run_intervals({stamp(300, 7, 0), sw(500, 7, "S", 5, 0)}, {{7, 0, {}}}, 0, 1000);
-    ASSERT_EQ(r.size(), 3u);
-    EXPECT_EQ(r[0].state, RunState::kUnknown);
-    EXPECT_EQ(r[1].state, RunState::kOn);
-    EXPECT_EQ(r[1].start, 300u);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].state, RunState::kOn);
+    EXPECT_EQ(r[0].start, 0u);
+    EXPECT_EQ(r[0].end, 500u);
+    EXPECT_EQ(r[0].cpu, 0);
+    EXPECT_EQ(r[1].state, RunState::kOff);
+    expect_tiles(r, 0, 1000);
+    // A stamp after a switch-out with no switch-in between still leaves that switch-in unknown.
+    r = build_run_intervals({sw(100, 7, "R", 5, 0), sw(200, 5, "R", 6, 1), stamp(300, 7, 1)}, {{7, 0, {}}}, 0, 1000);
+    ASSERT_EQ(r.size(), 4u);
+    EXPECT_EQ(r[2].state, RunState::kUnknown);
+    EXPECT_EQ(r[2].end, 300u);
     expect_tiles(r, 0, 1000);
 }
 
