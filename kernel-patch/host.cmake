@@ -126,6 +126,7 @@ set(SPINLAB_LOCKTRACE_SOURCES
   ${SPINLAB_KP}/locktrace/stack_settings.cc
   ${SPINLAB_KP}/locktrace/trace_file.cc
   ${SPINLAB_KP}/locktrace/writer.cc
+  ${SPINLAB_KP}/locktrace/user_ring.cc
 )
 add_library(spinlab_locktrace STATIC ${SPINLAB_LOCKTRACE_SOURCES})
 target_link_libraries(spinlab_locktrace PUBLIC spinlab_lockstat spinlab_channel spinlab_stackwalk)
@@ -140,6 +141,7 @@ add_executable(locktrace_test
   ${SPINLAB_KP}/locktrace/stack_events_test.cc
   ${SPINLAB_KP}/locktrace/trace_file_test.cc
   ${SPINLAB_KP}/locktrace/writer_test.cc
+  ${SPINLAB_KP}/locktrace/user_ring_test.cc
 )
 target_link_libraries(locktrace_test PRIVATE spinlab_locktrace GTest::gtest_main Threads::Threads)
 gtest_discover_tests(locktrace_test DISCOVERY_TIMEOUT 30)

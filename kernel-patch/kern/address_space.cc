@@ -137,6 +137,17 @@ uint64_t as_map_anon(AddressSpace* as, uint64_t len) {
     return as_map_zeroed(as, va, len, true, false) ? va : 0;
 }
 
+uint64_t as_map_shared_anywhere(AddressSpace* as, uint64_t pa, uint64_t len, bool writable) {
+    if (len == 0 || len > (1ull << 32) || (len & (kPage - 1))) return 0;
+    uint64_t va;
+    {
+        SpinGuardIrq g(&as->lock);
+        va = as->map_cursor;
+        as->map_cursor += len + kPage;  // a guard page, as as_map_anon leaves
+    }
+    return as_map_shared(as, va, pa, len, writable) ? va : 0;
+}
+
 int64_t copy_from_user(AddressSpace* as, void* dst, uint64_t src, size_t n) {
     auto* d = static_cast<uint8_t*>(dst);
     return for_each_piece(as, src, n, false, true,

@@ -26,6 +26,8 @@ uint64_t as_map_anon(AddressSpace* as, uint64_t len);  // 0 on failure
 // Maps existing kernel memory [pa, pa + len) (page-aligned) at va. The pages stay the kernel's:
 // as_destroy unmaps them without freeing. For the lockstat counters a workload shares.
 bool as_map_shared(AddressSpace* as, uint64_t va, uint64_t pa, uint64_t len, bool writable);
+// as_map_shared at the next free address (as as_map_anon picks it); 0 on failure.
+uint64_t as_map_shared_anywhere(AddressSpace* as, uint64_t pa, uint64_t len, bool writable);
 
 // 0 on success, -spinlab::kErrFault if any byte is outside the user half, unmapped, or (for
 // writes) read-only.

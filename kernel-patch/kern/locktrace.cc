@@ -9,6 +9,8 @@
 #include "../lockstat/clock.h"
 #include "../locktrace/trace_session.h"
 #include "../locktrace/spinlock_event.h"
+#include "../locktrace/user_ring.h"
+#include "address_space.h"
 #include "console.h"
 #include "kvm.h"
 #include "lapic.h"
@@ -57,16 +59,22 @@ void arm_here(LocktraceCpu& c, uint32_t cpu) {
     c.countdowns = {};
     c.profile_left = __atomic_load_n(&pub.profile_interval, __ATOMIC_RELAXED);
     c.session_id = __atomic_load_n(&pub.id, __ATOMIC_RELAXED);
+    c.session_start = last.start_tsc;  // written before pub.state (release), as pub's fields
     const uint32_t groups = __atomic_load_n(&pub.groups, __ATOMIC_RELAXED);
     c.stack_flags = __atomic_load_n(&pub.stack_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&c.groups, groups, __ATOMIC_RELEASE);
     // Ring-3 lock code on this CPU (lockbench) sees the session here.
+    __atomic_store_n(&lockstat_this_cpu()->trace_stack_groups, c.stack_flags, __ATOMIC_RELAXED);
     __atomic_store_n(&lockstat_this_cpu()->trace_groups, groups, __ATOMIC_RELEASE);
 }
 
+void take_current_ring();
+
 void disarm_here(LocktraceCpu& c) {
+    take_current_ring();  // the interrupted thread's ring-3 events are this session's
     __atomic_store_n(&c.groups, 0u, __ATOMIC_RELAXED);  // no new events from here on
     __atomic_store_n(&lockstat_this_cpu()->trace_groups, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&lockstat_this_cpu()->trace_stack_groups, 0u, __ATOMIC_RELAXED);
     // Every stack still cached, and the cache's counters, before the final buffer.
     if (c.stack_flags) locktrace_stack_rundown(c.writer.cpu, now());
     c.stack_flags = 0;
@@ -92,6 +100,7 @@ void* claim(uint32_t groups, uint32_t size, uint64_t f, bool may_wait, uint32_t*
         *cpu = cpu_number();
         LocktraceCpu& c = cpus[*cpu];
         if (!(__atomic_load_n(&c.groups, __ATOMIC_RELAXED) & groups)) return nullptr;
+        take_current_ring();  // the current thread's ring-3 events are older than this one
         void* room = lt::begin_write(c.writer, size, may_wait);
         if (room != nullptr || !c.writer.must_wait) return room;
         if (!waited) lt::note_stall(c.writer);
@@ -371,6 +380,7 @@ void locktrace_tick_impl(const TrapFrame* tf) {
     } else if (state == uint32_t(TraceState::kRunning) && !stopping && c.session_id != id) {
         arm_here(c, cpu);
     }
+    take_current_ring();  // armed: into this CPU's stream; else discarded (outside a session)
     if (!c.groups) return;
     const uint64_t flush_req = __atomic_load_n(&pub.flush_requests, __ATOMIC_ACQUIRE);
     if (flushes_done[cpu] != flush_req) {
@@ -490,3 +500,111 @@ void locktrace_memory_event_impl(TraceEventType type, uint32_t pid, uint64_t va,
 
 const void* locktrace_area() { return area; }
 uint64_t locktrace_area_size() { return area_size; }
+
+// --- the user-mode logger ----------------------------------------------------------------------
+
+namespace {
+
+constexpr spinlab::TraceEventType kMap = TraceEventType::kMemoryMap;
+constexpr uint64_t kRingBytes = (lt::user_ring_bytes(spinlab::kTraceUserRingCapacity) + 4095) & ~4095ull;
+
+// A process's rings, one per thread slot (a thread that takes a slot later gets its ring).
+struct ProcessRings {
+    lt::UserRingCursor cursor[kMaxProcThreads];
+    uint64_t user_va[kMaxProcThreads];  // 0: none yet
+};
+
+// Takes the ring of t (current on this CPU, interrupts off) into this CPU's stream; discards
+// it while no session with a spinlock group runs here. Returns the records taken.
+uint32_t take_ring(lt::UserRingCursor& r, const Thread* t, bool may_wait) {
+    const uint32_t cpu = cpu_number();
+    LocktraceCpu& c = cpus[cpu];
+    const uint32_t groups = __atomic_load_n(&c.groups, __ATOMIC_RELAXED);
+    lt::UserRingTake k;
+    k.writer = (groups & kSpinGroups) ? &c.writer : nullptr;
+    k.groups = groups;
+    k.cpu = cpu;
+    k.thread_id = tid_of(t);
+    k.process_id = pid_of(t);
+    k.session_start_tsc = c.session_start;
+    k.clock = now;
+    k.may_wait = may_wait && k.writer != nullptr && c.writer.mode == spinlab::TraceLoggerMode::kNoDropStall;
+    return lt::user_ring_take(r, k);
+}
+
+void take_current_ring() {
+    const Thread* t = this_cpu()->current;
+    if (t == nullptr || t->trace_ring == nullptr) return;
+    auto& r = *static_cast<lt::UserRingCursor*>(t->trace_ring);
+    if (lt::user_ring_pending(r)) take_ring(r, t, false);
+}
+
+}  // namespace
+
+int64_t locktrace_ring_map_impl(Process* p) {
+    Thread* t = current_thread();
+    if (!p->lockstat_mapped) return -int64_t(spinlab::kErrPerm);
+    const int slot = proc_thread_slot(p, t);
+    if (slot < 0) return -int64_t(spinlab::kErrInval);
+    ProcessRings* pr;
+    {
+        SpinGuard g(&g_proc_lock);  // threads of one process may ask at once
+        if (p->trace_rings == nullptr) p->trace_rings = kzalloc(sizeof(ProcessRings));
+        pr = static_cast<ProcessRings*>(p->trace_rings);
+    }
+    if (pr == nullptr) return -int64_t(spinlab::kErrNoMem);
+    // The slot is this thread's alone until it exits: no lock for what follows.
+    if (pr->user_va[slot] == 0) {
+        const uint64_t pa = pages_alloc(kRingBytes / 4096);
+        if (pa == 0) return -int64_t(spinlab::kErrNoMem);
+        const uint64_t va = as_map_shared_anywhere(p->as, pa, kRingBytes, true);
+        if (va == 0) {
+            for (uint64_t i = 0; i < kRingBytes / 4096; i++) page_free(pa + i * 4096);
+            return -int64_t(spinlab::kErrNoMem);
+        }
+        lt::user_ring_init(pr->cursor[slot], reinterpret_cast<void*>(pa), spinlab::kTraceUserRingCapacity);
+        pr->user_va[slot] = va;
+        locktrace_memory_event(kMap, uint32_t(p->pid), va, kRingBytes, kTraceMemUser | kTraceMemWritable);
+    }
+    __atomic_store_n(&t->trace_ring, static_cast<void*>(&pr->cursor[slot]), __ATOMIC_RELEASE);
+    return int64_t(pr->user_va[slot]);
+}
+
+int64_t locktrace_ring_drain_impl() {
+    Thread* t = current_thread();
+    if (t->trace_ring == nullptr) return -int64_t(spinlab::kErrInval);
+    auto& r = *static_cast<lt::UserRingCursor*>(t->trace_ring);
+    const uint64_t f = irq_save();
+    int64_t taken = 0;
+    bool waited = false;
+    for (;;) {
+        // A system call: interrupts were on, so in no-drop-stall mode it may wait for buffers,
+        // with interrupts on between tries (it may come back on another CPU: its ring follows).
+        taken += take_ring(r, t, (f & arch::kFlagIF) != 0);
+        LocktraceCpu& c = cpus[cpu_number()];
+        if (!r.must_wait) break;
+        if (!waited) lt::note_stall(c.writer);
+        waited = true;
+        irq_restore(f);
+        arch::pause();
+        (void)irq_save();
+    }
+    irq_restore(f);
+    return taken;
+}
+
+void locktrace_thread_off_impl(Thread* t) {
+    auto& r = *static_cast<lt::UserRingCursor*>(t->trace_ring);
+    if (lt::user_ring_pending(r)) take_ring(r, t, false);
+}
+
+void locktrace_process_reaped_impl(Process* p) {
+    auto* pr = static_cast<ProcessRings*>(p->trace_rings);
+    for (int i = 0; i < kMaxProcThreads; i++) {
+        if (pr->user_va[i] == 0) continue;
+        const uint64_t pa = reinterpret_cast<uint64_t>(pr->cursor[i].ring);
+        for (uint64_t k = 0; k < kRingBytes / 4096; k++) page_free(pa + k * 4096);
+    }
+    kfree(pr);
+    p->trace_rings = nullptr;
+}

@@ -27,6 +27,7 @@
 // need the full level (INSTRUMENT=1): they ride on its hold timing.
 #pragma once
 #include <spinlab/status.h>
+#include <spinlab/syscall.h>
 #include <spinlab/trace.h>
 #include <stdint.h>
 
@@ -35,6 +36,8 @@
 #include "../locktrace/writer.h"
 #include "../spinlock/lock.h"
 #include "prcb.h"
+#include "proc.h"
+#include "sched.h"
 
 struct Process;
 struct Thread;
@@ -45,6 +48,7 @@ struct LocktraceCpu {
     uint32_t profile_left;   // timer ticks until the next profile sample
     uint32_t stack_flags;    // groups whose events get a stack (kern/locktrace_stacks.h) while armed
     uint64_t session_id;     // the session this CPU armed for
+    uint64_t session_start;  // its start (clock=): older ring-3 records are an earlier session's
     spinlab::locktrace::Writer writer;
     spinlab::locktrace::SampleCountdowns countdowns;
 };
@@ -107,6 +111,33 @@ bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& e);
 inline bool locktrace_user_spinlock(const spinlab::TraceSpinlockEvent& e) {
     if constexpr (kLocktraceBuilt) return locktrace_user_spinlock_impl(e);
     else return false;
+}
+// The user-mode logger (spinlab/trace.h, TraceUserRing; kSysTraceRing). A thread's ring is taken
+// into the stream of the CPU it runs on when it leaves the CPU (sched), at the CPU's tick, before
+// the CPU writes an event of its own while the thread is current, at a stop, and on request.
+// map: the calling thread's ring (made and mapped at its first call) -> its user address, or
+// -Error (-kErrPerm: the process did not map its counters, kSysMapLockstat). drain: takes the
+// calling thread's ring now (no-drop-stall: waits for buffers with interrupts on) -> records
+// taken. reaped: frees a reaped process's rings (its address space is gone).
+int64_t locktrace_ring_map_impl(Process* p);
+int64_t locktrace_ring_drain_impl();
+void locktrace_thread_off_impl(Thread* t);
+void locktrace_process_reaped_impl(Process* p);
+inline int64_t locktrace_ring_map(Process* p) {
+    if constexpr (kLocktraceBuilt) return locktrace_ring_map_impl(p);
+    else return -int64_t(spinlab::kErrNoSys);
+}
+inline int64_t locktrace_ring_drain() {
+    if constexpr (kLocktraceBuilt) return locktrace_ring_drain_impl();
+    else return -int64_t(spinlab::kErrNoSys);
+}
+inline void locktrace_thread_off(Thread* t) {  // interrupts off, t current and leaving
+    if constexpr (kLocktraceBuilt)
+        if (t->trace_ring != nullptr) locktrace_thread_off_impl(t);
+}
+inline void locktrace_process_reaped(Process* p) {
+    if constexpr (kLocktraceBuilt)
+        if (p->trace_rings != nullptr) locktrace_process_reaped_impl(p);
 }
 inline void locktrace_thread_event(spinlab::TraceEventType type, const Thread* t) {
     if constexpr (kLocktraceBuilt) locktrace_thread_event_impl(type, t);

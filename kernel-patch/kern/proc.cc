@@ -79,6 +79,7 @@ int reap(Process* p) {
             t = nullptr;
         }
     as_destroy(p->as);
+    locktrace_process_reaped(p);  // its rings: unmapped with the address space
     // The pid is negated once a waiter has claimed the process (proc_wait).
     locktrace_memory_event(spinlab::TraceEventType::kMemoryUnmap, uint32_t(p->pid < 0 ? -p->pid : p->pid),
                            spinlab::kUserBase,
@@ -306,6 +307,13 @@ void proc_exit(int code) {
         }
     }
     proc_thread_exit(code);
+}
+
+int proc_thread_slot(Process* p, const Thread* t) {
+    SpinGuard g(&g_proc_lock);
+    for (int i = 0; i < kMaxProcThreads; i++)
+        if (p->threads[i] == t) return i;
+    return -1;
 }
 
 void proc_check_killed() {

@@ -26,6 +26,10 @@ struct Process {
     char name[32];
     bool privileged;           // may set tracing parameters (and spawn privileged children)
     AddressSpace* as;
+
+    // The user-mode logger's rings of its threads (kern/locktrace.cc), null until a thread
+    // asks for one (kSysTraceRing); freed at reap, after the address space they are mapped in.
+    void* trace_rings = nullptr;
 };
 
 void proc_init();                          // boot CPU: process table, reaper thread
@@ -43,6 +47,8 @@ int64_t proc_spawn(const char* path, const char* const* argv, int argc, bool pri
 // and its exit code, or -spinlab::Error.
 int64_t proc_wait(Process* parent, int pid, int* exit_code);
 Process* current_proc();
+// The slot of thread t in p->threads (the ring of the user-mode logger follows it), or -1.
+int proc_thread_slot(Process* p, const Thread* t);
 int64_t proc_thread_create(Process* p, uint64_t entry, uint64_t arg, uint64_t stack_top);
 int64_t proc_thread_join(Process* p, int tid);
 [[noreturn]] void proc_thread_exit(int code);   // the calling user thread

@@ -45,6 +45,7 @@ void sched() {
     if (c->preempt_disable != 1) panic("sched: %s holds a spinlock other than sched_lock", t->name);
     if (arch::irqs_enabled()) panic("sched: interrupts enabled");
     if (t->state == ThreadState::kRunning) panic("sched: %s still running", t->name);
+    locktrace_thread_off(t);  // its ring-3 events, before any other event of this CPU
     swtch(&t->ctx, c->sched_ctx);
 }
 

@@ -38,6 +38,9 @@ struct Thread {
     uint64_t cpus_seen;      // bit per CPU it has run on (tests of affinity and migration)
     int exit_code;
     Process* proc;           // nullptr for kernel threads
+    // The user-mode logger's cursor of this thread's ring (kern/locktrace.cc, kSysTraceRing),
+    // or null: set by the thread itself, read by the CPU running it.
+    void* trace_ring = nullptr;
 };
 
 void sched_init();                     // boot CPU: thread table, idle threads

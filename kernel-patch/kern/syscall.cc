@@ -191,6 +191,10 @@ int64_t dispatch(Process* p, TrapFrame* tf) {
         if (a1 > 0xffffffffull) return -kErrInval;
         return word_wait(p, a0, uint32_t(a1));
     case kSysWordWake: return word_wake(p, a0, a1);
+    case kSysTraceRing:
+        if (a0 == kTraceRingMap) return locktrace_ring_map(p);
+        if (a0 == kTraceRingDrain) return locktrace_ring_drain();
+        return -kErrInval;
     default: return -kErrNoSys;
     }
 }

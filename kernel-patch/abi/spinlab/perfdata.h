@@ -156,7 +156,12 @@ struct CpuPerfData {
     // 1 every acquisition. Written by the owning CPU at its init, constant afterwards; read by
     // ring-3 lock code (lockbench), which must time as the kernel does.
     uint32_t timing;
-    uint64_t reserved[3];
+    // The groups of the armed session whose events get a call stack (TraceStackInformation's
+    // StackFlags), 0 when none: written with trace_groups. Ring-3 lock code writes its spinlock
+    // events through its ring (TraceUserRing) unless a stack is wanted for them.
+    uint32_t trace_stack_groups;
+    uint32_t reserved32;
+    uint64_t reserved[2];
     LockClassPerf classes[kMaxLockClasses];
     PvLockCounters pv;  // lock=pvqspin's halts, kicks, spurious wake-ups and steals
 };
@@ -165,6 +170,7 @@ static_assert(offsetof(CpuPerfData, apic_id) == 20, "ABI");
 static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, timing) == 36, "ABI");
+static_assert(offsetof(CpuPerfData, trace_stack_groups) == 40, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
 static_assert(offsetof(CpuPerfData, pv) == 64 + 1216 * kMaxLockClasses, "ABI");
 static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64, "CpuPerfData layout is ABI");

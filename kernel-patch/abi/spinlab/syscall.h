@@ -46,6 +46,11 @@ enum Syscall : uint64_t {
                             // word: 4-byte aligned, in the caller's address space (kern/word_wait.h)
     kSysWordWake = 24,      // (const uint32_t* word, max) -> threads of this process woken (at
                             // most max) that wait on word; change the word first, then wake
+    kSysTraceRing = 25,     // (TraceRingCommand) after kSysMapLockstat: the user-mode logger
+                            // (spinlab/trace.h, TraceUserRing). kTraceRingMap -> the address of
+                            // the calling thread's ring (mapped read-write at its first call, the
+                            // same ring afterwards); kTraceRingDrain -> records the kernel took
+                            // (call it when the ring is full). -EPERM without kSysMapLockstat.
     kSysCount
 };
 
@@ -58,6 +63,9 @@ enum Error : int64_t {
     kErrPerm = 6,       // the caller may not do this
     kErrChild = 7,      // wait: not a child of the caller
 };
+
+// kSysTraceRing's argument.
+enum TraceRingCommand : uint64_t { kTraceRingMap = 0, kTraceRingDrain = 1 };
 
 constexpr uint64_t kSpawnUnprivileged = 1;   // the new process is not privileged
 constexpr int kMaxArgs = 32;                 // argv entries for spawn

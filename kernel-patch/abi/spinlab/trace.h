@@ -317,6 +317,65 @@ static_assert(sizeof(TraceBufferHeader) == 64, "ABI");
 inline constexpr uint32_t kTraceBufferFlushed = 1u << 0;  // published before it was full
 inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buffer of the session
 
+// --- the user-mode logger: a thread's ring of spinlock events -------------------------------
+//
+// A ring-3 lock (lockbench's) writes its spinlock events without a system call, as ETW's
+// user-mode logger keeps its buffers inside the process: kSysTraceRing (spinlab/syscall.h) maps
+// a ring for the calling thread, and the thread fills it with plain stores. The kernel takes
+// the ring's events into the stream of the CPU the thread runs on, through that CPU's writer,
+// whenever the thread leaves the CPU (switch, exit), at the CPU's timer tick, before the CPU
+// writes any event of its own while the thread is current (so a CPU's stream stays in time
+// order), at a session's stop, and when the thread asks (kTraceRingDrain: its ring is full).
+// So the trace file and its formats are what they were: the events are the CPU's.
+//
+//   thread (ring 3, the only writer of head and   kernel (the only writer of tail and the
+//   full; never writes the kernel's part)         kernel's counters; keeps its own copy of
+//   ------------------------------------------    tail and never trusts the thread's part)
+//   h = head, t = tail (acquire)                  -----------------------------------------
+//   h - t < capacity: fill records[h % capacity]  h = head (acquire), clamped: h - tail >
+//     (header: size, type, tsc = release_tsc;       capacity is a scribbled ring (the whole
+//     the payload), then head = h + 1 (release)     backlog rejected, tail = h)
+//   else: full + 1 (the event is lost; the        each record tail..h-1 is copied into the
+//     kernel counts it so at its next take)         CPU's buffer first and checked there: size
+//                                                   and type, rules the session enables, tsc
+//                                                   within [session start, now] and not before
+//                                                   the ring's previous event; the header's
+//                                                   cpu, thread and process are the kernel's.
+//                                                   Then tail = h (release).
+//
+// Accounting: each record taken while the CPU's session runs is one attempt of the CPU
+// (events_attempted): written, or lost (no free buffer, or it failed the checks: events_lost);
+// each increase of `full` is one more attempt lost. Records taken while no session runs on the
+// CPU (or whose rules the session does not enable) are `discarded`: outside the session, as an
+// event of the kernel's that waited past a stop. A thread whose ring is scribbled on loses only
+// its own events: nothing in the ring reaches a CPU's stream without the checks, and the host
+// reads the stream with its own checks as before. Records carry no call stack (the kernel cannot
+// walk a stack that has moved on): ring-3 code that wants stacks on its spinlock events uses
+// kSysTraceSpinlock while CpuPerfData.trace_stack_groups says the session takes them.
+inline constexpr uint32_t kTraceUserRingHeaderSize = 128;
+inline constexpr uint32_t kTraceUserRingCapacity = 1024;  // records (a power of two)
+
+struct TraceUserRing {
+    // Written by the thread (the kernel reads them, and trusts neither):
+    uint64_t head;   // records written; record i is at records[i % capacity]
+    uint64_t full;   // events the thread could not write: the ring was full
+    uint64_t thread_reserved[6];
+    // Written by the kernel (the thread reads them):
+    uint64_t tail;        // records the kernel took
+    uint32_t capacity;    // records (kTraceUserRingCapacity)
+    uint32_t record_size; // sizeof(TraceSpinlockEvent)
+    uint64_t written;     // records written into a CPU's stream
+    uint64_t lost;        // records and `full` events counted lost (no buffer, failed checks)
+    uint64_t rejected;    // of `lost`: records that failed the checks
+    uint64_t discarded;   // records taken while no session ran on the CPU
+    uint64_t takes;       // times the kernel took the ring's records
+    uint64_t kernel_reserved;
+    // TraceSpinlockEvent records[capacity] follow
+};
+static_assert(sizeof(TraceUserRing) == kTraceUserRingHeaderSize, "ABI");
+static_assert(offsetof(TraceUserRing, tail) == 64, "the kernel's part on its own cache line");
+static_assert((kTraceUserRingCapacity & (kTraceUserRingCapacity - 1)) == 0, "ABI");
+
 // --- events ---------------------------------------------------------------------------------
 
 // One row per event type: X(enumerator, value, name), values 1, 2, ...; above each row, its payload.

@@ -25,6 +25,7 @@
 #include "lockstat/clock.h"
 #include "lockstat/instrumented_lock.h"
 #include "locktrace/spinlock_event.h"
+#include "locktrace/user_ring.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
 #include "spinlab/vcpu_state.h"
@@ -118,19 +119,45 @@ struct UserEnv {
 
     // Trace sessions (spinlab/trace.h): this CPU's session shows in its counters' trace_groups.
     // The sampling rules run here, per thread (so "the Nth" counts this thread's
-    // acquisitions); an event that fires goes to the kernel, which writes it into this CPU's
-    // trace buffer: one system call per event, none per acquisition.
+    // acquisitions). An event that fires goes into this thread's ring (the user-mode logger,
+    // TraceUserRing: plain stores, no system call), which the kernel takes into the CPU's trace
+    // buffers; a full ring costs one system call (kTraceRingDrain) per ring of events. Without
+    // a ring (--trace-via syscall, or none mapped), or while the session wants call stacks on
+    // spinlock events (which the kernel walks in the system call), each event is one system
+    // call (kSysTraceSpinlock). Counted: events sampled, and how each went.
     locktrace::SampleCountdowns countdowns{};
+    locktrace::UserRingWriter ring{};
+    bool have_ring = false;
+    uint64_t sampled = 0, via_ring = 0, via_syscall = 0, ring_full = 0, ring_drains = 0;
     uint32_t trace_groups() { return __atomic_load_n(&perf()->trace_groups, __ATOMIC_ACQUIRE); }
     bool tracing() { return trace_groups() & (kTraceGroupSpinlock | kTraceGroupLongWait); }
+    bool stacks_wanted() {
+        return __atomic_load_n(&perf()->trace_stack_groups, __ATOMIC_RELAXED) &
+               (kTraceGroupSpinlock | kTraceGroupLongWait);
+    }
     void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
         const uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
                                                         map.long_wait_cycles, f);
         if (rules == 0) return;
+        sampled++;
+        if (have_ring && !stacks_wanted()) {
+            if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
+                ring_drains++;
+                sys::trace_ring(kTraceRingDrain);  // full: the kernel takes it now
+                if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
+                    ring_full++;
+                    locktrace::user_ring_note_full(ring);  // counted lost by the kernel
+                    return;
+                }
+            }
+            via_ring++;
+            return;
+        }
         TraceSpinlockEvent e{};
         locktrace::fill_spinlock_payload(e, l, f, release_tsc, rules);
         sys::trace_spinlock(&e);
+        via_syscall++;
     }
 };
 
@@ -139,6 +166,7 @@ constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;
 uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_ms = 5000,
          ops_limit = 0, rounds = 1, pause_ms = 1000;
 const char* pattern = "same";
+const char* trace_via = "ring";
 const char* algorithm = "booted";
 // --algorithm's choices besides booted: the ABI's lock= names (spinlab/sysinfo.h's table).
 constexpr auto kAlgorithmChoices = join_names<joined_size(kLockAlgorithmNames)>(kLockAlgorithmNames, '|');
@@ -160,6 +188,8 @@ struct alignas(64) ThreadState {
     uint64_t cycles;
     uint64_t preempted_asked, preempted_said;  // the lock's vcpu_is_preempted() calls, and "yes"
     uint64_t yields, waits, wait_skips, wait_errors, wakes, woken;  // UserEnv's counts
+    uint64_t sampled, via_ring, via_syscall, ring_full, ring_drains;  // its trace counts
+    const TraceUserRing* ring;  // the thread's ring (kept by its slot across rounds), or null
     spinlock::McsNode node;
 };
 ThreadState threads[kMaxThreads];
@@ -177,6 +207,13 @@ void worker(void* p) {
     ThreadState& t = *static_cast<ThreadState*>(p);
     sys::pin(int(t.cpu));
     UserEnv env{t.cpu, algo};
+    t.ring = nullptr;
+    if (strcmp(trace_via, "ring") == 0) {
+        const int64_t a = sys::trace_ring(kTraceRingMap);
+        auto* r = a > 0 ? reinterpret_cast<TraceUserRing*>(a) : nullptr;
+        env.have_ring = r && locktrace::user_ring_writer_init(env.ring, r);
+        if (env.have_ring) t.ring = r;
+    }
     uint64_t seed = 0x9e3779b97f4a7c15ull * uint64_t(t.index + 1);
     bool same = strcmp(pattern, "same") == 0, spread = strcmp(pattern, "spread") == 0;
     __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
@@ -207,7 +244,17 @@ void worker(void* p) {
     t.wait_errors = env.wait_errors;
     t.wakes = env.wakes;
     t.woken = env.woken;
+    t.sampled = env.sampled;
+    t.via_ring = env.via_ring;
+    t.via_syscall = env.via_syscall;
+    t.ring_full = env.ring_full;
+    t.ring_drains = env.ring_drains;
 }
+
+// Trace counts since the start, over every thread of every round so far.
+struct TraceCounts {
+    uint64_t sampled, via_ring, via_syscall, ring_full, ring_drains;
+} trace_totals;
 
 uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.user_class_count); }
 
@@ -238,6 +285,9 @@ bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
 int run_round(int n, uint64_t round) {
     int tids[kMaxThreads];
     stop = false;
+    // The round's window on the boot clock (clock=, the trace's timestamps): every event a
+    // thread of this round sampled is stamped inside it.
+    const uint64_t clock_start = lockstat::read_clock(ClockSource(map.clock_source));
     for (int i = 0; i < n; i++) {
         threads[i].index = i;
         threads[i].cpu = uint32_t(i % sys::cpu_count());
@@ -254,6 +304,7 @@ int run_round(int n, uint64_t round) {
         sys::sleep_us(duration_ms * 1000);
         stop = true;
     }
+    uint64_t round_sampled = 0;
     uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {}, asked = 0, said = 0, yields = 0,
              waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
     for (int i = 0; i < n; i++) {
@@ -273,6 +324,27 @@ int run_round(int n, uint64_t round) {
         wakes += t.wakes;
         woken += t.woken;
         for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
+        round_sampled += t.sampled;
+        trace_totals.sampled += t.sampled;
+        trace_totals.via_ring += t.via_ring;
+        trace_totals.via_syscall += t.via_syscall;
+        trace_totals.ring_full += t.ring_full;
+        trace_totals.ring_drains += t.ring_drains;
+    }
+    const uint64_t clock_end = lockstat::read_clock(ClockSource(map.clock_source));
+    // The rings' own counts, as the kernel keeps them (each thread's ring was taken when the
+    // thread left its CPU for the last time, before its join returned). A ring belongs to a
+    // thread slot and lives across rounds, so each is counted once, by address.
+    uint64_t ring_written = 0, ring_lost = 0, ring_rejected = 0, ring_discarded = 0;
+    for (int i = 0; i < n; i++) {
+        const TraceUserRing* r = threads[i].ring;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = threads[j].ring == r;
+        if (!r || seen) continue;
+        ring_written += r->written;
+        ring_lost += r->lost;
+        ring_rejected += r->rejected;
+        ring_discarded += r->discarded;
     }
     // Counts are totals since the start; a round's rate is the round's own.
     uint64_t wall_ms = ops_limit ? 0 : duration_ms * (rounds == 1 ? 1 : round);
@@ -287,6 +359,15 @@ int run_round(int n, uint64_t round) {
     if (waits || wait_skips || wakes)  // pvqspin: slept in the kernel, and woken by the releaser
         printf("%s word waits: %lu slept, %lu found the word changed; word wakes: %lu calls, %lu threads woken\n",
                head, waits, wait_skips, wakes, woken);
+    if (trace_totals.sampled) {
+        // This round's events (compare with the trace's events of this process stamped in the
+        // round's clock window), then the counts since the start, the kernel's rings' included.
+        printf("%s trace round: %lu events sampled, clock %lu..%lu\n", head, round_sampled, clock_start, clock_end);
+        printf("%s trace: %lu events sampled, %lu through rings, %lu by system call; rings: %lu full, "
+               "%lu drains asked; kernel took %lu written, %lu lost, %lu rejected, %lu discarded\n",
+               head, trace_totals.sampled, trace_totals.via_ring, trace_totals.via_syscall, trace_totals.ring_full,
+               trace_totals.ring_drains, ring_written, ring_lost, ring_rejected, ring_discarded);
+    }
     int bad = 0;
     if (wait_errors) {
         eprintf("%s %lu word waits failed (kSysWordWait returned an error)\n", head, wait_errors);
@@ -328,6 +409,8 @@ int main(int argc, char** argv) {
         flag_opt("--verify", &verify, "reset the workload classes first, compare after"),
         u64_opt("--rounds", &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"),
         u64_opt("--pause-ms", &pause_ms, "between rounds, no workload thread runs (default 1000)"),
+        choice_opt("--trace-via", &trace_via, "ring|syscall",
+                   "how sampled spinlock events reach the trace: the thread's ring (default) or a system call each"),
     };
     if (!parse_opts(argc, argv, opts, "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
         return 2;

@@ -51,6 +51,7 @@ inline void* map_anon(size_t n) {
 }
 
 inline int64_t trace_spinlock(const void* event) { return call(spinlab::kSysTraceSpinlock, uint64_t(event)); }
+inline int64_t trace_ring(spinlab::TraceRingCommand c) { return call(spinlab::kSysTraceRing, uint64_t(c)); }
 
 // The system-information calls return an NTSTATUS (spinlab/status.h), as Windows' do.
 inline uint32_t query_system_information(uint32_t cls, void* buf, uint32_t len, uint32_t* ret_len) {

@@ -1,0 +1,131 @@
+// locktrace/user_ring.cc: see user_ring.h and the protocol in spinlab/trace.h.
+#include "user_ring.h"
+
+namespace spinlab::locktrace {
+
+namespace lc = lockstat;
+
+namespace {
+
+// A thread's `full` counter moves by at most this much between two takes, unless scribbled.
+constexpr uint64_t kMaxFullStep = 1ull << 32;
+
+// What the kernel tells the thread (its copies; the cursor's are the ones that count).
+void publish_counts(UserRingCursor& c) {
+    TraceUserRing& r = *c.ring;
+    __atomic_store_n(&r.written, c.written, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.lost, c.lost, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.rejected, c.rejected, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.discarded, c.discarded, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.takes, c.takes, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.capacity, c.capacity, __ATOMIC_RELAXED);
+    __atomic_store_n(&r.record_size, uint32_t(sizeof(TraceSpinlockEvent)), __ATOMIC_RELAXED);
+    // Release: the thread reuses the records below tail only after our copies of them.
+    __atomic_store_n(&r.tail, c.tail, __ATOMIC_RELEASE);
+}
+
+// One attempt of the CPU lost (counted as begin_write counts its own losses).
+void count_lost(Writer* w, uint64_t n) {
+    lc::counter_add(&w->ctl->events_attempted, n);
+    lc::counter_add(&w->ctl->events_lost, n);
+}
+
+enum class Verdict { kWrite, kDiscard, kReject };
+
+// The record as copied out of the ring, against the session and the ring's previous record.
+Verdict check(const UserRingCursor& c, const UserRingTake& t, uint64_t now, const TraceSpinlockEvent& e,
+              uint8_t* rules) {
+    if (e.h.size != sizeof(TraceSpinlockEvent) || e.h.type != uint16_t(TraceEventType::kSpinlock) ||
+        e.rules == 0 || e.h.tsc != e.release_tsc)
+        return Verdict::kReject;
+    if (e.h.tsc > now || e.h.tsc < c.last_tsc) return Verdict::kReject;
+    if (t.writer == nullptr || e.h.tsc < t.session_start_tsc) return Verdict::kDiscard;
+    *rules = rules_enabled(e.rules, t.groups);
+    return *rules != 0 ? Verdict::kWrite : Verdict::kDiscard;
+}
+
+}  // namespace
+
+void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity) {
+    __builtin_memset(mem, 0, kTraceUserRingHeaderSize);
+    c = UserRingCursor{};
+    c.ring = static_cast<TraceUserRing*>(mem);
+    c.capacity = capacity;
+    publish_counts(c);
+}
+
+uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
+    if (c.ring == nullptr) return 0;
+    TraceUserRing& r = *c.ring;
+    c.takes++;
+    c.must_wait = false;
+    // The thread's losses first: they happened before the records it could write after them
+    // are taken, and they are attempts of this CPU's session (or outside it).
+    const uint64_t full = __atomic_load_n(&r.full, __ATOMIC_ACQUIRE);
+    if (full != c.full_seen) {
+        const uint64_t d = full - c.full_seen;
+        c.full_seen = full;
+        if (d > kMaxFullStep) {
+            c.rejected++;  // went backwards or leapt: scribbled, nothing to count
+        } else if (t.writer != nullptr) {
+            count_lost(t.writer, d);
+            c.lost += d;
+        } else {
+            c.discarded += d;
+        }
+    }
+    const uint64_t head = __atomic_load_n(&r.head, __ATOMIC_ACQUIRE);
+    const uint64_t now = t.clock();  // after head: every record published so far is older
+    uint32_t taken = 0;
+    if (head - c.tail > c.capacity) {
+        // More records than the ring holds: the thread scribbled its head. Its backlog cannot
+        // be told from garbage; it goes, counted once.
+        c.rejected++;
+        c.tail = head;
+        publish_counts(c);
+        return 0;
+    }
+    const TraceSpinlockEvent* records = user_ring_records(c.ring);
+    while (c.tail != head) {
+        // Copy first, then check the copy: the thread may write the ring while we read it.
+        TraceSpinlockEvent e;
+        __builtin_memcpy(&e, &records[c.tail & (c.capacity - 1)], sizeof e);
+        uint8_t rules = 0;
+        switch (check(c, t, now, e, &rules)) {
+            case Verdict::kReject:
+                if (t.writer != nullptr) count_lost(t.writer, 1);
+                c.rejected++;
+                c.lost++;
+                break;
+            case Verdict::kDiscard:
+                c.discarded++;
+                break;
+            case Verdict::kWrite: {
+                void* room = begin_write(*t.writer, sizeof e, t.may_wait);
+                if (room == nullptr && t.writer->must_wait) {
+                    c.must_wait = true;
+                    publish_counts(c);  // this record and the rest stay for the next take
+                    return taken;
+                }
+                c.last_tsc = e.h.tsc;
+                if (room == nullptr) {  // no free buffer: begin_write counted it lost
+                    c.lost++;
+                    break;
+                }
+                fill_header(e.h, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, e.h.tsc);
+                e.rules = rules;
+                e.reserved = 0;
+                __builtin_memcpy(room, &e, sizeof e);
+                end_write(*t.writer, sizeof e, e.h.tsc);
+                c.written++;
+                break;
+            }
+        }
+        c.tail++;
+        taken++;
+    }
+    publish_counts(c);
+    return taken;
+}
+
+}  // namespace spinlab::locktrace
