@@ -151,6 +151,12 @@ add_executable(locktrace_benchmark ${SPINLAB_KP}/locktrace/writer_benchmark.cc)
 target_link_libraries(locktrace_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
   Threads::Threads)
 
+# Cycles per ring-3 spinlock event through the user-mode logger (user_ring.h), the take included:
+# the spinlab side of the LTTng-UST anchor (scripts/bench-lttng-anchor.sh).
+add_executable(user_ring_benchmark ${SPINLAB_KP}/locktrace/user_ring_benchmark.cc)
+target_link_libraries(user_ring_benchmark PRIVATE spinlab_locktrace benchmark::benchmark
+  Threads::Threads)
+
 # Cycles per stack walk (depth 8/16/32) and per event stack, cached reference vs inline.
 add_executable(stack_benchmark ${SPINLAB_KP}/locktrace/stack_benchmark.cc)
 target_link_libraries(stack_benchmark PRIVATE spinlab_locktrace benchmark::benchmark Threads::Threads)

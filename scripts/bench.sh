@@ -32,6 +32,11 @@ SPINLAB_BENCH_DIR="$out" $bin/trace_recorder_benchmark --benchmark_out="$out/tra
     --benchmark_context=host_cpus="$(nproc)" --benchmark_context=accelerator=native
 /usr/bin/python3 scripts/bench-recorder-summary.py "$out/trace-recorder.json"
 
+echo "bench: the LTTng-UST anchor: cycles per user-space event of the same size (80-byte payload) in the writing"
+echo "       thread, LTTng-UST recording to a file against spinlab's user-mode logger, natively, in one run (a ratio)"
+scripts/deps.sh bench
+OUT="$out/trace-user-anchor.json" BIN="$bin" scripts/bench-lttng-anchor.sh
+
 echo "bench: a kernel-lock trace event's cost in the guest, cycles per event with its interval (TCG; KVM where usable)"
 ROUNDS=7 KVM_ROUNDS=3 OUT="$out/trace-event.json" scripts/bench-trace-event.sh
 

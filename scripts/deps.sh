@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what spinlab needs from Debian's packages, only when something is missing.
-# Usage: scripts/deps.sh [run|build|experiment|install|all|slurm|none]
+# Usage: scripts/deps.sh [run|build|experiment|install|all|bench|slurm|none]
 #   run      what `make run` uses: build's and experiment's
 #   build    what compiling the kernel and the tools needs (CMake's configure also wants
 #            GoogleTest, Google Benchmark and help2man: small, and needed to configure the one
@@ -9,9 +9,12 @@
 #            packages. `make run` installs these while the build compiles (dpkg keeps about one
 #            core busy, the compilers the other)
 #   install  run's, plus man-db and bash-completion for `make install`
-#   all      (the default) everything `make test`, `make bench`, `make fuzz` and the optional
+#   all      (the default) everything `make test`, `make bench` (but bench's), `make fuzz` and the optional
 #            features use: clang/libFuzzer, libvirt, the GRUB ISO, pytest, babeltrace2, chromium,
 #            Snakemake
+#   bench    what `make bench` adds to all (scripts/bench.sh installs it): LTTng-UST and
+#            lttng-tools for the LTTng anchor (scripts/bench-lttng-anchor.sh), kept out of
+#            `make test`, which does not use them
 #   slurm    what `make test-slurm` adds, a one-node Slurm cluster's daemons, kept out of
 #            `make run` and `make test` on purpose
 #   none     nothing (a make that has installed its packages already)
@@ -46,6 +49,9 @@ test_pkgs=(
   snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
   strace                                     # the install test: nothing reads the source tree
 )
+bench_pkgs=(
+  liblttng-ust-dev lttng-tools               # the LTTng-UST anchor: a tracepoint provider, a session
+)
 case "${1:-all}" in
   run) pkgs=("${run_pkgs[@]}") ;;
   build) pkgs=("${build_pkgs[@]}") ;;
@@ -53,8 +59,9 @@ case "${1:-all}" in
   none) exit 0 ;;
   install) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}") ;;
   all) pkgs=("${run_pkgs[@]}" "${install_pkgs[@]}" "${test_pkgs[@]}") ;;
+  bench) pkgs=("${bench_pkgs[@]}") ;;
   slurm) pkgs=(slurm-wlm munge) ;;            # slurmctld, slurmd, sbatch...; munged
-  *) echo "deps.sh: unknown set '$1' (run, build, experiment, install, all, slurm or none)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$1' (run, build, experiment, install, all, bench, slurm or none)" >&2; exit 2 ;;
 esac
 
 missing=()
