@@ -10,8 +10,11 @@
 #
 #   WORKLOAD=lockbench (default): lockbench with the default experiment's arguments (one
 #     test-and-set lock, 200-cycle critical sections, one thread per vCPU): ring-3 locks, whose
-#     events reach the kernel's writer through a system call. Modes: none, spinlock, all.
-#     Throughput: lockbench's acquisitions per second (its user* classes).
+#     events go through each thread's ring (the user-mode logger, TRACE_VIA=ring, the default)
+#     or a system call each (TRACE_VIA=syscall, as before the ring existed), or nowhere
+#     (TRACE_VIA=drop: the session's hold timing and sampling alone, no event written): lockbench
+#     --trace-via. Modes: none, spinlock, all. Throughput: lockbench's acquisitions per second
+#     (its user* classes).
 #   WORKLOAD=kmix: kmix, the experiment's kernel workload, as `make run` runs it (spawn, yield,
 #     sleep, map on every vCPU): kernel locks, whose events are written in place. Modes: none,
 #     spinlock. Throughput: acquisitions per second of the kernel classes kmix's operations take
@@ -27,22 +30,26 @@
 # accelerator QEMU ran with.
 #
 #   scripts/bench-trace-guest.sh                      lockbench, TCG, ROUNDS=5 WINDOW_S=8
+#   TRACE_VIA=syscall OUT=build/bench/trace-guest-syscall.json scripts/bench-trace-guest.sh
 #   WORKLOAD=kmix ACCEL=kvm OUT=build/bench/trace-guest-kmix-kvm.json scripts/bench-trace-guest.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/trace-guest.json}
 mkdir -p "$(dirname "$OUT")"
 exec env PYTHONPATH=vm-images /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${WINDOW_S:-8}" "${MARGIN_S:-1.5}" \
-    "${WORKLOAD:-lockbench}" "${ACCEL:-tcg}" <<'PY'
+    "${WORKLOAD:-lockbench}" "${ACCEL:-tcg}" "${TRACE_VIA:-ring}" <<'PY'
 import json, os, platform, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 import qemu_launch
 
 out, rounds, window_s, margin_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-workload, accel = sys.argv[5], qemu_launch.choose_accel(sys.argv[6])
+workload, accel, trace_via = sys.argv[5], qemu_launch.choose_accel(sys.argv[6]), sys.argv[7]
+if trace_via not in ("ring", "syscall", "drop"):
+    raise SystemExit(f"bench-trace-guest: TRACE_VIA={trace_via}: ring, syscall or drop")
 collect = "build/host/bin/spinlab-collect"
 vm = "vm-images/spinlab-vm"
-LOCKBENCH = "--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles 200 --think-cycles 200 --duration-ms 0"
+LOCKBENCH = ("--threads-per-cpu 1 --locks 1 --pattern same --cs-cycles 200 --think-cycles 200 --duration-ms 0 "
+             f"--trace-via {trace_via}")
 KMIX = "--duration-ms 0"
 WORKLOADS = {
     # program and arguments, modes, the classes whose acquisitions measure its throughput
@@ -181,6 +188,7 @@ try:
     doc = {"benchmark": f"{workload} throughput with a trace session against none, one boot",
            "workload": f"{PROGRAM}", "unit": "acquisitions per second of the classes counted",
            "classes_counted": sorted(counted.values()), "accel": accel, "vcpus": 2,
+           "trace_via": trace_via if workload == "lockbench" else None,
            "window_s": window_s, "margin_s": margin_s, "rounds": rounds,
            "host_cpu": qemu_launch.host_cpu_model(), "host_cpus": os.cpu_count(),
            "host_kernel": platform.release(), "loadavg_1min_start": load_start,
@@ -190,7 +198,7 @@ try:
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     s = summary
-    print(f"bench-trace-guest: {workload} ({accel}) ops/s (median) "
+    print(f"bench-trace-guest: {workload}{' --trace-via ' + trace_via if workload == 'lockbench' else ''} ({accel}) ops/s (median) "
           + ", ".join(f"{m} {s['median_ops_per_s'][m]:.0f}" for m in MODES)
           + f"; ratio vs none (median of {rounds} rounds): "
           + ", ".join(f"{m} {s[f'median_ratio_{m}_vs_none']} {s[f'range_ratio_{m}_vs_none']}" for m in traced)

@@ -40,8 +40,14 @@ OUT="$out/trace-user-anchor.json" BIN="$bin" scripts/bench-lttng-anchor.sh
 echo "bench: a kernel-lock trace event's cost in the guest, cycles per event with its interval (TCG; KVM where usable)"
 ROUNDS=7 KVM_ROUNDS=3 OUT="$out/trace-event.json" scripts/bench-trace-event.sh
 
-echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none"
+echo "bench: a ring-3 lock's trace event in the guest, cycles per event through its thread's ring and by system call (TCG; KVM where usable)"
+ROUNDS=5 KVM_ROUNDS=3 OUT="$out/ring-event.json" scripts/bench-ring-event.sh
+
+echo "bench: trace sessions in the guest: lockbench ops/s with a session (spinlock group; all groups) against none,"
+echo "       its events through each thread's ring; again with a system call each; again writing none (timing and sampling alone)"
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
+TRACE_VIA=syscall OUT="$out/trace-guest-syscall.json" scripts/bench-trace-guest.sh
+TRACE_VIA=drop OUT="$out/trace-guest-drop.json" scripts/bench-trace-guest.sh
 
 echo "bench: a kernel lock's trace events in the guest: kmix throughput with the spinlock group against none"
 ROUNDS=7 WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh

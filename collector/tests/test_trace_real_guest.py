@@ -298,7 +298,8 @@ def test_stacks_on_spinlock_events_print_symbolized_with_dump_stacks(guest):
     assert all(names_in_order(n, ["spin_unlock", "stackprobe_inner", "stackprobe_middle",
                                   "stackprobe_outer", "thread_entry"]) for n in probe), probe[0]
     assert all(n[0] == "locktrace_spin_release" for n in probe), probe[0]
-    # The test program: lockbench's workers report their locks' events through a system call,
+    # The test program: with stacks on spinlock events, lockbench's workers report their locks'
+    # events through a system call each (not their rings: the kernel walks the stack in the call),
     # so the stack is the kernel's system call path, then the program's own frames.
     user = [n for n in names if any(x.startswith("lockbench:") for x in n)]
     assert user, "no stack with lockbench's frames"

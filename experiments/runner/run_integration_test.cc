@@ -306,7 +306,7 @@ TEST(RealVm, ShortExperimentUnderTcg) {
     EXPECT_EQ(s.get<uint64_t>("trace.events"), s.get<uint64_t>("trace.loss.events_written"));
     EXPECT_EQ(s.get_child("long_waits").size() + 1, s.get<uint64_t>("trace.loss.events_written"));
     // Every long wait the histograms count (buckets >= 2^20 = longwait=) is listed, lockbench's
-    // ring-3 ones (kSysTraceSpinlock) and the kernel's. The session brackets the counters'
+    // ring-3 ones (through their rings) and the kernel's. The session brackets the counters'
     // window, so the list may hold a few more, never fewer.
     std::map<std::string, uint64_t> counted, listed;
     for (const auto& [k, cpu] : s.get_child("cpus"))

@@ -389,6 +389,62 @@ void memory_map_and_unmap_of_a_process() {
     TEST_CHECK(unmap_at > last_map);
 }
 
+// The user-mode logger: usertest writes N spinlock records through its thread's ring (class id
+// = the record's number), the kernel takes them into the CPUs' streams (on request when the
+// ring is full, and at the thread's exit), refuses two scribbled ones; every record is in the
+// trace exactly once, with the kernel's header, in order, and the refusals are counted lost.
+// Unprivileged, the ring is refused. Needs the initrd.
+void user_ring_records_reach_the_cpu_streams() {
+    if (kLevel != spinlab::InstrumentLevel::kFull) return;  // the spinlock group needs full
+    TEST_CHECK(proc_initrd_present());
+    constexpr uint32_t kN = 3000;
+    start(params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime));
+    const char* const argv[] = {"usertest", "ring", "3000"};
+    const int64_t pid = proc_spawn("/bin/usertest", argv, 3, true, nullptr);
+    TEST_CHECK(pid > 0);
+    int code = -1;
+    TEST_CHECK_EQ(proc_wait(nullptr, int(pid), &code), pid);
+    TEST_CHECK_EQ(code, 0);
+    stop();
+    static uint8_t seen[kN];
+    __builtin_memset(seen, 0, sizeof seen);
+    uint64_t mine = 0, bad = 0, last_tsc = 0, out_of_order = 0;
+    uint32_t tid = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++, last_tsc = 0)
+        for_each_event_on(c, [&](const spinlab::TraceEventHeader& h, const uint8_t* p) {
+            if (h.type != uint16_t(spinlab::TraceEventType::kSpinlock) || h.process_id != uint32_t(pid)) return;
+            spinlab::TraceSpinlockEvent e;
+            __builtin_memcpy(&e, p, sizeof e);
+            mine++;
+            if (e.class_id >= kN || e.rules != spinlab::kTraceRuleAcquireSample || h.cpu != c || h.thread_id == 0 ||
+                (tid != 0 && h.thread_id != tid))
+                bad++;
+            else
+                seen[e.class_id]++;
+            tid = h.thread_id;
+            // One thread: on each CPU, its records are in the order it wrote them.
+            if (h.tsc < last_tsc) out_of_order++;
+            last_tsc = h.tsc;
+        });
+    uint32_t once = 0;
+    for (uint32_t i = 0; i < kN; i++) once += seen[i] == 1;
+    const auto s = trace_query();
+    kprintf("trace: user ring: %lu records of usertest in the trace (%u of %u once), %lu bad; %lu lost\n", mine,
+            once, kN, bad, s.totals.events_lost);
+    TEST_CHECK_EQ(mine, kN);
+    TEST_CHECK_EQ(once, kN);
+    TEST_CHECK_EQ(bad, 0);
+    TEST_CHECK_EQ(out_of_order, 0);
+    TEST_CHECK_EQ(s.totals.events_lost, 2);  // the two refused records
+    TEST_CHECK_EQ(s.totals.events_written + s.totals.events_lost, s.totals.events_attempted);
+    // Unprivileged: refused (usertest checks -EPERM itself).
+    const char* const unpriv[] = {"usertest", "ring-unpriv"};
+    const int64_t up = proc_spawn("/bin/usertest", unpriv, 2, false, nullptr);
+    TEST_CHECK(up > 0);
+    TEST_CHECK_EQ(proc_wait(nullptr, int(up), &code), up);
+    TEST_CHECK_EQ(code, 0);
+}
+
 void circular_keeps_the_newest() {
     if (!kLocktraceBuilt) return;
     TraceSessionInformation s = params(spinlab::kTraceGroupSyscall, spinlab::TraceLoggerMode::kCircular);
@@ -557,6 +613,7 @@ const SelfTest kTests[] = {
     {"context_switches_pair_per_cpu", context_switches_pair_per_cpu},
     {"processes_start_end_and_rundown", processes_start_end_and_rundown},
     {"memory_map_and_unmap_of_a_process", memory_map_and_unmap_of_a_process},
+    {"user_ring_records_reach_the_cpu_streams", user_ring_records_reach_the_cpu_streams},
     {"circular_keeps_the_newest", circular_keeps_the_newest},
     {"stacks_on_spinlock_events_hold_the_known_chain", stacks_on_spinlock_events_hold_the_known_chain},
 };

@@ -150,7 +150,8 @@ struct CpuPerfData {
     uint64_t resets;  // how many times these counters were reset (readers spot a reset)
     // Enable flags (spinlab/trace.h kTraceGroup*) of the trace session armed on this CPU, 0
     // when none: written by the owning CPU when it arms and disarms, read by ring-3 lock code
-    // (lockbench) to know whether its holds are to be traced (kSysTraceSpinlock).
+    // (lockbench) to know whether its holds are to be traced (its ring, TraceUserRing, or
+    // kSysTraceSpinlock).
     uint32_t trace_groups;
     // What the kernel's locks time (timing=, lockstat/timing.h): 0 contended acquisitions only,
     // 1 every acquisition. Written by the owning CPU at its init, constant afterwards; read by

@@ -25,6 +25,7 @@
 #include "lockstat/clock.h"
 #include "lockstat/instrumented_lock.h"
 #include "locktrace/spinlock_event.h"
+#include "locktrace/trace_session.h"
 #include "locktrace/user_ring.h"
 #include "spinlab/status.h"
 #include "spinlab/sysinfo.h"
@@ -128,6 +129,7 @@ struct UserEnv {
     locktrace::SampleCountdowns countdowns{};
     locktrace::UserRingWriter ring{};
     bool have_ring = false;
+    bool drop_events = false;
     uint64_t sampled = 0, via_ring = 0, via_syscall = 0, ring_full = 0, ring_drains = 0;
     uint32_t trace_groups() { return __atomic_load_n(&perf()->trace_groups, __ATOMIC_ACQUIRE); }
     bool tracing() { return trace_groups() & (kTraceGroupSpinlock | kTraceGroupLongWait); }
@@ -135,29 +137,51 @@ struct UserEnv {
         return __atomic_load_n(&perf()->trace_stack_groups, __ATOMIC_RELAXED) &
                (kTraceGroupSpinlock | kTraceGroupLongWait);
     }
+    // At release, the lock still held: decide, and keep what the event needs (the ring), or
+    // write it now (a system call walks the stack of this very release).
+    struct Pending {
+        locktrace::HoldRecord hold;
+        locktrace::HoldFacts facts;
+        uint64_t release_tsc;
+        uint8_t rules;  // 0: nothing pending
+    } pending{};
+    // --event-cost: every release writes an event (1: through the ring, 2: by system call) or
+    // none (0), whatever the sampling rules say; -1: the rules decide.
+    int forced = -1;
     void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
-        const uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
-                                                        map.long_wait_cycles, f);
+        uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
+                                                  map.long_wait_cycles, f);
+        if (forced >= 0) rules = forced ? kTraceRuleAcquireSample : 0;
         if (rules == 0) return;
         sampled++;
-        if (have_ring && !stacks_wanted()) {
-            if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
-                ring_drains++;
-                sys::trace_ring(kTraceRingDrain);  // full: the kernel takes it now
-                if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
-                    ring_full++;
-                    locktrace::user_ring_note_full(ring);  // counted lost by the kernel
-                    return;
-                }
-            }
-            via_ring++;
+        if (drop_events) return;  // --trace-via drop: what timing and sampling cost alone
+        if (have_ring && !stacks_wanted() && forced != 2) {
+            pending = {locktrace::hold_record(l), f, release_tsc, rules};
             return;
         }
         TraceSpinlockEvent e{};
         locktrace::fill_spinlock_payload(e, l, f, release_tsc, rules);
         sys::trace_spinlock(&e);
         via_syscall++;
+    }
+    // Let go: the kept event into the ring.
+    void trace_after_release() {
+        if (pending.rules == 0) [[likely]]
+            return;
+        const Pending& p = pending;
+        if (!locktrace::user_ring_write_spinlock(ring, p.hold, p.facts, p.release_tsc, p.rules)) {
+            ring_drains++;
+            sys::trace_ring(kTraceRingDrain);  // full: the kernel takes it now
+            if (!locktrace::user_ring_write_spinlock(ring, p.hold, p.facts, p.release_tsc, p.rules)) {
+                ring_full++;
+                locktrace::user_ring_note_full(ring);  // counted lost by the kernel
+                pending.rules = 0;
+                return;
+            }
+        }
+        via_ring++;
+        pending.rules = 0;
     }
 };
 
@@ -171,6 +195,7 @@ const char* algorithm = "booted";
 // --algorithm's choices besides booted: the ABI's lock= names (spinlab/sysinfo.h's table).
 constexpr auto kAlgorithmChoices = join_names<joined_size(kLockAlgorithmNames)>(kLockAlgorithmNames, '|');
 bool verify = false;
+bool event_cost_mode = false;
 
 constexpr int kMaxThreads = 256;
 constexpr int kMaxLocks = 64;
@@ -208,6 +233,7 @@ void worker(void* p) {
     sys::pin(int(t.cpu));
     UserEnv env{t.cpu, algo};
     t.ring = nullptr;
+    env.drop_events = strcmp(trace_via, "drop") == 0;
     if (strcmp(trace_via, "ring") == 0) {
         const int64_t a = sys::trace_ring(kTraceRingMap);
         auto* r = a > 0 ? reinterpret_cast<TraceUserRing*>(a) : nullptr;
@@ -257,6 +283,122 @@ struct TraceCounts {
 } trace_totals;
 
 uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.user_class_count); }
+
+// --event-cost: what one ring-3 spinlock event costs its thread, in TSC cycles, through the
+// thread's ring and through a system call (kSysTraceSpinlock), measured as the kernel's
+// bench=traceevent measures a kernel-lock event: batches of uncontended acquire/release pairs of
+// one lock with a session running, every release writing an event (ring, or system call),
+// against batches whose releases write none (the hold is still timed and sampled: what a session
+// costs a lock anyway). The three batches run in a rotated order; each sample's per-event
+// difference over its batch; the median and a distribution-free 95 % interval of it (the order
+// statistics n/2 -+ 0.98 sqrt(n)). Runs on CPU 0 in a circular session of its own (privileged):
+// the buffers go round with no host draining them, so no write ever waits or is lost. Prints one
+// "BENCH {json}" line; fails unless every ring event was written.
+constexpr int kCostSamples = 401;
+int64_t cost_ring[kCostSamples], cost_syscall[kCostSamples];
+
+void sort_i64(int64_t* v, int n) {
+    for (int i = 1; i < n; i++) {
+        const int64_t x = v[i];
+        int j = i - 1;
+        for (; j >= 0 && v[j] > x; j--) v[j + 1] = v[j];
+        v[j + 1] = x;
+    }
+}
+
+int trace_command(TraceSessionInformation& s, TraceCommand c) {
+    s.command = uint32_t(c);
+    const uint32_t st = sys::set_system_information(uint32_t(InfoClass::kSystemPerformanceTraceInformation), &s, sizeof s);
+    if (st != uint32_t(Status::kSuccess)) {
+        eprintf("lockbench: --event-cost: trace %s: %s\n", c == TraceCommand::kStart ? "start" : "stop",
+                status_name(Status(st)));
+        return 1;
+    }
+    return 0;
+}
+
+int event_cost() {
+    sys::pin(0);
+    TraceSessionInformation s = locktrace::default_session_params();
+    s.enable_flags = kTraceGroupSpinlock;
+    s.logger_mode = uint32_t(TraceLoggerMode::kCircular);
+    s.buffer_size = 65536;
+    s.minimum_buffers = s.maximum_buffers = 8;
+    s.flush_timer_ms = 0;
+    if (trace_command(s, TraceCommand::kStart)) return 1;
+    UserEnv env{0, algo};
+    const int64_t a = sys::trace_ring(kTraceRingMap);
+    env.have_ring = a > 0 && locktrace::user_ring_writer_init(env.ring, reinterpret_cast<TraceUserRing*>(a));
+    const auto* ring = reinterpret_cast<const TraceUserRing*>(a);
+    if (!env.have_ring || !env.tracing()) {
+        eprintf("lockbench: --event-cost: %s\n", env.have_ring ? "the session is not armed on CPU 0" : "no ring");
+        trace_command(s, TraceCommand::kStop);
+        return 1;
+    }
+    spinlock::Lock& l = locks[0].l;
+    spinlock::McsNode node;
+    auto batch_cycles = [&](int n, int mode) {
+        env.forced = mode;
+        const uint64_t t0 = lockstat::read_clock(ClockSource::kLfenceRdtsc);
+        for (int i = 0; i < n; i++) {
+            lockstat::lock_acquire<kLevel>(l, &node, env);
+            lockstat::lock_release<kLevel>(l, env);
+        }
+        // The kernel's take of the ring's records is part of their cost: in this batch, by the
+        // system call a full ring makes (one per batch of kRingBatch events here; a running
+        // program makes one per 1,024).
+        if (mode == 1) sys::trace_ring(kTraceRingDrain);
+        return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
+    };
+    // Warm up (TCG translates the paths on first use). The batches without an event and through
+    // the ring hold kRingBatch pairs (a ring's worth, taken once); those by system call about
+    // 1 ms of them (4..1,000: under nested KVM a system call costs milliseconds).
+    constexpr int kRingBatch = 1000;
+    const uint64_t hz = sys::tsc_hz();
+    for (uint64_t end = sys::rdtsc() + hz; sys::rdtsc() < end;)
+        for (int m = 0; m < 3; m++) batch_cycles(4, m);
+    const uint64_t probe = batch_cycles(4, 2) / 4 + 1;
+    const uint64_t want = hz / 1000 / probe;
+    const int batch = int(want < 4 ? 4 : want > 1000 ? 1000 : want);
+    const uint64_t ring_before = env.via_ring, written_before = ring->written;
+    uint64_t none_sum = 0;
+    int n = 0;
+    for (const uint64_t end = sys::rdtsc() + 10 * hz; n < kCostSamples && (n < 11 || sys::rdtsc() < end); n++) {
+        uint64_t c[3];
+        for (int k = 0; k < 3; k++) {  // rotated: none, ring, syscall; ring, syscall, none; ...
+            const int m = (n + k) % 3;
+            c[m] = batch_cycles(m == 2 ? batch : kRingBatch, m);
+        }
+        cost_ring[n] = (int64_t(c[1]) - int64_t(c[0])) / kRingBatch;
+        cost_syscall[n] = int64_t(c[2]) / batch - int64_t(c[0]) / kRingBatch;
+        none_sum += c[0];
+    }
+    env.forced = -1;
+    env.trace_after_release();
+    sys::trace_ring(kTraceRingDrain);
+    const uint64_t ring_events = env.via_ring - ring_before, ring_written = ring->written - written_before;
+    TraceSessionInformation stop = s;
+    const int stopped = trace_command(stop, TraceCommand::kStop);
+    sort_i64(cost_ring, n);
+    sort_i64(cost_syscall, n);
+    int half = 0;
+    while ((2 * half) * (2 * half) < 4 * 98 * 98 * n / 10000) half++;  // ceil(0.98 sqrt(n))
+    const int lo = n / 2 - half < 0 ? 0 : n / 2 - half, hi = n / 2 + half >= n ? n - 1 : n / 2 + half;
+    printf("BENCH {\"bench\":\"ringevent\",\"clock\":\"%s\",\"cpus\":%u,\"tsc_hz\":%lu,\"syscall_batch\":%d,"
+           "\"samples\":%d,\"cycles_per_pair_without_event\":%lu,\"ring_cycles_per_event\":%ld,"
+           "\"ring_ci95_low\":%ld,\"ring_ci95_high\":%ld,\"syscall_cycles_per_event\":%ld,"
+           "\"syscall_ci95_low\":%ld,\"syscall_ci95_high\":%ld,\"ring_events\":%lu,\"ring_written\":%lu,"
+           "\"ring_batch\":%d,\"ring_full\":%lu,\"ring_rejected\":%lu}\n",
+           clock_source_name(ClockSource(map.clock_source)), map.cpu_count, hz, batch, n,
+           none_sum / (uint64_t(n) * kRingBatch), cost_ring[n / 2], cost_ring[lo], cost_ring[hi],
+           cost_syscall[n / 2], cost_syscall[lo], cost_syscall[hi], ring_events, ring_written, kRingBatch,
+           env.ring_full, ring->rejected);
+    if (ring_written != ring_events || ring->rejected != 0) {
+        eprintf("lockbench: --event-cost: %lu ring events, %lu written by the kernel\n", ring_events, ring_written);
+        return 1;
+    }
+    return stopped;
+}
 
 bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
     struct {
@@ -407,10 +549,13 @@ int main(int argc, char** argv) {
         u64_opt("--ops", &ops_limit, "stop each thread after N acquisitions instead"),
         text_opt("--algorithm", &algorithm, "a lock= name (the lock algorithm), or booted (lock=; default)"),
         flag_opt("--verify", &verify, "reset the workload classes first, compare after"),
+        flag_opt("--event-cost", &event_cost_mode,
+                 "measure the cycles of one ring-3 spinlock event (ring, system call) in a session of its own"),
         u64_opt("--rounds", &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"),
         u64_opt("--pause-ms", &pause_ms, "between rounds, no workload thread runs (default 1000)"),
-        choice_opt("--trace-via", &trace_via, "ring|syscall",
-                   "how sampled spinlock events reach the trace: the thread's ring (default) or a system call each"),
+        choice_opt("--trace-via", &trace_via, "ring|syscall|drop",
+                   "how sampled spinlock events reach the trace: the thread's ring (default), a system call "
+                   "each, or not at all (drop: a session's hold timing and sampling alone, for benchmarks)"),
     };
     if (!parse_opts(argc, argv, opts, "Threads pinned to every CPU contend for K spinlocks; the kernel counts the waits."))
         return 2;
@@ -440,6 +585,7 @@ int main(int argc, char** argv) {
         format(lock_names[k], sizeof lock_names[k], "bench%lu", k);
         spinlock::lock_init(locks[k].l, lock_names[k], class_of(k));
     }
+    if (event_cost_mode) return event_cost();
     if (verify) {
         for (uint64_t k = 0; k < nlocks && k < map.user_class_count; k++) {
             ResetRequest rr{kAllCpus, class_of(k)};

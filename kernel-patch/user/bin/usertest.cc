@@ -1,8 +1,10 @@
 // usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
 // and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
 //   usertest cpus | parallel | threads | thread-limit | badptr | fuzz [N] [seed] | privilege | args A B C |
-//            spawn-unpriv | params | word-wait | all
+//            spawn-unpriv | params | word-wait | ring [N] | ring-unpriv | all
 #include "../lib/ulib.h"
+#include "lockstat/clock.h"
+#include "locktrace/user_ring.h"
 #include "spinlab/sysinfo.h"
 
 namespace {
@@ -203,6 +205,65 @@ void fuzz(uint64_t n, uint64_t seed) {
     sys::pin(-1);
 }
 
+// The user-mode logger (kSysTraceRing), under the session the kernel's trace suite started
+// (selftest/trace_test.cc reads the trace area afterwards): N spinlock records through this
+// thread's ring, the lock's class id carrying the record's number (0..N-1), asking the kernel
+// to take the ring whenever it is full; then two records a kernel must refuse (a stamp from
+// the future, another event's size), and a take. The rest the kernel takes as the process ends.
+void ring(uint64_t n) {
+    LockstatMapping m;
+    CHECK(sys::call(kSysMapLockstat, uint64_t(&m)) == 0);
+    const int64_t a = sys::trace_ring(kTraceRingMap);
+    CHECK(a > 0);
+    if (a <= 0) return;
+    CHECK(sys::trace_ring(kTraceRingMap) == a);  // one ring per thread
+    auto* r = reinterpret_cast<TraceUserRing*>(a);
+    CHECK(r->capacity == kTraceUserRingCapacity && r->record_size == sizeof(TraceSpinlockEvent));
+    locktrace::UserRingWriter w;
+    CHECK(locktrace::user_ring_writer_init(w, r));
+    const auto clock = ClockSource(m.clock_source);
+    uint64_t drains = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        spinlock::Lock l{};
+        l.class_id = uint32_t(i);
+        const uint64_t now = lockstat::read_clock(clock);
+        l.trace.acquire_tsc = now;
+        const locktrace::HoldFacts f = locktrace::hold_facts(l, now);
+        if (!locktrace::user_ring_write_spinlock(w, l, f, now, kTraceRuleAcquireSample)) {
+            drains++;
+            CHECK(sys::trace_ring(kTraceRingDrain) > 0);
+            CHECK(locktrace::user_ring_write_spinlock(w, l, f, now, kTraceRuleAcquireSample));
+        }
+    }
+    CHECK(drains == (n > kTraceUserRingCapacity ? (n - 1) / kTraceUserRingCapacity : 0));
+    const uint64_t rejected = r->rejected;
+    for (int bad = 0; bad < 2; bad++) {
+        TraceSpinlockEvent* e = locktrace::user_ring_reserve(w);
+        CHECK(e != nullptr);
+        if (!e) return;
+        *e = TraceSpinlockEvent{};
+        const uint64_t t = lockstat::read_clock(clock);
+        locktrace::fill_header(e->h, sizeof *e, TraceEventType::kSpinlock, 0, 0, 0, bad ? t : t + (1ull << 50));
+        if (bad) e->h.size = 48;
+        e->release_tsc = e->h.tsc;
+        e->rules = kTraceRuleAcquireSample;
+        locktrace::user_ring_commit(w);
+    }
+    CHECK(sys::trace_ring(kTraceRingDrain) >= 2);
+    CHECK(r->rejected == rejected + 2);
+    CHECK(r->written + r->lost >= n - kTraceUserRingCapacity);
+    printf("usertest: ring: %lu records, %lu drains asked; written %lu, lost %lu, rejected %lu so far\n", n,
+           drains, r->written, r->lost, r->rejected);
+}
+
+// Unprivileged: no counters, and so no ring.
+void ring_unpriv() {
+    LockstatMapping m;
+    CHECK(sys::call(kSysMapLockstat, uint64_t(&m)) == -kErrPerm);
+    CHECK(sys::trace_ring(kTraceRingMap) == -kErrPerm);
+    CHECK(sys::trace_ring(kTraceRingDrain) == -kErrInval);  // no ring to take
+}
+
 void spawn_unpriv() {
     const char* argv[] = {"usertest", "privilege", nullptr};
     int64_t pid = sys::spawn("/bin/usertest", argv, kSpawnUnprivileged);
@@ -331,7 +392,7 @@ void word_wait() {
 int main(int argc, char** argv) {
     if (argc < 2) {
         eprintf("usage: usertest cpus|parallel|threads|badptr|fuzz [N] [seed]|privilege|"
-                "args ...|spawn-unpriv|params|word-wait|all\n");
+                "args ...|spawn-unpriv|params|word-wait|ring [N]|ring-unpriv|all\n");
         return 2;
     }
     const char* m = argv[1];
@@ -351,6 +412,12 @@ int main(int argc, char** argv) {
     if (all || strcmp(m, "spawn-unpriv") == 0) spawn_unpriv();
     if (all || strcmp(m, "params") == 0) params();
     if (all || strcmp(m, "word-wait") == 0) word_wait();
+    if (strcmp(m, "ring") == 0) {  // needs a session (the trace suite's): not in all
+        uint64_t n = 3000;
+        if (argc > 2) parse_u64(argv[2], &n);
+        ring(n);
+    }
+    if (strcmp(m, "ring-unpriv") == 0) ring_unpriv();
     if (all || strcmp(m, "fuzz") == 0) {
         uint64_t n = 20000, seed = 12345;
         if (argc > 2) parse_u64(argv[2], &n);
