@@ -10,7 +10,9 @@
 # (build/bench/trace-event.json) holds every boot's line, and per accelerator the median of the
 # boots' medians, the range of the boots' medians, the widest of their intervals, the event's
 # cost over the lock pair's and the flag's share of the event (both per boot, so that the
-# host's speed cancels); the host CPU, its CPU count, the kernel and the load average too.
+# host's speed cancels); the host CPU, its CPU count, the kernel and the load average too. One
+# more boot per accelerator with bench=memwrite says what one ring-0 store and one 104-byte copy
+# cost there (the kernel-lock event is a few hundred memory accesses).
 #
 #   scripts/bench-trace-event.sh                 ROUNDS=5 (TCG), KVM_ROUNDS=3, ACCELS="tcg kvm"
 #   ACCELS=tcg ROUNDS=3 OUT=/tmp/te.json scripts/bench-trace-event.sh
@@ -61,12 +63,21 @@ for req in accels:
               f"{b['median_cycles_irq_save_restore']:.1f})", flush=True)
     if not boots:
         continue
+    # What a ring-0 memory access costs under this accelerator (bench=memwrite), one boot: the
+    # kernel-lock event is a few hundred of them.
+    mw = subprocess.run(qemu_launch.qemu_command(kernel, cpus=1, memory_mb=256, append="bench=memwrite", accel=accel),
+                        stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=timeout)
+    mw_lines = [l for l in mw.stdout.splitlines() if l.startswith("BENCH ")]
+    memwrite = json.loads(mw_lines[-1][len("BENCH "):]) if mw.returncode == qemu_launch.EXIT_PASS and mw_lines else None
+    if memwrite:
+        print(f"bench-trace-event: {accel}: a ring-0 8-byte store costs {memwrite['heap_cycles_per_store']:.1f} cycles, "
+              f"a 104-byte copy {memwrite['heap_from_heap_cycles_per_104_bytes']:.1f} (bench=memwrite)", flush=True)
     meds = [b["median_cycles_per_event"] for b in boots]
     s = {"boots": boots, "median_cycles_per_event": statistics.median(meds),
          "boots_range": [min(meds), max(meds)],
          "interval": [min(b["ci95_low"] for b in boots), max(b["ci95_high"] for b in boots)],
          "events": sum(b["events_expected"] for b in boots),
-         "tsc_hz": boots[0]["tsc_hz"]}
+         "tsc_hz": boots[0]["tsc_hz"], "memwrite": memwrite}
     s["ns_per_event"] = s["median_cycles_per_event"] / s["tsc_hz"] * 1e9
     # The event against the lock pair it rides on, per boot: the host's speed (which load moves
     # from boot to boot) cancels.

@@ -11,6 +11,11 @@
 //                    (distribution-free, from the order statistics), and the events written;
 //                    a third batch times one irq_save + irq_restore alone (the event's pushf; cli).
 //                    INSTRUMENT=1 only. scripts/bench-trace-event.sh boots it under TCG and KVM.
+//   bench=memwrite   cycles per 104-byte copy (an event's size) and per 8-byte store in ring 0,
+//                    into kernel heap pages and into the trace area: what a kernel path's memory
+//                    accesses cost under the accelerator (under the build machines' nested KVM
+//                    every ring-0 store costs thousands of cycles). scripts/bench-trace-event.sh
+//                    boots it once per accelerator.
 #pragma once
 
 [[noreturn]] void bench_run(const char* which);

@@ -58,7 +58,7 @@ const Option kOptions[] = {
      spinlab::kDefaultLongWaitThreshold, [](const Value& v) { if (v.set) g_boot.long_wait = v.num; }},
     {{"pvspin", Kind::kUint, nullptr, 1, 1u << 30, "spins before the pv lock yields"}, kDefaultPvSpinBound,
      [](const Value& v) { g_boot.pvspin = uint32_t(v.num); }},
-    {{"bench", Kind::kChoice, "spinlock|traceevent", 0, 0, "run an in-guest benchmark instead of init="}, kUnset,
+    {{"bench", Kind::kChoice, "spinlock|traceevent|memwrite", 0, 0, "run an in-guest benchmark instead of init="}, kUnset,
      [](const Value& v) { g_boot.bench = v.set ? v.str : ""; }},
     {{"pvyield", Kind::kChoice, "on|off", 0, 0,
       "pv lock: KVM_HC_SCHED_YIELD when KVM offers it (on), or pause only (off)"},
