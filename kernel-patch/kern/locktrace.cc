@@ -562,7 +562,7 @@ int64_t locktrace_ring_map_impl(Process* p) {
             for (uint64_t i = 0; i < kRingBytes / 4096; i++) page_free(pa + i * 4096);
             return -int64_t(spinlab::kErrNoMem);
         }
-        lt::user_ring_init(pr->cursor[slot], reinterpret_cast<void*>(pa), spinlab::kTraceUserRingCapacity);
+        lt::user_ring_init(pr->cursor[slot], reinterpret_cast<void*>(pa), spinlab::kTraceUserRingCapacity, now());
         pr->user_va[slot] = va;
         locktrace_memory_event(kMap, uint32_t(p->pid), va, kRingBytes, kTraceMemUser | kTraceMemWritable);
     }

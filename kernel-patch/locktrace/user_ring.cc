@@ -7,9 +7,6 @@ namespace lc = lockstat;
 
 namespace {
 
-// A thread's `full` counter moves by at most this much between two takes, unless scribbled.
-constexpr uint64_t kMaxFullStep = 1ull << 32;
-
 // What the kernel tells the thread (its copies; the cursor's are the ones that count).
 void publish_counts(UserRingCursor& c) {
     TraceUserRing& r = *c.ring;
@@ -46,11 +43,12 @@ Verdict check(const UserRingCursor& c, const UserRingTake& t, uint64_t now, cons
 
 }  // namespace
 
-void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity) {
+void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity, uint64_t now) {
     __builtin_memset(mem, 0, kTraceUserRingHeaderSize);
     c = UserRingCursor{};
     c.ring = static_cast<TraceUserRing*>(mem);
     c.capacity = capacity;
+    c.last_take = now;
     publish_counts(c);
 }
 
@@ -59,13 +57,17 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
     TraceUserRing& r = *c.ring;
     c.takes++;
     c.must_wait = false;
-    // The thread's losses first: they happened before the records it could write after them
-    // are taken, and they are attempts of this CPU's session (or outside it).
     const uint64_t full = __atomic_load_n(&r.full, __ATOMIC_ACQUIRE);
+    const uint64_t head = __atomic_load_n(&r.head, __ATOMIC_ACQUIRE);
+    const uint64_t now = t.clock();  // after head: every record published so far is older
+    // The thread's losses first: they happened before the records it could write after them
+    // are taken, and they are attempts of this CPU's session (or outside it). A thread cannot
+    // lose more events than it had time to attempt.
     if (full != c.full_seen) {
         const uint64_t d = full - c.full_seen;
+        const uint64_t could = (now > c.last_take ? now - c.last_take : 0) / kUserRingCyclesPerLoss + c.capacity;
         c.full_seen = full;
-        if (d > kMaxFullStep) {
+        if (d > could) {
             c.rejected++;  // went backwards or leapt: scribbled, nothing to count
         } else if (t.writer != nullptr) {
             count_lost(t.writer, d);
@@ -74,8 +76,7 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
             c.discarded += d;
         }
     }
-    const uint64_t head = __atomic_load_n(&r.head, __ATOMIC_ACQUIRE);
-    const uint64_t now = t.clock();  // after head: every record published so far is older
+    c.last_take = now;
     uint32_t taken = 0;
     if (head - c.tail > c.capacity) {
         // More records than the ring holds: the thread scribbled its head. Its backlog cannot

@@ -92,13 +92,19 @@ struct UserRingCursor {
     uint64_t tail = 0;        // records taken
     uint64_t full_seen = 0;   // the ring's `full` as last counted
     uint64_t last_tsc = 0;    // timestamp of the last record written or lost
+    uint64_t last_take = 0;   // the clock at the last take (or at init)
     uint64_t written = 0, lost = 0, rejected = 0, discarded = 0, takes = 0;
     bool must_wait = false;   // the last take stopped at a record that waits for a buffer
 };
 
 // Lays out a fresh ring in `mem` (user_ring_bytes(capacity) bytes, 8-aligned) and points the
-// cursor at it. capacity: a power of two, at most kTraceUserRingCapacity.
-void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity);
+// cursor at it. capacity: a power of two, at most kTraceUserRingCapacity. now: the clock.
+void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity, uint64_t now = 0);
+
+// A thread claims at most one event lost (its `full`) per this many clock cycles since the
+// kernel last took its ring (a ring-3 event costs ~100 cycles natively): a larger claim is a
+// scribble, counted in `rejected` and not as losses of the CPU.
+inline constexpr uint64_t kUserRingCyclesPerLoss = 64;
 
 // Where the records go.
 struct UserRingTake {

@@ -235,10 +235,20 @@ TEST(UserRing, ScribbledRecordsAreRejectedAndCountedLostTheRestGoThrough) {
     user_ring_take(g.cursor, take_into(&w));
     EXPECT_EQ(g.r().rejected, 7u);
     EXPECT_EQ(g.r().tail, g.r().head);
-    // And a `full` that goes backwards is not a count of anything.
+    // And a `full` that goes backwards is not a count of anything, nor one that claims more
+    // losses than the time since the last take allows (one per kUserRingCyclesPerLoss cycles,
+    // and a ring's worth: the clock stands still here); a plausible one is counted.
     g.r().full = ~0ull;
     user_ring_take(g.cursor, take_into(&w));
     EXPECT_EQ(g.r().rejected, 8u);
+    const uint64_t lost = w.ctl->events_lost;
+    g.r().full += 1ull << 20;
+    user_ring_take(g.cursor, take_into(&w));
+    EXPECT_EQ(g.r().rejected, 9u);
+    EXPECT_EQ(w.ctl->events_lost, lost);
+    g.r().full += 5;
+    user_ring_take(g.cursor, take_into(&w));
+    EXPECT_EQ(w.ctl->events_lost, lost + 5);
     UserRingWriter again;
     ASSERT_TRUE(user_ring_writer_init(again, &g.r()));
     g.writer = again;

@@ -445,6 +445,71 @@ void user_ring_records_reach_the_cpu_streams() {
     TEST_CHECK_EQ(code, 0);
 }
 
+// A process that scribbles on its own ring (usertest ring-scribble: records, garbage, leaps of
+// head and full, a second thread writing random bytes over the ring) beside lockbench, whose
+// rings are left alone: every buffer the CPUs published is whole, every event of the scribbler
+// that reached a stream is a well-formed spinlock event with the kernel's header, stamped inside
+// the session, lockbench's events are there, and the accounting holds. Needs the initrd.
+void a_process_scribbling_its_ring_loses_only_its_own_events() {
+    if (kLevel != spinlab::InstrumentLevel::kFull) return;
+    TEST_CHECK(proc_initrd_present());
+    start(params(spinlab::kTraceGroupSpinlock, spinlab::TraceLoggerMode::kRealTime));
+    const uint64_t started = trace_query().start_tsc;
+    const char* const bench[] = {"lockbench", "--threads-per-cpu", "1", "--duration-ms", "400"};
+    const char* const scribble[] = {"usertest", "ring-scribble", "400"};
+    const int64_t lb = proc_spawn("/bin/lockbench", bench, 5, true, nullptr);
+    const int64_t sc = proc_spawn("/bin/usertest", scribble, 3, true, nullptr);
+    TEST_CHECK(lb > 0 && sc > 0);
+    int code = -1;
+    TEST_CHECK_EQ(proc_wait(nullptr, int(sc), &code), sc);
+    TEST_CHECK_EQ(code, 0);
+    TEST_CHECK_EQ(proc_wait(nullptr, int(lb), &code), lb);
+    TEST_CHECK_EQ(code, 0);
+    stop();
+    const auto s = trace_query();
+    uint64_t theirs = 0, bad = 0, bench_events = 0, unparsed = 0;
+    for (uint32_t c = 0; c < g_ncpus; c++) {
+        const void* area = locktrace_area();
+        spinlab::TraceAreaHeader h;
+        TEST_CHECK(lt::area_parse(area, locktrace_area_size(), &h) == nullptr);
+        static uint8_t copy[1u << 20];
+        struct Ctx {
+            uint64_t *theirs, *bad, *bench, *unparsed;
+            int64_t sc, lb;
+            uint64_t lo, hi;
+        } ctx{&theirs, &bad, &bench_events, &unparsed, sc, lb, started, s.stop_tsc};
+        lt::read_in_place(area, h, c, copy,
+                          [](void* arg, const uint8_t* data, uint32_t len) {
+                              auto& x = *static_cast<Ctx*>(arg);
+                              lt::BufferView v;
+                              if (lt::parse_buffer(data, len, &v) != lt::BufferError::kNone) {
+                                  (*x.unparsed)++;
+                                  return;
+                              }
+                              lt::for_each_event(v, [&](const spinlab::TraceEventHeader& e, const uint8_t* p) {
+                                  if (e.process_id == uint32_t(x.lb)) (*x.bench)++;
+                                  if (e.process_id != uint32_t(x.sc)) return;
+                                  (*x.theirs)++;
+                                  spinlab::TraceSpinlockEvent ev;
+                                  __builtin_memcpy(&ev, p, sizeof ev);
+                                  if (e.type != uint16_t(spinlab::TraceEventType::kSpinlock) ||
+                                      e.size != sizeof ev || e.thread_id == 0 || ev.rules == 0 ||
+                                      e.tsc < x.lo || e.tsc > x.hi || ev.release_tsc != e.tsc)
+                                      (*x.bad)++;
+                              });
+                          },
+                          &ctx);
+    }
+    kprintf("trace: ring scribbler: %lu of its events in the streams, %lu bad, %lu buffers unparsed; lockbench %lu "
+            "events; %lu written, %lu lost\n",
+            theirs, bad, unparsed, bench_events, s.totals.events_written, s.totals.events_lost);
+    TEST_CHECK(theirs > 0);
+    TEST_CHECK_EQ(bad, 0);
+    TEST_CHECK_EQ(unparsed, 0);
+    TEST_CHECK(bench_events > 0);
+    TEST_CHECK_EQ(s.totals.events_written + s.totals.events_lost, s.totals.events_attempted);
+}
+
 void circular_keeps_the_newest() {
     if (!kLocktraceBuilt) return;
     TraceSessionInformation s = params(spinlab::kTraceGroupSyscall, spinlab::TraceLoggerMode::kCircular);
@@ -614,6 +679,7 @@ const SelfTest kTests[] = {
     {"processes_start_end_and_rundown", processes_start_end_and_rundown},
     {"memory_map_and_unmap_of_a_process", memory_map_and_unmap_of_a_process},
     {"user_ring_records_reach_the_cpu_streams", user_ring_records_reach_the_cpu_streams},
+    {"a_process_scribbling_its_ring_loses_only_its_own_events", a_process_scribbling_its_ring_loses_only_its_own_events},
     {"circular_keeps_the_newest", circular_keeps_the_newest},
     {"stacks_on_spinlock_events_hold_the_known_chain", stacks_on_spinlock_events_hold_the_known_chain},
 };

@@ -347,7 +347,9 @@ inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buff
 //
 // Accounting: each record taken while the CPU's session runs is one attempt of the CPU
 // (events_attempted): written, or lost (no free buffer, or it failed the checks: events_lost);
-// each increase of `full` is one more attempt lost. Records taken while no session runs on the
+// each increase of `full` is one more attempt lost (at most one per 64 clock cycles since the
+// kernel last took the ring: a larger claim is a scribble, rejected, so a hostile thread cannot
+// make a CPU's EventsLost say what it likes). Records taken while no session runs on the
 // CPU (or whose rules the session does not enable) are `discarded`: outside the session, as an
 // event of the kernel's that waited past a stop. A thread whose ring is scribbled on loses only
 // its own events: nothing in the ring reaches a CPU's stream without the checks, and the host

@@ -1,7 +1,7 @@
 // usertest: user-mode checks run by the kernel's `user` self-test suite (selftest/user_test.cc)
 // and by hand from sh. Each mode exits 0 when every check passed, else prints what failed.
 //   usertest cpus | parallel | threads | thread-limit | badptr | fuzz [N] [seed] | privilege | args A B C |
-//            spawn-unpriv | params | word-wait | ring [N] | ring-unpriv | all
+//            spawn-unpriv | params | word-wait | ring [N] | ring-unpriv | ring-scribble [ms] | all
 #include "../lib/ulib.h"
 #include "lockstat/clock.h"
 #include "locktrace/user_ring.h"
@@ -256,6 +256,86 @@ void ring(uint64_t n) {
            drains, r->written, r->lost, r->rejected);
 }
 
+// A process that scribbles on its own ring while the kernel takes it (the trace suite checks
+// that nothing unchecked reached the streams and that other processes' events are whole): one
+// thread writes well-formed records, garbage records, leaps of head and of full, and asks the
+// kernel to take the ring; a second thread, on another CPU when there is one, writes random
+// bytes anywhere in the ring. For `ms` milliseconds. Fails unless the kernel refused some.
+struct Scribble {
+    TraceUserRing* ring;
+    volatile bool stop;
+    uint64_t seed;
+};
+
+uint64_t next_random(uint64_t& x) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+void scribbler(void* p) {
+    auto& s = *static_cast<Scribble*>(p);
+    sys::pin(sys::cpu_count() > 1 ? 1 : 0);
+    auto* bytes = reinterpret_cast<volatile uint8_t*>(s.ring);
+    const uint64_t size = locktrace::user_ring_bytes(kTraceUserRingCapacity);
+    uint64_t x = s.seed;
+    while (!s.stop) bytes[next_random(x) % size] = uint8_t(next_random(x));
+}
+
+void ring_scribble(uint64_t ms) {
+    LockstatMapping m;
+    CHECK(sys::call(kSysMapLockstat, uint64_t(&m)) == 0);
+    sys::pin(0);
+    const int64_t a = sys::trace_ring(kTraceRingMap);
+    CHECK(a > 0);
+    if (a <= 0) return;
+    auto* r = reinterpret_cast<TraceUserRing*>(a);
+    locktrace::UserRingWriter w;
+    CHECK(locktrace::user_ring_writer_init(w, r));
+    Scribble s{r, false, 0x9e3779b97f4a7c15ull};
+    const int tid = thread_start(scribbler, &s);
+    CHECK(tid > 0);
+    const auto clock = ClockSource(m.clock_source);
+    const uint64_t end = sys::rdtsc() + sys::tsc_hz() / 1000 * ms;
+    uint64_t x = 12345, asked = 0;
+    while (sys::rdtsc() < end) {
+        const uint64_t what = next_random(x) % 16;
+        TraceSpinlockEvent* e = locktrace::user_ring_reserve(w);
+        if (what < 8 && e) {  // a well-formed record
+            spinlock::Lock l{};
+            l.class_id = uint32_t(next_random(x));
+            const uint64_t now = lockstat::read_clock(clock);
+            l.trace.acquire_tsc = now;
+            locktrace::user_ring_write_spinlock(w, l, locktrace::hold_facts(l, now), now, kTraceRuleAcquireSample);
+        } else if (what < 12 && e) {  // garbage
+            auto* q = reinterpret_cast<uint64_t*>(e);
+            for (uint32_t i = 0; i < sizeof *e / 8; i++) q[i] = next_random(x);
+            locktrace::user_ring_commit(w);
+        } else if (what == 12) {
+            r->head += next_random(x) % 4096;  // a leap
+        } else if (what == 13) {
+            r->full += next_random(x) % 3 == 0 ? next_random(x) : 1;
+        } else if (what == 14) {
+            r->tail = next_random(x);  // the kernel's part: it keeps its own copy
+        } else {
+            asked++;
+            CHECK(sys::trace_ring(kTraceRingDrain) >= 0);
+        }
+        if (!e) {
+            asked++;
+            sys::trace_ring(kTraceRingDrain);
+            w.head = r->head;  // whatever the ring says now: the kernel re-checks it anyway
+        }
+    }
+    s.stop = true;
+    sys::thread_join(tid);
+    CHECK(sys::trace_ring(kTraceRingDrain) >= 0);
+    CHECK(r->rejected > 0);
+    printf("usertest: ring-scribble: %lu takes asked; the kernel wrote %lu, lost %lu, rejected %lu, discarded %lu\n",
+           asked, r->written, r->lost, r->rejected, r->discarded);
+}
+
 // Unprivileged: no counters, and so no ring.
 void ring_unpriv() {
     LockstatMapping m;
@@ -392,7 +472,7 @@ void word_wait() {
 int main(int argc, char** argv) {
     if (argc < 2) {
         eprintf("usage: usertest cpus|parallel|threads|badptr|fuzz [N] [seed]|privilege|"
-                "args ...|spawn-unpriv|params|word-wait|ring [N]|ring-unpriv|all\n");
+                "args ...|spawn-unpriv|params|word-wait|ring [N]|ring-unpriv|ring-scribble [ms]|all\n");
         return 2;
     }
     const char* m = argv[1];
@@ -418,6 +498,11 @@ int main(int argc, char** argv) {
         ring(n);
     }
     if (strcmp(m, "ring-unpriv") == 0) ring_unpriv();
+    if (strcmp(m, "ring-scribble") == 0) {  // needs a session too
+        uint64_t ms = 500;
+        if (argc > 2) parse_u64(argv[2], &ms);
+        ring_scribble(ms);
+    }
     if (all || strcmp(m, "fuzz") == 0) {
         uint64_t n = 20000, seed = 12345;
         if (argc > 2) parse_u64(argv[2], &n);
