@@ -48,6 +48,13 @@ echo "       its events through each thread's ring; again with a system call eac
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
 TRACE_VIA=syscall OUT="$out/trace-guest-syscall.json" scripts/bench-trace-guest.sh
 TRACE_VIA=drop OUT="$out/trace-guest-drop.json" scripts/bench-trace-guest.sh
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+    for via in ring syscall drop; do
+        ROUNDS=3 ACCEL=kvm TRACE_VIA=$via OUT="$out/trace-guest-kvm-$via.json" scripts/bench-trace-guest.sh
+    done
+else
+    echo "bench: no usable /dev/kvm: lockbench under KVM left out"
+fi
 
 echo "bench: a kernel lock's trace events in the guest: kmix throughput with the spinlock group against none"
 ROUNDS=7 WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh
