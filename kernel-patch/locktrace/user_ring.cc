@@ -87,43 +87,48 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
         return 0;
     }
     const TraceSpinlockEvent* records = user_ring_records(c.ring);
-    while (c.tail != head) {
-        // Copy first, then check the copy: the thread may write the ring while we read it.
-        TraceSpinlockEvent e;
-        __builtin_memcpy(&e, &records[c.tail & (c.capacity - 1)], sizeof e);
-        uint8_t rules = 0;
-        switch (check(c, t, now, e, &rules)) {
-            case Verdict::kReject:
-                if (t.writer != nullptr) count_lost(t.writer, 1);
-                c.rejected++;
-                c.lost++;
-                break;
-            case Verdict::kDiscard:
-                c.discarded++;
-                break;
-            case Verdict::kWrite: {
-                void* room = begin_write(*t.writer, sizeof e, t.may_wait);
-                if (room == nullptr && t.writer->must_wait) {
-                    c.must_wait = true;
-                    publish_counts(c);  // this record and the rest stay for the next take
-                    return taken;
-                }
-                c.last_tsc = e.h.tsc;
-                if (room == nullptr) {  // no free buffer: begin_write counted it lost
-                    c.lost++;
-                    break;
-                }
-                fill_header(e.h, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, e.h.tsc);
-                e.rules = rules;
-                e.reserved = 0;
-                __builtin_memcpy(room, &e, sizeof e);
-                end_write(*t.writer, sizeof e, e.h.tsc);
-                c.written++;
-                break;
-            }
+    for (; c.tail != head; c.tail++, taken++) {
+        const TraceSpinlockEvent& src = records[c.tail & (c.capacity - 1)];
+        if (t.writer == nullptr) {  // no session on this CPU: nothing to check or count
+            c.discarded++;
+            continue;
         }
-        c.tail++;
-        taken++;
+        // A first look at what tells this session's event from none; the thread may change the
+        // record meanwhile, so what is written is checked again, in full, once copied.
+        const uint8_t peek_rules = __atomic_load_n(&src.rules, __ATOMIC_RELAXED);
+        const uint64_t peek_tsc = __atomic_load_n(&src.h.tsc, __ATOMIC_RELAXED);
+        if (peek_rules != 0 && peek_tsc >= c.last_tsc && peek_tsc <= now &&
+            (peek_tsc < t.session_start_tsc || rules_enabled(peek_rules, t.groups) == 0)) {
+            c.discarded++;  // an earlier session's, or rules this session does not enable
+            continue;
+        }
+        void* room = begin_write(*t.writer, sizeof(TraceSpinlockEvent), t.may_wait);
+        if (room == nullptr) {
+            if (t.writer->must_wait) {
+                c.must_wait = true;
+                break;  // this record and the rest stay for the next take
+            }
+            c.lost++;  // no free buffer: begin_write counted it lost
+            continue;
+        }
+        // One copy, straight into the CPU's buffer, then checked there: the ring is the
+        // thread's to change at any time, the room is not.
+        __builtin_memcpy(room, &src, sizeof(TraceSpinlockEvent));
+        auto& e = *static_cast<TraceSpinlockEvent*>(room);
+        uint8_t rules = 0;
+        if (check(c, t, now, e, &rules) != Verdict::kWrite) {
+            // Refused (or changed since the first look): an attempt lost; the room is reused.
+            lc::counter_inc(&t.writer->ctl->events_lost);
+            c.rejected++;
+            c.lost++;
+            continue;
+        }
+        c.last_tsc = e.h.tsc;
+        fill_header(e.h, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, e.h.tsc);
+        e.rules = rules;
+        e.reserved = 0;
+        end_write(*t.writer, sizeof e, e.h.tsc);
+        c.written++;
     }
     publish_counts(c);
     return taken;
