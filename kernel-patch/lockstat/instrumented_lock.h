@@ -33,10 +33,6 @@
 //                                          l.trace holds the facts; decide and write the event
 // With tracing() true (full level only) every acquisition is stamped, so that the hold rule can
 // see every hold: that is the price of a running session, paid only while it runs.
-// An Env may also have
-//   void trace_after_release();            right after the lock is let go: writes what
-//                                          trace_release kept (ring-3 locks: the event is
-//                                          written outside the critical section)
 //
 // The caller must not migrate between acquire and release (perf() is the releasing CPU's,
 // which must be the acquiring one): the kernel wrapper disables preemption or interrupts.
@@ -59,9 +55,6 @@ concept TracingEnv = requires(Env& e, const spinlock::Lock& l) {
     static_cast<bool>(e.tracing());
     e.trace_release(l, uint64_t{0});
 };
-
-template <class Env>
-concept DeferredTracingEnv = requires(Env& e) { e.trace_after_release(); };
 
 template <class Env>
 inline bool env_tracing(Env& env) {
@@ -243,7 +236,6 @@ inline void lock_release(spinlock::Lock& l, Env& env) {
     }
     if constexpr (L != InstrumentLevel::kOff) spinlock::store_relaxed(&l.released_by, env.cpu());
     spinlock::release(l, env);
-    if constexpr (L == InstrumentLevel::kFull && DeferredTracingEnv<Env>) env.trace_after_release();
 }
 
 }  // namespace spinlab::lockstat

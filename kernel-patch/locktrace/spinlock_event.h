@@ -36,33 +36,21 @@ struct ReleaseContext {
     uint32_t process_id;
 };
 
-// What a spinlock event needs of the hold that ended, copied out of the lock while it is
-// still held (its trace fields belong to the next holder once it is let go).
-struct HoldRecord {
-    spinlock::HoldTrace trace;
-    uint64_t lock_address;
-    uint64_t call_site;
-    uint32_t class_id;
-};
-inline HoldRecord hold_record(const spinlock::Lock& l) {
-    return {l.trace, reinterpret_cast<uintptr_t>(&l), reinterpret_cast<uintptr_t>(l.holder_site), l.class_id};
-}
-
-// The payload of the event for the hold `r` that ends at release_tsc (the header is the
+// The payload of the event for the hold of `l` that ends at release_tsc (the header is the
 // writer's: the kernel's for its own locks and for ring-3 ones, kSysTraceSpinlock; a ring-3
 // thread's ring, user_ring.h, stamps it with release_tsc and the kernel fills in the rest).
-inline void fill_spinlock_payload(TraceSpinlockEvent& e, const HoldRecord& r, const HoldFacts& f,
-                                  uint64_t release_tsc, uint8_t rules) {
-    const spinlock::HoldTrace& t = r.trace;
-    e.lock_address = r.lock_address;
-    e.call_site = r.call_site;
+inline void fill_spinlock_payload(TraceSpinlockEvent& e, const spinlock::Lock& l,
+                                  const HoldFacts& f, uint64_t release_tsc, uint8_t rules) {
+    const spinlock::HoldTrace& t = l.trace;
+    e.lock_address = reinterpret_cast<uintptr_t>(&l);
+    e.call_site = reinterpret_cast<uintptr_t>(l.holder_site);
     e.acquire_tsc = t.acquire_tsc;
     e.release_tsc = release_tsc;
     e.wait_cycles = f.contended && !f.wait_overflow ? t.wait_cycles : 0;
     e.spin_count = t.spins;
     e.holder_steal_ns = t.holder_steal_ns;
     e.waiter_steal_ns = t.waiter_steal_ns;
-    e.class_id = r.class_id;
+    e.class_id = l.class_id;
     e.holder_cpu_start = t.holder_cpu_start;
     e.holder_cpu_end = t.holder_cpu_end;
     e.lhp_class = t.lhp_class;
@@ -71,12 +59,6 @@ inline void fill_spinlock_payload(TraceSpinlockEvent& e, const HoldRecord& r, co
                       (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
                       (f.hold_overflow ? kTraceSpinHoldOverflow : 0));
     e.reserved = 0;
-}
-
-// The same for the hold of `l` (still held: the kernel writes its event before letting go).
-inline void fill_spinlock_payload(TraceSpinlockEvent& e, const spinlock::Lock& l, const HoldFacts& f,
-                                  uint64_t release_tsc, uint8_t rules) {
-    fill_spinlock_payload(e, hold_record(l), f, release_tsc, rules);
 }
 
 // The rules of `rules` that the session's enable flags allow: the long-wait rule needs the

@@ -124,10 +124,14 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
             continue;
         }
         c.last_tsc = e.h.tsc;
-        fill_header(e.h, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, e.h.tsc);
+        // The header's stamp keeps the CPU's stream in time order: the release, unless the CPU
+        // wrote a later event first (an interrupt between a lock's release and its record's
+        // write); release_tsc keeps the release.
+        const uint64_t stamp = e.release_tsc > t.writer->latest_tsc ? e.release_tsc : t.writer->latest_tsc;
+        fill_header(e.h, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, stamp);
         e.rules = rules;
         e.reserved = 0;
-        end_write(*t.writer, sizeof e, e.h.tsc);
+        end_write(*t.writer, sizeof e, stamp);
         c.written++;
     }
     publish_counts(c);

@@ -64,23 +64,18 @@ inline void user_ring_note_full(UserRingWriter& w) {
     __atomic_store_n(&w.ring->full, w.ring->full + 1, __ATOMIC_RELEASE);
 }
 
-// The spinlock event of the hold `r` that ended at release_tsc, rules decided by the caller
+// The spinlock event of the hold of `l` that ends at release_tsc, rules decided by the caller
 // (sample_release), into the ring. False when the ring is full (nothing written or counted).
-// Ring-3 locks call it after letting go (hold_record() kept what it needs), so the event costs
-// the critical section nothing.
-inline bool user_ring_write_spinlock(UserRingWriter& w, const HoldRecord& r, const HoldFacts& f,
+// A ring-3 lock's release calls it with the lock still held, as the kernel writes its own.
+inline bool user_ring_write_spinlock(UserRingWriter& w, const spinlock::Lock& l, const HoldFacts& f,
                                      uint64_t release_tsc, uint8_t rules) {
     TraceSpinlockEvent* e = user_ring_reserve(w);
     if (e == nullptr) return false;
     // The header's cpu, thread and process are the kernel's to fill when it takes the record.
     fill_header(e->h, sizeof(TraceSpinlockEvent), TraceEventType::kSpinlock, 0, 0, 0, release_tsc);
-    fill_spinlock_payload(*e, r, f, release_tsc, rules);
+    fill_spinlock_payload(*e, l, f, release_tsc, rules);
     user_ring_commit(w);
     return true;
-}
-inline bool user_ring_write_spinlock(UserRingWriter& w, const spinlock::Lock& l, const HoldFacts& f,
-                                     uint64_t release_tsc, uint8_t rules) {
-    return user_ring_write_spinlock(w, hold_record(l), f, release_tsc, rules);
 }
 
 // --- the kernel: taking a ring's records into a CPU's stream ----------------------------------

@@ -129,6 +129,40 @@ TEST(UserRing, RecordsReachTheCpuStreamInOrderWithTheKernelsHeader) {
     expect_accounting(w);
 }
 
+// An interrupt between a ring-3 lock's release and its record's write: the CPU writes a later
+// event before the record exists. The record's header then carries that later stamp (the CPU's
+// stream stays in time order, which CTF readers require); release_tsc keeps the release.
+TEST(UserRing, ARecordOlderThanTheCpusLastEventKeepsTheStreamInOrder) {
+    auto a = make_area(1, 4096, 64, TraceLoggerMode::kRealTime);
+    Writer w;
+    writer_arm(w, a.area(), kCpu);
+    Ring g = make_ring();
+    void* p = begin_write(w, sizeof(TraceSyscallExitEvent));
+    ASSERT_NE(p, nullptr);
+    TraceSyscallExitEvent k{};
+    fill_header(k.h, sizeof k, TraceEventType::kSyscallExit, kCpu, 1, 1, kSessionStart + 500);
+    std::memcpy(p, &k, sizeof k);
+    end_write(w, sizeof k, kSessionStart + 500);
+    ASSERT_TRUE(write_event(g, kSessionStart + 400, 1));  // released at 400, written after 500
+    ASSERT_TRUE(write_event(g, kSessionStart + 600, 2));
+    user_ring_take(g.cursor, take_into(&w));
+    flush(w, 0);
+    std::vector<uint8_t> dst(4096);
+    uint32_t len = 0;
+    ASSERT_EQ(take_buffer(a.area(), a.header(), kCpu, dst.data(), &len), TakeResult::kTaken);
+    BufferView v;
+    ASSERT_EQ(parse_buffer(dst.data(), len, &v), BufferError::kNone);
+    std::vector<std::pair<uint64_t, uint64_t>> stamps;  // header, release (0: not a spinlock event)
+    for_each_event(v, [&](const TraceEventHeader& h, const uint8_t* ev) {
+        TraceSpinlockEvent e{};
+        if (h.type == uint16_t(TraceEventType::kSpinlock)) std::memcpy(&e, ev, sizeof e);
+        stamps.emplace_back(h.tsc, e.release_tsc);
+    });
+    ASSERT_EQ(stamps.size(), 3u);
+    EXPECT_EQ(stamps[1], std::make_pair(kSessionStart + 500, kSessionStart + 400));
+    EXPECT_EQ(stamps[2], std::make_pair(kSessionStart + 600, kSessionStart + 600));
+}
+
 TEST(UserRing, AFullRingRefusesAndItsLostEventsAreCounted) {
     auto a = make_area(1, 4096, 64, TraceLoggerMode::kRealTime);
     Writer w;

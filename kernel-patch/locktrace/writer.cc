@@ -22,6 +22,7 @@ void writer_arm(Writer& w, void* area, uint32_t cpu) {
     w.used = 0;
     w.events = 0;
     w.first_tsc = w.last_tsc = 0;
+    w.latest_tsc = 0;
 }
 
 namespace {

@@ -40,6 +40,7 @@ struct Writer {
     uint32_t events = 0;  // events in cur
     uint64_t first_tsc = 0;
     uint64_t last_tsc = 0;
+    uint64_t latest_tsc = 0;  // the stamp of the last event this CPU wrote, in any buffer
 };
 
 // Points w at CPU `cpu`'s control, slot table and buffers of the session laid out in `area`
@@ -67,6 +68,7 @@ inline void note_stall(Writer& w) { lockstat::counter_inc(&w.ctl->stalls); }
 inline void end_write(Writer& w, uint32_t size, uint64_t tsc) {
     if (w.events == 0) w.first_tsc = tsc;
     w.last_tsc = tsc;
+    w.latest_tsc = tsc;
     w.used += size;
     w.events++;
     lockstat::counter_inc(&w.ctl->events_written);

@@ -325,8 +325,9 @@ inline constexpr uint32_t kTraceBufferFinal = 1u << 1;    // the CPU's last buff
 // the ring's events into the stream of the CPU the thread runs on, through that CPU's writer,
 // whenever the thread leaves the CPU (switch, exit), at the CPU's timer tick, before the CPU
 // writes any event of its own while the thread is current (so a CPU's stream stays in time
-// order; a ring-3 lock writes its record just after letting go, stamped with the release, so an
-// interrupt in those few instructions puts its events before the record), at a session's stop,
+// order: a ring-3 lock stamps its release, then writes its record, so an interrupt in those few
+// instructions can write events stamped after the release before the record exists; the
+// record's header then carries the CPU's last stamp, and release_tsc the release), at a session's stop,
 // and when the thread asks (kTraceRingDrain: its ring is full). So the trace file and its
 // formats are what they were: the events are the CPU's.
 //
@@ -460,7 +461,8 @@ inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp bef
 // Written at release, as Windows writes its spinlock event (payload WMI_SPINLOCK). Header tsc ==
 // release_tsc for the kernel's locks and for ring-3 locks written through a thread's ring
 // (TraceUserRing: the kernel takes the ring before the CPU writes any later event, so a CPU's
-// events stay in time order); for ring-3 locks written by a system call each
+// events stay in time order; where an interrupt wrote later events between the release and the
+// record, the header has the last of their stamps); for ring-3 locks written by a system call each
 // (kSysTraceSpinlock) the header has the time the kernel wrote it, a little after release_tsc,
 // for the same reason (the system call's own events come in between).
 struct TraceSpinlockEvent {

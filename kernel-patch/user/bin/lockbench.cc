@@ -137,51 +137,36 @@ struct UserEnv {
         return __atomic_load_n(&perf()->trace_stack_groups, __ATOMIC_RELAXED) &
                (kTraceGroupSpinlock | kTraceGroupLongWait);
     }
-    // At release, the lock still held: decide, and keep what the event needs (the ring), or
-    // write it now (a system call walks the stack of this very release).
-    struct Pending {
-        locktrace::HoldRecord hold;
-        locktrace::HoldFacts facts;
-        uint64_t release_tsc;
-        uint8_t rules;  // 0: nothing pending
-    } pending{};
     // --event-cost: every release writes an event (1: through the ring, 2: by system call) or
     // none (0), whatever the sampling rules say; -1: the rules decide.
     int forced = -1;
+    // At release, the lock still held (as the kernel writes its own locks' events): decide,
+    // then write into the ring, or make the system call.
     void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
         uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
                                                   map.long_wait_cycles, f);
-        if (forced >= 0) rules = forced ? kTraceRuleAcquireSample : 0;
+        if (forced >= 0) [[unlikely]] rules = forced ? kTraceRuleAcquireSample : 0;
         if (rules == 0) return;
         sampled++;
         if (drop_events) return;  // --trace-via drop: what timing and sampling cost alone
         if (have_ring && !stacks_wanted() && forced != 2) {
-            pending = {locktrace::hold_record(l), f, release_tsc, rules};
+            if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
+                ring_drains++;
+                sys::trace_ring(kTraceRingDrain);  // full: the kernel takes it now
+                if (!locktrace::user_ring_write_spinlock(ring, l, f, release_tsc, rules)) {
+                    ring_full++;
+                    locktrace::user_ring_note_full(ring);  // counted lost by the kernel
+                    return;
+                }
+            }
+            via_ring++;
             return;
         }
         TraceSpinlockEvent e{};
         locktrace::fill_spinlock_payload(e, l, f, release_tsc, rules);
         sys::trace_spinlock(&e);
         via_syscall++;
-    }
-    // Let go: the kept event into the ring.
-    void trace_after_release() {
-        if (pending.rules == 0) [[likely]]
-            return;
-        const Pending& p = pending;
-        if (!locktrace::user_ring_write_spinlock(ring, p.hold, p.facts, p.release_tsc, p.rules)) {
-            ring_drains++;
-            sys::trace_ring(kTraceRingDrain);  // full: the kernel takes it now
-            if (!locktrace::user_ring_write_spinlock(ring, p.hold, p.facts, p.release_tsc, p.rules)) {
-                ring_full++;
-                locktrace::user_ring_note_full(ring);  // counted lost by the kernel
-                pending.rules = 0;
-                return;
-            }
-        }
-        via_ring++;
-        pending.rules = 0;
     }
 };
 
@@ -374,7 +359,6 @@ int event_cost() {
         none_sum += c[0];
     }
     env.forced = -1;
-    env.trace_after_release();
     sys::trace_ring(kTraceRingDrain);
     const uint64_t ring_events = env.via_ring - ring_before, ring_written = ring->written - written_before;
     TraceSessionInformation stop = s;
