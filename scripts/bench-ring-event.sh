@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/bench/ring-event.json}
 mkdir -p "$(dirname "$OUT")"
 exec env PYTHONPATH=vm-images /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${KVM_ROUNDS:-3}" "${ACCELS:-tcg kvm}" <<'PY'
-import json, os, platform, statistics, subprocess, sys, time
+import json, os, platform, statistics, sys, time
 import qemu_launch
 
 out, rounds, kvm_rounds, accels = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split()
@@ -38,17 +38,11 @@ for req in accels:
         cmd = qemu_launch.qemu_command(kernel, cpus=1, memory_mb=256, append="init=/bin/lockbench --event-cost",
                                        accel=accel, initrd=initrd)
         t0 = time.monotonic()
-        try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
-                               timeout=600 if accel == "kvm" else 120)
-            lines, status = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")], p.returncode
-        except subprocess.TimeoutExpired:
-            lines, status = [], "timeout"
-        if status != qemu_launch.EXIT_PASS or not lines:
+        b, status = qemu_launch.run_bench_boot(cmd, 600 if accel == "kvm" else 120)
+        if b is None:
             failures.append(f"{accel} round {r + 1}: QEMU status {status}")
             print(f"bench-ring-event: FAIL {accel} round {r + 1} (status {status})", flush=True)
             continue
-        b = json.loads(lines[-1][len("BENCH "):])
         b["seconds"] = round(time.monotonic() - t0, 1)
         boots.append(b)
         print(f"bench-ring-event: {accel} round {r + 1}: ring {b['ring_cycles_per_event']} cycles/event "

@@ -22,7 +22,7 @@ OUT=${OUT:-build/bench/trace-event.json}
 mkdir -p "$(dirname "$OUT")"
 exec env PYTHONPATH=vm-images /usr/bin/python3 - "$OUT" "${ROUNDS:-5}" "${KVM_ROUNDS:-3}" "${ACCELS:-tcg kvm}" \
     "${KERNEL:-build/kernel/spinlab.elf}" <<'PY'
-import json, os, platform, statistics, subprocess, sys, time
+import json, os, platform, statistics, sys, time
 import qemu_launch
 
 out, rounds, kvm_rounds, accels, kernel = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5]
@@ -42,18 +42,11 @@ for req in accels:
     for r in range(n):
         cmd = qemu_launch.qemu_command(kernel, cpus=1, memory_mb=256, append="bench=traceevent", accel=accel)
         t0 = time.monotonic()
-        try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                               errors="replace", timeout=timeout)
-            lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
-            status = p.returncode
-        except subprocess.TimeoutExpired:
-            lines, status = [], "timeout"
-        if status != qemu_launch.EXIT_PASS or not lines:
+        b, status = qemu_launch.run_bench_boot(cmd, timeout)
+        if b is None:
             failures.append(f"{accel} round {r + 1}: QEMU status {status}")
             print(f"bench-trace-event: FAIL {accel} round {r + 1} (status {status})", flush=True)
             continue
-        b = json.loads(lines[-1][len("BENCH "):])
         b["seconds"] = round(time.monotonic() - t0, 1)
         boots.append(b)
         print(f"bench-trace-event: {accel} round {r + 1}: {b['median_cycles_per_event']:.1f} cycles/event "
@@ -65,10 +58,8 @@ for req in accels:
         continue
     # What a ring-0 memory access costs under this accelerator (bench=memwrite), one boot: the
     # kernel-lock event is a few hundred of them.
-    mw = subprocess.run(qemu_launch.qemu_command(kernel, cpus=1, memory_mb=256, append="bench=memwrite", accel=accel),
-                        stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=timeout)
-    mw_lines = [l for l in mw.stdout.splitlines() if l.startswith("BENCH ")]
-    memwrite = json.loads(mw_lines[-1][len("BENCH "):]) if mw.returncode == qemu_launch.EXIT_PASS and mw_lines else None
+    memwrite, _ = qemu_launch.run_bench_boot(
+        qemu_launch.qemu_command(kernel, cpus=1, memory_mb=256, append="bench=memwrite", accel=accel), timeout)
     if memwrite:
         print(f"bench-trace-event: {accel}: a ring-0 8-byte store costs {memwrite['heap_cycles_per_store']:.1f} cycles, "
               f"a 104-byte copy {memwrite['heap_from_heap_cycles_per_104_bytes']:.1f} (bench=memwrite)", flush=True)

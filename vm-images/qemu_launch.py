@@ -95,3 +95,20 @@ def qemu_command(kernel, cpus=2, memory_mb=256, append="", accel="tcg", initrd=N
 # Exit statuses the kernel produces through isa-debug-exit (kern/console.h).
 EXIT_PASS = (0x10 << 1) | 1   # 33
 EXIT_FAIL = (0x11 << 1) | 1   # 35
+
+
+def run_bench_boot(cmd, timeout):
+    """Boots one in-guest benchmark (qemu_command's argv) and reads its `BENCH {json}` console
+    line: (the last such line as a dict, or None when the guest did not pass or printed none;
+    QEMU's exit status, or "timeout")."""
+    import json
+    import subprocess
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
+    if p.returncode != EXIT_PASS or not lines:
+        return None, p.returncode
+    return json.loads(lines[-1][len("BENCH "):]), p.returncode

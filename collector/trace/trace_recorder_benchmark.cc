@@ -49,6 +49,7 @@
 #include "channel/region_header.h"
 #include "lockstat/clock.h"
 #include "lockstat/params.h"
+#include "locktrace/bench_clock.h"
 #include "locktrace/drain.h"
 #include "locktrace/spinlock_event.h"
 #include "locktrace/trace_session.h"
@@ -58,22 +59,13 @@
 namespace spinlab::collect {
 namespace {
 
+using locktrace::testing::thread_cpu_ns;
+using locktrace::testing::tsc_hz;
+
 namespace lt = locktrace;
 using lockstat::LfenceRdtsc;
 
 constexpr auto kRecordFor = std::chrono::milliseconds(500);
-
-// TSC cycles per second, measured once against the steady clock (the producer's pacing).
-double tsc_hz() {
-    static const double hz = [] {
-        const auto t0 = std::chrono::steady_clock::now();
-        const uint64_t c0 = LfenceRdtsc::now();
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        const uint64_t c1 = LfenceRdtsc::now();
-        return double(c1 - c0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }();
-    return hz;
-}
 
 std::string bench_dir() {
     const char* d = std::getenv("SPINLAB_BENCH_DIR");
@@ -187,12 +179,6 @@ private:
     lockstat::SpinlockParams params_ = lockstat::kDefaultSpinlockParams;
     lt::ReleaseContext ctx_{};
 };
-
-uint64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
 
 void BM_RecordToFile(benchmark::State& state) {
     const uint64_t rate = uint64_t(state.range(0));

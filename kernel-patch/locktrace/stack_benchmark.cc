@@ -21,30 +21,17 @@
 #include "../stackwalk/frame_walk.h"
 #include "stack_events.h"
 #include "test_area.h"
+#include "bench_clock.h"
 
 namespace spinlab::locktrace {
 namespace {
 
+using testing::thread_cpu_ns;
+using testing::tsc_hz;
+
 using lockstat::LfenceRdtsc;
 namespace sw = stackwalk;
 constexpr int kBatch = 1000;
-
-double tsc_hz() {
-    static const double hz = [] {
-        const auto t0 = std::chrono::steady_clock::now();
-        const uint64_t c0 = LfenceRdtsc::now();
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        const uint64_t c1 = LfenceRdtsc::now();
-        return double(c1 - c0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }();
-    return hz;
-}
-
-uint64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
 
 bool read_plain(void*, uint64_t addr, uint64_t* out) {
     *out = *reinterpret_cast<const volatile uint64_t*>(addr);

@@ -47,34 +47,19 @@
 #include "test_area.h"
 #include "user_ring.h"
 #include "writer.h"
+#include "bench_clock.h"
 
 namespace spinlab::locktrace {
 namespace {
+
+using testing::thread_cpu_ns;
+using testing::tsc_hz;
 
 using lockstat::LfenceRdtsc;
 
 constexpr int kBatch = 10000;
 constexpr uint32_t kBufferSize = 64 * 1024;
 constexpr uint32_t kBuffers = 128;  // 8 MiB, as the LTTng side's channel (8 x 1 MiB)
-
-// TSC ticks per second, against the monotonic clock.
-double tsc_hz() {
-    static const double hz = [] {
-        const auto t0 = std::chrono::steady_clock::now();
-        const uint64_t c0 = LfenceRdtsc::now();
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        const uint64_t c1 = LfenceRdtsc::now();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return double(c1 - c0) / s;
-    }();
-    return hz;
-}
-
-uint64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
 
 uint64_t take_clock() { return LfenceRdtsc::now(); }
 

@@ -74,7 +74,8 @@ void set_spin_params(uint32_t spin, uint32_t contention) {
 }
 
 // Every event the stopped session left on `cpu`, oldest first: f(header, event bytes).
-// Returns how many buffers failed their checks (must be 0).
+// Returns how many buffers failed their checks, torn while read or refused by parse_buffer
+// (must be 0).
 template <class F>
 uint64_t for_each_event_on(uint32_t cpu, F f) {
     const void* area = locktrace_area();
@@ -87,17 +88,21 @@ uint64_t for_each_event_on(uint32_t cpu, F f) {
     static uint8_t copy[1u << 20];  // BufferSize at most 1 MiB; tests run one at a time
     struct Ctx {
         F* f;
-    } ctx{&f};
-    return lt::read_in_place(area, h, cpu, copy,
-                             [](void* arg, const uint8_t* data, uint32_t len) {
-                                 lt::BufferView v;
-                                 if (lt::parse_buffer(data, len, &v) != lt::BufferError::kNone) return;
-                                 lt::for_each_event(v, [&](const spinlab::TraceEventHeader& e,
-                                                           const uint8_t* p) {
-                                     (*static_cast<Ctx*>(arg)->f)(e, p);
-                                 });
-                             },
-                             &ctx);
+        uint64_t unparsed;
+    } ctx{&f, 0};
+    const uint64_t torn = lt::read_in_place(area, h, cpu, copy,
+                                            [](void* arg, const uint8_t* data, uint32_t len) {
+                                                auto& c = *static_cast<Ctx*>(arg);
+                                                lt::BufferView v;
+                                                if (lt::parse_buffer(data, len, &v) != lt::BufferError::kNone) {
+                                                    c.unparsed++;
+                                                    return;
+                                                }
+                                                lt::for_each_event(v, [&](const spinlab::TraceEventHeader& e,
+                                                                          const uint8_t* p) { (*c.f)(e, p); });
+                                            },
+                                            &ctx);
+    return torn + ctx.unparsed;
 }
 
 // --- tests ---------------------------------------------------------------------------------
@@ -473,40 +478,21 @@ void a_process_scribbling_its_ring_loses_only_its_own_events() {
     const auto s = trace_query();
     uint64_t theirs = 0, bad = 0, bench_events = 0, unparsed = 0, backwards = 0;
     for (uint32_t c = 0; c < g_ncpus; c++) {
-        const void* area = locktrace_area();
-        spinlab::TraceAreaHeader h;
-        TEST_CHECK(lt::area_parse(area, locktrace_area_size(), &h) == nullptr);
-        static uint8_t copy[1u << 20];
-        struct Ctx {
-            uint64_t *theirs, *bad, *bench, *unparsed, *backwards;
-            int64_t sc, lb;
-            uint64_t lo, hi, last;
-        } ctx{&theirs, &bad, &bench_events, &unparsed, &backwards, sc, lb, started, s.stop_tsc, 0};
-        lt::read_in_place(area, h, c, copy,
-                          [](void* arg, const uint8_t* data, uint32_t len) {
-                              auto& x = *static_cast<Ctx*>(arg);
-                              lt::BufferView v;
-                              if (lt::parse_buffer(data, len, &v) != lt::BufferError::kNone) {
-                                  (*x.unparsed)++;
-                                  return;
-                              }
-                              lt::for_each_event(v, [&](const spinlab::TraceEventHeader& e, const uint8_t* p) {
-                                  if (e.tsc < x.last) (*x.backwards)++;  // the CPU's stream in time order
-                                  x.last = e.tsc;
-                                  if (e.process_id == uint32_t(x.lb)) (*x.bench)++;
-                                  if (e.process_id != uint32_t(x.sc)) return;
-                                  (*x.theirs)++;
-                                  spinlab::TraceSpinlockEvent ev;
-                                  __builtin_memcpy(&ev, p, sizeof ev);
-                                  if (e.type != uint16_t(spinlab::TraceEventType::kSpinlock) ||
-                                      e.size != sizeof ev || e.thread_id == 0 || ev.rules == 0 ||
-                                      e.tsc < x.lo || e.tsc > x.hi || ev.release_tsc > e.tsc)
-                                      (*x.bad)++;
-                              });
-                          },
-                          &ctx);
+        uint64_t last = 0;
+        unparsed += for_each_event_on(c, [&](const spinlab::TraceEventHeader& e, const uint8_t* p) {
+            if (e.tsc < last) backwards++;  // the CPU's stream in time order
+            last = e.tsc;
+            if (e.process_id == uint32_t(lb)) bench_events++;
+            if (e.process_id != uint32_t(sc)) return;
+            theirs++;
+            spinlab::TraceSpinlockEvent ev;
+            __builtin_memcpy(&ev, p, sizeof ev);
+            if (e.type != uint16_t(spinlab::TraceEventType::kSpinlock) || e.size != sizeof ev || e.thread_id == 0 ||
+                ev.rules == 0 || e.tsc < started || e.tsc > s.stop_tsc || ev.release_tsc > e.tsc)
+                bad++;
+        });
     }
-    kprintf("trace: ring scribbler: %lu of its events in the streams, %lu bad, %lu buffers unparsed, %lu stamps "
+    kprintf("trace: ring scribbler: %lu of its events in the streams, %lu bad, %lu buffers refused, %lu stamps "
             "back in time; lockbench %lu events; %lu written, %lu lost\n",
             theirs, bad, unparsed, backwards, bench_events, s.totals.events_written, s.totals.events_lost);
     TEST_CHECK(theirs > 0);
