@@ -193,6 +193,16 @@ def stamps_report(m, frozen_vcpu, clock, slack_us=SLACK_US):
     return frozen, off
 
 
+def largest_stamp_bound(m):
+    """The largest bound (host cycles) that the run's clock map gives any long wait's start or
+    end stamp it can place."""
+    g = [t for w in m["waits"] for t in (w["start_tsc"], w["start_tsc"] + w["wait_cycles"])]
+    _, bound = lhp.host_map(lhp.ClockMap(m["run"].clock), np.array(g, dtype=np.float64))
+    bound = bound[np.isfinite(bound)]
+    assert len(bound), "the clock places none of the long waits' stamps"
+    return float(bound.max())
+
+
 def assert_stamps_placed(frozen, off):
     """Enough stamps judged, and none inside (one in a hundred is left to the timeline's own
     imprecision)."""
