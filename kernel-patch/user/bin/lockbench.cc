@@ -411,6 +411,7 @@ bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
 int run_round(int n, uint64_t round) {
     int tids[kMaxThreads];
     stop = false;
+    __atomic_store_n(&started, 0, __ATOMIC_SEQ_CST);
     // The round's window on the boot clock (clock=, the trace's timestamps): every event a
     // thread of this round sampled is stamped inside it.
     const uint64_t clock_start = lockstat::read_clock(ClockSource(map.clock_source));
@@ -427,6 +428,10 @@ int run_round(int n, uint64_t round) {
     if (ops_limit == 0) {
         if (duration_ms == 0)
             for (;;) sys::sleep_us(1000000);  // until the VM is stopped
+        // The run time counts from when every thread runs: on a busy host, under nested KVM,
+        // starting them took longer than a 300 ms --verify run (CI: three of four threads had
+        // not started when it ended, so no waiter ever slept).
+        while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < n) sys::sleep_us(1000);
         sys::sleep_us(duration_ms * 1000);
         stop = true;
     }
