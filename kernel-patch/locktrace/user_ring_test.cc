@@ -246,6 +246,63 @@ TEST(UserRing, NoFreeBufferLosesAndCountsInRealTimeAndWaitsInNoDropStall) {
     }
 }
 
+// One take of many records fills buffer after buffer, and keeps its bookkeeping in locals until a
+// buffer ends (ring 0's stores are what a take costs): refused records scattered through it, at
+// a buffer's last room too, leave no gap and no stale room in the stream, each record is counted
+// once, rules the session does not enable are masked and the reserved byte cleared.
+TEST(UserRing, ATakeAcrossBuffersWithRefusedRecordsLeavesNoGapAndCountsEachOnce) {
+    auto a = make_area(1, 4096, 64, TraceLoggerMode::kRealTime);
+    Writer w;
+    writer_arm(w, a.area(), kCpu);
+    Ring g = make_ring();
+    TraceSpinlockEvent* rec = user_ring_records(&g.r());
+    constexpr uint32_t kRecords = 400;
+    const uint32_t per_buffer = (4096 - sizeof(TraceBufferHeader)) / sizeof(TraceSpinlockEvent);
+    std::vector<bool> refused(kRecords, false);
+    // Refused: every 7th, and once each the record that lands in a buffer's last room and the
+    // one that lands in a new buffer's first (whose attempt begin_write counted).
+    uint32_t placed = 0;
+    bool last_room = false, first_room = false;
+    for (uint32_t i = 0; i < kRecords; i++) {
+        ASSERT_TRUE(write_event(g, kSessionStart + 100 + i, i, kTraceRuleContention | kTraceRuleLongWait));
+        const uint32_t room = placed % per_buffer;
+        if (i % 7 == 3 || (!last_room && room == per_buffer - 1) || (!first_room && placed > 0 && room == 0)) {
+            last_room |= room == per_buffer - 1;
+            first_room |= placed > 0 && room == 0;
+            rec[i].h.size = 24;  // refused: the room it was copied into is reused
+            refused[i] = true;
+        } else {
+            placed++;
+        }
+    }
+    ASSERT_TRUE(last_room && first_room);
+    rec[5].reserved = 0xff;
+    EXPECT_EQ(user_ring_take(g.cursor, take_into(&w)), kRecords);
+    // A record the thread changes after the take is not in the stream: the take read it once.
+    rec[6].class_id = 999999;
+    flush(w, kTraceBufferFinal);
+    const auto events = drain_all(a);
+    std::vector<uint32_t> want;
+    for (uint32_t i = 0; i < kRecords; i++)
+        if (!refused[i]) want.push_back(i);
+    ASSERT_EQ(events.size(), want.size());
+    for (size_t k = 0; k < events.size(); k++) {
+        EXPECT_EQ(events[k].class_id, want[k]);
+        EXPECT_EQ(events[k].h.tsc, kSessionStart + 100 + want[k]);
+        EXPECT_EQ(events[k].h.thread_id, kTid);
+        EXPECT_EQ(events[k].rules, kTraceRuleContention);  // the long-wait group is not on
+        EXPECT_EQ(events[k].reserved, 0);
+    }
+    const uint64_t n_refused = kRecords - want.size();
+    EXPECT_EQ(g.r().written, want.size());
+    EXPECT_EQ(g.r().rejected, n_refused);
+    EXPECT_EQ(w.ctl->events_written, want.size());
+    EXPECT_EQ(w.ctl->events_lost, n_refused);
+    EXPECT_EQ(w.ctl->events_attempted, uint64_t(kRecords));
+    EXPECT_EQ(w.ctl->produced, (want.size() + per_buffer - 1) / per_buffer);  // full buffers, then the last
+    expect_accounting(w);
+}
+
 TEST(UserRing, ScribbledRecordsAreRejectedAndCountedLostTheRestGoThrough) {
     auto a = make_area(1, 4096, 64, TraceLoggerMode::kRealTime);
     Writer w;

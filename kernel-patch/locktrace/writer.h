@@ -74,6 +74,32 @@ inline void end_write(Writer& w, uint32_t size, uint64_t tsc) {
     lockstat::counter_inc(&w.ctl->events_written);
 }
 
+// Room for how many more events of `size` bytes the buffer being written holds (0: full, or no
+// buffer: begin_write's slow path is what finds one).
+inline uint32_t room_for(const Writer& w, uint32_t size) {
+    return w.cur != nullptr && w.used + size <= w.buffer_size ? (w.buffer_size - w.used) / size : 0;
+}
+
+// A run of events written back to back at w.cur + w.used (room_for said they fit) and counted
+// once, at its end, instead of by a begin_write/end_write pair each: the caller keeps the
+// bookkeeping in locals and stores it once (the user rings' take). n: events written, `size`
+// bytes each; attempted: attempts to count (those written and
+// those lost), lost: of them the lost ones; first_tsc, last_tsc: the stamps of the first and
+// last event written.
+inline void end_write_run(Writer& w, uint32_t size, uint32_t n, uint64_t attempted, uint64_t lost,
+                          uint64_t first_tsc, uint64_t last_tsc) {
+    if (n != 0) {
+        if (w.events == 0) w.first_tsc = first_tsc;
+        w.last_tsc = last_tsc;
+        w.latest_tsc = last_tsc;
+        w.used += n * size;
+        w.events += n;
+        lockstat::counter_add(&w.ctl->events_written, n);
+    }
+    if (attempted != 0) lockstat::counter_add(&w.ctl->events_attempted, attempted);
+    if (lost != 0) lockstat::counter_add(&w.ctl->events_lost, lost);
+}
+
 // Fills a header in place.
 inline void fill_header(TraceEventHeader& h, uint16_t size, TraceEventType type, uint32_t cpu,
                         uint32_t thread_id, uint32_t process_id, uint64_t tsc) {
