@@ -10,6 +10,8 @@
 # unless the kernel wrote every ring event. The JSON (build/bench/ring-event.json) holds every
 # boot's line and per accelerator the medians of the boots, the system call over the ring, and
 # the ring event over the lock pair it rides on (per boot, so that the host's speed cancels).
+# Beside them, what a running session adds to every pair, event or none (its stamps, arming and
+# sampling decision): the pairs that write no event against the same pairs as if no session ran.
 #
 #   scripts/bench-ring-event.sh                 ROUNDS=5 (TCG), KVM_ROUNDS=3, ACCELS="tcg kvm"
 set -euo pipefail
@@ -48,8 +50,9 @@ for req in accels:
         print(f"bench-ring-event: {accel} round {r + 1}: ring {b['ring_cycles_per_event']} cycles/event "
               f"({b['ring_ci95_low']}-{b['ring_ci95_high']}), system call {b['syscall_cycles_per_event']} "
               f"({b['syscall_ci95_low']}-{b['syscall_ci95_high']}); pair without an event "
-              f"{b['cycles_per_pair_without_event']}; {b['samples']} samples, {b['ring_written']} ring events",
-              flush=True)
+              f"{b['cycles_per_pair_without_event']}, of which the session {b['session_cycles_per_pair']} "
+              f"({b['session_ci95_low']}-{b['session_ci95_high']}); {b['samples']} samples, {b['ring_written']} "
+              "ring events", flush=True)
     if not boots:
         continue
     med = lambda k: statistics.median(b[k] for b in boots)
@@ -64,13 +67,19 @@ for req in accels:
          "syscall_interval": [min(b["syscall_ci95_low"] for b in boots), max(b["syscall_ci95_high"] for b in boots)],
          "syscall_over_ring": statistics.median(over), "syscall_over_ring_range": [min(over), max(over)],
          "ring_over_pair": statistics.median(pair), "ring_over_pair_range": [min(pair), max(pair)],
-         "ring_events": sum(b["ring_written"] for b in boots), "tsc_hz": boots[0]["tsc_hz"]}
+         "ring_events": sum(b["ring_written"] for b in boots), "tsc_hz": boots[0]["tsc_hz"],
+         # what a running session adds to every acquire/release pair, event or none
+         "session_cycles_per_pair": med("session_cycles_per_pair"),
+         "session_interval": [min(b["session_ci95_low"] for b in boots), max(b["session_ci95_high"] for b in boots)],
+         "cycles_per_pair_untraced": med("cycles_per_pair_untraced")}
     doc["accels"][accel] = s
     print(f"bench-ring-event: {accel}: a ring-3 event costs {s['ring_cycles_per_event']:.0f} cycles through its ring "
           f"(median of {len(boots)} boots, boots {s['ring_boots_range'][0]}-{s['ring_boots_range'][1]}, widest 95 % "
           f"interval {s['ring_interval'][0]}-{s['ring_interval'][1]}), {s['syscall_cycles_per_event']:.0f} by system "
           f"call: {s['syscall_over_ring']:.1f} times as much (boots {min(over):.1f}-{max(over):.1f}); the ring event is "
-          f"{s['ring_over_pair']:.2f} lock pairs (boots {min(pair):.2f}-{max(pair):.2f})", flush=True)
+          f"{s['ring_over_pair']:.2f} lock pairs (boots {min(pair):.2f}-{max(pair):.2f}); a session adds "
+          f"{s['session_cycles_per_pair']:.0f} cycles to every pair (widest interval {s['session_interval'][0]}-"
+          f"{s['session_interval'][1]}) of {s['cycles_per_pair_untraced']:.0f} without one", flush=True)
 doc["loadavg_end"] = os.getloadavg()
 doc["failures"] = failures
 with open(out, "w") as f:

@@ -170,6 +170,13 @@ struct UserEnv {
     }
 };
 
+// --event-cost's pairs without a session: the same lock paths with tracing() false, so that
+// what a running session adds to every acquisition (its stamps, arming and sampling decision)
+// can be told from the pair itself. A type of its own, so lockbench's own paths stay as they are.
+struct UntracedEnv : UserEnv {
+    bool tracing() { return false; }
+};
+
 constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;
 
 uint64_t per_cpu = 1, nlocks = 1, cs_cycles = 200, think_cycles = 200, duration_ms = 5000,
@@ -274,13 +281,15 @@ uint32_t class_of(uint64_t k) { return map.first_user_class + uint32_t(k % map.u
 // bench=traceevent measures a kernel-lock event: batches of uncontended acquire/release pairs of
 // one lock with a session running, every release writing an event (ring, or system call),
 // against batches whose releases write none (the hold is still timed and sampled: what a session
-// costs a lock anyway). The three batches run in a rotated order; each sample's per-event
+// costs a lock anyway). A fourth batch runs the same pairs as if no session ran (UntracedEnv), so
+// that what the session adds to every pair, event or none, is measured too: the no-event batch
+// less this one. The four batches run in a rotated order; each sample's per-pair
 // difference over its batch; the median and a distribution-free 95 % interval of it (the order
 // statistics n/2 -+ 0.98 sqrt(n)). Runs on CPU 0 in a circular session of its own (privileged):
 // the buffers go round with no host draining them, so no write ever waits or is lost. Prints one
 // "BENCH {json}" line; fails unless every ring event was written.
 constexpr int kCostSamples = 401;
-int64_t cost_ring[kCostSamples], cost_syscall[kCostSamples];
+int64_t cost_ring[kCostSamples], cost_syscall[kCostSamples], cost_session[kCostSamples];
 
 void sort_i64(int64_t* v, int n) {
     for (int i = 1; i < n; i++) {
@@ -322,9 +331,19 @@ int event_cost() {
     }
     spinlock::Lock& l = locks[0].l;
     spinlock::McsNode node;
+    UntracedEnv untraced{{0, algo}};
+    // mode 0: armed, no event; 1: an event through the ring; 2: one by system call; 3: not armed
+    // (no session seen: tracing() false)
     auto batch_cycles = [&](int n, int mode) {
         env.forced = mode;
         const uint64_t t0 = lockstat::read_clock(ClockSource::kLfenceRdtsc);
+        if (mode == 3) {
+            for (int i = 0; i < n; i++) {
+                lockstat::lock_acquire<kLevel>(l, &node, untraced);
+                lockstat::lock_release<kLevel>(l, untraced);
+            }
+            return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
+        }
         for (int i = 0; i < n; i++) {
             lockstat::lock_acquire<kLevel>(l, &node, env);
             lockstat::lock_release<kLevel>(l, env);
@@ -341,22 +360,24 @@ int event_cost() {
     constexpr int kRingBatch = 1000;
     const uint64_t hz = sys::tsc_hz();
     for (uint64_t end = sys::rdtsc() + hz; sys::rdtsc() < end;)
-        for (int m = 0; m < 3; m++) batch_cycles(4, m);
+        for (int m = 0; m < 4; m++) batch_cycles(4, m);
     const uint64_t probe = batch_cycles(4, 2) / 4 + 1;
     const uint64_t want = hz / 1000 / probe;
     const int batch = int(want < 4 ? 4 : want > 1000 ? 1000 : want);
     const uint64_t ring_before = env.via_ring, written_before = ring->written;
-    uint64_t none_sum = 0;
+    uint64_t none_sum = 0, untraced_sum = 0;
     int n = 0;
     for (const uint64_t end = sys::rdtsc() + 10 * hz; n < kCostSamples && (n < 11 || sys::rdtsc() < end); n++) {
-        uint64_t c[3];
-        for (int k = 0; k < 3; k++) {  // rotated: none, ring, syscall; ring, syscall, none; ...
-            const int m = (n + k) % 3;
+        uint64_t c[4];
+        for (int k = 0; k < 4; k++) {  // rotated: none, ring, syscall, untraced; ring, syscall, ...
+            const int m = (n + k) % 4;
             c[m] = batch_cycles(m == 2 ? batch : kRingBatch, m);
         }
         cost_ring[n] = (int64_t(c[1]) - int64_t(c[0])) / kRingBatch;
         cost_syscall[n] = int64_t(c[2]) / batch - int64_t(c[0]) / kRingBatch;
+        cost_session[n] = (int64_t(c[0]) - int64_t(c[3])) / kRingBatch;
         none_sum += c[0];
+        untraced_sum += c[3];
     }
     env.forced = -1;
     sys::trace_ring(kTraceRingDrain);
@@ -365,6 +386,7 @@ int event_cost() {
     const int stopped = trace_command(stop, TraceCommand::kStop);
     sort_i64(cost_ring, n);
     sort_i64(cost_syscall, n);
+    sort_i64(cost_session, n);
     int half = 0;
     while ((2 * half) * (2 * half) < 4 * 98 * 98 * n / 10000) half++;  // ceil(0.98 sqrt(n))
     const int lo = n / 2 - half < 0 ? 0 : n / 2 - half, hi = n / 2 + half >= n ? n - 1 : n / 2 + half;
@@ -372,11 +394,13 @@ int event_cost() {
            "\"samples\":%d,\"cycles_per_pair_without_event\":%lu,\"ring_cycles_per_event\":%ld,"
            "\"ring_ci95_low\":%ld,\"ring_ci95_high\":%ld,\"syscall_cycles_per_event\":%ld,"
            "\"syscall_ci95_low\":%ld,\"syscall_ci95_high\":%ld,\"ring_events\":%lu,\"ring_written\":%lu,"
-           "\"ring_batch\":%d,\"ring_full\":%lu,\"ring_rejected\":%lu}\n",
+           "\"ring_batch\":%d,\"ring_full\":%lu,\"ring_rejected\":%lu,\"cycles_per_pair_untraced\":%lu,"
+           "\"session_cycles_per_pair\":%ld,\"session_ci95_low\":%ld,\"session_ci95_high\":%ld}\n",
            clock_source_name(ClockSource(map.clock_source)), map.cpu_count, hz, batch, n,
            none_sum / (uint64_t(n) * kRingBatch), cost_ring[n / 2], cost_ring[lo], cost_ring[hi],
            cost_syscall[n / 2], cost_syscall[lo], cost_syscall[hi], ring_events, ring_written, kRingBatch,
-           env.ring_full, ring->rejected);
+           env.ring_full, ring->rejected, untraced_sum / (uint64_t(n) * kRingBatch), cost_session[n / 2],
+           cost_session[lo], cost_session[hi]);
     if (ring_written != ring_events || ring->rejected != 0) {
         eprintf("lockbench: --event-cost: %lu ring events, %lu written by the kernel\n", ring_events, ring_written);
         return 1;
@@ -539,7 +563,8 @@ int main(int argc, char** argv) {
         text_opt("--algorithm", &algorithm, "a lock= name (the lock algorithm), or booted (lock=; default)"),
         flag_opt("--verify", &verify, "reset the workload classes first, compare after"),
         flag_opt("--event-cost", &event_cost_mode,
-                 "measure the cycles of one ring-3 spinlock event (ring, system call) in a session of its own"),
+                 "measure the cycles of one ring-3 spinlock event (ring, system call), and what a session adds to "
+                 "every acquisition, in a session of its own"),
         u64_opt("--rounds", &rounds, "timed rounds, counts printed after each; 0 = until the VM stops (default 1)"),
         u64_opt("--pause-ms", &pause_ms, "between rounds, no workload thread runs (default 1000)"),
         choice_opt("--trace-via", &trace_via, "ring|syscall|drop",
