@@ -123,9 +123,11 @@ TEST(StackEvents, EveryEvictionWritesADeleteWithTheEvictedFrames) {
     }
     EXPECT_EQ(deleted, (std::vector<Frames>{s[1], s[2], s[3]})) << "least recently used first";
     // The delete comes before the definition of the stack that took the place.
-    for (size_t i = 0; i + 1 < ev.size(); ++i)
-        if (ev[i].type == T(TraceEventType::kStackDelete))
+    for (size_t i = 0; i + 1 < ev.size(); ++i) {
+        if (ev[i].type == T(TraceEventType::kStackDelete)) {
             EXPECT_EQ(ev[i + 1].type, T(TraceEventType::kStackDefinition));
+        }
+    }
     EXPECT_EQ(area_control(c.area.area(), 0)->stack_evictions, 3u);
     EXPECT_EQ(area_control(c.area.area(), 0)->stack_deletes_written, 3u);
 }
