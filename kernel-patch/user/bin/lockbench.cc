@@ -141,8 +141,10 @@ struct UserEnv {
     // none (0), whatever the sampling rules say; -1: the rules decide.
     int forced = -1;
     // At release, the lock still held (as the kernel writes its own locks' events): decide,
-    // then write into the ring, or make the system call.
-    void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
+    // then write into the ring, or make the system call. Inlined into the lock path whatever
+    // else calls it (--event-cost's batches made GCC keep it a call of its own, which changed
+    // the code inside every traced hold).
+    [[gnu::always_inline]] void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
         uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
                                                   map.long_wait_cycles, f);
@@ -175,6 +177,7 @@ struct UserEnv {
 // can be told from the pair itself. A type of its own, so lockbench's own paths stay as they are.
 struct UntracedEnv : UserEnv {
     bool tracing() { return false; }
+    void trace_release(const spinlock::Lock&, uint64_t) {}  // never armed
 };
 
 constexpr InstrumentLevel kLevel = lockstat::kBuildLevel;
