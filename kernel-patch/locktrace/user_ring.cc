@@ -116,7 +116,7 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
     // What changes per record is kept in locals and stored once, at the end of the take or of a
     // buffer (end_write_run). Per record written: its payload copied, the kernel's header
     // written, and its rules only when the session enables fewer than it claims. (Against a
-    // begin_write/end_write pair and a whole-record copy per record: a TCG ring event 428 -> 382
+    // begin_write/end_write pair and a whole-record copy per record: a TCG ring event 428 -> 365
     // cycles, of which the take 187; under the build machines' nested KVM no change, 285 k, so
     // the take's cost there is not its stores; docs/trace-cost.md.)
     const TraceSpinlockEvent* records = user_ring_records(c.ring);
