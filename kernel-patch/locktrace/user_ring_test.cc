@@ -247,9 +247,9 @@ TEST(UserRing, NoFreeBufferLosesAndCountsInRealTimeAndWaitsInNoDropStall) {
 }
 
 // One take of many records fills buffer after buffer, and keeps its bookkeeping in locals until a
-// buffer ends (ring 0's stores are what a take costs): refused records scattered through it, at
-// a buffer's last room too, leave no gap and no stale room in the stream, each record is counted
-// once, rules the session does not enable are masked and the reserved byte cleared.
+// buffer ends (end_write_run): refused records scattered through it, at a buffer's last room
+// and a new buffer's first too, leave no gap and no stale room in the stream, each record is
+// counted once, rules the session does not enable are masked and the reserved byte cleared.
 TEST(UserRing, ATakeAcrossBuffersWithRefusedRecordsLeavesNoGapAndCountsEachOnce) {
     auto a = make_area(1, 4096, 64, TraceLoggerMode::kRealTime);
     Writer w;
