@@ -24,7 +24,8 @@ Expected observations (the worksheet's order):
                 waiter's own vCPU (descheduled by the guest) is rightly classed neither: it is
                 counted in the why, not judged.
   4. clock      the clock bound of those waits (how far guest time may be off on the host axis)
-                is under 2% of the freeze, so no attribution hangs on it
+                is under an eighth of the freeze, so no attribution of them hangs on it (the
+                bound at which a freeze-length wait inside a freeze could change class)
 Needs a run with phases idle-host, host-load and preempt-<N>ms, a timeline and a clock (lab 2's).
 """
 import configparser
@@ -62,7 +63,15 @@ MATCH = 0.5               # a wait "matches" a freeze of F ms when it lasts at l
 # 1.5x (README.md, "The freeze bar"). 5x lies between the two.
 MIN_CONTROL_RATIO = 5.0
 MIN_BLAME = 0.9
-MAX_BOUND_SHARE = 0.02
+# The clock bar, from the rule it protects: a freeze-length wait lasts at least MATCH x the
+# freeze; a clock off by b can move each of its ends by b across a freeze's edge, so its holder's
+# off share by at most 2b over its length. One that lies inside a freeze (its holder off for all
+# of it) keeps "off for more than half" while 2b < MATCH x freeze / 2: b < MATCH / 4 of the freeze,
+# 3.75 ms for 30 ms. (It was 2 %, 600 us, an arbitrary bar: reduced runs on a quiet TCG host, 3 s
+# with few clock samples and QEMU's offset creeping about 2,000 ppm through the freeze phase,
+# gave medians of 10-770 us in six runs and 947 and 1,232 us in two of thirteen, and failed it;
+# full-size runs give 3-67 us.)
+MAX_BOUND_SHARE = MATCH / 4
 
 
 def _freeze_phase(run) -> tuple:
@@ -219,12 +228,12 @@ def check(results_dir: str) -> list:
     limit = MAX_BOUND_SHARE * freeze_ms / 1000 * host_hz
     if bounds:
         med = statistics.median(bounds)
-        obs.append(Observation("clock", f"the clock bound of the waits {band} inside a freeze is under {MAX_BOUND_SHARE:.0%} of the "
+        obs.append(Observation("clock", f"the clock bound of the waits {band} inside a freeze is under {MAX_BOUND_SHARE:.1%} of the "
                                f"freeze ({limit / host_hz * 1e6:.0f} us)", med <= limit,
                                f"median bound {med / host_hz * 1e6:.1f} us, largest {max(bounds) / host_hz * 1e6:.1f} us "
                                f"(clock.json bound_max_cycles {run.clock.get('bound_max_cycles')})"))
     else:
-        obs.append(Observation("clock", f"the clock bound of the waits {band} inside a freeze is under {MAX_BOUND_SHARE:.0%} of the freeze",
+        obs.append(Observation("clock", f"the clock bound of the waits {band} inside a freeze is under {MAX_BOUND_SHARE:.1%} of the freeze",
                                False, "no freeze-length wait could be placed on the host's time axis"
                                if match else "there is no freeze-length wait whose bound could be read"))
     return obs

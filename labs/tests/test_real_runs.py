@@ -169,6 +169,27 @@ def test_lab2_with_freezes_that_do_not_line_up_with_the_waits(lab2_run, tmp):
     assert not obs["freeze"].shown and "the freeze did not show" in obs["freeze"].why
 
 
+def loosen_clock(run_dir: str, extra_s: float):
+    """Widen every clock point's half bracket by extra_s: a clock that cannot place the guest's
+    times on the host's axis closer than that."""
+    path = os.path.join(run_dir, "clock.json")
+    clock = json.load(open(path))
+    extra = int(extra_s * clock["host_tsc_hz"])
+    clock["points"] = [[g, o, h + extra] for g, o, h in clock["points"]]
+    for k in ("bound_max_cycles", "bound_median_cycles"):
+        if clock.get(k) is not None:
+            clock[k] += extra
+    json.dump(clock, open(path, "w"))
+
+
+def test_lab2_with_a_clock_too_loose_to_place_the_waits(lab2_run, tmp):
+    # 5 ms: past an eighth of the 30 ms freeze, where a freeze-length wait's class could change.
+    run = copy_run(lab2_run, os.path.join(tmp, "lab2-loose-clock"))
+    loosen_clock(run, 0.005)
+    obs = check(2, run)
+    assert not obs["clock"].shown and "median bound" in obs["clock"].why
+
+
 def test_lab4_on_a_real_run(lab4_run):
     assert_all_shown(check(4, lab4_run))
 
