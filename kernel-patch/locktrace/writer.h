@@ -64,16 +64,6 @@ inline void* begin_write(Writer& w, uint32_t size, bool may_wait = false) {
 // The caller of a begin_write that set must_wait starts waiting (once per event): stalls + 1.
 inline void note_stall(Writer& w) { lockstat::counter_inc(&w.ctl->stalls); }
 
-// EndWrite for the event begin_write() just gave room for; tsc is its header's timestamp.
-inline void end_write(Writer& w, uint32_t size, uint64_t tsc) {
-    if (w.events == 0) w.first_tsc = tsc;
-    w.last_tsc = tsc;
-    w.latest_tsc = tsc;
-    w.used += size;
-    w.events++;
-    lockstat::counter_inc(&w.ctl->events_written);
-}
-
 // Room for how many more events of `size` bytes the buffer being written holds (0: full, or no
 // buffer: begin_write's slow path is what finds one).
 inline uint32_t room_for(const Writer& w, uint32_t size) {
@@ -83,9 +73,8 @@ inline uint32_t room_for(const Writer& w, uint32_t size) {
 // A run of events written back to back at w.cur + w.used (room_for said they fit) and counted
 // once, at its end, instead of by a begin_write/end_write pair each: the caller keeps the
 // bookkeeping in locals and stores it once (the user rings' take). n: events written, `size`
-// bytes each; attempted: attempts to count (those written and
-// those lost), lost: of them the lost ones; first_tsc, last_tsc: the stamps of the first and
-// last event written.
+// bytes each; attempted: attempts to count (those written and those lost), lost: of them the
+// lost ones; first_tsc, last_tsc: the stamps of the first and last event written.
 inline void end_write_run(Writer& w, uint32_t size, uint32_t n, uint64_t attempted, uint64_t lost,
                           uint64_t first_tsc, uint64_t last_tsc) {
     if (n != 0) {
@@ -99,6 +88,10 @@ inline void end_write_run(Writer& w, uint32_t size, uint32_t n, uint64_t attempt
     if (attempted != 0) lockstat::counter_add(&w.ctl->events_attempted, attempted);
     if (lost != 0) lockstat::counter_add(&w.ctl->events_lost, lost);
 }
+
+// EndWrite for the event begin_write() just gave room for (its attempt counted there); tsc is
+// its header's timestamp.
+inline void end_write(Writer& w, uint32_t size, uint64_t tsc) { end_write_run(w, size, 1, 0, 0, tsc, tsc); }
 
 // Fills a header in place.
 inline void fill_header(TraceEventHeader& h, uint16_t size, TraceEventType type, uint32_t cpu,
