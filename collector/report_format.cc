@@ -1,7 +1,9 @@
 // collector/report_format.cc: see report_format.h.
 #include "report_format.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "hostlib/error.h"
 #include "lockstat/log2_table.h"
@@ -60,6 +62,64 @@ void csv_rows(std::string& out, const std::string& cpu, uint32_t id, const std::
     }
 }
 
+// The pv lock's counters by the name perfdata.h gives them (pv_fields' keys, the csv metric).
+struct PvCounter {
+    const char* name;
+    uint64_t PvLockCounters::*field;
+};
+
+constexpr PvCounter kPvCounters[] = {
+    {"pv_halts", &PvLockCounters::pv_halts},
+    {"pv_kicks", &PvLockCounters::pv_kicks},
+    {"pv_spurious_wakeups", &PvLockCounters::pv_spurious_wakeups},
+    {"pv_steals", &PvLockCounters::pv_steals},
+};
+
+// cpu,,,pv_halts,,N: the pv counters belong to no lock class, so class_id and class are empty.
+void pv_csv_rows(std::string& out, const std::string& cpu, const PvLockCounters& p) {
+    for (const PvCounter& k : kPvCounters)
+        out += cpu + ",,," + k.name + ",," + std::to_string(p.*k.field) + "\n";
+}
+
+// Every CPU's pv counters summed (the "all" row, the json's "merged").
+PvLockCounters pv_total(const Snapshot& s) {
+    PvLockCounters t{};
+    for (const CpuSnapshot& c : s.cpus)
+        for (const PvCounter& k : kPvCounters) t.*k.field += c.pv.*k.field;
+    return t;
+}
+
+bool pv_any(const PvLockCounters& p) {
+    for (const PvCounter& k : kPvCounters)
+        if (p.*k.field) return true;
+    return false;
+}
+
+// The table's pv section: a row per CPU and one for all of them; a column is as wide as its
+// name, at least 12 (a count up to 10^12 keeps the columns straight).
+std::string pv_table(const Snapshot& s, const PvLockCounters& total) {
+    auto width = [](const PvCounter& k) { return int(std::max<size_t>(std::strlen(k.name), 12)); };
+    char cell[48];
+    std::string out = "\npv lock (lock=pvqspin)";
+    for (const PvCounter& k : kPvCounters) {
+        std::snprintf(cell, sizeof cell, "  %*s", width(k), k.name);
+        out += cell;
+    }
+    out += "\n";
+    auto row = [&](const std::string& who, const PvLockCounters& p) {
+        std::snprintf(cell, sizeof cell, "%-22s", who.c_str());
+        out += cell;
+        for (const PvCounter& k : kPvCounters) {
+            std::snprintf(cell, sizeof cell, "  %*llu", width(k), (unsigned long long)(p.*k.field));
+            out += cell;
+        }
+        out += "\n";
+    };
+    for (const CpuSnapshot& c : s.cpus) row("CPU " + std::to_string(c.cpu), c.pv);
+    row("all " + std::to_string(s.cpus.size()) + " CPUs", total);
+    return out;
+}
+
 void hist_json(JsonWriter& w, const char* key, const uint64_t (&h)[kHistBuckets]) {
     // Sparse: {"k": count} for non-empty buckets only; k is the exponent of 2^k.
     w.key(key).begin_object();
@@ -93,8 +153,7 @@ void perf_json(JsonWriter& w, const LockClassPerf& c) {
 }
 
 void pv_fields(JsonWriter& w, const PvLockCounters& p) {
-    w.field("pv_halts", p.pv_halts).field("pv_kicks", p.pv_kicks);
-    w.field("pv_spurious_wakeups", p.pv_spurious_wakeups).field("pv_steals", p.pv_steals);
+    for (const PvCounter& k : kPvCounters) w.field(k.name, p.*k.field);
 }
 
 std::string class_table(const LockClassPerf& c) {
@@ -115,6 +174,10 @@ std::string class_table(const LockClassPerf& c) {
 
 std::string format_query(const QueryView& v, OutputFormat f) {
     const Snapshot& s = *v.snapshot;
+    // lock=pvqspin's counters, shown only when some CPU counted one (other locks count none).
+    const PvLockCounters pv = pv_total(s);
+    bool show_pv = false;
+    for (const CpuSnapshot& c : s.cpus) show_pv = show_pv || pv_any(c.pv);
     std::string out;
     switch (f) {
         case OutputFormat::kTable: {
@@ -134,6 +197,7 @@ std::string format_query(const QueryView& v, OutputFormat f) {
                     out += class_table(c.classes[id]);
                 }
             }
+            if (show_pv) out += pv_table(s, pv);
             break;
         }
         case OutputFormat::kCsv:
@@ -144,6 +208,10 @@ std::string format_query(const QueryView& v, OutputFormat f) {
                     for (const CpuSnapshot& c : s.cpus)
                         csv_rows(out, std::to_string(c.cpu), id, v.names->name(id),
                                  c.classes[id]);
+            }
+            if (show_pv) {
+                pv_csv_rows(out, "all", pv);
+                for (const CpuSnapshot& c : s.cpus) pv_csv_rows(out, std::to_string(c.cpu), c.pv);
             }
             break;
         case OutputFormat::kJson: {
@@ -164,7 +232,19 @@ std::string format_query(const QueryView& v, OutputFormat f) {
                 }
                 w.end_object();
             }
-            w.end_array().end_object();
+            w.end_array();
+            if (show_pv) {
+                w.key("pv").begin_object().key("merged").begin_object();
+                pv_fields(w, pv);
+                w.end_object().key("per_cpu").begin_array();
+                for (const CpuSnapshot& c : s.cpus) {
+                    w.begin_object().field("cpu", c.cpu);
+                    pv_fields(w, c.pv);
+                    w.end_object();
+                }
+                w.end_array().end_object();
+            }
+            w.end_object();
             out = w.take() + "\n";
             break;
         }

@@ -6,6 +6,12 @@
 // csv:   one tidy row per number: cpu,class_id,class,metric,bucket,value. cpu is "all" for
 //        merged rows; bucket is the histogram exponent k (2^k) or the LHP class name.
 // json:  {"cpus":N,"classes":[{"id","name","merged":{...},"per_cpu":[{"cpu",...}]}]}.
+// When any CPU's pv lock counters (lock=pvqspin: PvLockCounters) are not zero, each format
+// ends with them, per CPU and summed, named as perfdata.h names them (pv_halts, pv_kicks,
+// pv_spurious_wakeups, pv_steals): the table a "pv lock" section with a row per CPU and an
+// "all N CPUs" row; csv rows cpu,,,pv_halts,,N (no class) for "all" and each CPU; json a
+// "pv":{"merged":{pv_fields},"per_cpu":[{"cpu",pv_fields}]} after "classes". When all are zero
+// (every other lock) the output is what it was without them.
 #pragma once
 #include <spinlab/perfdata.h>
 

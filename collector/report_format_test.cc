@@ -116,6 +116,95 @@ TEST(ReportFormat, JsonNestsMergedAndPerCpuPerfWithSparseHistograms) {
     EXPECT_EQ(j.back(), '\n');
 }
 
+// lock=pvqspin's counters on both CPUs of the seed snapshot.
+Snapshot pv_snapshot() {
+    Snapshot s = seed_snapshot();
+    s.cpus[0].pv.pv_halts = 12;
+    s.cpus[0].pv.pv_kicks = 3;
+    s.cpus[0].pv.pv_spurious_wakeups = 1;
+    s.cpus[1].pv.pv_kicks = 9;
+    s.cpus[1].pv.pv_steals = 40000000000ull;
+    return s;
+}
+
+TEST(ReportFormat, TableEndsWithThePvCountersPerCpuAndAll) {
+    Snapshot s = pv_snapshot(), zero = seed_snapshot();
+    ClassNames n;
+    n.names = {"", "", "sched"};
+    std::string t = format_query({&s, &n, {2}, false, ""}, OutputFormat::kTable);
+    const std::string before = format_query({&zero, &n, {2}, false, ""}, OutputFormat::kTable);
+    ASSERT_EQ(t.rfind(before, 0), 0u) << t;  // the class tables as without the counters
+    EXPECT_EQ(t.substr(before.size()),
+              "\n"
+              "pv lock (lock=pvqspin)      pv_halts      pv_kicks  pv_spurious_wakeups     pv_steals\n"
+              "CPU 0                             12             3                    1             0\n"
+              "CPU 1                              0             9                    0   40000000000\n"
+              "all 2 CPUs                        12            12                    1   40000000000\n");
+    // Shown with no class to show as well: a guest whose halts are all it counted.
+    std::string empty = format_query({&s, &n, {}, false, ""}, OutputFormat::kTable);
+    EXPECT_EQ(empty.rfind("no lock acquisitions recorded\n\npv lock", 0), 0u) << empty;
+}
+
+TEST(ReportFormat, CsvEndsWithClasslessPvRowsForAllAndEachCpu) {
+    Snapshot s = pv_snapshot(), zero = seed_snapshot();
+    ClassNames n;
+    n.names = {"", "", "sched"};
+    std::string csv = format_query({&s, &n, {2}, false, ""}, OutputFormat::kCsv);
+    const std::string before = format_query({&zero, &n, {2}, false, ""}, OutputFormat::kCsv);
+    ASSERT_EQ(csv.rfind(before, 0), 0u) << csv;
+    EXPECT_EQ(csv.substr(before.size()),
+              "all,,,pv_halts,,12\n"
+              "all,,,pv_kicks,,12\n"
+              "all,,,pv_spurious_wakeups,,1\n"
+              "all,,,pv_steals,,40000000000\n"
+              "0,,,pv_halts,,12\n"
+              "0,,,pv_kicks,,3\n"
+              "0,,,pv_spurious_wakeups,,1\n"
+              "0,,,pv_steals,,0\n"
+              "1,,,pv_halts,,0\n"
+              "1,,,pv_kicks,,9\n"
+              "1,,,pv_spurious_wakeups,,0\n"
+              "1,,,pv_steals,,40000000000\n");
+}
+
+TEST(ReportFormat, JsonEndsWithPvMergedAndPerCpuInTheRecordFilesFields) {
+    Snapshot s = pv_snapshot(), zero = seed_snapshot();
+    ClassNames n;
+    std::string j = format_query({&s, &n, {2}, true, ""}, OutputFormat::kJson);
+    std::string before = format_query({&zero, &n, {2}, true, ""}, OutputFormat::kJson);
+    ASSERT_EQ(before.substr(before.size() - 2), "}\n");
+    before.resize(before.size() - 2);  // the object, left open
+    ASSERT_EQ(j.rfind(before, 0), 0u) << j;
+    EXPECT_EQ(j.substr(before.size()),
+              ",\"pv\":{\"merged\":{\"pv_halts\":12,\"pv_kicks\":12,\"pv_spurious_wakeups\":1,"
+              "\"pv_steals\":40000000000},\"per_cpu\":["
+              "{\"cpu\":0,\"pv_halts\":12,\"pv_kicks\":3,\"pv_spurious_wakeups\":1,\"pv_steals\":0},"
+              "{\"cpu\":1,\"pv_halts\":0,\"pv_kicks\":9,\"pv_spurious_wakeups\":0,"
+              "\"pv_steals\":40000000000}]}}\n");
+    // The record files write a CPU's counters with the same writer (pv_fields).
+    JsonWriter w;
+    w.begin_object();
+    pv_fields(w, s.cpus[1].pv);
+    w.end_object();
+    EXPECT_NE(j.find(w.take().substr(1, std::string::npos)), std::string::npos);
+}
+
+TEST(ReportFormat, NoFormatMentionsThePvLockWhenItsCountersAreZero) {
+    Snapshot s = seed_snapshot();  // lock=tas or any lock but pvqspin: all four stay 0
+    ClassNames n;
+    for (OutputFormat f : {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson}) {
+        for (bool per_cpu : {false, true}) {
+            std::string out = format_query({&s, &n, {2}, per_cpu, ""}, f);
+            EXPECT_EQ(out.find("pv"), std::string::npos) << out;
+        }
+        EXPECT_EQ(format_query({&s, &n, {}, false, ""}, f).find("pv"), std::string::npos);
+    }
+    EXPECT_EQ(format_query({&s, &n, {}, false, ""}, OutputFormat::kCsv),
+              "cpu,class_id,class,metric,bucket,value\n");
+    EXPECT_EQ(format_query({&s, &n, {}, false, ""}, OutputFormat::kJson),
+              "{\"cpus\":2,\"classes\":[]}\n");
+}
+
 TEST(ReportFormat, ParseFormatNamesTheBadValue) {
     EXPECT_EQ(parse_format("csv"), OutputFormat::kCsv);
     try {
