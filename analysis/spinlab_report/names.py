@@ -3,8 +3,9 @@
 The one spelling of each name is the C++ table of its enum in kernel-patch/abi/spinlab/ (the
 *_name() functions, the kernel's boot options and spinlab-run's spec choices come from the same
 tables). The build writes those tables out as abi_names.json (the spinlab-abi-names target; see
-the ABI README); this module reads that file, so Python never spells a name again: code names an
-enum's value by its C++ enumerator, e.g. LHP_CLASS.kHolderPreempted is "holder-preempted".
+kernel-patch/abi/names.cmake, and abi_names.cc beside it for the file's shape); this module reads
+that file, so Python never spells a name again: code names an enum's value by its C++
+enumerator, e.g. LHP_CLASS.kHolderPreempted is "holder-preempted".
 
 Where the file is looked for, first found wins:
   1. $SPINLAB_ABI_NAMES, when set (a build directory other than build/host);
