@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from . import lhp
+from . import freeze_lengths, lhp
 from . import waits as waits_mod
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import log_ratio, mean_ci
@@ -364,7 +364,7 @@ def warnings(run, phases: dict, base: str | None) -> list:
     if host.get("hypervisor") is True:
         out.append("The host is itself a virtual machine (the CPUID hypervisor bit, meta.json host.hypervisor): "
                    "this guest is nested, its VM exits are slow, and long waits are common even on an idle host.")
-    return out
+    return out + freeze_lengths.warnings(run)
 
 
 def build(run, summary: dict) -> dict:

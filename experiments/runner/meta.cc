@@ -132,4 +132,30 @@ bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& f
     return true;
 }
 
+bool note_freezer(Meta& m, const std::string& slot, const std::map<std::string, std::string>& facts) {
+    auto cgroup = facts.find("freezer_cgroup");
+    if (cgroup == facts.end()) return false;
+    auto fact = [&](const char* key) -> const std::string& {
+        auto it = facts.find(key);
+        if (it == facts.end()) throw std::runtime_error(std::string("spinlab-load's ready file: no ") + key);
+        return it->second;
+    };
+    auto ms = [&](const char* key) {
+        const std::string& text = fact(key);
+        double v = -1;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(v >= 0))
+            throw std::runtime_error(std::string("spinlab-load's ready file: ") + key + " '" + text +
+                                     "' is not a time in ms");
+        return v;
+    };
+    if (cgroup->second != "v1" && cgroup->second != "v2")
+        throw std::runtime_error("spinlab-load's ready file: freezer_cgroup '" + cgroup->second + "' is not v1 or v2");
+    const std::string& held = fact("freezer_key_held");
+    if (held != "0" && held != "1")
+        throw std::runtime_error("spinlab-load's ready file: freezer_key_held '" + held + "' is not 0 or 1");
+    m.freezer.push_back({slot, cgroup->second, held == "1", ms("freezer_freeze_write_ms"), ms("freezer_thaw_write_ms")});
+    return true;
+}
+
 }  // namespace spinlab::run

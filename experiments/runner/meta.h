@@ -34,4 +34,10 @@ Meta make_meta(const MetaSources& s);
 // (meta.json is then written again); facts without rt_priority change nothing.
 bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts);
 
+// What a preempt condition's ready file says of the freezer it measured (freezer_cgroup,
+// freezer_key_held, freezer_freeze_write_ms, freezer_thaw_write_ms) into m.freezer under
+// `slot` ("<phase>-r<rep>"). Returns true when it added one; facts without them change nothing.
+// Throws naming the fact when one does not parse.
+bool note_freezer(Meta& m, const std::string& slot, const std::map<std::string, std::string>& facts);
+
 }  // namespace spinlab::run

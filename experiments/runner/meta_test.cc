@@ -51,5 +51,48 @@ TEST(InjectorPriority, ABadPriorityIsAnErrorNamingIt) {
     }
 }
 
+TEST(Freezer, EachPreemptConditionsMeasuredWritesAreRecorded) {
+    Meta m;
+    EXPECT_FALSE(note_freezer(m, "host-load-r0", {})) << "hog and throttle state nothing";
+    EXPECT_NE(meta_json(m).find("\"freezer\":[]"), std::string::npos) << meta_json(m);
+    const std::map<std::string, std::string> v1{{"freezer_cgroup", "v1"},
+                                                {"freezer_key_held", "1"},
+                                                {"freezer_freeze_write_ms", "0.0091"},
+                                                {"freezer_thaw_write_ms", "3.1250"}};
+    EXPECT_TRUE(note_freezer(m, "preempt-30ms-r0", v1));
+    EXPECT_NE(meta_json(m).find("\"freezer\":[{\"slot\":\"preempt-30ms-r0\",\"cgroup\":\"v1\",\"key_held\":true,"
+                                "\"freeze_write_ms\":0.0091,\"thaw_write_ms\":3.1250}]"),
+              std::string::npos)
+        << meta_json(m);
+}
+
+TEST(Freezer, ABadFactIsAnErrorNamingIt) {
+    Meta m;
+    auto error_of = [&](std::map<std::string, std::string> facts) {
+        try {
+            note_freezer(m, "preempt-30ms-r0", facts);
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    std::map<std::string, std::string> good{{"freezer_cgroup", "v2"},
+                                            {"freezer_key_held", "0"},
+                                            {"freezer_freeze_write_ms", "0.0120"},
+                                            {"freezer_thaw_write_ms", "0.0200"}};
+    auto with = [&](const char* key, const char* value) {
+        auto f = good;
+        f[key] = value;
+        return f;
+    };
+    EXPECT_EQ(error_of(with("freezer_thaw_write_ms", "3ms")),
+              "spinlab-load's ready file: freezer_thaw_write_ms '3ms' is not a time in ms");
+    EXPECT_EQ(error_of(with("freezer_cgroup", "v3")), "spinlab-load's ready file: freezer_cgroup 'v3' is not v1 or v2");
+    auto missing = good;
+    missing.erase("freezer_key_held");
+    EXPECT_EQ(error_of(missing), "spinlab-load's ready file: no freezer_key_held");
+    EXPECT_TRUE(m.freezer.empty()) << "nothing half-recorded";
+}
+
 }  // namespace
 }  // namespace spinlab::run

@@ -293,6 +293,14 @@ std::string meta_json(const Meta& m) {
     if (m.preempt_rt_priority.fallback.empty()) null_value(j);
     else j.value(m.preempt_rt_priority.fallback);
     j.end_object();
+    j.key("freezer").begin_array();
+    for (const Meta::FreezerWrites& f : m.freezer) {
+        j.begin_object().field("slot", f.slot).field("cgroup", f.cgroup).field("key_held", f.key_held);
+        j.key("freeze_write_ms").fixed(f.freeze_write_ms, 4);
+        j.key("thaw_write_ms").fixed(f.thaw_write_ms, 4);
+        j.end_object();
+    }
+    j.end_array();
     j.key("neighbours");
     if (m.neighbours) {
         j.begin_object();

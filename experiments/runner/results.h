@@ -161,6 +161,18 @@ struct Meta {
         std::optional<uint32_t> used;
         std::string fallback;  // empty: none
     } preempt_rt_priority;
+    // The freezer of the preempt phases, as each of their conditions measured it before its
+    // first freeze (spinlab-load preempt's ready file): the hierarchy, whether v1's static key
+    // was held on (freezer.h), and the median freeze and thaw writes on an empty cgroup. Every
+    // thaw is asked for about one thaw write early, so a freeze lasts what was asked. Empty: no
+    // preempt phase has started (key: an empty array).
+    struct FreezerWrites {
+        std::string slot;    // "<phase>-r<rep>"
+        std::string cgroup;  // v1 | v2
+        bool key_held = false;
+        double freeze_write_ms = 0, thaw_write_ms = 0;
+    };
+    std::vector<FreezerWrites> freezer;
     // neighbours-N phases ([neighbours], pinning.h): the host CPUs every VM is pinned to (empty:
     // none), each VM (the measured one first, then neighbour 1 .. the largest N) and, per phase,
     // all running VMs' vCPUs over those host CPUs (over the host's CPUs when nothing is

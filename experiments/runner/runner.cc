@@ -170,6 +170,8 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
                        true);
         neighbours_->run(p.neighbours, [&](const std::string& line) { note(at + ": " + line); });
     }
+    if (note_freezer(meta_, phase + "-r" + std::to_string(rep), cond.facts))
+        write_file(dir_ + "/meta.json", meta_json(meta_));
     if (note_injector_priority(meta_, cond.facts)) {
         write_file(dir_ + "/meta.json", meta_json(meta_));
         if (!meta_.preempt_rt_priority.fallback.empty())

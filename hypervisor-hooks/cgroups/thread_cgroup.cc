@@ -25,6 +25,12 @@ void make_cgroup(Ledger& ledger, const std::string& dir) {
 }
 }  // namespace
 
+std::string make_owned_cgroup(Ledger& ledger, int owner, const std::string& mount, const std::string& tag) {
+    const std::string dir = mount + "/" + owned_name(owner, tag);
+    make_cgroup(ledger, dir);
+    return dir;
+}
+
 CgroupMethod parse_cgroup_method(const std::string& text, const std::string& option) {
     if (text == "auto") return CgroupMethod::kAuto;
     if (text == "v1") return CgroupMethod::kV1;

@@ -40,6 +40,9 @@ CgroupChoice choose_hierarchy(const std::string& controller, CgroupMethod method
 // Same, reading /proc/mounts and the v2 root.
 CgroupChoice choose_hierarchy_on_host(const std::string& controller, CgroupMethod method);
 
+// Creates the empty cgroup <mount>/spinlab-<owner>-<tag> (in the ledger first) and returns it.
+std::string make_owned_cgroup(Ledger& ledger, int owner, const std::string& mount, const std::string& tag);
+
 class ThreadCgroups {
 public:
     ThreadCgroups(Ledger& ledger, int owner, std::string tag, CgroupChoice choice,

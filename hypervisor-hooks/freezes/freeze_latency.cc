@@ -27,6 +27,10 @@ void FreezeLatency::add(const FreezeRecord& r) {
     ++freezes_;
     request_late_.push_back(std::max(0.0, ms(r.planned_begin_tsc, r.begin_tsc)));
     write_.push_back(ms(r.begin_tsc, r.marked_tsc));
+    if (r.thawed_tsc) {
+        thaw_write_.push_back(ms(r.end_tsc, r.thawed_tsc));
+        applied_excess_.push_back(ms(r.marked_tsc, r.thawed_tsc) - ms(r.planned_begin_tsc, r.planned_end_tsc));
+    }
     if (r.frozen_tsc) notify_.push_back(ms(r.begin_tsc, r.frozen_tsc));
     const EffectiveWindow& w = r.effective;
     if (w.status != EffectiveStatus::kOk) return;
@@ -55,7 +59,8 @@ std::string FreezeLatency::json() const {
         .field("effective_ok", uint64_t(ok_))
         .field("off_cpu_at_request", uint64_t(off_at_request_));
     const std::pair<const char*, const std::vector<double>*> all[] = {
-        {"request_late", &request_late_}, {"write", &write_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
+        {"request_late", &request_late_}, {"write", &write_}, {"thaw_write", &thaw_write_},
+        {"applied_excess", &applied_excess_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
     for (const auto& [name, samples] : all) {
         w.key(name);
         write_distribution(w, distribution(*samples), "_ms", 4);
@@ -69,7 +74,8 @@ std::string FreezeLatency::summary() const {
     out.precision(3);
     out << std::fixed;
     const std::pair<const char*, const std::vector<double>*> all[] = {
-        {"request late", &request_late_}, {"write", &write_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
+        {"request late", &request_late_}, {"write", &write_}, {"thaw write", &thaw_write_},
+        {"applied - planned", &applied_excess_}, {"stop", &stop_}, {"notify", &notify_}, {"resume", &resume_}};
     const char* sep = "";
     for (const auto& [name, samples] : all) {
         Distribution d = distribution(*samples);

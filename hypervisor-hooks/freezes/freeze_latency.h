@@ -4,6 +4,9 @@
 //   write         marked - begin          how long the freeze write took (the mark lands inside)
 //   stop          stopped - begin         for threads on CPU at the request: until they switched out
 //   notify        frozen - begin          until we saw the kernel's "frozen" notification
+//   thaw_write    thawed - end            how long the thaw write took (the thread may run after it)
+//   applied       thawed - marked         the freeze as the freezer applied it, write to write,
+//                                         minus its planned length: how much longer than asked
 //   resume        resumed - end           from the thaw request until the thread ran again
 // plus the count of threads off CPU at the request (stopped <= marked: stopped by the mark).
 // `spinlab-load preempt --latency-json` writes it; `make bench` runs it (scripts/bench-freeze.sh).
@@ -43,7 +46,7 @@ private:
     double ms(uint64_t from, uint64_t to) const;
     double ticks_per_ms_;
     size_t freezes_ = 0, ok_ = 0, off_at_request_ = 0;
-    std::vector<double> request_late_, write_, stop_, notify_, resume_;
+    std::vector<double> request_late_, write_, thaw_write_, applied_excess_, stop_, notify_, resume_;
 };
 
 }  // namespace spinlab::load

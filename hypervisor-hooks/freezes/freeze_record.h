@@ -4,8 +4,8 @@
 // ns. The one writer of this format; its columns are documented in README.md.
 //
 //   seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,marked_tsc,frozen_tsc,end_tsc,
-//   stopped_tsc,resumed_tsc,effective,planned_begin_ns,planned_end_ns,begin_ns,marked_ns,frozen_ns,
-//   end_ns,stopped_ns,resumed_ns
+//   thawed_tsc,stopped_tsc,resumed_tsc,effective,planned_begin_ns,planned_end_ns,begin_ns,marked_ns,
+//   frozen_ns,end_ns,thawed_ns,stopped_ns,resumed_ns
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@ struct FreezeRecord {
     uint64_t marked_tsc = 0;  // just after the freeze write returned: the thread is marked by then
     uint64_t frozen_tsc = 0;  // when we saw the kernel report the cgroup frozen; 0: not before the thaw
     uint64_t end_tsc = 0;     // just before the thaw request (write)
+    uint64_t thawed_tsc = 0;  // just after the thaw write returned: the thread may run from then
     EffectiveWindow effective;
 };
 

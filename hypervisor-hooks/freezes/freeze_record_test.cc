@@ -20,9 +20,10 @@ TEST(FreezeRecord, RowMatchesTheHeaderAndMapsEveryTimeToNs) {
     r.marked_tsc = 1014;
     r.frozen_tsc = 0;  // not confirmed: stays 0 in both clocks
     r.end_tsc = 3010;
+    r.thawed_tsc = 3012;
     r.effective = {EffectiveStatus::kOk, 1020, 3050};
     std::string row = format_freeze_record(r, [](uint64_t tsc) { return tsc / 2; });
-    EXPECT_EQ(row, "3,4242,1,1000,3000,1010,1014,0,3010,1020,3050,ok,500,1500,505,507,0,1505,510,1525\n");
+    EXPECT_EQ(row, "3,4242,1,1000,3000,1010,1014,0,3010,3012,1020,3050,ok,500,1500,505,507,0,1505,1506,510,1525\n");
     auto count = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
     EXPECT_EQ(count(row), count(freeze_record_header()));
     EXPECT_EQ(freeze_record_header().rfind("seq,tid,vcpu,", 0), 0u);
@@ -67,11 +68,11 @@ TEST(FreezeRecord, BadRecordsNameTheLineAndColumn) {
         return std::string("no error");
     };
     EXPECT_EQ(error_of("seq,tid\n1,2\n"), "the preempt record has no column stopped_tsc");
-    std::string ok = "0,5,0,0,0,0,0,0,0,100,200,ok,0,0,0,0,0,0,0,0\n";
-    EXPECT_EQ(error_of(freeze_record_header() + ok + "0,5,0,0,0,0,0,0,0,1x0,200,ok,0,0,0,0,0,0,0,0\n"),
+    std::string ok = "0,5,0,0,0,0,0,0,0,0,100,200,ok,0,0,0,0,0,0,0,0,0\n";
+    EXPECT_EQ(error_of(freeze_record_header() + ok + "0,5,0,0,0,0,0,0,0,0,1x0,200,ok,0,0,0,0,0,0,0,0,0\n"),
               "the preempt record, line 3: stopped_tsc '1x0' is not a number");
-    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0\n"), "the preempt record, line 2: 3 fields, the header has 20");
-    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0,0,0,0,0,0,0,100,200,maybe,0,0,0,0,0,0,0,0\n"),
+    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0\n"), "the preempt record, line 2: 3 fields, the header has 22");
+    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0,0,0,0,0,0,0,0,100,200,maybe,0,0,0,0,0,0,0,0,0\n"),
               "the preempt record, line 2: unknown effective status 'maybe'");
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "hypervisor-hooks/common/fs_util.h"
 #include "hypervisor-hooks/common/host_clock.h"
@@ -76,6 +77,36 @@ bool CgroupFreezer::wait_frozen(uint64_t deadline_ns, int stop_fd) {
         if (n < 0 && errno != EINTR) throw LoadError(std::string("poll on the freezer: ") + std::strerror(errno));
         if (n > 0 && fds[0].revents) return frozen();
     }
+}
+
+FreezerKeyHolder::FreezerKeyHolder(Ledger& ledger, int owner, const std::string& v1_mount) {
+    freezer_ = std::make_unique<CgroupFreezer>(make_owned_cgroup(ledger, owner, v1_mount, "freeze-key"),
+                                               CgroupVersion::kV1);
+    freezer_->freeze();
+}
+
+FreezerWrites calibrate_freezer(Ledger& ledger, int owner, const CgroupChoice& choice, size_t cycles) {
+    const std::string dir = make_owned_cgroup(ledger, owner, choice.mount, "freeze-probe");
+    std::vector<uint64_t> freezes, thaws;
+    {
+        CgroupFreezer probe(dir, choice.version);
+        for (size_t i = 0; i < cycles; ++i) {
+            const uint64_t t0 = monotonic_ns();
+            probe.freeze();
+            const uint64_t t1 = monotonic_ns();
+            probe.thaw();
+            freezes.push_back(t1 - t0);
+            thaws.push_back(monotonic_ns() - t1);
+        }
+    }
+    if (std::string why = evacuate_and_remove_cgroup(dir); !why.empty())
+        throw LoadError("cannot remove the freezer probe " + dir + ": " + why);
+    auto median = [](std::vector<uint64_t>& v) -> uint64_t {
+        if (v.empty()) return 0;
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        return v[v.size() / 2];
+    };
+    return {median(freezes), median(thaws), cycles};
 }
 
 }  // namespace spinlab::load

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "freeze_latency.h"
 #include "freeze_record.h"
@@ -21,6 +22,7 @@
 #include "hypervisor-hooks/timeline/tracefs.h"
 #include "hypervisor-hooks/vcpu_state/vcpu_state_publisher.h"
 #include "record_writer.h"
+#include "thaw_plan.h"
 
 namespace spinlab::load {
 
@@ -98,6 +100,20 @@ std::vector<std::pair<std::string, std::string>> priority_facts(int asked, const
             {"rt_priority", fallback.empty() ? std::to_string(asked) : "0"},
             {"rt_priority_fallback", fallback}};
 }
+
+// What the ready file states of the freezer (the runner copies it into meta.json).
+std::vector<std::pair<std::string, std::string>> freezer_facts(const CgroupChoice& choice, bool key_held,
+                                                               const FreezerWrites& w) {
+    auto ms = [](uint64_t ns) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.4f", static_cast<double>(ns) / 1e6);
+        return std::string(text);
+    };
+    return {{"freezer_cgroup", choice.version == CgroupVersion::kV1 ? "v1" : "v2"},
+            {"freezer_key_held", key_held ? "1" : "0"},
+            {"freezer_freeze_write_ms", ms(w.freeze_ns)},
+            {"freezer_thaw_write_ms", ms(w.thaw_ns)}};
+}
 }  // namespace
 
 void validate_preempt(const PreemptConfig& c) {
@@ -115,6 +131,14 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     std::vector<ThreadTarget> targets = resolve_targets(c.targets);
     CgroupChoice choice = choose_hierarchy_on_host("freezer", c.method);
     ThreadCgroups cgroups(session.ledger(), session.owner(), "freeze", choice, "freezer");
+    // v1: the kernel's freezer static key stays on from here (freezer.h); then the writes'
+    // latency as the victims will see it, and each thaw asked for that much earlier (thaw_plan.h).
+    // Declared before the victims: their freezers thaw first on the way out.
+    std::optional<FreezerKeyHolder> key;
+    if (choice.version == CgroupVersion::kV1) key.emplace(session.ledger(), session.owner(), choice.mount);
+    const FreezerWrites calibrated = calibrate_freezer(session.ledger(), session.owner(), choice, 5);
+    WriteEstimate thaw_writes;
+    thaw_writes.add(calibrated.thaw_ns);
     std::vector<int> tids;
     for (const ThreadTarget& t : targets) tids.push_back(t.tid);
     // The effective windows come from the threads' own sched_switch events, in TSC.
@@ -150,7 +174,8 @@ int run_preempt(Session& session, const PreemptConfig& c) {
             ++word_stats.not_attached;
         }
     };
-    const auto facts = priority_facts(c.rt_priority, set_rt_priority(c.rt_priority));
+    auto facts = priority_facts(c.rt_priority, set_rt_priority(c.rt_priority));
+    for (auto& fact : freezer_facts(choice, key.has_value(), calibrated)) facts.push_back(std::move(fact));
 
     std::deque<Victim> victims;
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -169,9 +194,11 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     for (size_t i = 0; i < victims.size(); ++i) {
         victims[i].origin_ns = origin + (c.stagger ? c.schedule.period_ns * i / victims.size() : 0);
     }
-    std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s\n", victims.size(),
+    std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s%s; freezer writes (empty cgroup, median of %zu): "
+                 "freeze %.4f ms, thaw %.4f ms\n", victims.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
-                 choice.mount.c_str());
+                 choice.mount.c_str(), key ? ", its static key held on" : "", calibrated.cycles,
+                 static_cast<double>(calibrated.freeze_ns) / 1e6, static_cast<double>(calibrated.thaw_ns) / 1e6);
     if (words && words->refresh() != VcpuStateWriter::State::kAttached)  // publishes itself if laid out
         std::fprintf(stderr, "preempt: vcpu-state: %s %s: %s\n", words->path().c_str(),
                      vcpu_state_name(words->state()), words->why().c_str());
@@ -217,7 +244,10 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     };
     auto thaw = [&](Victim& v) {
         v.open.end_tsc = read_tsc();
+        const uint64_t asked_ns = monotonic_ns();
         v.freezer->thaw();
+        v.open.thawed_tsc = read_tsc();
+        thaw_writes.add(monotonic_ns() - asked_ns);
         publish_frozen(v, false, v.open.end_tsc);  // after the thaw: the word never leads it
         v.frozen = false;
         unfinished.push_back({&v, v.open, v.planned_begin_ns, v.planned_end_ns});
@@ -256,10 +286,11 @@ int run_preempt(Session& session, const PreemptConfig& c) {
         publish_frozen(v, true, v.open.begin_tsc);  // after the mark: the word never leads it
         v.frozen = true;
         // Every freeze lasts its length from the moment its mark has surely landed (the write
-        // returned): a late request or a slow write (v1 patches a static key) moves the thaw.
+        // returned) to the moment the thaw write returns: a late request or a slow freeze write
+        // moves the thaw, and the thaw is asked for the estimated thaw write earlier.
         v.planned_begin_ns = v.origin_ns + v.window.start_ns;
         v.planned_end_ns = v.planned_begin_ns + v.window.length_ns;
-        v.thaw_at_ns = marked_ns + v.window.length_ns;
+        v.thaw_at_ns = marked_ns + v.window.length_ns - thaw_lead_ns(thaw_writes, v.window.length_ns);
         if (end) v.thaw_at_ns = std::min(v.thaw_at_ns, end);
         if (v.freezer->wait_frozen(v.thaw_at_ns, session.signal_fd())) v.open.frozen_tsc = read_tsc();
         // The thread is stopped now (or we gave up): reading the trace cannot disturb it.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "hypervisor-hooks/cgroups/cgroup_paths.h"
 #include "hypervisor-hooks/common/fs_util.h"
 #include "hypervisor-hooks/common/proc_info.h"
 #include "hypervisor-hooks/testing/integration_support.h"
@@ -58,6 +59,17 @@ void run_and_match(const std::string& cgroup) {
     ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()),
                           "--freeze-ms", "20", "--period-ms", "150", "--duration", "2.5", "--cgroup", cgroup,
                           "--rt-priority", "10", "--out", dir + "/preempt.csv", "--state-dir", dir + "/s"});
+    if (cgroup == "v1") {
+        // The freezer's static key is held on by an empty cgroup of the injector's own, frozen.
+        std::string key;
+        for (const CgroupMount& m : parse_cgroup_mounts(read_file("/proc/mounts")))
+            if (m.version == CgroupVersion::kV1 && std::count(m.controllers.begin(), m.controllers.end(), "freezer"))
+                key = m.path + "/" + owned_name(preempt.pid(), "freeze-key");
+        ASSERT_FALSE(key.empty()) << "no v1 freezer mounted, yet --cgroup v1 ran";
+        EXPECT_TRUE(eventually(5, [&] {
+            return path_exists(key + "/freezer.state") && trim(read_file(key + "/freezer.state")) == "FROZEN";
+        })) << key << " is not there, or not frozen";
+    }
     int ps = preempt.wait(10);
     // The trace window must cover every freeze however slowly preempt started: stop the
     // timeline only now, with SIGINT (its Ctrl-C path writes the CSV too).
@@ -97,6 +109,7 @@ void run_and_match(const std::string& cgroup) {
     double worst_edge_ms = 0, worst_stop_ms = 0, worst_resume_ms = 0, worst_start_late_ms = 0,
            worst_inside_ms = 0, worst_length_excess_ms = 0;
     size_t on_time_requests = 0;
+    std::vector<double> thaw_write_ms;
     // The timeline's switch nearest tsc: a switch-in starts an `on` interval; a switch-out ends
     // one, or ends an `unknown` one (the switch-in before it was not traced: run_intervals.h).
     auto on_edge = [&](const char* edge, uint64_t tsc) {
@@ -150,38 +163,59 @@ void run_and_match(const std::string& cgroup) {
         worst_resume_ms = std::max(worst_resume_ms, ms_between(end, resumed, ticks_per_ms));
         worst_start_late_ms = std::max(worst_start_late_ms,
                                        ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms));
-        // Every freeze lasts its planned length from its freeze write's return (a late request or
-        // a slow write moves its thaw),
-        // up to the injector's lateness. It runs SCHED_FIFO (median 0.06 ms late), but this host
-        // kernel is PREEMPT_NONE: a waking RT task waits for the running task's next preemption
-        // point, and the freeze write can block; 5.7 ms (timer) and 23 ms (a v1 run's thaw) seen
-        // at load average 24-27. So: the plan is a fixed grid (each window planned one period
-        // after the one before, however late that one's request was: no drift), every request
-        // within kLateMaxMs, and a quarter of them on time. The bar was 80 % on time until CI's
-        // 2-core VM, busy and with steal, had 53-76 % (9, 10 and 13 of 17) in three runs. The
-        // effective window, not the request, is what the record is for.
+        // Every freeze lasts its planned length from its freeze write's return to its thaw
+        // write's return (a late request or a slow freeze write moves the thaw; the thaw is asked
+        // for the median thaw write earlier: thaw_plan.h), up to the injector's lateness. It runs
+        // SCHED_FIFO (median 0.06 ms late), but this host kernel is PREEMPT_NONE: a waking RT task
+        // waits for the running task's next preemption point, and a write can block; 5.7 ms
+        // (timer) and 23 ms (a v1 run's thaw) seen at load average 24-27. So: the plan is a fixed
+        // grid (each window planned one period after the one before, however late that one's
+        // request was: no drift), every request within kLateMaxMs, and a quarter of the freezes
+        // on time (requested within 1 ms of plan, applied within 1 ms of its length) where the
+        // host's freezer lets planning reach that (below). The bar was 80 % until CI's 2-core VM,
+        // busy and with steal, had 53-76 % (9, 10 and 13 of 17) in three runs. The effective
+        // window, not the request, is what the record is for.
         const double kLateMs = 1.0, kLateMaxMs = 60.0;
-        const double requested_ms = ms_between(begin, end, ticks_per_ms);
         const double planned_ms = ms_between(u64(f, "planned_begin_tsc"), u64(f, "planned_end_tsc"), ticks_per_ms);
         const double late_ms = ms_between(u64(f, "planned_begin_tsc"), begin, ticks_per_ms);
+        const uint64_t thawed = u64(f, "thawed_tsc");
+        ASSERT_LE(end, thawed) << seq << ": the thaw write returned before it was made";
+        const double asked_ms = ms_between(marked, end, ticks_per_ms);     // mark to thaw request
+        const double applied_ms = ms_between(marked, thawed, ticks_per_ms);  // write return to write return
+        thaw_write_ms.push_back(ms_between(end, thawed, ticks_per_ms));
         EXPECT_NEAR(planned_ms, 20.0, 0.01) << seq;
-        EXPECT_GE(requested_ms, 20.0 - 0.01) << seq;
-        EXPECT_LE(requested_ms, 20.0 + kLateMaxMs) << seq;
+        EXPECT_GE(asked_ms, planned_ms / 2 - 0.01) << seq << ": the thaw was asked for more than half a window early";
+        EXPECT_LE(asked_ms, planned_ms + kLateMaxMs) << seq;
         EXPECT_LE(late_ms, kLateMaxMs) << seq;
-        on_time_requests += late_ms <= kLateMs && requested_ms <= 20.0 + kLateMs;
-        worst_length_excess_ms = std::max(worst_length_excess_ms, requested_ms - 20.0);
-        // The thaw request comes at least the planned length after the mark has landed, so the
-        // effective window is as long as planned but for the stop latency. It may be far longer:
-        // after the thaw the thread waits for a CPU like any other (resume latency up to 190 ms
+        on_time_requests += late_ms <= kLateMs && std::abs(applied_ms - planned_ms) <= kLateMs;
+        worst_length_excess_ms = std::max(worst_length_excess_ms, applied_ms - planned_ms);
+        // After the thaw the thread waits for a CPU like any other (resume latency up to 190 ms
         // measured at load average 24); that is recorded, not bounded.
-        EXPECT_GE(ms_between(u64(f, "marked_tsc"), end, ticks_per_ms), planned_ms - 0.01) << seq;
     }
+    // The host property the on-time bar rests on: how steady the freezer's thaw write is. Each
+    // thaw is asked for the median of the writes before it earlier, so a write that strays from
+    // the median by more than the bar makes that freeze's length miss it, whatever the injector
+    // does. Where the writes' median absolute deviation exceeds half the bar, the bar is not
+    // judged (the figures are printed); the hard rules above still are.
+    std::vector<double> dev = thaw_write_ms;
+    std::sort(dev.begin(), dev.end());
+    const double write_median = dev.empty() ? 0 : dev[dev.size() / 2];
+    for (double& d : dev) d = std::abs(d - write_median);
+    std::sort(dev.begin(), dev.end());
+    const double write_mad = dev.empty() ? 0 : dev[dev.size() / 2];
+    std::printf("MEASURED %s: thaw write median %.4f ms, median absolute deviation %.4f ms\n", cgroup.c_str(),
+                write_median, write_mad);
     std::printf("MEASURED %s: worst edge diff %.4f ms, on inside %.4f ms, stop (on CPU) %.4f ms, "
-                "resume %.4f ms, request late %.4f ms, request length excess %.4f ms\n", cgroup.c_str(), worst_edge_ms,
+                "resume %.4f ms, request late %.4f ms, applied length excess %.4f ms\n", cgroup.c_str(), worst_edge_ms,
                 worst_inside_ms, worst_stop_ms, worst_resume_ms, worst_start_late_ms, worst_length_excess_ms);
-    std::printf("MEASURED %s: %zu of %zu freeze and thaw requests within 1 ms of plan\n", cgroup.c_str(),
+    std::printf("MEASURED %s: %zu of %zu freezes requested and applied within 1 ms of plan\n", cgroup.c_str(),
                 on_time_requests, freezes.size());
-    EXPECT_GE(on_time_requests * 4, freezes.size()) << "freeze and thaw requests within 1 ms of plan";
+    if (write_mad > 0.5) {
+        std::printf("NOT JUDGED %s: freezes within 1 ms of plan (the thaw writes stray %.4f ms from their median; "
+                    "the bar needs under 0.5)\n", cgroup.c_str(), write_mad);
+    } else {
+        EXPECT_GE(on_time_requests * 4, freezes.size()) << "freezes requested and applied within 1 ms of plan";
+    }
     for (size_t i = 1; i < freezes.size(); ++i) {
         EXPECT_NEAR(ms_between(u64(freezes[i - 1], "planned_begin_tsc"), u64(freezes[i], "planned_begin_tsc"),
                                ticks_per_ms),
