@@ -9,13 +9,17 @@ shown right on this machine: collector/README.md, "Under KVM".
 
 read_tsc() never raises for a missing source: it returns the reason instead, so a caller falls
 back to the sampled fit and says why (TCG: no KVM VM; a non-root user: debugfs unreadable;
-debugfs not mounted)."""
+debugfs not mounted; a host without KVM: no kvm directory)."""
 import json
 import os
 import subprocess
 import sys
 
 DEBUGFS = "/sys/kernel/debug"
+# What the private mount namespace mounts on `debugfs` (mount(8)'s arguments before the target):
+# the kernel's debugfs. A test gives another source (a tmpfs, a bind of a tree it made) to check
+# the namespace's read on a host without KVM.
+DEBUGFS_MOUNT = ("-t", "debugfs", "debugfs")
 
 
 def vm_dirs(pid, debugfs=DEBUGFS):
@@ -73,11 +77,12 @@ def read_tsc(pid, debugfs=DEBUGFS):
     return sorted(vcpus, key=lambda v: v["vcpu"]), None
 
 
-def read_tsc_mounting(pid, debugfs=DEBUGFS, unshare="unshare"):
+def read_tsc_mounting(pid, debugfs=DEBUGFS, unshare="unshare", mount=DEBUGFS_MOUNT):
     """read_tsc(pid), and where debugfs is not mounted and this is root: the same read inside a
-    private mount namespace of a child (unshare(1), util-linux) that mounts debugfs there, so
-    the host's mounts are never changed and nothing is left to undo. (vcpus, None) or (None,
-    reason)."""
+    private mount namespace of a child (unshare(1), util-linux) that mounts debugfs there (mount:
+    mount(8)'s arguments before the target), so the host's mounts are never changed and nothing
+    is left to undo. (vcpus, None) or (None, reason); where the debugfs mounted there has no kvm
+    directory, the reason says this host has no KVM (NO_KVM)."""
     vcpus, why = read_tsc(pid, debugfs)
     if vcpus is not None or os.path.isdir(os.path.join(debugfs, "kvm")) or os.geteuid() != 0:
         return vcpus, why
@@ -85,7 +90,7 @@ def read_tsc_mounting(pid, debugfs=DEBUGFS, unshare="unshare"):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
     try:
         r = subprocess.run([unshare, "--mount", "--propagation", "private", sys.executable, "-m",
-                            "spinlab_vm.kvm_debugfs", "--mount-and-read", str(int(pid)), debugfs],
+                            "spinlab_vm.kvm_debugfs", "--mount-and-read", str(int(pid)), debugfs, *mount],
                            capture_output=True, text=True, timeout=20, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"{why}; reading it in a private mount namespace failed: {e}"
@@ -98,17 +103,27 @@ def read_tsc_mounting(pid, debugfs=DEBUGFS, unshare="unshare"):
         return None, f"{why}; the private mount namespace's read answered {r.stdout[:200]!r}"
 
 
-def _mount_and_read(pid, debugfs):
+# Why there is no offset where the debugfs mounted for the read has no kvm directory: KVM makes
+# it when it loads (a host that is itself a VM may load kvm without binding it: none).
+NO_KVM = "{kvm} is not there in the debugfs mounted for this read (a private mount namespace): no KVM on this host"
+
+
+def _mount_and_read(pid, debugfs, mount):
     """In the private mount namespace unshare(1) made: mount debugfs and print read_tsc's JSON."""
-    r = subprocess.run(["mount", "-t", "debugfs", "debugfs", debugfs], capture_output=True, text=True)
+    r = subprocess.run(["mount", *mount, debugfs], capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"mount -t debugfs: {r.stderr.strip() or r.returncode}")
-    vcpus, why = read_tsc(pid, debugfs)
+        sys.exit(f"mount {' '.join(mount)}: {r.stderr.strip() or r.returncode}")
+    kvm = os.path.join(debugfs, "kvm")
+    if os.path.isdir(kvm):
+        vcpus, why = read_tsc(pid, debugfs)
+    else:
+        vcpus, why = None, NO_KVM.format(kvm=kvm)
     print(json.dumps({"vcpus": vcpus, "why": why}))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--mount-and-read":
-        _mount_and_read(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) >= 4 and sys.argv[1] == "--mount-and-read":
+        _mount_and_read(int(sys.argv[2]), sys.argv[3], sys.argv[4:] or DEBUGFS_MOUNT)
     else:
-        sys.exit("usage: python3 -m spinlab_vm.kvm_debugfs --mount-and-read PID DEBUGFS (read_tsc_mounting runs it)")
+        sys.exit("usage: python3 -m spinlab_vm.kvm_debugfs --mount-and-read PID DEBUGFS [MOUNT-ARGS...] "
+                 "(read_tsc_mounting runs it)")

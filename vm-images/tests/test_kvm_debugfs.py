@@ -2,6 +2,7 @@
 is missing named (so the caller falls back to the sampled clock fit and says why)."""
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -48,17 +49,66 @@ def test_garbage_is_an_error_naming_the_file(tmp_path):
         kvm_debugfs.read_tsc(8, root)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
-def test_an_unmounted_debugfs_is_read_in_a_private_mount_namespace(tmp_path):
-    """Where debugfs is not mounted, root reads it in a child's own mount namespace: the answer
-    comes from a debugfs mounted there (its kvm directory exists, this process has no VM in it),
-    and the host's mounts are as they were."""
-    where = tmp_path / "debugfs"
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+
+
+def read_in_namespace(where, pid, **kw):
+    """read_tsc_mounting on an empty mount point `where`, which is empty again afterwards and
+    the host's mounts as they were: the mount happened in the child's namespace only."""
     where.mkdir()
     mounts = open("/proc/self/mounts").read()
-    vcpus, why = kvm_debugfs.read_tsc_mounting(os.getpid(), str(where))
-    assert vcpus is None and why == f"no KVM VM of process {os.getpid()} in {where}/kvm (not running under KVM?)", why
+    got = kvm_debugfs.read_tsc_mounting(pid, str(where), **kw)
     assert os.listdir(where) == [] and open("/proc/self/mounts").read() == mounts
+    return got
+
+
+@needs_root
+def test_an_unmounted_debugfs_is_read_in_a_private_mount_namespace(tmp_path):
+    """Where debugfs is not mounted, root reads it in a child's own mount namespace: here the
+    child mounts a tree this test made (a bind mount in place of debugfs), so the read through
+    the namespace is checked on any host, KVM or not: the offsets come from what was mounted
+    there, not from the empty directory the caller sees."""
+    pid = os.getpid()
+    fixture = tree(tmp_path / "fixture", {f"{pid}-11": {0: {"tsc-offset": -42}, 1: {"tsc-offset": -43}}})
+    vcpus, why = read_in_namespace(tmp_path / "debugfs", pid, mount=("--bind", fixture))
+    assert why is None and [(v["vcpu"], v["tsc_offset"]) for v in vcpus] == [(0, -42), (1, -43)], (vcpus, why)
+    # a tree with no kvm directory (a host without KVM): said so, naming the mount point
+    where = tmp_path / "nokvm"
+    vcpus, why = read_in_namespace(where, pid, mount=("-t", "tmpfs", "none"))
+    assert vcpus is None and why == kvm_debugfs.NO_KVM.format(kvm=f"{where}/kvm"), why
+    # a mount that fails: the caller's reason and mount's
+    where = tmp_path / "bad"
+    vcpus, why = read_in_namespace(where, pid, mount=("--bind", str(tmp_path / "missing")))
+    assert vcpus is None and why.startswith(f"{where}/kvm is not there") and \
+        "reading it in a private mount namespace failed: mount --bind " in why, why
+
+
+def debugfs_has_kvm(where):
+    """This host's premise, measured apart from the code under test: whether the kernel's
+    debugfs, mounted on `where` in a mount namespace of its own, has a kvm directory (KVM
+    makes it when it loads). None where debugfs cannot be mounted at all."""
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount -t debugfs debugfs "$1" || exit 2; test -d "$1/kvm"', "sh", str(where)],
+                       capture_output=True, text=True, timeout=20)
+    return {0: True, 1: False}.get(r.returncode)
+
+
+@needs_root
+def test_the_kernels_debugfs_is_mounted_in_a_private_mount_namespace(tmp_path):
+    """The same read with the kernel's debugfs, judged by what this host has: with KVM, its
+    kvm directory is read and this process has no VM in it; without KVM (a host that is itself
+    a VM, kvm loaded but not bound), the reason says there is no KVM here."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    has_kvm = debugfs_has_kvm(probe)
+    if has_kvm is None:
+        pytest.skip("not judged: debugfs cannot be mounted in a private mount namespace on this host")
+    where = tmp_path / "debugfs"
+    vcpus, why = read_in_namespace(where, os.getpid())
+    if has_kvm:
+        assert vcpus is None and why == f"no KVM VM of process {os.getpid()} in {where}/kvm (not running under KVM?)", why
+    else:
+        assert vcpus is None and why == kvm_debugfs.NO_KVM.format(kvm=f"{where}/kvm"), why
 
 
 def test_without_root_an_unmounted_debugfs_says_so(tmp_path, monkeypatch):
