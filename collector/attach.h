@@ -4,8 +4,9 @@
 // VM launcher (spinlab-vm) fills in, see collector/README.md:
 //     <run-dir>/vm/NAME/control.sock   the QEMU chardev socket of the guest's channel port
 //     <run-dir>/vm/NAME/shm            the ivshmem memory-backend file (or a symlink to it)
-// <run-dir> is --run-dir, else spinlab::run_dir() (run_dir.h: $SPINLAB_RUN_DIR, else
-// $XDG_RUNTIME_DIR/spinlab for a user other than root, else /run/spinlab).
+// <run-dir> is --run-dir, else spinlab::run_dir() (hostlib/run_dir.h: $SPINLAB_RUN_DIR; for
+// root /run/spinlab; else $XDG_RUNTIME_DIR/spinlab, /run/user/<uid>/spinlab when that is the
+// user's, or ${TMPDIR:-/tmp}/spinlab-<uid>).
 #pragma once
 #include <string>
 

@@ -83,8 +83,9 @@ struct Descriptions {
             ("socket", po::value<std::string>(), "the guest's control channel socket (QEMU chardev)")
             ("shm", po::value<std::string>(), "the guest's shared region file (ivshmem memory backend)")
             ("run-dir", po::value<std::string>(),
-             "where spinlab-vm publishes VMs (default $SPINLAB_RUN_DIR, else $XDG_RUNTIME_DIR/spinlab "
-             "for a user other than root, else /run/spinlab)")
+             "where spinlab-vm publishes VMs (default $SPINLAB_RUN_DIR; /run/spinlab for root; else "
+             "$XDG_RUNTIME_DIR/spinlab, /run/user/<uid>/spinlab or ${TMPDIR:-/tmp}/spinlab-<uid>: "
+             "spinlab-load run-dir prints it)")
             ("timeout", po::value<std::string>()->default_value("2000"),
              "milliseconds to wait for the guest to answer")
             ("source", po::value<std::string>()->default_value("auto"),

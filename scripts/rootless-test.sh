@@ -10,6 +10,8 @@
 #     results are copied into $SPINLAB_TEST_LAB_RUNS when it is set, for make test's labs step);
 #   - `spinlab lab start 2` runs (a cgroup the user may write) or refuses before starting, with
 #     the privilege its freeze needs named, and without a Python traceback.
+# Before that, without XDG_RUNTIME_DIR and /run/user/<uid>: the run directory under TMPDIR (made
+# 0700), and a planted one refused by `spinlab run` before it makes anything.
 # KVM only when the user may open /dev/kvm (`auto`); here it may not: TCG.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,13 +39,33 @@ root=$stage/root
 make -s --no-print-directory install DESTDIR="$root" PREFIX=$prefix >"$stage/install.log" 2>&1 ||
     { cat "$stage/install.log"; fail "make install DESTDIR=$root failed"; }
 chmod 755 "$stage"
+bin=$root$prefix/bin
 home=$stage/home
 useradd --no-create-home --home-dir "$home" --shell /bin/bash --user-group "$user"
 uid=$(id -u "$user")
+# Before the user has a /run/user/<uid> (ssh without a login manager: no XDG_RUNTIME_DIR either):
+# the run directory is <TMPDIR>/spinlab-<uid>, made 0700 for the user; one planted there by root
+# makes `spinlab run` refuse in one sentence before it makes a results directory (under a second).
+if [ ! -e "/run/user/$uid" ]; then
+    tmp=$stage/tmp
+    mkdir -m 1777 "$tmp"
+    no_login() { (cd "$tmp" && setpriv --reuid="$uid" --regid="$uid" --init-groups \
+        env -i PATH="$bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME="$tmp" TMPDIR="$tmp" "$@"); }
+    [ "$(no_login spinlab-load run-dir)" = "$tmp/spinlab-$uid" ] || fail "no login: run dir $(no_login spinlab-load run-dir)"
+    [ "$(stat -c %U:%a "$tmp/spinlab-$uid")" = "$user:700" ] || fail "no login: $(ls -ld "$tmp/spinlab-$uid")"
+    rmdir "$tmp/spinlab-$uid"
+    mkdir -m 755 "$tmp/spinlab-$uid"
+    if no_login spinlab run --run.repetitions 1 --run.duration 2 >"$stage/planted.txt" 2>&1; then
+        cat "$stage/planted.txt"; fail "spinlab run used a run directory root planted"
+    fi
+    grep -q "^spinlab-run: refusing the run directory $tmp/spinlab-$uid: it is owned by root (uid 0)" "$stage/planted.txt" ||
+        { cat "$stage/planted.txt"; fail "the planted run directory was not refused in so many words"; }
+    [ ! -e "$tmp/results" ] || fail "spinlab run made $tmp/results before refusing the planted run directory"
+    echo "rootless test: no XDG_RUNTIME_DIR, no /run/user/$uid: run dir $tmp/spinlab-$uid (0700); a planted one refused first"
+fi
 mkdir -p "$home" "/run/user/$uid"
 chown "$user:$user" "$home" "/run/user/$uid"
 chmod 700 "/run/user/$uid"
-bin=$root$prefix/bin
 
 cat >"$stage/as-user.sh" <<'INNER'
 set -euo pipefail
@@ -53,6 +75,9 @@ busy_host() { tr -s ' \n' '  ' <"$1" | grep -q "rerun on a quiet machine"; }  # 
 no_traceback() { ! grep -q "^Traceback" "$1" || { cat "$1"; fail "a Python traceback reached the user ($1)"; }; }
 [ "$(id -u)" -ne 0 ] || fail "runs as root"
 [ "$(spinlab-load run-dir)" = "$XDG_RUNTIME_DIR/spinlab" ] || fail "run dir is $(spinlab-load run-dir)"
+# Without XDG_RUNTIME_DIR (ssh without a login manager) the login's /run/user/<uid> is found
+[ "$(env -u XDG_RUNTIME_DIR spinlab-load run-dir)" = "$XDG_RUNTIME_DIR/spinlab" ] ||
+    fail "without XDG_RUNTIME_DIR the run dir is $(env -u XDG_RUNTIME_DIR spinlab-load run-dir)"
 
 spinlab run --run.repetitions 2 --run.duration 3 --run.warmup 1 --trace.enable none >run.txt 2>&1 ||
     { cat run.txt; fail "spinlab run failed"; }

@@ -19,7 +19,7 @@ namespace spinlab::run {
 
 class Guest {
 public:
-    // Attaches to the VM NAME in `run_dir` (empty: $SPINLAB_RUN_DIR or /run/spinlab).
+    // Attaches to the VM NAME in `run_dir` (empty: spinlab::run_dir(), hostlib/run_dir.h).
     // `channel_timeout_s`: how long one channel request may take ([vm] channel-timeout).
     Guest(const std::string& vm_name, const std::string& run_dir, double channel_timeout_s);
 

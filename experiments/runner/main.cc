@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
         std::cout << describe_plan(p.spec);
         return 0;
     }
+    // First of all (no results directory, no VM): a run directory this user may not use.
+    if (std::string refused = run_dir_refusal(); !refused.empty()) {
+        std::cerr << "spinlab-run: " << refused << "\n";
+        return kRunUsage;
+    }
     Tools tools;
     try {
         tools = find_tools(where);

@@ -5,6 +5,12 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "hostlib/error.h"
+#include "hostlib/run_dir.h"
 #include "text.h"
 
 namespace spinlab::run {
@@ -49,6 +55,13 @@ std::string cgroup_refusal(const std::vector<Phase>& phases, const std::string& 
     return "";
 }
 
+namespace {
+std::string user_name() {
+    const passwd* pw = getpwuid(geteuid());
+    return pw ? pw->pw_name : "uid " + std::to_string(geteuid());
+}
+}  // namespace
+
 std::string cgroup_refusal(const std::vector<Phase>& phases) {
     if (geteuid() == 0) return "";
     std::string mounts;
@@ -56,10 +69,42 @@ std::string cgroup_refusal(const std::vector<Phase>& phases) {
         mounts = read_text("/proc/mounts");
     } catch (const std::exception&) {
     }
-    const passwd* pw = getpwuid(geteuid());
-    const std::string user = pw ? pw->pw_name : "uid " + std::to_string(geteuid());
     return cgroup_refusal(phases, mounts, [](const std::string& d) { return access(d.c_str(), W_OK | X_OK) == 0; },
-                          user);
+                          user_name());
+}
+
+std::string run_dir_refusal(const std::string& dir, const std::string& user,
+                            const std::function<int(const std::string&)>& access_error) {
+    // The nearest of dir and its parents that exists: there the missing ones would be made.
+    std::filesystem::path p(dir);
+    int err = 0;
+    for (;;) {
+        err = access_error(p.empty() ? "." : p.string());
+        if (err != ENOENT || p.empty() || p.parent_path() == p) break;
+        p = p.parent_path();
+    }
+    std::string at = p.empty() ? "." : p.string();
+    const bool create = at != dir;
+    if (err == 0 && !create) {  // it exists: spinlab-vm makes the VM's directory in its vm/
+        at = (std::filesystem::path(dir) / "vm").string();
+        err = access_error(at);
+        if (err == ENOENT) err = 0;
+    }
+    if (err == 0) return "";
+    return "user " + user + " may not " + (create ? "create" : "write") + " the run directory " + dir + " (" + at +
+           ": " + std::strerror(err) + "): " + spinlab::run_dir_hint();
+}
+
+std::string run_dir_refusal() {
+    std::string dir;
+    try {
+        dir = spinlab::run_dir();
+    } catch (const collect::CollectError& e) {
+        return e.what();
+    }
+    return run_dir_refusal(dir, user_name(), [](const std::string& path) {
+        return access(path.c_str(), W_OK | X_OK) == 0 ? 0 : errno;
+    });
 }
 
 }  // namespace spinlab::run

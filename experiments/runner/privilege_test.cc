@@ -1,8 +1,11 @@
-// experiments/runner/privilege_test.cc: a phase the user cannot run is refused in one sentence
-// before anything starts (privilege.h).
+// experiments/runner/privilege_test.cc: a phase the user cannot run, or a run directory it may
+// not write, is refused in one sentence before anything starts (privilege.h).
 #include "privilege.h"
 
 #include <gtest/gtest.h>
+
+#include <cerrno>
+#include <map>
 
 namespace spinlab::run {
 namespace {
@@ -46,6 +49,45 @@ TEST(CgroupRefusal, NoHierarchyAtAllIsNamed) {
     EXPECT_EQ(cgroup_refusal(phases({"throttle-50%"}), "proc /proc proc rw 0 0\n", all_writable, "u"),
               "phase throttle-50% throttles vCPUs through a cgroup, and no cgroup hierarchy is mounted: mount one "
               "(mount -t cgroup2 none /sys/fs/cgroup) or leave the phase out (--run.phases)");
+}
+
+// access(W_OK | X_OK) of a file system where only `exist` exists, with these errors.
+auto fs_of(std::map<std::string, int> exist) {
+    return [exist](const std::string& path) {
+        auto it = exist.find(path);
+        return it == exist.end() ? ENOENT : it->second;
+    };
+}
+
+const std::string kHint =
+    "set SPINLAB_RUN_DIR (or XDG_RUNTIME_DIR, for a user other than root) to a directory you may write";
+
+TEST(RunDirRefusal, AWritableOrCreatableRunDirectoryIsFine) {
+    // There with its vm/, there without it, and missing under a writable parent.
+    EXPECT_EQ(run_dir_refusal("/run/user/1000/spinlab", "u",
+                              fs_of({{"/run/user/1000/spinlab", 0}, {"/run/user/1000/spinlab/vm", 0}})), "");
+    EXPECT_EQ(run_dir_refusal("/run/user/1000/spinlab", "u", fs_of({{"/run/user/1000/spinlab", 0}})), "");
+    EXPECT_EQ(run_dir_refusal("/tmp/a/b/spinlab-1000", "u", fs_of({{"/", EACCES}, {"/tmp", 0}})), "");
+}
+
+TEST(RunDirRefusal, RootsVmFolderIsRefusedNamingIt) {
+    // The case: /run/spinlab there, its vm/ root's.
+    EXPECT_EQ(run_dir_refusal("/run/spinlab", "student",
+                              fs_of({{"/run/spinlab", 0}, {"/run/spinlab/vm", EACCES}})),
+              "user student may not write the run directory /run/spinlab (/run/spinlab/vm: Permission denied): " +
+                  kHint);
+    EXPECT_EQ(run_dir_refusal("/run/spinlab", "student", fs_of({{"/run/spinlab", EACCES}})),
+              "user student may not write the run directory /run/spinlab (/run/spinlab: Permission denied): " +
+                  kHint);
+}
+
+TEST(RunDirRefusal, AMissingOneUnderAParentThatMayNotBeWrittenCannotBeCreated) {
+    EXPECT_EQ(run_dir_refusal("/srv/ro/a/spinlab", "nobody", fs_of({{"/srv/ro", EROFS}, {"/srv", 0}})),
+              "user nobody may not create the run directory /srv/ro/a/spinlab (/srv/ro: Read-only file system): " +
+                  kHint);
+    EXPECT_EQ(run_dir_refusal("/f/spinlab", "u", fs_of({{"/f/spinlab", ENOTDIR}})).rfind(
+                  "user u may not write the run directory /f/spinlab (/f/spinlab: Not a directory)", 0),
+              0u);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +248,71 @@ TEST(FakeGuest, BadSpecIsUsageError) {
     EXPECT_EQ(rc, 2);
     EXPECT_NE(read_text(d + "/log").find("--vm.cpus = '0': must be a whole number from 1 to 64"),
               std::string::npos);
+    fs::remove_all(d);
+}
+
+// ---- a run directory this user may not use ----------------------------------------------------
+
+// spinlab-run as uid 65534 in `cwd`, with only `env` (and PATH): its exit status; output in `log`.
+int run_runner_as_nobody(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                         const std::string& cwd, const std::string& log) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0 ||
+            chdir(cwd.c_str()) != 0)
+            _exit(126);
+        clearenv();
+        setenv("PATH", "/usr/bin:/bin", 1);
+        for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+        std::vector<char*> argv{const_cast<char*>(SPINLAB_RUN_BIN)};
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execv(SPINLAB_RUN_BIN, argv.data());
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// The case: a user whose run directory cannot be made (or is another user's) is refused
+// in one sentence before the results directory exists or a VM starts, not partway through.
+TEST(RunDir, RefusedBeforeTheResultsDirectory) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (runs spinlab-run as uid 65534)";
+    std::string d = tmp_dir("rundir");
+    fs::permissions(d, fs::perms::all);  // 65534 reaches what is below
+    const std::string out = d + "/out", ro = d + "/ro", shared = d + "/shared";
+    fs::create_directories(out);
+    fs::create_directories(ro);  // root's, 0755
+    fs::create_directories(shared + "/spinlab-65534");  // planted by root in a shared TMPDIR
+    fs::permissions(out, fs::perms::all);
+    fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+    const std::vector<std::string> args{"--spec", std::string(SPINLAB_SOURCE_DIR) + "/experiments/default.ini",
+                                        "--run.repetitions", "1", "--run.duration", "2", "--output.dir",
+                                        out + "/results"};
+    const std::string hint =
+        "set SPINLAB_RUN_DIR (or XDG_RUNTIME_DIR, for a user other than root) to a directory you may write";
+    const passwd* pw = getpwuid(65534);
+    const std::string nobody = pw ? pw->pw_name : "uid 65534";
+    const std::string nobody_id = pw ? nobody + " (uid 65534)" : nobody;
+
+    // SPINLAB_RUN_DIR under a directory of root's.
+    EXPECT_EQ(run_runner_as_nobody(args, {"SPINLAB_RUN_DIR=" + ro + "/run"}, out, d + "/log1"), 2);
+    EXPECT_EQ(read_text(d + "/log1"), "spinlab-run: user " + nobody + " may not create the run directory " + ro +
+                                          "/run (" + ro + ": Permission denied): " + hint + "\n");
+    // No SPINLAB_RUN_DIR nor XDG_RUNTIME_DIR: the per-user directory under TMPDIR, planted.
+    if (!fs::exists("/run/user/65534")) {
+        EXPECT_EQ(run_runner_as_nobody(args, {"TMPDIR=" + shared}, out, d + "/log2"), 2);
+        EXPECT_EQ(read_text(d + "/log2"), "spinlab-run: refusing the run directory " + shared +
+                                              "/spinlab-65534: it is owned by root (uid 0), not by you, " + nobody_id +
+                                              ", and a run directory someone else controls is never used; remove "
+                                              "it or " + hint + "\n");
+    }
+    EXPECT_FALSE(fs::exists(out + "/results")) << "the results directory was made before the refusal";
+    EXPECT_TRUE(fs::is_empty(ro));
     fs::remove_all(d);
 }
 

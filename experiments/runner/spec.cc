@@ -223,7 +223,8 @@ void parse_vm_append(Spec& s, const Arg& a) {
 }
 
 const Key kVmKeys[] = {
-    {"name", "VM name (default run<pid>); its state is in $SPINLAB_RUN_DIR/vm/NAME", parse_vm_name,
+    {"name", "VM name (default run<pid>); its state is in <run dir>/vm/NAME (spinlab-load run-dir prints the run "
+             "dir)", parse_vm_name,
      [](const Spec& s) { return unless_empty(s.vm.name); }},
     {"attach", "use this already running spinlab-vm VM; it is neither started nor stopped",
      [](Spec& s, const Arg& a) { check_word(a.where, s.vm.attach = a.text, false); },

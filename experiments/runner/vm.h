@@ -36,7 +36,7 @@ std::string cpu_mapping_problem(const std::vector<uint32_t>& guest_apic_ids,
 // nullopt when the file is missing or half written.
 std::optional<VmInfo> read_vm_json(const std::string& path);
 
-// The run directory: spinlab::run_dir() (collector/run_dir.h).
+// The run directory: spinlab::run_dir() (hostlib/run_dir.h).
 std::string run_dir();
 
 // The `spinlab-vm run` command line for the spec's VM; its console goes to

@@ -37,8 +37,9 @@ po::options_description session_group(Command& c, Raw& r) {
     g.add_options()
         ("help,h", po::bool_switch(&c.help), "show this help")
         ("config", po::value(&r.config), "read options from this INI file (same long names)")
-        ("state-dir", po::value(&c.session.state_dir)->default_value(default_state_dir()),
-         "where ledgers of what was changed are kept")
+        ("state-dir", po::value(&c.session.state_dir),
+         "where ledgers of what was changed are kept (default: the run directory, which "
+         "spinlab-load run-dir prints)")
         ("survive-parent", po::bool_switch(&c.session.survive_parent),
          "keep running when the parent dies (default: stop and clean up)")
         ("ready-file", po::value(&c.session.ready_file),
@@ -177,7 +178,8 @@ const char* summary(const std::string& name) {
     if (name == "pin") return "pin threads to host CPUs";
     if (name == "timeline") return "when each thread ran and when not (sched_switch, host TSC)";
     if (name == "cleanup") return "remove what dead spinlab-load processes left behind";
-    if (name == "run-dir") return "print the run directory (ledgers, VMs): $SPINLAB_RUN_DIR, $XDG_RUNTIME_DIR/spinlab or /run/spinlab";
+    if (name == "run-dir")
+        return "print the run directory (ledgers, VMs): $SPINLAB_RUN_DIR, /run/spinlab for root, else the user's";
     return "print the commands a libvirt domain's <metadata> asks for";
 }
 
@@ -209,11 +211,18 @@ const char* examples(const std::string& name) {
                "  spinlab-load timeline --qemu-pid 4242 --vcpu-state /dev/shm/spinlab-lab1 --out t.csv\n";
     }
     if (name == "cleanup") return "  spinlab-load cleanup\n";
-    if (name == "run-dir") return "  spinlab-load run-dir            # where this user's VMs and ledgers live\n";
+    if (name == "run-dir")
+        return "  spinlab-load run-dir            # where this user's VMs and ledgers live\n"
+               "  # a user other than root: $XDG_RUNTIME_DIR/spinlab, else /run/user/<uid>/spinlab when that\n"
+               "  # directory is the user's, else ${TMPDIR:-/tmp}/spinlab-<uid> (made 0700; refused, naming\n"
+               "  # its owner, when another user could control it)\n";
     return "  spinlab-load libvirt-args --domain-xml - --qemu-pid 4242 < domain.xml\n";
 }
 
 void convert(Command& c, const Raw& r) {
+    // Resolved here, not as the option's default: a refused run directory (run_dir.h) throws,
+    // and the help must still print.
+    if (c.session.state_dir.empty()) c.session.state_dir = default_state_dir();
     TargetSpec targets;
     for (const std::string& t : r.tids) {
         for (int tid : parse_id_sequence(t, "tid")) {
@@ -385,6 +394,9 @@ int run_cli(int argc, char** argv) {
         std::string name = args.empty() ? "" : args[0];
         bool known = std::find(kCommands.begin(), kCommands.end(), name) != kCommands.end();
         std::fputs(usage_text(known ? name : "").c_str(), stderr);
+        return 2;
+    } catch (const std::exception& e) {  // the run directory refused (hostlib/run_dir.h)
+        std::fprintf(stderr, "spinlab-load: %s\n", e.what());
         return 2;
     }
     try {

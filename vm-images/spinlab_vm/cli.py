@@ -1,7 +1,8 @@
 """spinlab-vm: start, run, watch and stop spinlab guests (direct QEMU or libvirt).
 
-Each VM has a name and a state directory <run-dir>/vm/NAME (<run-dir>: $SPINLAB_RUN_DIR, else
-$XDG_RUNTIME_DIR/spinlab for a user other than root, else /run/spinlab)
+Each VM has a name and a state directory <run-dir>/vm/NAME (<run-dir>: $SPINLAB_RUN_DIR; for
+root /run/spinlab; else $XDG_RUNTIME_DIR/spinlab, /run/user/<uid>/spinlab when that is the
+user's, or ${TMPDIR:-/tmp}/spinlab-<uid>: state.py)
 holding control.sock (COM2, the guest's control channel), qmp.sock (QMP, qemu backend),
 console.log (COM1), shm (symlink to /dev/shm/spinlab-NAME, the ivshmem-plain region), qemu.pid
 and vm.json (configuration, accelerator, vCPU thread ids, start time, QEMU version).

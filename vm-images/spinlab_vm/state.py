@@ -1,9 +1,22 @@
 """Per-VM state: <run-dir>/vm/NAME/ and its vm.json; is the VM alive; removing what is stale.
 
-<run-dir> is run_dir(): $SPINLAB_RUN_DIR, else $XDG_RUNTIME_DIR/spinlab for a user other than
-root, else /run/spinlab (every C++ tool resolves it the same way, hostlib/run_dir.h;
-tests/test_run_dir.py checks that the two agree). One directory per VM, created with mkdir, so
-two starts of one name cannot both win:
+<run-dir> is run_dir(), the rule every C++ tool follows too (hostlib/run_dir.h;
+tests/test_run_dir.py checks that the two agree, paths and refusals):
+
+  $SPINLAB_RUN_DIR            when set and not empty
+  /run/spinlab                for root
+  $XDG_RUNTIME_DIR/spinlab    for another user, when XDG_RUNTIME_DIR is set and not empty
+  /run/user/<uid>/spinlab     when /run/user/<uid> is a directory owned by the user (not a
+                              symbolic link): the login's runtime directory, which ssh without a
+                              login manager leaves unnamed
+  <TMPDIR>/spinlab-<uid>      otherwise; TMPDIR when it is an absolute path, else /tmp. Created
+                              0700; one that exists must be a directory (not a symbolic link) of
+                              the user's that no one else may write, else run_dir() raises
+                              VmError with one sentence naming the path and its owner (/tmp is
+                              shared: a directory planted there by another user is never used)
+
+<uid> is the effective user's; a SPINLAB_RUN_DIR is taken as given. One directory per VM,
+created with mkdir, so two starts of one name cannot both win:
 
   control.sock   COM2 chardev socket (server, wait=off): the guest's control channel
   qmp.sock       QMP (qemu backend only; libvirt keeps the monitor to itself)
@@ -18,7 +31,9 @@ owner is still setting up, the owner's pid stands for it.
 """
 import json
 import os
+import pwd
 import shutil
+import stat
 import time
 import uuid
 from pathlib import Path
@@ -29,22 +44,81 @@ SHM_DIR = "/dev/shm"
 UNIX_PATH_MAX = 107   # sun_path holds 108 bytes with the terminating NUL
 
 
-def resolve_run_dir(environ, root):
-    """Where runtime state lives for this environment and user (hostlib/run_dir.h's rule)."""
+RUN_DIR_HINT = ("set SPINLAB_RUN_DIR (or XDG_RUNTIME_DIR, for a user other than root) "
+                "to a directory you may write")
+
+
+def tmp_run_dir(environ, uid):
+    """The last resort of a user other than root: <TMPDIR or /tmp>/spinlab-<uid>."""
+    tmpdir = environ.get("TMPDIR") or ""
+    return Path(tmpdir if tmpdir.startswith("/") else "/tmp") / f"spinlab-{uid}"
+
+
+def resolve_run_dir(environ, uid, run_user="/run/user"):
+    """The rule (hostlib/run_dir.h's resolve_run_dir): where runtime state lives for this
+    environment and effective uid; `run_user` is where the logins' runtime directories are."""
     if environ.get("SPINLAB_RUN_DIR"):
         return Path(environ["SPINLAB_RUN_DIR"])
-    if not root and environ.get("XDG_RUNTIME_DIR"):
+    if uid == 0:
+        return Path("/run/spinlab")
+    if environ.get("XDG_RUNTIME_DIR"):
         return Path(environ["XDG_RUNTIME_DIR"]) / "spinlab"
-    return Path("/run/spinlab")
+    login = Path(run_user) / str(uid)
+    try:
+        st = os.lstat(login)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            return login / "spinlab"
+    except OSError:
+        pass
+    return tmp_run_dir(environ, uid)
+
+
+def _who(uid):
+    """'root (uid 0)', or 'uid 1234' for a uid without a name."""
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = ""
+    return f"{name} (uid {uid})" if name else f"uid {uid}"
+
+
+def claim_tmp_run_dir(path, uid):
+    """Makes `path` (the per-user directory under TMPDIR) with mode 0700 when it is not there,
+    and checks what is there: "" when it is a directory of uid's that only uid may write (or
+    when it cannot be seen at all: creating it later fails and says so), else the sentence
+    refusing it (hostlib/run_dir.h's claim_tmp_run_dir, word for word)."""
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        pass   # it exists (or a parent may not be written): judged below
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    if stat.S_ISLNK(st.st_mode):
+        what = f"it is a symbolic link, owned by {_who(st.st_uid)}"
+    elif not stat.S_ISDIR(st.st_mode):
+        what = f"it is not a directory; its owner is {_who(st.st_uid)}"
+    elif st.st_uid != uid:
+        what = f"it is owned by {_who(st.st_uid)}, not by you, {_who(uid)}"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        what = f"it is yours, {_who(uid)}, but others may write it (mode {stat.S_IMODE(st.st_mode):04o})"
+    else:
+        return ""
+    return (f"refusing the run directory {path}: {what}, and a run directory someone else controls "
+            f"is never used; remove it or {RUN_DIR_HINT}")
 
 
 def run_dir():
-    """The run directory of this process (its environment and effective user)."""
-    return resolve_run_dir(os.environ, os.geteuid() == 0)
-
-
-RUN_DIR_HINT = ("set SPINLAB_RUN_DIR (or XDG_RUNTIME_DIR, for a user other than root) "
-                "to a directory you may write")
+    """The run directory of this process (its environment and effective user); raises VmError
+    when the per-user directory under TMPDIR is refused."""
+    uid = os.geteuid()
+    path = resolve_run_dir(os.environ, uid)
+    if not os.environ.get("SPINLAB_RUN_DIR") and path == tmp_run_dir(os.environ, uid):
+        why = claim_tmp_run_dir(path, uid)
+        if why:
+            raise VmError(why)
+    return path
 
 
 def permission_text(e):
@@ -52,9 +126,10 @@ def permission_text(e):
     where = e.filename or "?"
     text = f"permission denied: {where}"
     try:
-        if Path(where).is_relative_to(run_dir()) or run_dir().is_relative_to(Path(where)):
-            text += f" (the run directory is {run_dir()}: {RUN_DIR_HINT})"
-    except (TypeError, ValueError):
+        here = run_dir()
+        if Path(where).is_relative_to(here) or here.is_relative_to(Path(where)):
+            text += f" (the run directory is {here}: {RUN_DIR_HINT})"
+    except (TypeError, ValueError, VmError):
         pass
     return text
 

@@ -22,6 +22,7 @@ def test_run_dir_from_environment(monkeypatch):
     assert str(state.run_dir()) == "/tmp/somewhere"
     monkeypatch.delenv("SPINLAB_RUN_DIR")
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)   # root's (another user's: test_run_dir.py)
     assert str(state.run_dir()) == "/run/spinlab"
 
 
