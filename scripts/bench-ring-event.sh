@@ -31,8 +31,8 @@ doc = {"benchmark": "in-guest cost of a ring-3 spinlock event: the thread's ring
        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "accels": {}}
 failures = []
 for req in accels:
-    if req == "kvm" and not qemu_launch.kvm_usable():
-        print("bench-ring-event: no usable /dev/kvm: KVM left out", flush=True)
+    if req == "kvm" and (why := qemu_launch.kvm_unusable_reason()):
+        print(f"bench-ring-event: no usable KVM ({why}): KVM left out", flush=True)
         continue
     accel = qemu_launch.choose_accel(req)
     boots = []

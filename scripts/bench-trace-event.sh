@@ -32,8 +32,8 @@ doc = {"benchmark": "in-guest cost of a kernel-lock trace event (bench=traceeven
        "loadavg_start": os.getloadavg(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "accels": {}}
 failures = []
 for req in accels:
-    if req == "kvm" and not qemu_launch.kvm_usable():
-        print("bench-trace-event: no usable /dev/kvm: KVM left out", flush=True)
+    if req == "kvm" and (why := qemu_launch.kvm_unusable_reason()):
+        print(f"bench-trace-event: no usable KVM ({why}): KVM left out", flush=True)
         continue
     accel = qemu_launch.choose_accel(req)
     n = kvm_rounds if accel == "kvm" else rounds

@@ -9,6 +9,8 @@ mkdir -p "$out"
 bin=build/host/bin
 host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 echo "bench: host CPU: $host_cpu"
+# KVM's benchmarks run where /dev/kvm makes a VM (vm-images/qemu_launch.py, kvm_unusable_reason)
+kvm_why=$(PYTHONPATH=vm-images /usr/bin/python3 -c 'import qemu_launch; print(qemu_launch.kvm_unusable_reason() or "")')
 
 echo "bench: spinlock algorithms on the host (plain vs counters vs full instrumentation)"
 $bin/spinlock_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
@@ -48,20 +50,20 @@ echo "       its events through each thread's ring; again with a system call eac
 OUT="$out/trace-guest.json" scripts/bench-trace-guest.sh
 TRACE_VIA=syscall OUT="$out/trace-guest-syscall.json" scripts/bench-trace-guest.sh
 TRACE_VIA=drop OUT="$out/trace-guest-drop.json" scripts/bench-trace-guest.sh
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+if [ -z "$kvm_why" ]; then
     for via in ring syscall drop; do
         ROUNDS=3 ACCEL=kvm TRACE_VIA=$via OUT="$out/trace-guest-kvm-$via.json" scripts/bench-trace-guest.sh
     done
 else
-    echo "bench: no usable /dev/kvm: lockbench under KVM left out"
+    echo "bench: no usable KVM ($kvm_why): lockbench under KVM left out"
 fi
 
 echo "bench: a kernel lock's trace events in the guest: kmix throughput with the spinlock group against none"
 ROUNDS=7 WORKLOAD=kmix ACCEL=tcg OUT="$out/trace-guest-kmix-tcg.json" scripts/bench-trace-guest.sh
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+if [ -z "$kvm_why" ]; then
     ROUNDS=7 WORKLOAD=kmix ACCEL=kvm OUT="$out/trace-guest-kmix-kvm.json" scripts/bench-trace-guest.sh
 else
-    echo "bench: no usable /dev/kvm: kmix under KVM left out"
+    echo "bench: no usable KVM ($kvm_why): kmix under KVM left out"
 fi
 
 echo "bench: call stacks: cycles per frame-pointer walk (depth 8/16/32), per event stack cached vs inline"

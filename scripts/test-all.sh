@@ -89,8 +89,10 @@ skip_step() {
     skipped_names+=("$1")
 }
 
-kvm_ok() {  # /dev/kvm can be opened (it may be the slow nested kind)
-    PYTHONPATH=vm-images $PY -c 'import sys, qemu_launch; sys.exit(0 if qemu_launch.kvm_usable() else 1)'
+kvm_ok() {  # /dev/kvm makes a VM (it may be the slow nested kind); else $kvm_why says why
+    kvm_why=$(PYTHONPATH=vm-images $PY -c 'import sys, qemu_launch
+why = qemu_launch.kvm_unusable_reason(); print(why or ""); sys.exit(1 if why else 0)' 2>&1) && return
+    kvm_why="no usable KVM: ${kvm_why##*$'\n'}"; return 1
 }
 pytest_dir() {  # pytest exits 5 when it collects nothing: that is a failure here too; the 5
     # slowest tests are listed, so that the time of make test can be followed
@@ -177,7 +179,7 @@ if kvm_ok; then
     step "LHP ground truth on a real guest (pytest, KVM)" \
         bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth_kvm.py"
 else
-    skip_step "LHP ground truth on a real guest (pytest, KVM)" "/dev/kvm is missing or not accessible"
+    skip_step "LHP ground truth on a real guest (pytest, KVM)" "$kvm_why"
 fi
 # The background lane: steps that check correctness only and wait much of their time (nested
 # KVM's exits, Slurm's install and daemons) run one after another in the background, beside the
@@ -234,8 +236,8 @@ if kvm_ok; then
     lane_add "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" kvm_pvqspin_verify
     lane_add "in-guest self-tests, 2 vCPUs (KVM)" kvm_selftests
 else
-    skip_step "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" "/dev/kvm is missing or not accessible"
-    skip_step "in-guest self-tests, 2 vCPUs (KVM)" "/dev/kvm is missing or not accessible"
+    skip_step "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" "$kvm_why"
+    skip_step "in-guest self-tests, 2 vCPUs (KVM)" "$kvm_why"
 fi
 [ "${SPINLAB_TEST_SLURM:-0}" = 1 ] && lane_add "experiment sweep on a one-node Slurm cluster (pytest)" slurm_step
 if [ ${#lane_items[@]} -gt 0 ]; then
@@ -307,7 +309,7 @@ pvqspin_kvm_hog() { "${pvqspin_kvm[@]}" --cpus 3 --hog; }
 if kvm_ok; then
     step "lockbench --verify, lock=pvqspin, 3 vCPUs beside a hog (KVM)" pvqspin_kvm_hog
 else
-    skip_step "lockbench --verify, lock=pvqspin, 3 vCPUs beside a hog (KVM)" "/dev/kvm is missing or not accessible"
+    skip_step "lockbench --verify, lock=pvqspin, 3 vCPUs beside a hog (KVM)" "$kvm_why"
 fi
 echo
 [ $retried -eq 0 ] || echo "retried steps: ${retried_names[*]}"

@@ -1,27 +1,59 @@
 """Build the QEMU command line for a spinlab guest; choose the accelerator.
 
-`auto` picks KVM only when /dev/kvm can be opened and the host CPU has hardware virtualization
-(vmx or svm in /proc/cpuinfo); otherwise TCG with one host thread per vCPU, where vCPU threads
+`auto` picks KVM only when /dev/kvm makes a VM (kvm_unusable_reason: it opens read-write, says
+API version 12 and KVM_CREATE_VM succeeds) and the host CPU has hardware virtualization (vmx or
+svm in /proc/cpuinfo); otherwise TCG with one host thread per vCPU, where vCPU threads
 are ordinary host threads that host load preempts just as it preempts KVM vCPUs. On the
 project's build machines /dev/kvm is a nested paravirtual KVM without vmx/svm that runs guest
 ring 0 about 750x slower than native, so auto means TCG there (see
 docs/architecture.md).
 """
+import fcntl
 import os
 import platform
 
 QBOOT = "/usr/share/qemu/qboot.rom"   # ~0.1 s to the kernel, vs ~3 s for SeaBIOS under KVM
 ACCELS = ("auto", "kvm", "tcg")
+KVM_DEVICE = "/dev/kvm"
+KVM_API_VERSION = 12           # the only version Linux has answered since 2.6.22
+_KVM_GET_API_VERSION = 0xAE00  # _IO(KVMIO, 0x00), <linux/kvm.h>
+_KVM_CREATE_VM = 0xAE01        # _IO(KVMIO, 0x01); argument 0: the default machine type
 
 
-def kvm_usable():
-    """True when /dev/kvm can be opened read-write (it may still be the slow nested kind)."""
+def kvm_unusable_reason(device=None):
+    """None when `device` (default KVM_DEVICE) is a KVM that makes VMs: it opens read-write,
+    KVM_GET_API_VERSION answers 12 and KVM_CREATE_VM gives a VM, which is closed at once. Else
+    one sentence naming the step that failed ("/dev/kvm is missing", "/dev/kvm: KVM_CREATE_VM
+    failed: ..."). A /dev/kvm that opens but makes no VM (a host that is itself a VM, with the
+    kvm module loaded but not bound) is not usable. A usable one may still be the slow nested
+    kind (host_has_hw_virt)."""
+    device = device or KVM_DEVICE
     try:
-        fd = os.open("/dev/kvm", os.O_RDWR)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
+        fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return f"{device} is missing"
+    except OSError as e:
+        return f"{device} cannot be opened read-write: {e.strerror}"
+    try:
+        try:
+            version = fcntl.ioctl(fd, _KVM_GET_API_VERSION, 0)
+        except OSError as e:
+            return f"{device}: KVM_GET_API_VERSION failed: {e.strerror}"
+        if version != KVM_API_VERSION:
+            return f"{device}: KVM API version {version}, not {KVM_API_VERSION}"
+        try:
+            vm = fcntl.ioctl(fd, _KVM_CREATE_VM, 0)
+        except OSError as e:
+            return f"{device}: KVM_CREATE_VM failed: {e.strerror}"
+        os.close(vm)
+        return None
+    finally:
+        os.close(fd)
+
+
+def kvm_usable(device=None):
+    """True when /dev/kvm makes a VM (kvm_unusable_reason says why not)."""
+    return kvm_unusable_reason(device) is None
 
 
 def host_has_hw_virt(cpuinfo_path="/proc/cpuinfo"):
@@ -49,16 +81,22 @@ def host_cpu_model(cpuinfo_path="/proc/cpuinfo"):
 
 
 def choose_accel(requested="auto", kvm_ok=None, hw_virt=None):
-    """Resolve 'auto' to 'kvm' or 'tcg'; reject an unusable explicit 'kvm' with a reason."""
+    """Resolve 'auto' to 'kvm' or 'tcg'; reject an unusable explicit 'kvm' with a reason.
+    kvm_ok: None probes /dev/kvm (kvm_unusable_reason); True or False is taken as given."""
     if requested not in ACCELS:
         raise ValueError(f"accelerator '{requested}': choose one of {', '.join(ACCELS)}")
-    kvm_ok = kvm_usable() if kvm_ok is None else kvm_ok
+    if requested == "tcg":
+        return "tcg"
+    if kvm_ok is None:
+        why = kvm_unusable_reason()
+    else:
+        why = None if kvm_ok else f"{KVM_DEVICE} is not usable"
+    if requested == "kvm":
+        if why:
+            raise ValueError(f"accelerator 'kvm': {why}")
+        return "kvm"
     hw_virt = host_has_hw_virt() if hw_virt is None else hw_virt
-    if requested == "kvm" and not kvm_ok:
-        raise ValueError("accelerator 'kvm': /dev/kvm is missing or not accessible")
-    if requested == "auto":
-        return "kvm" if (kvm_ok and hw_virt) else "tcg"
-    return requested
+    return "kvm" if (why is None and hw_virt) else "tcg"
 
 
 def accel_args(accel):

@@ -21,9 +21,9 @@ lockbench as in the TCG ground truth (gt_run.py):
   vCPU 0's host CPU, whose off time the neighbour's vCPU thread took is >= 95 % classed
   `neighbour-vcpu` (gt_run.preemptor_truth).
 
-Skipped (with the reason) where /dev/kvm cannot be opened. Needs `make build` and root. About
-1.5 minutes on a quiet 2-core host (87 s measured) (10 s phases; a nested KVM boot takes 3 s quiet,
-longer beside the other VM).
+Skipped (with the reason) where /dev/kvm makes no VM (qemu_launch.kvm_unusable_reason). Needs
+`make build` and root. About 1.5 minutes on a quiet 2-core host (87 s measured) (10 s phases; a
+nested KVM boot takes 3 s quiet, longer beside the other VM).
 """
 import os
 import shutil
@@ -38,8 +38,9 @@ import qemu_launch  # noqa: E402  (vm-images/, put on the path by gt_run)
 
 from spinlab_report import ground_truth, lhp  # noqa: E402
 
-if not qemu_launch.kvm_usable():
-    pytest.skip("/dev/kvm is missing or not accessible", allow_module_level=True)
+KVM_WHY = qemu_launch.kvm_unusable_reason()   # None where /dev/kvm makes a VM
+if KVM_WHY is not None:
+    pytest.skip(f"no usable KVM: {KVM_WHY}", allow_module_level=True)
 
 # Nested KVM runs guest ring 0 hundreds of times slower: the channel's requests and the boot
 # take longer than under TCG.

@@ -57,10 +57,11 @@ def test_qemu_missing(run_dir, tmp_path):
 
 
 def test_kvm_unusable(run_dir, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(qemu_launch, "kvm_usable", lambda: False)
+    # A /dev/kvm that opens but makes no VM (qemu_launch.kvm_unusable_reason): refused with the step
+    monkeypatch.setattr(qemu_launch, "KVM_DEVICE", "/dev/null")
     status = cli.main(["start", "x", "--accel", "kvm", "--kernel", fake_kernel(tmp_path)])
     assert status == 2
-    assert "--accel kvm: /dev/kvm is missing or not accessible" in capsys.readouterr().err
+    assert "--accel kvm: /dev/null: KVM_GET_API_VERSION failed: Inappropriate ioctl for device" in capsys.readouterr().err
     assert not (run_dir / "vm" / "x").exists()
 
 

@@ -1,5 +1,5 @@
 """spinlab-vm stats: KVM's per-vCPU counters through QMP query-stats, by vCPU index. A TCG VM has
-none and says why; under KVM (where /dev/kvm opens) the counters are there and move."""
+none and says why; under KVM (where /dev/kvm makes a VM) the counters are there and move."""
 import json
 import os
 import sys
@@ -52,7 +52,10 @@ def test_a_tcg_vm_has_none_and_says_why(run_dir, vm_name, kernel, tmp_path):
         vm("stop", vm_name)
 
 
-@pytest.mark.skipif(not qemu_launch.kvm_usable(), reason="/dev/kvm is missing or not accessible")
+KVM_WHY = qemu_launch.kvm_unusable_reason()   # None where /dev/kvm makes a VM
+
+
+@pytest.mark.skipif(KVM_WHY is not None, reason=f"no usable KVM: {KVM_WHY}")
 def test_under_kvm_every_vcpu_has_counters_that_move(run_dir, vm_name, kernel):
     assert vm("start", vm_name, "--cpus", "2", "--accel", "kvm",
               "--append", "init=/bin/lockbench --threads-per-cpu 1 --duration-ms 0").returncode == 0
