@@ -86,7 +86,7 @@ skip_step() {
     echo
     echo "=== $1: skipped: $2"
     skipped=$((skipped + 1))
-    skipped_names+=("$1")
+    skipped_names+=("$1 ($2)")
 }
 
 kvm_ok() {  # /dev/kvm makes a VM (it may be the slow nested kind); else $kvm_why says why
@@ -313,7 +313,10 @@ else
 fi
 echo
 [ $retried -eq 0 ] || echo "retried steps: ${retried_names[*]}"
-[ $skipped -eq 0 ] || echo "skipped steps: ${skipped_names[*]}"
+if [ $skipped -gt 0 ]; then
+    echo "skipped steps:"
+    printf '  %s\n' "${skipped_names[@]}"
+fi
 [ $failed -eq 0 ] || echo "failed steps: ${failed_names[*]}"
 echo "steps: $passed passed, $failed failed, $retried retried, $skipped skipped"
 [ $failed -eq 0 ]
