@@ -1,0 +1,940 @@
+// spinlab-agent: records every spinlock slow-path wait of a Linux guest and sends it to the host.
+//
+// Runs from the initramfs's /init (vm-images/linux/guest/init), statically linked (gcc -static
+// -O2). Steps:
+//   1. reads its settings from the kernel command line (spinlab.seconds, spinlab.workload,
+//      spinlab.trace, spinlab.bufkb, spinlab.workers, spinlab.hackbench);
+//   2. finds the virtio-serial port named org.spinlab.waits and sends a META frame (kernel,
+//      CPUs, the hypervisor bit, the kernel's PV-spinlock line, the probed symbol);
+//   3. chooses the slow path the kernel uses (__pv_queued_spin_lock_slowpath when the kernel
+//      said "PV spinlocks enabled", else native_queued_spin_lock_slowpath, in which the
+//      test-and-set virt_spin_lock() fallback also runs), checks it is in /proc/kallsyms and
+//      not in the kprobe blacklist, and adds a kprobe at its entry (lock=%di) and a kretprobe
+//      at its return through tracefs, with trace_clock x86-tsc and overwrite off;
+//   4. runs the workload for the requested seconds, stops tracing, reads each CPU's trace,
+//      pairs begin and end with a per-CPU stack (a wait interrupted by another wait nests), and
+//      sends the waits (WAITS frames), each CPU's counts and ring-buffer losses (CPU frames)
+//      and a TRAILER frame with totals, the window and the probes' hit and miss counts;
+//   5. waits for the host's one-byte acknowledgement of the trailer, so that /init powers off
+//      only after the host has everything.
+// The stream format is described in vm-images/linux/README.md; the host's reader is
+// vm-images/linux/spinlab_linux/records.py. spinlab.workload=probecost instead times a tight
+// loop of getppid() with and without the same kprobe/kretprobe pair (what a probe adds).
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define TRACEFS "/sys/kernel/tracing"
+#define DEBUGFS "/sys/kernel/debug"
+#define PORT_NAME "org.spinlab.waits"
+#define HACKBENCH "/usr/bin/hackbench"
+
+// ---- the stream format (README.md "Stream format") ----
+#define FORMAT_VERSION 1
+enum { F_META = 1, F_WAITS = 2, F_CPU = 3, F_TRAILER = 4, F_ERROR = 5 };
+#define HDR_SIZE 20
+#define WAITS_PER_FRAME 1024
+#define ACK_BYTE 'A'
+
+struct wait_rec {      // 32 bytes, little-endian, no padding
+    uint32_t cpu;
+    uint16_t depth;    // 0: outermost; 1: began while another wait was open on this CPU; ...
+    uint16_t flags;    // reserved, 0
+    uint64_t lock;     // the qspinlock's address (%di at entry)
+    uint64_t start;    // x86-tsc at the entry probe
+    uint64_t end;      // x86-tsc at the return probe
+};
+_Static_assert(sizeof(struct wait_rec) == 32, "wait record layout");
+
+static uint32_t crc_table[256];
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+static uint32_t crc_update(uint32_t crc, const void *p, size_t n) {
+    const uint8_t *b = p;
+    crc = ~crc;
+    while (n--) crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static int out_fd = -1;
+static uint32_t out_seq;   // frames sent so far
+
+static void console(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "spinlab-agent: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = v >> (8 * i); }
+
+// One frame: magic "SLWF", version, type, sequence number, payload length, CRC-32 of the
+// first 16 header bytes and the payload.
+static int emit(uint16_t type, const void *payload, uint32_t len) {
+    if (out_fd < 0) return -1;
+    uint8_t h[HDR_SIZE];
+    memcpy(h, "SLWF", 4);
+    put16(h + 4, FORMAT_VERSION);
+    put16(h + 6, type);
+    put32(h + 8, out_seq);
+    put32(h + 12, len);
+    uint32_t crc = crc_update(0, h, 16);
+    crc = crc_update(crc, payload, len);
+    put32(h + 16, crc);
+    if (write_all(out_fd, h, HDR_SIZE) || write_all(out_fd, payload, len)) {
+        console("writing to the port failed: %s", strerror(errno));
+        return -1;
+    }
+    out_seq++;
+    return 0;
+}
+
+// ---- a small JSON writer ----
+struct js { char *buf; size_t len, cap; int need_comma; };
+static void js_raw(struct js *j, const char *s, size_t n) {
+    if (j->len + n + 1 > j->cap) {
+        j->cap = (j->len + n + 1) * 2;
+        j->buf = realloc(j->buf, j->cap);
+        if (!j->buf) { console("out of memory"); exit(1); }
+    }
+    memcpy(j->buf + j->len, s, n);
+    j->len += n;
+    j->buf[j->len] = 0;
+}
+static void js_str(struct js *j, const char *s) {
+    js_raw(j, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char e[8];
+        if (*p == '"' || *p == '\\') { e[0] = '\\'; e[1] = *p; js_raw(j, e, 2); }
+        else if (*p < 0x20 || *p >= 0x7f) { snprintf(e, sizeof e, "\\u%04x", *p); js_raw(j, e, 6); }
+        else js_raw(j, (const char *)p, 1);
+    }
+    js_raw(j, "\"", 1);
+}
+static void js_key(struct js *j, const char *k) {
+    if (j->need_comma) js_raw(j, ",", 1);
+    js_str(j, k);
+    js_raw(j, ":", 1);
+    j->need_comma = 1;
+}
+static void js_open(struct js *j, const char *k) {   // k NULL: a top-level or array member
+    if (k) js_key(j, k);
+    else if (j->need_comma) js_raw(j, ",", 1);
+    js_raw(j, "{", 1);
+    j->need_comma = 0;
+}
+static void js_close(struct js *j) { js_raw(j, "}", 1); j->need_comma = 1; }
+static void js_u64(struct js *j, const char *k, uint64_t v) {
+    char b[32];
+    js_key(j, k);
+    js_raw(j, b, (size_t)snprintf(b, sizeof b, "%llu", (unsigned long long)v));
+}
+static void js_i64(struct js *j, const char *k, int64_t v) {
+    char b[32];
+    js_key(j, k);
+    js_raw(j, b, (size_t)snprintf(b, sizeof b, "%lld", (long long)v));
+}
+static void js_f(struct js *j, const char *k, double v) {
+    char b[48];
+    js_key(j, k);
+    js_raw(j, b, (size_t)snprintf(b, sizeof b, "%.6f", v));
+}
+static void js_s(struct js *j, const char *k, const char *v) { js_key(j, k); js_str(j, v); }
+static void js_b(struct js *j, const char *k, int v) { js_key(j, k); js_raw(j, v ? "true" : "false", v ? 4 : 5); }
+static void js_emit(struct js *j, uint16_t type) { emit(type, j->buf, (uint32_t)j->len); free(j->buf); *j = (struct js){0}; }
+
+// ---- failure: tell the host (ERROR frame) and the console, then stop ----
+static void fail(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    console("error: %s", msg);
+    emit(F_ERROR, msg, (uint32_t)strlen(msg));
+    exit(1);
+}
+
+// ---- files ----
+static int write_file(const char *path, const char *s, int append) {
+    int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
+    if (fd < 0) return -errno;
+    int r = write_all(fd, s, strlen(s)) ? -errno : 0;
+    if (close(fd) && !r) r = -errno;
+    return r;
+}
+static void must_write(const char *path, const char *s, int append) {
+    int r = write_file(path, s, append);
+    if (r) fail("writing '%s' to %s: %s", s, path, strerror(-r));
+}
+static char *read_small(const char *path, char *buf, size_t n) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return NULL;
+    ssize_t r = read(fd, buf, n - 1);
+    close(fd);
+    if (r < 0) return NULL;
+    buf[r] = 0;
+    return buf;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+// ---- settings from /proc/cmdline ----
+// getppid() calls __task_pid_nr_ns (task_tgid_vnr), a traceable function: its kprobe rides on
+// ftrace as the slow path's does ([FTRACE]), where __x64_sys_getppid's would be an int3 probe.
+#define COST_SYMBOL "__task_pid_nr_ns"
+struct settings {
+    double seconds;
+    char workload[32];
+    int trace;
+    long bufkb;
+    int workers;            // forkexec processes; 0: two per CPU
+    int hb_groups, hb_loops; // hackbench -g and -l
+    long cost_calls;        // probecost: getppid calls per batch
+    int cost_rounds;
+    char cost_symbol[64];   // probecost: the function probed
+    int dump_lines;         // copy each CPU's first lines of trace text to the console
+};
+static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0};
+static char cmdline[4096];
+
+static void read_settings(void) {
+    if (!read_small("/proc/cmdline", cmdline, sizeof cmdline)) fail("cannot read /proc/cmdline");
+    char *nl = strchr(cmdline, '\n');
+    if (nl) *nl = 0;
+    char copy[sizeof cmdline];
+    strcpy(copy, cmdline);
+    for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+        if (strncmp(tok, "spinlab.", 8)) continue;
+        char *eq = strchr(tok, '=');
+        if (!eq) fail("kernel parameter %s has no value", tok);
+        *eq = 0;
+        const char *k = tok + 8, *v = eq + 1;
+        char *end;
+        if (!strcmp(k, "seconds")) {
+            S.seconds = strtod(v, &end);
+            if (*end || S.seconds <= 0 || S.seconds > 86400) fail("spinlab.seconds=%s: not a duration in seconds", v);
+        } else if (!strcmp(k, "workload")) {
+            if (strlen(v) >= sizeof S.workload) fail("spinlab.workload=%s: too long", v);
+            strcpy(S.workload, v);
+        } else if (!strcmp(k, "trace")) {
+            S.trace = !strcmp(v, "1");
+            if (strcmp(v, "0") && strcmp(v, "1")) fail("spinlab.trace=%s: 0 or 1", v);
+        } else if (!strcmp(k, "bufkb")) {
+            S.bufkb = strtol(v, &end, 10);
+            if (*end || S.bufkb < 64 || S.bufkb > (1l << 22)) fail("spinlab.bufkb=%s: 64 to 4194304", v);
+        } else if (!strcmp(k, "workers")) {
+            S.workers = (int)strtol(v, &end, 10);
+            if (*end || S.workers < 1 || S.workers > 256) fail("spinlab.workers=%s: 1 to 256", v);
+        } else if (!strcmp(k, "hackbench")) {   // GROUPSxLOOPS, e.g. 2x20
+            if (sscanf(v, "%dx%d", &S.hb_groups, &S.hb_loops) != 2 || S.hb_groups < 1 || S.hb_loops < 1)
+                fail("spinlab.hackbench=%s: GROUPSxLOOPS, e.g. 2x20", v);
+        } else if (!strcmp(k, "costcalls")) {
+            S.cost_calls = strtol(v, &end, 10);
+            if (*end || S.cost_calls < 100 || S.cost_calls > 10000000) fail("spinlab.costcalls=%s: 100 to 10000000", v);
+        } else if (!strcmp(k, "dumptrace")) {
+            S.dump_lines = (int)strtol(v, &end, 10);
+            if (*end || S.dump_lines < 0) fail("spinlab.dumptrace=%s: a number of lines", v);
+        } else if (!strcmp(k, "costsym")) {
+            if (strlen(v) >= sizeof S.cost_symbol) fail("spinlab.costsym=%s: too long", v);
+            strcpy(S.cost_symbol, v);
+        } else if (!strcmp(k, "costrounds")) {
+            S.cost_rounds = (int)strtol(v, &end, 10);
+            if (*end || S.cost_rounds < 1 || S.cost_rounds > 100) fail("spinlab.costrounds=%s: 1 to 100", v);
+        } else {
+            fail("unknown kernel parameter spinlab.%s", k);
+        }
+    }
+    if (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec") && strcmp(S.workload, "idle") &&
+        strcmp(S.workload, "probecost"))
+        fail("spinlab.workload=%s: hackbench, forkexec, idle or probecost", S.workload);
+}
+
+// ---- the output port ----
+static void open_port(void) {
+    char path[512], name[256], dev[300] = "";
+    for (int tries = 0; tries < 200 && !dev[0]; tries++) {   // ports appear asynchronously
+        DIR *d = opendir("/sys/class/virtio-ports");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.') continue;
+            snprintf(path, sizeof path, "/sys/class/virtio-ports/%s/name", e->d_name);
+            if (read_small(path, name, sizeof name)) {
+                name[strcspn(name, "\n")] = 0;
+                if (!strcmp(name, PORT_NAME)) snprintf(dev, sizeof dev, "/dev/%s", e->d_name);
+            }
+        }
+        if (d) closedir(d);
+        if (!dev[0]) usleep(50000);
+    }
+    if (!dev[0]) {
+        console("error: no virtio-serial port named %s after 10 s (is virtio_console loaded? "
+                "QEMU needs -device virtserialport,name=%s)", PORT_NAME, PORT_NAME);
+        exit(1);
+    }
+    for (int tries = 0; tries < 100; tries++) {   // devtmpfs creates the node after the port
+        out_fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (out_fd >= 0) return;
+        usleep(50000);
+    }
+    console("error: cannot open %s: %s", dev, strerror(errno));
+    exit(1);
+}
+
+// The host answers the trailer with one byte once it has read it.
+static int wait_ack(int timeout_ms) {
+    struct pollfd p = {.fd = out_fd, .events = POLLIN};
+    uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (now_ns() < deadline) {
+        int r = poll(&p, 1, 100);
+        if (r > 0 && (p.revents & POLLIN)) {
+            char c;
+            ssize_t n = read(out_fd, &c, 1);
+            if (n == 1) return c == ACK_BYTE ? 0 : -1;
+        }
+    }
+    return -1;
+}
+
+// ---- facts about the kernel ----
+static char pv_line[256];        // the kernel's "PV spinlocks ..." line, or empty
+static char tsc_mhz[32];          // the kernel's TSC calibration in MHz, or empty
+static int hypervisor_flag = -1;
+
+static void read_kernel_facts(void) {
+    int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+    if (size > 0) {
+        char *buf = malloc((size_t)size + 1);
+        int n = buf ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size) : -1;
+        if (n > 0) {
+            buf[n] = 0;
+            for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+                char *p;
+                if ((p = strstr(line, "PV spinlocks"))) {
+                    // keep the subsystem prefix ("kvm-guest: ") but drop "<6>[    0.0] "
+                    char *start = strchr(line, ']');
+                    start = start ? start + 1 : line;
+                    while (*start == ' ') start++;
+                    snprintf(pv_line, sizeof pv_line, "%s", start);
+                }
+                if ((p = strstr(line, "tsc: Refined TSC clocksource calibration: ")))
+                    sscanf(p + 42, "%31[0-9.]", tsc_mhz);
+                else if (!tsc_mhz[0] && (p = strstr(line, "tsc: Detected ")) && strstr(p, "MHz processor"))
+                    sscanf(p + 14, "%31[0-9.]", tsc_mhz);
+            }
+        }
+        free(buf);
+    }
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "flags", 5)) {
+            hypervisor_flag = strstr(line, " hypervisor ") != NULL || strstr(line, " hypervisor\n") != NULL;
+            break;
+        }
+    }
+    if (f) fclose(f);
+}
+
+// A whole-word match of sym in a file of "... sym ..." lines (kallsyms, blacklist, filters).
+static int file_has_symbol(const char *path, const char *sym, int *readable) {
+    FILE *f = fopen(path, "r");
+    *readable = f != NULL;
+    if (!f) return 0;
+    char line[1024];
+    size_t n = strlen(sym);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        for (char *p = strstr(line, sym); p; p = strstr(p + 1, sym)) {
+            char before = p == line ? ' ' : p[-1], after = p[n];
+            if ((before == ' ' || before == '\t') &&
+                (after == '\n' || after == ' ' || after == '\t' || after == 0)) { found = 1; break; }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+struct probe_target {
+    char symbol[64];
+    char reason[320];
+    int ftrace;               // in available_filter_functions: the kprobe rides on ftrace
+    char list_flags[64];      // flags in debugfs kprobes/list ([FTRACE], [OPTIMIZED], ...),
+                              // [DISABLED] left out (the probes are read before enabling)
+};
+
+static void check_probeable(const char *sym, struct probe_target *t) {
+    int readable;
+    if (!file_has_symbol("/proc/kallsyms", sym, &readable))
+        fail(readable ? "%s is not in /proc/kallsyms: this kernel cannot be probed there"
+                      : "cannot read /proc/kallsyms (%s)", sym);
+    if (file_has_symbol(DEBUGFS "/kprobes/blacklist", sym, &readable))
+        fail("%s is in the kprobe blacklist (" DEBUGFS "/kprobes/blacklist): it cannot be probed", sym);
+    t->ftrace = file_has_symbol(TRACEFS "/available_filter_functions", sym, &readable);
+}
+
+static void choose_target(struct probe_target *t) {
+    if (strstr(pv_line, "PV spinlocks enabled")) {
+        snprintf(t->symbol, sizeof t->symbol, "__pv_queued_spin_lock_slowpath");
+        snprintf(t->reason, sizeof t->reason, "the kernel said '%s'", pv_line);
+    } else {
+        snprintf(t->symbol, sizeof t->symbol, "native_queued_spin_lock_slowpath");
+        snprintf(t->reason, sizeof t->reason, "%s", pv_line[0] ? pv_line : "no PV spinlocks line in the kernel log");
+    }
+    check_probeable(t->symbol, t);
+}
+
+static void read_list_flags(struct probe_target *t) {
+    FILE *f = fopen(DEBUGFS "/kprobes/list", "r");
+    char line[512];
+    t->list_flags[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strstr(line, t->symbol)) continue;
+        for (char *b = strchr(line, '['); b; b = strchr(b + 1, '[')) {
+            char *e = strchr(b, ']');
+            if (!e) break;
+            char tok[64];
+            snprintf(tok, sizeof tok, "%.*s", (int)(e - b + 1), b);
+            if (strcmp(tok, "[DISABLED]") && !strstr(t->list_flags, tok) && strlen(t->list_flags) + strlen(tok) + 1 < sizeof t->list_flags)
+                strcat(t->list_flags, tok);
+        }
+    }
+    if (f) fclose(f);
+}
+
+// ---- tracefs ----
+static void add_probes(const char *group, const char *begin, const char *end, const char *sym) {
+    char def[256];
+    snprintf(def, sizeof def, "p:%s/%s %s lock=%%di:x64", group, begin, sym);
+    int r = write_file(TRACEFS "/kprobe_events", def, 1);
+    if (r) fail("adding the kprobe '%s' failed: %s (is %s probeable? see %s/kprobes/blacklist)",
+                def, strerror(-r), sym, DEBUGFS);
+    snprintf(def, sizeof def, "r64:%s/%s %s", group, end, sym);
+    r = write_file(TRACEFS "/kprobe_events", def, 1);
+    if (r) fail("adding the kretprobe '%s' failed: %s", def, strerror(-r));
+}
+
+static void set_group(const char *group, int on) {
+    char path[256];
+    snprintf(path, sizeof path, TRACEFS "/events/%s/enable", group);
+    must_write(path, on ? "1" : "0", 0);
+}
+
+static void setup_tracing(long bufkb) {
+    char v[32];
+    must_write(TRACEFS "/tracing_on", "0", 0);
+    must_write(TRACEFS "/kprobe_events", "", 0);
+    int r = write_file(TRACEFS "/trace_clock", "x86-tsc", 0);
+    if (r) fail("trace_clock x86-tsc: %s", strerror(-r));
+    snprintf(v, sizeof v, "%ld", bufkb);
+    must_write(TRACEFS "/buffer_size_kb", v, 0);
+    must_write(TRACEFS "/options/overwrite", "0", 0);   // a full buffer drops new events, counted
+}
+
+static void clear_trace(void) { must_write(TRACEFS "/trace", "", 0); }
+
+struct probe_counts { uint64_t hits, misses; int found; };
+
+// kprobe_profile: "  <event>  <hits>  <misses>" per probe event.
+static void read_profile(const char *event, struct probe_counts *c) {
+    FILE *f = fopen(TRACEFS "/kprobe_profile", "r");
+    char line[512], name[256];
+    unsigned long long h, m;
+    *c = (struct probe_counts){0};
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, " %255s %llu %llu", name, &h, &m) == 3) {
+            const char *base = strrchr(name, '/');
+            base = base ? base + 1 : name;
+            if (!strcmp(base, event)) { c->hits = h; c->misses = m; c->found = 1; }
+        }
+    }
+    if (f) fclose(f);
+}
+
+static int ncpus;
+
+// ---- workloads ----
+struct workload_result { uint64_t ops, runs_failed, busy_ns; const char *unit; };
+
+static pid_t spawn(char *const argv[]) {
+    pid_t p = fork();
+    if (p == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) { dup2(null, 1); close(null); }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return p;
+}
+
+static void run_hackbench(uint64_t deadline, struct workload_result *r) {
+    char g[16], l[16];
+    snprintf(g, sizeof g, "%d", S.hb_groups);
+    snprintf(l, sizeof l, "%d", S.hb_loops);
+    char *argv[] = {HACKBENCH, "-g", g, "-l", l, "-s", "100", NULL};
+    if (access(HACKBENCH, X_OK)) fail("%s is not in the initramfs", HACKBENCH);
+    r->unit = "hackbench runs";
+    while (now_ns() < deadline) {
+        uint64_t t0 = now_ns();
+        pid_t p = spawn(argv);
+        if (p < 0) fail("fork: %s", strerror(errno));
+        int st;
+        while (waitpid(p, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) { r->ops++; r->busy_ns += now_ns() - t0; }
+        else r->runs_failed++;
+        if (r->runs_failed > 3 && r->ops == 0) fail("hackbench failed %llu times (status %d)", (unsigned long long)r->runs_failed, st);
+    }
+}
+
+// forkexec: workers each fork/exec /bin/true and write, then remove, a 4 KiB file in /tmp.
+static void run_forkexec(uint64_t deadline, struct workload_result *r) {
+    int n = S.workers ? S.workers : 2 * ncpus;
+    struct shared { volatile int stop; uint64_t ops[256]; } *sh =
+        mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) fail("mmap: %s", strerror(errno));
+    memset((void *)sh, 0, sizeof *sh);
+    pid_t pids[256];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            char file[64], block[4096];
+            memset(block, 'x', sizeof block);
+            snprintf(file, sizeof file, "/tmp/forkexec.%d", i);
+            char *argv[] = {"/bin/true", NULL};
+            while (!sh->stop) {
+                pid_t p = fork();
+                if (p == 0) { execv(argv[0], argv); _exit(127); }
+                int st;
+                if (p > 0) while (waitpid(p, &st, 0) < 0 && errno == EINTR) {}
+                int fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+                if (fd >= 0) { write_all(fd, block, sizeof block); close(fd); }
+                unlink(file);
+                __atomic_add_fetch(&sh->ops[i], 1, __ATOMIC_RELAXED);
+            }
+            _exit(0);
+        }
+        if (pids[i] < 0) fail("fork: %s", strerror(errno));
+    }
+    while (now_ns() < deadline) usleep(20000);
+    sh->stop = 1;
+    for (int i = 0; i < n; i++) while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {}
+    r->busy_ns = now_ns() - t0;
+    for (int i = 0; i < n; i++) r->ops += sh->ops[i];
+    r->unit = "fork/exec + 4 KiB tmpfs file";
+}
+
+static void run_workload(double seconds, struct workload_result *r) {
+    uint64_t deadline = now_ns() + (uint64_t)(seconds * 1e9);
+    *r = (struct workload_result){0};
+    if (!strcmp(S.workload, "hackbench")) run_hackbench(deadline, r);
+    else if (!strcmp(S.workload, "forkexec")) run_forkexec(deadline, r);
+    else { r->unit = "none"; while (now_ns() < deadline) usleep(100000); r->busy_ns = (uint64_t)(seconds * 1e9); }
+}
+
+// ---- reading one CPU's trace ----
+struct cpu_stats {
+    uint64_t begins, ends, waits, unpaired_begin, unpaired_end, nested, max_depth;
+    uint64_t lost_markers, unparsed, too_deep;
+    uint64_t first_ts, last_ts;
+    // per_cpu/cpuN/stats
+    uint64_t entries, overrun, commit_overrun, dropped, bytes;
+};
+
+#define MAX_DEPTH 32
+static struct wait_rec batch[WAITS_PER_FRAME];
+static int batch_n;
+static uint64_t total_waits;
+
+static void flush_batch(void) {
+    if (batch_n) emit(F_WAITS, batch, (uint32_t)(batch_n * sizeof batch[0]));
+    batch_n = 0;
+}
+
+static void read_cpu_stats(int cpu, struct cpu_stats *c) {
+    char path[128], buf[2048];
+    snprintf(path, sizeof path, TRACEFS "/per_cpu/cpu%d/stats", cpu);
+    if (!read_small(path, buf, sizeof buf)) fail("cannot read %s", path);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long long v;
+        if (sscanf(line, "entries: %llu", &v) == 1) c->entries = v;
+        else if (sscanf(line, "overrun: %llu", &v) == 1) c->overrun = v;
+        else if (sscanf(line, "commit overrun: %llu", &v) == 1) c->commit_overrun = v;
+        else if (sscanf(line, "dropped events: %llu", &v) == 1) c->dropped = v;
+        else if (sscanf(line, "bytes: %llu", &v) == 1) c->bytes = v;
+    }
+}
+
+// The timestamp is the number ending just before ": <event>:".
+static int parse_ts(const char *line, const char *ev, uint64_t *ts) {
+    const char *p = ev;
+    while (p > line && p[-1] == ' ') p--;
+    const char *e = p;
+    while (p > line && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == e) return -1;
+    *ts = strtoull(p, NULL, 10);
+    return 0;
+}
+
+// Reads one CPU's trace text (tracefs per_cpu/cpuN/trace, or a file in --replay) and sends its
+// waits: a begin is pushed on the CPU's stack, an end pops the latest begin (a wait that began
+// inside another, from an interrupt, ends first). An end with nothing open and the begins left
+// open at the end are counted as unpaired, never guessed at.
+static void read_cpu_trace(int cpu, const char *path, const char *begin_ev, const char *end_ev,
+                           struct cpu_stats *c) {
+    char bpat[64], epat[64];
+    snprintf(bpat, sizeof bpat, ": %s: ", begin_ev);
+    snprintf(epat, sizeof epat, ": %s: ", end_ev);
+    FILE *f = fopen(path, "r");
+    if (!f) fail("cannot open %s: %s", path, strerror(errno));
+    static char line[4096];
+    struct { uint64_t lock, ts; } stack[MAX_DEPTH];
+    int depth = 0, lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (lineno++ < S.dump_lines) fprintf(stderr, "trace cpu%d: %s", cpu, line);
+        if (line[0] == '#' || line[0] == '\n') continue;
+        char *b = strstr(line, bpat), *e = b ? NULL : strstr(line, epat);
+        uint64_t ts;
+        if (!b && !e) {
+            if (strstr(line, "LOST") && strstr(line, "EVENTS")) c->lost_markers++;
+            else c->unparsed++;
+            continue;
+        }
+        if (parse_ts(line, b ? b : e, &ts)) { c->unparsed++; continue; }
+        if (!c->first_ts) c->first_ts = ts;
+        c->last_ts = ts;
+        if (b) {
+            char *l = strstr(b, "lock=0x");
+            if (!l) { c->unparsed++; continue; }
+            c->begins++;
+            if (depth == MAX_DEPTH) { c->too_deep++; c->unpaired_begin++; continue; }
+            stack[depth].lock = strtoull(l + 7, NULL, 16);
+            stack[depth].ts = ts;
+            depth++;
+            if ((uint64_t)depth > c->max_depth) c->max_depth = (uint64_t)depth;
+        } else {
+            c->ends++;
+            if (depth == 0) { c->unpaired_end++; continue; }
+            depth--;
+            struct wait_rec *w = &batch[batch_n++];
+            *w = (struct wait_rec){.cpu = (uint32_t)cpu, .depth = (uint16_t)depth,
+                                   .lock = stack[depth].lock, .start = stack[depth].ts, .end = ts};
+            if (ts < stack[depth].ts) fail("cpu %d: a wait ends (%llu) before it starts (%llu)",
+                                           cpu, (unsigned long long)ts, (unsigned long long)stack[depth].ts);
+            if (depth) c->nested++;
+            c->waits++;
+            total_waits++;
+            if (batch_n == WAITS_PER_FRAME) flush_batch();
+        }
+    }
+    fclose(f);
+    c->unpaired_begin += (uint64_t)depth;
+    flush_batch();
+}
+
+static void emit_cpu(int cpu, const struct cpu_stats *c) {
+    struct js j = {0};
+    js_open(&j, NULL);
+    js_i64(&j, "cpu", cpu);
+    js_u64(&j, "begins", c->begins);
+    js_u64(&j, "ends", c->ends);
+    js_u64(&j, "waits", c->waits);
+    js_u64(&j, "unpaired_begin", c->unpaired_begin);
+    js_u64(&j, "unpaired_end", c->unpaired_end);
+    js_u64(&j, "nested", c->nested);
+    js_u64(&j, "max_depth", c->max_depth);
+    js_u64(&j, "too_deep", c->too_deep);
+    js_u64(&j, "lost_markers", c->lost_markers);
+    js_u64(&j, "unparsed", c->unparsed);
+    js_u64(&j, "first_ts", c->first_ts);
+    js_u64(&j, "last_ts", c->last_ts);
+    js_u64(&j, "entries", c->entries);
+    js_u64(&j, "overrun", c->overrun);
+    js_u64(&j, "commit_overrun", c->commit_overrun);
+    js_u64(&j, "dropped", c->dropped);
+    js_u64(&j, "bytes", c->bytes);
+    js_close(&j);
+    js_emit(&j, F_CPU);
+}
+
+// ---- probecost: what a kprobe/kretprobe pair adds to a call ----
+static uint64_t time_calls(long n) {
+    uint64_t t0 = __rdtsc();
+    for (long i = 0; i < n; i++) syscall(SYS_getppid);
+    return __rdtsc() - t0;
+}
+
+static void probecost(struct js *t) {
+    struct probe_target c = {0};
+    snprintf(c.symbol, sizeof c.symbol, "%s", S.cost_symbol);
+    check_probeable(c.symbol, &c);
+    add_probes("spinlabcost", "call_begin", "call_end", c.symbol);
+    read_list_flags(&c);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    if (sched_setaffinity(0, sizeof one, &one)) fail("sched_setaffinity: %s", strerror(errno));
+    js_open(t, "probecost");
+    js_s(t, "symbol", c.symbol);
+    js_b(t, "ftrace", c.ftrace);
+    js_s(t, "kprobes_list_flags", c.list_flags);
+    js_i64(t, "calls", S.cost_calls);
+    js_key(t, "rounds");
+    js_raw(t, "[", 1);
+    t->need_comma = 0;
+    time_calls(S.cost_calls / 10);   // warm up
+    for (int round = 0; round < S.cost_rounds; round++) {
+        uint64_t plain = time_calls(S.cost_calls);
+        clear_trace();
+        must_write(TRACEFS "/tracing_on", "1", 0);
+        set_group("spinlabcost", 1);
+        uint64_t probed = time_calls(S.cost_calls);
+        set_group("spinlabcost", 0);
+        must_write(TRACEFS "/tracing_on", "0", 0);
+        struct cpu_stats cs = {0};
+        read_cpu_stats(0, &cs);
+        js_open(t, NULL);
+        js_u64(t, "plain_cycles", plain);
+        js_u64(t, "probed_cycles", probed);
+        js_u64(t, "entries", cs.entries);
+        js_u64(t, "dropped", cs.dropped + cs.overrun);
+        js_close(t);
+    }
+    js_raw(t, "]", 1);
+    t->need_comma = 1;
+    struct probe_counts pb, pe;
+    read_profile("call_begin", &pb);
+    read_profile("call_end", &pe);
+    js_u64(t, "begin_hits", pb.hits);
+    js_u64(t, "begin_misses", pb.misses);
+    js_u64(t, "end_hits", pe.hits);
+    js_u64(t, "end_misses", pe.misses);
+    js_close(t);
+}
+
+static void emit_meta(const struct probe_target *target) {
+    struct utsname u;
+    uname(&u);
+    char uptime[64] = "";
+    read_small("/proc/uptime", uptime, sizeof uptime);
+    struct js j = {0};
+    js_open(&j, NULL);
+    js_s(&j, "agent", "spinlab-agent");
+    js_i64(&j, "format", FORMAT_VERSION);
+    js_s(&j, "kernel_release", u.release);
+    js_s(&j, "kernel_version", u.version);
+    js_s(&j, "machine", u.machine);
+    js_i64(&j, "ncpus", ncpus);
+    js_key(&j, "hypervisor_flag");
+    js_raw(&j, hypervisor_flag < 0 ? "null" : hypervisor_flag ? "true" : "false",
+           hypervisor_flag == 0 ? 5 : 4);
+    js_s(&j, "pv_spinlocks_line", pv_line);
+    js_s(&j, "tsc_mhz", tsc_mhz);
+    js_s(&j, "workload", S.workload);
+    js_f(&j, "seconds", S.seconds);
+    js_b(&j, "trace", S.trace);
+    js_i64(&j, "buffer_kb", S.bufkb);
+    js_s(&j, "trace_clock", "x86-tsc");
+    js_s(&j, "symbol", target->symbol);
+    js_s(&j, "symbol_reason", target->reason);
+    js_b(&j, "symbol_ftrace", target->ftrace);
+    js_f(&j, "uptime_at_start_s", strtod(uptime, NULL));
+    js_s(&j, "cmdline", cmdline);
+    js_close(&j);
+    js_emit(&j, F_META);
+}
+
+struct window { uint64_t tsc0, tsc1, ns0, ns1; };
+
+// The trailer: t is an open JSON object (probecost may have added to it).
+static void emit_trailer(struct js *t, int cpus_sent, const struct window *w,
+                         const struct workload_result *wr, const struct probe_target *target,
+                         const struct probe_counts *pb, const struct probe_counts *pe,
+                         const struct probe_counts *pb_stop, const struct probe_counts *pe_stop,
+                         uint64_t read_ns, uint64_t agent_ns) {
+    js_u64(t, "frames", out_seq);
+    js_u64(t, "waits", total_waits);
+    js_i64(t, "cpus", cpus_sent);
+    js_open(t, "window");
+    js_u64(t, "tsc_start", w->tsc0);
+    js_u64(t, "tsc_end", w->tsc1);
+    js_u64(t, "ns", w->ns1 - w->ns0);
+    js_close(t);
+    js_open(t, "workload");
+    js_s(t, "name", S.workload);
+    js_s(t, "unit", wr->unit ? wr->unit : "none");
+    js_u64(t, "ops", wr->ops);
+    js_u64(t, "failed", wr->runs_failed);
+    js_u64(t, "busy_ns", wr->busy_ns);
+    js_close(t);
+    js_open(t, "probes");
+    js_s(t, "symbol", target->symbol);
+    js_s(t, "kprobes_list_flags", target->list_flags);
+    js_u64(t, "begin_hits", pb->hits);
+    js_u64(t, "begin_misses", pb->misses);
+    js_u64(t, "end_hits", pe->hits);
+    js_u64(t, "end_misses", pe->misses);
+    js_u64(t, "begin_hits_at_stop", pb_stop->hits);
+    js_u64(t, "end_hits_at_stop", pe_stop->hits);
+    js_close(t);
+    js_u64(t, "read_ns", read_ns);
+    js_u64(t, "agent_ns", agent_ns);
+    js_close(t);
+    js_emit(t, F_TRAILER);
+}
+
+// --replay CPUS FILE...: the pairing and the stream on the host, for tests. Each FILE is one
+// CPU's trace text (as tracefs per_cpu/cpuN/trace prints it); the stream goes to stdout.
+static int replay(int n, char **files) {
+    out_fd = 1;
+    ncpus = n;
+    snprintf(S.workload, sizeof S.workload, "replay");
+    struct probe_target target = {0};
+    snprintf(target.symbol, sizeof target.symbol, "native_queued_spin_lock_slowpath");
+    snprintf(target.reason, sizeof target.reason, "replayed from files");
+    emit_meta(&target);
+    struct cpu_stats cs = {0};
+    for (int cpu = 0; cpu < n; cpu++) {
+        memset(&cs, 0, sizeof cs);
+        read_cpu_trace(cpu, files[cpu], "wait_begin", "wait_end", &cs);
+        cs.entries = cs.begins + cs.ends + cs.unparsed;   // no ring buffer: every line was there
+        emit_cpu(cpu, &cs);
+    }
+    struct js t = {0};
+    js_open(&t, NULL);
+    struct window w = {0};
+    struct workload_result wr = {0};
+    struct probe_counts p = {0};
+    emit_trailer(&t, n, &w, &wr, &target, &p, &p, &p, &p, 0, 0);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    crc_init();
+    if (argc >= 3 && !strcmp(argv[1], "--replay")) return replay(argc - 2, argv + 2);
+    if (argc > 1) {
+        fprintf(stderr, "usage: spinlab-agent (from the guest's /init; settings from /proc/cmdline)\n"
+                        "       spinlab-agent --replay CPU0_TRACE [CPU1_TRACE...] > stream\n");
+        return 2;
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    uint64_t t_start = now_ns();
+    open_port();
+    read_settings();
+    ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpus < 1 || ncpus > 4096) fail("%d online CPUs", ncpus);
+    read_kernel_facts();
+
+    int waits_mode = S.trace && strcmp(S.workload, "probecost");
+    struct probe_target target = {0};
+    if (waits_mode) choose_target(&target);
+    emit_meta(&target);
+
+    struct js t = {0};
+    js_open(&t, NULL);
+    struct workload_result wr = {0};
+    struct window w = {0};
+    struct probe_counts pb = {0}, pe = {0}, pb_stop = {0}, pe_stop = {0};
+
+    if (!strcmp(S.workload, "probecost")) {
+        setup_tracing(S.bufkb);
+        probecost(&t);
+    } else {
+        if (S.trace) {
+            setup_tracing(S.bufkb);
+            add_probes("spinlab", "wait_begin", "wait_end", target.symbol);
+            read_list_flags(&target);
+            clear_trace();
+        }
+        console("workload %s for %.1f s, tracing %s", S.workload, S.seconds, S.trace ? target.symbol : "off");
+        w.ns0 = now_ns();
+        w.tsc0 = __rdtsc();
+        if (S.trace) {   // on in this order and off in the reverse: every hit is in the buffer
+            must_write(TRACEFS "/tracing_on", "1", 0);
+            set_group("spinlab", 1);
+        }
+        run_workload(S.seconds, &wr);
+        if (S.trace) {
+            // Hits counted up to here are all in the buffer (or counted as dropped); the ones
+            // between here and the probes' disarming may be counted and not recorded: the
+            // kernel clears the event's trace flag before it disarms the kprobe.
+            read_profile("wait_begin", &pb_stop);
+            read_profile("wait_end", &pe_stop);
+            set_group("spinlab", 0);
+            must_write(TRACEFS "/tracing_on", "0", 0);
+        }
+        w.tsc1 = __rdtsc();
+        w.ns1 = now_ns();
+    }
+
+    uint64_t read0 = now_ns();
+    if (waits_mode) {
+        read_profile("wait_begin", &pb);
+        read_profile("wait_end", &pe);
+        struct cpu_stats cs;
+        char path[128];
+        for (int cpu = 0; cpu < ncpus; cpu++) {
+            memset(&cs, 0, sizeof cs);
+            read_cpu_stats(cpu, &cs);
+            snprintf(path, sizeof path, TRACEFS "/per_cpu/cpu%d/trace", cpu);
+            read_cpu_trace(cpu, path, "wait_begin", "wait_end", &cs);
+            emit_cpu(cpu, &cs);
+        }
+    }
+    uint64_t read1 = now_ns();
+    emit_trailer(&t, waits_mode ? ncpus : 0, &w, &wr, &target, &pb, &pe, &pb_stop, &pe_stop,
+                 read1 - read0, now_ns() - t_start);
+    if (wait_ack(20000)) {
+        console("the host did not acknowledge the trailer within 20 s");
+        return 2;
+    }
+    console("done: %llu waits sent in %u frames", (unsigned long long)total_waits, out_seq);
+    return 0;
+}

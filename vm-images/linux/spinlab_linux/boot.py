@@ -1,0 +1,323 @@
+"""One run of the Linux guest: QEMU started, the agent's stream read and checked, QEMU always
+stopped.
+
+The stream travels over a virtio-serial port (virtserialport name org.spinlab.waits) whose
+chardev is a Unix socket this process listens on: QEMU connects at start-up, a reader thread
+keeps every byte (stream.bin) and, once a complete trailer frame has arrived, answers the
+guest with one byte (records.ACK), so the guest powers off only after the host has its data.
+COM1 goes to console.log. Nothing outlives run_guest(): QEMU runs in its own process group
+with PR_SET_PDEATHSIG=SIGKILL (it dies with us, however we die), and a finally clause kills it
+and removes the temporary folder on every exit, Ctrl-C and SIGTERM (the CLI turns SIGTERM into
+an exception) included.
+"""
+import csv
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import fetch, modes, paths, records
+
+PORT_NAME = "org.spinlab.waits"
+QEMU = "qemu-system-x86_64"
+PR_SET_PDEATHSIG = 1
+_VCPU_COMM = re.compile(r"CPU (\d+)/(TCG|KVM)")
+
+
+class GuestError(Exception):
+    """A run that did not give a complete, checked stream. .partial: the records.GuestRun read
+    before the problem (None when nothing was); .console: the console log's path."""
+
+    def __init__(self, message, partial=None, console=None):
+        super().__init__(message)
+        self.partial = partial
+        self.console = console
+
+
+@dataclass
+class GuestConfig:
+    kernel: str = None            # None: build/linux/kernel.json's boot_kernel (the PVH vmlinux)
+    initrd: str = None            # None: build/linux/initramfs.cpio.gz
+    cpus: int = 2
+    memory_mb: int = 512
+    accel: str = "tcg"            # tcg, kvm or auto
+    mode: str = "tas"             # native, tas or pv (modes.py)
+    workload: str = "hackbench"   # hackbench, forkexec, idle, probecost
+    seconds: float = 5.0
+    trace: bool = True
+    buffer_kb: int = 8192         # per CPU
+    hackbench: str = None         # GROUPSxLOOPS, e.g. 2x20
+    workers: int = None           # forkexec processes (default: two per vCPU)
+    append: list = field(default_factory=list)   # more kernel parameters
+    timeout_s: float = None       # None: 120 s + 4 x seconds
+
+
+def kernel_append(cfg, mode_words):
+    words = ["console=ttyS0", "panic=-1", "loglevel=4",
+             f"spinlab.seconds={cfg.seconds:g}", f"spinlab.workload={cfg.workload}",
+             f"spinlab.trace={1 if cfg.trace else 0}", f"spinlab.bufkb={cfg.buffer_kb}"]
+    if cfg.hackbench:
+        words.append(f"spinlab.hackbench={cfg.hackbench}")
+    if cfg.workers:
+        words.append(f"spinlab.workers={cfg.workers}")
+    return " ".join(words + list(mode_words) + list(cfg.append))
+
+
+def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU):
+    """QEMU's argv for cfg under accel ('tcg' or 'kvm')."""
+    qemu_launch = paths.import_qemu_launch()
+    mode_qemu, mode_words = modes.lock_mode_args(cfg.mode, accel)
+    return [qemu, "-name", f"{name},debug-threads=on", "-M", "q35",
+            "-m", str(cfg.memory_mb), "-smp", str(cfg.cpus),
+            "-nographic", "-monitor", "none", "-vga", "none", "-nic", "none", "-no-reboot",
+            "-chardev", f"file,id=con,path={_esc(console_path)}", "-serial", "chardev:con",
+            "-bios", qemu_launch.QBOOT, "-kernel", str(cfg.kernel), "-initrd", str(cfg.initrd),
+            "-append", kernel_append(cfg, mode_words), *mode_qemu,
+            "-device", "virtio-serial-pci,id=vser",
+            "-chardev", f"socket,id=waits,path={_esc(socket_path)}",
+            "-device", f"virtserialport,bus=vser.0,chardev=waits,name={PORT_NAME}"]
+
+
+def _esc(value):
+    return str(value).replace(",", ",,")
+
+
+def resolve_accel(requested):
+    """'tcg' or 'kvm' (qemu_launch.choose_accel; ValueError for an unusable explicit kvm)."""
+    return paths.import_qemu_launch().choose_accel(requested)
+
+
+def vcpu_threads(pid, task_root="/proc"):
+    """{vCPU index: host thread id} from QEMU's thread names ('CPU 1/TCG', 'CPU 0/KVM', given
+    with -name ...,debug-threads=on; as vm-images/spinlab_vm/libvirt.py thread_ids)."""
+    found = {}
+    try:
+        tids = os.listdir(f"{task_root}/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            comm = Path(f"{task_root}/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            continue
+        m = _VCPU_COMM.fullmatch(comm)
+        if m:
+            found[int(m[1])] = int(tid)
+    return found
+
+
+def _tied_child():
+    # Between fork and exec: own process group (a terminal's Ctrl-C reaches only us, and we
+    # stop QEMU), and SIGKILL when we die, however we die.
+    os.setpgid(0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+class _Reader(threading.Thread):
+    """Reads the stream from QEMU's socket; acknowledges a complete trailer frame."""
+
+    def __init__(self, conn, out_path, t0):
+        super().__init__(daemon=True)
+        self.conn, self.out_path, self.t0 = conn, out_path, t0
+        self.data = bytearray()
+        self.first_frame_s = None   # host seconds from QEMU's start to the META frame
+        self.acked = False
+        self.error = None
+        self._scan = 0
+        self._unreadable = False
+
+    def _scan_frames(self):
+        d = self.data
+        while not self._unreadable and self._scan + records.HEADER_SIZE <= len(d):
+            magic, _, ftype, _, length, _ = records.HEADER.unpack_from(d, self._scan)
+            if magic != records.MAGIC or length > records.MAX_PAYLOAD:
+                self._unreadable = True   # stop scanning; parse() will say what is wrong
+                return
+            end = self._scan + records.HEADER_SIZE + length
+            if end > len(d):
+                return
+            if self.first_frame_s is None:
+                self.first_frame_s = time.monotonic() - self.t0
+            if ftype == records.TRAILER and not self.acked and records.trailer_seen(d[self._scan:end]):
+                self.conn.sendall(records.ACK)
+                self.acked = True
+            self._scan = end
+
+    def run(self):
+        try:
+            with open(self.out_path, "wb") as f:
+                while True:
+                    chunk = self.conn.recv(1 << 16)
+                    if not chunk:
+                        break
+                    f.write(chunk)
+                    self.data.extend(chunk)
+                    self._scan_frames()
+        except OSError as e:
+            self.error = e
+
+
+def _tail(path, n=30):
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def run_guest(cfg, out_dir, log=None):
+    """Boot the guest as cfg says, collect and check its stream, write out_dir/{summary.json,
+    waits.csv, stream.bin, console.log, qemu.log}. Returns (the summary.json dict, the
+    records.GuestRun). Raises
+    GuestError (with .partial) when the guest's stream is missing, bad or incomplete, or when
+    the guest ran another lock mode than asked; modes.ModeError for a mode the accelerator
+    cannot give; ValueError for an unusable --accel kvm."""
+    log = log or (lambda msg: None)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.kernel is None or cfg.initrd is None:
+        kernel = fetch.load_kernel_json()
+        cfg.kernel = cfg.kernel or kernel.get("boot_kernel") or kernel["vmlinuz"]
+        cfg.initrd = cfg.initrd or str(paths.build_dir() / "initramfs.cpio.gz")
+    for what in ("kernel", "initrd"):
+        if not Path(getattr(cfg, what)).is_file():
+            raise GuestError(f"no {what} at {getattr(cfg, what)} (run spinlab-linux fetch and "
+                             f"spinlab-linux initramfs)")
+    accel = resolve_accel(cfg.accel)
+    modes.lock_mode_args(cfg.mode, accel)          # refuse pv under TCG before starting
+    timeout = cfg.timeout_s or 120 + 4 * cfg.seconds
+    console_path = out_dir / "console.log"
+    stream_path = out_dir / "stream.bin"
+    name = f"spinlab-linux-{os.getpid()}"
+    tmp = tempfile.mkdtemp(prefix="sllx", dir="/tmp")   # short: a socket path has 107 bytes
+    sock_path = os.path.join(tmp, "waits.sock")
+    argv = qemu_argv(cfg, accel, sock_path, console_path, name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    proc = conn = reader = None
+    try:
+        listener.bind(sock_path)
+        listener.listen(1)
+        listener.settimeout(0.2)
+        qemu_log = open(out_dir / "qemu.log", "wb")
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qemu_log,
+                                    stderr=qemu_log, preexec_fn=_tied_child)
+        except OSError as e:
+            raise GuestError(f"cannot run {argv[0]}: {e.strerror}")
+        finally:
+            qemu_log.close()
+        log(f"QEMU pid {proc.pid}: {accel}, {cfg.cpus} vCPUs, lock mode {cfg.mode}, "
+            f"{cfg.workload} for {cfg.seconds:g} s")
+        while conn is None:
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                if proc.poll() is not None:
+                    raise GuestError(f"QEMU exited with status {proc.returncode} before it "
+                                     f"connected: {_tail(out_dir / 'qemu.log', 10)}")
+                if time.monotonic() - t0 > 30:
+                    raise GuestError("QEMU did not connect the virtio-serial socket in 30 s")
+        reader = _Reader(conn, stream_path, t0)
+        reader.start()
+        threads = {}
+        while len(threads) < cfg.cpus and proc.poll() is None and time.monotonic() - t0 < 10:
+            threads = vcpu_threads(proc.pid)
+            if len(threads) < cfg.cpus:
+                time.sleep(0.02)
+        try:
+            status = proc.wait(timeout=max(1.0, timeout - (time.monotonic() - t0)))
+        except subprocess.TimeoutExpired:
+            raise GuestError(f"the guest did not power off within {timeout:g} s; console:\n"
+                             f"{_tail(console_path)}", _partial(reader), console_path)
+        wall = time.monotonic() - t0
+        reader.join(timeout=10)
+    finally:
+        if proc is not None and proc.poll() is None:
+            _stop(proc)
+        for s in (conn, listener):
+            if s is not None:
+                s.close()
+        if reader is not None:
+            reader.join(timeout=5)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    data = bytes(reader.data)
+    try:
+        run = records.parse(data)
+    except records.StreamError as e:
+        raise GuestError(f"the guest's stream is bad: {e}; QEMU exit status {status}; console:\n"
+                         f"{_tail(console_path)}", e.partial, console_path)
+    if status != 0:
+        raise GuestError(f"QEMU exited with status {status}; console:\n{_tail(console_path)}",
+                         run, console_path)
+    observed = modes.observed_mode(run.meta)
+    if observed != cfg.mode:
+        raise GuestError(f"asked for lock mode {cfg.mode}, the guest's kernel chose {observed} "
+                         f"(hypervisor bit {run.meta['hypervisor_flag']}, "
+                         f"'{run.meta['pv_spinlocks_line']}')", run, console_path)
+    if (cfg.trace and cfg.workload != "probecost"
+            and run.meta["symbol"] != modes.expected_symbol(cfg.mode)):
+        raise GuestError(f"lock mode {cfg.mode} runs {modes.expected_symbol(cfg.mode)}, the "
+                         f"agent probed {run.meta['symbol']}", run, console_path)
+    if run.meta["ncpus"] != cfg.cpus:
+        raise GuestError(f"the guest has {run.meta['ncpus']} CPUs online, not {cfg.cpus}",
+                         run, console_path)
+
+    result = {
+        "config": asdict(cfg),
+        "accel": accel,
+        "lock_mode": cfg.mode,
+        "observed_lock_mode": observed,
+        "qemu_argv": argv,
+        "qemu_pid": proc.pid,
+        "vcpu_threads": {str(k): v for k, v in sorted(threads.items())},
+        "host_wall_s": wall,
+        "host_to_first_frame_s": reader.first_frame_s,
+        "guest_uptime_at_agent_s": run.meta["uptime_at_start_s"],
+        "meta": run.meta,
+        "trailer": run.trailer,
+        "summary": records.summary(run) if run.cpus else None,
+    }
+    write_waits_csv(out_dir / "waits.csv", run.waits)
+    fetch.write_json(out_dir / "summary.json", result)
+    return result, run
+
+
+def _partial(reader):
+    if reader is None:
+        return None
+    try:
+        return records.parse(bytes(reader.data))
+    except records.StreamError as e:
+        return e.partial
+
+
+def _stop(proc):
+    """SIGTERM to QEMU (it exits cleanly), SIGKILL after 3 s."""
+    try:
+        proc.terminate()
+        proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def write_waits_csv(path, waits):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cpu", "depth", "lock", "start_tsc", "end_tsc", "cycles"])
+        for x in waits:
+            w.writerow([x.cpu, x.depth, f"{x.lock:#x}", x.start, x.end, x.cycles])

@@ -1,0 +1,108 @@
+"""Real boots of Debian's kernel under TCG (2 vCPUs, a few seconds of workload): the waits reach
+the host and pass its checks in both TCG lock modes, and nothing the run starts outlives it.
+
+Needs build/linux/ (the guest_image fixture fetches it the first time, through apt)."""
+import csv
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from linux_testlib import LINUX_DIR, guest_image  # noqa: F401  (a fixture)
+
+from spinlab_linux import boot, records
+
+CLI = str(LINUX_DIR / "spinlab-linux")
+
+
+def our_tmp_dirs():
+    return set(glob.glob("/tmp/sllx*"))
+
+
+def qemu_children(parent_pid):
+    """pids of QEMU processes named spinlab-linux-<parent_pid> (boot.run_guest's -name)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmd and b"qemu-system" in cmd[0] and state != "Z" and \
+                f"spinlab-linux-{parent_pid},".encode() in b" ".join(cmd):
+            found.append(int(pid))
+    return found
+
+
+def check_run(res, run, out, mode, hypervisor):
+    assert res["accel"] == "tcg" and res["observed_lock_mode"] == mode
+    assert run.meta["hypervisor_flag"] is hypervisor
+    assert run.meta["symbol"] == "native_queued_spin_lock_slowpath"
+    assert run.meta["ncpus"] == 2 and sorted(run.cpus) == [0, 1]
+    s = res["summary"]
+    assert s["waits"] == len(run.waits) > 0, "no slow-path wait in the whole run"
+    assert s["lost_events"] == 0 and s["probe_misses"] == 0 and s["uncounted_losses"] == 0
+    assert all(w.end >= w.start and w.cpu in (0, 1) for w in run.waits)
+    # The probes' own hit counts agree with what came through.
+    assert res["trailer"]["probes"]["begin_hits_at_stop"] <= sum(c["begins"] for c in run.cpus.values())
+    assert sum(sum(h) for h in s["histograms"].values()) == len(run.waits)
+    tids = res["vcpu_threads"]
+    assert sorted(tids) == ["0", "1"] and len(set(tids.values())) == 2
+    with open(out / "waits.csv") as f:
+        assert sum(1 for _ in csv.reader(f)) == len(run.waits) + 1
+    assert records.parse((out / "stream.bin").read_bytes()).trailer == run.trailer
+    assert not qemu_children(os.getpid())
+
+
+def test_tas_hackbench(guest_image, tmp_path):
+    before = our_tmp_dirs()
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=3)
+    res, run = boot.run_guest(cfg, tmp_path)
+    check_run(res, run, tmp_path, "tas", True)
+    assert res["trailer"]["workload"]["ops"] > 0      # hackbench ran to the end at least once
+    assert run.meta["kernel_release"] == guest_image["release"]
+    assert our_tmp_dirs() <= before
+
+
+def test_native_forkexec(guest_image, tmp_path):
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="native", workload="forkexec", seconds=2)
+    res, run = boot.run_guest(cfg, tmp_path)
+    check_run(res, run, tmp_path, "native", False)
+    assert "-hypervisor" in res["qemu_argv"][res["qemu_argv"].index("-cpu") + 1]
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGINT", "SIGKILL"])
+def test_nothing_outlives_a_stopped_run(guest_image, tmp_path, how):
+    before = our_tmp_dirs()
+    p = subprocess.Popen([sys.executable, CLI, "run", "--seconds", "60", "--out", str(tmp_path)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not qemu_children(p.pid):
+            assert p.poll() is None, p.stderr.read().decode()
+            assert time.monotonic() < deadline, "QEMU did not start"
+            time.sleep(0.05)
+        qemu = qemu_children(p.pid)
+        time.sleep(0.5)                                   # the guest is booting
+        p.send_signal(how)
+        p.wait(timeout=20)
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{q}").exists() and q in qemu_children(p.pid) for q in qemu):
+            assert time.monotonic() < deadline, f"QEMU {qemu} still runs after {how.name}"
+            time.sleep(0.05)
+        if how != signal.SIGKILL:                         # SIGKILL gives no chance to clean up
+            assert our_tmp_dirs() <= before
+            assert p.returncode != 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for d in our_tmp_dirs() - before:                 # after SIGKILL only
+            subprocess.run(["rm", "-rf", d])

@@ -1,0 +1,105 @@
+"""Shared by the Linux guest's tests (not a conftest.py: see pytest.ini): spinlab_linux on the
+path, stream building, and the fixtures `agent` (compiled for the host, for --replay) and
+`guest_image` (build/linux/ fetched and the initramfs built, for the boot tests), which a test
+module imports to use."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+LINUX_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(LINUX_DIR))
+DATA = Path(__file__).resolve().parent / "data"
+
+from spinlab_linux import fetch, initramfs, paths, records  # noqa: E402
+
+
+def frame(ftype, payload, seq, version=records.FORMAT_VERSION, magic=records.MAGIC, crc=None,
+          length=None):
+    """One frame as the agent writes it; crc and length may be forced wrong."""
+    if isinstance(payload, (dict, list)):
+        payload = json.dumps(payload).encode()
+    length = len(payload) if length is None else length
+    head = struct.pack("<4sHHII", magic, version, ftype, seq, length)
+    if crc is None:
+        crc = zlib.crc32(payload, zlib.crc32(head))
+    return head + struct.pack("<I", crc) + payload
+
+
+def meta(ncpus=2, **kw):
+    m = {"agent": "spinlab-agent", "format": 1, "kernel_release": "6.1.0-test",
+         "kernel_version": "#1 SMP", "machine": "x86_64", "ncpus": ncpus,
+         "hypervisor_flag": True, "pv_spinlocks_line": "", "tsc_mhz": "2600.000",
+         "workload": "hackbench", "seconds": 1.0, "trace": True, "buffer_kb": 8192,
+         "trace_clock": "x86-tsc", "symbol": "native_queued_spin_lock_slowpath",
+         "symbol_reason": "test", "symbol_ftrace": True, "uptime_at_start_s": 2.0,
+         "cmdline": "console=ttyS0"}
+    m.update(kw)
+    return m
+
+
+def cpu_frame(cpu, waits, **kw):
+    c = {k: 0 for k in records.CPU_KEYS}
+    c.update(cpu=cpu, begins=waits, ends=waits, waits=waits, entries=2 * waits)
+    c.update(kw)
+    return c
+
+
+def trailer(frames, waits, cpus, **kw):
+    t = {"frames": frames, "waits": waits, "cpus": cpus,
+         "window": {"tsc_start": 0, "tsc_end": 2_600_000_000, "ns": 1_000_000_000},
+         "workload": {"name": "hackbench", "unit": "hackbench runs", "ops": 3, "failed": 0,
+                      "busy_ns": 1_000_000_000},
+         "probes": {"symbol": "native_queued_spin_lock_slowpath", "kprobes_list_flags": "",
+                    "begin_hits": waits, "begin_misses": 0, "end_hits": waits,
+                    "end_misses": 0, "begin_hits_at_stop": waits, "end_hits_at_stop": waits},
+         "read_ns": 1, "agent_ns": 2}
+    t.update(kw)
+    return t
+
+
+def wait_bytes(waits):
+    return b"".join(struct.pack("<IHHQQQ", *w) for w in waits)
+
+
+def stream(waits_by_cpu, ncpus=2, batch=1024):
+    """A good stream: META, each CPU's waits in WAITS frames then its CPU frame, TRAILER.
+    waits_by_cpu: {cpu: [(cpu, depth, flags, lock, start, end), ...]}. Returns the frames."""
+    out = [(records.META, meta(ncpus))]
+    total = 0
+    for cpu in range(ncpus):
+        ws = waits_by_cpu.get(cpu, [])
+        for i in range(0, len(ws), batch):
+            out.append((records.WAITS, wait_bytes(ws[i:i + batch])))
+        out.append((records.CPU, cpu_frame(cpu, len(ws))))
+        total += len(ws)
+    out.append((records.TRAILER, trailer(len(out), total, ncpus)))
+    return out
+
+
+def encode(frames):
+    return b"".join(frame(t, p, seq) for seq, (t, p) in enumerate(frames))
+
+
+@pytest.fixture(scope="session")
+def agent(tmp_path_factory):
+    """The agent compiled for the host, as the initramfs builder compiles it."""
+    return initramfs.build_agent(tmp_path_factory.mktemp("agent") / "spinlab-agent")
+
+
+@pytest.fixture(scope="session")
+def guest_image():
+    """build/linux/ fetched (idempotent: downloads only what is missing) and the initramfs
+    built from the current sources. The boot tests need Debian's apt to reach a mirror the
+    first time."""
+    try:
+        kernel = fetch.fetch()
+        initramfs.build()
+    except (fetch.FetchError, initramfs.InitramfsError) as e:
+        pytest.fail(f"the Linux guest image could not be prepared: {e}")
+    return kernel
