@@ -100,9 +100,18 @@ def _probe(variant):
     """In the namespace (root): set up /run/user and /tmp for `variant`, then for every
     environment and for root and uid 65534 what each language answers: {case: {cxx, py, made}}."""
     base = "/run/user" if os.path.isdir("/run/user") else "/run"
+    # The checkout (and so spinlab-load) may itself be under /tmp or /run, which the tmpfs mounts
+    # hide: the probe runs a copy of the binary from the namespace's own /tmp.
+    with open(SPINLAB_LOAD, "rb") as f:
+        binary = f.read()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "spinlab-test", base], check=True)
     os.makedirs("/run/user", exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "spinlab-test", "/tmp"], check=True)
+    os.mkdir("/tmp/.bin", 0o755)
+    spinlab_load = "/tmp/.bin/spinlab-load"
+    with open(spinlab_load, "wb") as f:
+        f.write(binary)
+    os.chmod(spinlab_load, 0o755)
     login = f"/run/user/{NOBODY}"
     if variant in ("login", "root-owned"):
         os.mkdir(login, 0o700)
@@ -159,7 +168,7 @@ def _probe(variant):
 
     def cxx_as(env, uid):
         extra = {"user": uid, "group": uid, "extra_groups": []} if uid else {}
-        p = subprocess.run([SPINLAB_LOAD, "run-dir"], env=env, capture_output=True, text=True, timeout=30, **extra)
+        p = subprocess.run([spinlab_load, "run-dir"], env=env, capture_output=True, text=True, timeout=30, **extra)
         if p.returncode == 0:
             return {"path": p.stdout.strip()}
         return {"refused": p.stderr.strip().removeprefix("spinlab-load: "), "status": p.returncode}
