@@ -231,7 +231,10 @@ void ring(uint64_t n) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, now);
         if (!locktrace::user_ring_write_spinlock(w, l, f, now, kTraceRuleAcquireSample)) {
             drains++;
-            CHECK(sys::trace_ring(kTraceRingDrain) > 0);
+            // The take may find the ring empty: a tick (or a switch) can take it between the
+            // failed write and the call, most often when the host deschedules this vCPU there
+            // (seen once at 4 vCPUs under TCG on a busy 2-core host). The write after it is the check.
+            CHECK(sys::trace_ring(kTraceRingDrain) >= 0);
             CHECK(locktrace::user_ring_write_spinlock(w, l, f, now, kTraceRuleAcquireSample));
         }
     }
@@ -249,7 +252,7 @@ void ring(uint64_t n) {
         e->rules = kTraceRuleAcquireSample;
         locktrace::user_ring_commit(w);
     }
-    CHECK(sys::trace_ring(kTraceRingDrain) >= 2);
+    CHECK(sys::trace_ring(kTraceRingDrain) >= 0);  // a tick may have taken the two already (above)
     CHECK(r->rejected == rejected + 2);
     CHECK(r->written + r->lost >= n - kTraceUserRingCapacity);
     printf("usertest: ring: %lu records, %lu drains asked; written %lu, lost %lu, rejected %lu so far\n", n,
