@@ -58,6 +58,7 @@ class GuestConfig:
     hackbench: str = None         # GROUPSxLOOPS, e.g. 2x20
     workers: int = None           # forkexec processes (default: two per vCPU)
     append: list = field(default_factory=list)   # more kernel parameters
+    cpu_flags: list = field(default_factory=list)  # appended to -cpu, e.g. ["-cx16"]
     timeout_s: float = None       # None: 120 s + 4 x seconds
 
 
@@ -76,6 +77,9 @@ def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU):
     """QEMU's argv for cfg under accel ('tcg' or 'kvm')."""
     qemu_launch = paths.import_qemu_launch()
     mode_qemu, mode_words = modes.lock_mode_args(cfg.mode, accel)
+    if cfg.cpu_flags:
+        i = mode_qemu.index("-cpu") + 1
+        mode_qemu[i] = ",".join([mode_qemu[i], *cfg.cpu_flags])
     return [qemu, "-name", f"{name},debug-threads=on", "-M", "q35",
             "-m", str(cfg.memory_mb), "-smp", str(cfg.cpus),
             "-nographic", "-monitor", "none", "-vga", "none", "-nic", "none", "-no-reboot",
@@ -235,11 +239,20 @@ def run_guest(cfg, out_dir, log=None):
             threads = vcpu_threads(proc.pid)
             if len(threads) < cfg.cpus:
                 time.sleep(0.02)
-        try:
-            status = proc.wait(timeout=max(1.0, timeout - (time.monotonic() - t0)))
-        except subprocess.TimeoutExpired:
-            raise GuestError(f"the guest did not power off within {timeout:g} s; console:\n"
-                             f"{_tail(console_path)}", _partial(reader), console_path)
+        status = None
+        while status is None:
+            try:
+                status = proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - t0 > timeout:
+                    raise GuestError(f"the guest did not power off within {timeout:g} s; "
+                                     f"console:\n{_tail(console_path)}", _partial(reader),
+                                     console_path)
+                stuck = _qemu_stopped_guest(out_dir / "qemu.log")
+                if stuck:
+                    raise GuestError(f"QEMU stopped the guest: {stuck} (qemu.log):\n"
+                                     f"{_tail(out_dir / 'qemu.log', 12)}", _partial(reader),
+                                     console_path)
         wall = time.monotonic() - t0
         reader.join(timeout=10)
     finally:
@@ -292,6 +305,19 @@ def run_guest(cfg, out_dir, log=None):
     write_waits_csv(out_dir / "waits.csv", run.waits)
     fetch.write_json(out_dir / "summary.json", result)
     return result, run
+
+
+def _qemu_stopped_guest(qemu_log):
+    """The line of QEMU's log that says it paused the guest for good (a KVM internal error,
+    an emulation failure), or None. QEMU then waits forever instead of exiting."""
+    try:
+        text = Path(qemu_log).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if "KVM internal error" in line or "emulation failure" in line:
+            return line.strip()
+    return None
 
 
 def _partial(reader):

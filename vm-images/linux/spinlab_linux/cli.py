@@ -26,6 +26,7 @@ def _log(msg):
 
 def _on_signal(signum, frame):
     # SIGTERM and SIGHUP end the run the way Ctrl-C does: finally clauses stop QEMU.
+    _log(f"stopping: {signal.Signals(signum).name}")
     raise SystemExit(128 + signum)
 
 
@@ -97,7 +98,8 @@ def cmd_run(a):
     cfg = boot.GuestConfig(kernel=a.kernel, initrd=a.initrd, cpus=a.cpus, memory_mb=a.memory,
                            accel=a.accel, mode=a.mode, workload=a.workload, seconds=a.seconds,
                            trace=not a.no_trace, buffer_kb=a.buffer_kb, hackbench=a.hackbench,
-                           workers=a.workers, append=a.append or [], timeout_s=a.timeout)
+                           workers=a.workers, append=a.append or [], timeout_s=a.timeout,
+                           cpu_flags=a.cpu_flags or [])
     out = Path(a.out or paths.build_dir() / "runs" /
                f"{time.strftime('%Y%m%d-%H%M%S')}-{a.mode}-{a.workload}")
     try:
@@ -188,6 +190,8 @@ def parser():
     r.add_argument("--workers", type=int, help="forkexec processes (default 2 per vCPU)")
     r.add_argument("--append", action="append", metavar="WORD",
                    help="another kernel parameter (repeatable)")
+    r.add_argument("--cpu-flags", action="append", metavar="FLAG",
+                   help="appended to the mode's -cpu model, e.g. -cx16 (repeatable)")
     r.add_argument("--kernel", help="default kernel.json's boot_kernel")
     r.add_argument("--initrd", help="default build/linux/initramfs.cpio.gz")
     r.add_argument("--timeout", type=float, help="seconds (default 120 + 4 x --seconds)")

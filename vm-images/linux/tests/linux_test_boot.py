@@ -77,6 +77,17 @@ def test_native_forkexec(guest_image, tmp_path):
     assert "-hypervisor" in res["qemu_argv"][res["qemu_argv"].index("-cpu") + 1]
 
 
+def test_a_guest_past_its_timeout_is_stopped(guest_image, tmp_path):
+    # In-process: no parent-death signal helps here, run_guest's own clean-up must stop QEMU.
+    before = our_tmp_dirs()
+    cfg = boot.GuestConfig(mode="tas", workload="idle", seconds=60, timeout_s=3)
+    with pytest.raises(boot.GuestError, match="did not power off within 3 s") as e:
+        boot.run_guest(cfg, tmp_path)
+    assert not qemu_children(os.getpid())
+    assert our_tmp_dirs() <= before
+    assert e.value.console == tmp_path / "console.log"
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL],
                          ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_nothing_outlives_a_stopped_run(guest_image, tmp_path, how):

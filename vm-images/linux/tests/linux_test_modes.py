@@ -76,3 +76,20 @@ def test_qemu_argv_carries_the_mode_and_the_port(tmp_path):
     assert {"spinlab.seconds=2.5", "spinlab.workload=forkexec", "spinlab.trace=1",
             "nosmt"} <= set(append)
     assert argv[argv.index("-name") + 1] == "n,debug-threads=on"
+
+
+def test_cpu_flags_extend_the_modes_cpu():
+    cfg = boot.GuestConfig(kernel="/k", initrd="/i", mode="tas", cpu_flags=["-cx16", "-xsave"])
+    argv = boot.qemu_argv(cfg, "kvm", "/s", "/c", "n")
+    assert argv[argv.index("-cpu") + 1] == "host,-arch-capabilities,kvm-pv-unhalt=off,-cx16,-xsave"
+
+
+def test_a_kvm_internal_error_is_seen(tmp_path):
+    # QEMU pauses the guest for good on a KVM internal error instead of exiting; run_guest
+    # watches qemu.log for it rather than waiting out its timeout.
+    log = tmp_path / "qemu.log"
+    log.write_text("KVM internal error. Suberror: 1\nextra data[0]: 0x1\nemulation failure\n")
+    assert boot._qemu_stopped_guest(log) == "KVM internal error. Suberror: 1"
+    log.write_text("qemu-system-x86_64: warning: host doesn't support requested feature\n")
+    assert boot._qemu_stopped_guest(log) is None
+    assert boot._qemu_stopped_guest(tmp_path / "none") is None

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Measure the Linux guest under TCG: boot time, slow-path waits per lock mode and workload,
+and what the probes cost. The numbers in README.md "Measurements" come from this script.
+
+  measure.py boot  [--rounds N]            PVH vmlinux against vmlinuz, an idle 1 s guest
+  measure.py waits [--rounds N] [--seconds S] [--workloads hackbench,forkexec]
+                                           tas and native at 2 vCPUs: waits/s, share >= 2^20
+  measure.py cost  [--rounds N] [--seconds S]
+                                           probecost boots, and each workload traced against
+                                           untraced (throughput ratio)
+Rounds interleave the configurations, so that a change of host load touches all of them.
+Each run's summary.json stays under --out; the script prints one line per run and a table,
+and writes measure.json there. The host's load average is printed beside every run: these are
+TCG guests, whose vCPUs are host threads the host's other work preempts.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from spinlab_linux import boot, fetch, paths  # noqa: E402
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def one(cfg, out, label):
+    t = time.monotonic()
+    l0 = load()
+    res, run = boot.run_guest(cfg, out)
+    res["_label"], res["_load1"], res["_elapsed"] = label, (l0 + load()) / 2, time.monotonic() - t
+    return res
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def do_boot(a, out):
+    k = fetch.load_kernel_json()
+    kernels = {"vmlinux (PVH)": k["boot_kernel"], "vmlinuz": k["vmlinuz"]}
+    rows = {name: [] for name in kernels}
+    for r in range(a.rounds):
+        for name, path in kernels.items():
+            cfg = boot.GuestConfig(kernel=path, cpus=2, mode="tas", workload="idle", seconds=1)
+            res = one(cfg, out / f"boot-{r}-{name.split()[0]}", name)
+            rows[name].append(res)
+            print(f"{name:14} first frame {res['host_to_first_frame_s']:.2f} s, guest uptime "
+                  f"{res['guest_uptime_at_agent_s']:.2f} s, QEMU {res['host_wall_s']:.2f} s, "
+                  f"load {res['_load1']:.2f}", flush=True)
+    table = {}
+    for name, rs in rows.items():
+        table[name] = {"first_frame_s": med([x["host_to_first_frame_s"] for x in rs]),
+                       "guest_uptime_s": med([x["guest_uptime_at_agent_s"] for x in rs]),
+                       "qemu_wall_s": med([x["host_wall_s"] for x in rs]), "n": len(rs)}
+        print(f"{name:14} median of {len(rs)}: first frame {table[name]['first_frame_s']:.2f} s "
+              f"(guest uptime {table[name]['guest_uptime_s']:.2f} s), QEMU "
+              f"{table[name]['qemu_wall_s']:.2f} s for a 1 s idle guest")
+    return table
+
+
+def do_waits(a, out):
+    combos = [(m, w) for w in a.workloads for m in ("tas", "native")]
+    rows = {c: [] for c in combos}
+    for r in range(a.rounds):
+        for mode, wl in combos:
+            cfg = boot.GuestConfig(cpus=2, mode=mode, workload=wl, seconds=a.seconds)
+            res = one(cfg, out / f"waits-{r}-{mode}-{wl}", f"{mode} {wl}")
+            s = res["summary"]
+            rows[(mode, wl)].append(res)
+            print(f"{mode:6} {wl:9} waits {s['waits']:6} ({s['waits_per_s']:7.1f}/s), >= 2^20 "
+                  f"{s['long_waits']:4} ({100 * s['long_share']:5.2f} %), ops/s "
+                  f"{s['workload']['ops_per_s']:8.2f}, lost {s['lost_events']}, unpaired "
+                  f"{s['unpaired_begin']}/{s['unpaired_end']}, load {res['_load1']:.2f}",
+                  flush=True)
+    table = {}
+    for (mode, wl), rs in rows.items():
+        ss = [x["summary"] for x in rs]
+        table[f"{mode} {wl}"] = {
+            "waits_per_s": med([s["waits_per_s"] for s in ss]),
+            "long_share": med([s["long_share"] for s in ss]),
+            "long_per_s": med([s["long_waits"] / s["window_s"] for s in ss]),
+            "ops_per_s": med([s["workload"]["ops_per_s"] for s in ss]),
+            "runs": len(rs), "load1": med([x["_load1"] for x in rs]),
+            "waits_per_s_all": [round(s["waits_per_s"], 1) for s in ss],
+            "long_share_all": [round(s["long_share"], 4) for s in ss],
+        }
+        t = table[f"{mode} {wl}"]
+        print(f"{mode:6} {wl:9} median of {len(rs)}: {t['waits_per_s']:.1f} waits/s, "
+              f"{100 * t['long_share']:.2f} % >= 2^20 ({t['long_per_s']:.2f}/s), "
+              f"{t['ops_per_s']:.2f} ops/s; all waits/s {t['waits_per_s_all']}, "
+              f"long shares {t['long_share_all']}")
+    return table
+
+
+def do_cost(a, out):
+    cost = []
+    thr = {(w, tr): [] for w in a.workloads for tr in (True, False)}
+    for r in range(a.rounds):
+        cfg = boot.GuestConfig(cpus=2, mode="tas", workload="probecost", seconds=1)
+        res = one(cfg, out / f"cost-{r}-probecost", "probecost")
+        pc = res["trailer"]["probecost"]
+        per = [(x["probed_cycles"] - x["plain_cycles"]) / pc["calls"] for x in pc["rounds"]]
+        plain = [x["plain_cycles"] / pc["calls"] for x in pc["rounds"]]
+        cost.append({"added": med(per), "plain": med(plain), "min_added": min(per),
+                     "flags": pc["kprobes_list_flags"], "load1": res["_load1"]})
+        print(f"probecost {pc['symbol']} {pc['kprobes_list_flags']}: plain {med(plain):.0f}, "
+              f"the pair adds {med(per):.0f} cycles a call (min {min(per):.0f}), "
+              f"load {res['_load1']:.2f}", flush=True)
+        for wl in a.workloads:
+            for traced in (True, False):
+                cfg = boot.GuestConfig(cpus=2, mode="tas", workload=wl, seconds=a.seconds,
+                                       trace=traced)
+                res = one(cfg, out / f"cost-{r}-{wl}-{'traced' if traced else 'untraced'}",
+                          f"{wl} traced={traced}")
+                wlr = res["trailer"]["workload"]
+                ops = wlr["ops"] / (wlr["busy_ns"] / 1e9) if wlr["busy_ns"] else 0
+                waits = res["summary"]["waits"] if res["summary"] else None
+                thr[(wl, traced)].append({"ops_per_s": ops, "waits": waits,
+                                          "load1": res["_load1"]})
+                print(f"{wl:9} {'traced  ' if traced else 'untraced'} {ops:8.2f} ops/s "
+                      f"(waits {waits}), load {res['_load1']:.2f}", flush=True)
+    table = {"probe_pair_cycles": med([c["added"] for c in cost]),
+             "probe_pair_cycles_all": [round(c["added"]) for c in cost],
+             "plain_call_cycles": med([c["plain"] for c in cost]),
+             "flags": cost[0]["flags"] if cost else ""}
+    print(f"probe pair: median {table['probe_pair_cycles']:.0f} cycles added a call "
+          f"(per boot {table['probe_pair_cycles_all']}), a plain getppid "
+          f"{table['plain_call_cycles']:.0f} cycles")
+    for wl in a.workloads:
+        tr = [x["ops_per_s"] for x in thr[(wl, True)]]
+        un = [x["ops_per_s"] for x in thr[(wl, False)]]
+        ratios = [t / u for t, u in zip(tr, un) if u]
+        table[wl] = {"traced_ops_per_s": med(tr), "untraced_ops_per_s": med(un),
+                     "ratio_median": med(ratios), "ratios": [round(x, 3) for x in ratios],
+                     "waits_per_run": [x["waits"] for x in thr[(wl, True)]]}
+        print(f"{wl:9} traced/untraced throughput: median ratio {med(ratios):.3f} "
+              f"(per round {table[wl]['ratios']}); traced {med(tr):.2f}, untraced {med(un):.2f} ops/s")
+    return table
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=("boot", "waits", "cost"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--workloads", default="hackbench,forkexec")
+    p.add_argument("--out", default=str(paths.build_dir() / "measure"))
+    a = p.parse_args()
+    a.workloads = a.workloads.split(",")
+    out = Path(a.out) / f"{time.strftime('%Y%m%d-%H%M%S')}-{a.what}"
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    table = {"boot": do_boot, "waits": do_waits, "cost": do_cost}[a.what](a, out)
+    doc = {"what": a.what, "started": started, "argv": sys.argv, "rounds": a.rounds,
+           "seconds": a.seconds, "cpu": paths.import_qemu_launch().host_cpu_model(),
+           "nproc": os.cpu_count(), "table": table}
+    fetch.write_json(out / "measure.json", doc)
+    print(f"wrote {out / 'measure.json'}")
+
+
+if __name__ == "__main__":
+    main()
