@@ -119,6 +119,35 @@ def vcpu_threads(pid, task_root="/proc"):
     return found
 
 
+TMP_DIR = "/tmp"
+TMP_PREFIX = "sllx"
+
+
+def sweep_stale_tmp(tmp_dir=TMP_DIR):
+    """Remove the temporary folders of runs whose process is gone (a SIGKILLed run cannot
+    remove its own); returns the folders removed."""
+    removed = []
+    for d in Path(tmp_dir).glob(f"{TMP_PREFIX}*-*"):
+        m = re.fullmatch(rf"{TMP_PREFIX}(\d+)-\w+", d.name)
+        if not m or not d.is_dir() or d.owner() != _me():
+            continue
+        try:
+            os.kill(int(m[1]), 0)
+            continue                      # its run is alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+    return removed
+
+
+def _me():
+    import pwd
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
 def _tied_child():
     # Between fork and exec: own process group (a terminal's Ctrl-C reaches only us, and we
     # stop QEMU), and SIGKILL when we die, however we die.
@@ -203,7 +232,9 @@ def run_guest(cfg, out_dir, log=None):
     console_path = out_dir / "console.log"
     stream_path = out_dir / "stream.bin"
     name = f"spinlab-linux-{os.getpid()}"
-    tmp = tempfile.mkdtemp(prefix="sllx", dir="/tmp")   # short: a socket path has 107 bytes
+    sweep_stale_tmp()
+    # short: a socket path has 107 bytes; the pid lets a later run remove it after a SIGKILL
+    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=TMP_DIR)
     sock_path = os.path.join(tmp, "waits.sock")
     argv = qemu_argv(cfg, accel, sock_path, console_path, name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

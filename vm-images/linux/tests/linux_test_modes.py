@@ -1,4 +1,6 @@
 """Lock modes -> QEMU and kernel arguments, and the mode read back from the guest's facts."""
+import os
+
 import pytest
 import linux_testlib  # noqa: F401  (spinlab_linux on the path)
 
@@ -93,3 +95,13 @@ def test_a_kvm_internal_error_is_seen(tmp_path):
     log.write_text("qemu-system-x86_64: warning: host doesn't support requested feature\n")
     assert boot._qemu_stopped_guest(log) is None
     assert boot._qemu_stopped_guest(tmp_path / "none") is None
+
+
+def test_sweep_removes_only_dead_runs_folders(tmp_path):
+    dead = tmp_path / "sllx999999999-ab12"          # above any pid_max: no such process
+    alive = tmp_path / f"sllx{os.getpid()}-cd34"
+    other = tmp_path / "sllxnotarun"
+    for d in (dead, alive, other):
+        d.mkdir()
+    assert boot.sweep_stale_tmp(tmp_path) == [str(dead)]
+    assert not dead.exists() and alive.exists() and other.exists()
