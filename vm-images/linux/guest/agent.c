@@ -225,8 +225,9 @@ static uint64_t now_ns(void) {
 }
 
 // ---- settings from /proc/cmdline ----
-// getppid() calls __task_pid_nr_ns (task_tgid_vnr), a traceable function: its kprobe rides on
-// ftrace as the slow path's does ([FTRACE]), where __x64_sys_getppid's would be an int3 probe.
+// probecost's default target: getppid() calls __task_pid_nr_ns (task_tgid_vnr), a traceable
+// function, so its kprobe rides on ftrace as the slow path's does ([FTRACE]), where
+// __x64_sys_getppid's would be an int3 probe.
 #define COST_SYMBOL "__task_pid_nr_ns"
 struct settings {
     double seconds;
@@ -272,7 +273,9 @@ static void read_settings(void) {
             S.workers = (int)strtol(v, &end, 10);
             if (*end || S.workers < 1 || S.workers > 256) fail("spinlab.workers=%s: 1 to 256", v);
         } else if (!strcmp(k, "hackbench")) {   // GROUPSxLOOPS, e.g. 2x20
-            if (sscanf(v, "%dx%d", &S.hb_groups, &S.hb_loops) != 2 || S.hb_groups < 1 || S.hb_loops < 1)
+            char extra;
+            if (sscanf(v, "%dx%d%c", &S.hb_groups, &S.hb_loops, &extra) != 2 || S.hb_groups < 1 ||
+                S.hb_loops < 1)
                 fail("spinlab.hackbench=%s: GROUPSxLOOPS, e.g. 2x20", v);
         } else if (!strcmp(k, "costcalls")) {
             S.cost_calls = strtol(v, &end, 10);
