@@ -5,9 +5,10 @@ and what the probes cost. The numbers in README.md "Measurements" come from this
   measure.py boot  [--rounds N]            PVH vmlinux against vmlinuz, an idle 1 s guest
   measure.py waits [--rounds N] [--seconds S] [--workloads hackbench,forkexec]
                                            tas and native at 2 vCPUs: waits/s, share >= 2^20
-  measure.py cost  [--rounds N] [--seconds S]
-                                           probecost boots, and each workload traced against
-                                           untraced (throughput ratio)
+  measure.py cost  [--rounds N] [--seconds S] [--phases P]
+                                           probecost boots, and each workload's throughput
+                                           traced against untraced within one boot (A/B:
+                                           P phases, probes off and on in turn)
 Rounds interleave the configurations, so that a change of host load touches all of them.
 Each run's summary.json stays under --out; the script prints one line per run and a table,
 and writes measure.json there. The host's load average is printed beside every run: these are
@@ -100,7 +101,7 @@ def do_waits(a, out):
 
 def do_cost(a, out):
     cost = []
-    thr = {(w, tr): [] for w in a.workloads for tr in (True, False)}
+    ab = {w: [] for w in a.workloads}
     for r in range(a.rounds):
         cfg = boot.GuestConfig(cpus=2, mode="tas", workload="probecost", seconds=1)
         res = one(cfg, out / f"cost-{r}-probecost", "probecost")
@@ -113,18 +114,18 @@ def do_cost(a, out):
               f"the pair adds {med(per):.0f} cycles a call (min {min(per):.0f}), "
               f"load {res['_load1']:.2f}", flush=True)
         for wl in a.workloads:
-            for traced in (True, False):
-                cfg = boot.GuestConfig(cpus=2, mode="tas", workload=wl, seconds=a.seconds,
-                                       trace=traced)
-                res = one(cfg, out / f"cost-{r}-{wl}-{'traced' if traced else 'untraced'}",
-                          f"{wl} traced={traced}")
-                wlr = res["trailer"]["workload"]
-                ops = wlr["ops"] / (wlr["busy_ns"] / 1e9) if wlr["busy_ns"] else 0
-                waits = res["summary"]["waits"] if res["summary"] else None
-                thr[(wl, traced)].append({"ops_per_s": ops, "waits": waits,
-                                          "load1": res["_load1"]})
-                print(f"{wl:9} {'traced  ' if traced else 'untraced'} {ops:8.2f} ops/s "
-                      f"(waits {waits}), load {res['_load1']:.2f}", flush=True)
+            cfg = boot.GuestConfig(cpus=2, mode="tas", workload=wl, seconds=a.seconds,
+                                   ab_phases=a.phases)
+            res = one(cfg, out / f"cost-{r}-{wl}-ab", f"{wl} A/B")
+            x = res["summary"]["ab"]
+            x["waits_per_traced_s"] = res["summary"]["waits_per_s"]
+            x["load1"] = res["_load1"]
+            ab[wl].append(x)
+            print(f"{wl:9} A/B {x['phases']} phases: traced {x['traced_ops_per_s']:.2f}, "
+                  f"untraced {x['untraced_ops_per_s']:.2f} ops/s, ratio {x['ratio']:.3f} "
+                  f"(pairs {' '.join(f'{p:.2f}' for p in x['pair_ratios'])}), "
+                  f"{x['waits_per_traced_s']:.0f} waits/s traced, load {x['load1']:.2f}",
+                  flush=True)
     table = {"probe_pair_cycles": med([c["added"] for c in cost]),
              "probe_pair_cycles_all": [round(c["added"]) for c in cost],
              "plain_call_cycles": med([c["plain"] for c in cost]),
@@ -132,15 +133,21 @@ def do_cost(a, out):
     print(f"probe pair: median {table['probe_pair_cycles']:.0f} cycles added a call "
           f"(per boot {table['probe_pair_cycles_all']}), a plain getppid "
           f"{table['plain_call_cycles']:.0f} cycles")
-    for wl in a.workloads:
-        tr = [x["ops_per_s"] for x in thr[(wl, True)]]
-        un = [x["ops_per_s"] for x in thr[(wl, False)]]
-        ratios = [t / u for t, u in zip(tr, un) if u]
-        table[wl] = {"traced_ops_per_s": med(tr), "untraced_ops_per_s": med(un),
-                     "ratio_median": med(ratios), "ratios": [round(x, 3) for x in ratios],
-                     "waits_per_run": [x["waits"] for x in thr[(wl, True)]]}
-        print(f"{wl:9} traced/untraced throughput: median ratio {med(ratios):.3f} "
-              f"(per round {table[wl]['ratios']}); traced {med(tr):.2f}, untraced {med(un):.2f} ops/s")
+    for wl, xs in ab.items():
+        pairs = [p for x in xs for p in x["pair_ratios"]]
+        ratios = [x["ratio"] for x in xs]
+        table[wl] = {"ratio_per_boot": [round(v, 3) for v in ratios],
+                     "ratio_median_of_boots": med(ratios),
+                     "pair_ratio_median": med(pairs), "pairs": len(pairs),
+                     "pair_ratio_quartiles": (statistics.quantiles(pairs, n=4)
+                                              if len(pairs) >= 2 else None),
+                     "waits_per_traced_s": med([x["waits_per_traced_s"] for x in xs])}
+        t = table[wl]
+        print(f"{wl:9} traced/untraced throughput within boots: ratio per boot "
+              f"{t['ratio_per_boot']}; median of {t['pairs']} adjacent-phase pairs "
+              f"{t['pair_ratio_median']:.3f} (quartiles "
+              f"{', '.join(f'{q:.3f}' for q in t['pair_ratio_quartiles'] or [])}); "
+              f"{t['waits_per_traced_s']:.0f} waits/s traced")
     return table
 
 
@@ -151,6 +158,8 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--workloads", default="hackbench,forkexec")
+    p.add_argument("--phases", type=int, default=10,
+                   help="cost: A/B phases per boot (probes off and on in turn)")
     p.add_argument("--out", default=str(paths.build_dir() / "measure"))
     a = p.parse_args()
     a.workloads = a.workloads.split(",")

@@ -240,8 +240,9 @@ struct settings {
     int cost_rounds;
     char cost_symbol[64];   // probecost: the function probed
     int dump_lines;         // copy each CPU's first lines of trace text to the console
+    int ab_phases;          // >0: the workload runs in this many phases, probes off and on in turn
 };
-static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0};
+static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0};
 static char cmdline[4096];
 
 static void read_settings(void) {
@@ -280,6 +281,10 @@ static void read_settings(void) {
         } else if (!strcmp(k, "costcalls")) {
             S.cost_calls = strtol(v, &end, 10);
             if (*end || S.cost_calls < 100 || S.cost_calls > 10000000) fail("spinlab.costcalls=%s: 100 to 10000000", v);
+        } else if (!strcmp(k, "abphases")) {
+            S.ab_phases = (int)strtol(v, &end, 10);
+            if (*end || S.ab_phases < 2 || S.ab_phases > 64 || S.ab_phases % 2)
+                fail("spinlab.abphases=%s: an even number from 2 to 64", v);
         } else if (!strcmp(k, "dumptrace")) {
             S.dump_lines = (int)strtol(v, &end, 10);
             if (*end || S.dump_lines < 0) fail("spinlab.dumptrace=%s: a number of lines", v);
@@ -296,6 +301,8 @@ static void read_settings(void) {
     if (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec") && strcmp(S.workload, "idle") &&
         strcmp(S.workload, "probecost"))
         fail("spinlab.workload=%s: hackbench, forkexec, idle or probecost", S.workload);
+    if (S.ab_phases && (!S.trace || (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec"))))
+        fail("spinlab.abphases needs spinlab.trace=1 and the hackbench or forkexec workload");
 }
 
 // ---- the output port ----
@@ -509,6 +516,66 @@ static int ncpus;
 // ---- workloads ----
 struct workload_result { uint64_t ops, runs_failed, busy_ns; const char *unit; };
 
+// A/B (spinlab.abphases=N): the workload's time is cut into N equal phases, the probes off in
+// the first and on and off in turn after it (so the last is traced), and each phase's
+// completed operations and length are kept: the workload's own throughput traced against
+// untraced within one boot, alternating, so that a change of host load touches both. The
+// probes are armed and disarmed between phases; the time that takes (and the operations
+// done meanwhile) belongs to neither phase.
+#define MAX_PHASES 64
+struct phase { int traced; uint64_t ops, ns; };
+static struct phase phases[MAX_PHASES];
+// The probes are not armed from gap.from to gap.to (x86-tsc, the events' clock): a wait open
+// when a gap begins may have lost its end, and events inside a gap come from half-armed
+// probes, so read_cpu_trace pairs nothing across or inside a gap.
+struct gap { uint64_t from, to; };
+static struct gap gaps[MAX_PHASES];
+static int ngaps;
+static int cur_phase = -1;
+static uint64_t phase_start, phase_ops0;
+static uint64_t disarm_hits_begin, disarm_hits_end;   // hits counted while disarming
+
+static void probes_arm(int on) {
+    if (on) {
+        set_group("spinlab", 1);
+        return;
+    }
+    struct probe_counts b0, e0, b1, e1;   // the kernel counts hits it no longer records here
+    read_profile("wait_begin", &b0);
+    read_profile("wait_end", &e0);
+    set_group("spinlab", 0);
+    read_profile("wait_begin", &b1);
+    read_profile("wait_end", &e1);
+    disarm_hits_begin += b1.hits - b0.hits;
+    disarm_hits_end += e1.hits - e0.hits;
+}
+
+// Whether the workload goes on, given its completed operations so far.
+static int keep_going(uint64_t deadline, uint64_t ops) {
+    uint64_t now = now_ns();
+    if (!S.ab_phases) return now < deadline;
+    uint64_t len = (uint64_t)(S.seconds * 1e9 / S.ab_phases);
+    if (cur_phase >= 0 && now - phase_start < len) return 1;
+    if (cur_phase >= 0) {
+        phases[cur_phase].ops = ops - phase_ops0;
+        phases[cur_phase].ns = now - phase_start;
+    }
+    if (++cur_phase == S.ab_phases) return 0;   // the last (traced) phase stays armed
+    phases[cur_phase].traced = cur_phase % 2;
+    if (cur_phase == 0) {
+        gaps[ngaps].from = 0;                       // nothing is armed before phase 1
+    } else if (phases[cur_phase].traced) {
+        probes_arm(1);
+        gaps[ngaps++].to = __rdtsc();
+    } else {
+        gaps[ngaps].from = __rdtsc();
+        probes_arm(0);
+    }
+    phase_start = now_ns();
+    phase_ops0 = ops;
+    return 1;
+}
+
 static pid_t spawn(char *const argv[]) {
     pid_t p = fork();
     if (p == 0) {
@@ -528,7 +595,7 @@ static void run_hackbench(uint64_t deadline, struct workload_result *r) {
     char *argv[] = {HACKBENCH, "-g", g, "-l", l, "-s", "100", NULL};
     if (access(HACKBENCH, X_OK)) fail("%s is not in the initramfs", HACKBENCH);
     r->unit = "hackbench runs";
-    while (now_ns() < deadline) {
+    while (keep_going(deadline, r->ops)) {
         uint64_t t0 = now_ns();
         pid_t p = spawn(argv);
         if (p < 0) fail("fork: %s", strerror(errno));
@@ -570,7 +637,12 @@ static void run_forkexec(uint64_t deadline, struct workload_result *r) {
         }
         if (pids[i] < 0) fail("fork: %s", strerror(errno));
     }
-    while (now_ns() < deadline) usleep(20000);
+    uint64_t done;
+    do {
+        usleep(20000);
+        done = 0;
+        for (int i = 0; i < n; i++) done += __atomic_load_n(&sh->ops[i], __ATOMIC_RELAXED);
+    } while (keep_going(deadline, done));
     sh->stop = 1;
     for (int i = 0; i < n; i++) while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {}
     r->busy_ns = now_ns() - t0;
@@ -590,6 +662,7 @@ static void run_workload(double seconds, struct workload_result *r) {
 struct cpu_stats {
     uint64_t begins, ends, waits, unpaired_begin, unpaired_end, nested, max_depth;
     uint64_t lost_markers, unparsed, too_deep;
+    uint64_t cut, in_gaps;    // A/B: open waits cut by a disarming; events inside a gap
     uint64_t first_ts, last_ts;
     // per_cpu/cpuN/stats
     uint64_t entries, overrun, commit_overrun, dropped, bytes;
@@ -643,7 +716,7 @@ static void read_cpu_trace(int cpu, const char *path, const char *begin_ev, cons
     if (!f) fail("cannot open %s: %s", path, strerror(errno));
     static char line[4096];
     struct { uint64_t lock, ts; } stack[MAX_DEPTH];
-    int depth = 0, lineno = 0;
+    int depth = 0, lineno = 0, gi = 0;
     while (fgets(line, sizeof line, f)) {
         if (lineno++ < S.dump_lines) fprintf(stderr, "trace cpu%d: %s", cpu, line);
         if (line[0] == '#' || line[0] == '\n') continue;
@@ -657,6 +730,21 @@ static void read_cpu_trace(int cpu, const char *path, const char *begin_ev, cons
         if (parse_ts(line, b ? b : e, &ts)) { c->unparsed++; continue; }
         if (!c->first_ts) c->first_ts = ts;
         c->last_ts = ts;
+        while (gi < ngaps && ts > gaps[gi].to) gi++;
+        if (gi < ngaps && ts >= gaps[gi].from) {    // inside a gap: counted, never paired
+            c->cut += (uint64_t)depth;
+            c->unpaired_begin += (uint64_t)depth;
+            depth = 0;
+            c->in_gaps++;
+            if (b) { c->begins++; c->unpaired_begin++; }
+            else { c->ends++; c->unpaired_end++; }
+            continue;
+        }
+        if (gi > 0 && depth && stack[depth - 1].ts < gaps[gi - 1].to) {   // opened before a gap
+            c->cut += (uint64_t)depth;
+            c->unpaired_begin += (uint64_t)depth;
+            depth = 0;
+        }
         if (b) {
             char *l = strstr(b, "lock=0x");
             if (!l) { c->unparsed++; continue; }
@@ -698,6 +786,8 @@ static void emit_cpu(int cpu, const struct cpu_stats *c) {
     js_u64(&j, "nested", c->nested);
     js_u64(&j, "max_depth", c->max_depth);
     js_u64(&j, "too_deep", c->too_deep);
+    js_u64(&j, "cut", c->cut);
+    js_u64(&j, "in_gaps", c->in_gaps);
     js_u64(&j, "lost_markers", c->lost_markers);
     js_u64(&j, "unparsed", c->unparsed);
     js_u64(&j, "first_ts", c->first_ts);
@@ -834,17 +924,46 @@ static void emit_trailer(struct js *t, int cpus_sent, const struct window *w,
     js_u64(t, "end_misses", pe->misses);
     js_u64(t, "begin_hits_at_stop", pb_stop->hits);
     js_u64(t, "end_hits_at_stop", pe_stop->hits);
+    js_u64(t, "begin_hits_disarming", disarm_hits_begin);
+    js_u64(t, "end_hits_disarming", disarm_hits_end);
     js_close(t);
+    if (S.ab_phases) {
+        js_key(t, "ab");
+        js_raw(t, "[", 1);
+        t->need_comma = 0;
+        for (int i = 0; i < S.ab_phases; i++) {
+            js_open(t, NULL);
+            js_b(t, "traced", phases[i].traced);
+            if (i % 2 == 0 && i / 2 < ngaps) {   // an untraced phase lies inside gap i/2
+                js_u64(t, "gap_tsc_from", gaps[i / 2].from);
+                js_u64(t, "gap_tsc_to", gaps[i / 2].to);
+            }
+            js_u64(t, "ops", phases[i].ops);
+            js_u64(t, "ns", phases[i].ns);
+            js_close(t);
+        }
+        js_raw(t, "]", 1);
+        t->need_comma = 1;
+    }
     js_u64(t, "read_ns", read_ns);
     js_u64(t, "agent_ns", agent_ns);
     js_close(t);
     js_emit(t, F_TRAILER);
 }
 
-// --replay CPUS FILE...: the pairing and the stream on the host, for tests. Each FILE is one
-// CPU's trace text (as tracefs per_cpu/cpuN/trace prints it); the stream goes to stdout.
+// --replay [--gap FROM:TO]... FILE...: the pairing and the stream on the host, for tests. Each
+// FILE is one CPU's trace text (as tracefs per_cpu/cpuN/trace prints it), each --gap a span
+// of time the probes were not armed (as A/B phases leave); the stream goes to stdout.
 static int replay(int n, char **files) {
     out_fd = 1;
+    while (n >= 2 && !strcmp(files[0], "--gap")) {
+        unsigned long long from, to;
+        if (ngaps == MAX_PHASES || sscanf(files[1], "%llu:%llu", &from, &to) != 2 || to < from)
+            fail("--gap %s: FROM:TO", files[1]);
+        gaps[ngaps++] = (struct gap){from, to};
+        files += 2;
+        n -= 2;
+    }
     ncpus = n;
     snprintf(S.workload, sizeof S.workload, "replay");
     struct probe_target target = {0};
@@ -873,7 +992,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--replay")) return replay(argc - 2, argv + 2);
     if (argc > 1) {
         fprintf(stderr, "usage: spinlab-agent (from the guest's /init; settings from /proc/cmdline)\n"
-                        "       spinlab-agent --replay CPU0_TRACE [CPU1_TRACE...] > stream\n");
+                        "       spinlab-agent --replay [--gap FROM:TO]... CPU0_TRACE [CPU1_TRACE...] > stream\n");
         return 2;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -912,7 +1031,7 @@ int main(int argc, char **argv) {
         w.tsc0 = __rdtsc();
         if (S.trace) {   // on in this order and off in the reverse: every hit is in the buffer
             must_write(TRACEFS "/tracing_on", "1", 0);
-            set_group("spinlab", 1);
+            if (!S.ab_phases) set_group("spinlab", 1);   // A/B: its phases arm the probes
         }
         run_workload(S.seconds, &wr);
         if (S.trace) {

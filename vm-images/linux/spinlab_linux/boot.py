@@ -57,6 +57,7 @@ class GuestConfig:
     buffer_kb: int = 8192         # per CPU
     hackbench: str = None         # GROUPSxLOOPS, e.g. 2x20
     workers: int = None           # forkexec processes (default: two per vCPU)
+    ab_phases: int = 0            # >0: probes off and on in turn over this many phases (even)
     append: list = field(default_factory=list)   # more kernel parameters
     cpu_flags: list = field(default_factory=list)  # appended to -cpu, e.g. ["-cx16"]
     timeout_s: float = None       # None: 120 s + 4 x seconds
@@ -70,6 +71,8 @@ def kernel_append(cfg, mode_words):
         words.append(f"spinlab.hackbench={cfg.hackbench}")
     if cfg.workers:
         words.append(f"spinlab.workers={cfg.workers}")
+    if cfg.ab_phases:
+        words.append(f"spinlab.abphases={cfg.ab_phases}")
     return " ".join(words + list(mode_words) + list(cfg.append))
 
 

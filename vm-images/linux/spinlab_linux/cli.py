@@ -80,6 +80,11 @@ def print_result(res):
           f"{s['nested_waits']}")
     print(f"unpaired begin/end {s['unpaired_begin']}/{s['unpaired_end']}; lost events "
           f"{s['lost_events']}; probe misses {s['probe_misses']}")
+    ab = s.get("ab")
+    if ab:
+        print(f"A/B over {ab['phases']} phases: traced {ab['traced_ops_per_s']:.2f}, untraced "
+              f"{ab['untraced_ops_per_s']:.2f} {wl['unit']}/s, ratio {ab['ratio']:.3f} (pairs "
+              + " ".join(f"{x:.2f}" for x in ab["pair_ratios"]) + ")")
     print("per-CPU log2 histogram of wait cycles (bucket k: [2^k, 2^(k+1)), 0 and 1 in 2^0):")
     print("\n".join(histogram_table(s["histograms"], m["ncpus"])))
 
@@ -99,7 +104,7 @@ def cmd_run(a):
                            accel=a.accel, mode=a.mode, workload=a.workload, seconds=a.seconds,
                            trace=not a.no_trace, buffer_kb=a.buffer_kb, hackbench=a.hackbench,
                            workers=a.workers, append=a.append or [], timeout_s=a.timeout,
-                           cpu_flags=a.cpu_flags or [])
+                           cpu_flags=a.cpu_flags or [], ab_phases=a.ab_phases)
     out = Path(a.out or paths.build_dir() / "runs" /
                f"{time.strftime('%Y%m%d-%H%M%S')}-{a.mode}-{a.workload}")
     try:
@@ -188,6 +193,9 @@ def parser():
                    help="trace buffer per CPU in KiB (default 8192)")
     r.add_argument("--hackbench", metavar="GxL", help="hackbench groups x loops (default 2x20)")
     r.add_argument("--workers", type=int, help="forkexec processes (default 2 per vCPU)")
+    r.add_argument("--ab-phases", type=int, default=0, metavar="N",
+                   help="cut the workload's time into N (even) phases, probes off and on in "
+                   "turn, for its throughput traced against untraced within one boot")
     r.add_argument("--append", action="append", metavar="WORD",
                    help="another kernel parameter (repeatable)")
     r.add_argument("--cpu-flags", action="append", metavar="FLAG",

@@ -45,8 +45,8 @@ META_KEYS = {"agent": str, "format": int, "kernel_release": str, "kernel_version
              "trace_clock": str, "symbol": str, "symbol_reason": str, "symbol_ftrace": bool,
              "uptime_at_start_s": (int, float), "cmdline": str}
 CPU_KEYS = ("cpu", "begins", "ends", "waits", "unpaired_begin", "unpaired_end", "nested",
-            "max_depth", "too_deep", "lost_markers", "unparsed", "first_ts", "last_ts",
-            "entries", "overrun", "commit_overrun", "dropped", "bytes")
+            "max_depth", "too_deep", "cut", "in_gaps", "lost_markers", "unparsed", "first_ts",
+            "last_ts", "entries", "overrun", "commit_overrun", "dropped", "bytes")
 TRAILER_KEYS = {"frames": int, "waits": int, "cpus": int, "window": dict, "workload": dict,
                 "probes": dict, "read_ns": int, "agent_ns": int}
 PROBE_SYMBOLS = ("native_queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath")
@@ -152,9 +152,17 @@ def check_trailer(t):
         if not _nonneg_int(t["workload"].get(k)):
             raise ValueError(f"TRAILER workload '{k}' is {t['workload'].get(k)!r}")
     for k in ("begin_hits", "begin_misses", "end_hits", "end_misses", "begin_hits_at_stop",
-              "end_hits_at_stop"):
+              "end_hits_at_stop", "begin_hits_disarming", "end_hits_disarming"):
         if not _nonneg_int(t["probes"].get(k)):
             raise ValueError(f"TRAILER probes '{k}' is {t['probes'].get(k)!r}")
+    if "ab" in t:
+        if not isinstance(t["ab"], list) or not t["ab"] or len(t["ab"]) % 2:
+            raise ValueError(f"TRAILER ab is not an even, non-empty list of phases")
+        for i, ph in enumerate(t["ab"]):
+            if not isinstance(ph, dict) or ph.get("traced") is not bool(i % 2) or \
+                    not _nonneg_int(ph.get("ops")) or not _nonneg_int(ph.get("ns")):
+                raise ValueError(f"TRAILER ab phase {i} is {ph!r} (untraced phases first, "
+                                 f"then turn about)")
 
 
 def frames(data):
@@ -302,9 +310,33 @@ def histograms(waits, ncpus):
     return h
 
 
+def ab_summary(phases):
+    """Throughput traced against untraced from an A/B run's phases: pooled rates, their
+    ratio, and each adjacent (untraced, traced) pair's ratio. None without phases."""
+    if not phases:
+        return None
+    tr = [p for p in phases if p["traced"]]
+    un = [p for p in phases if not p["traced"]]
+
+    def rate(ps):
+        ns = sum(p["ns"] for p in ps)
+        return sum(p["ops"] for p in ps) / (ns / 1e9) if ns else None
+
+    pairs = []
+    for u, t in zip(phases[0::2], phases[1::2]):
+        if u["ops"] and u["ns"] and t["ns"]:
+            pairs.append((t["ops"] / t["ns"]) / (u["ops"] / u["ns"]))
+    r_tr, r_un = rate(tr), rate(un)
+    return {"phases": len(phases), "traced_ops_per_s": r_tr, "untraced_ops_per_s": r_un,
+            "ratio": r_tr / r_un if r_tr is not None and r_un else None,
+            "pair_ratios": pairs, "traced_s": sum(p["ns"] for p in tr) / 1e9,
+            "untraced_s": sum(p["ns"] for p in un) / 1e9}
+
+
 def summary(run):
-    """The numbers a run is judged by: waits per second of the window, the share of waits of
-    2^20 cycles or more, losses, per-CPU counts and histograms."""
+    """The numbers a run is judged by: waits per second of traced time, the share of waits of
+    2^20 cycles or more, losses, per-CPU counts and histograms, and an A/B run's throughput
+    traced against untraced."""
     ncpus = run.meta["ncpus"]
     window = run.trailer["window"]
     seconds = window["ns"] / 1e9
@@ -317,13 +349,18 @@ def summary(run):
     # as dropped; more than that missing was lost without a count.
     recorded = sum(c["begins"] + c["ends"] + c["dropped"] + c["overrun"]
                    for c in run.cpus.values())
-    uncounted = max(0, probes["begin_hits_at_stop"] + probes["end_hits_at_stop"] - recorded)
+    at_stop = (probes["begin_hits_at_stop"] + probes["end_hits_at_stop"]
+               - probes["begin_hits_disarming"] - probes["end_hits_disarming"])
+    uncounted = max(0, at_stop - recorded)
+    ab = ab_summary(run.trailer.get("ab"))
+    traced = ab["traced_s"] if ab else seconds   # A/B: waits happen in the traced phases only
     tsc_hz = (window["tsc_end"] - window["tsc_start"]) / seconds if seconds > 0 else None
     return {
         "waits": len(run.waits),
         "window_s": seconds,
+        "traced_s": traced,
         "tsc_hz_estimate": tsc_hz,
-        "waits_per_s": len(run.waits) / seconds if seconds > 0 else None,
+        "waits_per_s": len(run.waits) / traced if traced > 0 else None,
         "long_waits": long_waits,
         "long_wait_cycles": LONG_WAIT_CYCLES,
         "long_share": long_waits / len(run.waits) if run.waits else 0.0,
@@ -335,6 +372,7 @@ def summary(run):
         "lost_events_per_cpu": {str(c): n for c, n in sorted(lost.items())},
         "probe_misses": probes["begin_misses"] + probes["end_misses"],
         "uncounted_losses": uncounted,
+        "ab": ab,
         "probe_hits": {"begin": probes["begin_hits"], "end": probes["end_hits"]},
         "workload": dict(wl, ops_per_s=(wl["ops"] / (wl["busy_ns"] / 1e9)
                                         if wl["busy_ns"] else None)),

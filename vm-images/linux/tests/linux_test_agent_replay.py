@@ -28,8 +28,8 @@ def end(ts, comm="hackbench-100", cpu=0, flags="d..2."):
             f"(_raw_spin_lock+0x25/0x30 <- native_queued_spin_lock_slowpath)\n")
 
 
-def replay(agent, tmp_path, *cpu_texts):
-    files = []
+def replay(agent, tmp_path, *cpu_texts, gaps=()):
+    files = [a for g in gaps for a in ("--gap", f"{g[0]}:{g[1]}")]
     for i, text in enumerate(cpu_texts):
         p = tmp_path / f"cpu{i}.trace"
         p.write_text(HEADER + text)
@@ -99,3 +99,27 @@ def test_an_end_before_its_begin_is_an_error(agent, tmp_path):
     with pytest.raises(records.StreamError, match="the guest reported an error: cpu 0: a wait "
                                                   "ends .* before it starts"):
         replay(agent, tmp_path, begin(500, 0xa0) + end(499))
+
+
+def test_nothing_pairs_across_or_inside_a_gap(agent, tmp_path):
+    # A/B: the probes were disarmed from 1000 to 2000. The wait open at 1000 lost its end
+    # (cut); the events inside the gap come from half-armed probes; the end at 2100 has no
+    # begin of its own after the gap. Only the waits wholly outside the gap pair.
+    text = (begin(100, 0xa0) + end(200) +                    # before: a wait
+            begin(900, 0xb0) +                              # open when the gap begins
+            begin(1500, 0xc0) + end(1600) +                 # inside the gap
+            end(2100) +                                     # its begin was before the gap
+            begin(2200, 0xd0) + end(2300))                  # after: a wait
+    run = replay(agent, tmp_path, text, gaps=[(1000, 2000)])
+    assert [(w.start, w.end) for w in run.waits] == [(100, 200), (2200, 2300)]
+    c = run.cpus[0]
+    assert (c["cut"], c["in_gaps"], c["unpaired_begin"], c["unpaired_end"]) == (1, 2, 2, 2)
+    assert c["nested"] == 0
+
+
+def test_a_wait_open_before_a_gap_is_cut_even_without_events_inside(agent, tmp_path):
+    text = begin(900, 0xb0) + end(2100) + begin(2200, 0xd0) + end(2300)
+    run = replay(agent, tmp_path, text, gaps=[(1000, 2000)])
+    assert [(w.start, w.end) for w in run.waits] == [(2200, 2300)]
+    c = run.cpus[0]
+    assert (c["cut"], c["in_gaps"], c["unpaired_begin"], c["unpaired_end"]) == (1, 0, 1, 1)

@@ -50,7 +50,9 @@ def check_run(res, run, out, mode, hypervisor):
     assert s["lost_events"] == 0 and s["probe_misses"] == 0 and s["uncounted_losses"] == 0
     assert all(w.end >= w.start and w.cpu in (0, 1) for w in run.waits)
     # The probes' own hit counts agree with what came through.
-    assert res["trailer"]["probes"]["begin_hits_at_stop"] <= sum(c["begins"] for c in run.cpus.values())
+    p = res["trailer"]["probes"]
+    assert p["begin_hits_at_stop"] - p["begin_hits_disarming"] <= \
+        sum(c["begins"] for c in run.cpus.values())
     assert sum(sum(h) for h in s["histograms"].values()) == len(run.waits)
     tids = res["vcpu_threads"]
     assert sorted(tids) == ["0", "1"] and len(set(tids.values())) == 2
@@ -70,11 +72,21 @@ def test_tas_hackbench(guest_image, tmp_path):
     assert our_tmp_dirs() <= before
 
 
-def test_native_forkexec(guest_image, tmp_path):
-    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="native", workload="forkexec", seconds=2)
+def test_native_forkexec_ab(guest_image, tmp_path):
+    # Also the A/B phases: probes off, on, off, on; the waits come from the traced phases only.
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="native", workload="forkexec", seconds=3,
+                           ab_phases=4)
     res, run = boot.run_guest(cfg, tmp_path)
     check_run(res, run, tmp_path, "native", False)
     assert "-hypervisor" in res["qemu_argv"][res["qemu_argv"].index("-cpu") + 1]
+    ab = res["summary"]["ab"]
+    assert ab["phases"] == 4 and len(ab["pair_ratios"]) == 2
+    assert ab["traced_ops_per_s"] > 0 and ab["untraced_ops_per_s"] > 0
+    phases = res["trailer"]["ab"]
+    gaps = [(p["gap_tsc_from"], p["gap_tsc_to"]) for p in phases if not p["traced"]]
+    assert gaps[0][0] == 0 and gaps[1][0] > gaps[0][1]
+    assert not any(g[0] <= w.start <= g[1] or g[0] <= w.end <= g[1] for w in run.waits for g in gaps)
+    assert not any(w.start < g[0] < w.end for w in run.waits for g in gaps)   # none spans a gap
 
 
 def test_a_guest_past_its_timeout_is_stopped(guest_image, tmp_path):

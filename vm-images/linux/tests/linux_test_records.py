@@ -217,3 +217,18 @@ def test_histograms_and_summary():
     assert s["waits_per_s"] == pytest.approx(5.0)
     assert s["histograms"]["1"][21] == 2
     assert s["lost_events"] == 0 and s["unpaired_begin"] == 0 and s["uncounted_losses"] == 0
+
+
+def test_ab_phases():
+    f = good()
+    phases = [{"traced": False, "ops": 100, "ns": 1_000_000_000},
+              {"traced": True, "ops": 90, "ns": 1_000_000_000},
+              {"traced": False, "ops": 50, "ns": 500_000_000},
+              {"traced": True, "ops": 45, "ns": 500_000_000}]
+    run = records.parse(encode(f[:-1] + [(records.TRAILER, dict(f[-1][1], ab=phases))]))
+    ab = records.summary(run)["ab"]
+    assert ab["ratio"] == pytest.approx(0.9) and ab["pair_ratios"] == pytest.approx([0.9, 0.9])
+    assert records.summary(run)["waits_per_s"] == pytest.approx(5 / 1.5)   # traced time only
+    bad(f[:-1] + [(records.TRAILER, dict(f[-1][1], ab=phases[:3]))], "even, non-empty list")
+    swapped = [dict(p, traced=not p["traced"]) for p in phases]
+    bad(f[:-1] + [(records.TRAILER, dict(f[-1][1], ab=swapped))], "ab phase 0")

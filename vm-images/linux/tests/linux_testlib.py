@@ -57,7 +57,8 @@ def trailer(frames, waits, cpus, **kw):
                       "busy_ns": 1_000_000_000},
          "probes": {"symbol": "native_queued_spin_lock_slowpath", "kprobes_list_flags": "",
                     "begin_hits": waits, "begin_misses": 0, "end_hits": waits,
-                    "end_misses": 0, "begin_hits_at_stop": waits, "end_hits_at_stop": waits},
+                    "end_misses": 0, "begin_hits_at_stop": waits, "end_hits_at_stop": waits,
+                    "begin_hits_disarming": 0, "end_hits_disarming": 0},
          "read_ns": 1, "agent_ns": 2}
     t.update(kw)
     return t
