@@ -83,6 +83,12 @@ echo "bench: report scaling: spinlab-report on synthetic runs (4/16/64 vCPUs x 1
 echo "       x 6 x 60 s, traces and timelines): wall time and peak memory per report, goal 64 vCPUs / 1M < 30 s, < 2 GB"
 /usr/bin/python3 analysis/bench/bench_report.py --out "$out"
 
+echo "bench: Linux guest (Debian's kernel, TCG, 2 vCPUs): what the slow-path probe costs per wait, and the"
+echo "       workloads' throughput traced against untraced within each boot (vm-images/linux/README.md)"
+vm-images/linux/spinlab-linux fetch && vm-images/linux/spinlab-linux initramfs &&
+    vm-images/linux/spinlab-linux measure cost --rounds 3 --seconds 20 --phases 10 --out "$out/linux-probe" &&
+    cp "$out/linux-probe/measure.json" "$out/linux-probe-cost.json"
+
 if [ -x scripts/bench-guest.sh ]; then
     echo "bench: spinlock algorithms in the guest"
     OUT="$out/guest-spinlock.json" scripts/bench-guest.sh

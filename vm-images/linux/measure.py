@@ -2,6 +2,8 @@
 """Measure the Linux guest under TCG: boot time, slow-path waits per lock mode and workload,
 and what the probes cost. The numbers in README.md "Measurements" come from this script.
 
+Run it as `spinlab-linux measure boot|waits|cost ...` (which puts vm-images/ on PYTHONPATH).
+
   measure.py boot  [--rounds N]            PVH vmlinux against vmlinuz, an idle 1 s guest
   measure.py waits [--rounds N] [--seconds S] [--workloads hackbench,forkexec]
                                            tas and native at 2 vCPUs: waits/s, share >= 2^20
@@ -22,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from spinlab_linux import boot, fetch, paths  # noqa: E402
+from spinlab_linux import boot, fetch, paths  # PYTHONPATH: `spinlab-linux measure` sets it
 
 
 def load():

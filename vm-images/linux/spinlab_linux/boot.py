@@ -25,6 +25,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import qemu_launch  # vm-images/ (PYTHONPATH: spinlab-linux and the tests' pytest.ini set it)
+
 from . import fetch, modes, paths, records
 
 PORT_NAME = "org.spinlab.waits"
@@ -78,7 +80,6 @@ def kernel_append(cfg, mode_words):
 
 def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU):
     """QEMU's argv for cfg under accel ('tcg' or 'kvm')."""
-    qemu_launch = paths.import_qemu_launch()
     mode_qemu, mode_words = modes.lock_mode_args(cfg.mode, accel)
     if cfg.cpu_flags:
         i = mode_qemu.index("-cpu") + 1
@@ -100,7 +101,7 @@ def _esc(value):
 
 def resolve_accel(requested):
     """'tcg' or 'kvm' (qemu_launch.choose_accel; ValueError for an unusable explicit kvm)."""
-    return paths.import_qemu_launch().choose_accel(requested)
+    return qemu_launch.choose_accel(requested)
 
 
 def vcpu_threads(pid, task_root="/proc"):

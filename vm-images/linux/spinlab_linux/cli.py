@@ -233,3 +233,7 @@ def main(argv=None):
     except BrokenPipeError:   # | head
         sys.stderr.close()
         return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,5 @@
 """Where the Linux guest's sources and build outputs live."""
 import os
-import sys
 from pathlib import Path
 
 LINUX_DIR = Path(__file__).resolve().parents[1]      # vm-images/linux
@@ -12,11 +11,3 @@ GUEST_SRC = LINUX_DIR / "guest"                       # agent.c, init
 def build_dir():
     """build/linux/ in the repository (git-ignored), or $SPINLAB_LINUX_BUILD."""
     return Path(os.environ.get("SPINLAB_LINUX_BUILD") or REPO / "build" / "linux")
-
-
-def import_qemu_launch():
-    """vm-images/qemu_launch.py, the project's accelerator choice and firmware path."""
-    if str(VM_IMAGES) not in sys.path:
-        sys.path.insert(0, str(VM_IMAGES))
-    import qemu_launch
-    return qemu_launch

@@ -104,7 +104,7 @@ def test_a_guest_past_its_timeout_is_stopped(guest_image, tmp_path):
                          ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_nothing_outlives_a_stopped_run(guest_image, tmp_path, how):
     before = our_tmp_dirs()
-    p = subprocess.Popen([sys.executable, CLI, "run", "--seconds", "60", "--out", str(tmp_path)],
+    p = subprocess.Popen([CLI, "run", "--seconds", "60", "--out", str(tmp_path)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30

@@ -1,5 +1,4 @@
-"""Shared by the Linux guest's tests (not a conftest.py: see pytest.ini): spinlab_linux on the
-path, stream building, and the fixtures `agent` (compiled for the host, for --replay) and
+"""Shared by the Linux guest's tests (not a conftest.py: see pytest.ini): stream building, and the fixtures `agent` (compiled for the host, for --replay) and
 `guest_image` (build/linux/ fetched and the initramfs built, for the boot tests), which a test
 module imports to use."""
 import json
@@ -13,10 +12,9 @@ from pathlib import Path
 import pytest
 
 LINUX_DIR = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(LINUX_DIR))
 DATA = Path(__file__).resolve().parent / "data"
 
-from spinlab_linux import fetch, initramfs, paths, records  # noqa: E402
+from spinlab_linux import fetch, initramfs, paths, records  # vm-images/linux: pytest.ini's pythonpath
 
 
 def frame(ftype, payload, seq, version=records.FORMAT_VERSION, magic=records.MAGIC, crc=None,
