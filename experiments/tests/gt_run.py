@@ -14,8 +14,10 @@ counts them against the effective windows (ground_truth.rates).
 """
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -56,6 +58,7 @@ def neighbour_pin_args():
 
 
 NEIGHBOUR_VCPU = 0  # the measured vCPU that shares its host CPU with the neighbour's
+VCPU_COMM = re.compile(r"CPU \d+/(TCG|KVM)")  # QEMU's names of its vCPU threads
 
 
 def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", hog_vcpu=None,
@@ -73,9 +76,60 @@ def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", 
         cmd += ["--run.preempt-vcpus", str(frozen_vcpu), "--trace.export", "perfetto"]
     if hog_vcpu is not None:
         cmd += ["--run.hog-cpus", str(CPUS[hog_vcpu])]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, f"spinlab-run exit {r.returncode}: {r.stderr[-2000:]}"
+    strangers = set()
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        # QEMU vCPU threads of other VMs on this host (another experiment, a developer's guest):
+        # the neighbour's ground truth names the off time given to a foreign QEMU vCPU thread, so
+        # theirs must not count as its. Seen from /proc while the run lasts, not from the run.
+        reader_thread = threading.Thread(target=lambda: out_err.append(p.communicate(timeout=timeout)))
+        out_err = []
+        reader_thread.start()
+        while reader_thread.is_alive():
+            strangers |= stranger_vcpu_threads(p.pid)
+            reader_thread.join(0.25)
+        if not out_err:
+            p.kill()
+            raise AssertionError(f"spinlab-run did not end within {timeout} s")
+    assert p.returncode == 0, f"spinlab-run exit {p.returncode}: {out_err[0][1][-2000:]}"
+    with open(os.path.join(out, "stranger_vcpu_tids.json"), "w") as f:
+        json.dump(sorted(strangers), f)
     return os.path.join(out, "gt")
+
+
+def _ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def stranger_vcpu_threads(ours):
+    """Thread ids named like QEMU vCPU threads (CPU N/TCG, CPU N/KVM) of processes that are not
+    `ours` or its descendants."""
+    found = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        pid, up = int(d), int(d)
+        for _ in range(64):
+            if up in (0, 1, ours):
+                break
+            up = _ppid(up)
+        if up == ours:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{pid}/task/{t}/comm") as f:
+                    if VCPU_COMM.fullmatch(f.read().strip()):
+                        found.add(int(t))
+            except OSError:
+                pass
+    return found
 
 
 def measure(run_dir, frozen_vcpu=0, phase=None):
@@ -86,7 +140,9 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
     (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
     share = waits.long_waits_share([snap], run.timeline, run.clock, LONG)
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
-    m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz,
+    strangers_file = os.path.join(os.path.dirname(run_dir), "stranger_vcpu_tids.json")
+    strangers = set(json.load(open(strangers_file))) if os.path.exists(strangers_file) else set()
+    m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz, "strangers": strangers,
          "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep)),
          # who took the holder's CPU, as summary.json says it (the report's final classes)
          "preemptors": preemptors.phase_preemptors([snap], run.timeline, run.clock, LONG)}
@@ -123,7 +179,9 @@ def preemptor_truth(m, phase, vcpu, truth):
     `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids);
     for a neighbour VM, the off time whose switch-out named a QEMU vCPU thread (comm `CPU N/TCG`
     or `CPU N/KVM`) that is none of this VM's vCPU threads (the timeline's own tids; the class
-    comes from the neighbour's thread ids that the runner passed to the timeline)."""
+    comes from the neighbour's thread ids that the runner passed to the timeline) nor of another
+    VM's that ran on this host meanwhile (m["strangers"]: seen in /proc during the run, QEMU
+    processes that spinlab-run did not start)."""
     t = m["run"].timeline
     rows = t[(t["phase"] == phase) & (t["vcpu"] == vcpu) & (t["state"] != "on")]
     a = rows["start_host_tsc"].to_numpy(dtype=float)
@@ -136,9 +194,10 @@ def preemptor_truth(m, phase, vcpu, truth):
             total, got = total + ov.sum(), got + ov[right].sum()
         return total, got
     if truth == "neighbour-vcpu":
-        vcpu_thread = rows["preemptor_comm"].astype(str).str.fullmatch(r"CPU \d+/(TCG|KVM)").to_numpy()
+        vcpu_thread = rows["preemptor_comm"].astype(str).str.fullmatch(VCPU_COMM.pattern).to_numpy()
         own = rows["preemptor_pid"].isin(set(t["tid"])).to_numpy()
-        named = vcpu_thread & ~own
+        stranger = rows["preemptor_pid"].isin(m.get("strangers", set())).to_numpy()
+        named = vcpu_thread & ~own & ~stranger
     else:
         named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
     d = b - a
@@ -160,7 +219,9 @@ def assert_preemptor(m, phase, vcpu, truth):
     assert p is not None and p["column"], "timeline.csv has no preemptor column"
     total, got = preemptor_truth(m, phase, vcpu, truth)
     print(f"\n{phase}: {got / max(total, 1):.4f} of vCPU {vcpu}'s {total / m['hz'] * 1e3:.1f} ms off to "
-          f"{truth} (ground truth) classed {truth}; {preemptor_line(m, truth)}")
+          f"{truth} (ground truth) classed {truth}; {preemptor_line(m, truth)}"
+          + (f"; {len(m['strangers'])} vCPU threads of other VMs on the host left out of the truth"
+             if m.get("strangers") else ""))
     assert total >= MIN_TRUTH_CYCLES, f"too little off time to judge the {truth} ({total} cycles)"
     assert got >= 0.95 * total, f"{truth}: {got} of {total} cycles classed right"
 
