@@ -20,11 +20,17 @@
 // The stream format is described in vm-images/linux/README.md; the host's reader is
 // vm-images/linux/spinlab_linux/records.py. spinlab.workload=probecost instead times a tight
 // loop of getppid() with and without the same kprobe/kretprobe pair (what a probe adds).
+// spinlab.workload=gt loads the ground-truth module (guest/gt/spinlab_gt.c), whose own records
+// of who held its lock and when go to the host in HOLDS frames. With spinlab.clock=1 a thread
+// answers the host's pings on the port org.spinlab.clock with the guest's TSC (the clock that
+// maps guest TSC to host TSC); with spinlab.go=1 the workload starts only when the host sends
+// a go byte (once its own recorders are running).
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -46,14 +52,29 @@
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS "/sys/kernel/debug"
 #define PORT_NAME "org.spinlab.waits"
+#define CLOCK_PORT_NAME "org.spinlab.clock"
+#define GT_MODULE_PATH "/lib/spinlab/spinlab_gt.ko"
+#define GT_DEBUGFS DEBUGFS "/spinlab_gt"
 #define HACKBENCH "/usr/bin/hackbench"
 
 // ---- the stream format (README.md "Stream format") ----
 #define FORMAT_VERSION 1
-enum { F_META = 1, F_WAITS = 2, F_CPU = 3, F_TRAILER = 4, F_ERROR = 5 };
+enum { F_META = 1, F_WAITS = 2, F_CPU = 3, F_TRAILER = 4, F_ERROR = 5, F_HOLDS = 6 };
 #define HDR_SIZE 20
 #define WAITS_PER_FRAME 1024
 #define ACK_BYTE 'A'
+#define GO_BYTE 'G'
+#define HOLDS_PER_FRAME 1024
+
+// HOLDS: a 16-byte head <u64 lock, u32 index (holds sent before this frame), u32 count>, then
+// count records as the module keeps them.
+struct hold_rec {      // 24 bytes, little-endian, no padding
+    uint32_t cpu;
+    uint32_t flags;    // bit 0: the holder thread's hold (on holder_cpu)
+    uint64_t acquire;  // x86-tsc just after spin_lock returned
+    uint64_t release;  // x86-tsc just before spin_unlock
+};
+_Static_assert(sizeof(struct hold_rec) == 24, "hold record layout");
 
 struct wait_rec {      // 32 bytes, little-endian, no padding
     uint32_t cpu;
@@ -81,6 +102,7 @@ static uint32_t crc_update(uint32_t crc, const void *p, size_t n) {
 }
 
 static int out_fd = -1;
+static int ncpus;          // online CPUs
 static uint32_t out_seq;   // frames sent so far
 
 static void console(const char *fmt, ...) {
@@ -241,8 +263,13 @@ struct settings {
     char cost_symbol[64];   // probecost: the function probed
     int dump_lines;         // copy each CPU's first lines of trace text to the console
     int ab_phases;          // >0: the workload runs in this many phases, probes off and on in turn
+    int clock;              // answer the host's clock pings on org.spinlab.clock
+    int go;                 // wait for the host's go byte before the workload
+    int gt_holder;          // gt: holder_cpu, hold_us, gap_us, waiter_gap_us (-1: default)
+    long gt_hold_us, gt_gap_us, gt_waiter_gap_us;
 };
-static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0};
+static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0,
+                            0, 0, 1, 2000, 100, -1};
 static char cmdline[4096];
 
 static void read_settings(void) {
@@ -291,6 +318,18 @@ static void read_settings(void) {
         } else if (!strcmp(k, "costsym")) {
             if (strlen(v) >= sizeof S.cost_symbol) fail("spinlab.costsym=%s: too long", v);
             strcpy(S.cost_symbol, v);
+        } else if (!strcmp(k, "clock") || !strcmp(k, "go")) {
+            if (strcmp(v, "0") && strcmp(v, "1")) fail("spinlab.%s=%s: 0 or 1", k, v);
+            *(!strcmp(k, "clock") ? &S.clock : &S.go) = v[0] == '1';
+        } else if (!strcmp(k, "gt")) {   // HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US]
+            char extra;
+            long w = -1;
+            int n = sscanf(v, "%d,%ld,%ld,%ld%c", &S.gt_holder, &S.gt_hold_us, &S.gt_gap_us, &w, &extra);
+            if ((n != 3 && n != 4) || S.gt_holder < 0 || S.gt_hold_us < 1 || S.gt_hold_us > 1000000 ||
+                S.gt_gap_us < 0 || S.gt_gap_us > 1000000 || (n == 4 && (w < 0 || w > 1000000)))
+                fail("spinlab.gt=%s: HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US] (hold 1 to 1000000 us, "
+                     "gaps 0 to 1000000 us)", v);
+            S.gt_waiter_gap_us = w;
         } else if (!strcmp(k, "costrounds")) {
             S.cost_rounds = (int)strtol(v, &end, 10);
             if (*end || S.cost_rounds < 1 || S.cost_rounds > 100) fail("spinlab.costrounds=%s: 1 to 100", v);
@@ -299,16 +338,19 @@ static void read_settings(void) {
         }
     }
     if (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec") && strcmp(S.workload, "idle") &&
-        strcmp(S.workload, "probecost"))
-        fail("spinlab.workload=%s: hackbench, forkexec, idle or probecost", S.workload);
+        strcmp(S.workload, "probecost") && strcmp(S.workload, "gt"))
+        fail("spinlab.workload=%s: hackbench, forkexec, idle, probecost or gt", S.workload);
     if (S.ab_phases && (!S.trace || (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec"))))
         fail("spinlab.abphases needs spinlab.trace=1 and the hackbench or forkexec workload");
 }
 
-// ---- the output port ----
-static void open_port(void) {
-    char path[512], name[256], dev[300] = "";
-    for (int tries = 0; tries < 200 && !dev[0]; tries++) {   // ports appear asynchronously
+// ---- the ports ----
+// The device node of the virtio-serial port named `want`, waiting up to 10 s for it to appear
+// (ports appear asynchronously); -1 when it does not.
+static int find_port(const char *want, char *dev, size_t devsize) {
+    char path[512], name[256];
+    dev[0] = 0;
+    for (int tries = 0; tries < 200 && !dev[0]; tries++) {
         DIR *d = opendir("/sys/class/virtio-ports");
         struct dirent *e;
         while (d && (e = readdir(d))) {
@@ -316,39 +358,122 @@ static void open_port(void) {
             snprintf(path, sizeof path, "/sys/class/virtio-ports/%s/name", e->d_name);
             if (read_small(path, name, sizeof name)) {
                 name[strcspn(name, "\n")] = 0;
-                if (!strcmp(name, PORT_NAME)) snprintf(dev, sizeof dev, "/dev/%s", e->d_name);
+                if (!strcmp(name, want)) snprintf(dev, devsize, "/dev/%s", e->d_name);
             }
         }
         if (d) closedir(d);
         if (!dev[0]) usleep(50000);
     }
-    if (!dev[0]) {
+    if (!dev[0]) return -1;
+    for (int tries = 0; tries < 100; tries++) {   // devtmpfs creates the node after the port
+        int fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) return fd;
+        usleep(50000);
+    }
+    return -2;
+}
+
+static void open_port(void) {
+    char dev[300];
+    out_fd = find_port(PORT_NAME, dev, sizeof dev);
+    if (out_fd == -1) {
         console("error: no virtio-serial port named %s after 10 s (is virtio_console loaded? "
                 "QEMU needs -device virtserialport,name=%s)", PORT_NAME, PORT_NAME);
         exit(1);
     }
-    for (int tries = 0; tries < 100; tries++) {   // devtmpfs creates the node after the port
-        out_fd = open(dev, O_RDWR | O_CLOEXEC);
-        if (out_fd >= 0) return;
-        usleep(50000);
+    if (out_fd < 0) {
+        console("error: cannot open %s: %s", dev, strerror(errno));
+        exit(1);
     }
-    console("error: cannot open %s: %s", dev, strerror(errno));
-    exit(1);
 }
 
-// The host answers the trailer with one byte once it has read it.
-static int wait_ack(int timeout_ms) {
+// One byte from the host on the waits port (the go byte, the trailer's acknowledgement);
+// -1 after timeout_ms without one.
+static int read_host_byte(int timeout_ms) {
     struct pollfd p = {.fd = out_fd, .events = POLLIN};
     uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (now_ns() < deadline) {
         int r = poll(&p, 1, 100);
         if (r > 0 && (p.revents & POLLIN)) {
-            char c;
+            unsigned char c;
             ssize_t n = read(out_fd, &c, 1);
-            if (n == 1) return c == ACK_BYTE ? 0 : -1;
+            if (n == 1) return c;
         }
     }
     return -1;
+}
+
+// The host answers the trailer with one byte once it has read it.
+static int wait_ack(int timeout_ms) { return read_host_byte(timeout_ms) == ACK_BYTE ? 0 : -1; }
+
+// ---- the clock: the guest's TSC for each of the host's pings ----
+// The host's helper (spinlab-linux-clock) writes an 8-byte ping and reads the 16-byte answer
+// <the ping's 8 bytes, u64 rdtsc>, reading the host TSC just before the write and just after
+// the answer: the guest's TSC lies inside that bracket. The thread runs SCHED_FIFO, pinned to
+// one CPU (not the ground truth's holder CPU, which the host freezes), so that it answers at
+// once however busy the guest is.
+static int clock_fd = -1, clock_cpu;
+static uint64_t clock_answers;   // read by the main thread at the end (a count, no order needed)
+
+static int read_full(int fd, void *p, size_t n) {
+    char *c = p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) {   // the host end is not connected (yet, or again): wait for it
+            usleep(5000);
+            continue;
+        }
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void *clock_thread(void *arg) {
+    (void)arg;
+    uint8_t ping[8], answer[16];
+    for (;;) {
+        if (read_full(clock_fd, ping, sizeof ping)) {
+            console("clock port: read failed: %s; clock answers stop", strerror(errno));
+            return NULL;
+        }
+        _mm_lfence();
+        uint64_t t = __rdtsc();
+        _mm_lfence();
+        memcpy(answer, ping, 8);
+        for (int i = 0; i < 8; i++) answer[8 + i] = (uint8_t)(t >> (8 * i));
+        if (write_all(clock_fd, answer, sizeof answer)) {
+            console("clock port: write failed: %s; clock answers stop", strerror(errno));
+            return NULL;
+        }
+        __atomic_add_fetch(&clock_answers, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void start_clock(void) {
+    char dev[300];
+    clock_fd = find_port(CLOCK_PORT_NAME, dev, sizeof dev);
+    if (clock_fd == -1)
+        fail("spinlab.clock=1 but no virtio-serial port named %s after 10 s (QEMU needs "
+             "-device virtserialport,name=%s)", CLOCK_PORT_NAME, CLOCK_PORT_NAME);
+    if (clock_fd < 0) fail("cannot open %s (%s): %s", dev, CLOCK_PORT_NAME, strerror(errno));
+    clock_cpu = (!strcmp(S.workload, "gt") && S.gt_holder == 0 && ncpus > 1) ? 1 : 0;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(clock_cpu, &one);
+    struct sched_param sp = {.sched_priority = 50};
+    pthread_attr_setaffinity_np(&a, sizeof one, &one);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+    pthread_attr_setschedparam(&a, &sp);
+    pthread_t th;
+    int r = pthread_create(&th, &a, clock_thread, NULL);
+    if (r) fail("starting the clock thread: %s", strerror(r));
+    pthread_attr_destroy(&a);
 }
 
 // ---- facts about the kernel ----
@@ -511,8 +636,6 @@ static void read_profile(const char *event, struct probe_counts *c) {
     if (f) fclose(f);
 }
 
-static int ncpus;
-
 // ---- workloads ----
 struct workload_result { uint64_t ops, runs_failed, busy_ns; const char *unit; };
 
@@ -650,11 +773,149 @@ static void run_forkexec(uint64_t deadline, struct workload_result *r) {
     r->unit = "fork/exec + 4 KiB tmpfs file";
 }
 
+// ---- gt: the ground-truth module ----
+// Loads guest/gt/spinlab_gt.ko (its kthreads start at once), lets it run, stops it, then (after
+// tracing is off) reads its records: the lock's address, its stats and every hold.
+struct gt_result {
+    uint64_t lock, holds_n, dropped, max_holds, tsc_khz, hold_cycles, gap_cycles, start_tsc, stop_tsc;
+    uint64_t acq[4096];
+    struct hold_rec *holds;
+    char params[160];
+};
+static struct gt_result GT;
+
+// The kernel's latest lines that mention spinlab_gt (why a load failed), for an error.
+static void gt_kernel_lines(char *out, size_t n) {
+    out[0] = 0;
+    int size = klogctl(10, NULL, 0);
+    char *buf = size > 0 ? malloc((size_t)size + 1) : NULL;
+    int got = buf ? klogctl(3, buf, size) : -1;
+    if (got > 0) {
+        buf[got] = 0;
+        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+            if (strstr(line, "spinlab_gt")) snprintf(out, n, "%s", line);   // the last one
+    }
+    free(buf);
+}
+
+static void gt_start(void) {
+    if (S.gt_holder >= ncpus) fail("spinlab.gt: holder CPU %d, but the guest has %d CPUs", S.gt_holder, ncpus);
+    if (ncpus < 2) fail("spinlab.workload=gt needs 2 CPUs or more (a holder and a waiter)");
+    int n = snprintf(GT.params, sizeof GT.params, "holder_cpu=%d hold_us=%ld gap_us=%ld", S.gt_holder,
+                     S.gt_hold_us, S.gt_gap_us);
+    if (S.gt_waiter_gap_us >= 0)
+        snprintf(GT.params + n, sizeof GT.params - (size_t)n, " waiter_gap_us=%ld", S.gt_waiter_gap_us);
+    int fd = open(GT_MODULE_PATH, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("cannot open %s: %s (is it in the initramfs?)", GT_MODULE_PATH, strerror(errno));
+    if (syscall(SYS_finit_module, fd, GT.params, 0)) {
+        int e = errno;
+        char why[512];
+        gt_kernel_lines(why, sizeof why);
+        fail("loading %s (%s) failed: %s; kernel: %s", GT_MODULE_PATH, GT.params, strerror(e),
+             why[0] ? why : "(nothing)");
+    }
+    close(fd);
+}
+
+static void run_gt(uint64_t deadline, struct workload_result *r) {
+    uint64_t t0 = now_ns();
+    gt_start();
+    for (uint64_t now; (now = now_ns()) < deadline;) {
+        struct timespec ts = {(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+    must_write(GT_DEBUGFS "/stop", "1", 0);
+    r->busy_ns = now_ns() - t0;
+    r->unit = "gt_lock acquisitions";
+}
+
+// After the workload: the module's stats and holds, checked against each other, then rmmod.
+static void gt_collect(struct workload_result *r) {
+    static char stats[1 << 16];
+    if (!read_small(GT_DEBUGFS "/stats", stats, sizeof stats)) fail("cannot read " GT_DEBUGFS "/stats: %s", strerror(errno));
+    int have = 0;
+    for (char *line = strtok(stats, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long long v, c;
+        if (sscanf(line, "lock 0x%llx", &v) == 1) { GT.lock = v; have |= 1; }
+        else if (sscanf(line, "holds %llu", &v) == 1) { GT.holds_n = v; have |= 2; }
+        else if (sscanf(line, "dropped %llu", &v) == 1) { GT.dropped = v; have |= 4; }
+        else if (sscanf(line, "max_holds %llu", &v) == 1) GT.max_holds = v;
+        else if (sscanf(line, "tsc_khz %llu", &v) == 1) GT.tsc_khz = v;
+        else if (sscanf(line, "hold_cycles %llu", &v) == 1) GT.hold_cycles = v;
+        else if (sscanf(line, "gap_cycles %llu", &v) == 1) GT.gap_cycles = v;
+        else if (sscanf(line, "start_tsc %llu", &v) == 1) GT.start_tsc = v;
+        else if (sscanf(line, "stop_tsc %llu", &v) == 1) GT.stop_tsc = v;
+        else if (sscanf(line, "acquisitions %llu %llu", &c, &v) == 2 && c < 4096) GT.acq[c] = v;
+    }
+    if (have != 7) fail(GT_DEBUGFS "/stats lacks lock, holds or dropped");
+    size_t want = GT.holds_n * sizeof(struct hold_rec);
+    GT.holds = malloc(want + 1);
+    if (!GT.holds) fail("out of memory for %llu holds", (unsigned long long)GT.holds_n);
+    int fd = open(GT_DEBUGFS "/holds", O_RDONLY);
+    if (fd < 0) fail("cannot open " GT_DEBUGFS "/holds: %s", strerror(errno));
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = read(fd, (char *)GT.holds + got, want + 1 - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) fail("reading " GT_DEBUGFS "/holds: %s", strerror(errno));
+        if (k == 0 || (got += (size_t)k) > want) break;
+    }
+    close(fd);
+    if (got != want)
+        fail(GT_DEBUGFS "/holds has %zu bytes, stats says %llu holds of 24", got, (unsigned long long)GT.holds_n);
+    r->ops = 0;
+    for (int c = 0; c < ncpus && c < 4096; c++) r->ops += GT.acq[c];
+    if (syscall(SYS_delete_module, "spinlab_gt", O_NONBLOCK))
+        console("rmmod spinlab_gt: %s (carrying on)", strerror(errno));
+}
+
+static void emit_holds(void) {
+    static uint8_t buf[16 + HOLDS_PER_FRAME * sizeof(struct hold_rec)];
+    uint64_t i = 0;
+    do {   // at least one frame, which carries the lock even with no hold
+        uint32_t n = (uint32_t)(GT.holds_n - i < HOLDS_PER_FRAME ? GT.holds_n - i : HOLDS_PER_FRAME);
+        for (int b = 0; b < 8; b++) buf[b] = (uint8_t)(GT.lock >> (8 * b));
+        put32(buf + 8, (uint32_t)i);
+        put32(buf + 12, n);
+        memcpy(buf + 16, GT.holds + i, n * sizeof(struct hold_rec));
+        emit(F_HOLDS, buf, 16 + n * (uint32_t)sizeof(struct hold_rec));
+        i += n;
+    } while (i < GT.holds_n);
+}
+
+static void js_gt(struct js *t) {
+    char lock[32];
+    snprintf(lock, sizeof lock, "0x%llx", (unsigned long long)GT.lock);
+    js_open(t, "gt");
+    js_s(t, "lock", lock);
+    js_s(t, "module_params", GT.params);
+    js_i64(t, "holder_cpu", S.gt_holder);
+    js_i64(t, "hold_us", S.gt_hold_us);
+    js_i64(t, "gap_us", S.gt_gap_us);
+    js_u64(t, "holds", GT.holds_n);
+    js_u64(t, "dropped", GT.dropped);
+    js_u64(t, "max_holds", GT.max_holds);
+    js_u64(t, "tsc_khz", GT.tsc_khz);
+    js_u64(t, "hold_cycles", GT.hold_cycles);
+    js_u64(t, "gap_cycles", GT.gap_cycles);
+    js_u64(t, "start_tsc", GT.start_tsc);
+    js_u64(t, "stop_tsc", GT.stop_tsc);
+    js_key(t, "acquisitions");
+    js_raw(t, "[", 1);
+    for (int c = 0; c < ncpus; c++) {
+        char b[32];
+        js_raw(t, b, (size_t)snprintf(b, sizeof b, "%s%llu", c ? "," : "", (unsigned long long)GT.acq[c]));
+    }
+    js_raw(t, "]", 1);
+    js_close(t);
+}
+
 static void run_workload(double seconds, struct workload_result *r) {
     uint64_t deadline = now_ns() + (uint64_t)(seconds * 1e9);
     *r = (struct workload_result){0};
     if (!strcmp(S.workload, "hackbench")) run_hackbench(deadline, r);
     else if (!strcmp(S.workload, "forkexec")) run_forkexec(deadline, r);
+    else if (!strcmp(S.workload, "gt")) run_gt(deadline, r);
     else { r->unit = "none"; while (now_ns() < deadline) usleep(100000); r->busy_ns = (uint64_t)(seconds * 1e9); }
 }
 
@@ -1003,6 +1264,7 @@ int main(int argc, char **argv) {
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpus < 1 || ncpus > 4096) fail("%d online CPUs", ncpus);
     read_kernel_facts();
+    if (S.clock) start_clock();
 
     int waits_mode = S.trace && strcmp(S.workload, "probecost");
     struct probe_target target = {0};
@@ -1025,6 +1287,13 @@ int main(int argc, char **argv) {
             add_probes("spinlab", "wait_begin", "wait_end", target.symbol);
             read_list_flags(&target);
             clear_trace();
+        }
+        if (S.go) {   // the host starts its recorders (timeline, freezes), then says go
+            uint64_t g0 = now_ns();
+            int c = read_host_byte(120000);
+            if (c != GO_BYTE) fail(c < 0 ? "no go byte from the host within 120 s (spinlab.go=1)"
+                                         : "the host sent byte %d, not the go byte", c);
+            js_u64(&t, "go_wait_ns", now_ns() - g0);
         }
         console("workload %s for %.1f s, tracing %s", S.workload, S.seconds, S.trace ? target.symbol : "off");
         w.ns0 = now_ns();
@@ -1060,6 +1329,17 @@ int main(int argc, char **argv) {
             read_cpu_trace(cpu, path, "wait_begin", "wait_end", &cs);
             emit_cpu(cpu, &cs);
         }
+    }
+    if (!strcmp(S.workload, "gt")) {
+        gt_collect(&wr);
+        emit_holds();
+        js_gt(&t);
+    }
+    if (S.clock) {
+        js_open(&t, "clock");
+        js_i64(&t, "cpu", clock_cpu);
+        js_u64(&t, "answers", __atomic_load_n(&clock_answers, __ATOMIC_RELAXED));
+        js_close(&t);
     }
     uint64_t read1 = now_ns();
     emit_trailer(&t, waits_mode ? ncpus : 0, &w, &wr, &target, &pb, &pe, &pb_stop, &pe_stop,

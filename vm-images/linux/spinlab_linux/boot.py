@@ -9,6 +9,17 @@ COM1 goes to console.log. Nothing outlives run_guest(): QEMU runs in its own pro
 with PR_SET_PDEATHSIG=SIGKILL (it dies with us, however we die), and a finally clause kills it
 and removes the temporary folder on every exit, Ctrl-C and SIGTERM (the CLI turns SIGTERM into
 an exception) included.
+
+Beside the guest, on request:
+- the clock (cfg.clock): a second port, org.spinlab.clock, whose chardev is a Unix socket QEMU
+  listens on; the host helper spinlab-linux-clock (clock.py) pings the agent through it every
+  10 ms and writes clock.csv; run_guest writes clock.json (the points, their brackets);
+- the host timeline (cfg.timeline) and freezes (cfg.preempt): `spinlab-load timeline` and
+  `spinlab-load preempt` (hostload.py), started once the agent's META frame has arrived (the
+  agent waits for a go byte, spinlab.go=1), ready (their --ready-file) before the go byte is
+  sent, and stopped with SIGINT (preempt first) as soon as the workload is over (the first
+  frame after META) or QEMU ends; they write timeline.csv and preempt.csv.
+Each of them is stopped in the same finally clause, on every exit.
 """
 import csv
 import ctypes
@@ -27,7 +38,7 @@ from pathlib import Path
 
 import qemu_launch  # vm-images/ (PYTHONPATH: spinlab-linux and the tests' pytest.ini set it)
 
-from . import fetch, modes, paths, records
+from . import clock, clockfit, fetch, hostload, modes, paths, records
 
 PORT_NAME = "org.spinlab.waits"
 QEMU = "qemu-system-x86_64"
@@ -63,6 +74,17 @@ class GuestConfig:
     append: list = field(default_factory=list)   # more kernel parameters
     cpu_flags: list = field(default_factory=list)  # appended to -cpu, e.g. ["-cx16"]
     timeout_s: float = None       # None: 120 s + 4 x seconds
+    gt: str = None                # workload gt: HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US]
+    clock: bool = False           # the clock port and spinlab-linux-clock: clock.json
+    clock_period_ms: float = 10.0
+    timeline: bool = False        # spinlab-load timeline beside the guest: timeline.csv
+    preempt: dict = None          # {"vcpus": [1], "freeze_ms": 30, "period_ms": 100}:
+                                  # spinlab-load preempt beside the guest: preempt.csv
+
+    @property
+    def go(self):
+        """The agent waits for the host's go byte: the host recorders start first."""
+        return bool(self.timeline or self.preempt)
 
 
 def kernel_append(cfg, mode_words):
@@ -75,11 +97,18 @@ def kernel_append(cfg, mode_words):
         words.append(f"spinlab.workers={cfg.workers}")
     if cfg.ab_phases:
         words.append(f"spinlab.abphases={cfg.ab_phases}")
+    if cfg.gt:
+        words.append(f"spinlab.gt={cfg.gt}")
+    if cfg.clock:
+        words.append("spinlab.clock=1")
+    if cfg.go:
+        words.append("spinlab.go=1")
     return " ".join(words + list(mode_words) + list(cfg.append))
 
 
-def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU):
-    """QEMU's argv for cfg under accel ('tcg' or 'kvm')."""
+def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU, clock_socket=None):
+    """QEMU's argv for cfg under accel ('tcg' or 'kvm'); clock_socket: the clock port's socket
+    (QEMU listens on it), when cfg.clock."""
     mode_qemu, mode_words = modes.lock_mode_args(cfg.mode, accel)
     if cfg.cpu_flags:
         i = mode_qemu.index("-cpu") + 1
@@ -92,7 +121,10 @@ def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU):
             "-append", kernel_append(cfg, mode_words), *mode_qemu,
             "-device", "virtio-serial-pci,id=vser",
             "-chardev", f"socket,id=waits,path={_esc(socket_path)}",
-            "-device", f"virtserialport,bus=vser.0,chardev=waits,name={PORT_NAME}"]
+            "-device", f"virtserialport,bus=vser.0,chardev=waits,name={PORT_NAME}"] + (
+            ["-chardev", f"socket,id=clock,path={_esc(clock_socket)},server=on,wait=off",
+             "-device", f"virtserialport,bus=vser.0,chardev=clock,name={clock.PORT_NAME}"]
+            if cfg.clock else [])
 
 
 def _esc(value):
@@ -168,6 +200,7 @@ class _Reader(threading.Thread):
         self.conn, self.out_path, self.t0 = conn, out_path, t0
         self.data = bytearray()
         self.first_frame_s = None   # host seconds from QEMU's start to the META frame
+        self.frame_types = []       # of the complete frames so far (a second: the workload is over)
         self.acked = False
         self.error = None
         self._scan = 0
@@ -185,6 +218,7 @@ class _Reader(threading.Thread):
                 return
             if self.first_frame_s is None:
                 self.first_frame_s = time.monotonic() - self.t0
+            self.frame_types.append(ftype)
             if ftype == records.TRAILER and not self.acked and records.trailer_seen(d[self._scan:end]):
                 self.conn.sendall(records.ACK)
                 self.acked = True
@@ -214,11 +248,12 @@ def _tail(path, n=30):
 
 def run_guest(cfg, out_dir, log=None):
     """Boot the guest as cfg says, collect and check its stream, write out_dir/{summary.json,
-    waits.csv, stream.bin, console.log, qemu.log}. Returns (the summary.json dict, the
-    records.GuestRun). Raises
-    GuestError (with .partial) when the guest's stream is missing, bad or incomplete, or when
-    the guest ran another lock mode than asked; modes.ModeError for a mode the accelerator
-    cannot give; ValueError for an unusable --accel kvm."""
+    waits.csv, stream.bin, console.log, qemu.log} (and clock.csv, clock.json, timeline.csv,
+    preempt.csv and the recorders' logs when cfg asks for them). Returns (the summary.json dict,
+    the records.GuestRun). Raises GuestError (with .partial) when the guest's stream is missing,
+    bad or incomplete, when the guest ran another lock mode than asked, or when a host recorder
+    could not start; modes.ModeError for a mode the accelerator cannot give; ValueError for an
+    unusable --accel kvm."""
     log = log or (lambda msg: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -230,8 +265,16 @@ def run_guest(cfg, out_dir, log=None):
         if not Path(getattr(cfg, what)).is_file():
             raise GuestError(f"no {what} at {getattr(cfg, what)} (run spinlab-linux fetch and "
                              f"spinlab-linux initramfs)")
+    if cfg.workload == "gt" and not cfg.gt:
+        raise GuestError("workload gt needs cfg.gt (HOLDER_CPU,HOLD_US,GAP_US)")
     accel = resolve_accel(cfg.accel)
     modes.lock_mode_args(cfg.mode, accel)          # refuse pv under TCG before starting
+    helper = None
+    if cfg.clock:
+        try:
+            helper = clock.build_helper()
+        except clock.ClockError as e:
+            raise GuestError(str(e))
     timeout = cfg.timeout_s or 120 + 4 * cfg.seconds
     console_path = out_dir / "console.log"
     stream_path = out_dir / "stream.bin"
@@ -240,9 +283,12 @@ def run_guest(cfg, out_dir, log=None):
     # short: a socket path has 107 bytes; the pid lets a later run remove it after a SIGKILL
     tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=TMP_DIR)
     sock_path = os.path.join(tmp, "waits.sock")
-    argv = qemu_argv(cfg, accel, sock_path, console_path, name)
+    clock_sock = os.path.join(tmp, "clock.sock")
+    argv = qemu_argv(cfg, accel, sock_path, console_path, name, clock_socket=clock_sock)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    proc = conn = reader = None
+    proc = conn = reader = clock_proc = None
+    recorders = []            # hostload.Recorder, in the order they are stopped
+    host = {}                 # what the host recorders did (summary.json "host")
     try:
         listener.bind(sock_path)
         listener.listen(1)
@@ -269,15 +315,22 @@ def run_guest(cfg, out_dir, log=None):
                     raise GuestError("QEMU did not connect the virtio-serial socket in 30 s")
         reader = _Reader(conn, stream_path, t0)
         reader.start()
+        if cfg.clock:
+            with open(out_dir / "clock-helper.log", "wb") as hl:
+                clock_proc = subprocess.Popen(
+                    clock.helper_argv(helper, clock_sock, out_dir / "clock.csv",
+                                      out_dir / "clock-helper.json", cfg.clock_period_ms),
+                    stdin=subprocess.DEVNULL, stdout=hl, stderr=hl, preexec_fn=_tied_child)
         threads = {}
         while len(threads) < cfg.cpus and proc.poll() is None and time.monotonic() - t0 < 10:
             threads = vcpu_threads(proc.pid)
             if len(threads) < cfg.cpus:
                 time.sleep(0.02)
+        phase = "go" if cfg.go else "run"     # go: waiting for META; stop: recorders to stop
         status = None
         while status is None:
             try:
-                status = proc.wait(timeout=0.5)
+                status = proc.wait(timeout=0.1 if phase != "run" else 0.5)
             except subprocess.TimeoutExpired:
                 if time.monotonic() - t0 > timeout:
                     raise GuestError(f"the guest did not power off within {timeout:g} s; "
@@ -288,11 +341,32 @@ def run_guest(cfg, out_dir, log=None):
                     raise GuestError(f"QEMU stopped the guest: {stuck} (qemu.log):\n"
                                      f"{_tail(out_dir / 'qemu.log', 12)}", _partial(reader),
                                      console_path)
+                types = reader.frame_types
+                if phase == "go" and types and types[0] == records.META and \
+                        records.ERROR not in types:
+                    recorders = _start_recorders(cfg, proc, out_dir, tmp, host, log)
+                    try:
+                        host["ready_s"] = hostload.wait_ready(
+                            recorders, 60, alive=lambda: proc.poll() is None)
+                    except hostload.HostLoadError as e:
+                        raise GuestError(str(e), _partial(reader), console_path)
+                    conn.sendall(records.GO)
+                    host["go_s"] = time.monotonic() - t0
+                    log(f"host recorders ready in {host['ready_s']:.2f} s "
+                        f"({', '.join(r.name for r in recorders)}); go")
+                    phase = "stop"
+                elif phase == "stop" and len(types) >= 2:
+                    _stop_recorders(recorders, host, log)   # the workload is over
+                    phase = "run"
         wall = time.monotonic() - t0
         reader.join(timeout=10)
     finally:
+        _stop_recorders(recorders, host, log)
         if proc is not None and proc.poll() is None:
             _stop(proc)
+        if clock_proc is not None:
+            _stop(clock_proc)
+            host["clock_helper_status"] = clock_proc.returncode
         for s in (conn, listener):
             if s is not None:
                 s.close()
@@ -337,9 +411,88 @@ def run_guest(cfg, out_dir, log=None):
         "trailer": run.trailer,
         "summary": records.summary(run) if run.cpus else None,
     }
+    if cfg.clock:
+        try:
+            host["clock"] = write_clock_json(out_dir, run, cfg.clock_period_ms)
+        except clock.ClockError as e:
+            raise GuestError(f"the clock points are bad: {e}", run, console_path)
+    if host:
+        result["host"] = host
     write_waits_csv(out_dir / "waits.csv", run.waits)
+    if run.holds:
+        write_holds_csv(out_dir / "holds.csv", run.holds)
     fetch.write_json(out_dir / "summary.json", result)
     return result, run
+
+
+def _start_recorders(cfg, proc, out_dir, tmp, host, log):
+    """spinlab-load preempt and timeline for QEMU proc (hostload.py); the list in stop order."""
+    started = []
+    if cfg.preempt:
+        p = cfg.preempt
+        started.append(hostload.Recorder(
+            "preempt", hostload.preempt_argv(
+                proc.pid, p.get("vcpus", [1]), p.get("freeze_ms", 30), p.get("period_ms", 100),
+                out_dir / "preempt.csv", os.path.join(tmp, "preempt.ready"),
+                out_dir / "preempt-latency.json", p.get("rt_priority", 10)),
+            os.path.join(tmp, "preempt.ready"), out_dir / "spinlab-load-preempt.log"))
+    if cfg.timeline:
+        started.append(hostload.Recorder(
+            "timeline", hostload.timeline_argv(
+                proc.pid, out_dir / "timeline.csv", os.path.join(tmp, "timeline.ready"),
+                out_dir / "preempt.csv" if cfg.preempt else None),
+            os.path.join(tmp, "timeline.ready"), out_dir / "spinlab-load-timeline.log"))
+    # timeline first: it must see the first freeze; preempt stops first (below)
+    for r in reversed(started):
+        try:
+            r.start()
+        except hostload.HostLoadError as e:
+            raise GuestError(str(e))
+        log(f"spinlab-load {r.name} pid {r.proc.pid}")
+    host["recorders"] = {}
+    return started
+
+
+def _stop_recorders(recorders, host, log):
+    """Stop each recorder still running, in order (preempt, then timeline)."""
+    for r in recorders:
+        if r.proc is not None and r.returncode is None:
+            rc = r.stop()
+            host.setdefault("recorders", {})[r.name] = r.summary()
+            log(f"spinlab-load {r.name} stopped: status {rc}")
+
+
+def write_clock_json(out_dir, run, period_ms=None):
+    """clock.json from the helper's clock.csv (every row checked) and its stats: the points,
+    their brackets (median, p99, ...), the points a map is fitted through (clock.fit_points)
+    and clockfit's report of that map. Returns its summary part (no points)."""
+    out_dir = Path(out_dir)
+    points = clock.read_points(out_dir / "clock.csv")
+    stats = clock.read_helper_stats(out_dir / "clock-helper.json") or {}
+    hz = stats.get("host_tsc_hz") or None
+    summary = {"points": len(points), "period_ms": period_ms, "helper": stats,
+               "host_tsc_hz": hz, "bracket_cycles": clock.bracket_stats(points, hz),
+               "offset": clock.offset_stats(points),
+               "guest_answers": (run.trailer or {}).get("clock", {}).get("answers")}
+    fitted = clock.fit_points(points, hz) if hz else points
+    if len(fitted) >= 2:
+        try:
+            summary["fit"] = dict(clockfit.fit(fitted).report(), rule=(
+                f"the narrowest point of each {clock.FIT_WINDOW_MS} ms among those with a "
+                f"bracket within max({clock.FIT_MAX_BRACKET_MS:g} ms, twice the 10th percentile)"))
+        except ValueError as e:
+            raise clock.ClockError(f"the clock points do not fit: {e}", points)
+    fetch.write_json(out_dir / "clock.json", dict(summary, columns=list(clock.HEADER.split(",")),
+                                                   points=[list(p) for p in points]))
+    return summary
+
+
+def write_holds_csv(path, holds):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cpu", "holder", "acquire_tsc", "release_tsc", "cycles"])
+        for h in holds:
+            w.writerow([h.cpu, int(h.holder), h.acquire, h.release, h.release - h.acquire])
 
 
 def _qemu_stopped_guest(qemu_log):

@@ -5,6 +5,9 @@
   spinlab-linux initramfs    the agent and build/linux/initramfs.cpio.gz
   spinlab-linux run          boot the guest, run a workload, check the waits, write the results
   spinlab-linux check FILE   check a saved stream (stream.bin) and summarize it
+  spinlab-linux groundtruth DIR   a gt run's long waits classed and checked against the holder
+                             the ground-truth module recorded (run --workload gt --clock
+                             --timeline --preempt-vcpus 1)
   spinlab-linux modes        the QEMU and kernel arguments of each lock mode
 
 Exit status: 0 done; 1 the guest's stream was bad or incomplete, or the guest failed;
@@ -17,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import boot, fetch, initramfs, modes, paths, records
+from . import boot, clock, fetch, groundtruth, initramfs, modes, paths, records
 
 
 def _log(msg):
@@ -73,8 +76,24 @@ def print_result(res):
     print("vCPU threads: " + " ".join(f"{k}={v}" for k, v in res["vcpu_threads"].items()))
     if "probecost" in t:
         print_probecost(t["probecost"])
+    host = res.get("host") or {}
+    for name, r in (host.get("recorders") or {}).items():
+        print(f"spinlab-load {name}: exit status {r['returncode']} ({r['log']})")
+    c = host.get("clock")
+    if c:
+        b = c["bracket_cycles"].get("us") or {}
+        fit = c.get("fit") or {}
+        print(f"clock: {c['points']} points; bracket median {b.get('median') or 0:.0f} us, p99 "
+              f"{b.get('p99') or 0:.0f} us; fitted through {fit.get('points')} points, bound "
+              f"median {(fit.get('bound_median_cycles') or 0) / (c['host_tsc_hz'] or 1) * 1e6:.0f}"
+              f" us, offset slope {fit.get('offset_slope_ppm') or 0:.1f} ppm")
     if not s:
         return
+    g = s.get("gt")
+    if g:
+        print(f"gt: lock {g['lock']}, {g['holds']} holds ({g['holder_holds']} by the holder on "
+              f"cpu {g['holder_cpu']}, median {g['holder_hold_cycles_median']} cycles), dropped "
+              f"{g['dropped']}; {g['waits_on_lock']} waits on it, {g['long_waits_on_lock']} long")
     print(f"waits {s['waits']} ({s['waits_per_s']:.1f}/s); >= 2^20 cycles {s['long_waits']} "
           f"({100 * s['long_share']:.2f} %); longest {s['max_cycles']} cycles; nested "
           f"{s['nested_waits']}")
@@ -104,12 +123,17 @@ def cmd_run(a):
                            accel=a.accel, mode=a.mode, workload=a.workload, seconds=a.seconds,
                            trace=not a.no_trace, buffer_kb=a.buffer_kb, hackbench=a.hackbench,
                            workers=a.workers, append=a.append or [], timeout_s=a.timeout,
-                           cpu_flags=a.cpu_flags or [], ab_phases=a.ab_phases)
+                           cpu_flags=a.cpu_flags or [], ab_phases=a.ab_phases, gt=a.gt,
+                           clock=a.clock, timeline=a.timeline,
+                           preempt={"vcpus": a.preempt_vcpus, "freeze_ms": a.freeze_ms,
+                                    "period_ms": a.period_ms} if a.preempt_vcpus else None)
+    if a.workload == "gt" and not a.gt:
+        cfg.gt = "1,2000,1000,200"
     out = Path(a.out or paths.build_dir() / "runs" /
                f"{time.strftime('%Y%m%d-%H%M%S')}-{a.mode}-{a.workload}")
     try:
         res, _ = boot.run_guest(cfg, out, log=_log)
-    except boot.GuestError as e:
+    except (boot.GuestError, clock.ClockError) as e:
         _log(f"error: {e}")
         p = e.partial
         if p is not None:
@@ -144,6 +168,16 @@ def cmd_check(a):
               f"{s['lost_events']}; unpaired {s['unpaired_begin']}/{s['unpaired_end']}")
         print("\n".join(histogram_table(s["histograms"], run.meta["ncpus"])))
     return 0
+
+
+def cmd_groundtruth(a):
+    ev = groundtruth.evaluate(a.run_dir)
+    verdict, reasons = groundtruth.judge(ev)
+    if a.json:
+        print(json.dumps(dict(ev, verdict=verdict, reasons=reasons), indent=2, default=str))
+    else:
+        print("\n".join(groundtruth.report_lines(ev, verdict, reasons)))
+    return 0 if verdict != "fail" else 1
 
 
 def cmd_modes(a):
@@ -182,10 +216,11 @@ def parser():
                    help="lock mode: native (queued), tas (test-and-set fallback, TCG's "
                    "default), pv (KVM only); default tas")
     r.add_argument("--workload", default="hackbench",
-                   choices=("hackbench", "forkexec", "idle", "probecost"),
+                   choices=("hackbench", "forkexec", "idle", "probecost", "gt"),
                    help="hackbench (rt-tests, run again until the time is up), forkexec "
-                   "(fork/exec and tmpfs loops), idle, or probecost (the probe's cost on a "
-                   "getppid loop); default hackbench")
+                   "(fork/exec and tmpfs loops), idle, probecost (the probe's cost on a "
+                   "getppid loop), or gt (the ground-truth module: its lock held on one CPU, "
+                   "every hold recorded); default hackbench")
     r.add_argument("--seconds", type=float, default=5.0, help="workload time (default 5)")
     r.add_argument("--no-trace", action="store_true",
                    help="run the workload without probes (the untraced baseline)")
@@ -196,6 +231,21 @@ def parser():
     r.add_argument("--ab-phases", type=int, default=0, metavar="N",
                    help="cut the workload's time into N (even) phases, probes off and on in "
                    "turn, for its throughput traced against untraced within one boot")
+    r.add_argument("--gt", metavar="H,HOLD,GAP[,WGAP]",
+                   help="workload gt: the holder CPU, its hold and gap in us, the other CPUs' "
+                   "gap in us (default 1,2000,1000,200, as the ground-truth test)")
+    r.add_argument("--clock", action="store_true",
+                   help="the clock port: spinlab-linux-clock pings the guest every 10 ms "
+                   "(clock.csv, clock.json)")
+    r.add_argument("--timeline", action="store_true",
+                   help="run spinlab-load timeline beside the guest (timeline.csv)")
+    r.add_argument("--preempt-vcpus", type=lambda v: [int(x) for x in v.split(",")],
+                   metavar="V[,V...]", help="run spinlab-load preempt freezing these vCPUs "
+                   "(preempt.csv)")
+    r.add_argument("--freeze-ms", type=float, default=30, help="preempt: freeze length "
+                   "(default 30)")
+    r.add_argument("--period-ms", type=float, default=100, help="preempt: one freeze per "
+                   "period (default 100)")
     r.add_argument("--append", action="append", metavar="WORD",
                    help="another kernel parameter (repeatable)")
     r.add_argument("--cpu-flags", action="append", metavar="FLAG",
@@ -210,6 +260,14 @@ def parser():
     c.add_argument("stream", help="a stream.bin a run wrote")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_check)
+    g = sub.add_parser("groundtruth", help="a gt run's classes against the module's holder",
+                       description="Class the long waits of a gt run (clock, timeline, "
+                       "freezes) and check them against the holder the ground-truth module "
+                       "recorded; prints the figures and a verdict (pass, fail, not judged). "
+                       "Exit status 1 on fail.")
+    g.add_argument("run_dir", help="the run's --out folder")
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=cmd_groundtruth)
     m = sub.add_parser("modes", help="print each lock mode's QEMU and kernel arguments")
     m.set_defaults(func=cmd_modes)
     return p

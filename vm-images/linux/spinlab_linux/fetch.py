@@ -13,12 +13,24 @@ installed on the host.
 a temporary folder that is renamed into place with a stamp naming the version, so an interrupted
 fetch leaves nothing half-unpacked and a second fetch of the same versions downloads nothing.
 
+- The kernel's headers, for the ground-truth module (guest/gt/): linux-headers-<release> at the
+  kernel's version, and the two packages its Depends names for building modules,
+  linux-headers-<...>-common (= that version) and linux-kbuild-<major.minor> (its candidate,
+  checked against the Depends' >= bound). The third dependency, linux-compiler-gcc-<N>-x86,
+  only pulls in gcc-<N>: the host's own gcc-<N> is used (Debian 12's gcc-12 built the kernel).
+  The three are unpacked into one folder, so that their relative symbolic links (scripts ->
+  ../../lib/linux-kbuild-<x.y>/scripts) resolve, and the one absolute path in them (the
+  headers' Makefile includes /usr/src/linux-headers-<...>-common/Makefile) is rewritten to
+  point inside it.
+
 Layout of build/linux/:
   kernel/<package>/            the unpacked kernel package (boot/vmlinuz-*, boot/config-*,
                                lib/modules/<release>/)
   pkgs/<package>/              each other unpacked package
+  headers/<release>/           the three header packages in one root (usr/src/..., usr/lib/...)
   kernel.json                  {"package", "version", "release", "vmlinuz", "config",
-                                "system_map", "modules", "metapackage", "metapackage_version"}
+                                "system_map", "modules", "metapackage", "metapackage_version",
+                                "headers": {"dir", "packages", "compiler"}}
   packages.json                {"packages": {name: {"version", "root"}}, "workload_packages": [...]}
 """
 import gzip
@@ -301,6 +313,7 @@ def fetch(build=None, workload_packages=WORKLOAD_PACKAGES):
                 log("no xz or gzip stream in vmlinuz gives an ELF kernel: booting vmlinuz")
     kernel["boot_kernel"] = kernel["vmlinux"] or kernel["vmlinuz"]
     kernel["config_facts"] = config_facts(kernel["config"])
+    kernel["headers"] = fetch_headers(k, build)
 
     packages = {}
     wanted = [BUSYBOX_PACKAGE]
@@ -316,6 +329,117 @@ def fetch(build=None, workload_packages=WORKLOAD_PACKAGES):
                                          "workload_packages": list(workload_packages)})
     write_json(build / "kernel.json", kernel)
     return kernel
+
+
+def _version_ge(a, b):
+    """dpkg --compare-versions a ge b."""
+    return _run(["dpkg", "--compare-versions", a, "ge", b]).returncode == 0
+
+
+def resolve_headers(kernel):
+    """[(package, version)] to build modules for kernel (resolve_kernel's dict), and the compiler
+    the kernel was built with ('gcc-12'): linux-headers-<release> at the kernel's version, the
+    linux-headers-*-common it depends on (=), linux-kbuild-* it depends on (its candidate, which
+    must satisfy the bound)."""
+    name = f"linux-headers-{kernel['release']}"
+    show = apt_show(name)
+    if show.get("Version") != kernel["version"]:
+        raise FetchError(f"apt's {name} is version {show.get('Version')}, the kernel "
+                         f"{kernel['package']} is {kernel['version']} (apt-get update?)")
+    deps = parse_depends(show.get("Depends"))
+    out = [(name, kernel["version"])]
+    common = [d for d in deps if d[0].startswith("linux-headers-") and d[0].endswith("-common")]
+    kbuild = [d for d in deps if d[0].startswith("linux-kbuild-")]
+    if len(common) != 1 or len(kbuild) != 1:
+        raise FetchError(f"{name} {kernel['version']} does not depend on exactly one "
+                         f"linux-headers-*-common and one linux-kbuild-* package "
+                         f"(Depends: {show.get('Depends')})")
+    cname, cop, cver = common[0]
+    if cop == "=" and cver:
+        out.append((cname, cver))
+    else:
+        out.append((cname, apt_show(cname)["Version"]))
+    kname, kop, kver = kbuild[0]
+    have = apt_show(kname)["Version"]
+    if kver and kop in (">=", "=") and not (_version_ge(have, kver) if kop == ">=" else have == kver):
+        raise FetchError(f"{name} needs {kname} ({kop} {kver}), apt has {have}")
+    out.append((kname, have))
+    compiler = None
+    for d, _, _ in deps:
+        m = re.fullmatch(r"linux-compiler-(gcc-\d+)-\w+", d)
+        if m:
+            compiler = m[1]
+    return out, compiler
+
+
+HEADERS_STAMP_PREFIX = "headers "
+
+
+def fetch_headers(kernel, build):
+    """build/linux/headers/<release>/ holding linux-headers-<release>, its -common and
+    linux-kbuild-* packages unpacked into one root, the Makefile's absolute include rewritten.
+    Returns kernel.json's "headers" entry. A second call with the same versions downloads
+    nothing; another kernel release's folder is removed."""
+    build = Path(build)
+    packages, compiler = resolve_headers(kernel)
+    root = build / "headers"
+    root.mkdir(parents=True, exist_ok=True)
+    dest = root / kernel["release"]
+    stamp = HEADERS_STAMP_PREFIX + " ".join(f"{p}={v}" for p, v in packages)
+    hdir = dest / "usr" / "src" / f"linux-headers-{kernel['release']}"
+    if installed_version(dest) == stamp and (hdir / "Makefile").is_file():
+        log(f"kernel headers {' '.join(f'{p} {v}' for p, v in packages)}: already unpacked")
+        fix_headers_makefile(hdir, dest)
+    else:
+        staging = Path(tempfile.mkdtemp(prefix=".headers-", dir=root))
+        try:
+            for package, version in packages:
+                log(f"{package} {version}: downloading")
+                deb = download(package, version, build)
+                try:
+                    log(f"{package} {version}: unpacking {deb.stat().st_size / 1e6:.1f} MB "
+                        f"with dpkg -x")
+                    r = _run(["dpkg", "-x", str(deb), str(staging)])
+                    if r.returncode != 0:
+                        raise FetchError(f"dpkg -x {deb.name} failed: {r.stderr.strip()[-500:]}")
+                finally:
+                    shutil.rmtree(deb.parent, ignore_errors=True)
+            fix_headers_makefile(staging / hdir.relative_to(dest), dest)
+            (staging / STAMP).write_text(stamp + "\n")
+            if dest.exists():
+                old = dest.with_name(dest.name + ".old")
+                shutil.rmtree(old, ignore_errors=True)
+                dest.rename(old)
+                shutil.rmtree(old, ignore_errors=True)
+            staging.rename(dest)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    for other in root.iterdir():
+        if other.is_dir() and other.name != kernel["release"] and not other.name.startswith("."):
+            log(f"removing the superseded kernel headers {other.name}")
+            shutil.rmtree(other, ignore_errors=True)
+    return {"dir": str(hdir), "packages": dict(packages), "compiler": compiler}
+
+
+_INCLUDE = re.compile(r"^include (\S*?)(/usr/src/linux-headers-[^/\s]+/Makefile)$", re.M)
+
+
+def fix_headers_makefile(headers_dir, final_root):
+    """Debian's linux-headers-<release>/Makefile is `include /usr/src/linux-headers-<...>-common/
+    Makefile`: point it at the copy under final_root (the folder the unpacked root will have).
+    Idempotent; a build/ folder that moved is pointed at its new place."""
+    mk = Path(headers_dir) / "Makefile"
+    try:
+        text = mk.read_text()
+    except OSError as e:
+        raise FetchError(f"the kernel headers have no {mk}: {e.strerror}")
+    new, n = _INCLUDE.subn(lambda m: f"include {Path(final_root)}{m[2]}", text)
+    if n != 1:
+        raise FetchError(f"{mk} has no single 'include /usr/src/linux-headers-.../Makefile' "
+                         f"line to point at the unpacked copy:\n{text[:500]}")
+    if new != text:
+        mk.write_text(new)
 
 
 def load_kernel_json(build=None):

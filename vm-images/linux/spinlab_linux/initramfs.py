@@ -7,6 +7,8 @@ Contents:
   /init                          vm-images/linux/guest/init
   /bin/busybox                   busybox-static (applet links are made at boot)
   /sbin/spinlab-agent            vm-images/linux/guest/agent.c, gcc -static -O2
+  /lib/spinlab/spinlab_gt.ko     the ground-truth module (guest/gt/), built with kbuild against
+                                 the fetched headers (build/linux/gt/)
   /lib/modules/<release>/...     virtio_console.ko, virtio_pci.ko and what they depend on
   /etc/spinlab/modules           those modules in load order (dependencies first)
   /usr/bin/hackbench             rt-tests
@@ -18,6 +20,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -160,6 +163,48 @@ def build_agent(out_path, cc="gcc"):
     return out_path
 
 
+# ---- the ground-truth module ----
+
+GT_MODULE = "spinlab_gt"
+GT_GUEST_PATH = f"/lib/spinlab/{GT_MODULE}.ko"
+
+
+def build_gt_module(kernel, out_dir, make="make"):
+    """Build guest/gt/spinlab_gt.c with kbuild (make -C <headers> M=out_dir modules) against
+    the fetched headers (kernel.json's "headers"), with the compiler the kernel was built with
+    (the headers' Makefile names it: gcc-12 on Debian 12, the host's own). The .ko's path,
+    checked to carry the kernel's release in its vermagic. Unsigned: Debian's kernel loads it
+    and marks itself tainted."""
+    headers = kernel.get("headers")
+    if not headers or not Path(headers["dir"], "Makefile").is_file():
+        raise InitramfsError("no kernel headers in build/linux/ (kernel.json has no 'headers'): "
+                             "run spinlab-linux fetch")
+    compiler = headers.get("compiler")
+    if compiler and not shutil.which(compiler):
+        raise InitramfsError(f"the kernel was built with {compiler}, which the host does not "
+                             f"have (apt-get install {compiler}): the module must be built with it")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("Kbuild", f"{GT_MODULE}.c"):
+        src = paths.GUEST_SRC / "gt" / name
+        dst = out_dir / name
+        if not dst.exists() or dst.read_bytes() != src.read_bytes():
+            shutil.copyfile(src, dst)
+    cmd = [make, "-s", "-C", headers["dir"], f"M={out_dir}", "modules"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise InitramfsError(f"{make} is not installed (build-essential)")
+    ko = out_dir / f"{GT_MODULE}.ko"
+    if r.returncode != 0 or not ko.is_file():
+        raise InitramfsError(f"building the ground-truth module failed: {' '.join(cmd)}\n"
+                             f"{(r.stderr or r.stdout).strip()[-3000:]}")
+    vermagic = (modinfo(ko).get("vermagic") or [""])[0]
+    if vermagic.split(" ")[0] != kernel["release"]:
+        raise InitramfsError(f"{ko}: vermagic '{vermagic}', not for kernel {kernel['release']}")
+    return ko
+
+
 # ---- cpio (newc) ----
 
 class Cpio:
@@ -246,6 +291,10 @@ def build(build=None, out=None, cc="gcc"):
     agent = build_agent(build / "spinlab-agent", cc)
     add("/sbin/spinlab-agent", agent, 0o755)
 
+    gt = build_gt_module(kernel, build / "gt")
+    add(GT_GUEST_PATH, gt, 0o644)
+    manifest["gt_module"] = GT_GUEST_PATH
+
     modules_dir = Path(kernel["modules"])
     order = module_load_order(modules_dir)
     rel = kernel["release"]
@@ -279,6 +328,11 @@ def build(build=None, out=None, cc="gcc"):
             gz.write(data)
     tmp.rename(out)
     manifest["initramfs"] = str(out)
+    from . import clock                      # the host's half of the clock, built with the rest
+    try:
+        manifest["clock_helper"] = str(clock.build_helper(build / clock.HELPER, cc))
+    except clock.ClockError as e:
+        raise InitramfsError(str(e))
     manifest["sha256"] = hashlib.sha256(out.read_bytes()).hexdigest()
     fetch.write_json(out.with_name(out.name.split(".")[0] + ".json"), manifest)
     return manifest

@@ -6,7 +6,7 @@ is a sequence of frames (README.md, "Stream format"):
   header, 20 bytes, little-endian:
     0  magic    b"SLWF"
     4  version  u16, FORMAT_VERSION
-    6  type     u16: 1 META, 2 WAITS, 3 CPU, 4 TRAILER, 5 ERROR
+    6  type     u16: 1 META, 2 WAITS, 3 CPU, 4 TRAILER, 5 ERROR, 6 HOLDS
     8  seq      u32: 0, 1, 2, ... with no gap
    12  length   u32: payload bytes, at most MAX_PAYLOAD
    16  crc32    u32: zlib's CRC-32 of header bytes 0-15 followed by the payload
@@ -14,8 +14,12 @@ is a sequence of frames (README.md, "Stream format"):
     META, CPU, TRAILER: one JSON object (UTF-8)
     WAITS: length / 32 records of <u32 cpu, u16 depth, u16 flags, u64 lock, u64 start, u64 end>
     ERROR: the guest's sentence (UTF-8)
+    HOLDS (workload gt only): <u64 lock, u32 index, u32 count>, then count records of
+      <u32 cpu, u32 flags, u64 acquire, u64 release>: the ground-truth module's own record of
+      every acquisition of its lock (index: the holds sent before this frame)
 
-Order: META first, then WAITS and CPU frames, then TRAILER last; nothing follows the trailer.
+Order: META first, then WAITS and CPU frames (and HOLDS frames), then TRAILER last; nothing
+follows the trailer. A gt stream's trailer has a "gt" object whose counts the holds must match.
 
 parse() checks every frame and every record and raises StreamError on the first thing wrong,
 naming it; the error's .partial holds what was read (and checked) before it.
@@ -27,15 +31,22 @@ from dataclasses import dataclass, field
 
 MAGIC = b"SLWF"
 FORMAT_VERSION = 1
-META, WAITS, CPU, TRAILER, ERROR = 1, 2, 3, 4, 5
-TYPE_NAMES = {META: "META", WAITS: "WAITS", CPU: "CPU", TRAILER: "TRAILER", ERROR: "ERROR"}
+META, WAITS, CPU, TRAILER, ERROR, HOLDS = 1, 2, 3, 4, 5, 6
+TYPE_NAMES = {META: "META", WAITS: "WAITS", CPU: "CPU", TRAILER: "TRAILER", ERROR: "ERROR",
+              HOLDS: "HOLDS"}
 HEADER = struct.Struct("<4sHHIII")
 HEADER_SIZE = HEADER.size            # 20
 WAIT = struct.Struct("<IHHQQQ")
 WAIT_SIZE = WAIT.size                # 32
 MAX_WAITS_PER_FRAME = 1024           # the agent's batch
+HOLDS_HEAD = struct.Struct("<QII")   # lock, index, count
+HOLD = struct.Struct("<IIQQ")        # cpu, flags, acquire, release
+HOLD_SIZE = HOLD.size                # 24
+MAX_HOLDS_PER_FRAME = 1024
+HOLD_HOLDER = 1                      # flags: the holder thread's hold (on holder_cpu)
 MAX_PAYLOAD = 1 << 20
 ACK = b"A"                           # the host's answer to a checked trailer
+GO = b"G"                            # the host's go (spinlab.go=1): its recorders are running
 HIST_BUCKETS = 64
 LONG_WAIT_CYCLES = 1 << 20
 
@@ -75,9 +86,25 @@ class Wait:
 
 
 @dataclass
+class Hold:
+    """One acquisition of the ground-truth module's lock, as the module recorded it (guest
+    TSC): held by cpu from acquire to release; holder: by the holder thread on holder_cpu."""
+    cpu: int
+    flags: int
+    acquire: int
+    release: int
+
+    @property
+    def holder(self):
+        return bool(self.flags & HOLD_HOLDER)
+
+
+@dataclass
 class GuestRun:
     meta: dict = None
     waits: list = field(default_factory=list)
+    holds: list = field(default_factory=list)     # gt: Hold records, in lock order
+    gt_lock: int = None                           # gt: the lock's address (HOLDS frames)
     cpus: dict = field(default_factory=dict)      # cpu -> the CPU frame's counts
     trailer: dict = None
     guest_error: str = None                       # an ERROR frame's sentence
@@ -165,6 +192,79 @@ def check_trailer(t):
                                  f"then turn about)")
 
 
+def check_holds_frame(run, seq, payload):
+    """One HOLDS frame against what came before it; the frame's Hold records."""
+    where = f"HOLDS frame {seq}"
+    if run.meta["workload"] != "gt":
+        raise ValueError(f"{where} in a stream of workload '{run.meta['workload']}', not gt")
+    if len(payload) < HOLDS_HEAD.size or (len(payload) - HOLDS_HEAD.size) % HOLD_SIZE:
+        raise ValueError(f"{where} of {len(payload)} bytes, not a {HOLDS_HEAD.size}-byte head "
+                         f"and {HOLD_SIZE}-byte records")
+    lock, index, count = HOLDS_HEAD.unpack_from(payload)
+    if count != (len(payload) - HOLDS_HEAD.size) // HOLD_SIZE:
+        raise ValueError(f"{where} says {count} holds, it carries "
+                         f"{(len(payload) - HOLDS_HEAD.size) // HOLD_SIZE}")
+    if count > MAX_HOLDS_PER_FRAME:
+        raise ValueError(f"{where} of {count} holds, more than {MAX_HOLDS_PER_FRAME}")
+    if index != len(run.holds):
+        raise ValueError(f"{where} begins at hold {index}, {len(run.holds)} came before it")
+    if run.gt_lock is not None and lock != run.gt_lock:
+        raise ValueError(f"{where} names lock {lock:#x}, earlier ones {run.gt_lock:#x}")
+    ncpus = run.meta["ncpus"]
+    prev = run.holds[-1] if run.holds else None
+    out = []
+    for i, (cpu, flags, acquire, release) in enumerate(
+            HOLD.iter_unpack(payload[HOLDS_HEAD.size:])):
+        at = f"{where} hold {index + i}"
+        if cpu >= ncpus:
+            raise ValueError(f"{at}: cpu {cpu}, but the guest has {ncpus} CPUs")
+        if flags & ~HOLD_HOLDER:
+            raise ValueError(f"{at}: unknown flags {flags:#x}")
+        if release < acquire:
+            raise ValueError(f"{at}: released at {release}, before its acquire {acquire}")
+        if prev is not None and acquire < prev.release:
+            raise ValueError(f"{at}: acquired at {acquire}, before the hold before it was "
+                             f"released ({prev.release}): a lock held twice at once")
+        prev = Hold(cpu, flags, acquire, release)
+        out.append(prev)
+    return lock, out
+
+
+def check_gt_trailer(run, t):
+    """A gt stream's trailer: its "gt" object against the HOLDS frames."""
+    g = t.get("gt")
+    if not isinstance(g, dict):
+        raise ValueError("a gt stream's TRAILER has no 'gt' object")
+    if run.gt_lock is None:
+        raise ValueError("a gt stream without a HOLDS frame")
+    for k in ("holder_cpu", "hold_us", "gap_us", "holds", "dropped"):
+        if not _nonneg_int(g.get(k)):
+            raise ValueError(f"TRAILER gt '{k}' is {g.get(k)!r}")
+    if g.get("lock") != f"{run.gt_lock:#x}":
+        raise ValueError(f"TRAILER gt lock {g.get('lock')!r}, the HOLDS frames say "
+                         f"{run.gt_lock:#x}")
+    if g["holds"] != len(run.holds):
+        raise ValueError(f"TRAILER gt counts {g['holds']} holds, the HOLDS frames had "
+                         f"{len(run.holds)}")
+    ncpus = run.meta["ncpus"]
+    if g["holder_cpu"] >= ncpus:
+        raise ValueError(f"TRAILER gt holder_cpu {g['holder_cpu']}, but the guest has {ncpus} CPUs")
+    acq = g.get("acquisitions")
+    if not isinstance(acq, list) or len(acq) != ncpus or not all(_nonneg_int(a) for a in acq):
+        raise ValueError(f"TRAILER gt acquisitions {acq!r} is not a count per CPU")
+    if sum(acq) != g["holds"] + g["dropped"]:
+        raise ValueError(f"TRAILER gt: {sum(acq)} acquisitions, but {g['holds']} holds and "
+                         f"{g['dropped']} dropped")
+    per_cpu = [0] * ncpus
+    for i, h in enumerate(run.holds):
+        per_cpu[h.cpu] += 1
+        if h.holder != (h.cpu == g["holder_cpu"]):
+            raise ValueError(f"hold {i}: cpu {h.cpu} with holder flag {h.holder}, but the "
+                             f"holder CPU is {g['holder_cpu']}")
+    if g["dropped"] == 0 and per_cpu != acq:
+        raise ValueError(f"TRAILER gt acquisitions {acq} per CPU, the holds {per_cpu}")
+
+
 def frames(data):
     """(offset, type, seq, payload) for each complete frame whose header and CRC are right;
     stops quietly at a truncated end. Raises ValueError (with the offset) on a bad header or
@@ -247,6 +347,10 @@ def parse(data):
                 run.waits.extend(batch)
                 for w in batch:
                     per_cpu_waits[w.cpu] = per_cpu_waits.get(w.cpu, 0) + 1
+            elif ftype == HOLDS:
+                lock, batch = check_holds_frame(run, seq, payload)
+                run.gt_lock = lock
+                run.holds.extend(batch)
             elif ftype == CPU:
                 c = _json(payload, name)
                 check_cpu(c, run.meta["ncpus"], run.cpus)
@@ -269,6 +373,8 @@ def parse(data):
                                      f"had {len(run.cpus)}")
                 if t["cpus"] and t["cpus"] != run.meta["ncpus"]:
                     raise ValueError(f"{t['cpus']} CPU frames for {run.meta['ncpus']} CPUs")
+                if run.meta["workload"] == "gt":
+                    check_gt_trailer(run, t)
                 run.trailer = t
             run.frames += 1
             end = off + HEADER_SIZE + len(payload)
@@ -378,4 +484,22 @@ def summary(run):
                                         if wl["busy_ns"] else None)),
         "per_cpu": {str(c): run.cpus[c] for c in sorted(run.cpus)},
         "histograms": {str(c): h for c, h in histograms(run.waits, ncpus).items()},
+        "gt": gt_summary(run),
     }
+
+
+def gt_summary(run):
+    """A gt run: the module's holds and the waits on its lock (None for other runs)."""
+    if run.gt_lock is None:
+        return None
+    g = run.trailer.get("gt", {}) if run.trailer else {}
+    on = [w for w in run.waits if w.lock == run.gt_lock]
+    held = [h.release - h.acquire for h in run.holds if h.holder]
+    return {"lock": f"{run.gt_lock:#x}", "holds": len(run.holds), "dropped": g.get("dropped"),
+            "holder_cpu": g.get("holder_cpu"), "holder_holds": len(held),
+            "holder_hold_cycles_median": sorted(held)[len(held) // 2] if held else None,
+            "waits_on_lock": len(on),
+            "long_waits_on_lock": sum(1 for w in on if w.cycles >= LONG_WAIT_CYCLES),
+            "long_waits_on_lock_per_cpu": {
+                str(c): sum(1 for w in on if w.cpu == c and w.cycles >= LONG_WAIT_CYCLES)
+                for c in range(run.meta["ncpus"])}}

@@ -91,14 +91,20 @@ def agent(tmp_path_factory):
     return initramfs.build_agent(tmp_path_factory.mktemp("agent") / "spinlab-agent")
 
 
+_IMAGE = []
+
+
 @pytest.fixture(scope="session")
 def guest_image():
     """build/linux/ fetched (idempotent: downloads only what is missing) and the initramfs
-    built from the current sources. The boot tests need Debian's apt to reach a mirror the
-    first time."""
-    try:
-        kernel = fetch.fetch()
-        initramfs.build()
-    except (fetch.FetchError, initramfs.InitramfsError) as e:
-        pytest.fail(f"the Linux guest image could not be prepared: {e}")
-    return kernel
+    built from the current sources, once per pytest process (each test module that imports
+    this fixture has its own copy of it; the work is done by the first). The boot tests need
+    Debian's apt to reach a mirror the first time."""
+    if not _IMAGE:
+        try:
+            kernel = fetch.fetch()
+            initramfs.build()
+        except (fetch.FetchError, initramfs.InitramfsError) as e:
+            pytest.fail(f"the Linux guest image could not be prepared: {e}")
+        _IMAGE.append(kernel)
+    return _IMAGE[0]

@@ -1,0 +1,227 @@
+"""The ground truth of a gt run: the classes of the long waits on the module's lock against the
+holder the module itself recorded, while the host froze that holder's vCPU.
+
+A run (boot.run_guest with workload gt, the clock, the timeline and preempt) leaves in its
+folder stream.bin (waits and the module's holds, guest TSC), clock.csv (the clock points),
+timeline.csv and preempt.csv (host TSC). evaluate() puts them together:
+
+  points    clock.read_points, every row checked; clock.fit_points (the narrowest point of
+            each 50 ms among those with a bracket within max(1 ms, twice the 10th percentile));
+            clockfit.fit -> the map guest TSC -> host TSC;
+  timeline  timeline_input.read_timeline_csv (vCPUs placed by the run's vcpu_threads) with
+            preempt's effective freeze windows added as off time;
+  classes   attribution.attribute(run.waits, ncpus, map, timeline) (long waits: >= 2^20 cycles);
+  truth     attribution.ground_truth_check(classes, holds, frozen, lock=the module's lock).
+
+and judges the issue's bar with its premise stated (judge()): a run whose premise does not hold
+on this host (too few waits behind a frozen holder, a recorder that lost events, a clock whose
+bound is too wide for a freeze) is "not judged", with the figures, rather than failed.
+"""
+from fractions import Fraction
+
+from . import attribution, clock, clockfit, records
+from . import timeline_input as ti
+
+MIN_FROZEN_HOLDER_WAITS = 20   # fewer: the premise does not hold ("not judged")
+
+
+def holds_tuples(run):
+    return [(h.cpu, h.acquire, h.release) for h in run.holds]
+
+
+def load(out_dir, result=None, run=None):
+    """(result dict, records.GuestRun) of a run folder (summary.json and stream.bin)."""
+    import json
+    from pathlib import Path
+    out_dir = Path(out_dir)
+    if result is None:
+        result = json.loads((out_dir / "summary.json").read_text())
+    if run is None:
+        run = records.parse((out_dir / "stream.bin").read_bytes())
+    return result, run
+
+
+def clock_map(out_dir, host_tsc_hz):
+    """(ClockMap, all points, the points fitted) from the run's clock.csv."""
+    from pathlib import Path
+    points = clock.read_points(Path(out_dir) / "clock.csv")
+    chosen = clock.fit_points(points, host_tsc_hz)
+    return clockfit.fit(chosen), points, chosen
+
+
+def _quantile(values, q):
+    v = sorted(values)
+    if not v:
+        return None
+    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999999) - 1))]
+
+
+def evaluate(out_dir, result=None, run=None):
+    """Everything the ground truth needs from a gt run folder; a dict (JSON-able) with the
+    classes' summary, the ground-truth check, the clock's and the recorders' figures, and for a
+    control (no freeze) the waits classed holder-preempted whose known holder ran."""
+    from pathlib import Path
+    out_dir = Path(out_dir)
+    result, run = load(out_dir, result, run)
+    if run.gt_lock is None:
+        raise ValueError(f"{out_dir}: not a gt run (no HOLDS frames)")
+    host = result.get("host") or {}
+    hz = (host.get("clock") or {}).get("host_tsc_hz") or result["summary"]["tsc_hz_estimate"]
+    cmap, points, chosen = clock_map(out_dir, hz)
+    threads = result["vcpu_threads"]
+    tl = ti.read_timeline_csv(out_dir / "timeline.csv", vcpu_threads=threads)
+    frozen = {}
+    if (out_dir / "preempt.csv").exists():
+        frozen = ti.read_preempt_record(out_dir / "preempt.csv", vcpu_threads=threads)
+        tl = tl.with_freezes(frozen)
+    ncpus = run.meta["ncpus"]
+    classed = attribution.attribute(run.waits, ncpus, cmap, tl)
+    truth = attribution.ground_truth_check(classed, holds_tuples(run), frozen, lock=run.gt_lock)
+    on_lock = [w for w in classed.waits if w.lock == run.gt_lock]
+    by_index = {w.index: w for w in on_lock}
+    # the clock's bound at the waits behind a frozen holder (host cycles, the worse end)
+    bounds, fz_waits = [], []
+    for d in truth["details"]:
+        if d["frozen_share"] is not None and d["frozen_share"] > 0.5:
+            w = by_index[d["index"]]
+            fz_waits.append(w)
+            bounds.append(max(w.bound_start, w.bound_end))
+    # waits whose known holder ran (its vCPU surely on for more than half the mapped wait)
+    ran_classes = {}
+    for d in truth["details"]:
+        w = by_index[d["index"]]
+        if d["holder"] is None or w.host_start is None or w.host_end <= w.host_start:
+            continue
+        on = tl.on_set(d["holder"]).measure(w.host_start, w.host_end)
+        if Fraction(on, w.host_end - w.host_start) > Fraction(1, 2):
+            ran_classes[w.cls] = ran_classes.get(w.cls, 0) + 1
+    freeze_ms = (result["config"].get("preempt") or {}).get("freeze_ms")
+    holder_cpu = run.trailer["gt"]["holder_cpu"]
+    held = []
+    for h in run.holds:
+        if h.holder and cmap.covers(h.acquire) and cmap.covers(h.release):
+            held.append((cmap.to_host(h.acquire)[0], max(cmap.to_host(h.release)[0],
+                                                          cmap.to_host(h.acquire)[0])))
+    held = ti.IntervalSet(held, "a hold")
+    caught = [(s0, e0) for s0, e0 in frozen.get(holder_cpu, [])
+              if e0 != ti.END_OF_TIME and e0 > s0
+              and Fraction(held.measure(s0, e0), e0 - s0) > Fraction(1, 2)]
+    # of those, the ones that a long wait on the lock (on another CPU) spans for more than half
+    waited = ti.IntervalSet([(w.host_start, w.host_end) for w in on_lock
+                             if w.cpu != holder_cpu and w.host_start is not None
+                             and w.host_end > w.host_start], "a wait")
+    covered = sum(1 for s0, e0 in caught
+                  if Fraction(waited.measure(s0, e0), e0 - s0) > Fraction(1, 2))
+    recorders = {k: v.get("returncode") for k, v in (host.get("recorders") or {}).items()}
+    out = {
+        "ncpus": ncpus,
+        "lock": f"{run.gt_lock:#x}",
+        "mode": result["observed_lock_mode"],
+        "seconds": result["config"]["seconds"],
+        "freeze": result["config"].get("preempt"),
+        "host_tsc_hz": hz,
+        "holds": len(run.holds),
+        "holder_holds": sum(1 for h in run.holds if h.holder),
+        "waits_on_lock": sum(1 for w in run.waits if w.lock == run.gt_lock),
+        "long_waits_on_lock": len(on_lock),
+        "classes_on_lock": {c: sum(1 for w in on_lock if w.cls == c) for c in attribution.CLASSES},
+        "classes_all_long_waits": classed.summary(),
+        "ground_truth": {k: v for k, v in truth.items() if k != "details"},
+        "known_holder_ran_classes": ran_classes,
+        "clock": {"points": len(points), "fitted": len(chosen),
+                  "report": cmap.report(),
+                  "brackets": clock.bracket_stats(points, hz),
+                  "bound_at_frozen_holder_waits_cycles": {
+                      "median": _quantile(bounds, 0.5), "p90": _quantile(bounds, 0.9),
+                      "max": max(bounds) if bounds else None}},
+        "freezes": {str(v): len(w) for v, w in frozen.items()},
+        # effective freezes of the holder's vCPU during which the holder held the lock for
+        # more than half the freeze (the module's holds, mapped): each should leave a wait
+        # behind a frozen holder on every other CPU; independent of the waits and the classes
+        "freezes_on_holder": len(caught),
+        # ... and of those, the ones a long wait on the lock spans for more than half
+        "freezes_on_holder_waited": covered,
+        "recorders": recorders,
+        "freeze_ms": freeze_ms,
+    }
+    return out
+
+
+def judge(ev, min_waits=MIN_FROZEN_HOLDER_WAITS):
+    """(verdict, reasons): verdict 'pass', 'fail' or 'not judged'.
+
+    A failure whatever the load: a freeze that caught the holder holding the lock
+    (freezes_on_holder: from the module's holds and preempt's record alone) stops every other
+    CPU that tries the lock, so a long wait on the lock spans it; fewer than half of those
+    freezes spanned by a wait (freezes_on_holder_waited) means waits lost or misplaced.
+
+    The premise, which this host's load can break ('not judged'): the recorders exited 0 (no
+    lost trace events); at least min_waits freezes caught the holder, and at least min_waits
+    waits were behind a frozen holder for more than half the wait (on a busy host a test-and-
+    set waiter whose vCPU thread waits for a host CPU misses the holder's gaps, and its one wait
+    then spans several holds and freezes, frozen for less than half); the clock's bound at
+    those waits (90th percentile) within an eighth of a freeze (a bound b moves a share by at
+    most 2b over a freeze-length wait, so 'frozen for more than half' holds while b < freeze /
+    4; an eighth leaves room). Then the issue's bar (ground_truth_check's meets_bar): 2 vCPUs
+    >= 95 % holder-preempted, more >= 95 % holder-preempted or possibly-preempted, none
+    holder-ran."""
+    g = ev["ground_truth"]
+    reasons = []
+    bad = {k: v for k, v in ev["recorders"].items() if v != 0}
+    if bad:
+        reasons.append(f"a host recorder did not exit cleanly (lost events?): {bad}")
+    f, fw = ev["freezes_on_holder"], ev["freezes_on_holder_waited"]
+    if not bad and f >= min_waits and fw < f / 2:
+        return "fail", [f"{f} freezes caught the holder holding the lock, but only {fw} of them "
+                        f"were spanned by a long wait on the lock: waits lost or misplaced"]
+    if f < min_waits:
+        reasons.append(f"{f} effective freezes caught the holder holding the lock, fewer than "
+                       f"{min_waits}")
+    if g["frozen_holder_waits"] < min_waits:
+        reasons.append(f"{g['frozen_holder_waits']} waits behind a frozen holder, fewer than "
+                       f"{min_waits}")
+    p90 = ev["clock"]["bound_at_frozen_holder_waits_cycles"]["p90"]
+    if ev["freeze_ms"] and p90 is not None:
+        limit = ev["freeze_ms"] * 1e-3 * ev["host_tsc_hz"] / 8
+        if p90 > limit:
+            reasons.append(f"the clock's bound at those waits (p90 {p90 / ev['host_tsc_hz'] * 1e3:.2f}"
+                           f" ms) exceeds an eighth of the freeze ({ev['freeze_ms'] / 8:g} ms)")
+    if reasons:
+        return "not judged", reasons
+    return ("pass" if g["meets_bar"] else "fail"), [g["bar"]]
+
+
+def report_lines(ev, verdict=None, reasons=()):
+    """Human-readable lines: the figures the issue asks for."""
+    g = ev["ground_truth"]
+    hz = ev["host_tsc_hz"]
+    c = ev["clock"]
+    fr = g["fractions"]
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.1f} %"
+
+    b = c["bound_at_frozen_holder_waits_cycles"]
+    lines = [
+        f"ground truth, {ev['ncpus']} vCPUs, lock mode {ev['mode']}, {ev['seconds']:g} s, "
+        f"freeze {ev['freeze']}: {ev['holds']} holds ({ev['holder_holds']} by the holder), "
+        f"{ev['waits_on_lock']} waits on the lock, {ev['long_waits_on_lock']} long",
+        f"  waits behind a frozen holder (> half the wait): {g['frozen_holder_waits']}; classed "
+        + ", ".join(f"{k} {v} ({pct(fr[k])})" for k, v in g["counts"].items() if v)
+        + f"; no known holder {g['no_known_holder']}, unmapped {g['unmapped']}",
+        f"  possibly-preempted waits: {g['possibly_preempted']}, of which the holder in fact ran "
+        f"(frozen <= half): {g['possibly_preempted_holder_ran']}",
+        f"  waits whose known holder ran (on > half): classed {ev['known_holder_ran_classes']}",
+        f"  clock: {c['points']} points, {c['fitted']} fitted; "
+        f"brackets median {c['brackets']['median'] / hz * 1e6:.0f} us, p99 "
+        f"{c['brackets']['p99'] / hz * 1e6:.0f} us; bound at those waits median "
+        + (f"{b['median'] / hz * 1e6:.0f} us, p90 {b['p90'] / hz * 1e6:.0f} us"
+           if b["median"] is not None else "-")
+        + f"; offset slope {c['report']['offset_slope_ppm']:.1f} ppm",
+        f"  freezes {ev['freezes']}, {ev['freezes_on_holder']} of them caught the holder holding "
+        f"the lock, {ev['freezes_on_holder_waited']} of those spanned by a long wait; recorders "
+        f"{ev['recorders']}",
+    ]
+    if verdict:
+        lines.append(f"  verdict: {verdict.upper()}: " + "; ".join(reasons))
+    return lines

@@ -1,0 +1,134 @@
+"""The ground truth, end to end under TCG (issue 51's acceptance): the ground-truth module holds
+its lock on vCPU 1 (spinlab.gt=1,2000,1000,200: 2 ms holds, 1 ms gaps, the other CPUs trying
+every 0.2 ms) while spinlab-load preempt
+freezes vCPU 1's thread 30 ms every 100 ms; the agent records every slow-path wait, the module
+every hold, the clock helper the clock, spinlab-load timeline when each vCPU thread ran. The
+long waits on the module's lock are classed (attribution.attribute) and checked against the
+holder the module recorded (attribution.ground_truth_check), groundtruth.py puts it together.
+
+- 2 vCPUs: of the long waits whose known holder was frozen for most of the wait, >= 95 %
+  holder-preempted, none holder-ran;
+- 4 vCPUs: >= 95 % holder-preempted or possibly-preempted, none holder-ran; printed: how many
+  possibly-preempted waits had a holder that in fact ran (how loose the bound is);
+- the control (2 vCPUs, no freeze): no wait behind a frozen holder, and none of the (many) long
+  waits whose known holder ran is classed holder-preempted.
+
+Lock mode tas (TCG's default, the test-and-set virt_spin_lock): a waiter waits only for the
+lock's holder. Under the native queued lock a frozen vCPU that is next in the queue (pending)
+also stops the others without holding the lock (lock-waiter preemption), which the module's
+holds cannot show as a hold (README, "Ground truth").
+
+A run whose premise does not hold on this host (a recorder that lost events, fewer than 20
+freezes that caught the holder holding or 20 waits behind a frozen holder, a clock too coarse
+for a 30 ms freeze) is skipped as "not judged" with its figures (groundtruth.judge); fewer than
+half the freezes that caught the holder spanned by a long wait fails whatever the load. Needs root (cgroup freezer, tracefs) and build/host/bin/
+spinlab-load (make)."""
+import os
+import sys
+
+import pytest
+from linux_testlib import guest_image  # noqa: F401  (a fixture)
+from linux_test_boot import our_tmp_dirs, qemu_children
+
+from spinlab_linux import attribution, boot, groundtruth, hostload
+
+GT = "1,2000,1000,200"   # a 1 ms gap: a waiter whose vCPU thread waited for a host CPU still
+                         # finds the lock free, rather than spinning through hold after hold
+FREEZE = {"vcpus": [1], "freeze_ms": 30, "period_ms": 100}
+
+
+def leftovers(before_tmp, load_pids):
+    """What a run could leave behind: QEMU, the clock helper or spinlab-load still running, the
+    cgroups and tracefs instances spinlab-load names after its pid, our temporary folders."""
+    left = []
+    if qemu_children(os.getpid()):
+        left.append("QEMU")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0]
+        except OSError:
+            continue
+        if int(pid) in load_pids or cmd.endswith(b"spinlab-linux-clock"):
+            left.append(f"process {pid} {cmd.decode()}")
+    for root in ("/sys/kernel/tracing/instances", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer"):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        left += [f"{root}/{n}" for n in names if any(n.startswith(f"spinlab-{p}-") for p in load_pids)]
+    if our_tmp_dirs() - before_tmp:
+        left.append(f"temporary folders {our_tmp_dirs() - before_tmp}")
+    return left
+
+
+def gt_run(tmp_path, cpus, seconds, freeze):
+    if not hostload.spinlab_load().is_file():
+        pytest.fail(f"no {hostload.spinlab_load()}: build the host tools (make) first")
+    before = our_tmp_dirs()
+    cfg = boot.GuestConfig(cpus=cpus, accel="tcg", mode="tas", workload="gt", gt=GT,
+                           seconds=seconds, clock=True, timeline=True, preempt=freeze)
+    res, run = boot.run_guest(cfg, tmp_path)
+    load_pids = {int(r["ready"].split()[0]) for r in res["host"]["recorders"].values()}
+    assert len(load_pids) == (2 if freeze else 1)
+    assert not leftovers(before, load_pids)
+    # what the run must always give, whatever the host's load
+    assert run.meta["ncpus"] == cpus and run.gt_lock is not None
+    g = run.trailer["gt"]
+    assert g["holder_cpu"] == 1 and g["dropped"] == 0 and len(run.holds) == g["holds"] > 100
+    assert res["summary"]["lost_events"] == 0 and res["summary"]["uncounted_losses"] == 0
+    # A probe hit inside a probe's own handler on that CPU is missed (kprobe recursion, seen
+    # once in 19,545 waits at 4 vCPUs): begin and end alike, a whole wait, the pairing intact.
+    p = res["trailer"]["probes"]
+    assert p["begin_misses"] == p["end_misses"] <= 1e-3 * p["begin_hits"]
+    assert res["host"]["clock"]["points"] > 100
+    for name in ("timeline", "preempt") if freeze else ("timeline",):
+        assert (tmp_path / f"{name}.csv").is_file() and name in res["host"]["recorders"]
+    ev = groundtruth.evaluate(tmp_path, res, run)
+    return res, run, ev
+
+
+def report(ev, verdict, reasons):
+    text = "\n".join(groundtruth.report_lines(ev, verdict, reasons))
+    print("\n" + text, file=sys.stderr)
+    return text
+
+
+@pytest.mark.parametrize("cpus,seconds", [(2, 15), (4, 20)], ids=["2vcpus", "4vcpus"])
+def test_frozen_holder(guest_image, tmp_path, cpus, seconds):
+    res, run, ev = gt_run(tmp_path, cpus, seconds, FREEZE)
+    verdict, reasons = groundtruth.judge(ev)
+    text = report(ev, verdict, reasons)
+    g = ev["ground_truth"]
+    if verdict == "not judged":
+        pytest.skip(f"ground truth at {cpus} vCPUs not judged on this host: " + "; ".join(reasons)
+                    + "\n" + text)
+    assert verdict == "pass", text
+    assert g["counts"][attribution.HOLDER_RAN] == 0
+    if cpus == 2:
+        assert g["counts"][attribution.HOLDER_PREEMPTED] >= 0.95 * g["frozen_holder_waits"]
+        assert g["possibly_preempted"] == 0        # no such class at 2 vCPUs
+    else:
+        good = g["counts"][attribution.HOLDER_PREEMPTED] + g["counts"][attribution.POSSIBLY_PREEMPTED]
+        assert good >= 0.95 * g["frozen_holder_waits"]
+        print(f"4 vCPUs: {g['possibly_preempted_holder_ran']} of {g['possibly_preempted']} "
+              f"possibly-preempted waits had a holder that in fact ran (frozen for at most half "
+              f"the wait)", file=sys.stderr)
+
+
+def test_control_without_freezes(guest_image, tmp_path):
+    res, run, ev = gt_run(tmp_path, 2, 8, None)
+    report(ev, None, ())
+    g = ev["ground_truth"]
+    ran = ev["known_holder_ran_classes"]
+    bad = {k: v for k, v in ev["recorders"].items() if v != 0}
+    if bad or sum(ran.values()) < 100:
+        pytest.skip(f"control not judged on this host: recorders {ev['recorders']}, "
+                    f"{sum(ran.values())} long waits whose known holder ran (fewer than 100)")
+    assert ev["freezes"] == {} and g["frozen_holder_waits"] == 0
+    assert ran.get(attribution.HOLDER_PREEMPTED, 0) == 0, ran
+    # the rest are holder-ran or, where the clock's bound lets the share straddle 1/2 (waits of
+    # a few ms against a bound of a few tenths), uncertain; printed, not judged
+    assert ran.get(attribution.HOLDER_RAN, 0) > 0, ran
+    print(f"control: of {sum(ran.values())} long waits whose known holder ran: {ran}", file=sys.stderr)
