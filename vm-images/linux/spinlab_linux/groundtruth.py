@@ -95,6 +95,21 @@ def evaluate(out_dir, result=None, run=None):
         on = tl.on_set(d["holder"]).measure(w.host_start, w.host_end)
         if Fraction(on, w.host_end - w.host_start) > Fraction(1, 2):
             ran_classes[w.cls] = ran_classes.get(w.cls, 0) + 1
+    # waits whose OWN vCPU was frozen for more than half the wait (lock-waiter preemption):
+    # their class must not blame the holder where the holder ran
+    fz_sets = {v: ti.freeze_set(w) for v, w in frozen.items()}
+    waiter_frozen = {}
+    for d in truth["details"]:
+        w = by_index[d["index"]]
+        if w.host_start is None or w.host_end <= w.host_start or w.cpu not in fz_sets:
+            continue
+        if Fraction(fz_sets[w.cpu].measure(w.host_start, w.host_end),
+                    w.host_end - w.host_start) > Fraction(1, 2):
+            ran = d["holder"] is not None and d["frozen_share"] is not None and \
+                d["frozen_share"] <= 0.5
+            key = "holder_not_frozen" if ran else "holder_frozen_or_unknown"
+            waiter_frozen.setdefault(key, {}).setdefault(w.cls, 0)
+            waiter_frozen[key][w.cls] += 1
     freeze_ms = (result["config"].get("preempt") or {}).get("freeze_ms")
     holder_cpu = run.trailer["gt"]["holder_cpu"]
     held = []
@@ -128,6 +143,7 @@ def evaluate(out_dir, result=None, run=None):
         "classes_all_long_waits": classed.summary(),
         "ground_truth": {k: v for k, v in truth.items() if k != "details"},
         "known_holder_ran_classes": ran_classes,
+        "frozen_waiter_classes": waiter_frozen,
         "clock": {"points": len(points), "fitted": len(chosen),
                   "report": cmap.report(),
                   "brackets": clock.bracket_stats(points, hz),
@@ -212,6 +228,7 @@ def report_lines(ev, verdict=None, reasons=()):
         f"  possibly-preempted waits: {g['possibly_preempted']}, of which the holder in fact ran "
         f"(frozen <= half): {g['possibly_preempted_holder_ran']}",
         f"  waits whose known holder ran (on > half): classed {ev['known_holder_ran_classes']}",
+        f"  waits whose own vCPU was frozen (> half): classed {ev['frozen_waiter_classes']}",
         f"  clock: {c['points']} points, {c['fitted']} fitted; "
         f"brackets median {c['brackets']['median'] / hz * 1e6:.0f} us, p99 "
         f"{c['brackets']['p99'] / hz * 1e6:.0f} us; bound at those waits median "

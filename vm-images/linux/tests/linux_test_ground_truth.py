@@ -10,8 +10,13 @@ holder the module recorded (attribution.ground_truth_check), groundtruth.py puts
   holder-preempted, none holder-ran;
 - 4 vCPUs: >= 95 % holder-preempted or possibly-preempted, none holder-ran; printed: how many
   possibly-preempted waits had a holder that in fact ran (how loose the bound is);
-- the control (2 vCPUs, no freeze): no wait behind a frozen holder, and none of the (many) long
-  waits whose known holder ran is classed holder-preempted.
+- the control (2 vCPUs, the holder's vCPU never frozen: vCPU 0, the waiter's, is frozen
+  instead): few or no waits behind a frozen holder, and none of the long waits whose known
+  holder ran is classed holder-preempted, in particular none of those whose own vCPU was
+  frozen (lock-waiter preemption, which a class must not blame on the holder). A control with
+  no freeze at all would judge "holder ran" from the same timeline the classes come from, and
+  passes with vCPU 0's and 1's timelines swapped (tried); frozen waiters are known from
+  preempt's record, independently.
 
 Lock mode tas (TCG's default, the test-and-set virt_spin_lock): a waiter waits only for the
 lock's holder. Under the native queued lock a frozen vCPU that is next in the queue (pending)
@@ -64,6 +69,8 @@ def leftovers(before_tmp, load_pids):
 
 
 def gt_run(tmp_path, cpus, seconds, freeze):
+    """One gt run with the clock and the timeline (and preempt with `freeze`), its always-true
+    checks, and groundtruth.evaluate's figures."""
     if not hostload.spinlab_load().is_file():
         pytest.fail(f"no {hostload.spinlab_load()}: build the host tools (make) first")
     before = our_tmp_dirs()
@@ -86,6 +93,10 @@ def gt_run(tmp_path, cpus, seconds, freeze):
     for name in ("timeline", "preempt") if freeze else ("timeline",):
         assert (tmp_path / f"{name}.csv").is_file() and name in res["host"]["recorders"]
     ev = groundtruth.evaluate(tmp_path, res, run)
+    if freeze:   # the vCPU asked for, and it alone, frozen about every period of the workload
+        (v,) = freeze["vcpus"]
+        assert set(ev["freezes"]) == {str(v)}, ev["freezes"]
+        assert ev["freezes"][str(v)] >= 0.5 * seconds * 1000 / freeze["period_ms"], ev["freezes"]
     return res, run, ev
 
 
@@ -95,7 +106,7 @@ def report(ev, verdict, reasons):
     return text
 
 
-@pytest.mark.parametrize("cpus,seconds", [(2, 15), (4, 20)], ids=["2vcpus", "4vcpus"])
+@pytest.mark.parametrize("cpus,seconds", [(2, 12), (4, 18)], ids=["2vcpus", "4vcpus"])
 def test_frozen_holder(guest_image, tmp_path, cpus, seconds):
     res, run, ev = gt_run(tmp_path, cpus, seconds, FREEZE)
     verdict, reasons = groundtruth.judge(ev)
@@ -117,18 +128,27 @@ def test_frozen_holder(guest_image, tmp_path, cpus, seconds):
               f"the wait)", file=sys.stderr)
 
 
-def test_control_without_freezes(guest_image, tmp_path):
-    res, run, ev = gt_run(tmp_path, 2, 8, None)
-    report(ev, None, ())
+def test_control_holder_never_frozen(guest_image, tmp_path):
+    res, run, ev = gt_run(tmp_path, 2, 8, dict(FREEZE, vcpus=[0]))
+    text = report(ev, None, ())
     g = ev["ground_truth"]
     ran = ev["known_holder_ran_classes"]
+    fw = ev["frozen_waiter_classes"].get("holder_not_frozen", {})
     bad = {k: v for k, v in ev["recorders"].items() if v != 0}
-    if bad or sum(ran.values()) < 100:
+    if bad or sum(ran.values()) < 100 or sum(fw.values()) < 20:
         pytest.skip(f"control not judged on this host: recorders {ev['recorders']}, "
-                    f"{sum(ran.values())} long waits whose known holder ran (fewer than 100)")
-    assert ev["freezes"] == {} and g["frozen_holder_waits"] == 0
-    assert ran.get(attribution.HOLDER_PREEMPTED, 0) == 0, ran
-    # the rest are holder-ran or, where the clock's bound lets the share straddle 1/2 (waits of
-    # a few ms against a bound of a few tenths), uncertain; printed, not judged
-    assert ran.get(attribution.HOLDER_RAN, 0) > 0, ran
-    print(f"control: of {sum(ran.values())} long waits whose known holder ran: {ran}", file=sys.stderr)
+                    f"{sum(ran.values())} long waits whose known holder ran (fewer than 100?), "
+                    f"{sum(fw.values())} of a frozen waiter whose holder was not frozen (fewer "
+                    f"than 20?)\n{text}")
+    # few or no waits behind a frozen holder: vCPU 0 holds the lock only for its tiny holds
+    assert g["frozen_holder_waits"] <= max(5, 0.1 * ev["freezes"]["0"]), text
+    # none of the waits whose known holder ran is classed holder-preempted
+    assert ran.get(attribution.HOLDER_PREEMPTED, 0) == 0, text
+    # The waits of a frozen waiter (known from preempt's record, not from the timeline) are
+    # mostly holder-ran: a class that took the waiter's own off time for the holder's would
+    # call them all holder-preempted. Not all: while vCPU 0's thread is frozen, QEMU can stall
+    # vCPU 1's (it sleeps, state S, e.g. waiting for the frozen thread to leave its TCG loop),
+    # and the holder is then off indeed.
+    assert fw.get(attribution.HOLDER_RAN, 0) >= 0.5 * sum(fw.values()), text
+    print(f"control: of {sum(ran.values())} long waits whose known holder ran: {ran}; of "
+          f"{sum(fw.values())} whose own vCPU was frozen (holder not): {fw}", file=sys.stderr)
