@@ -172,7 +172,8 @@ def cmd_check(a):
 
 def cmd_groundtruth(a):
     ev = groundtruth.evaluate(a.run_dir)
-    verdict, reasons = groundtruth.judge(ev)
+    verdict, reasons = (groundtruth.judge_control if groundtruth.is_control(ev)
+                        else groundtruth.judge)(ev)
     if a.json:
         print(json.dumps(dict(ev, verdict=verdict, reasons=reasons), indent=2, default=str))
     else:
@@ -263,8 +264,9 @@ def parser():
     g = sub.add_parser("groundtruth", help="a gt run's classes against the module's holder",
                        description="Class the long waits of a gt run (clock, timeline, "
                        "freezes) and check them against the holder the ground-truth module "
-                       "recorded; prints the figures and a verdict (pass, fail, not judged). "
-                       "Exit status 1 on fail.")
+                       "recorded; prints the figures and a verdict (pass, fail, not judged): "
+                       "the issue's bar, or for a control run (the freezes on another vCPU than "
+                       "the holder's) the control's. Exit status 1 on fail.")
     g.add_argument("run_dir", help="the run's --out folder")
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_groundtruth)

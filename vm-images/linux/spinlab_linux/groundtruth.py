@@ -125,11 +125,18 @@ def evaluate(out_dir, result=None, run=None):
     waited = ti.IntervalSet([(w.host_start, w.host_end) for w in on_lock
                              if w.cpu != holder_cpu and w.host_start is not None
                              and w.host_end > w.host_start], "a wait")
-    covered = sum(1 for s0, e0 in caught
+    # ... counted where another vCPU ran for more than half the freeze (the timeline): its
+    # thread then tried the lock; a waiter whose vCPU thread waited for a host CPU through the
+    # whole freeze (a busy host) leaves no wait there
+    others_on = [(s0, e0) for s0, e0 in caught if any(
+        Fraction(tl.on_set(v).measure(s0, e0), e0 - s0) > Fraction(1, 2)
+        for v in range(ncpus) if v != holder_cpu)]
+    covered = sum(1 for s0, e0 in others_on
                   if Fraction(waited.measure(s0, e0), e0 - s0) > Fraction(1, 2))
     recorders = {k: v.get("returncode") for k, v in (host.get("recorders") or {}).items()}
     out = {
         "ncpus": ncpus,
+        "holder_cpu": holder_cpu,
         "lock": f"{run.gt_lock:#x}",
         "mode": result["observed_lock_mode"],
         "seconds": result["config"]["seconds"],
@@ -155,7 +162,9 @@ def evaluate(out_dir, result=None, run=None):
         # more than half the freeze (the module's holds, mapped): each should leave a wait
         # behind a frozen holder on every other CPU; independent of the waits and the classes
         "freezes_on_holder": len(caught),
-        # ... and of those, the ones a long wait on the lock spans for more than half
+        # ... of those, the ones during which another vCPU ran for more than half the freeze,
+        # and of these the ones a long wait on the lock spans for more than half
+        "freezes_on_holder_others_on": len(others_on),
         "freezes_on_holder_waited": covered,
         "recorders": recorders,
         "freeze_ms": freeze_ms,
@@ -167,9 +176,10 @@ def judge(ev, min_waits=MIN_FROZEN_HOLDER_WAITS):
     """(verdict, reasons): verdict 'pass', 'fail' or 'not judged'.
 
     A failure whatever the load: a freeze that caught the holder holding the lock
-    (freezes_on_holder: from the module's holds and preempt's record alone) stops every other
-    CPU that tries the lock, so a long wait on the lock spans it; fewer than half of those
-    freezes spanned by a wait (freezes_on_holder_waited) means waits lost or misplaced.
+    (freezes_on_holder: from the module's holds and preempt's record alone) while another vCPU
+    ran for more than half of it (freezes_on_holder_others_on: the timeline) stops that vCPU's
+    thread on the lock, so a long wait on the lock spans it; fewer than half of those freezes
+    spanned by a wait (freezes_on_holder_waited) means waits lost or misplaced.
 
     The premise, which this host's load can break ('not judged'): the recorders exited 0 (no
     lost trace events); at least min_waits freezes caught the holder, and at least min_waits
@@ -186,10 +196,12 @@ def judge(ev, min_waits=MIN_FROZEN_HOLDER_WAITS):
     bad = {k: v for k, v in ev["recorders"].items() if v != 0}
     if bad:
         reasons.append(f"a host recorder did not exit cleanly (lost events?): {bad}")
-    f, fw = ev["freezes_on_holder"], ev["freezes_on_holder_waited"]
-    if not bad and f >= min_waits and fw < f / 2:
-        return "fail", [f"{f} freezes caught the holder holding the lock, but only {fw} of them "
-                        f"were spanned by a long wait on the lock: waits lost or misplaced"]
+    f, fo, fw = (ev["freezes_on_holder"], ev["freezes_on_holder_others_on"],
+                 ev["freezes_on_holder_waited"])
+    if not bad and fo >= min_waits and fw < fo / 2:
+        return "fail", [f"{fo} freezes caught the holder holding the lock while another vCPU "
+                        f"ran, but only {fw} of them were spanned by a long wait on the lock: "
+                        f"waits lost or misplaced"]
     if f < min_waits:
         reasons.append(f"{f} effective freezes caught the holder holding the lock, fewer than "
                        f"{min_waits}")
@@ -205,6 +217,55 @@ def judge(ev, min_waits=MIN_FROZEN_HOLDER_WAITS):
     if reasons:
         return "not judged", reasons
     return ("pass" if g["meets_bar"] else "fail"), [g["bar"]]
+
+
+def judge_control(ev, min_ran=100, min_frozen_waiter=20):
+    """(verdict, reasons) of a control run: the holder's vCPU never frozen, the waiter's (vCPU
+    0) frozen instead. Few or no waits behind a frozen holder (the frozen vCPU holds the lock
+    only for its tiny holds): at most max(5, a tenth of the freezes); none of the waits whose
+    known holder ran (its vCPU on for more than half the wait) classed holder-preempted; and of
+    the waits whose own vCPU was frozen for more than half (preempt's record, independent of
+    the timeline) and whose holder was not, at least half holder-ran: a class that took the
+    waiter's own off time for the holder's would call them all holder-preempted. Not all of
+    them: while one vCPU thread is frozen QEMU can stall the other (it sleeps, state S), and
+    the holder is then off indeed. Not judged: a recorder that did not exit 0, fewer than
+    min_ran waits whose holder ran or min_frozen_waiter of a frozen waiter."""
+    g = ev["ground_truth"]
+    ran = ev["known_holder_ran_classes"]
+    fw = ev["frozen_waiter_classes"].get("holder_not_frozen", {})
+    bad = {k: v for k, v in ev["recorders"].items() if v != 0}
+    reasons = []
+    if bad:
+        reasons.append(f"a host recorder did not exit cleanly (lost events?): {bad}")
+    if sum(ran.values()) < min_ran:
+        reasons.append(f"{sum(ran.values())} long waits whose known holder ran, fewer than "
+                       f"{min_ran}")
+    if sum(fw.values()) < min_frozen_waiter:
+        reasons.append(f"{sum(fw.values())} waits of a frozen waiter whose holder was not "
+                       f"frozen, fewer than {min_frozen_waiter}")
+    if reasons:
+        return "not judged", reasons
+    nfreezes = sum(ev["freezes"].values())
+    fails = []
+    if g["frozen_holder_waits"] > max(5, 0.1 * nfreezes):
+        fails.append(f"{g['frozen_holder_waits']} waits behind a frozen holder, more than "
+                     f"max(5, a tenth of {nfreezes} freezes)")
+    if ran.get(attribution.HOLDER_PREEMPTED, 0):
+        fails.append(f"{ran[attribution.HOLDER_PREEMPTED]} waits whose known holder ran classed "
+                     f"holder-preempted")
+    if fw.get(attribution.HOLDER_RAN, 0) < 0.5 * sum(fw.values()):
+        fails.append(f"of {sum(fw.values())} waits of a frozen waiter, only "
+                     f"{fw.get(attribution.HOLDER_RAN, 0)} holder-ran")
+    if fails:
+        return "fail", fails
+    return "pass", ["few or no waits behind a frozen holder; none whose holder ran classed "
+                    "holder-preempted; the frozen waiter's waits mostly holder-ran"]
+
+
+def is_control(ev):
+    """A run whose freezes never touched the module's holder CPU."""
+    fz = ev.get("freeze") or {}
+    return bool(fz) and ev["holder_cpu"] not in fz.get("vcpus", [])
 
 
 def report_lines(ev, verdict=None, reasons=()):
@@ -236,7 +297,8 @@ def report_lines(ev, verdict=None, reasons=()):
            if b["median"] is not None else "-")
         + f"; offset slope {c['report']['offset_slope_ppm']:.1f} ppm",
         f"  freezes {ev['freezes']}, {ev['freezes_on_holder']} of them caught the holder holding "
-        f"the lock, {ev['freezes_on_holder_waited']} of those spanned by a long wait; recorders "
+        f"the lock, {ev['freezes_on_holder_others_on']} of those while another vCPU ran, "
+        f"{ev['freezes_on_holder_waited']} of these spanned by a long wait; recorders "
         f"{ev['recorders']}",
     ]
     if verdict:
