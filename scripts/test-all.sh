@@ -162,10 +162,12 @@ step "an ordinary user runs spinlab and the labs (no root)" scripts/rootless-tes
 # freeze phase) the waits between the freezes were 1 in 1.8 (CI, issue 42).
 labs_tests() { pytest_dir labs; }
 step "classroom labs: checkers on real and edited results (pytest)" labs_tests
-# The Linux guest (issue 51, vm-images/linux/): Debian's kernel, busybox-static and rt-tests
-# fetched into build/linux/ (apt-get download + dpkg -x, ~75 MB the first time, nothing after;
-# never installed), the initramfs, then 64 host-only tests and 6 TCG boots at 2 vCPUs (~35 s on
-# 2 cores). Its test files are linux_test_*.py, which the vm-images step does not collect.
+# The Linux guest (issue 51, vm-images/linux/): Debian's kernel, its headers (for the ground
+# truth's module), busybox-static and rt-tests fetched into build/linux/ (apt-get download +
+# dpkg -x, ~90 MB the first time, nothing after; never installed), the initramfs, then the
+# host-only tests, short TCG boots, and the ground truth at 2 and 4 vCPUs with a control
+# (~100 s on 2 cores). Its test files are linux_test_*.py, which the vm-images step does not
+# collect.
 linux_guest_tests() {
     vm-images/linux/spinlab-linux fetch >/dev/null && vm-images/linux/spinlab-linux initramfs >/dev/null &&
         pytest_dir vm-images/linux/tests
