@@ -177,6 +177,24 @@ def installed_version(dest):
         return None
 
 
+def _unpack(package, version, deb, into):
+    """dpkg -x the downloaded package into `into` (never installed on the host)."""
+    log(f"{package} {version}: unpacking {deb.stat().st_size / 1e6:.1f} MB with dpkg -x")
+    r = _run(["dpkg", "-x", str(deb), str(into)])
+    if r.returncode != 0:
+        raise FetchError(f"dpkg -x {deb.name} failed: {r.stderr.strip()[-500:]}")
+
+
+def _replace(dest, staging):
+    """Puts the finished `staging` folder in place of `dest` (a former version is removed)."""
+    if dest.exists():
+        old = dest.with_name(dest.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        dest.rename(old)
+        shutil.rmtree(old, ignore_errors=True)
+    staging.rename(dest)
+
+
 def fetch_package(package, version, dest, workdir):
     """Make dest the unpacked package at version; False when it already was (nothing done)."""
     dest = Path(dest)
@@ -186,20 +204,11 @@ def fetch_package(package, version, dest, workdir):
     log(f"{package} {version}: downloading")
     deb = download(package, version, workdir)
     try:
-        size = deb.stat().st_size
-        log(f"{package} {version}: unpacking {size / 1e6:.1f} MB with dpkg -x")
         staging = Path(tempfile.mkdtemp(prefix=f".{package}-", dir=dest.parent))
         try:
-            r = _run(["dpkg", "-x", str(deb), str(staging)])
-            if r.returncode != 0:
-                raise FetchError(f"dpkg -x {deb.name} failed: {r.stderr.strip()[-500:]}")
+            _unpack(package, version, deb, staging)
             (staging / STAMP).write_text(version + "\n")
-            if dest.exists():
-                old = dest.with_name(dest.name + ".old")
-                shutil.rmtree(old, ignore_errors=True)
-                dest.rename(old)
-                shutil.rmtree(old, ignore_errors=True)
-            staging.rename(dest)
+            _replace(dest, staging)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -397,21 +406,12 @@ def fetch_headers(kernel, build):
                 log(f"{package} {version}: downloading")
                 deb = download(package, version, build)
                 try:
-                    log(f"{package} {version}: unpacking {deb.stat().st_size / 1e6:.1f} MB "
-                        f"with dpkg -x")
-                    r = _run(["dpkg", "-x", str(deb), str(staging)])
-                    if r.returncode != 0:
-                        raise FetchError(f"dpkg -x {deb.name} failed: {r.stderr.strip()[-500:]}")
+                    _unpack(package, version, deb, staging)
                 finally:
                     shutil.rmtree(deb.parent, ignore_errors=True)
             fix_headers_makefile(staging / hdir.relative_to(dest), dest)
             (staging / STAMP).write_text(stamp + "\n")
-            if dest.exists():
-                old = dest.with_name(dest.name + ".old")
-                shutil.rmtree(old, ignore_errors=True)
-                dest.rename(old)
-                shutil.rmtree(old, ignore_errors=True)
-            staging.rename(dest)
+            _replace(dest, staging)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
