@@ -236,6 +236,16 @@ def test_tools_survive_random_writes(guest, tmp_path):
             print(f"  {what}: {why}")
 
     assert writes > WRITE_SECONDS * WRITES_PER_SECOND // 4
+    # The guest must outlive the writes: its kernel writes its events into the region, and a
+    # control word or slot table entry written here must not send it outside (a page fault there
+    # once ended the guest, and every later tool exited 3, "no VM").
+    if any(rc == 3 for _, rc, _, _, _ in results):
+        console = os.path.join(g["run_dir"], "vm", g["name"], "console.log")
+        try:
+            tail = open(console, errors="replace").read()[-3000:]
+        except OSError as e:
+            tail = f"(no console: {e})"
+        pytest.fail(f"a tool found no VM: did the guest die? Its console's end:\n{tail}")
     events = []
     for what, rc, out, err, path in results:
         check_exit(what, rc, err)

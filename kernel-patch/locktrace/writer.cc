@@ -30,17 +30,27 @@ namespace {
 // The slot for buffer p when `in_use` of the CPU's a allocated slots hold buffers nobody gave
 // back yet (real-time: queued for the host; circular: published and not overwritten). Grows by
 // one slot when all are in use and one is still reserved. Returns false when none is free.
+//
+// The control words and the slot table lie in the shared region, where the host (or anything
+// that maps the region) can write: a slot outside the CPU's nbuf reserved ones is refused as
+// none free (the event is lost, counted), so no write ever leaves this CPU's buffers whatever
+// the region holds. Seen: a scribbled slot table entry sent lockbench's ring take to write at
+// 0x7b1ab66d7058 (a page fault, the guest gone).
 bool pick_slot(Writer& w, uint64_t p, uint64_t in_use, uint32_t* slot) {
     TraceCpuControl& c = *w.ctl;
     const uint64_t a = __atomic_load_n(&c.buffers_allocated, __ATOMIC_RELAXED);  // ours
+    uint64_t s;
     if (in_use < a) {
         // The slot of buffer p - a, which has left the window of the last a buffers.
-        *slot = p < a ? uint32_t(p) : __atomic_load_n(&w.slots[(p - a) % w.nbuf], __ATOMIC_RELAXED);
-        return true;
+        s = p < a ? p : __atomic_load_n(&w.slots[(p - a) % w.nbuf], __ATOMIC_RELAXED);
+    } else if (a < w.nbuf) {
+        s = a;  // grow: a slot never used in this session
+        __atomic_store_n(&c.buffers_allocated, a + 1, __ATOMIC_RELAXED);
+    } else {
+        return false;
     }
-    if (a >= w.nbuf) return false;
-    *slot = uint32_t(a);  // grow: a slot never used in this session
-    __atomic_store_n(&c.buffers_allocated, a + 1, __ATOMIC_RELAXED);
+    if (s >= w.nbuf) [[unlikely]] return false;
+    *slot = uint32_t(s);
     return true;
 }
 
@@ -57,7 +67,7 @@ bool next_buffer(Writer& w) {
             __atomic_store_n(&c.overwritten, o + 1, __ATOMIC_RELAXED);
             __atomic_thread_fence(__ATOMIC_RELEASE);  // x86: a compiler barrier only
             lc::counter_inc(&c.log_buffers_lost);
-            pick_slot(w, p, p - o - 1, &slot);  // the slot of buffer o: now free
+            if (!pick_slot(w, p, p - o - 1, &slot)) return false;  // the slot of buffer o: now free
         }
     } else {
         // Acquire: the host's reads of the slot it gave back happen before our writes to it.

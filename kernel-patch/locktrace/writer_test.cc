@@ -354,6 +354,50 @@ void concurrent_run(TraceLoggerMode mode, uint64_t per_cpu, bool slow_consumer) 
     }
 }
 
+// The control words and the slot table lie in the shared region, which the host (or whatever
+// maps it) can write: whatever they hold, every event the writer gives room for lies inside the
+// CPU's reserved buffers, and every attempt is still counted written or lost. With the slot
+// check in pick_slot removed, a scribbled slot table entry moves the room outside (and the
+// guest's kernel then wrote to an unmapped address: the hostile-region test's guest panicked).
+TEST(Writer, ScribbledControlWordsNeverMoveAWriteOutsideTheCpusBuffers) {
+    constexpr uint64_t kValues[] = {0, 1, 3, 4, 5, 1u << 20, uint64_t(1) << 32, uint64_t(1) << 63,
+                                    ~uint64_t{0}, 0x7b1ab66d7058};
+    for (TraceLoggerMode mode : {TraceLoggerMode::kRealTime, TraceLoggerMode::kCircular}) {
+        auto a = make_area(1, 4096, 4, mode, 7, 2);
+        Writer w;
+        writer_arm(w, a.area(), 0);
+        const uint8_t* lo = static_cast<const uint8_t*>(area_buffer(a.area(), 0, 0));
+        const uint8_t* hi = lo + uint64_t(w.nbuf) * w.buffer_size;
+        TraceCpuControl& c = *w.ctl;
+        uint64_t* words[] = {&c.produced, &c.overwritten, &c.buffers_allocated, &c.consumed};
+        uint64_t rng = 12345;
+        for (int round = 0; round < 4000; round++) {
+            rng = rng * 6364136223846793005u + 1442695040888963407u;
+            const uint64_t v = kValues[(rng >> 33) % std::size(kValues)];
+            if ((rng >> 20) & 1)
+                *words[(rng >> 40) % std::size(words)] = v;
+            else
+                w.slots[(rng >> 40) % w.nbuf] = uint32_t(v);
+            for (int i = 0; i < int(kPerBuffer) + 3; i++) {  // past a buffer's end: a new slot
+                constexpr uint32_t size = sizeof(TraceSyscallExitEvent);
+                const uint64_t attempted = c.events_attempted, lost = c.events_lost;
+                uint8_t* room = static_cast<uint8_t*>(begin_write(w, size));
+                if (room == nullptr) {
+                    ASSERT_EQ(c.events_lost, lost + 1) << "a refused write is a counted loss";
+                    continue;
+                }
+                ASSERT_TRUE(room >= lo && room + size <= hi)
+                    << "round " << round << ": room at " << static_cast<void*>(room)
+                    << " outside the CPU's buffers " << static_cast<const void*>(lo) << ".."
+                    << static_cast<const void*>(hi);
+                std::memset(room, 0xab, size);
+                end_write(w, size, 1);
+                ASSERT_EQ(c.events_attempted, attempted + 1);
+            }
+        }
+    }
+}
+
 TEST(WriterConcurrent, RealTimeAccountsExactlyUnderAFastConsumer) {
     concurrent_run(TraceLoggerMode::kRealTime, 200000, false);
 }

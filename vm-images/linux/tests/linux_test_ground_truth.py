@@ -31,7 +31,7 @@ import os
 import sys
 
 import pytest
-from linux_testlib import guest_image  # noqa: F401  (a fixture)
+from linux_testlib import allowed_probe_misses, guest_image  # noqa: F401  (a fixture)
 from linux_test_boot import our_tmp_dirs, qemu_children
 
 from spinlab_linux import attribution, boot, groundtruth, hostload
@@ -84,10 +84,10 @@ def gt_run(tmp_path, cpus, seconds, freeze):
     g = run.trailer["gt"]
     assert g["holder_cpu"] == 1 and g["dropped"] == 0 and len(run.holds) == g["holds"] > 100
     assert res["summary"]["lost_events"] == 0 and res["summary"]["uncounted_losses"] == 0
-    # A probe hit inside a probe's own handler on that CPU is missed (kprobe recursion, seen
-    # once in 19,545 waits at 4 vCPUs): begin and end alike, a whole wait, the pairing intact.
+    # A probe hit inside a probe's own handler on that CPU is missed (kprobe recursion):
+    # begin and end alike, a whole wait, the pairing intact; a few allowed (allowed_probe_misses).
     p = res["trailer"]["probes"]
-    assert p["begin_misses"] == p["end_misses"] <= 1e-3 * p["begin_hits"]
+    assert p["begin_misses"] == p["end_misses"] <= allowed_probe_misses(p["begin_hits"]), p
     assert res["host"]["clock"]["points"] > 100
     for name in ("timeline", "preempt") if freeze else ("timeline",):
         assert (tmp_path / f"{name}.csv").is_file() and name in res["host"]["recorders"]

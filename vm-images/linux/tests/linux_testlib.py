@@ -17,6 +17,15 @@ DATA = Path(__file__).resolve().parent / "data"
 from spinlab_linux import fetch, initramfs, paths, records  # vm-images/linux: pytest.ini's pythonpath
 
 
+def allowed_probe_misses(waits):
+    """How many probe misses a boot may have. A probe misses when it fires while a kprobe handler
+    already runs on that CPU (an interrupt whose handler takes a contended spinlock inside the
+    handler's window): the guest's timing, not the agent's. Seen: 2 misses in one CI boot of
+    thousands of waits, 1 in a 637-wait ground-truth boot beside two busy loops. Each is counted
+    and reported (README: a miss can pair a nested wait with the wrong end); a few are allowed."""
+    return max(2, waits // 1000)
+
+
 def frame(ftype, payload, seq, version=records.FORMAT_VERSION, magic=records.MAGIC, crc=None,
           length=None):
     """One frame as the agent writes it; crc and length may be forced wrong."""
