@@ -24,7 +24,12 @@
 // of who held its lock and when go to the host in HOLDS frames. With spinlab.clock=1 a thread
 // answers the host's pings on the port org.spinlab.clock with the guest's TSC (the clock that
 // maps guest TSC to host TSC); with spinlab.go=1 the workload starts only when the host sends
-// a go byte (once its own recorders are running).
+// a go byte (once its own recorders are running). With spinlab.region=1 the agent is also a
+// spinlab guest for the host's tools: it lays spinlab's shared region out in the ivshmem
+// device (guest/region.cc), publishes its TSC there every 10 ms as spinlab's kernel does, and
+// reads each CPU's events live (tracefs per_cpu/cpuN/trace_pipe, a thread per CPU) so that
+// every wait lands in that CPU's lock class 0 as it ends: spinlab-collect query, watch and
+// record read a Linux guest's slow-path waits while it runs. The stream is the same.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +53,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
+
+#include "region.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS "/sys/kernel/debug"
@@ -267,9 +274,10 @@ struct settings {
     int go;                 // wait for the host's go byte before the workload
     int gt_holder;          // gt: holder_cpu, hold_us, gap_us, waiter_gap_us (-1: default)
     long gt_hold_us, gt_gap_us, gt_waiter_gap_us;
+    int region;             // spinlab's shared region in the ivshmem device, waits read live
 };
 static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0,
-                            0, 0, 1, 2000, 100, -1};
+                            0, 0, 1, 2000, 100, -1, 0};
 static char cmdline[4096];
 
 static void read_settings(void) {
@@ -318,9 +326,9 @@ static void read_settings(void) {
         } else if (!strcmp(k, "costsym")) {
             if (strlen(v) >= sizeof S.cost_symbol) fail("spinlab.costsym=%s: too long", v);
             strcpy(S.cost_symbol, v);
-        } else if (!strcmp(k, "clock") || !strcmp(k, "go")) {
+        } else if (!strcmp(k, "clock") || !strcmp(k, "go") || !strcmp(k, "region")) {
             if (strcmp(v, "0") && strcmp(v, "1")) fail("spinlab.%s=%s: 0 or 1", k, v);
-            *(!strcmp(k, "clock") ? &S.clock : &S.go) = v[0] == '1';
+            *(!strcmp(k, "clock") ? &S.clock : !strcmp(k, "go") ? &S.go : &S.region) = v[0] == '1';
         } else if (!strcmp(k, "gt")) {   // HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US]
             char extra;
             long w = -1;
@@ -342,6 +350,9 @@ static void read_settings(void) {
         fail("spinlab.workload=%s: hackbench, forkexec, idle, probecost or gt", S.workload);
     if (S.ab_phases && (!S.trace || (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec"))))
         fail("spinlab.abphases needs spinlab.trace=1 and the hackbench or forkexec workload");
+    if (S.region && (S.ab_phases || !S.trace || !strcmp(S.workload, "probecost")))
+        fail("spinlab.region=1 reads the waits live: it needs spinlab.trace=1, no spinlab.abphases, "
+             "and a workload other than probecost");
 }
 
 // ---- the ports ----
@@ -927,16 +938,32 @@ struct cpu_stats {
     uint64_t first_ts, last_ts;
     // per_cpu/cpuN/stats
     uint64_t entries, overrun, commit_overrun, dropped, bytes;
+    uint64_t read_events;     // consumed through trace_pipe (spinlab.region=1), no longer in entries
 };
 
 #define MAX_DEPTH 32
 static struct wait_rec batch[WAITS_PER_FRAME];
 static int batch_n;
 static uint64_t total_waits;
+// spinlab.region=1: the CPUs' reader threads add to the batch side by side.
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void flush_batch(void) {
+    pthread_mutex_lock(&batch_lock);
     if (batch_n) emit(F_WAITS, batch, (uint32_t)(batch_n * sizeof batch[0]));
     batch_n = 0;
+    pthread_mutex_unlock(&batch_lock);
+}
+
+static void add_wait(const struct wait_rec *w) {
+    pthread_mutex_lock(&batch_lock);
+    batch[batch_n++] = *w;
+    total_waits++;
+    if (batch_n == WAITS_PER_FRAME) {
+        emit(F_WAITS, batch, (uint32_t)(batch_n * sizeof batch[0]));
+        batch_n = 0;
+    }
+    pthread_mutex_unlock(&batch_lock);
 }
 
 static void read_cpu_stats(int cpu, struct cpu_stats *c) {
@@ -950,6 +977,7 @@ static void read_cpu_stats(int cpu, struct cpu_stats *c) {
         else if (sscanf(line, "commit overrun: %llu", &v) == 1) c->commit_overrun = v;
         else if (sscanf(line, "dropped events: %llu", &v) == 1) c->dropped = v;
         else if (sscanf(line, "bytes: %llu", &v) == 1) c->bytes = v;
+        else if (sscanf(line, "read events: %llu", &v) == 1) c->read_events = v;
     }
 }
 
@@ -964,74 +992,173 @@ static int parse_ts(const char *line, const char *ev, uint64_t *ts) {
     return 0;
 }
 
-// Reads one CPU's trace text (tracefs per_cpu/cpuN/trace, or a file in --replay) and sends its
-// waits: a begin is pushed on the CPU's stack, an end pops the latest begin (a wait that began
-// inside another, from an interrupt, ends first). An end with nothing open and the begins left
-// open at the end are counted as unpaired, never guessed at.
+// One CPU's trace text, line by line (tracefs per_cpu/cpuN/trace after the run, its trace_pipe
+// live with spinlab.region=1, or a file in --replay), paired into waits: a begin is pushed on
+// the CPU's stack, an end pops the latest begin (a wait that began inside another, from an
+// interrupt, ends first). An end with nothing open and the begins left open at the end are
+// counted as unpaired, never guessed at. Each wait goes to the stream and, with the region, into
+// the CPU's lock class 0.
+struct pairing {
+    int cpu;
+    struct cpu_stats *c;
+    char bpat[64], epat[64];
+    struct { uint64_t lock, ts; } stack[MAX_DEPTH];
+    int depth, lineno, gi;
+};
+
+static void pairing_init(struct pairing *p, int cpu, const char *begin_ev, const char *end_ev,
+                         struct cpu_stats *c) {
+    memset(p, 0, sizeof *p);
+    p->cpu = cpu;
+    p->c = c;
+    snprintf(p->bpat, sizeof p->bpat, ": %s: ", begin_ev);
+    snprintf(p->epat, sizeof p->epat, ": %s: ", end_ev);
+}
+
+static void pairing_line(struct pairing *p, const char *line) {
+    struct cpu_stats *c = p->c;
+    if (p->lineno++ < S.dump_lines) fprintf(stderr, "trace cpu%d: %s", p->cpu, line);
+    if (line[0] == '#' || line[0] == '\n' || line[0] == 0) return;
+    const char *b = strstr(line, p->bpat), *e = b ? NULL : strstr(line, p->epat);
+    uint64_t ts;
+    if (!b && !e) {
+        if (strstr(line, "LOST") && strstr(line, "EVENTS")) c->lost_markers++;
+        else c->unparsed++;
+        return;
+    }
+    if (parse_ts(line, b ? b : e, &ts)) { c->unparsed++; return; }
+    if (!c->first_ts) c->first_ts = ts;
+    c->last_ts = ts;
+    while (p->gi < ngaps && ts > gaps[p->gi].to) p->gi++;
+    if (p->gi < ngaps && ts >= gaps[p->gi].from) {    // inside a gap: counted, never paired
+        c->cut += (uint64_t)p->depth;
+        c->unpaired_begin += (uint64_t)p->depth;
+        p->depth = 0;
+        c->in_gaps++;
+        if (b) { c->begins++; c->unpaired_begin++; }
+        else { c->ends++; c->unpaired_end++; }
+        return;
+    }
+    if (p->gi > 0 && p->depth && p->stack[p->depth - 1].ts < gaps[p->gi - 1].to) {   // opened before a gap
+        c->cut += (uint64_t)p->depth;
+        c->unpaired_begin += (uint64_t)p->depth;
+        p->depth = 0;
+    }
+    if (b) {
+        const char *l = strstr(b, "lock=0x");
+        if (!l) { c->unparsed++; return; }
+        c->begins++;
+        if (p->depth == MAX_DEPTH) { c->too_deep++; c->unpaired_begin++; return; }
+        p->stack[p->depth].lock = strtoull(l + 7, NULL, 16);
+        p->stack[p->depth].ts = ts;
+        p->depth++;
+        if ((uint64_t)p->depth > c->max_depth) c->max_depth = (uint64_t)p->depth;
+    } else {
+        c->ends++;
+        if (p->depth == 0) { c->unpaired_end++; return; }
+        p->depth--;
+        struct wait_rec w = {.cpu = (uint32_t)p->cpu, .depth = (uint16_t)p->depth,
+                             .lock = p->stack[p->depth].lock, .start = p->stack[p->depth].ts, .end = ts};
+        if (ts < w.start) fail("cpu %d: a wait ends (%llu) before it starts (%llu)",
+                               p->cpu, (unsigned long long)ts, (unsigned long long)w.start);
+        if (p->depth) c->nested++;
+        c->waits++;
+        if (S.region) region_record_wait(p->cpu, w.start, w.end);
+        add_wait(&w);
+    }
+}
+
+static void pairing_end(struct pairing *p) {
+    p->c->unpaired_begin += (uint64_t)p->depth;
+    p->depth = 0;
+}
+
+// Reads one CPU's trace text from a file, whole.
 static void read_cpu_trace(int cpu, const char *path, const char *begin_ev, const char *end_ev,
                            struct cpu_stats *c) {
-    char bpat[64], epat[64];
-    snprintf(bpat, sizeof bpat, ": %s: ", begin_ev);
-    snprintf(epat, sizeof epat, ": %s: ", end_ev);
     FILE *f = fopen(path, "r");
     if (!f) fail("cannot open %s: %s", path, strerror(errno));
     static char line[4096];
-    struct { uint64_t lock, ts; } stack[MAX_DEPTH];
-    int depth = 0, lineno = 0, gi = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (lineno++ < S.dump_lines) fprintf(stderr, "trace cpu%d: %s", cpu, line);
-        if (line[0] == '#' || line[0] == '\n') continue;
-        char *b = strstr(line, bpat), *e = b ? NULL : strstr(line, epat);
-        uint64_t ts;
-        if (!b && !e) {
-            if (strstr(line, "LOST") && strstr(line, "EVENTS")) c->lost_markers++;
-            else c->unparsed++;
+    static struct pairing p;
+    pairing_init(&p, cpu, begin_ev, end_ev, c);
+    while (fgets(line, sizeof line, f)) pairing_line(&p, line);
+    fclose(f);
+    pairing_end(&p);
+    flush_batch();
+}
+
+// ---- spinlab.region=1: each CPU's events read live ----
+// A thread per CPU reads its trace_pipe (which consumes what it reads) and pairs as it goes.
+// live_stop() is called once tracing is off: each thread then reads what is left (a read that
+// finds the pipe empty for 200 ms ends it) and exits.
+struct live_reader {
+    pthread_t thread;
+    int cpu, fd;
+    struct cpu_stats stats;
+    struct pairing pairing;
+};
+static struct live_reader *live;
+static volatile int live_stopping;
+
+static void *live_thread(void *arg) {
+    struct live_reader *r = arg;
+    cpu_set_t set;   // beside its CPU's events, so that reading them takes that CPU's time
+    CPU_ZERO(&set);
+    CPU_SET(r->cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    char buf[16384], line[4096];
+    size_t fill = 0;
+    int idle_ms = 0, overlong = 0;
+    // Not poll(): a trace_pipe polls readable only once its buffer is buffer_percent (50 %) full.
+    // A non-blocking read says EAGAIN when it is empty; the thread then sleeps 20 ms.
+    for (;;) {
+        ssize_t got = read(r->fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno != EAGAIN) fail("cpu %d: reading its trace_pipe: %s", r->cpu, strerror(errno));
+        if (got <= 0) {
+            if (__atomic_load_n(&live_stopping, __ATOMIC_ACQUIRE) && (idle_ms += 20) >= 200) break;
+            usleep(20000);
             continue;
         }
-        if (parse_ts(line, b ? b : e, &ts)) { c->unparsed++; continue; }
-        if (!c->first_ts) c->first_ts = ts;
-        c->last_ts = ts;
-        while (gi < ngaps && ts > gaps[gi].to) gi++;
-        if (gi < ngaps && ts >= gaps[gi].from) {    // inside a gap: counted, never paired
-            c->cut += (uint64_t)depth;
-            c->unpaired_begin += (uint64_t)depth;
-            depth = 0;
-            c->in_gaps++;
-            if (b) { c->begins++; c->unpaired_begin++; }
-            else { c->ends++; c->unpaired_end++; }
-            continue;
-        }
-        if (gi > 0 && depth && stack[depth - 1].ts < gaps[gi - 1].to) {   // opened before a gap
-            c->cut += (uint64_t)depth;
-            c->unpaired_begin += (uint64_t)depth;
-            depth = 0;
-        }
-        if (b) {
-            char *l = strstr(b, "lock=0x");
-            if (!l) { c->unparsed++; continue; }
-            c->begins++;
-            if (depth == MAX_DEPTH) { c->too_deep++; c->unpaired_begin++; continue; }
-            stack[depth].lock = strtoull(l + 7, NULL, 16);
-            stack[depth].ts = ts;
-            depth++;
-            if ((uint64_t)depth > c->max_depth) c->max_depth = (uint64_t)depth;
-        } else {
-            c->ends++;
-            if (depth == 0) { c->unpaired_end++; continue; }
-            depth--;
-            struct wait_rec *w = &batch[batch_n++];
-            *w = (struct wait_rec){.cpu = (uint32_t)cpu, .depth = (uint16_t)depth,
-                                   .lock = stack[depth].lock, .start = stack[depth].ts, .end = ts};
-            if (ts < stack[depth].ts) fail("cpu %d: a wait ends (%llu) before it starts (%llu)",
-                                           cpu, (unsigned long long)ts, (unsigned long long)stack[depth].ts);
-            if (depth) c->nested++;
-            c->waits++;
-            total_waits++;
-            if (batch_n == WAITS_PER_FRAME) flush_batch();
+        idle_ms = 0;
+        for (ssize_t i = 0; i < got; i++) {
+            if (fill < sizeof line - 1) line[fill++] = buf[i];
+            else overlong = 1;   // longer than any event's line: not parsed, counted once
+            if (buf[i] == '\n') {
+                line[fill] = 0;
+                if (overlong) r->stats.unparsed++;
+                else pairing_line(&r->pairing, line);
+                fill = 0;
+                overlong = 0;
+            }
         }
     }
-    fclose(f);
-    c->unpaired_begin += (uint64_t)depth;
+    if (fill) r->stats.unparsed++;
+    pairing_end(&r->pairing);
+    return NULL;
+}
+
+static void live_start(const char *begin_ev, const char *end_ev) {
+    live = calloc((size_t)ncpus, sizeof *live);
+    if (!live) fail("out of memory");
+    for (int cpu = 0; cpu < ncpus; cpu++) {
+        struct live_reader *r = &live[cpu];
+        char path[128];
+        snprintf(path, sizeof path, TRACEFS "/per_cpu/cpu%d/trace_pipe", cpu);
+        r->cpu = cpu;
+        r->fd = open(path, O_RDONLY | O_NONBLOCK);
+        if (r->fd < 0) fail("cannot open %s: %s", path, strerror(errno));
+        pairing_init(&r->pairing, cpu, begin_ev, end_ev, &r->stats);
+        if (pthread_create(&r->thread, NULL, live_thread, r)) fail("cannot start cpu %d's reader", cpu);
+    }
+}
+
+static void live_stop(void) {
+    __atomic_store_n(&live_stopping, 1, __ATOMIC_RELEASE);
+    for (int cpu = 0; cpu < ncpus; cpu++) {
+        pthread_join(live[cpu].thread, NULL);
+        close(live[cpu].fd);
+    }
     flush_batch();
 }
 
@@ -1058,6 +1185,7 @@ static void emit_cpu(int cpu, const struct cpu_stats *c) {
     js_u64(&j, "commit_overrun", c->commit_overrun);
     js_u64(&j, "dropped", c->dropped);
     js_u64(&j, "bytes", c->bytes);
+    js_u64(&j, "read_events", c->read_events);
     js_close(&j);
     js_emit(&j, F_CPU);
 }
@@ -1119,6 +1247,54 @@ static void probecost(struct js *t) {
 
 static uint64_t t_start, t_port, t_checked;   // the agent's start; the probe target checked
 
+// ---- spinlab.region=1: the region, its APIC ids and its clock publications ----
+#define REGION_CLOCK_PERIOD_US 10000   // as spinlab's kernel publishes at its 100 Hz tick
+static char region_why[256];
+
+// Each CPU's "apicid" from /proc/cpuinfo (its "processor" line names the CPU).
+static void region_apic_ids(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int cpu = -1;
+    unsigned apic;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "processor : %d", &cpu) == 1) continue;
+        if (cpu >= 0 && sscanf(line, "apicid : %u", &apic) == 1) region_set_apic_id(cpu, apic);
+    }
+    if (f) fclose(f);
+}
+
+// Publishes the guest's TSC every 10 ms from a SCHED_FIFO thread, so that the publications go on
+// under the workload (the host's clock correlation brackets them; a guest whose publications
+// stop is taken for gone).
+static void *region_clock_thread(void *arg) {
+    (void)arg;
+    struct sched_param sp = {.sched_priority = 50};
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);   // best effort: root in the guest
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (;;) {
+        next.tv_nsec += REGION_CLOCK_PERIOD_US * 1000L;
+        if (next.tv_nsec >= 1000000000L) { next.tv_sec++; next.tv_nsec -= 1000000000L; }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        _mm_lfence();
+        uint64_t tsc = __rdtsc();
+        region_clock_publish(tsc, (uint32_t)sched_getcpu(), REGION_CLOCK_PERIOD_US);
+    }
+    return NULL;
+}
+
+static void start_region(void) {
+    uint64_t hz = (uint64_t)(strtod(tsc_mhz, NULL) * 1e6);
+    if (region_open(ncpus, hz, region_why, sizeof region_why))
+        fail("spinlab.region=1: %s", region_why);
+    region_apic_ids();
+    pthread_t th;
+    if (pthread_create(&th, NULL, region_clock_thread, NULL)) fail("cannot start the region's clock thread");
+    console("region: %llu bytes, %d CPUs, generation %llu, TSC %s MHz", (unsigned long long)region_size(),
+            ncpus, (unsigned long long)region_generation(), tsc_mhz[0] ? tsc_mhz : "unknown");
+}
+
 static void emit_meta(const struct probe_target *target) {
     struct utsname u;
     uname(&u);
@@ -1149,6 +1325,8 @@ static void emit_meta(const struct probe_target *target) {
     js_u64(&j, "port_wait_ns", t_port - t_start);
     js_u64(&j, "target_check_ns", t_checked - t_port);
     js_s(&j, "cmdline", cmdline);
+    js_b(&j, "region", S.region);
+    js_u64(&j, "region_size", region_size());
     js_close(&j);
     js_emit(&j, F_META);
 }
@@ -1265,6 +1443,7 @@ int main(int argc, char **argv) {
     if (ncpus < 1 || ncpus > 4096) fail("%d online CPUs", ncpus);
     read_kernel_facts();
     if (S.clock) start_clock();
+    if (S.region) start_region();
 
     int waits_mode = S.trace && strcmp(S.workload, "probecost");
     struct probe_target target = {0};
@@ -1287,6 +1466,7 @@ int main(int argc, char **argv) {
             add_probes("spinlab", "wait_begin", "wait_end", target.symbol);
             read_list_flags(&target);
             clear_trace();
+            if (S.region) live_start("wait_begin", "wait_end");
         }
         if (S.go) {   // the host starts its recorders (timeline, freezes), then says go
             uint64_t g0 = now_ns();
@@ -1311,6 +1491,7 @@ int main(int argc, char **argv) {
             read_profile("wait_end", &pe_stop);
             set_group("spinlab", 0);
             must_write(TRACEFS "/tracing_on", "0", 0);
+            if (S.region) live_stop();
         }
         w.tsc1 = __rdtsc();
         w.ns1 = now_ns();
@@ -1323,10 +1504,15 @@ int main(int argc, char **argv) {
         struct cpu_stats cs;
         char path[128];
         for (int cpu = 0; cpu < ncpus; cpu++) {
-            memset(&cs, 0, sizeof cs);
-            read_cpu_stats(cpu, &cs);
-            snprintf(path, sizeof path, TRACEFS "/per_cpu/cpu%d/trace", cpu);
-            read_cpu_trace(cpu, path, "wait_begin", "wait_end", &cs);
+            if (S.region) {   // read live: what is left in the buffer (nothing) is counted too
+                cs = live[cpu].stats;
+                read_cpu_stats(cpu, &cs);
+            } else {
+                memset(&cs, 0, sizeof cs);
+                read_cpu_stats(cpu, &cs);
+                snprintf(path, sizeof path, TRACEFS "/per_cpu/cpu%d/trace", cpu);
+                read_cpu_trace(cpu, path, "wait_begin", "wait_end", &cs);
+            }
             emit_cpu(cpu, &cs);
         }
     }

@@ -80,6 +80,10 @@ class GuestConfig:
     timeline: bool = False        # spinlab-load timeline beside the guest: timeline.csv
     preempt: dict = None          # {"vcpus": [1], "freeze_ms": 30, "period_ms": 100}:
                                   # spinlab-load preempt beside the guest: preempt.csv
+    region: str = None            # a file for spinlab's shared region (the caller's: made with
+                                  # region_mb, never removed here); the agent then lays it out,
+                                  # counts each wait into it live and publishes its clock there
+    region_mb: int = 16
 
     @property
     def go(self):
@@ -101,6 +105,8 @@ def kernel_append(cfg, mode_words):
         words.append(f"spinlab.gt={cfg.gt}")
     if cfg.clock:
         words.append("spinlab.clock=1")
+    if cfg.region:
+        words.append("spinlab.region=1")
     if cfg.go:
         words.append("spinlab.go=1")
     return " ".join(words + list(mode_words) + list(cfg.append))
@@ -124,7 +130,12 @@ def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU, clock_sock
             "-device", f"virtserialport,bus=vser.0,chardev=waits,name={PORT_NAME}"] + (
             ["-chardev", f"socket,id=clock,path={_esc(clock_socket)},server=on,wait=off",
              "-device", f"virtserialport,bus=vser.0,chardev=clock,name={clock.PORT_NAME}"]
-            if cfg.clock else [])
+            if cfg.clock else []) + (
+            # spinlab's region as spinlab-vm gives it to spinlab's kernel (spinlab_vm/qemu.py)
+            ["-object", f"memory-backend-file,id=spinlab-shm,share=on,mem-path={_esc(cfg.region)},"
+                        f"size={cfg.region_mb}M",
+             "-device", "ivshmem-plain,memdev=spinlab-shm"]
+            if cfg.region else [])
 
 
 def _esc(value):

@@ -126,7 +126,21 @@ def cmd_run(a):
                            cpu_flags=a.cpu_flags or [], ab_phases=a.ab_phases, gt=a.gt,
                            clock=a.clock, timeline=a.timeline,
                            preempt={"vcpus": a.preempt_vcpus, "freeze_ms": a.freeze_ms,
-                                    "period_ms": a.period_ms} if a.preempt_vcpus else None)
+                                    "period_ms": a.period_ms} if a.preempt_vcpus else None,
+                           region=a.region)
+    if a.region:
+        region = Path(a.region)
+        if region.exists() and not region.is_file():
+            print(f"spinlab-linux: --region {region}: not a regular file", file=sys.stderr)
+            return 2
+        if a.no_trace or a.ab_phases or a.workload == "probecost":
+            print("spinlab-linux: --region reads the waits live: it needs tracing, no --ab-phases "
+                  "and a workload other than probecost", file=sys.stderr)
+            return 2
+        with open(region, "ab") as f:       # the size QEMU maps; the agent lays it out
+            f.truncate(cfg.region_mb << 20)
+        print(f"region {region}: spinlab-collect watch --shm {region} reads it while the guest "
+              f"runs", file=sys.stderr)
     if a.workload == "gt" and not a.gt:
         cfg.gt = "1,2000,1000,200"
     out = Path(a.out or paths.build_dir() / "runs" /
@@ -247,6 +261,10 @@ def parser():
                    "(default 30)")
     r.add_argument("--period-ms", type=float, default=100, help="preempt: one freeze per "
                    "period (default 100)")
+    r.add_argument("--region", metavar="FILE",
+                   help="spinlab's shared region in FILE (made 16 MiB, kept): the agent counts "
+                        "each wait into it as the wait ends and publishes its clock there, so "
+                        "spinlab-collect query|watch|record|info --shm FILE read the guest")
     r.add_argument("--append", action="append", metavar="WORD",
                    help="another kernel parameter (repeatable)")
     r.add_argument("--cpu-flags", action="append", metavar="FLAG",

@@ -23,6 +23,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 from . import fetch, paths
@@ -145,20 +146,38 @@ def package_lib_dirs(packages):
 
 # ---- the agent ----
 
-def build_agent(out_path, cc="gcc"):
-    """Compile guest/agent.c statically; the binary's path."""
-    src = paths.GUEST_SRC / "agent.c"
+# The kernel's own code the agent links for spinlab.region=1 (guest/region.cc): the region's
+# layout, the clock publication and the perf data records, one writer of each format.
+KERNEL_SOURCES = ("channel/region_header.cc", "channel/clock_area.cc", "lockstat/perf_record.cc")
+
+
+def build_agent(out_path, cc="gcc", cxx="g++"):
+    """Compile guest/agent.c (C) and guest/region.cc with the kernel's KERNEL_SOURCES (C++20),
+    linked statically; the binary's path."""
     out_path = Path(out_path)
     tmp = out_path.with_suffix(".tmp")
-    cmd = [cc, "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(tmp), str(src)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise InitramfsError(f"{cc} is not installed (build-essential)")
-    if r.returncode != 0:
-        err = r.stderr.strip()
-        hint = " (glibc's static libc.a is in libc6-dev)" if "cannot find -lc" in err else ""
-        raise InitramfsError(f"compiling the agent failed{hint}: {' '.join(cmd)}\n{err}")
+    kp = paths.REPO / "kernel-patch"
+    with tempfile.TemporaryDirectory(prefix="spinlab-agent-") as objdir:
+        objs, steps = [], []
+        flags = ["-O2", "-Wall", "-Wextra", "-Werror"]
+        obj = Path(objdir) / "agent.o"
+        steps.append([cc, *flags, "-c", "-o", str(obj), str(paths.GUEST_SRC / "agent.c")])
+        objs.append(obj)
+        for i, src in enumerate([paths.GUEST_SRC / "region.cc"] + [kp / s for s in KERNEL_SOURCES]):
+            obj = Path(objdir) / f"{i}-{src.stem}.o"
+            steps.append([cxx, "-std=c++20", *flags, "-fno-exceptions", "-fno-rtti", "-I", str(kp),
+                          "-I", str(kp / "abi"), "-c", "-o", str(obj), str(src)])
+            objs.append(obj)
+        steps.append([cxx, "-static", "-pthread", "-o", str(tmp), *map(str, objs)])
+        for cmd in steps:
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True)
+            except FileNotFoundError:
+                raise InitramfsError(f"{cmd[0]} is not installed (build-essential)")
+            if r.returncode != 0:
+                err = r.stderr.strip()
+                hint = " (glibc's static libc.a is in libc6-dev)" if "cannot find -lc" in err else ""
+                raise InitramfsError(f"compiling the agent failed{hint}: {' '.join(cmd)}\n{err}")
     tmp.rename(out_path)
     return out_path
 

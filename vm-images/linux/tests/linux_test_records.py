@@ -139,7 +139,15 @@ def test_cpu_frame_counts_must_match_the_waits():
 def test_cpu_frame_internal_counts():
     f = good()
     f[2] = (records.CPU, cpu_frame(0, 3, entries=5, unparsed=1))
-    bad(f, "cpu 0: the ring buffer held 5 events, the agent read 3 begins, 3 ends and 1 other")
+    bad(f, "cpu 0: the ring buffer held 5 events and gave 0 to a reader, the agent read 3 begins, "
+           "3 ends and 1 other")
+    # read live (spinlab.region=1): the events left the buffer through its trace_pipe
+    f[2] = (records.CPU, cpu_frame(0, 3, entries=0, read_events=6))
+    records.parse(encode(f))
+    f[2] = (records.CPU, cpu_frame(0, 3, entries=1, read_events=6))
+    bad(f, "held 1 events and gave 6 to a reader")
+    f[2] = (records.CPU, cpu_frame(0, 3, entries=0, read_events=-6))
+    bad(f, "read_events -6 is not a count")
     f[2] = (records.CPU, cpu_frame(0, 3, begins=5, unpaired_begin=1))
     bad(f, "cpu 0: 5 begins but 3 waits and 1 unpaired begins")
     f[2] = (records.CPU, cpu_frame(0, 3, ends=3, unpaired_end=2))

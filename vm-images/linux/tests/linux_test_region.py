@@ -1,0 +1,117 @@
+"""spinlab.region=1: a Linux guest read by spinlab's own host tools (TCG boots, ~15 s).
+
+The agent lays spinlab's shared region out in the ivshmem device, counts every slow-path wait
+into its CPU's lock class 0 as the wait ends (read live from the CPU's trace_pipe) and publishes
+its TSC every 10 ms; `spinlab-collect query --shm` and `info --shm` read it as they read
+spinlab's kernel. Judged against the agent's own stream of the same waits, which is
+independent of the region's code path (the stream carries each wait's start and end, the
+region only counts):
+
+- live: while the workload runs, a query sees some of the waits and never more than at the end;
+- at the end, per CPU, exactly: acquisitions == the stream's waits on that CPU, none
+  uncontended (the probe sees contended acquisitions only), wait_hist == the log2 histogram of
+  the stream's wait lengths, the sum and maximum of the cycles, every wait in the LHP class
+  `unknown` (no steal time in the agent);
+- the region's header: the CPUs, the guest's TSC rate as its kernel calibrated it, each CPU's
+  APIC id (QEMU's vCPU n has APIC id n), and the clock publications going on while the guest
+  ran (`info` fits a clock while it runs).
+
+Needs build/host/bin/spinlab-collect (make) and the fetched guest image."""
+import json
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+from linux_testlib import guest_image  # noqa: F401  (a fixture)
+
+from spinlab_linux import boot, paths
+
+COLLECT = paths.REPO / "build" / "host" / "bin" / "spinlab-collect"
+
+
+def collect(*args):
+    return subprocess.run([str(COLLECT), *args], capture_output=True, text=True, timeout=60)
+
+
+def log2_hist(cycles):
+    out = {}
+    for c in cycles:
+        k = max(c.bit_length() - 1, 0)
+        out[str(k)] = out.get(str(k), 0) + 1
+    return out
+
+
+def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_path):
+    if not COLLECT.is_file():
+        pytest.fail(f"no {COLLECT}: build the host tools (make) first")
+    region = tmp_path / "region"
+    with open(region, "wb") as f:
+        f.truncate(16 << 20)
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=4,
+                           region=str(region), region_mb=16)
+    live, infos, stop = [], [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            r = collect("query", "--shm", str(region), "--format", "json", "--per-cpu")
+            if r.returncode == 0:
+                live.append(json.loads(r.stdout))
+            i = collect("info", "--shm", str(region))
+            infos.append((i.returncode, i.stdout + i.stderr))
+            stop.wait(0.3)
+
+    t = threading.Thread(target=poll)
+    t.start()
+    try:
+        res, run = boot.run_guest(cfg, tmp_path / "out")
+    finally:
+        stop.set()
+        t.join()
+    assert run.meta["region"] is True and run.meta["region_size"] == 16 << 20
+    assert res["summary"]["lost_events"] == 0
+
+    final = collect("query", "--shm", str(region), "--format", "json", "--per-cpu")
+    assert final.returncode == 0, final.stderr
+    q = json.loads(final.stdout)
+    assert q["cpus"] == 2
+    (cls,) = [c for c in q["classes"] if c["id"] == 0]
+    per_cpu = {c["cpu"]: c["perf"] for c in cls["per_cpu"]}
+    total = 0
+    for cpu in (0, 1):
+        waits = [w.end - w.start for w in run.waits if w.cpu == cpu]
+        p = per_cpu[cpu]
+        assert p["acquisitions"] == len(waits) == run.cpus[cpu]["waits"], (cpu, p["acquisitions"])
+        assert p["uncontended"] == 0 and p["wait_overflow"] == 0
+        assert p["wait_hist"] == log2_hist(waits), cpu
+        assert p["wait_cycles_sum"] == sum(waits) and p["wait_cycles_max"] == max(waits, default=0)
+        assert p["lhp"]["unknown"] == {"count": len(waits), "cycles": sum(waits)}
+        assert p["holds_timed"] == 0 and p["hold_hist"] == {}
+        total += len(waits)
+    assert total == len(run.waits) > 0
+
+    # live: some waits seen while the workload ran, none beyond the final count
+    counts = [sum(c["merged"]["acquisitions"] for c in s["classes"] if c["id"] == 0) for s in live]
+    assert counts and max(counts) <= total
+    assert any(0 < n < total for n in counts), f"no query saw the waits arrive: {counts}"
+
+    # the header: CPUs, TSC rate, APIC ids, clock publications while the guest ran
+    info = collect("info", "--shm", str(region))
+    assert "CPUs                   2" in info.stdout, info.stdout
+    mhz = float(run.meta["tsc_mhz"])
+    hz = int(next(l.split()[-1] for l in info.stdout.splitlines() if "guest TSC Hz" in l))
+    assert abs(hz - mhz * 1e6) <= 1e3, (hz, mhz)
+    pubs = int(next(l.split()[2] for l in info.stdout.splitlines() if "clock publications" in l))
+    assert pubs >= 0.5 * cfg.seconds * 100, pubs   # every 10 ms through the workload, at least
+    fitted = [out for rc, out in infos if rc == 0 and "no fit" not in out]
+    assert fitted, "no `info` fitted the guest's clock while it ran:\n" + (infos[-1][1] if infos else "")
+    with open(region, "rb") as f:     # the perf data section (shm.h: the section table at 96)
+        f.seek(96)
+        offset, _size, stride, count = struct.unpack("<QQII", f.read(24))
+        assert count == 2
+        for cpu in (0, 1):
+            f.seek(offset + stride * cpu + 8)
+            assert int.from_bytes(f.read(4), "little") == cpu          # CpuPerfData.cpu
+            f.seek(offset + stride * cpu + 20)
+            assert int.from_bytes(f.read(4), "little") == cpu          # its APIC id
