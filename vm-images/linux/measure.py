@@ -11,6 +11,11 @@ Run it as `spinlab-linux measure boot|waits|cost ...` (which puts vm-images/ on 
                                            probecost boots, and each workload's throughput
                                            traced against untraced within one boot (A/B:
                                            P phases, probes off and on in turn)
+  measure.py creep [--rounds N] [--seconds S] [--spacings 0,100,...]
+                                           issue 52: how TCG's guest TSC moves against the
+                                           host's as the guest reads it: tscread at each
+                                           spacing (and idle) on 1 and 2 vCPUs, the offset's
+                                           slope over the workload's window (clock helper)
 Rounds interleave the configurations, so that a change of host load touches all of them.
 Each run's summary.json stays under --out; the script prints one line per run and a table,
 and writes measure.json there. The host's load average is printed beside every run: these are
@@ -24,7 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from spinlab_linux import boot, fetch, paths  # PYTHONPATH: `spinlab-linux measure` sets it
+import qemu_launch  # vm-images/ (PYTHONPATH: `spinlab-linux measure` sets it)
+from spinlab_linux import boot, clock, fetch, paths
 
 
 def load():
@@ -152,24 +158,84 @@ def do_cost(a, out):
     return table
 
 
+def window_slope(out_dir, window):
+    """The clock offset's slope (ppm of host time) and movement (cycles) over the workload's
+    window [tsc_start, tsc_end] (guest TSC): the narrowest clock point within the window's
+    first and last tenth, host - guest at each (host: its bracket's midpoint), and their half
+    brackets (how well each end is known)."""
+    pts = [p for p in clock.read_points(Path(out_dir) / "clock.csv")
+           if window["tsc_start"] <= p[2] <= window["tsc_end"]]
+    if len(pts) < 4:
+        return None
+    k = max(2, len(pts) // 10)
+    a = min(pts[:k], key=lambda p: p[1] - p[0])
+    b = min(pts[-k:], key=lambda p: p[1] - p[0])
+    oa, ob = (a[0] + a[1]) / 2 - a[2], (b[0] + b[1]) / 2 - b[2]
+    span = (b[0] + b[1]) / 2 - (a[0] + a[1]) / 2
+    return {"slope_ppm": (ob - oa) / span * 1e6, "moved_cycles": ob - oa, "span_cycles": span,
+            "end_half_brackets_cycles": [(a[1] - a[0]) / 2, (b[1] - b[0]) / 2], "points": len(pts)}
+
+
+def do_creep(a, out):
+    spacings = [int(x) for x in a.spacings.split(",")]
+    configs = [(cpus, sp) for cpus in (1, 2) for sp in [None] + spacings]
+    rows = {c: [] for c in configs}
+    for r in range(a.rounds):
+        for cpus, sp in configs:
+            label = f"{cpus} vCPU{'s' if cpus > 1 else ''}, " + ("idle" if sp is None else f"spacing {sp}")
+            cfg = boot.GuestConfig(cpus=cpus, mode="tas", trace=False, clock=True,
+                                   workload="idle" if sp is None else "tscread",
+                                   tsc_spacing=sp, seconds=a.seconds)
+            d = out / f"creep-{r}-{cpus}-{'idle' if sp is None else sp}"
+            res = one(cfg, d, label)
+            w = window_slope(d, res["trailer"]["window"])
+            wl = res["trailer"]["workload"]
+            rate = wl["ops"] / (wl["busy_ns"] / 1e9) / cpus if sp is not None and wl["busy_ns"] else 0.0
+            row = {"reads_per_s_per_vcpu": rate, **(w or {}), "load1": res["_load1"]}
+            rows[(cpus, sp)].append(row)
+            print(f"{label:24} reads/s/vCPU {rate:12.0f}  slope "
+                  f"{row.get('slope_ppm', float('nan')):9.1f} ppm  moved "
+                  f"{row.get('moved_cycles', float('nan')):12.0f} cycles  load {res['_load1']:.2f}",
+                  flush=True)
+    table = {}
+    print(f"\n{'':24} {'reads/s/vCPU':>12} {'slope ppm (median)':>19} {'min':>8} {'max':>8}")
+    for (cpus, sp), rs in rows.items():
+        key = f"{cpus} vCPUs, " + ("idle" if sp is None else f"spacing {sp}")
+        sl = [x["slope_ppm"] for x in rs if "slope_ppm" in x]
+        table[key] = {"cpus": cpus, "spacing": sp,
+                      "reads_per_s_per_vcpu": med([x["reads_per_s_per_vcpu"] for x in rs]),
+                      "slope_ppm_median": med(sl), "slope_ppm_min": min(sl, default=None),
+                      "slope_ppm_max": max(sl, default=None), "runs": rs}
+        print(f"{key:24} {table[key]['reads_per_s_per_vcpu']:12.0f} {med(sl):19.1f} "
+              f"{min(sl, default=float('nan')):8.1f} {max(sl, default=float('nan')):8.1f}")
+    try:
+        table["host_clocksource"] = Path(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
+    except OSError:
+        table["host_clocksource"] = None
+    return table
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("boot", "waits", "cost"))
+    p.add_argument("what", choices=("boot", "waits", "cost", "creep"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--workloads", default="hackbench,forkexec")
     p.add_argument("--phases", type=int, default=10,
                    help="cost: A/B phases per boot (probes off and on in turn)")
+    p.add_argument("--spacings", default="100000,10000,1000,100,0",
+                   help="creep: tscread spacings (ALU iterations between TSC reads)")
     p.add_argument("--out", default=str(paths.build_dir() / "measure"))
     a = p.parse_args()
     a.workloads = a.workloads.split(",")
     out = Path(a.out) / f"{time.strftime('%Y%m%d-%H%M%S')}-{a.what}"
     out.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    table = {"boot": do_boot, "waits": do_waits, "cost": do_cost}[a.what](a, out)
+    table = {"boot": do_boot, "waits": do_waits, "cost": do_cost, "creep": do_creep}[a.what](a, out)
     doc = {"what": a.what, "started": started, "argv": sys.argv, "rounds": a.rounds,
-           "seconds": a.seconds, "cpu": paths.import_qemu_launch().host_cpu_model(),
+           "seconds": a.seconds, "cpu": qemu_launch.host_cpu_model(),
            "nproc": os.cpu_count(), "table": table}
     fetch.write_json(out / "measure.json", doc)
     print(f"wrote {out / 'measure.json'}")

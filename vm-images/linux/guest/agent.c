@@ -275,9 +275,10 @@ struct settings {
     int gt_holder;          // gt: holder_cpu, hold_us, gap_us, waiter_gap_us (-1: default)
     long gt_hold_us, gt_gap_us, gt_waiter_gap_us;
     int region;             // spinlab's shared region in the ivshmem device, waits read live
+    long tsc_spacing;       // tscread: ALU iterations between two TSC reads on each CPU
 };
 static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0,
-                            0, 0, 1, 2000, 100, -1, 0};
+                            0, 0, 1, 2000, 100, -1, 0, 1000};
 static char cmdline[4096];
 
 static void read_settings(void) {
@@ -338,6 +339,10 @@ static void read_settings(void) {
                 fail("spinlab.gt=%s: HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US] (hold 1 to 1000000 us, "
                      "gaps 0 to 1000000 us)", v);
             S.gt_waiter_gap_us = w;
+        } else if (!strcmp(k, "tscspacing")) {
+            S.tsc_spacing = strtol(v, &end, 10);
+            if (*end || S.tsc_spacing < 0 || S.tsc_spacing > 1000000000L)
+                fail("spinlab.tscspacing=%s: 0 to 1000000000 iterations", v);
         } else if (!strcmp(k, "costrounds")) {
             S.cost_rounds = (int)strtol(v, &end, 10);
             if (*end || S.cost_rounds < 1 || S.cost_rounds > 100) fail("spinlab.costrounds=%s: 1 to 100", v);
@@ -346,8 +351,8 @@ static void read_settings(void) {
         }
     }
     if (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec") && strcmp(S.workload, "idle") &&
-        strcmp(S.workload, "probecost") && strcmp(S.workload, "gt"))
-        fail("spinlab.workload=%s: hackbench, forkexec, idle, probecost or gt", S.workload);
+        strcmp(S.workload, "probecost") && strcmp(S.workload, "gt") && strcmp(S.workload, "tscread"))
+        fail("spinlab.workload=%s: hackbench, forkexec, idle, probecost, gt or tscread", S.workload);
     if (S.ab_phases && (!S.trace || (strcmp(S.workload, "hackbench") && strcmp(S.workload, "forkexec"))))
         fail("spinlab.abphases needs spinlab.trace=1 and the hackbench or forkexec workload");
     if (S.region && (S.ab_phases || !S.trace || !strcmp(S.workload, "probecost")))
@@ -921,12 +926,58 @@ static void js_gt(struct js *t) {
     js_close(t);
 }
 
+// tscread: every CPU reads its TSC in a loop, spinlab.tscspacing ALU iterations apart (no pause,
+// no system call, no other clock: nothing else leaves translated code under TCG), for the
+// workload's time. What QEMU's TCG clock does with a guest's TSC reads (issue 52: its offset
+// creeps with them) is measured against the host's clock by the clock helper; ops are the reads.
+static volatile int tscread_stop;
+static uint64_t *tscread_counts;
+
+static void *tscread_thread(void *arg) {
+    int cpu = (int)(intptr_t)arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    uint64_t n = 0;
+    volatile uint64_t sink = 0;
+    while (!tscread_stop) {
+        for (long i = 0; i < S.tsc_spacing; i++) sink += (uint64_t)i;
+        sink += __rdtsc();
+        n++;
+    }
+    tscread_counts[cpu] = n;
+    return NULL;
+}
+
+static void run_tscread(uint64_t deadline, struct workload_result *r) {
+    uint64_t t0 = now_ns();
+    pthread_t *th = calloc((size_t)ncpus, sizeof *th);
+    tscread_counts = calloc((size_t)ncpus, sizeof *tscread_counts);
+    if (!th || !tscread_counts) fail("out of memory");
+    for (int cpu = 0; cpu < ncpus; cpu++)
+        if (pthread_create(&th[cpu], NULL, tscread_thread, (void *)(intptr_t)cpu)) fail("cannot start tscread on cpu %d", cpu);
+    for (uint64_t now; (now = now_ns()) < deadline;) {
+        struct timespec ts = {(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+    tscread_stop = 1;
+    for (int cpu = 0; cpu < ncpus; cpu++) {
+        pthread_join(th[cpu], NULL);
+        r->ops += tscread_counts[cpu];
+    }
+    free(th);
+    r->busy_ns = now_ns() - t0;
+    r->unit = "TSC reads";
+}
+
 static void run_workload(double seconds, struct workload_result *r) {
     uint64_t deadline = now_ns() + (uint64_t)(seconds * 1e9);
     *r = (struct workload_result){0};
     if (!strcmp(S.workload, "hackbench")) run_hackbench(deadline, r);
     else if (!strcmp(S.workload, "forkexec")) run_forkexec(deadline, r);
     else if (!strcmp(S.workload, "gt")) run_gt(deadline, r);
+    else if (!strcmp(S.workload, "tscread")) run_tscread(deadline, r);
     else { r->unit = "none"; while (now_ns() < deadline) usleep(100000); r->busy_ns = (uint64_t)(seconds * 1e9); }
 }
 

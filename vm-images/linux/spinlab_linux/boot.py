@@ -64,7 +64,7 @@ class GuestConfig:
     memory_mb: int = 512
     accel: str = "tcg"            # tcg, kvm or auto
     mode: str = "tas"             # native, tas or pv (modes.py)
-    workload: str = "hackbench"   # hackbench, forkexec, idle, probecost
+    workload: str = "hackbench"   # hackbench, forkexec, idle, probecost, gt, tscread
     seconds: float = 5.0
     trace: bool = True
     buffer_kb: int = 8192         # per CPU
@@ -84,6 +84,7 @@ class GuestConfig:
                                   # region_mb, never removed here); the agent then lays it out,
                                   # counts each wait into it live and publishes its clock there
     region_mb: int = 16
+    tsc_spacing: int = None       # tscread: ALU iterations between TSC reads (agent default 1000)
 
     @property
     def go(self):
@@ -107,6 +108,8 @@ def kernel_append(cfg, mode_words):
         words.append("spinlab.clock=1")
     if cfg.region:
         words.append("spinlab.region=1")
+    if cfg.tsc_spacing is not None:
+        words.append(f"spinlab.tscspacing={cfg.tsc_spacing}")
     if cfg.go:
         words.append("spinlab.go=1")
     return " ".join(words + list(mode_words) + list(cfg.append))

@@ -127,7 +127,7 @@ def cmd_run(a):
                            clock=a.clock, timeline=a.timeline,
                            preempt={"vcpus": a.preempt_vcpus, "freeze_ms": a.freeze_ms,
                                     "period_ms": a.period_ms} if a.preempt_vcpus else None,
-                           region=a.region)
+                           region=a.region, tsc_spacing=a.tsc_spacing)
     if a.region:
         region = Path(a.region)
         if region.exists() and not region.is_file():
@@ -231,11 +231,15 @@ def parser():
                    help="lock mode: native (queued), tas (test-and-set fallback, TCG's "
                    "default), pv (KVM only); default tas")
     r.add_argument("--workload", default="hackbench",
-                   choices=("hackbench", "forkexec", "idle", "probecost", "gt"),
+                   choices=("hackbench", "forkexec", "idle", "probecost", "gt", "tscread"),
                    help="hackbench (rt-tests, run again until the time is up), forkexec "
                    "(fork/exec and tmpfs loops), idle, probecost (the probe's cost on a "
-                   "getppid loop), or gt (the ground-truth module: its lock held on one CPU, "
-                   "every hold recorded); default hackbench")
+                   "getppid loop), gt (the ground-truth module: its lock held on one CPU, "
+                   "every hold recorded), or tscread (every CPU reads its TSC in a loop, "
+                   "--tsc-spacing apart: what TCG's clock does with a guest's reads); default "
+                   "hackbench")
+    r.add_argument("--tsc-spacing", type=int, metavar="N",
+                   help="tscread: ALU iterations between two TSC reads (default 1000)")
     r.add_argument("--seconds", type=float, default=5.0, help="workload time (default 5)")
     r.add_argument("--no-trace", action="store_true",
                    help="run the workload without probes (the untraced baseline)")

@@ -91,6 +91,26 @@ def test_native_forkexec_ab(guest_image, tmp_path):
     assert not any(w.start < g[0] < w.end for w in run.waits for g in gaps)   # none spans a gap
 
 
+def test_tscread_counts_its_reads_and_the_clock_follows_the_window(guest_image, tmp_path, capsys):
+    # measure creep's workload: every vCPU reads its TSC, no probes; the clock helper's points
+    # give the offset's slope over the workload's window (issue 52). The slope is the host's
+    # nature (QEMU's clamp, the host CPUs' TSCs): printed, not judged.
+    import measure  # vm-images/linux (pytest.ini's pythonpath)
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="tscread", tsc_spacing=0,
+                           trace=False, clock=True, seconds=2)
+    res, run = boot.run_guest(cfg, tmp_path)
+    wl = res["trailer"]["workload"]
+    assert wl["name"] == "tscread" and wl["unit"] == "TSC reads" and wl["ops"] > 1000
+    assert "spinlab.tscspacing=0" in run.meta["cmdline"]
+    w = measure.window_slope(tmp_path, res["trailer"]["window"])
+    assert w is not None and w["points"] >= 4, w
+    span_s = w["span_cycles"] / res["host"]["clock"]["host_tsc_hz"]
+    assert 0.5 * cfg.seconds <= span_s <= 1.05 * cfg.seconds, span_s   # inside the window
+    with capsys.disabled():
+        print(f"\ntscread, 2 vCPUs, {wl['ops'] / 2 / 2:.0f} reads/s/vCPU: offset slope "
+              f"{w['slope_ppm']:.0f} ppm over the window (not judged)")
+
+
 def test_a_guest_past_its_timeout_is_stopped(guest_image, tmp_path):
     # In-process: no parent-death signal helps here, run_guest's own clean-up must stop QEMU.
     before = our_tmp_dirs()
