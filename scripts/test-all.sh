@@ -165,9 +165,9 @@ step "classroom labs: checkers on real and edited results (pytest)" labs_tests
 # The Linux guest (issue 51, vm-images/linux/): Debian's kernel, its headers (for the ground
 # truth's module), busybox-static and rt-tests fetched into build/linux/ (apt-get download +
 # dpkg -x, ~90 MB the first time, nothing after; never installed), the initramfs, then the
-# host-only tests, short TCG boots (one with spinlab's shared region, which spinlab-collect reads
-# live and against the agent's stream), and the ground truth at 2 and 4 vCPUs with a control
-# (~100 s on 2 cores). Its test files are linux_test_*.py, which the vm-images step does not
+# host-only tests, short TCG boots (two with spinlab's shared region and control channel,
+# which spinlab-collect reads live and against the agent's stream), and the ground truth at 2
+# and 4 vCPUs with a control (~140 s on 2 cores). Its test files are linux_test_*.py, which the vm-images step does not
 # collect.
 linux_guest_tests() {
     vm-images/linux/spinlab-linux fetch >/dev/null && vm-images/linux/spinlab-linux initramfs >/dev/null &&

@@ -28,8 +28,10 @@
 // spinlab guest for the host's tools: it lays spinlab's shared region out in the ivshmem
 // device (guest/region.cc), publishes its TSC there every 10 ms as spinlab's kernel does, and
 // reads each CPU's events live (tracefs per_cpu/cpuN/trace_pipe, a thread per CPU) so that
-// every wait lands in that CPU's lock class 0 as it ends: spinlab-collect query, watch and
-// record read a Linux guest's slow-path waits while it runs. The stream is the same.
+// every wait lands in that CPU's lock class 0 as it ends, and (when the host gives the port
+// org.spinlab.control) answers spinlab's control channel with the kernel's own server and
+// handler (guest/channel.cc): spinlab-collect query, watch, record, info and reset read a Linux
+// guest's slow-path waits while it runs. The stream is the same.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -54,12 +56,14 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "channel.h"
 #include "region.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS "/sys/kernel/debug"
 #define PORT_NAME "org.spinlab.waits"
 #define CLOCK_PORT_NAME "org.spinlab.clock"
+#define CONTROL_PORT_NAME "org.spinlab.control"
 #define GT_MODULE_PATH "/lib/spinlab/spinlab_gt.ko"
 #define GT_DEBUGFS DEBUGFS "/spinlab_gt"
 #define HACKBENCH "/usr/bin/hackbench"
@@ -1335,6 +1339,16 @@ static void *region_clock_thread(void *arg) {
     return NULL;
 }
 
+// The ABI's name of the lock the kernel chose (modes.py observed_mode, in the ABI's words):
+// "pvqspin" (Linux's paravirtual queued spinlock, which spinlab's pvqspin follows), "mcs" (the
+// native queued spinlock: an MCS queue behind a pending bit) or "tas" (virt_spin_lock).
+static const char *kernel_lock_name(void) {
+    if (strstr(pv_line, "PV spinlocks enabled")) return "pvqspin";
+    if (hypervisor_flag == 0) return "mcs";
+    if (strstr(pv_line, "PV spinlocks disabled") && !strstr(pv_line, "no host support")) return "mcs";
+    return "tas";
+}
+
 static void start_region(void) {
     uint64_t hz = (uint64_t)(strtod(tsc_mhz, NULL) * 1e6);
     if (region_open(ncpus, hz, region_why, sizeof region_why))
@@ -1342,8 +1356,19 @@ static void start_region(void) {
     region_apic_ids();
     pthread_t th;
     if (pthread_create(&th, NULL, region_clock_thread, NULL)) fail("cannot start the region's clock thread");
-    console("region: %llu bytes, %d CPUs, generation %llu, TSC %s MHz", (unsigned long long)region_size(),
-            ncpus, (unsigned long long)region_generation(), tsc_mhz[0] ? tsc_mhz : "unknown");
+    // The control channel, when the host gave its port.
+    struct utsname u;
+    uname(&u);
+    char dev[64], build_id[sizeof u.release + 8];
+    snprintf(build_id, sizeof build_id, "linux %s", u.release);
+    struct channel_facts facts = {hz, kernel_lock_name(), build_id, 1ull << 20};
+    int fd = find_port(CONTROL_PORT_NAME, dev, sizeof dev), channel = fd >= 0;
+    if (fd == -2) fail("cannot open %s (port %s)", dev, CONTROL_PORT_NAME);
+    if (channel && channel_start(fd, &facts, region_why, sizeof region_why))
+        fail("spinlab.region=1: the control channel: %s", region_why);
+    console("region: %llu bytes, %d CPUs, generation %llu, TSC %s MHz, lock %s; control channel %s",
+            (unsigned long long)region_size(), ncpus, (unsigned long long)region_generation(),
+            tsc_mhz[0] ? tsc_mhz : "unknown", facts.lock, channel ? dev : "none (no port " CONTROL_PORT_NAME ")");
 }
 
 static void emit_meta(const struct probe_target *target) {

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,8 @@ namespace {
 uint8_t* base;
 uint64_t mapped;
 spinlab::RegionLayout layout;
+// Per CPU: its reader thread's records and the channel's resets of its block never interleave.
+pthread_mutex_t cpu_locks[spinlab::kRegionMaxCpus];
 
 // The first PCI device that is ivshmem (Red Hat's 1af4:1110), its BAR 2 file in `out`.
 bool find_ivshmem(char* out, size_t n) {
@@ -88,6 +91,7 @@ extern "C" int region_open(int ncpus, uint64_t tsc_hz, char* why, size_t why_siz
     }
     base = static_cast<uint8_t*>(p);
     mapped = uint64_t(st.st_size);
+    for (auto& m : cpu_locks) pthread_mutex_init(&m, nullptr);
     for (int cpu = 0; cpu < ncpus; cpu++)
         spinlab::lockstat::init_cpu_perf(*cpu_block(cpu), uint32_t(cpu), 1);  // timing 0: contended only
     return 0;
@@ -98,9 +102,28 @@ extern "C" void region_set_apic_id(int cpu, uint32_t apic_id) {
 }
 
 extern "C" void region_record_wait(int cpu, uint64_t start, uint64_t end) {
-    if (spinlab::CpuPerfData* p = cpu_block(cpu))
-        spinlab::lockstat::record_wait(p->classes[0], start, end, spinlab::LhpClass::kUnknown);
+    spinlab::CpuPerfData* p = cpu_block(cpu);
+    if (!p) return;
+    pthread_mutex_lock(&cpu_locks[cpu]);
+    spinlab::lockstat::record_wait(p->classes[0], start, end, spinlab::LhpClass::kUnknown);
+    pthread_mutex_unlock(&cpu_locks[cpu]);
 }
+
+extern "C" void region_reset(int cpu, uint32_t lock_class) {
+    spinlab::CpuPerfData* p = cpu_block(cpu);
+    if (!p) return;
+    pthread_mutex_lock(&cpu_locks[cpu]);
+    spinlab::lockstat::reset_cpu_perf(*p, lock_class);
+    pthread_mutex_unlock(&cpu_locks[cpu]);
+}
+
+extern "C" void* region_cpu_perf(int cpu) { return cpu_block(cpu); }
+
+extern "C" void* region_channel_stats(void) {
+    return base ? base + layout.section(spinlab::RegionSection::kChannelStats).offset : nullptr;
+}
+
+extern "C" int region_cpus(void) { return base ? int(layout.cpu_count) : 0; }
 
 extern "C" void region_clock_publish(uint64_t guest_tsc, uint32_t cpu, uint32_t period_us) {
     if (!base) return;

@@ -30,6 +30,15 @@ void region_record_wait(int cpu, uint64_t start, uint64_t end);
 /* One clock publication (guest TSC read just before), as the kernel's timer tick makes one. */
 void region_clock_publish(uint64_t guest_tsc, uint32_t cpu, uint32_t period_us);
 
+/* For the control channel (channel.cc): CPU `cpu`'s CpuPerfData (null when out of range or no
+ * region), the region's ChannelServerStats, the CPU count, and a reset of CPU `cpu`'s counters
+ * (one class, or every class with lock_class 0xFFFFFFFF) that never races that CPU's
+ * region_record_wait: both hold the CPU's lock. */
+void *region_cpu_perf(int cpu);
+void *region_channel_stats(void);
+int region_cpus(void);
+void region_reset(int cpu, uint32_t lock_class);
+
 /* The region's size and generation, for the agent's meta frame; 0 when not open. */
 uint64_t region_size(void);
 uint64_t region_generation(void);

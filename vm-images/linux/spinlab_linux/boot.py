@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -41,6 +42,7 @@ import qemu_launch  # vm-images/ (PYTHONPATH: spinlab-linux and the tests' pytes
 from . import clock, clockfit, fetch, hostload, modes, paths, records
 
 PORT_NAME = "org.spinlab.waits"
+CONTROL_PORT_NAME = "org.spinlab.control"   # spinlab.region=1: the control channel (agent.c)
 QEMU = "qemu-system-x86_64"
 PR_SET_PDEATHSIG = 1
 _VCPU_COMM = re.compile(r"CPU (\d+)/(TCG|KVM)")
@@ -84,6 +86,9 @@ class GuestConfig:
                                   # region_mb, never removed here); the agent then lays it out,
                                   # counts each wait into it live and publishes its clock there
     region_mb: int = 16
+    control_socket: str = None    # with region: the control channel's socket (QEMU listens; the
+                                  # host's tools connect), default control.sock in the run's
+                                  # temporary folder
     tsc_spacing: int = None       # tscread: ALU iterations between TSC reads (agent default 1000)
 
     @property
@@ -115,9 +120,11 @@ def kernel_append(cfg, mode_words):
     return " ".join(words + list(mode_words) + list(cfg.append))
 
 
-def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU, clock_socket=None):
+def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU, clock_socket=None,
+              control_socket=None):
     """QEMU's argv for cfg under accel ('tcg' or 'kvm'); clock_socket: the clock port's socket
-    (QEMU listens on it), when cfg.clock."""
+    (QEMU listens on it), when cfg.clock; control_socket: the control channel's, with
+    cfg.region."""
     mode_qemu, mode_words = modes.lock_mode_args(cfg.mode, accel)
     if cfg.cpu_flags:
         i = mode_qemu.index("-cpu") + 1
@@ -137,7 +144,9 @@ def qemu_argv(cfg, accel, socket_path, console_path, name, qemu=QEMU, clock_sock
             # spinlab's region as spinlab-vm gives it to spinlab's kernel (spinlab_vm/qemu.py)
             ["-object", f"memory-backend-file,id=spinlab-shm,share=on,mem-path={_esc(cfg.region)},"
                         f"size={cfg.region_mb}M",
-             "-device", "ivshmem-plain,memdev=spinlab-shm"]
+             "-device", "ivshmem-plain,memdev=spinlab-shm",
+             "-chardev", f"socket,id=control,path={_esc(control_socket)},server=on,wait=off",
+             "-device", f"virtserialport,bus=vser.0,chardev=control,name={CONTROL_PORT_NAME}"]
             if cfg.region else [])
 
 
@@ -252,6 +261,13 @@ class _Reader(threading.Thread):
             self.error = e
 
 
+def _lstat_mode(path):
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
 def _tail(path, n=30):
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
@@ -298,7 +314,9 @@ def run_guest(cfg, out_dir, log=None):
     tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=TMP_DIR)
     sock_path = os.path.join(tmp, "waits.sock")
     clock_sock = os.path.join(tmp, "clock.sock")
-    argv = qemu_argv(cfg, accel, sock_path, console_path, name, clock_socket=clock_sock)
+    control_sock = cfg.control_socket or os.path.join(tmp, "control.sock")
+    argv = qemu_argv(cfg, accel, sock_path, console_path, name, clock_socket=clock_sock,
+                     control_socket=control_sock)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     proc = conn = reader = clock_proc = None
     recorders = []            # hostload.Recorder, in the order they are stopped
@@ -387,6 +405,8 @@ def run_guest(cfg, out_dir, log=None):
         if reader is not None:
             reader.join(timeout=5)
         shutil.rmtree(tmp, ignore_errors=True)
+        if cfg.control_socket and stat.S_ISSOCK(_lstat_mode(cfg.control_socket)):
+            os.unlink(cfg.control_socket)   # QEMU's listening socket outlives it
 
     data = bytes(reader.data)
     try:

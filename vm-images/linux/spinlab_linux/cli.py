@@ -127,7 +127,8 @@ def cmd_run(a):
                            clock=a.clock, timeline=a.timeline,
                            preempt={"vcpus": a.preempt_vcpus, "freeze_ms": a.freeze_ms,
                                     "period_ms": a.period_ms} if a.preempt_vcpus else None,
-                           region=a.region, tsc_spacing=a.tsc_spacing)
+                           region=a.region, tsc_spacing=a.tsc_spacing,
+                           control_socket=a.control_socket or (f"{a.region}.sock" if a.region else None))
     if a.region:
         region = Path(a.region)
         if region.exists() and not region.is_file():
@@ -137,10 +138,15 @@ def cmd_run(a):
             print("spinlab-linux: --region reads the waits live: it needs tracing, no --ab-phases "
                   "and a workload other than probecost", file=sys.stderr)
             return 2
+        if len(cfg.control_socket) > 100:
+            print(f"spinlab-linux: the control socket {cfg.control_socket} is longer than a "
+                  f"socket path may be: give --control-socket a shorter one", file=sys.stderr)
+            return 2
         with open(region, "ab") as f:       # the size QEMU maps; the agent lays it out
             f.truncate(cfg.region_mb << 20)
-        print(f"region {region}: spinlab-collect watch --shm {region} reads it while the guest "
-              f"runs", file=sys.stderr)
+        print(f"region {region}, control channel {cfg.control_socket}: spinlab-collect "
+              f"query|watch|record|info|reset --shm {region} --socket {cfg.control_socket}",
+              file=sys.stderr)
     if a.workload == "gt" and not a.gt:
         cfg.gt = "1,2000,1000,200"
     out = Path(a.out or paths.build_dir() / "runs" /
@@ -266,9 +272,13 @@ def parser():
     r.add_argument("--period-ms", type=float, default=100, help="preempt: one freeze per "
                    "period (default 100)")
     r.add_argument("--region", metavar="FILE",
-                   help="spinlab's shared region in FILE (made 16 MiB, kept): the agent counts "
-                        "each wait into it as the wait ends and publishes its clock there, so "
-                        "spinlab-collect query|watch|record|info --shm FILE read the guest")
+                   help="spinlab's shared region in FILE (made 16 MiB, kept) and the control "
+                        "channel: the agent counts each wait into the region as the wait ends, "
+                        "publishes its clock there and answers spinlab's control requests, so "
+                        "spinlab-collect query|watch|record|info|reset read the guest")
+    r.add_argument("--control-socket", metavar="SOCK",
+                   help="with --region: the control channel's socket (default FILE.sock), which "
+                        "spinlab-collect's --socket connects to")
     r.add_argument("--append", action="append", metavar="WORD",
                    help="another kernel parameter (repeatable)")
     r.add_argument("--cpu-flags", action="append", metavar="FLAG",

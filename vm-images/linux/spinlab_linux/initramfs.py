@@ -146,9 +146,14 @@ def package_lib_dirs(packages):
 
 # ---- the agent ----
 
-# The kernel's own code the agent links for spinlab.region=1 (guest/region.cc): the region's
-# layout, the clock publication and the perf data records, one writer of each format.
-KERNEL_SOURCES = ("channel/region_header.cc", "channel/clock_area.cc", "lockstat/perf_record.cc")
+# The kernel's own code the agent links for spinlab.region=1 (guest/region.cc, channel.cc): the
+# region's layout, the clock publication, the perf data records, the channel's framing and
+# server and the sysinfo handler: one writer (and one answerer) of each format.
+KERNEL_SOURCES = ("channel/region_header.cc", "channel/clock_area.cc", "lockstat/perf_record.cc",
+                  "channel/channel_server.cc", "channel/frame_codec.cc", "channel/crc32c.cc",
+                  "sysinfo/sysinfo_handler.cc", "sysinfo/memory_buffer.cc", "lockstat/params.cc",
+                  "locktrace/trace_session.cc", "locktrace/stack_settings.cc",
+                  "stackwalk/stack_cache.cc")
 
 
 def build_agent(out_path, cc="gcc", cxx="g++"):
@@ -163,7 +168,8 @@ def build_agent(out_path, cc="gcc", cxx="g++"):
         obj = Path(objdir) / "agent.o"
         steps.append([cc, *flags, "-c", "-o", str(obj), str(paths.GUEST_SRC / "agent.c")])
         objs.append(obj)
-        for i, src in enumerate([paths.GUEST_SRC / "region.cc"] + [kp / s for s in KERNEL_SOURCES]):
+        for i, src in enumerate([paths.GUEST_SRC / "region.cc", paths.GUEST_SRC / "channel.cc"]
+                                + [kp / s for s in KERNEL_SOURCES]):
             obj = Path(objdir) / f"{i}-{src.stem}.o"
             steps.append([cxx, "-std=c++20", *flags, "-fno-exceptions", "-fno-rtti", "-I", str(kp),
                           "-I", str(kp / "abi"), "-c", "-o", str(obj), str(src)])

@@ -16,8 +16,16 @@ region only counts):
   APIC id (QEMU's vCPU n has APIC id n), and the clock publications going on while the guest
   ran (`info` fits a clock while it runs).
 
+A second boot, with the control channel (the kernel's channel server and sysinfo handler, on
+the virtio-serial port org.spinlab.control): `info` over the socket answers the configuration a
+Linux guest has (the lock as the ABI names it, tas here; clock lfence, counters only, no steal
+time, TCG's signature, `linux <release>`), `query` names the class from the table
+(spinlock_slowpath), and a `reset` mid-run zeroes every CPU's counters once (resets 1) and
+counting goes on: the region ends with fewer waits than the stream, and the same invariants.
+
 Needs build/host/bin/spinlab-collect (make) and the fetched guest image."""
 import json
+import os
 import struct
 import subprocess
 import threading
@@ -43,12 +51,28 @@ def log2_hist(cycles):
     return out
 
 
+def make_region(path, mb=16):
+    with open(path, "wb") as f:
+        f.truncate(mb << 20)
+
+
+def cpu_fields(region, field_offset):
+    """Each CPU's uint32 at `field_offset` of its CpuPerfData (shm.h: the section table at 96)."""
+    with open(region, "rb") as f:
+        f.seek(96)
+        offset, _size, stride, count = struct.unpack("<QQII", f.read(24))
+        out = []
+        for cpu in range(count):
+            f.seek(offset + stride * cpu + field_offset)
+            out.append(int.from_bytes(f.read(4), "little"))
+        return out
+
+
 def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_path):
     if not COLLECT.is_file():
         pytest.fail(f"no {COLLECT}: build the host tools (make) first")
     region = tmp_path / "region"
-    with open(region, "wb") as f:
-        f.truncate(16 << 20)
+    make_region(region)
     cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=4,
                            region=str(region), region_mb=16)
     live, infos, stop = [], [], threading.Event()
@@ -106,12 +130,54 @@ def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_p
     assert pubs >= 0.5 * cfg.seconds * 100, pubs   # every 10 ms through the workload, at least
     fitted = [out for rc, out in infos if rc == 0 and "no fit" not in out]
     assert fitted, "no `info` fitted the guest's clock while it ran:\n" + (infos[-1][1] if infos else "")
-    with open(region, "rb") as f:     # the perf data section (shm.h: the section table at 96)
-        f.seek(96)
-        offset, _size, stride, count = struct.unpack("<QQII", f.read(24))
-        assert count == 2
-        for cpu in (0, 1):
-            f.seek(offset + stride * cpu + 8)
-            assert int.from_bytes(f.read(4), "little") == cpu          # CpuPerfData.cpu
-            f.seek(offset + stride * cpu + 20)
-            assert int.from_bytes(f.read(4), "little") == cpu          # its APIC id
+    assert cpu_fields(region, 8) == [0, 1]     # CpuPerfData.cpu
+    assert cpu_fields(region, 20) == [0, 1]    # CpuPerfData.apic_id: QEMU's vCPU n has APIC id n
+
+
+def test_the_control_channel_answers_and_resets(guest_image, tmp_path):
+    if not COLLECT.is_file():
+        pytest.fail(f"no {COLLECT}: build the host tools (make) first")
+    region, sock = tmp_path / "region", f"/tmp/sllx-control-{os.getpid()}.sock"   # a short path
+    make_region(region)
+    cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=6,
+                           region=str(region), control_socket=sock)
+    at = ["--socket", sock, "--shm", str(region), "--timeout", "10000"]
+    got, stop = {}, threading.Event()
+
+    def mid_run():   # once waits are counting: info, query by name, a reset
+        while not stop.is_set() and "reset" not in got:
+            r = collect("query", "--shm", str(region), "--format", "json")
+            if r.returncode == 0 and any(c["merged"]["acquisitions"] for c in json.loads(r.stdout)["classes"]):
+                got["info"] = collect("info", *at)
+                got["query"] = collect("query", "--format", "json", *at)
+                got["reset"] = collect("reset", *at)
+                got["after"] = collect("query", "--shm", str(region), "--format", "json")
+            stop.wait(0.3)
+
+    t = threading.Thread(target=mid_run)
+    t.start()
+    try:
+        res, run = boot.run_guest(cfg, tmp_path / "out")
+    finally:
+        stop.set()
+        t.join()
+    assert not os.path.exists(sock), "the control socket outlived the run"
+    assert "reset" in got, "the waits never started counting in the region"
+    info = got["info"]
+    assert info.returncode == 0, info.stderr
+    for line in ("lock algorithm         tas", "clock source           lfence",
+                 "instrumentation        counters", "steal time             no",
+                 "hypervisor             TCGTCGTCGTCG", "lock classes           1 of 32",
+                 f"build                  linux {run.meta['kernel_release']}"):
+        assert line in info.stdout, (line, info.stdout)
+    q = json.loads(got["query"].stdout)
+    assert [c["name"] for c in q["classes"]] == ["spinlock_slowpath"], got["query"].stdout
+    assert got["reset"].returncode == 0, got["reset"].stderr
+    assert cpu_fields(region, 24) == [1, 1]    # CpuPerfData.resets (the low word)
+    final = json.loads(collect("query", "--shm", str(region), "--format", "json", "--per-cpu").stdout)
+    (cls,) = final["classes"]
+    per_cpu = {c["cpu"]: c["perf"] for c in cls["per_cpu"]}
+    assert 0 < sum(p["acquisitions"] for p in per_cpu.values()) < len(run.waits)
+    for p in per_cpu.values():
+        assert p["uncontended"] + sum(p["wait_hist"].values()) + p["wait_overflow"] == p["acquisitions"]
+        assert p["lhp"]["unknown"]["count"] == p["acquisitions"]
