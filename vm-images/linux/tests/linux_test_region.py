@@ -68,6 +68,19 @@ def cpu_fields(region, field_offset):
         return out
 
 
+def run_beside(cfg, out, poll):
+    """boot.run_guest(cfg, out) while `poll(stop)` runs on a thread until the guest is done
+    (stop: a threading.Event it waits on between its requests)."""
+    stop = threading.Event()
+    t = threading.Thread(target=poll, args=(stop,))
+    t.start()
+    try:
+        return boot.run_guest(cfg, out)
+    finally:
+        stop.set()
+        t.join()
+
+
 def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_path):
     if not COLLECT.is_file():
         pytest.fail(f"no {COLLECT}: build the host tools (make) first")
@@ -75,9 +88,9 @@ def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_p
     make_region(region)
     cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=4,
                            region=str(region), region_mb=16)
-    live, infos, stop = [], [], threading.Event()
+    live, infos = [], []
 
-    def poll():
+    def poll(stop):
         while not stop.is_set():
             r = collect("query", "--shm", str(region), "--format", "json", "--per-cpu")
             if r.returncode == 0:
@@ -86,13 +99,7 @@ def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_p
             infos.append((i.returncode, i.stdout + i.stderr))
             stop.wait(0.3)
 
-    t = threading.Thread(target=poll)
-    t.start()
-    try:
-        res, run = boot.run_guest(cfg, tmp_path / "out")
-    finally:
-        stop.set()
-        t.join()
+    res, run = run_beside(cfg, tmp_path / "out", poll)
     assert run.meta["region"] is True and run.meta["region_size"] == 16 << 20
     assert res["summary"]["lost_events"] == 0
 
@@ -142,25 +149,18 @@ def test_the_control_channel_answers_and_resets(guest_image, tmp_path):
     cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="hackbench", seconds=6,
                            region=str(region), control_socket=sock)
     at = ["--socket", sock, "--shm", str(region), "--timeout", "10000"]
-    got, stop = {}, threading.Event()
+    got = {}
 
-    def mid_run():   # once waits are counting: info, query by name, a reset
+    def mid_run(stop):   # once waits are counting: info, query by name, a reset
         while not stop.is_set() and "reset" not in got:
             r = collect("query", "--shm", str(region), "--format", "json")
             if r.returncode == 0 and any(c["merged"]["acquisitions"] for c in json.loads(r.stdout)["classes"]):
                 got["info"] = collect("info", *at)
                 got["query"] = collect("query", "--format", "json", *at)
                 got["reset"] = collect("reset", *at)
-                got["after"] = collect("query", "--shm", str(region), "--format", "json")
             stop.wait(0.3)
 
-    t = threading.Thread(target=mid_run)
-    t.start()
-    try:
-        res, run = boot.run_guest(cfg, tmp_path / "out")
-    finally:
-        stop.set()
-        t.join()
+    res, run = run_beside(cfg, tmp_path / "out", mid_run)
     assert not os.path.exists(sock), "the control socket outlived the run"
     assert "reset" in got, "the waits never started counting in the region"
     info = got["info"]
