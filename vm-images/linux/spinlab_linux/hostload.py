@@ -28,7 +28,12 @@ def spinlab_load():
 
 
 def _own_group():
+    # Between fork and exec: its own process group, and the signals stop() sends at their
+    # defaults, as spinlab-run's children have them (experiments/runner/child.cc): a run started
+    # with SIGINT ignored (nohup, a background job of a script) must still reach its recorders.
     os.setpgid(0, 0)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def timeline_argv(qemu_pid, out_csv, ready, freezes_csv=None, binary=None):
