@@ -26,7 +26,7 @@ WINDOW_S = 0.2
 OFF_COLORS = {"off": "#cfcfcf", "frozen": "#111111", "unknown": "#f2d7a6"}  # light: waits (darker) stand out
 # Off-intervals by preemptor class (names.PREEMPTOR_CLASS), where the timeline names them.
 PREEMPTOR_COLORS = {"freeze": "#111111", "hog": "#8c564b", "neighbour-vcpu": "#e377c2", "own-vcpu": "#17becf",
-                    "host-task": "#cfcfcf", "unknown": "#9e9e9e"}
+                    "host-task": "#cfcfcf", "blocked": "#bcbd22", "unknown": "#9e9e9e"}
 
 
 def busiest_window(starts, width: float) -> tuple[float, int] | None:

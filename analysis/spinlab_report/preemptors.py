@@ -6,7 +6,9 @@ by spinlab-load timeline). For every long wait whose holder side the timeline de
 (lhp's attribution), the holder vCPU's off and frozen rows inside the wait (on host TSC) are
 summed per class: a frozen row is `freeze`, an off row its column's class, and an off row without
 the column (a timeline.csv written before it) `unknown`. The share of a class is its cycles over
-all those cycles: how much of the spin behind a preempted holder each preemptor caused.
+all those cycles: how much of the spin behind a preempted holder each preemptor caused. The
+class `blocked` is no preemptor: the holder's vCPU thread went to sleep by itself (under TCG
+inside QEMU, its global lock or its clock's lock, or halted), and the verdict says so apart.
 
 Exact where the timeline is complete (each off row then names its preemptor); the rest is
 `unknown`. The holder is taken piece by piece as the attribution does (waits.holder_pieces: a
@@ -23,6 +25,7 @@ from .waits import OFF
 CLASSES = PREEMPTOR_CLASS.names
 UNKNOWN = PREEMPTOR_CLASS.kPreemptorUnknown
 FREEZE = PREEMPTOR_CLASS.kPreemptorFreeze
+BLOCKED = PREEMPTOR_CLASS.kPreemptorBlocked
 COLUMN = "preemptor"
 
 
@@ -115,9 +118,15 @@ def sentence(p: dict | None) -> str | None:
     """The verdict's line: which preemptors caused the spin behind a preempted holder."""
     if not p or not p["waits"]:
         return None
-    named = sorted(((v, k) for k, v in p["share"].items() if v), reverse=True)
-    if not named:
+    named = sorted(((v, k) for k, v in p["share"].items() if v and k != BLOCKED), reverse=True)
+    blocked = p["share"].get(BLOCKED) or 0
+    if not named and not blocked:
         return None
     parts = ", ".join(f"{k} {100 * v:.0f} %" for v, k in named)
     tail = "" if p["column"] else " (timeline.csv has no preemptor column, written before it: off time not frozen is unknown)"
-    return f"the holder's CPU went to: {parts} of its off time in {p['waits']} holder-off long wait(s){tail}"
+    took = (f"the holder's CPU went to: {parts} of its off time" if named else "nothing took the holder's CPU")
+    text = f"{took} in {p['waits']} holder-off long wait(s)"
+    if blocked:
+        text += (f"; for {100 * blocked:.0f} % of that off time the holder's vCPU thread blocked by "
+                 f"itself, preempted by nothing (under TCG inside QEMU, or halted)")
+    return text + tail

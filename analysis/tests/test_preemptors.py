@@ -27,7 +27,7 @@ def test_old_timeline_without_the_column_is_unknown_and_says_so(run_copy):
     assert p["column"] is False
     assert (p["waits"], p["waits_not_placed"]) == (3, 0)
     assert p["off_cycles"] == {"unknown": 7_501_000, "own-vcpu": 0, "neighbour-vcpu": 0, "hog": 0,
-                               "freeze": 5_000_000, "host-task": 0}
+                               "freeze": 5_000_000, "host-task": 0, "blocked": 0}
     assert "no preemptor column" in preemptors.sentence(p)
 
 
@@ -49,10 +49,24 @@ def test_each_row_counts_for_its_own_class(run_copy):
     _with_column(run_copy, lambda f: by_start.get(f[3], "neighbour-vcpu"))
     p = _host_load(run_copy)
     assert p["off_cycles"] == {"unknown": 0, "own-vcpu": 5_000_000, "neighbour-vcpu": 0, "hog": 0,
-                               "freeze": 5_000_000, "host-task": 2_501_000}
+                               "freeze": 5_000_000, "host-task": 2_501_000, "blocked": 0}
     # an empty class on an off row is unknown
     _with_column(run_copy, lambda f: "" if f[3] == "3100001000" else "hog")
     assert _host_load(run_copy)["off_cycles"]["unknown"] == 5_000_000
+
+
+def test_a_holder_that_blocked_is_said_apart_with_no_preemptor(run_copy):
+    # the first off row's holder slept (class blocked): no task took its CPU, and the verdict says
+    # so beside the ones that did
+    _with_column(run_copy, lambda f: "blocked" if f[3] == "3100001000" else "hog")
+    p = _host_load(run_copy)
+    assert p["off_cycles"]["blocked"] == 5_000_000 and p["off_cycles"]["hog"] == 2_501_000
+    s = verdict_text.preemptor_sentence(p)
+    assert "went to: freeze 40 %, hog 20 % of its off time" in s, s
+    assert "for 40 % of that off time the holder's vCPU thread blocked by itself" in s, s
+    assert "blocked 40 %" not in s
+    _with_column(run_copy, lambda f: "blocked")
+    assert "went to: freeze 40 %" in verdict_text.preemptor_sentence(_host_load(run_copy))
 
 
 def test_a_class_not_in_the_abi_table_is_a_contract_error(run_copy):

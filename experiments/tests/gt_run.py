@@ -181,7 +181,10 @@ def preemptor_truth(m, phase, vcpu, truth):
     or `CPU N/KVM`) that is none of this VM's vCPU threads (the timeline's own tids; the class
     comes from the neighbour's thread ids that the runner passed to the timeline) nor of another
     VM's that ran on this host meanwhile (m["strangers"]: seen in /proc during the run, QEMU
-    processes that spinlab-run did not start)."""
+    processes that spinlab-run did not start). A hog or a neighbour takes the CPU only from a
+    runnable thread: off time the thread left asleep (the `reason` column, the switch-out's
+    prev_state, not `R...`) is its own blocking whatever ran next (class `blocked`), and no part
+    of either truth."""
     t = m["run"].timeline
     rows = t[(t["phase"] == phase) & (t["vcpu"] == vcpu) & (t["state"] != "on")]
     a = rows["start_host_tsc"].to_numpy(dtype=float)
@@ -200,6 +203,8 @@ def preemptor_truth(m, phase, vcpu, truth):
         named = vcpu_thread & ~own & ~stranger
     else:
         named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
+    runnable = rows["reason"].astype(str).str.startswith("R").to_numpy()
+    named &= runnable
     d = b - a
     return float(d[named].sum()), float(d[named & right].sum())
 

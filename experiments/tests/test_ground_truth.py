@@ -35,8 +35,9 @@ waited long; that set held 0 to 8 waits, and one loaded make test failed on 0.) 
 
 - the preemptor (timeline.csv's column, which the report shares out): of the off time the ground
   truth gives to the freeze (inside its effective windows), >= 95 % is classed `freeze`; in a
-  second phase, host-load with a hog pinned to vCPU 1's host CPU, of the off time the switch-out
-  gave to a task named spinlab-hog, >= 95 % is classed `hog` (from the ledgers' pids). The
+  second phase, host-load with a hog pinned to vCPU 1's host CPU, of the off time a runnable
+  switch-out gave to a task named spinlab-hog, >= 95 % is classed `hog` (from the ledgers' pids;
+  a switch-out that left the thread asleep is class `blocked`, whatever ran next). The
   report's shares for the preempted holders are printed, not judged: on a loaded host other
   tasks take the CPU too. In a third phase, `neighbours-1`, one neighbour VM of 1 vCPU runs
   pinned to vCPU 0's host CPU: of the off time the switch-out gave to a QEMU vCPU thread

@@ -88,6 +88,14 @@ std::set<int> ledger_processes(const std::string& state_dir) {
     return out;
 }
 
+bool left_blocked(const std::string& reason) {
+    // An off interval's reason is the prev_state its switch-out left with ("R", "R+": runnable,
+    // preempted; "S", "D", ...: asleep), perf's "R" or "blocked", or "start" / "no-switch" where
+    // no switch-out is known (build_run_intervals): those say nothing either way.
+    if (reason.empty() || reason == "start" || reason == "no-switch") return false;
+    return reason[0] != 'R';
+}
+
 void classify_preemptors(std::vector<RunInterval>& intervals, const PreemptorContext& context) {
     using spinlab::PreemptorClass;
     for (RunInterval& r : intervals) {
@@ -98,7 +106,12 @@ void classify_preemptors(std::vector<RunInterval>& intervals, const PreemptorCon
             r.preemptor = PreemptorClass::kPreemptorFreeze;
             continue;
         }
-        if (r.state != RunState::kOff || r.preemptor_pid < 0) continue;
+        if (r.state != RunState::kOff) continue;
+        if (left_blocked(r.reason)) {  // nothing took its CPU: whoever ran next (pid, comm) is no preemptor
+            r.preemptor = PreemptorClass::kPreemptorBlocked;
+            continue;
+        }
+        if (r.preemptor_pid < 0) continue;
         const int pid = r.preemptor_pid;
         if (auto own = context.own_vcpus.find(pid); own != context.own_vcpus.end() && pid != r.tid) {
             r.preemptor = PreemptorClass::kPreemptorOwnVcpu;

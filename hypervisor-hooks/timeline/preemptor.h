@@ -2,6 +2,8 @@
 // thread off its CPU gave the CPU to (RunInterval::preemptor_pid, from the sched_switch's
 // next_pid), classed (spinlab/preemptor.h, PreemptorClass):
 //   - frozen intervals (inside a freeze's effective window, mark_frozen)         -> freeze
+//   - off intervals the thread left blocked (prev_state not runnable: S, D, ..., or
+//     perf's "blocked"): nothing preempted it, whatever ran next                 -> blocked
 //   - unknown intervals, and off ones whose switch-out named nobody              -> unknown
 //   - the pid is another of the timeline's own vCPU threads                      -> own-vcpu
 //   - the pid is a vCPU thread of a neighbour VM (--neighbour NAME:TID,...)       -> neighbour-vcpu
@@ -42,8 +44,13 @@ PreemptorContext preemptor_context(const std::map<int, int>& own_vcpus, const st
 // the hogs. A line not (yet) whole is skipped; a missing directory gives none.
 std::set<int> ledger_processes(const std::string& state_dir);
 
+// Whether an off interval's reason says its thread left blocked, not preempted (prev_state not
+// runnable); false for "start" and "no-switch", which know no switch-out.
+bool left_blocked(const std::string& reason);
+
 // Fills preemptor, preemptor_vm and preemptor_vcpu of every interval (on intervals: unknown,
-// written as an empty column).
+// written as an empty column). A blocked interval keeps the pid and comm of the task that ran
+// next: a fact of the switch, not its preemptor.
 void classify_preemptors(std::vector<RunInterval>& intervals, const PreemptorContext& context);
 
 }  // namespace spinlab::load

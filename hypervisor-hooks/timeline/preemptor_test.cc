@@ -77,6 +77,45 @@ TEST(Preemptor, FrozenIsFreezeAndWhatTheTraceLacksIsUnknown) {
     EXPECT_EQ(got, want);
 }
 
+// A switch-out that left the thread asleep (tracefs prev_state S or D, perf's "blocked") is no
+// preemption, whatever ran next: issue 52 saw TCG vCPU threads block in QEMU 2,277 times under a
+// hog and each named "hog". Runnable switch-outs keep their preemptor; a freeze stays a freeze.
+TEST(Preemptor, ASwitchOutThatBlockedHasNoPreemptor) {
+    auto sw = [](uint64_t ts, const char* state, int next, const char* comm) {
+        SchedSwitch e{ts, 0, 10, state, next};
+        e.next_comm = comm;
+        return e;
+    };
+    std::vector<SchedSwitch> ev = {
+        sw(100, "S", 30, "spinlab-hog"), in(200, 30, 10),   // slept; the hog ran next
+        sw(300, "R+", 30, "spinlab-hog"), in(400, 30, 10),  // preempted by the hog
+        sw(500, "D", 77, "kworker/0:1"), in(600, 77, 10),   // uninterruptible, outside a freeze
+        sw(700, "blocked", -1, ""), in(800, 0, 10),         // perf's record of a block
+        sw(850, "S", 30, "spinlab-hog"),                    // asleep into a freeze
+    };
+    auto r = mark_frozen(build_run_intervals(ev, {{10, 0, {}}}, 0, 1000), {{10, 900, 950}});
+    PreemptorContext ctx = preemptor_context({{10, 0}}, {});
+    ctx.hogs = {30};
+    classify_preemptors(r, ctx);
+    using P = PreemptorClass;
+    std::map<uint64_t, std::tuple<RunState, P, int, std::string>> got;
+    for (const RunInterval& i : r)
+        if (i.state != RunState::kOn) got[i.start] = {i.state, i.preemptor, i.preemptor_pid, i.preemptor_comm};
+    std::map<uint64_t, std::tuple<RunState, P, int, std::string>> want = {
+        {100, {RunState::kOff, P::kPreemptorBlocked, 30, "spinlab-hog"}},  // ran next, took nothing
+        {300, {RunState::kOff, P::kPreemptorHog, 30, "spinlab-hog"}},
+        {500, {RunState::kOff, P::kPreemptorBlocked, 77, "kworker/0:1"}},
+        {700, {RunState::kOff, P::kPreemptorBlocked, -1, ""}},
+        {850, {RunState::kOff, P::kPreemptorBlocked, 30, "spinlab-hog"}},
+        {900, {RunState::kFrozen, P::kPreemptorFreeze, 30, "spinlab-hog"}},  // as before: who ran next
+        {950, {RunState::kOff, P::kPreemptorBlocked, 30, "spinlab-hog"}}};
+    EXPECT_EQ(got, want);
+    EXPECT_FALSE(left_blocked("start"));
+    EXPECT_FALSE(left_blocked("no-switch"));
+    EXPECT_FALSE(left_blocked("R"));
+    EXPECT_TRUE(left_blocked("S"));
+}
+
 TEST(Preemptor, NeighbourOptionIsCheckedAndTidsAreNamedOnce) {
     Neighbour n = parse_neighbour("vm-2:7,8,9");
     EXPECT_EQ(n.name, "vm-2");

@@ -21,7 +21,11 @@ namespace spinlab {
     /* the thread was frozen by spinlab-load preempt: inside a freeze's effective window */     \
     X(kPreemptorFreeze, 4, "freeze")                                                            \
     /* any other host task (the idle task, pid 0, included), named by pid and comm */           \
-    X(kPreemptorHostTask, 5, "host-task")
+    X(kPreemptorHostTask, 5, "host-task")                                                       \
+    /* nothing took it: the thread blocked (switched out sleeping, not runnable, outside a     */ \
+    /* freeze). Under TCG: inside QEMU (its global lock, its clock's lock) or halted by the   */ \
+    /* guest; under KVM: halted, or waiting in QEMU. The task that ran next is no preemptor.  */ \
+    X(kPreemptorBlocked, 6, "blocked")
 SPINLAB_DENSE_ENUM(PreemptorClass, uint32_t, SPINLAB_PREEMPTOR_CLASSES, kPreemptorClassNames,
                    preemptor_class_name);
 
