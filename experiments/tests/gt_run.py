@@ -59,6 +59,7 @@ def neighbour_pin_args():
 
 NEIGHBOUR_VCPU = 0  # the measured vCPU that shares its host CPU with the neighbour's
 VCPU_COMM = re.compile(r"CPU \d+/(TCG|KVM)")  # QEMU's names of its vCPU threads
+HOG_COMM = "spinlab-hog"                       # spinlab-load hog's name for its processes
 
 
 def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", hog_vcpu=None,
@@ -78,20 +79,21 @@ def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", 
         cmd += ["--run.hog-cpus", str(CPUS[hog_vcpu])]
     strangers = set()
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
-        # QEMU vCPU threads of other VMs on this host (another experiment, a developer's guest):
-        # the neighbour's ground truth names the off time given to a foreign QEMU vCPU thread, so
-        # theirs must not count as its. Seen from /proc while the run lasts, not from the run.
+        # QEMU vCPU threads of other VMs on this host (another experiment, a developer's guest)
+        # and other runs' hogs: the neighbour's and the hog's ground truths name the off time
+        # given to a QEMU vCPU thread or to a task called spinlab-hog, so theirs must not count as
+        # this run's. Seen from /proc while the run lasts, not from the run.
         reader_thread = threading.Thread(target=lambda: out_err.append(p.communicate(timeout=timeout)))
         out_err = []
         reader_thread.start()
         while reader_thread.is_alive():
-            strangers |= stranger_vcpu_threads(p.pid)
+            strangers |= stranger_threads(p.pid)
             reader_thread.join(0.25)
         if not out_err:
             p.kill()
             raise AssertionError(f"spinlab-run did not end within {timeout} s")
     assert p.returncode == 0, f"spinlab-run exit {p.returncode}: {out_err[0][1][-2000:]}"
-    with open(os.path.join(out, "stranger_vcpu_tids.json"), "w") as f:
+    with open(os.path.join(out, "stranger_tids.json"), "w") as f:
         json.dump(sorted(strangers), f)
     return os.path.join(out, "gt")
 
@@ -104,9 +106,9 @@ def _ppid(pid):
         return 0
 
 
-def stranger_vcpu_threads(ours):
-    """Thread ids named like QEMU vCPU threads (CPU N/TCG, CPU N/KVM) of processes that are not
-    `ours` or its descendants."""
+def stranger_threads(ours):
+    """Thread ids named like QEMU vCPU threads (CPU N/TCG, CPU N/KVM) or like spinlab-load's
+    hogs (spinlab-hog) of processes that are not `ours` or its descendants."""
     found = set()
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -125,7 +127,8 @@ def stranger_vcpu_threads(ours):
         for t in tids:
             try:
                 with open(f"/proc/{pid}/task/{t}/comm") as f:
-                    if VCPU_COMM.fullmatch(f.read().strip()):
+                    comm = f.read().strip()
+                    if VCPU_COMM.fullmatch(comm) or comm == HOG_COMM:
                         found.add(int(t))
             except OSError:
                 pass
@@ -140,7 +143,7 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
     (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
     share = waits.long_waits_share([snap], run.timeline, run.clock, LONG)
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
-    strangers_file = os.path.join(os.path.dirname(run_dir), "stranger_vcpu_tids.json")
+    strangers_file = os.path.join(os.path.dirname(run_dir), "stranger_tids.json")
     strangers = set(json.load(open(strangers_file))) if os.path.exists(strangers_file) else set()
     m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz, "strangers": strangers,
          "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep)),
@@ -176,7 +179,8 @@ def preemptor_truth(m, phase, vcpu, truth):
     (cycles the truth says `truth` took vCPU `vcpu`'s CPU, of them classed `truth`). The truth is
     independent of the classification: for a freeze, the off time inside the effective windows
     of preempt's record; for a hog, the off time whose switch-out named a task called
-    `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids);
+    `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids)
+    that is not another run's (m["strangers"]);
     for a neighbour VM, the off time whose switch-out named a QEMU vCPU thread (comm `CPU N/TCG`
     or `CPU N/KVM`) that is none of this VM's vCPU threads (the timeline's own tids; the class
     comes from the neighbour's thread ids that the runner passed to the timeline) nor of another
@@ -201,8 +205,9 @@ def preemptor_truth(m, phase, vcpu, truth):
         own = rows["preemptor_pid"].isin(set(t["tid"])).to_numpy()
         stranger = rows["preemptor_pid"].isin(m.get("strangers", set())).to_numpy()
         named = vcpu_thread & ~own & ~stranger
-    else:
-        named = (rows["preemptor_comm"] == "spinlab-hog").to_numpy()
+    else:   # another run's hogs (m["strangers"]) are host tasks to this one
+        named = (rows["preemptor_comm"] == HOG_COMM).to_numpy()
+        named &= ~rows["preemptor_pid"].isin(m.get("strangers", set())).to_numpy()
     runnable = rows["reason"].astype(str).str.startswith("R").to_numpy()
     named &= runnable
     d = b - a
@@ -225,7 +230,8 @@ def assert_preemptor(m, phase, vcpu, truth):
     total, got = preemptor_truth(m, phase, vcpu, truth)
     print(f"\n{phase}: {got / max(total, 1):.4f} of vCPU {vcpu}'s {total / m['hz'] * 1e3:.1f} ms off to "
           f"{truth} (ground truth) classed {truth}; {preemptor_line(m, truth)}"
-          + (f"; {len(m['strangers'])} vCPU threads of other VMs on the host left out of the truth"
+          + (f"; {len(m['strangers'])} vCPU threads of other VMs and other runs' hogs on the host "
+             f"left out of the truth"
              if m.get("strangers") else ""))
     assert total >= MIN_TRUTH_CYCLES, f"too little off time to judge the {truth} ({total} cycles)"
     assert got >= 0.95 * total, f"{truth}: {got} of {total} cycles classed right"
