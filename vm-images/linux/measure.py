@@ -159,21 +159,18 @@ def do_cost(a, out):
 
 
 def window_slope(out_dir, window):
-    """The clock offset's slope (ppm of host time) and movement (cycles) over the workload's
-    window [tsc_start, tsc_end] (guest TSC): the narrowest clock point within the window's
-    first and last tenth, host - guest at each (host: its bracket's midpoint), and their half
-    brackets (how well each end is known)."""
+    """The clock offset (host - guest) over the workload's window [tsc_start, tsc_end] (guest
+    TSC): clock.offset_stats of the points inside it (the narrowest point of its first and
+    last tenth), as its slope in ppm of host time and its movement in cycles; negative: the
+    guest's TSC gained on the host's."""
     pts = [p for p in clock.read_points(Path(out_dir) / "clock.csv")
            if window["tsc_start"] <= p[2] <= window["tsc_end"]]
-    if len(pts) < 4:
+    s = clock.offset_stats(pts) if len(pts) >= 4 else None
+    if not s or not s["drift_ppm"]:
         return None
-    k = max(2, len(pts) // 10)
-    a = min(pts[:k], key=lambda p: p[1] - p[0])
-    b = min(pts[-k:], key=lambda p: p[1] - p[0])
-    oa, ob = (a[0] + a[1]) / 2 - a[2], (b[0] + b[1]) / 2 - b[2]
-    span = (b[0] + b[1]) / 2 - (a[0] + a[1]) / 2
-    return {"slope_ppm": (ob - oa) / span * 1e6, "moved_cycles": ob - oa, "span_cycles": span,
-            "end_half_brackets_cycles": [(a[1] - a[0]) / 2, (b[1] - b[0]) / 2], "points": len(pts)}
+    return {"slope_ppm": -s["drift_ppm"], "moved_cycles": s["first"] - s["last"],
+            "span_cycles": s["span_cycles"], "end_half_brackets_cycles": s["end_half_brackets_cycles"],
+            "points": len(pts)}
 
 
 def do_creep(a, out):

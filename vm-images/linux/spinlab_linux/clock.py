@@ -165,8 +165,8 @@ def fit_points(points, host_tsc_hz, window_ms=FIT_WINDOW_MS, max_bracket_ms=FIT_
 
 def offset_stats(points):
     """guest - host at the points' midpoints: the first and last (of the narrowest tenth of
-    the points at each end) and the drift between them in ppm of host time (a quick look;
-    clockfit's map is what maps)."""
+    the points at each end), the drift between them in ppm of host time, the host cycles
+    between the two and their half brackets (a quick look; clockfit's map is what maps)."""
     if len(points) < 2:
         return None
     k = max(1, len(points) // 10)
@@ -175,7 +175,8 @@ def offset_stats(points):
     oa, ob = a[2] - (a[0] + a[1]) / 2, b[2] - (b[0] + b[1]) / 2
     span = (b[0] + b[1]) / 2 - (a[0] + a[1]) / 2
     return {"first": oa, "last": ob,
-            "drift_ppm": (ob - oa) / span * 1e6 if span > 0 else None}
+            "drift_ppm": (ob - oa) / span * 1e6 if span > 0 else None,
+            "span_cycles": span, "end_half_brackets_cycles": [(a[1] - a[0]) / 2, (b[1] - b[0]) / 2]}
 
 
 def read_helper_stats(path):
