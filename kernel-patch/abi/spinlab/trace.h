@@ -457,6 +457,10 @@ inline constexpr uint8_t kTraceRuleLongWait = 1u << 3;       // waited >= longwa
 inline constexpr uint8_t kTraceSpinContended = 1u << 0;     // the first try failed
 inline constexpr uint8_t kTraceSpinWaitOverflow = 1u << 1;  // the wait could not be measured
 inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp before acquire stamp
+// The guest saw the wait, not the hold (a Linux guest's slow-path probe): acquire_tsc is the
+// wait's end, release_tsc == acquire_tsc (the release is not known), spin_count 0 (not counted),
+// holder_cpu_start/end kNoCpu (not recorded). Only the long-wait rule makes such an event.
+inline constexpr uint8_t kTraceSpinWaitOnly = 1u << 3;
 
 // Written at release, as Windows writes its spinlock event (payload WMI_SPINLOCK). Header tsc ==
 // release_tsc for the kernel's locks and for ring-3 locks written through a thread's ring
