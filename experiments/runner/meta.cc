@@ -79,7 +79,7 @@ Meta make_meta(const MetaSources& s) {
     const std::vector<uint32_t> pin = vm_pin(spec, 0);
     m.pinning = pin.empty() ? "none" : "vCPU i on host CPU " + join_ids(pin) + "[i]";
     m.guest_tsc_hz = s.guest.tsc_hz();
-    m.workload = init_line(spec.workload);
+    m.workload = workload_line(spec);
     m.kernel_append = kernel_append(spec);
     for (const Phase& p : spec.run.phases) m.phases.push_back(p.name());
     m.preempt_rt_priority.asked = spec.run.preempt_rt_priority;
@@ -95,6 +95,8 @@ Meta make_meta(const MetaSources& s) {
     m.guest_build_id = std::string(c.build_id, strnlen(c.build_id, sizeof c.build_id));
     m.guest_hypervisor = std::string(c.hypervisor_signature,
                                      strnlen(c.hypervisor_signature, sizeof c.hypervisor_signature));
+    m.guest = spec.vm.guest;
+    m.guest_kernel = s.vm.guest_kernel;
     m.runner_version = "spinlab-run format 1";
     if (const uint32_t most = max_neighbours(spec)) {
         Meta::Neighbours n;
@@ -103,7 +105,7 @@ Meta make_meta(const MetaSources& s) {
         for (uint32_t k = 1; k <= most; ++k) {
             const Spec ns = neighbour_spec(spec, k, neighbour_name(s.vm_name, k));
             n.vms.push_back({ns.vm.name, "neighbour", ns.vm.cpus, ns.vm.memory_mb, ns.vm.lock,
-                             init_line(ns.workload), ns.vm.pin});
+                             workload_line(ns), ns.vm.pin});
         }
         const uint32_t over = n.host_cpus.empty() ? m.host.cpus : uint32_t(n.host_cpus.size());
         for (const Phase& p : spec.run.phases)

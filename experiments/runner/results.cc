@@ -283,6 +283,10 @@ std::string meta_json(const Meta& m) {
     j.field("cpu_mapping", m.cpu_mapping);
     j.field("guest_build_id", m.guest_build_id);
     j.field("guest_hypervisor", m.guest_hypervisor);
+    j.field("guest", m.guest);
+    j.key("guest_kernel");
+    if (m.guest_kernel.empty()) null_value(j);
+    else j.value(m.guest_kernel);
     j.field("runner", m.runner_version);
     j.key("preempt_rt_priority").begin_object();
     j.field("asked", m.preempt_rt_priority.asked);

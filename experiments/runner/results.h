@@ -153,6 +153,8 @@ struct Meta {
     // "not checked: why" (a mismatch stops the run before this is written).
     std::string cpu_mapping;
     std::string guest_build_id, guest_hypervisor;
+    std::string guest = "spinlab";  // vm.guest: spinlab or linux
+    std::string guest_kernel;       // a Linux guest's Debian kernel package and version, else empty
     std::string runner_version;
     // The freeze injector's SCHED_FIFO priority: asked (run.preempt-rt-priority), what it got
     // (unknown until a preempt phase has started), and why it fell back to normal priority.

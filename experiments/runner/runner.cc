@@ -273,6 +273,7 @@ int Experiment::run() {
     std::string reason;
     try {
         // The neighbours boot beside the measured VM, then wait paused for their phases.
+        prepare_guest(spec_, tools_.spinlab_vm, dir_, [&](const std::string& line) { note(line); });
         if (neighbours_) neighbours_->launch(max_neighbours(spec_));
         vm_->start([&](const std::string& line) { note(line); });
         if (neighbours_) {

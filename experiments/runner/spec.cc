@@ -100,6 +100,13 @@ std::string names_text(std::span<const EnumName> table) {
     return s;
 }
 
+std::vector<std::string> split_words(const std::string& s) {
+    std::vector<std::string> out;
+    std::istringstream in(s);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
 std::vector<std::string> split(const std::string& s) {
     std::vector<std::string> out;
     std::string cur;
@@ -229,6 +236,11 @@ const Key kVmKeys[] = {
     {"attach", "use this already running spinlab-vm VM; it is neither started nor stopped",
      [](Spec& s, const Arg& a) { check_word(a.where, s.vm.attach = a.text, false); },
      [](const Spec& s) { return unless_empty(s.vm.attach); }},
+    {"guest",
+     "spinlab (default: spinlab's kernel) or linux (Debian's kernel, its spinlock slow-path waits "
+     "read by spinlab's agent; vm-images/linux/README.md)",
+     [](Spec& s, const Arg& a) { s.vm.guest = to_choice(a.where, a.text, {"spinlab", "linux"}); },
+     [](const Spec& s) { return s.vm.guest; }},
     {"cpus", "vCPUs, 1 to 64 (default 2)",
      [](Spec& s, const Arg& a) { s.vm.cpus = uint32_t(to_u64(a.where, a.text, 1, 64)); },
      [](const Spec& s) { return std::to_string(s.vm.cpus); }},
@@ -629,8 +641,48 @@ void check_session(const TraceSpec& t, const Given& g) {
         }
 }
 
+// The Linux guest's workloads that run until the VM is stopped (the agent's spinlab.workload=).
+const std::vector<std::string> kLinuxWorkloads{"hackbench", "forkexec"};
+
+// vm.guest = linux: what spinlab's kernel alone has is refused, naming the key.
+void check_linux_guest(Spec& s, const Given& g) {
+    const std::string not_linux = " is spinlab's kernel's; a Linux guest (vm.guest = linux) ";
+    const std::vector<std::string> linux_locks{"mcs", "tas", "pvqspin"};
+    if (std::find(linux_locks.begin(), linux_locks.end(), s.vm.lock) == linux_locks.end())
+        bad(g.where("vm.lock"), s.vm.lock, "a Linux guest's lock is mcs (its native queued spinlock), tas "
+                                           "(virt_spin_lock's test-and-set) or pvqspin (its paravirtual queued "
+                                           "spinlock, KVM only)");
+    if (s.vm.clock != clock_source_name(ClockSource::kLfenceRdtsc))
+        bad(g.where("vm.clock"), s.vm.clock, "vm.clock" + not_linux + "stamps its waits with the TSC (trace_clock x86-tsc)");
+    if (!s.vm.pause) bad(g.where("vm.pause"), "off", "vm.pause" + not_linux + "spins with cpu_relax(), a pause");
+    if (s.vm.hz) bad(g.where("vm.hz"), std::to_string(s.vm.hz), "vm.hz" + not_linux + "runs its own timer rate");
+    if (s.vm.long_wait != kDefaultLongWaitThreshold)
+        bad(g.where("vm.long-wait"), std::to_string(s.vm.long_wait),
+            "vm.long-wait" + not_linux + "agent's long waits are 2^20 cycles and longer");
+    for (const Key& k : kTraceKeys)
+        if (k.spinlock >= 0 && s.trace.spinlock[k.spinlock])
+            bad(g.where(std::string("trace.") + k.name), std::to_string(*s.trace.spinlock[k.spinlock]),
+                std::string("trace.") + k.name + not_linux + "traces its long waits only");
+    if (s.trace.params.enable_flags & ~kTraceGroupLongWait)
+        bad(g.where("trace.enable"), collect::trace_groups_text(s.trace.params.enable_flags),
+            "a Linux guest's agent sees slow-path waits, not holds: longwait or none");
+    if (s.workload.kmix)
+        bad(g.where("workload.kmix"), "on", "kmix" + not_linux + "runs its own workload: set workload.kmix = off");
+    if (std::find(kLinuxWorkloads.begin(), kLinuxWorkloads.end(), s.workload.program) == kLinuxWorkloads.end())
+        bad(g.where("workload.program"), s.workload.program,
+            "a Linux guest runs one of the agent's workloads until the VM is stopped: hackbench or forkexec");
+    for (const std::string& word : split_words(s.workload.args))
+        if (word.rfind("spinlab.", 0) != 0)
+            bad(g.where("workload.args"), s.workload.args,
+                "a Linux guest's workload takes the agent's kernel parameters (spinlab.hackbench=GROUPSxLOOPS, "
+                "spinlab.workers=N): '" + word + "' is not one");
+    // Its one lock class counts slow-path waits, not the workload's operations.
+    s.workload.throughput_classes.clear();
+}
+
 // Across sections: pinning and vCPU lists against vm.cpus, freezes against their period.
-void check_relations(const Spec& s, const Given& g) {
+void check_relations(Spec& s, const Given& g) {
+    if (s.vm.guest == "linux") check_linux_guest(s, g);
     const VmSpec& vm = s.vm;
     const RunSpec& r = s.run;
     if (!vm.pin.empty() && vm.pin.size() != vm.cpus)
@@ -835,7 +887,17 @@ std::string init_line(const WorkloadSpec& w) {
     return line;
 }
 
+std::string workload_line(const Spec& s) {
+    if (s.vm.guest != "linux") return init_line(s.workload);
+    return s.workload.args.empty() ? s.workload.program : s.workload.program + " " + s.workload.args;
+}
+
 std::string kernel_append(const Spec& s) {
+    if (s.vm.guest == "linux") {  // spinlab-vm --guest linux adds the console, the region and the lock mode
+        std::string a = "spinlab.workload=" + s.workload.program + " spinlab.seconds=0 spinlab.trace=1";
+        if (!s.workload.args.empty()) a += " " + s.workload.args;
+        return s.vm.append.empty() ? a : a + " " + s.vm.append;
+    }
     std::string a = "lock=" + s.vm.lock + " clock=" + s.vm.clock + " pause=" + onoff(s.vm.pause) +
                     " long-wait=" + std::to_string(s.vm.long_wait);
     if (s.vm.hz) a += " hz=" + std::to_string(s.vm.hz);

@@ -28,6 +28,12 @@ public:
 struct VmSpec {
     std::string name;        // empty: "run<pid>"
     std::string attach;      // an already running VM's name: neither started nor stopped
+    // spinlab (its kernel, build/kernel/) or linux (Debian's kernel with spinlab's agent,
+    // vm-images/linux/: spinlab-vm --guest linux). A Linux guest's lock is mcs, tas or pvqspin
+    // (Linux's native queued spinlock, its virt_spin_lock test-and-set, its PV queued lock), its
+    // workload one of the agent's (spinlab.workload=), and spinlab's kernel's boot options
+    // (clock, pause, hz, long-wait, the spinlock-tracing parameters, kmix) are refused.
+    std::string guest = "spinlab";
     uint32_t cpus = 2;
     uint32_t memory_mb = 256;
     std::string accel = "auto";    // auto | kvm | tcg
@@ -160,5 +166,8 @@ std::string to_ini(const Spec& s);
 std::string kernel_append(const Spec& s);
 // The init= value alone.
 std::string init_line(const WorkloadSpec& w);
+// What the guest runs, as meta.json's "workload" says it: init_line, or a Linux guest's agent
+// workload with its parameters ("hackbench spinlab.hackbench=2x20").
+std::string workload_line(const Spec& s);
 
 }  // namespace spinlab::run

@@ -2,9 +2,11 @@
 // (golden), good specs parse to the fields, the command line wins over the file, and to_ini
 // reads back to the same spec.
 #include "spec.h"
+#include "vm.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -16,13 +18,15 @@
 namespace spinlab::run {
 namespace {
 
-ParsedSpec parse(std::initializer_list<std::string> args) {
+ParsedSpec parse(const std::vector<std::string>& args) {
     std::vector<std::string> a{"spinlab-run"};
-    a.insert(a.end(), args);
+    a.insert(a.end(), args.begin(), args.end());
     std::vector<const char*> argv;
     for (auto& s : a) argv.push_back(s.c_str());
     return parse_spec(int(argv.size()), argv.data());
 }
+
+ParsedSpec parse(std::initializer_list<std::string> args) { return parse(std::vector<std::string>(args)); }
 
 std::string error_of(std::initializer_list<std::string> args) {
     try {
@@ -184,6 +188,51 @@ TEST(SpecParse, TraceSpinlockParametersAreBootOptions) {
     EXPECT_EQ(parse({"--spec", write_spec(to_ini(p.spec))}).spec.trace.spinlock, p.spec.trace.spinlock);
 }
 
+TEST(SpecParse, ALinuxGuestRunsTheAgentsWorkloadWithItsLockMode) {
+    const std::vector<std::string> linux_args{kPhases, "--vm.guest", "linux", "--workload.program", "hackbench",
+                                              "--workload.kmix", "off"};
+    auto with = [&](std::vector<std::string> more) {  // linux_args, a key given in `more` replaced
+        std::vector<std::string> a;
+        for (size_t i = 0; i < linux_args.size(); ++i) {
+            const bool replaced = i + 1 < linux_args.size() && linux_args[i].rfind("--", 0) == 0 &&
+                                  std::find(more.begin(), more.end(), linux_args[i]) != more.end();
+            if (replaced) ++i;
+            else a.push_back(linux_args[i]);
+        }
+        a.insert(a.end(), more.begin(), more.end());
+        return a;
+    };
+    ParsedSpec p = parse(with({"--vm.lock", "mcs", "--workload.args", "spinlab.hackbench=2x10"}));
+    EXPECT_EQ(kernel_append(p.spec), "spinlab.workload=hackbench spinlab.seconds=0 spinlab.trace=1 spinlab.hackbench=2x10");
+    EXPECT_EQ(workload_line(p.spec), "hackbench spinlab.hackbench=2x10");
+    EXPECT_TRUE(p.spec.workload.throughput_classes.empty());  // its one class counts waits, not operations
+    const std::vector<std::string> vm = spinlab_vm_argv(p.spec, "spinlab-vm", "lx", "/r");
+    EXPECT_NE(std::find(vm.begin(), vm.end(), "--guest"), vm.end());
+    EXPECT_EQ(*(std::find(vm.begin(), vm.end(), "--lock") + 1), "mcs");
+    EXPECT_EQ(parse({"--spec", write_spec(to_ini(p.spec))}).spec.vm.guest, "linux");
+    // What spinlab's kernel alone has is refused, naming the key.
+    auto error = [&](std::vector<std::string> more) {
+        try {
+            parse(with(more));
+        } catch (const SpecError& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(error({"--vm.lock", "ticket"}).find("vm.lock = 'ticket': a Linux guest's lock is mcs"), std::string::npos);
+    EXPECT_NE(error({"--vm.clock", "cpuid"}).find("vm.clock = 'cpuid'"), std::string::npos);
+    EXPECT_NE(error({"--vm.hz", "250"}).find("vm.hz"), std::string::npos);
+    EXPECT_NE(error({"--trace.enable", "longwait,profile"}).find("trace.enable"), std::string::npos);
+    EXPECT_NE(error({"--workload.program", "lockbench"}).find("hackbench or forkexec"), std::string::npos);
+    EXPECT_NE(error({"--workload.kmix", "on"}).find("workload.kmix = off"), std::string::npos);
+    EXPECT_NE(error({"--workload.args", "-g 4"}).find("'-g' is not one"), std::string::npos);
+    EXPECT_EQ(error({}), "accepted");
+    // spinlab's kernel is untouched by the key.
+    EXPECT_EQ(parse({kPhases}).spec.vm.guest, "spinlab");
+    const std::vector<std::string> plain = spinlab_vm_argv(parse({kPhases}).spec, "spinlab-vm", "x", "/r");
+    EXPECT_EQ(std::find(plain.begin(), plain.end(), "--guest"), plain.end());
+}
+
 struct Golden {
     std::vector<std::string> args;
     std::string message;
@@ -210,7 +259,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         Golden{{}, "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
         Golden{{"--vm.cpu", "2"},
-               "unknown key 'cpu' in section [vm]; its keys are name, attach, cpus, memory, "
+               "unknown key 'cpu' in section [vm]; its keys are name, attach, guest, cpus, memory, "
                "accel, backend, lock, clock, pause, long-wait, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout"},
         Golden{{"--cpus", "2"}, "unknown option '--cpus'; see --help"},
         Golden{{kPhases, "--vm.cpus", "0"}, "--vm.cpus = '0': must be a whole number from 1 to 64"},
@@ -353,7 +402,7 @@ TEST(SpecFileErrors, NameTheFileAndSection) {
     std::string f = write_spec("[vm]\ncpu = 2\n[run]\nphases = idle-host\n");
     EXPECT_EQ(error_of({"--spec", f}),
               "unknown key 'cpu' in section [vm] in " + f +
-                  "; its keys are name, attach, cpus, memory, accel, backend, lock, clock, pause, "
+                  "; its keys are name, attach, guest, cpus, memory, accel, backend, lock, clock, pause, "
                   "long-wait, hz, pin, kernel, initrd, append, boot-timeout, channel-timeout");
     f = write_spec("[vmm]\ncpus = 2\n");
     EXPECT_EQ(error_of({"--spec", f}), "unknown section [vmm] in " + f +

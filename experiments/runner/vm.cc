@@ -40,6 +40,8 @@ std::optional<VmInfo> read_vm_json(const std::string& path) {
         v.qemu_pid = t.get<uint64_t>("qemu_pid", 0);
         if (auto ids = t.get_child_optional("vcpu_thread_ids"))
             for (const auto& [k, id] : *ids) v.vcpu_tids.push_back(id.get_value<uint64_t>());
+        if (auto lx = t.get_child_optional("linux"); lx && lx->get_optional<std::string>("kernel_package"))
+            v.guest_kernel = lx->get<std::string>("kernel_package") + " " + lx->get<std::string>("kernel_version", "");
         if (auto ids = t.get_child_optional("vcpu_apic_ids")) {
             v.vcpu_apic_ids.emplace();
             for (const auto& [k, id] : *ids) v.vcpu_apic_ids->push_back(id.get_value<uint32_t>());
@@ -78,11 +80,31 @@ std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& sp
                                   "--backend", spec.vm.backend,
                                   "--append", kernel_append(spec),
                                   "--save-console", results_dir + "/logs/" + console + ".log"};
+    if (spec.vm.guest == "linux") argv.insert(argv.end(), {"--guest", "linux", "--lock", spec.vm.lock});
     if (const std::vector<uint32_t> pin = vm_pin(spec, 0); !pin.empty())
         argv.insert(argv.end(), {"--pin", join_ids(pin)});
     if (!spec.vm.kernel.empty()) argv.insert(argv.end(), {"--kernel", spec.vm.kernel});
     if (!spec.vm.initrd.empty()) argv.insert(argv.end(), {"--initrd", spec.vm.initrd});
     return argv;
+}
+
+void prepare_guest(const Spec& spec, const std::string& spinlab_vm, const std::string& results_dir,
+                   const std::function<void(const std::string&)>& note) {
+    if (spec.vm.guest != "linux" || !spec.vm.attach.empty() || !spec.vm.kernel.empty()) return;
+    const std::string log = results_dir + "/logs/prepare.log";
+    note("preparing the Linux guest: Debian's kernel and spinlab's initramfs into build/linux/ "
+         "(spinlab-vm prepare; minutes the first time, log in logs/prepare.log)");
+    Child c({spinlab_vm, "prepare", "--guest", "linux"}, log);
+    while (c.running()) {
+        if (pending_signal()) {
+            c.stop(std::chrono::seconds(2));
+            throw std::runtime_error("interrupted by " + signal_name(pending_signal()) + " while preparing the guest");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (const int st = *c.poll(); st != 0)
+        throw collect::CollectError(collect::kExitNoVm, "spinlab-vm prepare --guest linux " + Child::describe(st) +
+                                                            ": " + last_line(log));
 }
 
 void Vm::launch() {

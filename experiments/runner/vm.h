@@ -26,6 +26,9 @@ struct VmInfo {
     // Set by Vm::start: the guest's shared region file, the state directory's `shm` link
     // resolved (spinlab-load --vcpu-state refuses links); empty when it does not resolve.
     std::string region_file;
+    // A Linux guest's kernel as spinlab-vm booted it: "<Debian package> <version>"; empty for
+    // spinlab's kernel, or a kernel given by path.
+    std::string guest_kernel;
 };
 
 // Guest CPU n must be QEMU's vCPU n: the timeline follows vCPU n's thread as CPU n's. Empty
@@ -44,6 +47,12 @@ std::string run_dir();
 std::vector<std::string> spinlab_vm_argv(const Spec& spec, const std::string& spinlab_vm,
                                          const std::string& vm_name, const std::string& results_dir,
                                          const std::string& console = "console");
+
+// vm.guest = linux, booting the fetched kernel: `spinlab-vm prepare --guest linux` (Debian's
+// kernel and the initramfs into build/linux/), waited for, its output in logs/prepare.log.
+// Throws collect::CollectError when it fails, std::runtime_error on a signal.
+void prepare_guest(const Spec& spec, const std::string& spinlab_vm, const std::string& results_dir,
+                   const std::function<void(const std::string&)>& note);
 
 class Vm {
 public:

@@ -22,6 +22,8 @@ Commands
                          KVM's per-vCPU counters (exits, halt exits, hypercalls, preemptions,
                          directed yields) through QMP query-stats, and as root the TSC
                          offset KVM applies to each (debugfs); a TCG VM has none
+  prepare [--guest linux] fetch Debian's kernel and build the Linux guest's initramfs
+                         (build/linux/; what --guest linux boots)
   cleanup                remove the state of VMs whose QEMU is gone, and leftover spinlab
                          libvirt domains
   libvirt-setup          make libvirt usable here (qemu.conf user root, virtlogd, libvirtd -d)
@@ -38,6 +40,7 @@ EXAMPLES
   spinlab-collect watch --vm lab1
   spinlab-vm pause lab1; spinlab-vm resume lab1
   spinlab-vm stop lab1
+  spinlab-vm run lx --guest linux --lock mcs --append 'spinlab.workload=hackbench spinlab.seconds=0 spinlab.trace=1'
   spinlab-vm libvirt-setup && spinlab-vm run lab2 --backend libvirt --append 'selftest=smp'
   spinlab-vm start lab3 --cpus 2 --pin 0,1 --shm-size 32 --memory 512
   spinlab-vm stats lab1 --json -o before.json   # one sample, as the runner keeps per repetition
@@ -87,6 +90,14 @@ def _vm_options(p):
                         "kernel, if there)")
     g.add_argument("--shm-size", type=_int("--shm-size"), default=16, metavar="MB",
                    help="ivshmem region, a power of two in MiB (default 16)")
+    g.add_argument("--guest", default="spinlab", metavar="spinlab|linux",
+                   help="spinlab's kernel (default) or a Linux guest: Debian's kernel and spinlab's "
+                        "initramfs from vm-images/linux/ (spinlab-linux fetch, spinlab-linux initramfs), "
+                        "its waits in the region, its control channel on a virtio-serial port")
+    g.add_argument("--lock", default="", metavar="mcs|tas|pvqspin",
+                   help="--guest linux: Linux's spinlock mode (mcs: the native queued spinlock, tas: "
+                        "virt_spin_lock's test-and-set, pvqspin: the paravirtual queued spinlock, KVM only; "
+                        "default tas)")
     g.add_argument("--pin", default="", metavar="CPUS",
                    help="host CPU for each vCPU in order, e.g. 0,1 (default: no pinning)")
 
@@ -132,6 +143,10 @@ def build_parser():
     ls = sub.add_parser("list", help="every VM in the run directory", epilog=epilog,
                         formatter_class=fmt)
     ls.add_argument("--json", action="store_true")
+    text = ("make a guest ready to boot: --guest linux fetches Debian's kernel and builds spinlab's "
+            "initramfs into build/linux/ (minutes the first time, seconds after)")
+    pr = sub.add_parser("prepare", help=text, description=text, epilog=epilog, formatter_class=fmt)
+    pr.add_argument("--guest", default="linux", metavar="linux", help="the guest to prepare (default linux)")
     sub.add_parser("cleanup", help="remove the state of VMs whose QEMU is gone", epilog=epilog,
                    formatter_class=fmt)
     sub.add_parser("libvirt-setup", help="make libvirt usable on this host", epilog=epilog,
@@ -147,7 +162,8 @@ def config_from(a):
     pin = config.parse_pin(a.pin) if a.pin else ()
     return VmConfig(name=config.check_name(a.name), cpus=a.cpus, memory_mb=a.memory,
                     accel=a.accel, backend=a.backend, append=a.append, kernel=a.kernel,
-                    initrd=a.initrd, shm_size_mb=a.shm_size, pin=pin)
+                    initrd=a.initrd, shm_size_mb=a.shm_size, pin=pin, guest=a.guest,
+                    lock=a.lock or ("tas" if a.guest == "linux" else ""))
 
 
 def _status_line(name, info, status):
@@ -237,6 +253,14 @@ def main(argv=None):
             return cmd_list(a)
         if a.command == "stats":
             return cmd_stats(a)
+        if a.command == "prepare":
+            if a.guest != "linux":
+                raise VmError(f"prepare --guest {a.guest}: only a Linux guest is prepared here "
+                              "(spinlab's kernel is built by make kernel)")
+            from . import linux_guest
+            for line in linux_guest.prepare():
+                print(line)
+            return config.EXIT_OK
         if a.command == "cleanup":
             for line in supervise.cleanup():
                 print(line)
@@ -257,3 +281,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         return 130
     return config.EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,6 +25,7 @@ DEFAULT_KERNEL = KERNEL_DIR / "spinlab.elf"
 DEFAULT_INITRD = KERNEL_DIR / "initrd.tar"
 MISSING_KERNEL_HINT = "the installation is incomplete: make install" if INSTALLED else "run make kernel first"
 BACKENDS = ("qemu", "libvirt")
+GUESTS = ("spinlab", "linux")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 MAX_CPUS = 64          # the kernel's and the shared region's limit (spinlab/shm.h)
 
@@ -49,6 +50,8 @@ class VmConfig:
     initrd: str = ""           # empty: build/kernel/initrd.tar when it exists
     shm_size_mb: int = 16
     pin: tuple = ()            # host CPU per vCPU, or () for no pinning
+    guest: str = "spinlab"     # spinlab (build/kernel/) or linux (vm-images/linux/: linux_guest.py)
+    lock: str = ""             # a Linux guest's lock mode in the ABI's words (mcs, tas, pvqspin)
 
 
 def check_name(name):
@@ -96,6 +99,20 @@ def validate(cfg):
     if cfg.pin and len(cfg.pin) != cfg.cpus:
         raise VmError(f"--pin lists {len(cfg.pin)} host CPUs for {cfg.cpus} vCPUs: "
                       "give one host CPU per vCPU")
+    if cfg.guest not in GUESTS:
+        raise VmError(f"--guest '{cfg.guest}': choose one of {', '.join(GUESTS)}")
+    if cfg.guest == "linux":
+        try:
+            from . import linux_guest   # imports vm-images/linux/spinlab_linux: only when asked
+        except ImportError as e:
+            raise VmError(f"--guest linux needs vm-images/linux/ of spinlab's source tree, which this "
+                          f"installation does not carry ({e})")
+        linux_guest.validate(cfg, kernel_given=os.path.abspath(cfg.kernel) != str(DEFAULT_KERNEL),
+                             initrd_given=bool(cfg.initrd))
+        return cfg
+    if cfg.lock:
+        raise VmError(f"--lock {cfg.lock}: for a Linux guest (--guest linux); spinlab's kernel takes "
+                      "its lock from --append lock=...")
     if not os.path.isfile(cfg.kernel):
         if os.path.abspath(cfg.kernel) == str(DEFAULT_KERNEL):
             raise VmError(f"no kernel at {cfg.kernel}: {MISSING_KERNEL_HINT}")

@@ -54,6 +54,9 @@ def build_argv(cfg, accel, paths, qemu=QEMU):
     i = argv.index("-serial")
     argv[i:i] = ["-chardev", f"file,id=console,path={esc(paths.console_log)}"]
     argv[0] = qemu
+    if cfg.guest == "linux":
+        from . import linux_guest
+        linux_guest.adapt_argv(argv, cfg, accel, esc)
     return argv
 
 

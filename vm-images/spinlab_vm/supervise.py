@@ -101,8 +101,11 @@ def prepare(cfg, command):
                  "cpus": cfg.cpus, "memory_mb": cfg.memory_mb, "append": cfg.append,
                  "kernel": cfg.kernel, "initrd": cfg.initrd or None,
                  "shm_size_mb": cfg.shm_size_mb, "pin": list(cfg.pin) or None,
-                 "emulator": emulator,
+                 "emulator": emulator, "guest": cfg.guest,
                  "domain": libvirt.domain_name(cfg.name) if cfg.backend == "libvirt" else None})
+    if cfg.guest == "linux":
+        from . import linux_guest
+        info["linux"] = linux_guest.facts(cfg)
     if cfg.backend == "qemu":
         info["paths"]["qemu_log"] = str(paths.dir / "qemu.log")
     else:

@@ -13,6 +13,7 @@ import pytest
 
 VM_IMAGES = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(VM_IMAGES))
+sys.path.insert(0, str(VM_IMAGES / "linux"))  # spinlab_linux, for --guest linux (spinlab-vm sets PYTHONPATH so)
 SPINLAB_VM = str(VM_IMAGES / "spinlab-vm")
 KERNEL = VM_IMAGES.parent / "build" / "kernel" / "spinlab.elf"
 

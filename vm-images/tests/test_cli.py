@@ -78,7 +78,8 @@ def test_list_and_cleanup_when_empty(run_dir):
     assert vm("cleanup").returncode == 0
 
 
-def test_script_is_executable_python3():
+def test_script_is_executable_and_runs_debians_python3():
     with open(SPINLAB_VM) as f:
-        assert f.readline().strip() == "#!/usr/bin/python3"
+        text = f.read()
+    assert text.startswith("#!/bin/bash\n") and "exec /usr/bin/python3 -m spinlab_vm.cli" in text
     assert os.access(SPINLAB_VM, os.X_OK)
