@@ -194,6 +194,35 @@ def holders_of(wait: dict) -> list | None:
     return [h0, h1]
 
 
+# A Linux guest's waits carry no holder: its spinlocks do not record one (the agent probes the
+# slow path, kTraceSpinWaitOnly). What a rule can say instead, per vCPU count:
+HOLDER_RULE_OTHER_VCPU = "other-vcpu"
+HOLDER_RULE_TEXT = {
+    HOLDER_RULE_OTHER_VCPU: "the holder is the other vCPU (a Linux guest at 2 vCPUs: a spinlock holder "
+                            "runs with preemption off, so it is on a CPU, and not on the waiter's; exact, "
+                            "but which of its holds covered the wait is not known)",
+}
+
+
+def holder_rule(meta: dict) -> str | None:
+    """The rule that names the holders of a run's waits where the guest records none: a Linux guest
+    (meta.json "guest") at 2 vCPUs, the other vCPU; None otherwise (at more vCPUs "possibly
+    preempted" is only a bound, which this report does not give: such waits stay 'unknown')."""
+    if meta.get("guest") == "linux" and meta.get("vcpus") == 2:
+        return HOLDER_RULE_OTHER_VCPU
+    return None
+
+
+def apply_holder_rule(lw, rule: str | None) -> None:
+    """Names, in place, the holder of every wait of lw (waits.LongWaits) that has none, by rule;
+    marks them in lw.holder_by_rule. The end holder stays unknown: the hand-over is not seen."""
+    if rule != HOLDER_RULE_OTHER_VCPU or not len(lw):
+        return
+    none = (lw.holder < 0) & (lw.holder_end < 0) & (lw.holds_at[1:] == lw.holds_at[:-1])
+    lw.holder = np.where(none, 1 - lw.cpu, lw.holder)
+    lw.holder_by_rule = lw.holder_by_rule | none
+
+
 def steal_sides(lhp_class: str) -> tuple[bool | None, bool | None]:
     """What the guest's steal-time class says of (holder, waiter): True 'lost time during the
     wait', False 'no steal seen' (which is not 'on'), None when the class is unknown."""

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract as c
-from . import kvm_clock, kvm_stats, parallel
+from . import kvm_clock, kvm_stats, lhp, parallel
 from .buckets import NBUCKETS
 from .names import PREEMPTOR_CLASS
 from .waits import LongWaits
@@ -74,6 +74,8 @@ class Run:
     # clock.json's fit; kvm_clock what was decided (None: no KVM statistics in the run).
     clock_fit: dict | None = None
     kvm_clock: dict | None = None
+    # lhp.holder_rule: how the holders of a guest that records none were named (None: the guest's own)
+    holder_rule: str | None = None
 
     @property
     def phases(self) -> list:
@@ -249,6 +251,11 @@ def load_run(path: str) -> Run:
         ops = [w.get("ops_per_s") for w in snap.workload.values() if isinstance(w, dict)]
         run.neighbours.append({"phase": m.group(1), "rep": int(m.group(2)), "vm": int(m.group(3)),
                                "ops_per_s": float(ops[0]) if ops and ops[0] is not None else None})
+    # A Linux guest records no holder: at 2 vCPUs a rule names it (lhp.holder_rule), said in the report.
+    run.holder_rule = lhp.holder_rule(meta)
+    for snap in run.snapshots:
+        if snap.long_waits is not None:
+            lhp.apply_holder_rule(snap.long_waits, run.holder_rule)
     run.kvm_stats = kvm_stats.read_dir(path, run.problems)
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):

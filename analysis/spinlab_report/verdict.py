@@ -286,8 +286,11 @@ def causes(reps, threshold: int) -> dict:
         running = w.lhp == L.kNeither
         for k in np.flatnonzero(running & w.has_holds).tolist():  # a hand-over chain: its hold lengths
             out[running_kind(w.row(k), threshold)] += 1
-        h0, h1 = w.holder_cpu[running & ~w.has_holds], w.holder_end_cpu[running & ~w.has_holds]
-        unknown = (h0 < 0) & (h1 < 0)  # running_kind without a chain: holders at start and end
+        plain = running & ~w.has_holds
+        h0, h1 = w.holder_cpu[plain], w.holder_end_cpu[plain]
+        # running_kind without a chain: holders at start and end; a holder named by rule says
+        # nothing of its holds (a Linux guest's: which of them covered the wait is not seen)
+        unknown = ((h0 < 0) & (h1 < 0)) | w.holder_by_rule[plain]
         one = ~unknown & ((h0 < 0) | (h1 < 0) | (h0 == h1))
         out["holder_not_known"] += int(np.count_nonzero(unknown))
         out["slow_holder"] += int(np.count_nonzero(one))
@@ -364,7 +367,24 @@ def warnings(run, phases: dict, base: str | None) -> list:
     if host.get("hypervisor") is True:
         out.append("The host is itself a virtual machine (the CPUID hypervisor bit, meta.json host.hypervisor): "
                    "this guest is nested, its VM exits are slow, and long waits are common even on an idle host.")
-    return out + freeze_lengths.warnings(run)
+    return out + guest_warnings(run) + freeze_lengths.warnings(run)
+
+
+def guest_warnings(run) -> list:
+    """What a Linux guest's waits can and cannot say (meta.json "guest")."""
+    if run.meta.get("guest") != "linux":
+        return []
+    out = ["A Linux guest: its waits are the spinlock slow path's, probed by spinlab's agent (contended "
+           "acquisitions only; waits outside the slow path, such as bit spinlocks, are not seen), and its "
+           "spinlocks record no holder."]
+    if run.holder_rule:
+        out.append("Each long wait's holder is named by a rule: " + lhp.HOLDER_RULE_TEXT[run.holder_rule] +
+                   "; so holder-running waits are not split into slow holders and queued ones.")
+    else:
+        out.append(f"At {run.meta.get('vcpus')} vCPUs no rule names the holder, so every long wait's class is "
+                   "unknown here (at 2 vCPUs the holder is the other vCPU; with more, \"possibly preempted\" is "
+                   "only a bound, which this report does not give).")
+    return out
 
 
 def build(run, summary: dict) -> dict:

@@ -87,6 +87,8 @@ class LongWaits:
         self.holder_steal, self.waiter_steal = holder_steal, waiter_steal
         # the hand-over chains: wait i's holds are holds_cpu/holds_from[holds_at[i]:holds_at[i+1]]
         self.holds_at, self.holds_cpu, self.holds_from = holds_at, holds_cpu, holds_from
+        # True where the holder was named by a rule (lhp.apply_holder_rule), not by the guest
+        self.holder_by_rule = np.zeros(cpu.size, dtype=bool)
 
     @classmethod
     def of(cls, waits):
@@ -160,7 +162,8 @@ class LongWaits:
                 "start_tsc": int(self.start[i]), "wait_cycles": int(self.wait[i]),
                 "holder_cpu": opt(self.holder[i]), "holder_end_cpu": opt(self.holder_end[i]),
                 "lhp_class": self.lhp_names[self.lhp_code[i]], "holds": self.holds(i),
-                "holder_steal_ns": opt(self.holder_steal[i]), "waiter_steal_ns": opt(self.waiter_steal[i])}
+                "holder_steal_ns": opt(self.holder_steal[i]), "waiter_steal_ns": opt(self.waiter_steal[i]),
+                **({"holder_by_rule": True} if self.holder_by_rule[i] else {})}
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -599,6 +602,7 @@ class Window:
         self.holder_cpu, self.holder_end_cpu = lw.holder[pos], lw.holder_end[pos]
         self.lock_code, self.class_names = lw.lock_class[pos], lw.class_names
         self.has_holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+        self.holder_by_rule = lw.holder_by_rule[pos]
         self.lhp = att.lhp()[keep]
         self.holder_side = np.array(SIDES, dtype=object)[att.side["holder"][keep]]
         self.ended_inside = att.in_repetition[keep]
