@@ -3,7 +3,7 @@
 // Runs from the initramfs's /init (vm-images/linux/guest/init), statically linked (gcc -static
 // -O2). Steps:
 //   1. reads its settings from the kernel command line (spinlab.seconds, spinlab.workload,
-//      spinlab.trace, spinlab.bufkb, spinlab.workers, spinlab.hackbench);
+//      spinlab.trace, spinlab.bufkb, spinlab.workers, spinlab.hackbench, spinlab.stream, ...);
 //   2. finds the virtio-serial port named org.spinlab.waits and sends a META frame (kernel,
 //      CPUs, the hypervisor bit, the kernel's PV-spinlock line, the probed symbol);
 //   3. chooses the slow path the kernel uses (__pv_queued_spin_lock_slowpath when the kernel
@@ -31,7 +31,15 @@
 // every wait lands in that CPU's lock class 0 as it ends, and (when the host gives the port
 // org.spinlab.control) answers spinlab's control channel with the kernel's own server and
 // handler (guest/channel.cc): spinlab-collect query, watch, record, info and reset read a Linux
-// guest's slow-path waits while it runs. The stream is the same.
+// guest's slow-path waits while it runs. The stream is the same. Over that channel it also
+// serves spinlab's trace sessions of the long-wait group (guest/trace.cc, the kernel's locktrace
+// writer): each CPU's reader thread is that CPU's writer and writes every wait of 2^20 cycles or
+// more that ends inside the session as a TraceSpinlockEvent (kTraceSpinWaitOnly), so that
+// spinlab-collect trace and spinlab-run's trace recorder record a Linux guest's long waits.
+// spinlab.stream=0 (with spinlab.region=1 and spinlab.trace=1: spinlab-run's guest, booted by
+// spinlab-vm with the region and the control port only) opens no waits port and sends no frame;
+// spinlab.seconds=0 (only then) runs the workload until the VM is stopped. Errors still go to the
+// console (ttyS0), which the host keeps.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -58,6 +66,7 @@
 
 #include "channel.h"
 #include "region.h"
+#include "trace.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS "/sys/kernel/debug"
@@ -279,10 +288,11 @@ struct settings {
     int gt_holder;          // gt: holder_cpu, hold_us, gap_us, waiter_gap_us (-1: default)
     long gt_hold_us, gt_gap_us, gt_waiter_gap_us;
     int region;             // spinlab's shared region in the ivshmem device, waits read live
+    int stream;             // 0: no waits port, no frames (spinlab-run's region-only guest)
     long tsc_spacing;       // tscread: ALU iterations between two TSC reads on each CPU
 };
 static struct settings S = {5.0, "hackbench", 1, 8192, 0, 2, 20, 20000, 5, COST_SYMBOL, 0, 0,
-                            0, 0, 1, 2000, 100, -1, 0, 1000};
+                            0, 0, 1, 2000, 100, -1, 0, 1, 1000};
 static char cmdline[4096];
 
 static void read_settings(void) {
@@ -300,7 +310,8 @@ static void read_settings(void) {
         char *end;
         if (!strcmp(k, "seconds")) {
             S.seconds = strtod(v, &end);
-            if (*end || S.seconds <= 0 || S.seconds > 86400) fail("spinlab.seconds=%s: not a duration in seconds", v);
+            if (*end || S.seconds < 0 || S.seconds > 86400)
+                fail("spinlab.seconds=%s: not a duration in seconds (0: until the VM is stopped)", v);
         } else if (!strcmp(k, "workload")) {
             if (strlen(v) >= sizeof S.workload) fail("spinlab.workload=%s: too long", v);
             strcpy(S.workload, v);
@@ -331,9 +342,10 @@ static void read_settings(void) {
         } else if (!strcmp(k, "costsym")) {
             if (strlen(v) >= sizeof S.cost_symbol) fail("spinlab.costsym=%s: too long", v);
             strcpy(S.cost_symbol, v);
-        } else if (!strcmp(k, "clock") || !strcmp(k, "go") || !strcmp(k, "region")) {
+        } else if (!strcmp(k, "clock") || !strcmp(k, "go") || !strcmp(k, "region") || !strcmp(k, "stream")) {
             if (strcmp(v, "0") && strcmp(v, "1")) fail("spinlab.%s=%s: 0 or 1", k, v);
-            *(!strcmp(k, "clock") ? &S.clock : !strcmp(k, "go") ? &S.go : &S.region) = v[0] == '1';
+            *(!strcmp(k, "clock") ? &S.clock : !strcmp(k, "go") ? &S.go
+              : !strcmp(k, "region") ? &S.region : &S.stream) = v[0] == '1';
         } else if (!strcmp(k, "gt")) {   // HOLDER_CPU,HOLD_US,GAP_US[,WAITER_GAP_US]
             char extra;
             long w = -1;
@@ -362,6 +374,13 @@ static void read_settings(void) {
     if (S.region && (S.ab_phases || !S.trace || !strcmp(S.workload, "probecost")))
         fail("spinlab.region=1 reads the waits live: it needs spinlab.trace=1, no spinlab.abphases, "
              "and a workload other than probecost");
+    if (!S.stream && (!S.region || !S.trace || S.go || S.clock))
+        fail("spinlab.stream=0 (no waits port: the region and the control channel only) needs "
+             "spinlab.region=1 and spinlab.trace=1, and no spinlab.go or spinlab.clock (both use "
+             "ports the host gives only with the stream)");
+    if (S.seconds == 0 && S.stream)
+        fail("spinlab.seconds=0 (run until the VM is stopped) needs spinlab.stream=0: a stream "
+             "ends with its trailer, after the workload");
 }
 
 // ---- the ports ----
@@ -391,6 +410,16 @@ static int find_port(const char *want, char *dev, size_t devsize) {
         usleep(50000);
     }
     return -2;
+}
+
+// Whether the kernel command line says spinlab.stream=0, read before the port is opened (the
+// settings are read after it, so that their errors reach the host in an ERROR frame).
+static int stream_off(void) {
+    char buf[4096];
+    if (!read_small("/proc/cmdline", buf, sizeof buf)) return 0;
+    for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
+        if (!strcmp(tok, "spinlab.stream=0")) return 1;
+    return 0;
 }
 
 static void open_port(void) {
@@ -976,7 +1005,8 @@ static void run_tscread(uint64_t deadline, struct workload_result *r) {
 }
 
 static void run_workload(double seconds, struct workload_result *r) {
-    uint64_t deadline = now_ns() + (uint64_t)(seconds * 1e9);
+    // seconds 0 (spinlab.stream=0 only): until the VM is stopped
+    uint64_t deadline = seconds == 0 ? UINT64_MAX : now_ns() + (uint64_t)(seconds * 1e9);
     *r = (struct workload_result){0};
     if (!strcmp(S.workload, "hackbench")) run_hackbench(deadline, r);
     else if (!strcmp(S.workload, "forkexec")) run_forkexec(deadline, r);
@@ -1118,7 +1148,10 @@ static void pairing_line(struct pairing *p, const char *line) {
                                p->cpu, (unsigned long long)ts, (unsigned long long)w.start);
         if (p->depth) c->nested++;
         c->waits++;
-        if (S.region) region_record_wait(p->cpu, w.start, w.end);
+        if (S.region) {   // the live reader of this CPU: the one writer of its block and buffers
+            region_record_wait(p->cpu, w.start, w.end);
+            trace_record_wait(p->cpu, w.lock, w.start, w.end);
+        }
         add_wait(&w);
     }
 }
@@ -1164,12 +1197,15 @@ static void *live_thread(void *arg) {
     char buf[16384], line[4096];
     size_t fill = 0;
     int idle_ms = 0, overlong = 0;
+    trace_reader_started(r->cpu);
     // Not poll(): a trace_pipe polls readable only once its buffer is buffer_percent (50 %) full.
     // A non-blocking read says EAGAIN when it is empty; the thread then sleeps 20 ms.
     for (;;) {
         ssize_t got = read(r->fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0 && errno != EAGAIN) fail("cpu %d: reading its trace_pipe: %s", r->cpu, strerror(errno));
+        // Trace sessions: this thread is the CPU's writer, and this is its tick (trace.h).
+        trace_tick(r->cpu, r->stats.last_ts, got <= 0);
         if (got <= 0) {
             if (__atomic_load_n(&live_stopping, __ATOMIC_ACQUIRE) && (idle_ms += 20) >= 200) break;
             usleep(20000);
@@ -1190,6 +1226,7 @@ static void *live_thread(void *arg) {
     }
     if (fill) r->stats.unparsed++;
     pairing_end(&r->pairing);
+    trace_reader_exit(r->cpu);
     return NULL;
 }
 
@@ -1512,7 +1549,7 @@ int main(int argc, char **argv) {
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     t_start = now_ns();
-    open_port();
+    if (!stream_off()) open_port();   // spinlab.stream=0: no port; emit() sends nothing
     t_port = now_ns();
     read_settings();
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1551,7 +1588,10 @@ int main(int argc, char **argv) {
                                          : "the host sent byte %d, not the go byte", c);
             js_u64(&t, "go_wait_ns", now_ns() - g0);
         }
-        console("workload %s for %.1f s, tracing %s", S.workload, S.seconds, S.trace ? target.symbol : "off");
+        if (S.seconds == 0)
+            console("workload %s until the VM is stopped, tracing %s", S.workload, S.trace ? target.symbol : "off");
+        else
+            console("workload %s for %.1f s, tracing %s", S.workload, S.seconds, S.trace ? target.symbol : "off");
         w.ns0 = now_ns();
         w.tsc0 = __rdtsc();
         if (S.trace) {   // on in this order and off in the reverse: every hit is in the buffer
@@ -1606,6 +1646,10 @@ int main(int argc, char **argv) {
     uint64_t read1 = now_ns();
     emit_trailer(&t, waits_mode ? ncpus : 0, &w, &wr, &target, &pb, &pe, &pb_stop, &pe_stop,
                  read1 - read0, now_ns() - t_start);
+    if (!S.stream) {
+        console("done: %llu waits (spinlab.stream=0: none sent)", (unsigned long long)total_waits);
+        return 0;
+    }
     if (wait_ack(20000)) {
         console("the host did not acknowledge the trailer within 20 s");
         return 2;

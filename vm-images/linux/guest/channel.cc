@@ -14,6 +14,7 @@
 
 #include "channel/channel_server.h"
 #include "region.h"
+#include "trace.h"
 #include "sysinfo/memory_buffer.h"
 #include "sysinfo/sysinfo_handler.h"
 
@@ -44,10 +45,18 @@ void send(void*, const uint8_t* bytes, uint32_t n) {
 
 uint32_t handle(void*, spinlab::FrameOp op, uint32_t cls, uint32_t, uint8_t* buf, uint32_t len,
                 uint32_t* ret_len) {
-    // The four sampling parameters and trace sessions are spinlab's kernel's: a Linux guest
-    // has neither, so the class is one this guest does not serve (ctx has no trace hooks).
-    if (cls == uint32_t(spinlab::InfoClass::kSystemPerformanceTraceInformation))
-        return uint32_t(spinlab::Status::kInvalidInfoClass);
+    // The four sampling parameters (the class's sub-class kEventTraceSpinlockInformation) are
+    // spinlab's kernel's: a Linux guest has none, so that sub-class is one this guest does not
+    // serve. Trace sessions are served (trace.cc) when the region has a trace area; call-stack
+    // settings are not (ctx.stacks_set null: kInvalidInfoClass, which the host's tools accept
+    // for a start that asks for no stacks).
+    if (cls == uint32_t(spinlab::InfoClass::kSystemPerformanceTraceInformation)) {
+        uint32_t sub = 0;
+        if (len >= sizeof sub) memcpy(&sub, buf, sizeof sub);
+        if (sub == uint32_t(spinlab::EventTraceInformationClass::kEventTraceSpinlockInformation) ||
+            !ctx.trace_control)
+            return uint32_t(spinlab::Status::kInvalidInfoClass);
+    }
     si::MemoryBufferState state{buf, len};
     si::Buffer b = si::memory_buffer(state);
     if (op == spinlab::FrameOp::kSet)
@@ -135,6 +144,10 @@ extern "C" int channel_start(int port_fd, const channel_facts* f, char* why, siz
     ctx.config = &config;
     ctx.params = &params;
     ctx.reset = [](void*, uint32_t cpu, uint32_t lock_class) { region_reset(int(cpu), lock_class); };
+    if (trace_init(&config, uint32_t(ncpus))) {
+        ctx.trace_control = [](void*, const spinlab::TraceSessionInformation& in) { return trace_control(in); };
+        ctx.trace_query = [](void*, spinlab::TraceSessionInformation* out) { trace_query(out); };
+    }
 
     static uint8_t in[spinlab::kFrameHeaderSize + spinlab::kMaxRequestPayload];
     const uint32_t out_cap = spinlab::kFrameHeaderSize + spinlab::kMaxPayload;

@@ -4,8 +4,9 @@
  * port org.spinlab.control, whose host end is the socket the host's tools connect to as they
  * connect to spinlab's kernel's COM2. It answers the configuration, the lock class table (one
  * class: every kernel spinlock's slow-path waits) and the per-CPU perf data, and resets the
- * counters; sampling parameters and trace sessions, which a Linux guest does not have, are
- * refused as classes it does not serve. channel.cc. */
+ * counters, and serves trace sessions of the long-wait group (trace.h); sampling parameters
+ * and call-stack settings, which a Linux guest does not have, are refused as classes it does not
+ * serve. channel.cc. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -123,6 +123,16 @@ extern "C" void* region_channel_stats(void) {
     return base ? base + layout.section(spinlab::RegionSection::kChannelStats).offset : nullptr;
 }
 
+extern "C" void* region_trace(uint64_t* size) {
+    if (!base) {
+        *size = 0;
+        return nullptr;
+    }
+    const spinlab::RegionSectionEntry& s = layout.section(spinlab::RegionSection::kTrace);
+    *size = s.size;
+    return s.size ? base + s.offset : nullptr;
+}
+
 extern "C" int region_cpus(void) { return base ? int(layout.cpu_count) : 0; }
 
 extern "C" void region_clock_publish(uint64_t guest_tsc, uint32_t cpu, uint32_t period_us) {

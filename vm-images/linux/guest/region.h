@@ -39,6 +39,10 @@ void *region_channel_stats(void);
 int region_cpus(void);
 void region_reset(int cpu, uint32_t lock_class);
 
+/* The region's trace section (the trace area of spinlab/trace.h: trace sessions, trace.cc) and
+ * its size in *size; null when no region is open. */
+void *region_trace(uint64_t *size);
+
 /* The region's size and generation, for the agent's meta frame; 0 when not open. */
 uint64_t region_size(void);
 uint64_t region_generation(void);

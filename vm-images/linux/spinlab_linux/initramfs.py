@@ -146,19 +146,20 @@ def package_lib_dirs(packages):
 
 # ---- the agent ----
 
-# The kernel's own code the agent links for spinlab.region=1 (guest/region.cc, channel.cc): the
-# region's layout, the clock publication, the perf data records, the channel's framing and
-# server and the sysinfo handler: one writer (and one answerer) of each format.
+# The kernel's own code the agent links for spinlab.region=1 (guest/region.cc, channel.cc,
+# trace.cc): the region's layout, the clock publication, the perf data records, the channel's
+# framing and server, the sysinfo handler, and the trace sessions' area layout and per-CPU
+# writer: one writer (and one answerer) of each format.
 KERNEL_SOURCES = ("channel/region_header.cc", "channel/clock_area.cc", "lockstat/perf_record.cc",
                   "channel/channel_server.cc", "channel/frame_codec.cc", "channel/crc32c.cc",
                   "sysinfo/sysinfo_handler.cc", "sysinfo/memory_buffer.cc", "lockstat/params.cc",
-                  "locktrace/trace_session.cc", "locktrace/stack_settings.cc",
+                  "locktrace/trace_session.cc", "locktrace/stack_settings.cc", "locktrace/writer.cc",
                   "stackwalk/stack_cache.cc")
 
 
 def build_agent(out_path, cc="gcc", cxx="g++"):
-    """Compile guest/agent.c (C) and guest/region.cc with the kernel's KERNEL_SOURCES (C++20),
-    linked statically; the binary's path."""
+    """Compile guest/agent.c (C) and guest/region.cc, channel.cc, trace.cc with the kernel's
+    KERNEL_SOURCES (C++20), linked statically; the binary's path."""
     out_path = Path(out_path)
     tmp = out_path.with_suffix(".tmp")
     kp = paths.REPO / "kernel-patch"
@@ -168,7 +169,7 @@ def build_agent(out_path, cc="gcc", cxx="g++"):
         obj = Path(objdir) / "agent.o"
         steps.append([cc, *flags, "-c", "-o", str(obj), str(paths.GUEST_SRC / "agent.c")])
         objs.append(obj)
-        for i, src in enumerate([paths.GUEST_SRC / "region.cc", paths.GUEST_SRC / "channel.cc"]
+        for i, src in enumerate([paths.GUEST_SRC / n for n in ("region.cc", "channel.cc", "trace.cc")]
                                 + [kp / s for s in KERNEL_SOURCES]):
             obj = Path(objdir) / f"{i}-{src.stem}.o"
             steps.append([cxx, "-std=c++20", *flags, "-fno-exceptions", "-fno-rtti", "-I", str(kp),
