@@ -140,6 +140,21 @@ ClassNames Session::class_names(std::string* warning) {
     return names;
 }
 
+std::optional<WorkloadInformation> Session::workload() {
+    CallResult r = channel().query(uint32_t(InfoClass::kSpinlabWorkloadInformation), 0, {},
+                                   sizeof(WorkloadInformation));
+    if (r.status == uint32_t(Status::kInvalidInfoClass)) return std::nullopt;
+    if (r.status != uint32_t(Status::kSuccess))
+        throw CollectError(kExitFailure, std::string("the guest refused the workload query: ") + status_name(r.status));
+    WorkloadInformation w;
+    if (r.data.size() != sizeof w)
+        throw CollectError(kExitAbi, "the guest's workload information is " + std::to_string(r.data.size()) +
+                                         " bytes, expected " + std::to_string(sizeof w));
+    std::memcpy(&w, r.data.data(), sizeof w);
+    w.name[kWorkloadNameLen - 1] = w.unit[kWorkloadNameLen - 1] = '\0';  // the guest's bytes: bad input until checked
+    return w;
+}
+
 SystemConfiguration Session::configuration() {
     CallResult r = checked_query(InfoClass::kSpinlabSystemConfiguration, {},
                                  sizeof(SystemConfiguration), "system configuration");

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "attach.h"
@@ -47,6 +48,10 @@ public:
     // is not available.
     ClassNames class_names(std::string* warning);
     SystemConfiguration configuration();
+    // The guest's workload and its operations so far (kSpinlabWorkloadInformation); nullopt from
+    // a guest that does not count them (spinlab's kernel answers kInvalidInfoClass). Throws
+    // CollectError for any other refusal or a wrong-sized answer.
+    std::optional<WorkloadInformation> workload();
 
     // Throws CollectError(kExitFailure) naming the status when a call failed.
     CallResult checked_query(InfoClass c, std::span<const uint8_t> input, uint32_t length,

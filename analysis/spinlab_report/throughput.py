@@ -5,7 +5,8 @@ A snapshot's workload part names the program and counts its throughput classes' 
 (`[workload] throughput-classes`), whatever the program: lockbench's user classes (its ops),
 or the kernel classes kmix drives. The entry is lockbench's when there is one, else the only
 (or, of several, the first by name) program's. Its ops_per_s is used as given; without it,
-ops / duration_s. The interval is Student t over repetitions (confidence.mean_ci); the change
+ops / duration_s. A workload the guest counts itself (a Linux guest's agent: kSpinlabWorkloadInformation)
+has a "unit" ("hackbench runs") and no classes. The interval is Student t over repetitions (confidence.mean_ci); the change
 is relative to the baseline phase's mean (idle-host by default).
 """
 from .confidence import mean_ci, pct_change
@@ -31,6 +32,8 @@ def metric_name(snap) -> str | None:
     program, w = _entry(snap)
     if program is None:
         return None
+    if isinstance(w.get("unit"), str) and w["unit"]:  # counted by the guest itself (a Linux guest's agent)
+        return f"{program}: {w['unit']}/s"
     classes = [c for c in w.get("classes", []) if isinstance(c, str)] if isinstance(w.get("classes"), list) else []
     if program == WORKLOAD and classes in ([], ["user"]):
         return DEFAULT_METRIC

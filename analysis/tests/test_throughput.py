@@ -53,3 +53,18 @@ def test_program_without_classes_is_named_by_program(run_copy):
     assert throughput.run_metric(snaps) == "kmix acquisitions/s"
     assert [throughput.rep_value(x) for x in snaps] == [
         throughput.rep_value(x) for x in reader.load_run(BASIC).snaps("host-load")]
+
+
+def test_a_workload_the_guest_counts_is_named_by_its_unit(run_copy):
+    """A Linux guest's agent counts its workload itself: {hackbench: {ops, ops_per_s, classes: [], unit}}."""
+    for path in sorted((run_copy / "snapshots").glob("*.json")):
+        d = json.load(open(path))
+        w = d["workload"].pop("lockbench")
+        d["workload"]["hackbench"] = {"ops": w.get("ops", 0), "ops_per_s": w["ops_per_s"], "classes": [],
+                                      "unit": "hackbench runs"}
+        json.dump(d, open(path, "w"))
+    s = summary.build(reader.load_run(str(run_copy)), summary.Options())
+    base = summary.build(reader.load_run(BASIC), summary.Options())
+    t = s["phases"]["host-load"]["throughput"]
+    assert t["metric"] == "hackbench: hackbench runs/s"
+    assert t["values"] == base["phases"]["host-load"]["throughput"]["values"]

@@ -38,6 +38,9 @@ public:
     uint64_t tsc_hz() const;  // the region header's, else the configuration's
 
     void reset_counters();                   // every CPU, every class
+    // The guest's own count of its workload's operations (a Linux guest's agent); nullopt from
+    // a guest that does not keep one (spinlab's kernel: throughput-classes count instead).
+    std::optional<WorkloadInformation> workload() { return session_.workload(); }
     collect::Snapshot snapshot();            // from the region
     collect::ClassNames class_names();       // asked again each time: workloads register late
     std::optional<uint64_t> guest_tsc_now();  // the latest clock publication

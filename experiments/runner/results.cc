@@ -96,6 +96,17 @@ std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counter
     return out;
 }
 
+std::map<std::string, WorkloadOps> counted_workload_ops(const WorkloadInformation& start,
+                                                        const WorkloadInformation& end, double duration_s) {
+    WorkloadOps w;
+    w.ops = end.ops >= start.ops ? end.ops - start.ops : 0;
+    w.ops_per_s = duration_s > 0 ? double(w.ops) / duration_s : 0;
+    w.unit = std::string(end.unit, strnlen(end.unit, sizeof end.unit));
+    if (w.unit.empty()) w.unit = "operations";
+    std::string name(end.name, strnlen(end.name, sizeof end.name));
+    return {{name.empty() ? std::string("workload") : name, w}};
+}
+
 std::string snapshot_json(const SnapshotRecord& r) {
     JsonWriter j;
     j.begin_object();
@@ -113,6 +124,7 @@ std::string snapshot_json(const SnapshotRecord& r) {
         j.key("classes").begin_array();
         for (const auto& c : w.classes) j.value(c);
         j.end_array();
+        if (!w.unit.empty()) j.field("unit", w.unit);
         j.end_object();
     }
     j.end_object();

@@ -5,6 +5,7 @@
 #pragma once
 #include <spinlab/perfdata.h>
 #include <spinlab/trace.h>
+#include <spinlab/sysinfo.h>
 
 #include <cstdint>
 #include <map>
@@ -80,7 +81,15 @@ struct WorkloadOps {
     uint64_t ops = 0;
     double ops_per_s = 0;
     std::vector<std::string> classes;  // the throughput-classes prefixes counted
+    // Non-empty: the guest counted the operations itself (kSpinlabWorkloadInformation: a Linux
+    // guest's agent), and this is what one is ("hackbench runs"); classes is then empty.
+    std::string unit;
 };
+
+// The workload's own count over a window (two kSpinlabWorkloadInformation answers), under its
+// name: ops = end - start (0 when the guest's count went back), unit, no classes.
+std::map<std::string, WorkloadOps> counted_workload_ops(const WorkloadInformation& start,
+                                                        const WorkloadInformation& end, double duration_s);
 
 struct SnapshotRecord {
     std::string phase;

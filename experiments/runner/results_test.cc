@@ -7,6 +7,8 @@
 #include "results_testing.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <spinlab/sysinfo.h>
 #include <unistd.h>
 
@@ -135,6 +137,28 @@ TEST(Results, WorkloadCountsTheThroughputClassesWhateverTheProgram) {
     // A prefix no class has: counted as 0 ops, still reported (the classes said what to count).
     r.workload = workload_ops(r.counters, r.names, "kmix", {"heap"}, r.duration_s);
     EXPECT_EQ(parse_json(snapshot_json(r)).get<uint64_t>("workload.kmix.ops"), 0u);
+}
+
+// A guest that counts its workload itself (a Linux guest's agent): the difference over the
+// window, under the workload's name, with its unit and no classes.
+TEST(Results, AWorkloadTheGuestCountsIsItsOwnDifference) {
+    SnapshotRecord r = record("idle-host", 1, 23, 7);
+    WorkloadInformation a{}, b{};
+    std::strcpy(b.name, "hackbench");
+    std::strcpy(b.unit, "hackbench runs");
+    a.ops = 40;
+    b.ops = 52;
+    r.workload = counted_workload_ops(a, b, 4.0);
+    pt::ptree t = parse_json(snapshot_json(r));
+    EXPECT_EQ(t.get<uint64_t>("workload.hackbench.ops"), 12u);
+    EXPECT_DOUBLE_EQ(t.get<double>("workload.hackbench.ops_per_s"), 3.0);
+    EXPECT_EQ(t.get<std::string>("workload.hackbench.unit"), "hackbench runs");
+    EXPECT_EQ(t.get_child("workload.hackbench.classes").size(), 0u);
+    b.ops = 10;  // a count that went back (the agent restarted): nothing, not a wrapped number
+    EXPECT_EQ(counted_workload_ops(a, b, 4.0).at("hackbench").ops, 0u);
+    // the class-counted workload has no unit key
+    r.workload = workload_ops(r.counters, r.names, "kmix", {"heap"}, r.duration_s);
+    EXPECT_EQ(parse_json(snapshot_json(r)).get_child("workload.kmix").count("unit"), 0u);
 }
 
 TEST(Results, NoLongWaitListOmitsTheKey) {

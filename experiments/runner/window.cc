@@ -14,6 +14,7 @@ Window::Window(Guest& guest, const Spec& spec, const std::string& phase, uint32_
     if (spec_.trace.enabled())
         trace_ = std::make_unique<TraceRecording>(guest_, spec_.trace.params, spec_.trace.stacks, trace_path_);
     baseline_ = guest_.snapshot();
+    workload0_ = guest_.workload();
     rec_.phase = phase;
     rec_.rep = rep;
     rec_.start = {guest_.guest_tsc_now(), iso_utc(baseline_.host_ns)};
@@ -35,8 +36,10 @@ void Window::poll() {
         last_tick_ = Clock::now();
         collect::Snapshot now = guest_.snapshot();
         double secs = std::chrono::duration<double>(Clock::now() - t0_).count();
-        auto ops = workload_ops(collect::snapshot_delta(now, baseline_), names_,
-                                spec_.workload.program, spec_.workload.throughput_classes, secs);
+        std::optional<WorkloadInformation> counted = workload0_ ? guest_.workload() : std::nullopt;
+        auto ops = counted ? counted_workload_ops(*workload0_, *counted, secs)
+                           : workload_ops(collect::snapshot_delta(now, baseline_), names_,
+                                          spec_.workload.program, spec_.workload.throughput_classes, secs);
         if (!ops.empty()) live_ops_ = ops.begin()->second.ops_per_s;
     }
 }
@@ -44,6 +47,7 @@ void Window::poll() {
 SnapshotRecord Window::close() {
     collect::Snapshot end = guest_.snapshot();
     const auto t1 = Clock::now();
+    const std::optional<WorkloadInformation> workload1 = workload0_ ? guest_.workload() : std::nullopt;
     rec_.end = {guest_.guest_tsc_now(), iso_utc(end.host_ns)};
     names_ = guest_.class_names();
     rec_.names = names_;
@@ -62,8 +66,9 @@ SnapshotRecord Window::close() {
     // The host's clock measures the window the counters cover (baseline to end reading); the
     // guest's publications in start/end lag it by up to a publication period.
     rec_.duration_s = std::chrono::duration<double>(t1 - t0_).count();
-    rec_.workload = workload_ops(rec_.counters, names_, spec_.workload.program,
-                                 spec_.workload.throughput_classes, rec_.duration_s);
+    rec_.workload = workload1 ? counted_workload_ops(*workload0_, *workload1, rec_.duration_s)
+                              : workload_ops(rec_.counters, names_, spec_.workload.program,
+                                             spec_.workload.throughput_classes, rec_.duration_s);
     return rec_;
 }
 

@@ -47,6 +47,7 @@ private:
     std::vector<collect::ClockSample>& clock_samples_;
     SnapshotRecord rec_;
     collect::Snapshot baseline_;
+    std::optional<WorkloadInformation> workload0_;  // the guest's own count at the baseline
     collect::ClassNames names_;
     Clock::time_point t0_;
     std::string trace_path_, trace_file_;

@@ -210,7 +210,19 @@ Answer query_config(const Buffer& buf, const Context& ctx) {
     return ok(sizeof out);
 }
 
-// --- long waits ------------------------------------------------------------------------------
+// --- workload ------------------------------------------------------------------------------
+
+Answer query_workload(const Buffer& buf, const Context& ctx) {
+    if (!ctx.workload_query) return fail(Status::kInvalidInfoClass);
+    if (buf.length != sizeof(WorkloadInformation)) return mismatch(sizeof(WorkloadInformation));
+    WorkloadInformation out{};
+    ctx.workload_query(ctx.workload_arg, &out);
+    out.name[kWorkloadNameLen - 1] = '\0';
+    out.unit[kWorkloadNameLen - 1] = '\0';
+    if (!buf.copy_out(buf.ctx, 0, &out, sizeof out)) return fail(Status::kAccessViolation);
+    return ok(sizeof out);
+}
+
 
 Status finish(Answer a, uint32_t* return_length) {
     if (return_length) *return_length = a.length;
@@ -230,6 +242,8 @@ Status query_system_information(uint32_t info_class, const Buffer& buf, const Co
             return finish(query_classes(buf, ctx), return_length);
         case InfoClass::kSpinlabSystemConfiguration:
             return finish(query_config(buf, ctx), return_length);
+        case InfoClass::kSpinlabWorkloadInformation:
+            return finish(query_workload(buf, ctx), return_length);
         case InfoClass::kSpinlabResetCounters:  // set only
             break;
     }

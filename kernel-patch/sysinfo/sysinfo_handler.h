@@ -64,6 +64,10 @@ struct Context {
     Status (*stacks_set)(void* arg, const TraceStackInformation& in);
     void (*stacks_query)(void* arg, TraceStackInformation* out);
     void* trace_arg;
+    // The workload's operations (kSpinlabWorkloadInformation), or null when this guest does not
+    // count them (spinlab's kernel): the class is then not served. Fills in *out.
+    void (*workload_query)(void* arg, WorkloadInformation* out);
+    void* workload_arg;
 };
 
 // return_length may be null.

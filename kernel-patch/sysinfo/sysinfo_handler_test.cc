@@ -92,6 +92,8 @@ class SysinfoTest : public ::testing::Test {
                        nullptr,
                        nullptr,
                        nullptr,
+                       nullptr,
+                       nullptr,
                        nullptr};
         // CPU 0: class 0 two uncontended, class 1 one 300-cycle wait; CPU 1: class 1 one
         // 5000-cycle wait and an overflow.
@@ -373,6 +375,31 @@ TEST_F(SysinfoTest, SystemConfiguration) {
     EXPECT_EQ(c.lock_class_count, kClasses);
     EXPECT_STREQ(c.hypervisor_signature, "TCGTCGTCGTCG");
     EXPECT_STREQ(c.build_id, "test-build");
+}
+
+TEST_F(SysinfoTest, WorkloadInformationNeedsItsHookThenAnswersWhatItFills) {
+    constexpr uint32_t kWorkload = static_cast<uint32_t>(InfoClass::kSpinlabWorkloadInformation);
+    TestBuffer b(sizeof(WorkloadInformation));
+    uint32_t rl;
+    EXPECT_EQ(query(kWorkload, b, &rl), Status::kInvalidInfoClass);  // spinlab's kernel: no hook
+    ctx_.workload_query = [](void*, WorkloadInformation* out) {
+        std::memset(out->name, 'x', sizeof out->name);  // unterminated: the handler ends it
+        std::strcpy(out->unit, "hackbench runs");
+        out->ops = 42;
+        out->failed = 1;
+    };
+    EXPECT_EQ(query(kWorkload, b, &rl), Status::kSuccess);
+    EXPECT_EQ(rl, sizeof(WorkloadInformation));
+    const auto w = b.at<WorkloadInformation>(0);
+    EXPECT_EQ(w.ops, 42u);
+    EXPECT_EQ(w.failed, 1u);
+    EXPECT_STREQ(w.unit, "hackbench runs");
+    EXPECT_EQ(std::strlen(w.name), kWorkloadNameLen - 1);
+    TestBuffer short_buf(sizeof(WorkloadInformation) - 8);
+    EXPECT_EQ(query(kWorkload, short_buf, &rl), Status::kInfoLengthMismatch);
+    EXPECT_EQ(rl, sizeof(WorkloadInformation));
+    TestBuffer s(sizeof(WorkloadInformation));
+    EXPECT_EQ(set(kWorkload, s, true), Status::kInvalidInfoClass);  // query only
 }
 
 TEST_F(SysinfoTest, TheLongWaitRingsClassIsGone) {

@@ -47,6 +47,10 @@ enum class InfoClass : uint32_t {
     // Query: SystemConfiguration out.
     kSpinlabSystemConfiguration = 0x5304,
     // 0x5305 was kSpinlabLongWaits (the long-wait ring): long waits are trace events now.
+    // Query: WorkloadInformation out. Served by a guest whose workload counts its own operations
+    // (a Linux guest's agent); spinlab's kernel answers kInvalidInfoClass: its workloads'
+    // operations are their lock classes' acquisitions ([workload] throughput-classes).
+    kSpinlabWorkloadInformation = 0x5306,
 };
 
 // Sub-classes of kSystemPerformanceTraceInformation (Windows' EVENT_TRACE_INFORMATION_CLASS).
@@ -224,5 +228,19 @@ static_assert(offsetof(SystemConfiguration, hypervisor_signature) == 0x30, "ABI"
 static_assert(offsetof(SystemConfiguration, kvm_features) == 0x40, "ABI");
 static_assert(offsetof(SystemConfiguration, long_wait_threshold) == 0x48, "ABI");
 static_assert(offsetof(SystemConfiguration, build_id) == 0x58, "ABI");
+
+// kSpinlabWorkloadInformation reply: the guest's workload and the operations it has completed
+// since it started (a host takes the difference over a window, as it does of the counters).
+constexpr uint32_t kWorkloadNameLen = 32;
+struct WorkloadInformation {
+    char name[kWorkloadNameLen];  // the workload ("hackbench"), NUL-terminated
+    char unit[kWorkloadNameLen];  // what one operation is ("hackbench runs"), NUL-terminated
+    uint64_t ops;                 // operations completed
+    uint64_t failed;              // of them, those that failed (a workload process's error exit)
+    uint64_t guest_tsc;           // the guest's TSC when it answered
+    uint64_t reserved[5];
+};
+static_assert(sizeof(WorkloadInformation) == 128, "ABI");
+static_assert(offsetof(WorkloadInformation, ops) == 64, "ABI");
 
 }  // namespace spinlab
