@@ -58,8 +58,17 @@ from .names import LHP_CLASS as L
 HOLDER_OFF = (L.kHolderPreempted, L.kBoth)  # the guest's classes in which the holder lost time
 WAITER_OFF = (L.kWaiterPreempted, L.kBoth)
 UNCERTAIN = "uncertain"  # the analysis' own class: a side straddles its threshold (never the guest's)
-# Every class a measured wait may have: the guest's (the ABI's, in its order) and UNCERTAIN.
-CLASSES = L.names + (UNCERTAIN,)
+# The analysis' classes for what the host timeline can tell apart and the guest cannot:
+# - the holder's vCPU thread was off for at least HOLDER_OFF_MIN of the wait, but counting only
+#   the time it was preempted (switched out runnable) or frozen it was not: it blocked by itself
+#   (slept; under TCG inside QEMU, e.g. waiting for its global lock), so no host task took its CPU;
+HOLDER_BLOCKED = "holder_blocked"
+# - the holder is not known, only that it is one of the other vCPUs (a Linux guest at more than 2
+#   vCPUs), and one of them was preempted for at least HOLDER_OFF_MIN of the wait: a bound (a
+#   preempted waiter queued ahead looks the same). Where every other vCPU ran, the holder ran.
+POSSIBLY_PREEMPTED = "possibly_preempted"
+# Every class a measured wait may have: the guest's (the ABI's, in its order) and the analysis' own.
+CLASSES = L.names + (UNCERTAIN, HOLDER_BLOCKED, POSSIBLY_PREEMPTED)
 SOURCES = ("timeline", "steal", "none")
 # A side counts as off-CPU for the wait when it was off for at least this share of the wait.
 HOLDER_OFF_MIN = 0.5
@@ -145,10 +154,20 @@ def repetition_rows(timeline, phase: str, rep: int):
     return got if got is not None else timeline.iloc[0:0]
 
 
-def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dict:
+BLOCKED_PREEMPTOR = "blocked"  # timeline.csv's preemptor of an off row whose thread slept (preemptors.py)
+
+
+def has_blocked_rows(timeline, phase: str | None = None, rep: int | None = None) -> bool:
+    """Whether the timeline (of one repetition) has off rows whose vCPU thread blocked by itself."""
+    df = timeline if phase is None else repetition_rows(timeline, phase, rep)
+    return "preemptor" in df.columns and bool((df["preemptor"] == BLOCKED_PREEMPTOR).any())
+
+
+def off_index(timeline, phase: str | None = None, rep: int | None = None, blocked: bool = True) -> dict:
     """Per vCPU: the union of its off intervals as sorted disjoint (starts, ends), the cumulative
     off cycles before each start, the span the timeline covers, and the same union with the
-    'unknown' intervals added (the most the vCPU may have been off)."""
+    'unknown' intervals added (the most the vCPU may have been off). blocked=False leaves out the
+    off rows whose thread blocked by itself (preemptor 'blocked'): what was preempted or frozen."""
     df = timeline if phase is None else repetition_rows(timeline, phase, rep)
     if df.empty:
         return {}
@@ -156,6 +175,8 @@ def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dic
     a = df["start_host_tsc"].to_numpy(dtype=np.float64)
     b = df["end_host_tsc"].to_numpy(dtype=np.float64)
     off = df["state"].isin(OFF_STATES).to_numpy()
+    if not blocked and "preemptor" in df.columns:
+        off &= (df["preemptor"] != BLOCKED_PREEMPTOR).to_numpy()
     maybe = off | (df["state"] == UNKNOWN_STATE).to_numpy()
     order = np.argsort(vcpu, kind="stable")  # each vCPU's rows together, in the timeline's order
     cut = np.flatnonzero(np.diff(vcpu[order])) + 1
@@ -168,11 +189,16 @@ def off_index(timeline, phase: str | None = None, rep: int | None = None) -> dic
 
 
 def class_of(holder: str, waiter: str) -> str:
-    """The wait's class from its two sides ('off', 'on', 'uncertain', 'unknown')."""
+    """The wait's class from its two sides ('off', 'on', 'uncertain', 'unknown'; the holder's also
+    'blocked': off only while blocked, and 'possibly_off': some possible holder was off)."""
     if "unknown" in (holder, waiter):
         return L.kUnknown
     if "uncertain" in (holder, waiter):
         return UNCERTAIN
+    if holder == "blocked":
+        return HOLDER_BLOCKED
+    if holder == "possibly_off":
+        return POSSIBLY_PREEMPTED
     return {("off", "off"): L.kBoth, ("off", "on"): L.kHolderPreempted,
             ("on", "off"): L.kWaiterPreempted, ("on", "on"): L.kNeither}[(holder, waiter)]
 
@@ -195,32 +221,43 @@ def holders_of(wait: dict) -> list | None:
 
 
 # A Linux guest's waits carry no holder: its spinlocks do not record one (the agent probes the
-# slow path, kTraceSpinWaitOnly). What a rule can say instead, per vCPU count:
-HOLDER_RULE_OTHER_VCPU = "other-vcpu"
+# slow path, kTraceSpinWaitOnly). A spinlock holder runs with preemption off, so it is on a CPU,
+# and not on the waiter's. What a rule can say from that, per vCPU count:
+HOLDER_RULE_OTHER_VCPU = "other-vcpu"   # 2 vCPUs: the holder is the other one (exact)
+HOLDER_RULE_ANY_OTHER = "any-other-vcpu"  # N > 2: one of the other N - 1 (holder ran / possibly preempted)
 HOLDER_RULE_TEXT = {
     HOLDER_RULE_OTHER_VCPU: "the holder is the other vCPU (a Linux guest at 2 vCPUs: a spinlock holder "
                             "runs with preemption off, so it is on a CPU, and not on the waiter's; exact, "
                             "but which of its holds covered the wait is not known)",
+    HOLDER_RULE_ANY_OTHER: "the holder is one of the other vCPUs (a Linux guest at more than 2 vCPUs: a "
+                           "spinlock holder runs with preemption off, so it is on a CPU); where every other "
+                           "vCPU ran for at least half the wait, the holder ran (exact); where one was "
+                           "preempted for half of it, the wait is 'possibly preempted', a bound: a preempted "
+                           "waiter queued ahead looks the same",
 }
 
 
 def holder_rule(meta: dict) -> str | None:
     """The rule that names the holders of a run's waits where the guest records none: a Linux guest
-    (meta.json "guest") at 2 vCPUs, the other vCPU; None otherwise (at more vCPUs "possibly
-    preempted" is only a bound, which this report does not give: such waits stay 'unknown')."""
-    if meta.get("guest") == "linux" and meta.get("vcpus") == 2:
-        return HOLDER_RULE_OTHER_VCPU
-    return None
+    (meta.json "guest"), at 2 vCPUs the other vCPU, at more any other; None otherwise."""
+    if meta.get("guest") != "linux" or not isinstance(meta.get("vcpus"), int):
+        return None
+    return HOLDER_RULE_OTHER_VCPU if meta["vcpus"] == 2 else HOLDER_RULE_ANY_OTHER if meta["vcpus"] > 2 else None
 
 
-def apply_holder_rule(lw, rule: str | None) -> None:
-    """Names, in place, the holder of every wait of lw (waits.LongWaits) that has none, by rule;
-    marks them in lw.holder_by_rule. The end holder stays unknown: the hand-over is not seen."""
-    if rule != HOLDER_RULE_OTHER_VCPU or not len(lw):
+def apply_holder_rule(lw, rule: str | None, vcpus: int | None = None) -> None:
+    """Marks, in place, every wait of lw (waits.LongWaits) that has no holder as named by rule
+    (lw.holder_by_rule), and at 2 vCPUs names it: the other vCPU (the end holder stays unknown:
+    the hand-over is not seen). At N > 2 (lw.rule_cpus = N) the measurement tries every other vCPU
+    (waits.classify)."""
+    if rule not in HOLDER_RULE_TEXT or not len(lw):
         return
     none = (lw.holder < 0) & (lw.holder_end < 0) & (lw.holds_at[1:] == lw.holds_at[:-1])
-    lw.holder = np.where(none, 1 - lw.cpu, lw.holder)
     lw.holder_by_rule = lw.holder_by_rule | none
+    if rule == HOLDER_RULE_OTHER_VCPU:
+        lw.holder = np.where(none, 1 - lw.cpu, lw.holder)
+    else:
+        lw.rule_cpus = int(vcpus)
 
 
 def steal_sides(lhp_class: str) -> tuple[bool | None, bool | None]:

@@ -14,7 +14,7 @@ matplotlib.use("Agg")  # no display: figures are files
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from .lhp import UNCERTAIN  # noqa: E402
+from .lhp import HOLDER_BLOCKED, POSSIBLY_PREEMPTED, UNCERTAIN  # noqa: E402
 from .names import LHP_CLASS as L  # noqa: E402
 
 plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "savefig.dpi": 120,
@@ -22,7 +22,8 @@ plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "save
 
 # Long waits by LHP class (lhp.py): a preempted holder in warm colours, a running one in blue.
 CLASS_COLORS = {L.kHolderPreempted: "#d62728", L.kBoth: "#9467bd", L.kWaiterPreempted: "#ff7f0e",
-                L.kNeither: "#1f77b4", UNCERTAIN: "#bcbd22", L.kUnknown: "#7f7f7f"}
+                L.kNeither: "#1f77b4", HOLDER_BLOCKED: "#8c564b", POSSIBLY_PREEMPTED: "#e377c2",
+                UNCERTAIN: "#bcbd22", L.kUnknown: "#7f7f7f"}
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 

@@ -255,7 +255,7 @@ def load_run(path: str) -> Run:
     run.holder_rule = lhp.holder_rule(meta)
     for snap in run.snapshots:
         if snap.long_waits is not None:
-            lhp.apply_holder_rule(snap.long_waits, run.holder_rule)
+            lhp.apply_holder_rule(snap.long_waits, run.holder_rule, meta.get("vcpus"))
     run.kvm_stats = kvm_stats.read_dir(path, run.problems)
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):

@@ -61,7 +61,8 @@ CORRECTION = 0.5
 BASELINE_OFF_MAX = 0.05  # a baseline whose vCPUs were off the host CPU longer was not idle
 WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # ring-3 locks (lockbench: the test data's name)
 # Every class a long wait may have (lhp.CLASSES), in the order the verdict lists them.
-CAUSES = (L.kHolderPreempted, L.kWaiterPreempted, L.kBoth, L.kNeither, lhp.UNCERTAIN, L.kUnknown)
+CAUSES = (L.kHolderPreempted, L.kWaiterPreempted, L.kBoth, L.kNeither, lhp.HOLDER_BLOCKED, lhp.POSSIBLY_PREEMPTED,
+          lhp.UNCERTAIN, L.kUnknown)
 RUNNING_KINDS = ("slow_holder", "queued", "holder_not_known")
 
 
@@ -411,6 +412,8 @@ def build(run, summary: dict) -> dict:
             "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6, conf),
             "lhp": lhp_counts(reps),
             "vcpu_off_share": off_share(run.timeline, phase),
+            # the long waits' off cycles per side, and of them those its thread blocked (summary.json)
+            "off_cycles": (s.get("lhp") or {}).get("off_cycles"),
             # who took the holder's CPU (preemptors.py): the summary's, kept beside the spin it shares out
             "preemptors": s.get("preemptors"),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),

@@ -9,7 +9,7 @@ rates and shares to 3 significant digits, counts whole.
 import math
 
 from . import preemptors
-from .lhp import UNCERTAIN
+from .lhp import HOLDER_BLOCKED, POSSIBLY_PREEMPTED, UNCERTAIN
 from .names import LHP_CLASS as L
 
 # The causes (verdict.CAUSES' keys) as the text says them; uncertain and unknown come last.
@@ -103,19 +103,30 @@ def running_text(c: dict) -> str:
     return ", ".join(bits)
 
 
+# The analysis' own classes, named only where a run has them (a guest's holder that blocked inside
+# QEMU under TCG; a Linux guest's possible holders at more than 2 vCPUs).
+EXTRA_CAUSES = ((HOLDER_BLOCKED, "holder blocked (off only while its thread blocked by itself, not preempted)"),
+                (POSSIBLY_PREEMPTED, "possibly preempted (one of the possible holders was off: a bound)"))
+
+
+def extra_causes(c: dict, short: bool = False) -> list:
+    return [f"{c.get(key, 0)} {name.split(' (')[0]}" if short else f"{name} {c.get(key, 0)}"
+            for key, name in EXTRA_CAUSES if c.get(key)]
+
+
 def causes_text(c: dict) -> str:
     """holder preempted 2, waiter preempted 1, both 0, holder running 3 (...), uncertain 0, unknown 1."""
     out = [f"{name} {c[key]}" + (f" ({running_text(c)})" if key == L.kNeither and c[key] else "")
            for key, name in CAUSE_NAMES]
-    return ", ".join(out + [f"uncertain {c[UNCERTAIN]}", f"unknown {c[L.kUnknown]}"])
+    return ", ".join(out + extra_causes(c) + [f"uncertain {c[UNCERTAIN]}", f"unknown {c[L.kUnknown]}"])
 
 
 def causes_cell(c: dict) -> str:
     """The table's short form: 3 / 1 / 0 / 2 (2 slow, 0 queued); 0 uncertain, 1 unknown."""
     running = f" ({c['slow_holder']} slow, {c['queued']} queued" + (
         f", {c['holder_not_known']} not known)" if c["holder_not_known"] else ")")
-    return (" / ".join(str(c[key]) for key, _ in CAUSE_NAMES) + running +
-            f"; {c[UNCERTAIN]} uncertain, {c[L.kUnknown]} unknown")
+    return (" / ".join(str(c[key]) for key, _ in CAUSE_NAMES) + running + "; " +
+            ", ".join(extra_causes(c, short=True) + [f"{c[UNCERTAIN]} uncertain", f"{c[L.kUnknown]} unknown"]))
 
 
 def tp_text(t: dict | None) -> str:
@@ -287,7 +298,27 @@ def details(v: dict) -> list:
     if shares:
         items.append("The host timeline had the vCPUs off the host CPU " +
                      ", ".join(f"{pct(x)} of the time in {ph}" for ph, x in shares) + ".")
+    if blocked := blocked_sentence(v):
+        items.append(blocked)
     return items
+
+
+def blocked_sentence(v: dict) -> str | None:
+    """Per phase, the share of the long waits' holder-off and waiter-off time in which the vCPU
+    thread blocked by itself (under TCG: inside QEMU) rather than being preempted; None when no
+    phase has any."""
+    parts = []
+    for phase, p in v["phases"].items():
+        oc = p.get("off_cycles")
+        if p["status"] == "missing" or not oc or not (oc["holder"]["blocked"] or oc["waiter"]["blocked"]):
+            continue
+        share = lambda side: pct(oc[side]["blocked"] / oc[side]["off"]) if oc[side]["off"] else "none"
+        parts.append(f"{share('holder')} of the holders' and {share('waiter')} of the waiters' off time in {phase}")
+    if not parts:
+        return None
+    return ("Of the long waits' off time, the vCPU thread blocked by itself (under TCG: inside QEMU, such as "
+            "waiting for its global lock), not preempted, for " + "; ".join(parts) +
+            ". A wait whose holder was off only so is 'holder blocked', not behind a preempted holder.")
 
 
 def paragraph(v: dict) -> str:

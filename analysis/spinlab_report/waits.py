@@ -26,8 +26,11 @@ import numpy as np
 from . import contract as c
 from . import lhp
 
-SIDES = ("off", "on", "uncertain", "unknown")
-OFF, ON, UNCERTAIN, UNKNOWN = range(4)
+# A side's codes. The holder's side may also be BLOCKED (off for the threshold only counting the
+# time its thread blocked by itself: lhp.HOLDER_BLOCKED) or POSSIBLY_OFF (its holder is one of
+# several vCPUs and one of them was off: lhp.POSSIBLY_PREEMPTED); the waiter's is one of the first four.
+SIDES = ("off", "on", "uncertain", "unknown", "blocked", "possibly_off")
+OFF, ON, UNCERTAIN, UNKNOWN, BLOCKED, POSSIBLY_OFF = range(6)
 NO_SOURCE = 2  # lhp.SOURCES[2] == "none"
 _INT_FIELDS = ("cpu", "start_tsc", "wait_cycles")
 UNLISTED_LHP = "unknown"  # a wait's lhp_class when its entry has none (as check_long_wait reads it)
@@ -87,8 +90,10 @@ class LongWaits:
         self.holder_steal, self.waiter_steal = holder_steal, waiter_steal
         # the hand-over chains: wait i's holds are holds_cpu/holds_from[holds_at[i]:holds_at[i+1]]
         self.holds_at, self.holds_cpu, self.holds_from = holds_at, holds_cpu, holds_from
-        # True where the holder was named by a rule (lhp.apply_holder_rule), not by the guest
+        # True where the holder was named by a rule (lhp.apply_holder_rule), not by the guest;
+        # rule_cpus N > 2: those waits' holder is one of the other N - 1 vCPUs (0: no such rule)
         self.holder_by_rule = np.zeros(cpu.size, dtype=bool)
+        self.rule_cpus = 0
 
     @classmethod
     def of(cls, waits):
@@ -235,6 +240,8 @@ class Attributed:
         n = pos.size
         nan = lambda: np.full(n, np.nan)
         self.host_start, self.bound, self.h_lo, self.h_hi, self.w_lo, self.w_hi = (nan() for _ in range(6))
+        # the same ranges counting only the time each vCPU was preempted or frozen (not blocked)
+        self.hp_lo, self.hp_hi, self.wp_lo, self.wp_hi = (nan() for _ in range(4))
         self.t = {k: np.full(n, UNKNOWN, dtype=np.int8) for k in ("holder", "holder_any", "waiter", "waiter_any")}
         self.side, self.source, self.disagrees = {}, {}, {}
         self.in_repetition = np.ones(n, dtype=bool)
@@ -289,7 +296,8 @@ class Attributed:
 
 
 def _class_names():
-    return np.array([lhp.class_of(SIDES[h], SIDES[w]) for h in range(4) for w in range(4)], dtype=object)
+    """Indexed by holder side * 4 + waiter side (the waiter's side is one of the first four)."""
+    return np.array([lhp.class_of(SIDES[h], SIDES[w]) for h in range(len(SIDES)) for w in range(4)], dtype=object)
 
 
 CLASS_NAMES = _class_names()
@@ -371,12 +379,15 @@ def gap_off_range(index: dict, pieces: list, e: float, wait: float) -> tuple[flo
     return least, min(most, wait)
 
 
-def holder_pieces(lw: LongWaits, pos, a, e, wait, finite):
+def holder_pieces(lw: LongWaits, pos, a, e, wait, finite, holder=None):
     """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
     (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
-    ({k: (their pieces, None)}, measured by gap_off_range)."""
+    ({k: (their pieces, None)}, measured by gap_off_range). holder: the one holder of each wait
+    instead of the guest's (-1: none; a rule's candidate), for waits without hand-overs."""
     h0, h1 = lw.holder[pos], lw.holder_end[pos]
     holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+    if holder is not None:
+        h0, h1, holds = holder, np.full(holder.shape, -1, dtype=np.int64), np.zeros(holder.shape, dtype=bool)
     simple = finite & ~holds & ((h0 < 0) | (h1 < 0) | (h0 == h1)) & ((h0 >= 0) | (h1 >= 0))
     k = np.flatnonzero(simple)
     pk, pv, plo, phi = [k], [np.where(h0[k] >= 0, h0[k], h1[k])], [a[k] + 0.0], [a[k] + wait[k]]
@@ -410,11 +421,59 @@ def _sum_pieces(n: int, k, covered, least, most, cap):
     return np.where(ok, lo, np.nan), np.where(ok, np.minimum(hi, cap), np.nan)
 
 
-def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
+def _holder_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, any_other):
+    """(least, most) off cycles of each wait's holder against index (NaN: not measurable). For the
+    any_other waits (a rule's: the holder is one of the other lw.rule_cpus - 1 vCPUs), the most
+    off of them, tried one by one: NaN where any of them is not covered."""
+    n = pos.size
+    h_lo, h_hi = _pieces_range(lw, pos, a, e, wait, finite, index, None)
+    if np.any(any_other):
+        cpu, cpus = lw.cpu[pos], lw.rule_cpus
+        m_lo, m_hi = np.full(n, -np.inf), np.full(n, -np.inf)
+        for d in range(1, cpus):
+            lo, hi = _pieces_range(lw, pos, a, e, wait, finite, index, np.where(any_other, (cpu + d) % cpus, -1))
+            m_lo, m_hi = np.maximum(m_lo, lo), np.maximum(m_hi, hi)  # NaN (not covered) wins
+        h_lo, h_hi = np.where(any_other, m_lo, h_lo), np.where(any_other, m_hi, h_hi)
+    return h_lo, h_hi
+
+
+def _pieces_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, holder):
+    """The holder's range from its pieces (chain_pieces); a gap of unknown moment by gap_off_range."""
+    k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite, holder)
+    cov, least, most = _ranges(index, v, lo, hi, e[k])
+    h_lo, h_hi = _sum_pieces(pos.size, k, cov, least, most, wait)
+    for j, (placed, _) in slow.items():
+        r = gap_off_range(index, placed, float(e[j]), float(wait[j]))
+        h_lo[j], h_hi[j] = (np.nan, np.nan) if r is None else r
+    return h_lo, h_hi
+
+
+def _waiter_range(lw: LongWaits, pos, a, e, wait, finite, index: dict):
+    """(least, most) off cycles of each waiter's own vCPU over the whole wait."""
+    n = pos.size
+    k = np.flatnonzero(finite)
+    b = a[k] + wait[k]
+    cov, least, most = _ranges(index, lw.cpu[pos][k], a[k], b, e[k])
+    return _sum_pieces(n, k, cov, least, most, np.zeros(n) if not n else _scatter(n, k, b - a[k]))
+
+
+def _holder_side(all_off, preempted, any_other):
+    """The holder's side from the timeline: by all its off time (all_off), then told apart by the
+    time it was preempted or frozen alone (preempted): off only while blocked is BLOCKED, off with
+    preemption uncertain is UNCERTAIN; a rule's possible holder off is POSSIBLY_OFF."""
+    side = all_off.copy()
+    side[(all_off == OFF) & (preempted == ON)] = BLOCKED
+    side[(all_off == OFF) & (preempted == UNCERTAIN)] = UNCERTAIN
+    side[(side == OFF) & any_other] = POSSIBLY_OFF
+    return side
+
+
+def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | None = None) -> Attributed:
     """The host-timeline measurement and the attribution of every long wait (>= threshold) of
     snap, over arrays (the rules: lhp.py).
     index: lhp.off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
-    or clock, so nothing is measured)."""
+    or clock, so nothing is measured); index_pre: the same without the blocked rows
+    (off_index(blocked=False); None: the timeline has none, so it is index)."""
     lw = LongWaits.of(snap.long_waits)
     pos = np.flatnonzero(lw.wait >= threshold)
     out = Attributed(lw, pos, snap.rep, index is not None)
@@ -423,30 +482,27 @@ def classify(snap, index: dict | None, cmap, threshold: int) -> Attributed:
     if a0 is not None and b0 is not None:
         end = lw.start[pos] + lw.wait[pos]
         out.in_repetition = (a0 <= end) & (end <= b0)
+    any_other = lw.holder_by_rule[pos] & (lw.rule_cpus > 2)
     if index is not None:
         a, bound = lhp.host_map(cmap, lw.start[pos])
         finite = np.isfinite(bound)
         out.host_start, out.bound = a, np.where(finite, bound, np.nan)
         e = np.where(finite, bound, 0.0)
-        # the holder: one piece per holder (chain_pieces); a gap of unknown moment by gap_off_range
-        k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite)
-        cov, least, most = _ranges(index, v, lo, hi, e[k])
-        out.h_lo, out.h_hi = _sum_pieces(n, k, cov, least, most, wait)
-        for j, (placed, _) in slow.items():
-            r = gap_off_range(index, placed, float(e[j]), float(wait[j]))
-            out.h_lo[j], out.h_hi[j] = (np.nan, np.nan) if r is None else r
-        # the waiter: its own vCPU over the whole wait
-        k = np.flatnonzero(finite)
-        b = a[k] + wait[k]
-        cov, least, most = _ranges(index, lw.cpu[pos][k], a[k], b, e[k])
-        out.w_lo, out.w_hi = _sum_pieces(n, k, cov, least, most, np.zeros(n) if not n else _scatter(n, k, b - a[k]))
+        pre = index if index_pre is None else index_pre
+        out.h_lo, out.h_hi = _holder_range(lw, pos, a, e, wait, finite, index, any_other)
+        out.hp_lo, out.hp_hi = (out.h_lo, out.h_hi) if pre is index else _holder_range(lw, pos, a, e, wait, finite, pre, any_other)
+        out.w_lo, out.w_hi = _waiter_range(lw, pos, a, e, wait, finite, index)
+        out.wp_lo, out.wp_hi = (out.w_lo, out.w_hi) if pre is index else _waiter_range(lw, pos, a, e, wait, finite, pre)
         out.t["holder"], out.t["holder_any"] = _sides(out.h_lo, out.h_hi, wait, lhp.HOLDER_OFF_MIN)
         out.t["waiter"], out.t["waiter_any"] = _sides(out.w_lo, out.w_hi, wait, lhp.WAITER_OFF_MIN)
     steal = _steal(lw, pos)
     for i, name in enumerate(("holder", "waiter")):
         tl, st = out.t[name], steal[i]
         has_tl = tl != UNKNOWN
-        out.side[name] = np.where(has_tl, tl, np.where(st == 1, OFF, UNKNOWN)).astype(np.int8)
+        told = tl  # the timeline's side apart from why the vCPU was off (what the steal time is compared with)
+        if name == "holder" and index is not None:
+            told = _holder_side(tl, _sides(out.hp_lo, out.hp_hi, wait, lhp.HOLDER_OFF_MIN)[0], any_other)
+        out.side[name] = np.where(has_tl, told, np.where(st == 1, OFF, UNKNOWN)).astype(np.int8)
         out.source[name] = np.where(has_tl, 0, np.where(st == 1, 1, NO_SOURCE)).astype(np.int8)
         out.disagrees[name] = has_tl & (st >= 0) & (tl <= ON) & ((st == 1) != (tl == OFF))
     return out
@@ -486,8 +542,15 @@ def count(out: dict, att: Attributed):
     n = len(att)
     out["long_waits"] += n
     hs = att.side["holder"]
-    for code, key in ((OFF, "holder_off"), (ON, "holder_on"), (UNCERTAIN, "uncertain"), (UNKNOWN, "unknown")):
+    for code, key in ((OFF, "holder_off"), (ON, "holder_on"), (UNCERTAIN, "uncertain"), (UNKNOWN, "unknown"),
+                      (BLOCKED, "holder_blocked"), (POSSIBLY_OFF, "possibly_preempted")):
         out[key] += int(np.count_nonzero(hs == code))
+    for side, lo, hi, plo, phi in (("holder", att.h_lo, att.h_hi, att.hp_lo, att.hp_hi),
+                                   ("waiter", att.w_lo, att.w_hi, att.wp_lo, att.wp_hi)):
+        ok = ~np.isnan(lo) & ~np.isnan(plo)  # middles of the ranges, as fraction_table
+        off, pre = ((lo[ok] + hi[ok]) / 2).sum(), ((plo[ok] + phi[ok]) / 2).sum()
+        out["off_cycles"][side]["off"] += float(off)
+        out["off_cycles"][side]["blocked"] += float(max(0.0, off - pre))
     src = att.source["holder"]
     out["from_guest"] += int(np.count_nonzero(src == 1))
     out["from_timeline"] += int(np.count_nonzero(src == 0))
@@ -520,11 +583,11 @@ def _agreement(agreement: dict, att: Attributed, steal):
     guest = att.lw.lhp_code[att.pos[known]]
     for key, h, w in (("guest_vs_timeline", "holder", "waiter"), ("guest_vs_timeline_any_overlap", "holder_any", "waiter_any")):
         timeline = (att.t[h] * 4 + att.t[w])[known]
-        pair = guest.astype(np.int64) * 16 + timeline
+        pair = guest.astype(np.int64) * 32 + timeline
         uniq, first, cnt = np.unique(pair, return_index=True, return_counts=True)
         for p, c_ in sorted(zip(uniq.tolist(), cnt.tolist()), key=lambda pc: first[np.searchsorted(uniq, pc[0])]):
-            row = agreement[key].setdefault(att.lw.lhp_names[p // 16], {})
-            t = str(CLASS_NAMES[p % 16])
+            row = agreement[key].setdefault(att.lw.lhp_names[p // 32], {})
+            t = str(CLASS_NAMES[p % 32])
             row[t] = row.get(t, 0) + c_
 
 
@@ -642,6 +705,10 @@ def window(att: Attributed, start_guest_tsc, end_guest_tsc) -> Window:
 def new_share() -> dict:
     """long_waits_share's counts before any wait is added."""
     return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
+            "holder_blocked": 0, "possibly_preempted": 0,
+            # the long waits' off cycles per side (middles of the ranges) and, of them, the time
+            # the vCPU thread blocked by itself (under TCG: inside QEMU), not preempted
+            "off_cycles": {side: {"off": 0.0, "blocked": 0.0} for side in ("holder", "waiter")},
             "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
             "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
             "outside_repetition": 0,
@@ -662,7 +729,9 @@ def classified(s, timeline, clock, threshold: int):
         return memo[3]
     cmap = lhp.ClockMap(clock) if clock is not None else None
     index = lhp.off_index(timeline, s.phase, s.rep) if timeline is not None and cmap is not None else None
-    att = classify(s, index, cmap, threshold)
+    pre = (lhp.off_index(timeline, s.phase, s.rep, blocked=False)
+           if index is not None and lhp.has_blocked_rows(timeline, s.phase, s.rep) else None)
+    att = classify(s, index, cmap, threshold, pre)
     s.__dict__["_lhp_memo"] = (timeline, clock, threshold, att)
     return att
 

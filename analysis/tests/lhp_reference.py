@@ -134,26 +134,53 @@ def holder_pieces(wait: dict) -> list | None:
     return [p for p in pieces if p[3] > p[2]] or pieces[-1:]
 
 
-def measure(wait: dict, index: dict, cmap: ClockMap) -> dict:
+def _holder_range(wait: dict, index: dict, a: float, bound: float, w: float, rule_cpus: int):
+    """The holder's (least, most) off cycles: of its pieces; for a rule's wait whose holder is one of
+    the other rule_cpus - 1 vCPUs, the most off of them (None where one is not covered)."""
+    if wait.get("holder_by_rule") and rule_cpus > 2:
+        ranges = [off_range(index, (wait["cpu"] + d) % rule_cpus, a, a + w, bound) for d in range(1, rule_cpus)]
+        if any(r is None for r in ranges):
+            return None
+        return max(r[0] for r in ranges), max(r[1] for r in ranges)
+    pieces = holder_pieces(wait)
+    if pieces is None:
+        return None
+    return pieces_off_range(index, [(f, l, a + lo, a + hi) for f, l, lo, hi in pieces], bound, w)
+
+
+def measure(wait: dict, index: dict, cmap: ClockMap, index_pre: dict | None = None, rule_cpus: int = 0) -> dict:
     """Host-timeline measurement of one wait: the off-cycle ranges of each side and the side each
     range gives, by the THRESHOLDS and by the guest's any-off-time rule (*_any). A side the
-    timeline does not cover has range None and side 'unknown'."""
+    timeline does not cover has range None and side 'unknown'. The same ranges counting only the
+    time preempted or frozen (index_pre, the timeline without its blocked rows) are in
+    "preempted": they tell a holder off only while blocked ("holder_side_timeline")."""
     w = float(wait["wait_cycles"])
     a, bound = cmap.map(wait["start_tsc"])
     out = {"host_start": a, "bound_cycles": bound if np.isfinite(bound) else None, "holder_off_cycles": None,
            "waiter_off_cycles": None, "holders": holders_of(wait)}
-    h = wr = None
+    pre = index if index_pre is None else index_pre
+    h = wr = hp = wp = None
     if np.isfinite(bound):
-        pieces = holder_pieces(wait)
-        if pieces is not None:
-            h = pieces_off_range(index, [(f, l, a + lo, a + hi) for f, l, lo, hi in pieces], bound, w)
+        h = _holder_range(wait, index, a, bound, w, rule_cpus)
+        hp = _holder_range(wait, pre, a, bound, w, rule_cpus)
         wr = off_range(index, wait["cpu"], a, a + w, bound)
+        wp = off_range(pre, wait["cpu"], a, a + w, bound)
     out["holder_off_cycles"] = None if h is None else list(h)
     out["waiter_off_cycles"] = None if wr is None else list(wr)
     for name, rng, th in (("holder", h, HOLDER_OFF_MIN), ("waiter", wr, WAITER_OFF_MIN)):
         out[f"timeline_{name}"] = "unknown" if rng is None else _side(rng, w, th)
         out[f"timeline_{name}_any"] = "unknown" if rng is None else _any_side(rng)
     out["timeline_lhp"] = class_of(out["timeline_holder"], out["timeline_waiter"])
+    # not row fields: what the attribution and the counts read besides
+    side = out["timeline_holder"]
+    pre_side = "unknown" if hp is None else _side(hp, w, HOLDER_OFF_MIN)
+    if side == "off" and pre_side == "on":
+        side = "blocked"  # off only while its thread blocked by itself
+    elif side == "off" and pre_side == "uncertain":
+        side = "uncertain"
+    if side == "off" and wait.get("holder_by_rule") and rule_cpus > 2:
+        side = "possibly_off"
+    out["preempted"] = {"holder": hp, "waiter": wp, "holder_side_timeline": side}
     return out
 
 
@@ -176,6 +203,8 @@ def attribute(wait: dict, m: dict | None) -> dict:
     out = {}
     for i, name in enumerate(("holder", "waiter")):
         side, source, disagree = combine(m[f"timeline_{name}"] if m else "unknown", steal[i])
+        if name == "holder" and m and source == "timeline":
+            side = m["preempted"]["holder_side_timeline"]
         out[f"{name}_side"], out[f"{name}_source"], out[f"{name}_disagrees"] = side, source, disagree
     out["lhp"] = class_of(out["holder_side"], out["waiter_side"])
     out["source"] = out["holder_source"]  # the share is about the holder
@@ -209,7 +238,15 @@ def fraction_table(waits: list) -> dict:
 def _count(out: dict, w: dict, m: dict | None, r: dict):
     """Adds one attributed wait (measurement m, attribution r) to the counts of out."""
     out["long_waits"] += 1
-    out[{"off": "holder_off", "on": "holder_on"}.get(r["holder_side"], r["holder_side"])] += 1
+    out[{"off": "holder_off", "on": "holder_on", "blocked": "holder_blocked",
+         "possibly_off": "possibly_preempted"}.get(r["holder_side"], r["holder_side"])] += 1
+    if m is not None and "preempted" in m:
+        for side, rng in (("holder", m["holder_off_cycles"]), ("waiter", m["waiter_off_cycles"])):
+            pre = m["preempted"][side]
+            if rng is not None and pre is not None:
+                off, p = (rng[0] + rng[1]) / 2, (pre[0] + pre[1]) / 2
+                out["off_cycles"][side]["off"] += off
+                out["off_cycles"][side]["blocked"] += max(0.0, off - p)
     if r["holder_source"] != "none":
         out["from_guest" if r["holder_source"] == "steal" else "from_timeline"] += 1
     holders = m["holders"] if m else holders_of(w)

@@ -56,17 +56,24 @@ def test_each_row_counts_for_its_own_class(run_copy):
 
 
 def test_a_holder_that_blocked_is_said_apart_with_no_preemptor(run_copy):
-    # the first off row's holder slept (class blocked): no task took its CPU, and the verdict says
-    # so beside the ones that did
+    # The first off row's holder slept (class blocked): no task took its CPU. The wait it covers
+    # (its holder off only while blocked) is holder_blocked, not behind a preempted holder: it
+    # leaves the holder-off waits, their preemptors and the spin they share out.
+    before = summary.build(reader.load_run(str(run_copy)), summary.Options())["phases"]["host-load"]["lhp"]
     _with_column(run_copy, lambda f: "blocked" if f[3] == "3100001000" else "hog")
-    p = _host_load(run_copy)
-    assert p["off_cycles"]["blocked"] == 5_000_000 and p["off_cycles"]["hog"] == 2_501_000
+    s_ = summary.build(reader.load_run(str(run_copy)), summary.Options())["phases"]["host-load"]
+    lhp_, p = s_["lhp"], s_["preemptors"]
+    assert (lhp_["holder_off"], lhp_["holder_blocked"]) == (before["holder_off"] - 1, 1)
+    assert lhp_["off_cycles"]["holder"]["blocked"] == pytest.approx(5_000_000, rel=1e-4)  # middles of ranges
+    assert lhp_["off_cycles"]["holder"]["off"] == before["off_cycles"]["holder"]["off"]
+    assert p["off_cycles"]["blocked"] == 0 and p["off_cycles"]["hog"] == 2_501_000
     s = verdict_text.preemptor_sentence(p)
-    assert "went to: freeze 40 %, hog 20 % of its off time" in s, s
-    assert "for 40 % of that off time the holder's vCPU thread blocked by itself" in s, s
-    assert "blocked 40 %" not in s
+    assert "went to: freeze 67 %, hog 33 % of its off time" in s, s
+    # Every off row blocked: only the frozen holder is behind a preempted holder.
     _with_column(run_copy, lambda f: "blocked")
-    assert "went to: freeze 40 %" in verdict_text.preemptor_sentence(_host_load(run_copy))
+    s_ = summary.build(reader.load_run(str(run_copy)), summary.Options())["phases"]["host-load"]
+    assert s_["lhp"]["holder_blocked"] == 2 and s_["preemptors"]["off_cycles"]["blocked"] == 0
+    assert "went to: freeze 100 %" in verdict_text.preemptor_sentence(s_["preemptors"])
 
 
 def test_a_class_not_in_the_abi_table_is_a_contract_error(run_copy):

@@ -21,16 +21,23 @@ from test_scaling import random_timeline
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spinlab_report")
 
 
-def _per_wait_rows(snap, timeline, clock, threshold):
-    """The definition: ref.measure and ref.attribute of each wait, one by one."""
+def _per_wait_rows(snap, timeline, clock, threshold, rule_cpus=0, counts=None):
+    """The definition: ref.measure and ref.attribute of each wait, one by one (and ref._count of
+    each into counts, when given)."""
     cmap = ClockMap(clock)
     index = off_index(timeline, snap.phase, snap.rep)
+    index_pre = off_index(timeline, snap.phase, snap.rep, blocked=False)
     rows = []
     for w in snap.long_waits:
         if w["wait_cycles"] < threshold:
             continue
-        m = ref.measure(w, index, cmap)
-        rows.append({**w, "rep": snap.rep, **m, **ref.attribute(w, m), "in_repetition": ref.ended_inside(w, snap)})
+        m = ref.measure(w, index, cmap, index_pre, rule_cpus)
+        r = ref.attribute(w, m)
+        if counts is not None:
+            ref._count(counts, w, m, r)
+            counts["outside_repetition"] += not ref.ended_inside(w, snap)
+        m = {k: v for k, v in m.items() if k != "preempted"}
+        rows.append({**w, "rep": snap.rep, **m, **r, "in_repetition": ref.ended_inside(w, snap)})
     return rows
 
 
@@ -88,6 +95,46 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
     assert {("off", "timeline"), ("on", "timeline"), ("uncertain", "timeline"), ("unknown", "steal"),
             ("unknown", "none")} <= kinds  # every outcome drawn
     assert sum(1 for r in want if r["holds"] and any(f is None for _, f in r["holds"][1:])) > 100
+
+
+def test_blocked_holders_and_rule_holders_over_arrays_are_the_per_wait_definition():
+    """Off rows whose thread blocked by itself (preemptor 'blocked') and waits whose holder a rule
+    names (a Linux guest: any other of 3 vCPUs) are classed by the arrays exactly as the per-wait
+    definition does: holder_blocked, possibly_preempted, the off cycles that were blocked."""
+    rng = np.random.default_rng(5)
+    rows = random_timeline(rng, vcpus=3, n=300)
+    for r in rows:
+        r["preemptor"] = (str(rng.choice(["blocked", "hog", "host-task"])) if r["state"] == "off" else
+                          "freeze" if r["state"] == "frozen" else None)
+    timeline = pd.DataFrame(rows)
+    clock = {"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
+             "points": [[2000, 5, 3.0], [40_000, 9, 1.0], [70_000, 2, 0.0]]}
+    listed = random_waits(rng, 3000, 3, 80_000)
+    lw = waits.LongWaits.of(listed)
+    by_rule = np.array([w["holder_cpu"] is None and w["holder_end_cpu"] is None and not w["holds"] and rng.random() < 0.7
+                        for w in listed])
+    lw.holder_by_rule, lw.rule_cpus = by_rule, 3
+    for w, r in zip(listed, by_rule):
+        if r:
+            w["holder_by_rule"] = True
+    snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], lw, 1, 0, "s")
+    share = waits.long_waits_share([snap], timeline, clock, 200)
+    counts = waits.new_share()
+    want = _per_wait_rows(Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s"), timeline, clock, 200,
+                          rule_cpus=3, counts=counts)
+    got = list(share["waits"])
+    assert len(got) == len(want) > 2000
+    for g, w in zip(got, want):
+        assert g == w, (g, w)
+    for key in ("long_waits", "holder_off", "holder_on", "uncertain", "unknown", "holder_blocked",
+                "possibly_preempted", "sources", "disagreements"):
+        assert json.dumps(share[key]) == json.dumps(counts[key]), key
+    for side in ("holder", "waiter"):
+        for k in ("off", "blocked"):
+            assert share["off_cycles"][side][k] == pytest.approx(counts["off_cycles"][side][k], rel=1e-12)
+    sides = {r["holder_side"] for r in want}
+    assert {"off", "on", "blocked", "possibly_off", "uncertain"} <= sides, sides  # every outcome drawn
+    assert share["off_cycles"]["holder"]["blocked"] > 0
 
 
 def test_the_package_never_calls_the_per_wait_definition():
