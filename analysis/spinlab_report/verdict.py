@@ -382,9 +382,8 @@ def guest_warnings(run) -> list:
         out.append("Each long wait's holder is named by a rule: " + lhp.HOLDER_RULE_TEXT[run.holder_rule] +
                    "; so holder-running waits are not split into slow holders and queued ones.")
     else:
-        out.append(f"At {run.meta.get('vcpus')} vCPUs no rule names the holder, so every long wait's class is "
-                   "unknown here (at 2 vCPUs the holder is the other vCPU; with more, \"possibly preempted\" is "
-                   "only a bound, which this report does not give).")
+        out.append(f"At {run.meta.get('vcpus')} vCPU(s) no rule names the holder, so every long wait's class "
+                   "is unknown here.")
     return out
 
 

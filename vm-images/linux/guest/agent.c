@@ -748,6 +748,24 @@ static int keep_going(uint64_t deadline, uint64_t ops) {
     return 1;
 }
 
+// The running workload's operations, for the control channel's workload query (channel.h
+// agent_workload): its result, and forkexec's per-worker counts while its workers run.
+static struct workload_result *live_result;
+static uint64_t *live_worker_ops;
+static int live_workers;
+
+void agent_workload(struct channel_workload *out) {
+    out->name = S.workload;
+    struct workload_result *r = __atomic_load_n(&live_result, __ATOMIC_ACQUIRE);
+    if (!r) return;
+    out->unit = __atomic_load_n(&r->unit, __ATOMIC_RELAXED);
+    out->ops = __atomic_load_n(&r->ops, __ATOMIC_RELAXED);
+    out->failed = __atomic_load_n(&r->runs_failed, __ATOMIC_RELAXED);
+    uint64_t *w = __atomic_load_n(&live_worker_ops, __ATOMIC_ACQUIRE);
+    for (int i = 0; w && i < __atomic_load_n(&live_workers, __ATOMIC_RELAXED); i++)
+        out->ops += __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+}
+
 static pid_t spawn(char *const argv[]) {
     pid_t p = fork();
     if (p == 0) {
@@ -766,15 +784,20 @@ static void run_hackbench(uint64_t deadline, struct workload_result *r) {
     snprintf(l, sizeof l, "%d", S.hb_loops);
     char *argv[] = {HACKBENCH, "-g", g, "-l", l, "-s", "100", NULL};
     if (access(HACKBENCH, X_OK)) fail("%s is not in the initramfs", HACKBENCH);
-    r->unit = "hackbench runs";
+    __atomic_store_n(&r->unit, "hackbench runs", __ATOMIC_RELAXED);
     while (keep_going(deadline, r->ops)) {
         uint64_t t0 = now_ns();
         pid_t p = spawn(argv);
         if (p < 0) fail("fork: %s", strerror(errno));
         int st;
         while (waitpid(p, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) { r->ops++; r->busy_ns += now_ns() - t0; }
-        else r->runs_failed++;
+        // whole stores: the control channel's thread reads the counts meanwhile (agent_workload)
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            __atomic_store_n(&r->ops, r->ops + 1, __ATOMIC_RELAXED);
+            r->busy_ns += now_ns() - t0;
+        } else {
+            __atomic_store_n(&r->runs_failed, r->runs_failed + 1, __ATOMIC_RELAXED);
+        }
         if (r->runs_failed > 3 && r->ops == 0) fail("hackbench failed %llu times (status %d)", (unsigned long long)r->runs_failed, st);
     }
 }
@@ -786,6 +809,9 @@ static void run_forkexec(uint64_t deadline, struct workload_result *r) {
         mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) fail("mmap: %s", strerror(errno));
     memset((void *)sh, 0, sizeof *sh);
+    __atomic_store_n(&r->unit, "fork/exec + 4 KiB tmpfs file", __ATOMIC_RELAXED);
+    __atomic_store_n(&live_workers, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&live_worker_ops, sh->ops, __ATOMIC_RELEASE);
     pid_t pids[256];
     uint64_t t0 = now_ns();
     for (int i = 0; i < n; i++) {
@@ -818,7 +844,10 @@ static void run_forkexec(uint64_t deadline, struct workload_result *r) {
     sh->stop = 1;
     for (int i = 0; i < n; i++) while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {}
     r->busy_ns = now_ns() - t0;
-    for (int i = 0; i < n; i++) r->ops += sh->ops[i];
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += sh->ops[i];
+    __atomic_store_n(&live_worker_ops, (uint64_t *)NULL, __ATOMIC_RELEASE);   // counted in r->ops from here
+    __atomic_store_n(&r->ops, total, __ATOMIC_RELAXED);
     r->unit = "fork/exec + 4 KiB tmpfs file";
 }
 
@@ -1008,6 +1037,7 @@ static void run_workload(double seconds, struct workload_result *r) {
     // seconds 0 (spinlab.stream=0 only): until the VM is stopped
     uint64_t deadline = seconds == 0 ? UINT64_MAX : now_ns() + (uint64_t)(seconds * 1e9);
     *r = (struct workload_result){0};
+    __atomic_store_n(&live_result, r, __ATOMIC_RELEASE);
     if (!strcmp(S.workload, "hackbench")) run_hackbench(deadline, r);
     else if (!strcmp(S.workload, "forkexec")) run_forkexec(deadline, r);
     else if (!strcmp(S.workload, "gt")) run_gt(deadline, r);

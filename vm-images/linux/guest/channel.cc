@@ -144,6 +144,18 @@ extern "C" int channel_start(int port_fd, const channel_facts* f, char* why, siz
     ctx.config = &config;
     ctx.params = &params;
     ctx.reset = [](void*, uint32_t cpu, uint32_t lock_class) { region_reset(int(cpu), lock_class); };
+    // The workload's own count of its operations: the host's throughput of a Linux guest.
+    ctx.workload_query = [](void*, spinlab::WorkloadInformation* out) {
+        channel_workload w{};
+        agent_workload(&w);
+        snprintf(out->name, sizeof out->name, "%s", w.name ? w.name : "");
+        snprintf(out->unit, sizeof out->unit, "%s", w.unit ? w.unit : "");
+        out->ops = w.ops;
+        out->failed = w.failed;
+        uint32_t lo, hi;
+        asm volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
+        out->guest_tsc = (uint64_t(hi) << 32) | lo;
+    };
     if (trace_init(&config, uint32_t(ncpus))) {
         ctx.trace_control = [](void*, const spinlab::TraceSessionInformation& in) { return trace_control(in); };
         ctx.trace_query = [](void*, spinlab::TraceSessionInformation* out) { trace_query(out); };

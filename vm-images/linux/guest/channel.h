@@ -23,6 +23,16 @@ struct channel_facts {
     uint64_t long_wait_cycles;  /* what the agent calls a long wait */
 };
 
+/* The agent's workload and its operations so far (agent.c), for the channel's workload query
+ * (kSpinlabWorkloadInformation): name the workload (spinlab.workload=), unit what one operation
+ * is (NULL before the workload starts), ops and failed its counts. */
+struct channel_workload {
+    const char *name;
+    const char *unit;
+    uint64_t ops, failed;
+};
+void agent_workload(struct channel_workload *out);
+
 /* Starts the server's thread on the port's open file descriptor `fd` (the region must be
  * open). 0 on success; -1 with `why` filled. */
 int channel_start(int fd, const struct channel_facts *facts, char *why, size_t why_size);
