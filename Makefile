@@ -12,7 +12,8 @@
 #   make bench           benchmarks, JSON into build/bench/
 #   make fuzz            the libFuzzer targets for longer (FUZZ_SECONDS=300)
 #   make run             the default experiment and its report; builds only the kernel, the initrd
-#                        and the tools it runs (no test, no benchmark)
+#                        and the tools it runs (no test, no benchmark). RUN_SPEC=linux runs
+#                        experiments/linux.ini instead: a Linux guest (Debian's kernel, fetched first)
 #   make sweep SPEC=experiments/sweep-locks.ini   a matrix of runs through Snakemake (spinlab-sweep)
 #   make test-slurm      the sweep's Slurm path on a one-node Slurm cluster started and stopped here
 #   make install PREFIX=/usr/local [DESTDIR=/tmp/stage]   the `spinlab` command and everything it
@@ -28,6 +29,7 @@ MEM ?= 256
 APPEND ?=
 FUZZ_SECONDS ?= 300
 SPEC ?= experiments/sweep-locks.ini
+RUN_SPEC ?= default
 SOAK_MIN ?= 10
 PY := /usr/bin/python3
 INSTRUMENT ?= 1
@@ -99,7 +101,7 @@ run:
 	  installed=0; wait $$deps || installed=$$?; \
 	  if [ $$installed -ne 0 ]; then echo "make run: installing the experiment's packages failed (see above)" >&2; exit 1; fi; \
 	  if [ $$built -ne 0 ]; then exit $$built; fi
-	@scripts/run-default.sh
+	@RUN_SPEC=$(RUN_SPEC) scripts/run-default.sh
 
 sweep: build
 	@$(PY) experiments/sweep/spinlab-sweep $(SPEC)

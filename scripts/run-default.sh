@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: the default experiment (the spec named default: experiments/default.ini), then its
-# report; prints the report's path and results/index.html's. Runs the build tree's `spinlab`
+# `make run`: the default experiment (the spec named default: experiments/default.ini; another
+# with RUN_SPEC, e.g. `make run RUN_SPEC=linux`: experiments/linux.ini), then its report; prints the report's path and results/index.html's. Runs the build tree's `spinlab`
 # (build/host/bin), the same command an installation puts on the PATH. Extra arguments go to
 # spinlab run (e.g. --run.repetitions 5).
 set -euo pipefail
@@ -11,7 +11,7 @@ if [ ! -x build/host/bin/spinlab-run ]; then
     exit 1
 fi
 status=0
-"$SPINLAB" run --spec default "$@" || status=$?
+"$SPINLAB" run --spec "${RUN_SPEC:-default}" "$@" || status=$?
 if [ ! -e results/latest/meta.json ]; then
     echo "make run: the experiment wrote no results (spinlab run exit status $status)" >&2
     exit "${status/#0/1}"
