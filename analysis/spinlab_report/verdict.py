@@ -304,11 +304,14 @@ def causes(reps, threshold: int) -> dict:
 
 def lhp_counts(reps) -> dict:
     """Long waits inside the repetitions by their holder's side: off (preempted), on (running),
-    uncertain, unknown; and the share of preempted holders among the decided ones."""
+    uncertain, unknown, blocked (off only while blocked), possibly off (a rule's possible holder);
+    and the share of preempted holders among the decided ones."""
     sides = np.concatenate([r["waits"].holder_side for r in reps if len(r["waits"])] or [np.zeros(0, dtype=object)])
-    off, on, unsure = (int(np.count_nonzero(sides == x)) for x in ("off", "on", "uncertain"))
+    off, on, unsure, blocked, possible = (int(np.count_nonzero(sides == x))
+                                          for x in ("off", "on", "uncertain", "blocked", "possibly_off"))
     return {"long_waits": len(sides), "holder_off": off, "holder_on": on, "uncertain": unsure,
-            "unknown": len(sides) - off - on - unsure,
+            "unknown": len(sides) - off - on - unsure - blocked - possible,
+            "holder_blocked": blocked, "possibly_preempted": possible,
             "share": off / (off + on) if off + on else None}
 
 

@@ -193,7 +193,8 @@ def test_causes_of_long_waits(tmp_path):
     assert (idle["slow_holder"], idle["queued"], idle["holder-preempted"]) == (117, 4, 1)
     # by the holder's side: holder preempted and both are off, the rest on
     assert v["phases"]["host-load"]["lhp"] == {"long_waits": 36, "holder_off": 25, "holder_on": 11, "uncertain": 0,
-                                               "unknown": 0, "share": 25 / 36}
+                                               "unknown": 0, "holder_blocked": 0, "possibly_preempted": 0,
+                                               "share": 25 / 36}
     assert ("holder preempted 24, waiter preempted 1, both 1, holder running 10 (9 slow holder(s), "
             "1 queued behind other holders), uncertain 0, unknown 0") in verdict.paragraph(v)
 
