@@ -371,7 +371,37 @@ def warnings(run, phases: dict, base: str | None) -> list:
     if host.get("hypervisor") is True:
         out.append("The host is itself a virtual machine (the CPUID hypervisor bit, meta.json host.hypervisor): "
                    "this guest is nested, its VM exits are slow, and long waits are common even on an idle host.")
-    return out + guest_warnings(run) + freeze_lengths.warnings(run)
+    return out + guest_warnings(run) + emulator_warnings(run, phases) + freeze_lengths.warnings(run)
+
+
+# A TCG run leans on QEMU's own locks where more of its long waits' off time than this was its vCPU
+# threads blocking inside QEMU (waiting for its global lock, which a vCPU thread takes each time it
+# leaves translated code: at every `pause` of a spin loop), rather than being preempted.
+BLOCKED_OFF_MAX = 0.10
+
+
+def emulator_warnings(run, phases: dict) -> list:
+    """Under TCG: the phases whose long waits' holder-off or waiter-off time was more than
+    BLOCKED_OFF_MAX blocked inside QEMU (lhp.off_cycles), so that their LHP figures lean on QEMU's
+    own locks as much as on the host's scheduler."""
+    if (run.meta.get("accelerator") or "").lower() != "tcg":
+        return []
+    leaning = []
+    for phase, p in phases.items():
+        oc = p.get("off_cycles") if p.get("status") == "ok" else None
+        if not oc:
+            continue
+        shares = {side: oc[side]["blocked"] / oc[side]["off"] for side in ("holder", "waiter") if oc[side]["off"]}
+        if shares and max(shares.values()) > BLOCKED_OFF_MAX:
+            leaning.append(f"{phase} ({', '.join(f'{100 * v:.0f}% of the {k}s' for k, v in shares.items())})")
+    if not leaning:
+        return []
+    return ["Under TCG this run's long waits lean on QEMU's own locks: their vCPU threads blocked inside QEMU "
+            "(sleeping, not preempted) for more than " + f"{100 * BLOCKED_OFF_MAX:.0f}% of their off time in " +
+            "; ".join(leaning) + ". A vCPU thread takes QEMU's global lock each time it leaves translated code "
+            "(with pause = on, at every pause of a spin loop), so one that is preempted or frozen while holding it "
+            "stalls the others: a lock-holder preemption under the guest's. Waits whose holder was off only so are "
+            "'holder blocked'; compare with pause = off (docs/measurements.md, \"Under TCG\")."]
 
 
 def guest_warnings(run) -> list:

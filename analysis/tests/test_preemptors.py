@@ -105,3 +105,24 @@ def test_the_long_wait_window_names_the_preemptor_of_each_off_interval(run_copy,
         caption = _window_caption(run_copy, tmp_path)
         assert "coloured by the task that took the vCPU's host CPU" in caption
         assert _window_counts(caption) == {cls: 1}, caption
+
+
+def test_a_tcg_run_whose_waits_lean_on_qemus_locks_is_warned(run_copy):
+    """Under TCG, a phase whose long waits' off time was mostly blocked inside QEMU gets the
+    verdict's warning; the same timeline from a KVM run (meta.json's accelerator) does not, nor a
+    TCG run whose off rows were preempted."""
+    import json
+    from spinlab_report import verdict
+    meta = json.loads((run_copy / "meta.json").read_text())
+
+    def warnings(accel):
+        (run_copy / "meta.json").write_text(json.dumps(dict(meta, accelerator=accel)))
+        run = reader.load_run(str(run_copy))
+        return [w for w in verdict.build(run, summary.build(run, summary.Options()))["warnings"]
+                if "lean on QEMU's own locks" in w]
+    _with_column(run_copy, lambda f: "blocked")
+    got = warnings("tcg")
+    assert len(got) == 1 and "host-load (" in got[0] and "of the holders" in got[0], got
+    assert warnings("kvm") == []
+    _with_column(run_copy, lambda f: "hog")
+    assert warnings("tcg") == []
