@@ -340,6 +340,23 @@ TEST(HostileClock, EachBadFieldIsNamed) {
     EXPECT_EQ(check_clock(r, l, &ok), "cpu 1: clock publication: count went backwards (4 after 5)");
 }
 
+// A guest that lays the region out before its first publication (a Linux guest's agent publishes
+// from a thread of its own, 10 ms later): no reading yet, not a corrupt region; the first
+// publication is read.
+TEST(HostileClock, NotYetPublishedIsNoReadingNotCorrupt) {
+    MemRegion r(2, 4, TraceLoggerMode::kRealTime);
+    r.clock()->count = 0;
+    r.clock()->guest_tsc = 0;
+    r.clock()->period_us = 0;
+    RegionReader reader(r.path(), std::chrono::milliseconds(50));
+    EXPECT_FALSE(reader.clock().has_value());
+    r.clock()->guest_tsc = 1000;
+    r.clock()->count = 1;
+    r.clock()->period_us = 10'000;
+    ASSERT_TRUE(reader.clock().has_value());
+    EXPECT_EQ(reader.clock()->count, 1u);
+}
+
 TEST(HostileClock, TheReaderThrowsNamingTheField) {
     MemRegion r(2, 4, TraceLoggerMode::kRealTime);
     RegionReader reader(r.path(), std::chrono::milliseconds(50));

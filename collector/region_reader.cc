@@ -139,6 +139,9 @@ const ClockArea* RegionReader::clock_area() const {
 
 bool RegionReader::read_clock(ClockReading* r) {
     if (!clock_try_read(clock_area(), r)) return false;
+    // Laid out but not yet published (count 0: a guest that publishes from a thread of its own,
+    // as a Linux guest's agent does, after the layout): no reading yet, not a corrupt one.
+    if (r->count == 0 && r->guest_tsc == 0) return false;
     std::string bad = check_clock(*r, layout_, last_clock_ ? &*last_clock_ : nullptr);
     if (!bad.empty() && last_clock_ && region_end_read(base_, layout_) != RegionError::kNone) {
         // A count below the last is a reboot when the generation moved: start over there.

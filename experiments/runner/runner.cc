@@ -61,6 +61,7 @@ private:
     void check_condition(Stop s, const Condition& cond, const std::string& at, const char* when);
     void write_status(bool complete, const std::string& reason);
     collect::ClockFit write_clock();  // also returns the fit (ok false: none yet)
+    std::string clock_error_noted_;   // the sampler's error, once said
     void note(const std::string& line) { progress_.message("spinlab-run: " + line); }
     ProgressState progress_state(const std::string& step) const;
     double elapsed() const {
@@ -119,6 +120,10 @@ void Experiment::write_status(bool complete, const std::string& reason) {
 }
 
 collect::ClockFit Experiment::write_clock() {
+    if (std::string why = vm_->clock_sampler_error(); !why.empty() && why != clock_error_noted_) {
+        note("the clock sampling throughout the run stopped: " + why + " (only the windows' samples are fitted)");
+        clock_error_noted_ = why;
+    }
     std::vector<collect::ClockSample> all = clock_samples_;  // at the ends of each window
     auto more = vm_->clock_samples();                          // throughout the run
     all.insert(all.end(), more.begin(), more.end());

@@ -96,6 +96,8 @@ public:
         return clock_sampler_ ? clock_sampler_->samples() : std::vector<collect::ClockSample>{};
     }
     size_t clock_samples_missed() const { return clock_sampler_ ? clock_sampler_->missed() : 0; }
+    // Why the run-long clock sampling stopped early ("" while it runs).
+    std::string clock_sampler_error() const { return clock_sampler_ ? clock_sampler_->error() : ""; }
 
 private:
     // Guest CPU n against QEMU vCPU n by APIC id; throws collect::CollectError on a mismatch.
