@@ -162,7 +162,12 @@ def rep_values(run, snap, threshold: int) -> dict:
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
     unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == L.kUnknown))
-    off = None if unplaced else waits.where(waits.holder_side == "off")
+    # A rule that names only possible holders (a Linux guest at more than 2 vCPUs) bounds the spin
+    # behind a preempted holder from above (those waits and the surely preempted ones) and leaves
+    # the figure itself unknown.
+    possible = not unplaced and bool(np.any(waits.holder_side == "possibly_off"))
+    off = None if unplaced or possible else waits.where(waits.holder_side == "off")
+    at_most = waits.where(np.isin(waits.holder_side, ("off", "possibly_off"))) if possible else None
     vcpus, span = vcpu_count(run, snap), tsc_span(run, snap)
     long_waits = sum(int(st.wait[LONG_K:].sum()) for st in snap.stats)
     return {"rep": snap.rep, "duration_s": snap.duration_s, "long_waits": long_waits, "long_waits_e6": long_waits * 1e6,
@@ -171,6 +176,7 @@ def rep_values(run, snap, threshold: int) -> dict:
             "vcpu_cycles": vcpus * span if vcpus and span else None,
             "holder_off_waits": None if off is None else len(off),
             "holder_off_cycles": None if off is None else spun_cycles(off, snap),
+            "possibly_off_cycles": None if at_most is None else spun_cycles(at_most, snap),
             "kernel_spin": kernel_spin_cycles(snap, waits), "waits": waits or [],
             "holds_ge_threshold": sum(timed_holds_at_least(st.hold, threshold) for st in snap.stats)}
 
@@ -215,7 +221,11 @@ def lhp_spin(reps, base_reps, threshold: int, conf: float) -> dict:
     """Headline 1: cycles spun behind a preempted holder per vCPU-second, the same as a share of
     vCPU time, and holder-preempted long waits per second."""
     half_wait = CORRECTION * threshold
+    bounded = any(r["possibly_off_cycles"] is not None for r in reps)
     return {"cycles_per_vcpu_second": _rate(reps, base_reps, "holder_off_cycles", "vcpu_seconds", half_wait, conf),
+            # at most: the spin behind a possibly preempted holder or a preempted one (null: no bound)
+            "at_most_cycles_per_vcpu_second": (_rate(reps, base_reps, "possibly_off_cycles", "vcpu_seconds", half_wait, conf)
+                                               if bounded else None),
             "share_of_vcpu_time": _rate(reps, base_reps, "holder_off_cycles", "vcpu_cycles", half_wait, conf),
             "waits_per_second": _rate(reps, base_reps, "holder_off_waits", "duration_s", CORRECTION, conf),
             "repetitions_attributed": sum(r["holder_off_waits"] is not None for r in reps)}

@@ -189,6 +189,10 @@ def preemptor_sentence(p: dict | None) -> str | None:
 def lhp_sentences(p: dict, conf: float) -> str:
     l, n = p["lhp_spin"], p["repetitions"]
     cyc, waits = l["cycles_per_vcpu_second"], l["waits_per_second"]
+    bound = l.get("at_most_cycles_per_vcpu_second")
+    if cyc["mean"] is None and bound and bound["mean"] is not None:
+        return (f"its spin behind preempted holders is not known: at most {with_ci(bound, 'cycles per vCPU-second', conf, big)}"
+                f"{against(bound['vs_baseline'], conf)}, behind a holder that was possibly preempted (a bound).")
     if cyc["mean"] is None:
         return "its spin behind preempted holders is unknown: no repetition's long waits were listed and attributed."
     out = (f"vCPUs spun {with_ci(cyc, 'cycles per vCPU-second', conf, big)} behind a preempted holder "
@@ -255,6 +259,11 @@ def headline(phase: str, p: dict, v: dict) -> str:
     if p["status"] == "missing":
         return f"{phase}: no snapshot, no verdict."
     cyc = p["lhp_spin"]["cycles_per_vcpu_second"]
+    bound = p["lhp_spin"].get("at_most_cycles_per_vcpu_second")
+    if cyc["mean"] is None and bound and bound["mean"] is not None:
+        return (f"{phase}: the spin behind a preempted holder is not known, at most {big(bound['mean'])} cycles per "
+                f"vCPU-second ({c}% CI {interval(bound, big)}; a bound: the holder is one of several vCPUs, and one "
+                "of them was off).")
     if cyc["mean"] is None:
         return f"{phase}: the spin behind a preempted holder is unknown (no long waits listed and attributed)."
     if phase == v["baseline_phase"]:

@@ -414,17 +414,7 @@ spinlab::Status locktrace_control(const spinlab::TraceSessionInformation& in) {
     return spinlab::Status::kInvalidParameter;
 }
 
-void locktrace_query(spinlab::TraceSessionInformation* out) {
-    *out = last;
-    out->event_trace_information_class = spinlab::kSpinlabTraceSession;
-    out->command = 0;
-    if (out->state != uint32_t(TraceState::kIdle)) {
-        const auto* h = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area));
-        out->stop_tsc = h->session.stop_tsc;
-        out->totals = lt::area_totals(area);
-        out->number_of_buffers = lt::area_number_of_buffers(area);
-    }
-}
+void locktrace_query(spinlab::TraceSessionInformation* out) { lt::session_query(area, last, out); }
 
 void locktrace_context_switch_impl(const Thread* prev, const Thread* next) {
     write_event<spinlab::TraceContextSwitchEvent>(

@@ -184,4 +184,15 @@ const char* area_parse(const void* area, uint64_t area_size, TraceAreaHeader* ou
     return nullptr;
 }
 
+void session_query(const void* area, const TraceSessionInformation& last, TraceSessionInformation* out) {
+    *out = last;
+    out->event_trace_information_class = kSpinlabTraceSession;
+    out->command = 0;
+    if (out->state != uint32_t(TraceState::kIdle)) {
+        out->stop_tsc = static_cast<const TraceAreaHeader*>(area)->session.stop_tsc;
+        out->totals = area_totals(area);
+        out->number_of_buffers = area_number_of_buffers(area);
+    }
+}
+
 }  // namespace spinlab::locktrace

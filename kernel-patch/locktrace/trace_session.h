@@ -87,6 +87,11 @@ TraceLossCounters area_totals(const void* area);
 // NumberOfBuffers: the CPUs' buffers_allocated summed (the guest's own area).
 uint32_t area_number_of_buffers(const void* area);
 
+// A session query's answer (the guest's): `last`, the parameters of the current or last session
+// as started, with the live stop time, loss totals and NumberOfBuffers from the area once a
+// session has run.
+void session_query(const void* area, const TraceSessionInformation& last, TraceSessionInformation* out);
+
 // Reader (host; the area may be written by a running or hostile guest): copies the header
 // consistently (seqcount) and checks that everything it describes lies inside area_size bytes.
 // Returns null on success, else what is wrong ("busy": a start or stop is in progress, retry).

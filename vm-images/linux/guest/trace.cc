@@ -288,17 +288,7 @@ Status trace_control(const spinlab::TraceSessionInformation& in) {
     return Status::kInvalidParameter;
 }
 
-void trace_query(spinlab::TraceSessionInformation* out) {
-    *out = last;
-    out->event_trace_information_class = spinlab::kSpinlabTraceSession;
-    out->command = 0;
-    if (out->state != uint32_t(TraceState::kIdle)) {
-        const auto* h = static_cast<const spinlab::TraceAreaHeader*>(static_cast<void*>(area));
-        out->stop_tsc = h->session.stop_tsc;
-        out->totals = lt::area_totals(area);
-        out->number_of_buffers = lt::area_number_of_buffers(area);
-    }
-}
+void trace_query(spinlab::TraceSessionInformation* out) { lt::session_query(area, last, out); }
 
 extern "C" void trace_reader_started(int cpu) {
     if (cpu < 0 || cpu >= int(spinlab::kRegionMaxCpus)) return;
