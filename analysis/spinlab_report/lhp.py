@@ -61,7 +61,8 @@ UNCERTAIN = "uncertain"  # the analysis' own class: a side straddles its thresho
 # The analysis' classes for what the host timeline can tell apart and the guest cannot:
 # - the holder's vCPU thread was off for at least HOLDER_OFF_MIN of the wait, but counting only
 #   the time it was preempted (switched out runnable) or frozen it was not: it blocked by itself
-#   (slept; under TCG inside QEMU, e.g. waiting for its global lock), so no host task took its CPU;
+#   (slept; under TCG inside QEMU, e.g. waiting for its global lock), so no host task took its CPU
+#   (and the waiter ran: a preempted waiter with such a holder is waiter-preempted);
 HOLDER_BLOCKED = "holder_blocked"
 # - the holder is not known, only that it is one of the other vCPUs (a Linux guest at more than 2
 #   vCPUs), and one of them was preempted for at least HOLDER_OFF_MIN of the wait: a bound (a
@@ -195,8 +196,8 @@ def class_of(holder: str, waiter: str) -> str:
         return L.kUnknown
     if "uncertain" in (holder, waiter):
         return UNCERTAIN
-    if holder == "blocked":
-        return HOLDER_BLOCKED
+    if holder == "blocked":  # the holder was not preempted: the waiter's own preemption, if any, is the cause
+        return L.kWaiterPreempted if waiter == "off" else HOLDER_BLOCKED
     if holder == "possibly_off":
         return POSSIBLY_PREEMPTED
     return {("off", "off"): L.kBoth, ("off", "on"): L.kHolderPreempted,

@@ -166,6 +166,30 @@ def test_preemptor_of_a_frozen_holder_is_the_freeze(measured):
     gt_run.assert_preemptor(measured, "preempt-30ms", FROZEN_VCPU, "freeze")
 
 
+def test_the_other_vcpus_sleep_during_a_freeze_is_blocked_with_no_preemptor(measured):
+    """Under MTTCG a frozen vCPU thread can stall the other (it may be frozen holding QEMU's global
+    lock, which the other takes at its next pause): the other vCPU's thread then sleeps. Its
+    switch-outs that left it asleep (timeline.csv's reason: not runnable) are `blocked`, never the
+    freeze nor the next task; none of its rows is `freeze` (only the frozen vCPU's are). How much
+    of its off time during the freezes was asleep is printed: QEMU's own lock-holder preemption."""
+    import csv
+    other = 1 - FROZEN_VCPU
+    with open(os.path.join(measured["dir"], "timeline.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["phase"] == "preempt-30ms"]
+    mine = [r for r in rows if int(r["vcpu"]) == other and r["state"] == "off"]
+    asleep = [r for r in mine if r["reason"] and not r["reason"].startswith("R") and r["reason"] not in ("start", "unknown")]
+    freezes = [(int(r["start_host_tsc"]), int(r["end_host_tsc"])) for r in rows
+               if int(r["vcpu"]) == FROZEN_VCPU and r["state"] == "frozen"]
+    inside = lambda r: sum(max(0, min(b, int(r["end_host_tsc"])) - max(a, int(r["start_host_tsc"]))) for a, b in freezes)
+    off_in = sum(inside(r) for r in mine)
+    print(f"\nvCPU {other} during vCPU {FROZEN_VCPU}'s freezes: {off_in / measured['hz'] * 1e3:.1f} ms off, "
+          f"{sum(inside(r) for r in asleep) / measured['hz'] * 1e3:.1f} ms of it asleep ({len(asleep)} switch-outs "
+          f"asleep in the phase)")
+    assert all(r["preemptor"] == "blocked" for r in asleep), {r["preemptor"] for r in asleep}
+    assert not [r for r in mine if r["preemptor"] == "freeze"]
+    assert all(r["preemptor"] != "blocked" for r in mine if r["reason"].startswith("R"))
+
+
 def test_preemptor_of_a_holder_beside_a_pinned_hog_is_the_hog(measured):
     gt_run.assert_preemptor(measured["hog"], "host-load", HOG_VCPU, "hog")
 
