@@ -401,7 +401,7 @@ def emulator_warnings(run, phases: dict) -> list:
         oc = p.get("off_cycles") if p.get("status") == "ok" else None
         if not oc:
             continue
-        shares = {side: oc[side]["blocked"] / oc[side]["off"] for side in ("holder", "waiter") if oc[side]["off"]}
+        shares = waits_mod.blocked_shares(oc)
         if shares and max(shares.values()) > BLOCKED_OFF_MAX:
             leaning.append(f"{phase} ({', '.join(f'{100 * v:.0f}% of the {k}s' for k, v in shares.items())})")
     if not leaning:

@@ -10,6 +10,7 @@ import math
 
 from . import preemptors
 from .lhp import HOLDER_BLOCKED, POSSIBLY_PREEMPTED, UNCERTAIN
+from .waits import blocked_shares
 from .names import LHP_CLASS as L
 
 # The causes (verdict.CAUSES' keys) as the text says them; uncertain and unknown come last.
@@ -321,7 +322,8 @@ def blocked_sentence(v: dict) -> str | None:
         oc = p.get("off_cycles")
         if p["status"] == "missing" or not oc or not (oc["holder"]["blocked"] or oc["waiter"]["blocked"]):
             continue
-        share = lambda side: pct(oc[side]["blocked"] / oc[side]["off"]) if oc[side]["off"] else "none"
+        shares = blocked_shares(oc)
+        share = lambda side: pct(shares[side]) if side in shares else "none"
         parts.append(f"{share('holder')} of the holders' and {share('waiter')} of the waiters' off time in {phase}")
     if not parts:
         return None

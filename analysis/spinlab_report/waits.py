@@ -719,6 +719,12 @@ def new_share() -> dict:
             "agreement": {"guest_vs_timeline": {}, "guest_vs_timeline_any_overlap": {}}}
 
 
+def blocked_shares(off_cycles: dict | None) -> dict:
+    """{side: the share of the long waits' off time its vCPU thread was blocked by itself} from
+    long_waits_share's "off_cycles", for the sides that were off at all."""
+    return {side: oc["blocked"] / oc["off"] for side, oc in (off_cycles or {}).items() if oc["off"]}
+
+
 def classified(s, timeline, clock, threshold: int):
     """The long waits (>= threshold) of snapshot s measured and attributed (classify: measure and
     attribute over arrays), once per timeline, clock and threshold: summary.json, the verdict

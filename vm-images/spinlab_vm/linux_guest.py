@@ -13,21 +13,16 @@ own kernel is, so that spinlab-run, spinlab-collect and spinlab-load read it unc
 """
 import os
 
-from spinlab_linux import fetch, initramfs, modes, paths  # vm-images/linux/ (spinlab-vm puts it on the path)
+from spinlab_linux import boot, fetch, initramfs, modes, paths  # vm-images/linux/ (spinlab-vm puts it on the path)
 
 from .config import VmError
 
-GUESTS = ("spinlab", "linux")
 # The ABI's lock names (spinlab/enum_names.h, what the agent answers on the channel) -> the
 # mode names of spinlab_linux.modes.
 LOCKS = {"mcs": "native", "tas": "tas", "pvqspin": "pv"}
-CONTROL_PORT = "org.spinlab.control"
-BASE_WORDS = ("console=ttyS0", "panic=-1", "loglevel=4", "spinlab.region=1", "spinlab.stream=0")
+CONTROL_PORT = boot.CONTROL_PORT_NAME  # the agent's port (spinlab-linux run --region wires the same)
+BASE_WORDS = (*boot.BASE_WORDS, "spinlab.region=1", "spinlab.stream=0")
 PREPARE_HINT = "run vm-images/linux/spinlab-linux fetch and vm-images/linux/spinlab-linux initramfs"
-
-
-def default_initrd():
-    return paths.build_dir() / "initramfs.cpio.gz"
 
 
 def kernel_description():
@@ -47,11 +42,11 @@ def validate(cfg, kernel_given, initrd_given):
                       "pvqspin: the paravirtual queued spinlock, KVM only)")
     if not kernel_given:
         k = kernel_description()
-        cfg.kernel = k.get("boot_kernel") or k["vmlinuz"]
+        cfg.kernel = fetch.boot_kernel(k)
     if not os.path.isfile(cfg.kernel):
         raise VmError(f"--guest linux: no kernel at {cfg.kernel} ({PREPARE_HINT})")
     cfg.kernel = os.path.abspath(cfg.kernel)
-    cfg.initrd = cfg.initrd if initrd_given else str(default_initrd())
+    cfg.initrd = cfg.initrd if initrd_given else str(paths.initramfs_path())
     if not os.path.isfile(cfg.initrd):
         raise VmError(f"--guest linux: no initramfs at {cfg.initrd} ({PREPARE_HINT})")
     cfg.initrd = os.path.abspath(cfg.initrd)
@@ -113,7 +108,7 @@ def facts(cfg):
         k = fetch.load_kernel_json()
     except fetch.FetchError:
         return out
-    if os.path.abspath(k.get("boot_kernel") or k.get("vmlinuz") or "") == cfg.kernel:
+    if os.path.abspath(fetch.boot_kernel(k)) == cfg.kernel:
         out["kernel_package"] = k.get("package")
         out["kernel_version"] = k.get("version")
         out["kernel_release"] = k.get("release")

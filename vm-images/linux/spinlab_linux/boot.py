@@ -97,8 +97,12 @@ class GuestConfig:
         return bool(self.timeline or self.preempt)
 
 
+# The guest kernel's console and panic words, whoever boots it (spinlab-vm --guest linux too).
+BASE_WORDS = ("console=ttyS0", "panic=-1", "loglevel=4")
+
+
 def kernel_append(cfg, mode_words):
-    words = ["console=ttyS0", "panic=-1", "loglevel=4",
+    words = [*BASE_WORDS,
              f"spinlab.seconds={cfg.seconds:g}", f"spinlab.workload={cfg.workload}",
              f"spinlab.trace={1 if cfg.trace else 0}", f"spinlab.bufkb={cfg.buffer_kb}"]
     if cfg.hackbench:
@@ -289,8 +293,8 @@ def run_guest(cfg, out_dir, log=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     if cfg.kernel is None or cfg.initrd is None:
         kernel = fetch.load_kernel_json()
-        cfg.kernel = cfg.kernel or kernel.get("boot_kernel") or kernel["vmlinuz"]
-        cfg.initrd = cfg.initrd or str(paths.build_dir() / "initramfs.cpio.gz")
+        cfg.kernel = cfg.kernel or fetch.boot_kernel(kernel)
+        cfg.initrd = cfg.initrd or str(paths.initramfs_path())
     for what in ("kernel", "initrd"):
         if not Path(getattr(cfg, what)).is_file():
             raise GuestError(f"no {what} at {getattr(cfg, what)} (run spinlab-linux fetch and "

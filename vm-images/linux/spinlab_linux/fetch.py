@@ -442,6 +442,11 @@ def fix_headers_makefile(headers_dir, final_root):
         mk.write_text(new)
 
 
+def boot_kernel(kernel):
+    """The file QEMU boots of a kernel.json: the ELF vmlinux (PVH) where there is one, else vmlinuz."""
+    return kernel.get("boot_kernel") or kernel["vmlinuz"]
+
+
 def load_kernel_json(build=None):
     path = Path(build or paths.build_dir()) / "kernel.json"
     try:

@@ -293,7 +293,7 @@ def build(build=None, out=None, cc="gcc"):
     build = Path(build or paths.build_dir())
     kernel = fetch.load_kernel_json(build)
     pkgs = fetch.load_packages_json(build)["packages"]
-    out = Path(out or build / "initramfs.cpio.gz")
+    out = Path(out or paths.initramfs_path(build))
     cpio = Cpio()
     manifest = {"kernel_release": kernel["release"], "kernel_version": kernel["version"],
                 "files": {}}

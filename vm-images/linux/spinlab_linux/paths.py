@@ -11,3 +11,8 @@ GUEST_SRC = LINUX_DIR / "guest"                       # agent.c, init
 def build_dir():
     """build/linux/ in the repository (git-ignored), or $SPINLAB_LINUX_BUILD."""
     return Path(os.environ.get("SPINLAB_LINUX_BUILD") or REPO / "build" / "linux")
+
+
+def initramfs_path(build=None):
+    """The initramfs `spinlab-linux initramfs` builds by default (build/linux/initramfs.cpio.gz)."""
+    return Path(build or build_dir()) / "initramfs.cpio.gz"

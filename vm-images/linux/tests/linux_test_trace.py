@@ -101,6 +101,16 @@ def make_region(path, mb=16):
         f.truncate(mb << 20)
 
 
+def session_files(tmp_path):
+    """(the region file, made; the control socket's path; the trace file's) of a traced boot,
+    once spinlab-collect is there."""
+    if not COLLECT.is_file():
+        pytest.fail(f"no {COLLECT}: build the host tools (make) first")
+    region, sock, trace = tmp_path / "region", str(tmp_path / "control.sock"), tmp_path / "t.trace"
+    make_region(region)
+    return region, sock, trace
+
+
 def wait_for_guest(att, stop, limit=60):
     """Until the guest's channel answers `info` (QEMU makes the socket before the guest boots);
     the last answer."""
@@ -115,10 +125,7 @@ def wait_for_guest(att, stop, limit=60):
 
 
 def test_a_trace_session_records_every_long_wait_of_its_window_exactly(guest_image, tmp_path):
-    if not COLLECT.is_file():
-        pytest.fail(f"no {COLLECT}: build the host tools (make) first")
-    region, sock, trace = tmp_path / "region", str(tmp_path / "control.sock"), tmp_path / "t.trace"
-    make_region(region)
+    region, sock, trace = session_files(tmp_path)
     # The ground-truth module's lock held 2 ms at a time on vCPU 1: vCPU 0's waits on it are
     # long (several 2^20 cycles) and steady.
     cfg = boot.GuestConfig(cpus=2, accel="tcg", mode="tas", workload="gt", gt="1,2000,1000,200",
@@ -219,16 +226,13 @@ def guest_cfg(**kw):
     """A GuestConfig with the kernel and initramfs resolved as run_guest resolves them."""
     cfg = boot.GuestConfig(**kw)
     kernel = fetch.load_kernel_json()
-    cfg.kernel = kernel.get("boot_kernel") or kernel["vmlinuz"]
-    cfg.initrd = str(paths.build_dir() / "initramfs.cpio.gz")
+    cfg.kernel = fetch.boot_kernel(kernel)
+    cfg.initrd = str(paths.initramfs_path())
     return cfg
 
 
 def test_stream_off_serves_the_channel_and_traces_until_the_vm_is_stopped(guest_image, tmp_path):
-    if not COLLECT.is_file():
-        pytest.fail(f"no {COLLECT}: build the host tools (make) first")
-    region, sock, trace = tmp_path / "region", str(tmp_path / "control.sock"), tmp_path / "t.trace"
-    make_region(region)
+    region, sock, trace = session_files(tmp_path)
     cfg = guest_cfg(cpus=2, accel="tcg", mode="tas", workload="gt", gt="1,2000,1000,200",
                     region=str(region), control_socket=sock,
                     append=["spinlab.stream=0", "spinlab.seconds=0"])
