@@ -48,6 +48,7 @@ test_pkgs=(
   chromium                                   # analysis: the report's rendering test (headless)
   snakemake                                  # spinlab-sweep: a matrix of runs, locally or on Slurm
   strace                                     # the install test: nothing reads the source tree
+  universal-ctags                            # make test: no C++ function over 80 lines (check-function-length.sh)
 )
 bench_pkgs=(
   liblttng-ust-dev lttng-tools               # the LTTng-UST anchor: a tracepoint provider, a session
