@@ -61,7 +61,7 @@ struct RunInterval {
     // Off intervals: the task its switch-out gave the CPU to (the sched_switch's next_pid and
     // next_comm); -1 and "" where the switch-out is not in the trace (taken from perf's records,
     // which do not name it), off since the window start, and on or unknown intervals. Classed
-    // by classify_preemptors (preemptor.h), which fills the rest.
+    // by classify_preemptors (preemptor_attribution.h), which fills the rest.
     int preemptor_pid = -1;
     std::string preemptor_comm{};
     spinlab::PreemptorClass preemptor = spinlab::PreemptorClass::kPreemptorUnknown;

@@ -16,9 +16,9 @@
 // ("Without root"). The source used is on stderr and in the ready file (`source=`).
 // Given the preempt record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
-// Each off interval names the task that took the CPU and its class (preemptor.h: own-vcpu,
-// neighbour-vcpu with --neighbour, hog from the ledgers of the state dir, read every drain so a
-// hog that ends before the timeline is still known, freeze, host-task, unknown).
+// Each off interval names the task that took the CPU and its class (preemptor_attribution.h:
+// own-vcpu, neighbour-vcpu with --neighbour, hog from the ledgers of the state dir, read every
+// drain so a hog that ends before the timeline is still known, freeze, host-task, unknown).
 // With --vcpu-state REGION it also keeps the guest's vCPU state words (kVcpuOffPreempted,
 // kVcpuOffBlocked) from the threads' switches while it runs (vcpu_state_publisher.h).
 #pragma once
@@ -27,7 +27,7 @@
 
 #include "hypervisor-hooks/cleanup/command_session.h"
 #include "hypervisor-hooks/targets/thread_targets.h"
-#include "preemptor.h"
+#include "preemptor_attribution.h"
 
 namespace spinlab::load {
 

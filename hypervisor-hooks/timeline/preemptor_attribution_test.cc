@@ -1,4 +1,4 @@
-#include "preemptor.h"
+#include "preemptor_attribution.h"
 
 #include <gtest/gtest.h>
 
