@@ -114,6 +114,293 @@ std::vector<std::pair<std::string, std::string>> freezer_facts(const CgroupChoic
             {"freezer_freeze_write_ms", ms(w.freeze_ns)},
             {"freezer_thaw_write_ms", ms(w.thaw_ns)}};
 }
+
+// Writes `json` and a newline to `path`, an --OPTION's file; throws LoadError naming both.
+void write_json_file(const char* option, const std::string& path, const std::string& json) {
+    FILE* j = std::fopen(path.c_str(), "we");
+    if (!j || std::fprintf(j, "%s\n", json.c_str()) < 0 || std::fclose(j) != 0)
+        throw LoadError(std::string(option) + " " + path + ": " + std::strerror(errno));
+}
+
+// The guest's vCPU state words (--vcpu-state): kVcpuOffFrozen from each freeze's mark to its
+// thaw, and how long after its request each store landed.
+class FrozenWords {
+public:
+    FrozenWords(const std::string& region, const std::vector<ThreadTarget>& targets) {
+        if (!region.empty())
+            words_ = std::make_unique<VcpuStateWriter>(region, kVcpuStatePublisherFreezes, kVcpuOffFrozen,
+                                                       vcpu_indexes(targets));
+        stats_.source = "freezes";
+    }
+
+    // Before the ready file: why the words are not kept, where they are not yet.
+    void say_unattached() {
+        if (words_ && words_->refresh() != VcpuStateWriter::State::kAttached)  // publishes itself if laid out
+            std::fprintf(stderr, "preempt: vcpu-state: %s %s: %s\n", words_->path().c_str(),
+                         vcpu_state_name(words_->state()), words_->why().c_str());
+    }
+
+    void publish(const ThreadTarget& target, bool frozen, uint64_t request_tsc) {
+        if (!words_) return;
+        ++stats_.events;
+        const VcpuStateWriter::State before = words_->state();
+        if (words_->refresh() != before)
+            std::fprintf(stderr, "preempt: vcpu-state: %s %s%s%s\n", words_->path().c_str(),
+                         vcpu_state_name(words_->state()), words_->why().empty() ? "" : ": ",
+                         words_->why().c_str());
+        if (words_->set(static_cast<uint32_t>(target.vcpu), frozen ? kVcpuOffFrozen : 0)) {
+            latency_tsc_.emplace_back(request_tsc, read_tsc());
+            ++stats_.published;
+        } else {
+            ++stats_.not_attached;
+        }
+    }
+
+    // Detaches, then says how the stores went (and writes it to --vcpu-state-latency-json).
+    void finish(const PreemptConfig& c, const ClockPair& first_pair) {
+        if (!words_) return;
+        words_->detach();
+        const double ticks_per_us = TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e3;
+        for (const auto& [request, store] : latency_tsc_)
+            stats_.latency_us.push_back((double(store) - double(request)) / ticks_per_us);
+        std::fprintf(stderr, "preempt: vcpu-state: %s\n", stats_.summary().c_str());
+        if (!c.vcpu_state_latency_json.empty())
+            write_json_file("--vcpu-state-latency-json", c.vcpu_state_latency_json, stats_.json(c.vcpu_state));
+    }
+
+private:
+    std::unique_ptr<VcpuStateWriter> words_;
+    PublishStats stats_;
+    std::vector<std::pair<uint64_t, uint64_t>> latency_tsc_;  // (request, store)
+};
+
+// The record (--out): each thawed window's row, written once its thread has run again, with the
+// effective window that the threads' own sched_switch events (in TSC) and perf switch records
+// give it.
+class EffectiveWindows {
+public:
+    EffectiveWindows(Session& session, const std::vector<int>& tids, const std::string& out_csv)
+        : trace_(session.ledger(), session.owner(), "effective", "x86-tsc", tids, 512),
+          records_(open_switch_records(tids)),
+          out_(open_output(out_csv)),
+          closer_(out_ == stdout ? nullptr : out_, &std::fclose) {
+        std::fputs(freeze_record_header().c_str(), out_);
+        std::fflush(out_);
+        writer_ = std::make_unique<RecordWriter>(out_);
+    }
+
+    void start() {
+        if (records_) records_->enable();
+        first_pair_ = sample_clock_pair();
+        raw_first_ = sample_clock_pair(CLOCK_MONOTONIC_RAW);
+        trace_.start();
+    }
+
+    void thawed(const Unfinished& window) { unfinished_.push_back(window); }
+    bool all_written() const { return unfinished_.empty(); }
+
+    // Reads the trace and writes every record whose thread has run again (all of them when
+    // `final`), in the order the windows ended.
+    void drain(std::deque<Victim>& victims, bool final) {
+        if (records_) records_->drain();  // before the trace (effective_window.h)
+        parser_.feed(trace_.read_available());
+        if (final) parser_.finish();
+        std::vector<SchedSwitch> events = parser_.take_events();
+        for (Victim& v : victims) v.switches.add(events);
+        if (records_) add_recorded_ins(victims);
+        if (unfinished_.empty()) return;
+        TscMap map(first_pair_, sample_clock_pair());
+        auto to_ns = [&](uint64_t tsc) { return map.to_ns(tsc); };
+        while (!unfinished_.empty()) {
+            Unfinished& u = unfinished_.front();
+            ThreadSwitches& sw = u.victim->switches;
+            if (!final && !sw.resumed_after(u.record.end_tsc)) break;
+            u.record.effective = sw.window(u.record.begin_tsc, u.record.marked_tsc, u.record.end_tsc,
+                                           u.record.frozen_tsc);
+            u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
+            u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
+            written_.push_back(u.record);
+            writer_->write(format_freeze_record(u.record, to_ns));
+            sw.drop_before(u.record.end_tsc);
+            unfinished_.pop_front();
+        }
+    }
+
+    // Stops the trace and writes every record left, each row before the summary.
+    void finish(std::deque<Victim>& victims) {
+        trace_.stop();
+        if (records_) records_->disable();
+        drain(victims, true);
+        writer_.reset();
+    }
+
+    const std::vector<FreezeRecord>& written() const { return written_; }
+    const ClockPair& first_pair() const { return first_pair_; }
+
+    // Warns of what the kernel lost; true when sched_switch events were (the windows around
+    // the loss may be wrong).
+    bool warn_of_losses() const {
+        if (records_ && records_->lost()) {
+            std::fprintf(stderr, "preempt: WARNING the kernel lost %llu perf switch records; a window whose switch-in "
+                         "the trace also lacks ends at its thaw request\n",
+                         static_cast<unsigned long long>(records_->lost()));
+        }
+        if (!parser_.lost_events()) return false;
+        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "
+                     "windows around the loss may be wrong\n",
+                     static_cast<unsigned long long>(parser_.lost_events()));
+        return true;
+    }
+
+private:
+    void add_recorded_ins(std::deque<Victim>& victims) {
+        // CLOCK_MONOTONIC_RAW -> TSC between the first pair and now: every record is inside.
+        TscMap raw_map(raw_first_, sample_clock_pair(CLOCK_MONOTONIC_RAW));
+        std::map<int, std::vector<uint64_t>> ins;
+        for (const SwitchRecord& r : records_->take_records())
+            if (r.in) ins[r.tid].push_back(raw_map.to_tsc(r.ts));
+        for (Victim& v : victims) v.switches.add_recorded_ins(ins[v.target.tid]);
+    }
+
+    TraceInstance trace_;
+    std::unique_ptr<SwitchRecorder> records_;
+    SchedSwitchParser parser_;
+    FILE* out_;
+    std::unique_ptr<FILE, int (*)(FILE*)> closer_;
+    std::unique_ptr<RecordWriter> writer_;  // made before the priority: it stays SCHED_OTHER
+    ClockPair first_pair_{}, raw_first_{};
+    std::deque<Unfinished> unfinished_;
+    std::vector<FreezeRecord> written_;
+};
+
+// One victim per target, each in its own freezer cgroup, with its first window drawn.
+std::deque<Victim> make_victims(const std::vector<ThreadTarget>& targets, ThreadCgroups& cgroups,
+                                const CgroupChoice& choice, const ScheduleParams& schedule) {
+    std::deque<Victim> victims;
+    for (size_t i = 0; i < targets.size(); ++i) {
+        std::string dir = cgroups.add(targets[i]);
+        Victim& v = victims.emplace_back(targets[i], std::make_unique<CgroupFreezer>(dir, choice.version),
+                                         FreezeSchedule(schedule, i), 0);
+        v.window = v.schedule.next();
+    }
+    return victims;
+}
+
+// Freezes and thaws the victims, each on its own schedule, until the end or a stop.
+class Injector {
+public:
+    Injector(Session& session, EffectiveWindows& windows, FrozenWords& words, WriteEstimate& thaw_writes,
+             std::deque<Victim> victims)
+        : session_(session), windows_(windows), words_(words), thaw_writes_(thaw_writes),
+          victims_(std::move(victims)) {}
+
+    // Victim i's schedule starts at origin + i * stagger_ns / N.
+    void start_at(uint64_t origin, uint64_t stagger_ns) {
+        for (size_t i = 0; i < victims_.size(); ++i)
+            victims_[i].origin_ns = origin + stagger_ns * i / victims_.size();
+    }
+
+    // Until `end` (0: none) or a stop; then thaws anything still frozen and gives the threads a
+    // moment to run again.
+    void run(uint64_t end) {
+        for (;;) {
+            auto next = std::min_element(victims_.begin(), victims_.end(),
+                                         [](const Victim& a, const Victim& b) {
+                                             return a.next_event_ns() < b.next_event_ns();
+                                         });
+            uint64_t when = next->next_event_ns();
+            // A window that has not begun by the end is not started; one in progress ends early.
+            if (end && !next->frozen && when + next->window.length_ns > end) when = end;
+            if (end && when > end) when = end;
+            if (next_drain_ns_ && next_drain_ns_ < when) {
+                if (session_.wait_until(next_drain_ns_) == Wake::kStop) break;
+                windows_.drain(victims_, false);
+                next_drain_ns_ = windows_.all_written() ? 0 : monotonic_ns() + kDrainPeriodNs;
+                continue;
+            }
+            if (session_.wait_until(when) == Wake::kStop) break;
+            if (end && monotonic_ns() >= end && !next->frozen) break;
+            Victim& v = *next;
+            if (v.frozen) {
+                thaw(v);
+                v.window = v.schedule.next();
+                continue;
+            }
+            freeze(v, end);
+        }
+        for (Victim& v : victims_) {
+            if (v.frozen) thaw(v);
+        }
+        const uint64_t until = monotonic_ns() + kFinalResumeWaitNs;
+        while (!windows_.all_written() && monotonic_ns() < until) {
+            ::usleep(5'000);
+            windows_.drain(victims_, false);
+        }
+    }
+
+    std::deque<Victim>& victims() { return victims_; }
+    uint64_t freezes() const { return seq_; }
+
+private:
+    void freeze(Victim& v, uint64_t end) {
+        v.open = FreezeRecord{};
+        v.open.seq = seq_++;
+        v.open.tid = v.target.tid;
+        v.open.vcpu = v.target.vcpu;
+        v.open.begin_tsc = read_tsc();
+        v.freezer->freeze();
+        v.open.marked_tsc = read_tsc();
+        const uint64_t marked_ns = monotonic_ns();
+        words_.publish(v.target, true, v.open.begin_tsc);  // after the mark: the word never leads it
+        v.frozen = true;
+        // Every freeze lasts its length from the moment its mark has surely landed (the write
+        // returned) to the moment the thaw write returns: a late request or a slow freeze write
+        // moves the thaw, and the thaw is asked for the estimated thaw write earlier.
+        v.planned_begin_ns = v.origin_ns + v.window.start_ns;
+        v.planned_end_ns = v.planned_begin_ns + v.window.length_ns;
+        v.thaw_at_ns = marked_ns + v.window.length_ns - thaw_lead_ns(thaw_writes_, v.window.length_ns);
+        if (end) v.thaw_at_ns = std::min(v.thaw_at_ns, end);
+        if (v.freezer->wait_frozen(v.thaw_at_ns, session_.signal_fd())) v.open.frozen_tsc = read_tsc();
+        // The thread is stopped now (or we gave up): reading the trace cannot disturb it.
+        windows_.drain(victims_, false);
+    }
+
+    void thaw(Victim& v) {
+        v.open.end_tsc = read_tsc();
+        const uint64_t asked_ns = monotonic_ns();
+        v.freezer->thaw();
+        v.open.thawed_tsc = read_tsc();
+        thaw_writes_.add(monotonic_ns() - asked_ns);
+        words_.publish(v.target, false, v.open.end_tsc);  // after the thaw: the word never leads it
+        v.frozen = false;
+        windows_.thawed({&v, v.open, v.planned_begin_ns, v.planned_end_ns});
+        if (!next_drain_ns_) next_drain_ns_ = monotonic_ns() + kDrainPeriodNs;
+    }
+
+    Session& session_;
+    EffectiveWindows& windows_;
+    FrozenWords& words_;
+    WriteEstimate& thaw_writes_;
+    std::deque<Victim> victims_;
+    uint64_t seq_ = 0;
+    uint64_t next_drain_ns_ = 0;
+};
+
+// The summary line on stderr; returns the freezer's latencies for --latency-json.
+FreezeLatency say_summary(Session& session, uint64_t freezes, const EffectiveWindows& windows) {
+    std::vector<size_t> status_counts(4, 0);
+    FreezeLatency latency(TscMap(windows.first_pair(), sample_clock_pair()).ticks_per_ns() * 1e6);
+    for (const FreezeRecord& r : windows.written()) {
+        ++status_counts[static_cast<size_t>(r.effective.status)];
+        latency.add(r);
+    }
+    std::fprintf(stderr, "preempt: %llu freeze(s); effective windows: %zu ok, %zu never-stopped, "
+                 "%zu not-resumed, %zu no-events; %s%s%s\n",
+                 static_cast<unsigned long long>(freezes), status_counts[0], status_counts[1],
+                 status_counts[2], status_counts[3], latency.summary().c_str(),
+                 session.stopped() ? "; stopped by " : "", session.stop_reason().c_str());
+    return latency;
+}
 }  // namespace
 
 void validate_preempt(const PreemptConfig& c) {
@@ -141,214 +428,33 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     thaw_writes.add(calibrated.thaw_ns);
     std::vector<int> tids;
     for (const ThreadTarget& t : targets) tids.push_back(t.tid);
-    // The effective windows come from the threads' own sched_switch events, in TSC.
-    TraceInstance trace(session.ledger(), session.owner(), "effective", "x86-tsc", tids, 512);
-    std::unique_ptr<SwitchRecorder> records = open_switch_records(tids);
-    SchedSwitchParser parser;
+    EffectiveWindows windows(session, tids, c.out_csv);
     // Timers fire late by the timer slack (50 us by default); windows should be exact.
     ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    FILE* out = open_output(c.out_csv);
-    std::unique_ptr<FILE, int (*)(FILE*)> closer(out == stdout ? nullptr : out, &std::fclose);
-    std::fputs(freeze_record_header().c_str(), out);
-    std::fflush(out);
-    auto writer = std::make_unique<RecordWriter>(out);  // before the priority: it stays SCHED_OTHER
-    // The guest's vCPU state words: kVcpuOffFrozen from each freeze's mark to its thaw.
-    std::unique_ptr<VcpuStateWriter> words;
-    if (!c.vcpu_state.empty())
-        words = std::make_unique<VcpuStateWriter>(c.vcpu_state, kVcpuStatePublisherFreezes, kVcpuOffFrozen,
-                                                  vcpu_indexes(targets));
-    PublishStats word_stats;
-    word_stats.source = "freezes";
-    std::vector<std::pair<uint64_t, uint64_t>> word_latency_tsc;  // (request, store)
-    auto publish_frozen = [&](const Victim& v, bool frozen, uint64_t request_tsc) {
-        if (!words) return;
-        ++word_stats.events;
-        const VcpuStateWriter::State before = words->state();
-        if (words->refresh() != before)
-            std::fprintf(stderr, "preempt: vcpu-state: %s %s%s%s\n", words->path().c_str(),
-                         vcpu_state_name(words->state()), words->why().empty() ? "" : ": ", words->why().c_str());
-        if (words->set(static_cast<uint32_t>(v.target.vcpu), frozen ? kVcpuOffFrozen : 0)) {
-            word_latency_tsc.emplace_back(request_tsc, read_tsc());
-            ++word_stats.published;
-        } else {
-            ++word_stats.not_attached;
-        }
-    };
+    FrozenWords words(c.vcpu_state, targets);
     auto facts = priority_facts(c.rt_priority, set_rt_priority(c.rt_priority));
     for (auto& fact : freezer_facts(choice, key.has_value(), calibrated)) facts.push_back(std::move(fact));
 
-    std::deque<Victim> victims;
-    for (size_t i = 0; i < targets.size(); ++i) {
-        std::string dir = cgroups.add(targets[i]);
-        Victim& v = victims.emplace_back(targets[i], std::make_unique<CgroupFreezer>(dir, choice.version),
-                                         FreezeSchedule(c.schedule, i), 0);
-        v.window = v.schedule.next();
-    }
-    if (records) records->enable();
-    const ClockPair first_pair = sample_clock_pair();
-    const ClockPair raw_first = sample_clock_pair(CLOCK_MONOTONIC_RAW);
-    trace.start();
+    Injector injector(session, windows, words, thaw_writes, make_victims(targets, cgroups, choice, c.schedule));
+    windows.start();
     // The schedule starts once everything is set up (moving threads between cgroups can take
     // tens of ms under load, which made first windows late).
     const uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
-    for (size_t i = 0; i < victims.size(); ++i) {
-        victims[i].origin_ns = origin + (c.stagger ? c.schedule.period_ns * i / victims.size() : 0);
-    }
+    injector.start_at(origin, c.stagger ? c.schedule.period_ns : 0);
     std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s%s; freezer writes (empty cgroup, median of %zu): "
-                 "freeze %.4f ms, thaw %.4f ms\n", victims.size(),
+                 "freeze %.4f ms, thaw %.4f ms\n", targets.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str(), key ? ", its static key held on" : "", calibrated.cycles,
                  static_cast<double>(calibrated.freeze_ns) / 1e6, static_cast<double>(calibrated.thaw_ns) / 1e6);
-    if (words && words->refresh() != VcpuStateWriter::State::kAttached)  // publishes itself if laid out
-        std::fprintf(stderr, "preempt: vcpu-state: %s %s: %s\n", words->path().c_str(),
-                     vcpu_state_name(words->state()), words->why().c_str());
+    words.say_unattached();
     session.mark_ready(facts);
 
-    const uint64_t end = c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
-    uint64_t seq = 0;
-    std::deque<Unfinished> unfinished;
-    std::vector<FreezeRecord> written;
-    uint64_t next_drain_ns = 0;
-    // Reads the trace and writes every record whose thread has run again (all of them when
-    // `final`), in the order the windows ended.
-    auto drain = [&](bool final) {
-        if (records) records->drain();  // before the trace (effective_window.h)
-        parser.feed(trace.read_available());
-        if (final) parser.finish();
-        std::vector<SchedSwitch> events = parser.take_events();
-        for (Victim& v : victims) v.switches.add(events);
-        if (records) {
-            // CLOCK_MONOTONIC_RAW -> TSC between the first pair and now: every record is inside.
-            TscMap raw_map(raw_first, sample_clock_pair(CLOCK_MONOTONIC_RAW));
-            std::map<int, std::vector<uint64_t>> ins;
-            for (const SwitchRecord& r : records->take_records())
-                if (r.in) ins[r.tid].push_back(raw_map.to_tsc(r.ts));
-            for (Victim& v : victims) v.switches.add_recorded_ins(ins[v.target.tid]);
-        }
-        if (unfinished.empty()) return;
-        TscMap map(first_pair, sample_clock_pair());
-        auto to_ns = [&](uint64_t tsc) { return map.to_ns(tsc); };
-        while (!unfinished.empty()) {
-            Unfinished& u = unfinished.front();
-            ThreadSwitches& sw = u.victim->switches;
-            if (!final && !sw.resumed_after(u.record.end_tsc)) break;
-            u.record.effective = sw.window(u.record.begin_tsc, u.record.marked_tsc, u.record.end_tsc,
-                                           u.record.frozen_tsc);
-            u.record.planned_begin_tsc = map.to_tsc(u.planned_begin_ns);
-            u.record.planned_end_tsc = map.to_tsc(u.planned_end_ns);
-            written.push_back(u.record);
-            writer->write(format_freeze_record(u.record, to_ns));
-            sw.drop_before(u.record.end_tsc);
-            unfinished.pop_front();
-        }
-    };
-    auto thaw = [&](Victim& v) {
-        v.open.end_tsc = read_tsc();
-        const uint64_t asked_ns = monotonic_ns();
-        v.freezer->thaw();
-        v.open.thawed_tsc = read_tsc();
-        thaw_writes.add(monotonic_ns() - asked_ns);
-        publish_frozen(v, false, v.open.end_tsc);  // after the thaw: the word never leads it
-        v.frozen = false;
-        unfinished.push_back({&v, v.open, v.planned_begin_ns, v.planned_end_ns});
-        if (!next_drain_ns) next_drain_ns = monotonic_ns() + kDrainPeriodNs;
-    };
-    for (;;) {
-        auto next = std::min_element(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
-            return a.next_event_ns() < b.next_event_ns();
-        });
-        uint64_t when = next->next_event_ns();
-        // A window that has not begun by the end is not started; one in progress ends early.
-        if (end && !next->frozen && when + next->window.length_ns > end) when = end;
-        if (end && when > end) when = end;
-        if (next_drain_ns && next_drain_ns < when) {
-            if (session.wait_until(next_drain_ns) == Wake::kStop) break;
-            drain(false);
-            next_drain_ns = unfinished.empty() ? 0 : monotonic_ns() + kDrainPeriodNs;
-            continue;
-        }
-        if (session.wait_until(when) == Wake::kStop) break;
-        if (end && monotonic_ns() >= end && !next->frozen) break;
-        Victim& v = *next;
-        if (v.frozen) {
-            thaw(v);
-            v.window = v.schedule.next();
-            continue;
-        }
-        v.open = FreezeRecord{};
-        v.open.seq = seq++;
-        v.open.tid = v.target.tid;
-        v.open.vcpu = v.target.vcpu;
-        v.open.begin_tsc = read_tsc();
-        v.freezer->freeze();
-        v.open.marked_tsc = read_tsc();
-        const uint64_t marked_ns = monotonic_ns();
-        publish_frozen(v, true, v.open.begin_tsc);  // after the mark: the word never leads it
-        v.frozen = true;
-        // Every freeze lasts its length from the moment its mark has surely landed (the write
-        // returned) to the moment the thaw write returns: a late request or a slow freeze write
-        // moves the thaw, and the thaw is asked for the estimated thaw write earlier.
-        v.planned_begin_ns = v.origin_ns + v.window.start_ns;
-        v.planned_end_ns = v.planned_begin_ns + v.window.length_ns;
-        v.thaw_at_ns = marked_ns + v.window.length_ns - thaw_lead_ns(thaw_writes, v.window.length_ns);
-        if (end) v.thaw_at_ns = std::min(v.thaw_at_ns, end);
-        if (v.freezer->wait_frozen(v.thaw_at_ns, session.signal_fd())) v.open.frozen_tsc = read_tsc();
-        // The thread is stopped now (or we gave up): reading the trace cannot disturb it.
-        drain(false);
-    }
-    // Thaw anything still frozen, give the threads a moment to run, then finish every record.
-    for (Victim& v : victims) {
-        if (v.frozen) thaw(v);
-    }
-    for (uint64_t until = monotonic_ns() + kFinalResumeWaitNs; !unfinished.empty() && monotonic_ns() < until;) {
-        ::usleep(5'000);
-        drain(false);
-    }
-    trace.stop();
-    if (records) records->disable();
-    drain(true);
-    writer.reset();  // every row written before the summary
-    std::vector<size_t> status_counts(4, 0);
-    FreezeLatency latency(TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e6);
-    for (const FreezeRecord& r : written) {
-        ++status_counts[static_cast<size_t>(r.effective.status)];
-        latency.add(r);
-    }
-    std::fprintf(stderr, "preempt: %llu freeze(s); effective windows: %zu ok, %zu never-stopped, "
-                 "%zu not-resumed, %zu no-events; %s%s%s\n",
-                 static_cast<unsigned long long>(seq), status_counts[0], status_counts[1],
-                 status_counts[2], status_counts[3], latency.summary().c_str(),
-                 session.stopped() ? "; stopped by " : "", session.stop_reason().c_str());
-    if (words) {
-        words->detach();
-        const double ticks_per_us = TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e3;
-        for (const auto& [request, store] : word_latency_tsc)
-            word_stats.latency_us.push_back((double(store) - double(request)) / ticks_per_us);
-        std::fprintf(stderr, "preempt: vcpu-state: %s\n", word_stats.summary().c_str());
-        if (!c.vcpu_state_latency_json.empty()) {
-            FILE* j = std::fopen(c.vcpu_state_latency_json.c_str(), "we");
-            if (!j || std::fprintf(j, "%s\n", word_stats.json(c.vcpu_state).c_str()) < 0 || std::fclose(j) != 0)
-                throw LoadError("--vcpu-state-latency-json " + c.vcpu_state_latency_json + ": " + std::strerror(errno));
-        }
-    }
-    if (!c.latency_json.empty()) {
-        FILE* j = std::fopen(c.latency_json.c_str(), "we");
-        if (!j || std::fprintf(j, "%s\n", latency.json().c_str()) < 0 || std::fclose(j) != 0) {
-            throw LoadError("--latency-json " + c.latency_json + ": " + std::strerror(errno));
-        }
-    }
-    if (records && records->lost()) {
-        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu perf switch records; a window whose switch-in "
-                     "the trace also lacks ends at its thaw request\n",
-                     static_cast<unsigned long long>(records->lost()));
-    }
-    if (parser.lost_events()) {
-        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "
-                     "windows around the loss may be wrong\n",
-                     static_cast<unsigned long long>(parser.lost_events()));
-        return 2;
-    }
-    return 0;
+    injector.run(c.duration_s > 0 ? origin + static_cast<uint64_t>(c.duration_s * 1e9) : 0);
+    windows.finish(injector.victims());
+    const FreezeLatency latency = say_summary(session, injector.freezes(), windows);
+    words.finish(c, windows.first_pair());
+    if (!c.latency_json.empty()) write_json_file("--latency-json", c.latency_json, latency.json());
+    return windows.warn_of_losses() ? 2 : 0;
 }
 
 }  // namespace spinlab::load
