@@ -18,6 +18,135 @@ struct ThreadState {
     int next_pid = -1;     // off: the task its switch-out gave the CPU to
     std::string next_comm;
 };
+
+// Walks the window's events in time order, one thread state per traced thread, and emits each
+// interval as it closes.
+class IntervalBuilder {
+public:
+    IntervalBuilder(const std::vector<TimelineThread>& threads, uint64_t window_start, uint64_t window_end)
+        : window_start_(window_start), window_end_(window_end) {
+        for (const TimelineThread& t : threads)
+            by_tid_[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1, 0, -1, ""};
+    }
+
+    void add(const SchedSwitch& e) {
+        uint64_t ts = std::clamp(e.ts, window_start_, window_end_);
+        if (e.running_stamp) {
+            if (ThreadState* s = traced(e.prev_pid)) seen_running(*s, e, ts);
+        } else {
+            if (ThreadState* s = traced(e.prev_pid)) switched_out(*s, e, ts);
+            if (ThreadState* s = traced(e.next_pid)) switched_in(*s, e, ts);
+        }
+        last_on_cpu_[e.cpu] = ts;
+    }
+
+    // Closes every thread's last interval at the window's end; the intervals by thread, then time.
+    std::vector<RunInterval> finish() {
+        for (auto& [tid, s] : by_tid_) {
+            switch (s.state) {
+                case ThreadState::kOn: emit(s, RunState::kOn, s.since, window_end_, "", s.cpu); break;
+                case ThreadState::kOff: emit(s, RunState::kOff, s.since, window_end_, s.reason, -1); break;
+                case ThreadState::kUnknown:
+                    emit(s, s.thread->initial_on.value_or(false) ? RunState::kOn : RunState::kOff, window_start_,
+                         window_end_, "no-switch", -1);
+                    break;
+            }
+        }
+        std::stable_sort(out_.begin(), out_.end(), [](const RunInterval& a, const RunInterval& b) {
+            return a.tid != b.tid ? a.tid < b.tid : a.start < b.start;
+        });
+        return std::move(out_);
+    }
+
+private:
+    ThreadState* traced(int tid) {
+        auto it = by_tid_.find(tid);
+        return it == by_tid_.end() ? nullptr : &it->second;
+    }
+
+    // A running stamp of a traced thread.
+    void seen_running(ThreadState& s, const SchedSwitch& e, uint64_t ts) {
+        if (s.state == ThreadState::kUnknown) {
+            // Its first event, and it is on CPU: it was on since the window start, as
+            // when its first event switches it out (the interval goes on from here).
+            s.state = ThreadState::kOn;
+            s.since = window_start_;
+        } else if (s.state == ThreadState::kOff) {
+            // On CPU now, yet its switch-in is not in the trace: it came after the CPU's
+            // last traced event.
+            uint64_t busy_until = std::min(last_event_on(e.cpu, s.since), ts);
+            emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
+            emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
+            s.state = ThreadState::kOn;
+            s.since = ts;
+        }
+        s.cpu = e.cpu;
+        s.seen_on = ts;
+    }
+
+    void switched_out(ThreadState& s, const SchedSwitch& e, uint64_t ts) {
+        switch (s.state) {
+            case ThreadState::kOn: emit(s, RunState::kOn, s.since, ts, "", e.cpu); break;
+            // Leaving the CPU: it was on since the window start.
+            case ThreadState::kUnknown: emit(s, RunState::kOn, window_start_, ts, "", e.cpu); break;
+            case ThreadState::kOff: {
+                // Out twice: it got this CPU after the CPU's last traced event, at a moment
+                // the trace does not show.
+                uint64_t busy_until = std::min(last_event_on(e.cpu, s.since), ts);
+                emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
+                emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
+                break;
+            }
+        }
+        s.state = ThreadState::kOff;
+        s.since = ts;
+        s.reason = e.prev_state;
+        s.next_pid = e.next_pid;
+        s.next_comm = e.next_comm;
+    }
+
+    void switched_in(ThreadState& s, const SchedSwitch& e, uint64_t ts) {
+        switch (s.state) {
+            case ThreadState::kOff: emit(s, RunState::kOff, s.since, ts, s.reason, -1); break;
+            case ThreadState::kUnknown: emit(s, RunState::kOff, window_start_, ts, "start", -1); break;
+            case ThreadState::kOn: {
+                // In twice: it left at a moment the trace does not show, after its last
+                // running stamp.
+                uint64_t ran_until = std::max(s.since, std::min(s.seen_on, ts));
+                emit(s, RunState::kOn, s.since, ran_until, "", s.cpu);
+                emit(s, RunState::kUnknown, ran_until, ts, "switch-out not traced", -1);
+                break;
+            }
+        }
+        s.state = ThreadState::kOn;
+        s.since = ts;
+        s.cpu = e.cpu;
+        s.seen_on = 0;
+    }
+
+    void emit(ThreadState& s, RunState state, uint64_t start, uint64_t end, std::string reason, int cpu) {
+        if (end <= start) return;
+        RunInterval r{s.thread->tid, s.thread->vcpu, state, start, end, reason, cpu};
+        // Only an off interval that began at a switch-out of the trace names who took the CPU.
+        if (state == RunState::kOff && s.state == ThreadState::kOff && start == s.since) {
+            r.preemptor_pid = s.next_pid;
+            r.preemptor_comm = s.next_comm;
+        }
+        out_.push_back(std::move(r));
+    }
+
+    // The time of the latest event seen on a CPU before the one being read (not before
+    // `not_before`).
+    uint64_t last_event_on(int cpu, uint64_t not_before) const {
+        auto it = last_on_cpu_.find(cpu);
+        return it == last_on_cpu_.end() ? not_before : std::max(not_before, it->second);
+    }
+
+    const uint64_t window_start_, window_end_;
+    std::map<int, ThreadState> by_tid_;
+    std::map<int, uint64_t> last_on_cpu_;
+    std::vector<RunInterval> out_;
+};
 }  // namespace
 
 std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& events,
@@ -28,108 +157,9 @@ std::vector<RunInterval> build_run_intervals(const std::vector<SchedSwitch>& eve
     for (const SchedSwitch& e : events) sorted.push_back(&e);
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const SchedSwitch* a, const SchedSwitch* b) { return a->ts < b->ts; });
-    std::map<int, ThreadState> by_tid;
-    for (const TimelineThread& t : threads) by_tid[t.tid] = ThreadState{&t, ThreadState::kUnknown, 0, "", -1, 0, -1, ""};
-
-    std::vector<RunInterval> out;
-    auto emit = [&](ThreadState& s, RunState state, uint64_t start, uint64_t end, std::string reason,
-                    int cpu) {
-        if (end <= start) return;
-        RunInterval r{s.thread->tid, s.thread->vcpu, state, start, end, reason, cpu};
-        // Only an off interval that began at a switch-out of the trace names who took the CPU.
-        if (state == RunState::kOff && s.state == ThreadState::kOff && start == s.since) {
-            r.preemptor_pid = s.next_pid;
-            r.preemptor_comm = s.next_comm;
-        }
-        out.push_back(std::move(r));
-    };
-    // The time of the latest event seen on each CPU, before the one being read.
-    std::map<int, uint64_t> last_on_cpu;
-    auto last_event_on = [&](int cpu, uint64_t not_before) {
-        auto it = last_on_cpu.find(cpu);
-        return it == last_on_cpu.end() ? not_before : std::max(not_before, it->second);
-    };
-    for (const SchedSwitch* e : sorted) {
-        uint64_t ts = std::clamp(e->ts, window_start, window_end);
-        if (e->running_stamp) {
-            if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
-                ThreadState& s = it->second;
-                if (s.state == ThreadState::kUnknown) {
-                    // Its first event, and it is on CPU: it was on since the window start, as
-                    // when its first event switches it out (the interval goes on from here).
-                    s.state = ThreadState::kOn;
-                    s.since = window_start;
-                } else if (s.state == ThreadState::kOff) {
-                    // On CPU now, yet its switch-in is not in the trace: it came after the CPU's
-                    // last traced event.
-                    uint64_t busy_until = std::min(last_event_on(e->cpu, s.since), ts);
-                    emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
-                    emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
-                    s.state = ThreadState::kOn;
-                    s.since = ts;
-                }
-                s.cpu = e->cpu;
-                s.seen_on = ts;
-            }
-            last_on_cpu[e->cpu] = ts;
-            continue;
-        }
-        if (auto it = by_tid.find(e->prev_pid); it != by_tid.end()) {
-            ThreadState& s = it->second;
-            switch (s.state) {
-                case ThreadState::kOn: emit(s, RunState::kOn, s.since, ts, "", e->cpu); break;
-                // Leaving the CPU: it was on since the window start.
-                case ThreadState::kUnknown: emit(s, RunState::kOn, window_start, ts, "", e->cpu); break;
-                case ThreadState::kOff: {
-                    // Out twice: it got this CPU after the CPU's last traced event, at a moment
-                    // the trace does not show.
-                    uint64_t busy_until = std::min(last_event_on(e->cpu, s.since), ts);
-                    emit(s, RunState::kOff, s.since, busy_until, s.reason, -1);
-                    emit(s, RunState::kUnknown, busy_until, ts, "switch-in not traced", -1);
-                    break;
-                }
-            }
-            s.state = ThreadState::kOff;
-            s.since = ts;
-            s.reason = e->prev_state;
-            s.next_pid = e->next_pid;
-            s.next_comm = e->next_comm;
-        }
-        if (auto it = by_tid.find(e->next_pid); it != by_tid.end()) {
-            ThreadState& s = it->second;
-            switch (s.state) {
-                case ThreadState::kOff: emit(s, RunState::kOff, s.since, ts, s.reason, -1); break;
-                case ThreadState::kUnknown: emit(s, RunState::kOff, window_start, ts, "start", -1); break;
-                case ThreadState::kOn: {
-                    // In twice: it left at a moment the trace does not show, after its last
-                    // running stamp.
-                    uint64_t ran_until = std::max(s.since, std::min(s.seen_on, ts));
-                    emit(s, RunState::kOn, s.since, ran_until, "", s.cpu);
-                    emit(s, RunState::kUnknown, ran_until, ts, "switch-out not traced", -1);
-                    break;
-                }
-            }
-            s.state = ThreadState::kOn;
-            s.since = ts;
-            s.cpu = e->cpu;
-            s.seen_on = 0;
-        }
-        last_on_cpu[e->cpu] = ts;
-    }
-    for (auto& [tid, s] : by_tid) {
-        switch (s.state) {
-            case ThreadState::kOn: emit(s, RunState::kOn, s.since, window_end, "", s.cpu); break;
-            case ThreadState::kOff: emit(s, RunState::kOff, s.since, window_end, s.reason, -1); break;
-            case ThreadState::kUnknown:
-                emit(s, s.thread->initial_on.value_or(false) ? RunState::kOn : RunState::kOff, window_start,
-                     window_end, "no-switch", -1);
-                break;
-        }
-    }
-    std::stable_sort(out.begin(), out.end(), [](const RunInterval& a, const RunInterval& b) {
-        return a.tid != b.tid ? a.tid < b.tid : a.start < b.start;
-    });
-    return out;
+    IntervalBuilder builder(threads, window_start, window_end);
+    for (const SchedSwitch* e : sorted) builder.add(*e);
+    return builder.finish();
 }
 
 std::vector<RunInterval> mark_frozen(const std::vector<RunInterval>& intervals,
