@@ -65,6 +65,94 @@ double* duration_target(Command& c) {
     return &c.timeline.duration_s;
 }
 
+// The options of each command of its own.
+po::options_description hog_group(Command& c, Raw& r) {
+    po::options_description g("Hog");
+    g.add_options()
+        ("cpus", po::value(&r.cpus), "host CPUs to load (default: all this process may use)")
+        ("duty", po::value(&c.hog.duty_pct)->default_value(100), "busy percent of each period")
+        ("period-ms", po::value(&c.hog.period_ms)->default_value(100), "duty-cycle period")
+        ("nice", po::value(&c.hog.nice)->default_value(0), "nice level of the hogs (-20..19)");
+    return g;
+}
+
+po::options_description throttle_group(Command& c, Raw& r) {
+    po::options_description g("Throttle (CFS bandwidth)");
+    g.add_options()
+        ("quota-pct", po::value(&c.throttle.quota_pct)->default_value(50),
+         "percent of one CPU each thread may use")
+        ("period-us", po::value(&c.throttle.period_us)->default_value(100000), "CFS period")
+        ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 or v2");
+    return g;
+}
+
+po::options_description preempt_group(Command& c, Raw& r) {
+    po::options_description g("Preempt (freeze schedule)");
+    g.add_options()
+        ("freeze-ms", po::value(&r.freeze_ms)->default_value(10), "length of each freeze")
+        ("freeze-max-ms", po::value(&r.freeze_max_ms)->default_value(0),
+         "if set, lengths are uniform in [freeze-ms, freeze-max-ms]")
+        ("period-ms", po::value(&r.period_ms)->default_value(100), "one freeze per period (mean)")
+        ("schedule", po::value(&r.schedule)->default_value("fixed"), "fixed, uniform or poisson")
+        ("seed", po::value(&r.seed)->default_value(1), "seed of the random schedules")
+        ("phase-ms", po::value(&r.phase_ms)->default_value(0), "fixed: offset of the first freeze")
+        ("stagger", po::bool_switch(&c.preempt.stagger), "offset thread i by i*period/N")
+        ("start-delay", po::value(&c.preempt.start_delay_s)->default_value(0),
+         "seconds before the first period")
+        ("out", po::value(&c.preempt.out_csv), "CSV of the freezes (default stdout)")
+        ("latency-json", po::value(&c.preempt.latency_json),
+         "write the freezer's latencies (median, p99, max) here as JSON at exit")
+        ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 (freezer) or v2 (cgroup.freeze)")
+        ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
+         "run the injector SCHED_FIFO at this priority (0: normal); where that is not "
+         "permitted (no CAP_SYS_NICE, RLIMIT_RTPRIO too low) it runs at normal priority, with "
+         "one warning")
+        ("vcpu-state", po::value(&c.preempt.vcpu_state),
+         "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): set each "
+         "frozen vCPU's 'preempted' word there, from the freeze to the thaw")
+        ("vcpu-state-latency-json", po::value(&c.preempt.vcpu_state_latency_json),
+         "write the words' store latencies (from the freeze or thaw request) here as JSON at exit");
+    return g;
+}
+
+po::options_description pin_group(Command& c, Raw& r) {
+    po::options_description g("Pin");
+    g.add_options()
+        ("cpus", po::value(&r.cpus)->required(), "host CPUs; thread i gets the i-th (round robin)")
+        ("all", po::bool_switch(&c.pin.all), "every thread may use every listed CPU");
+    return g;
+}
+
+po::options_description timeline_group(Command& c, Raw& r) {
+    po::options_description g("Timeline (sched_switch)");
+    g.add_options()
+        ("out", po::value(&c.timeline.out_csv), "CSV of run intervals (default stdout)")
+        ("trace-clock", po::value(&c.timeline.clock)->default_value("x86-tsc"), "x86-tsc or mono")
+        ("buffer-kb", po::value(&c.timeline.buffer_kb)->default_value(2048), "per-CPU trace buffer")
+        ("raw-out", po::value(&c.timeline.raw_out), "also save the raw trace text here")
+        ("phase", po::value(&c.timeline.phase), "phase name written in every row (spinlab-run's results)")
+        ("rep", po::value(&c.timeline.rep)->default_value(0), "repetition written in every row")
+        ("freezes", po::value(&c.timeline.freezes),
+         "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
+         "written as state frozen; read when the timeline ends")
+        ("neighbour", po::value(&r.neighbours)->composing(),
+         "NAME:TID[,TID...] (repeatable): a neighbour VM's vCPU threads, the i-th TID its vCPU i; an "
+         "off interval whose CPU went to one is classed neighbour-vcpu with that VM and vCPU (column "
+         "preemptor; hogs are found in the ledgers of --state-dir)")
+        ("no-switch-records", po::bool_switch(&r.no_switch_records),
+         "trace only: do not fill the switches sched_switch lacks from the threads' perf switch "
+         "records (they stay unknown)")
+        ("vcpu-state", po::value(&c.timeline.vcpu_state),
+         "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): keep each "
+         "vCPU's 'preempted' word there from its thread's switches while tracing")
+        ("vcpu-state-period-us", po::value(&c.timeline.vcpu_state_period_us)->default_value(1000),
+         "how often the words' publisher reads the switches (the words lag the switches by up "
+         "to this, plus its wake-up)")
+        ("vcpu-state-latency-json", po::value(&c.timeline.vcpu_state_latency_json),
+         "write the words' store latencies (from the switch) here as JSON at exit");
+    return g;
+}
+
 // Every option group of a command, bound to `c` and `r`.
 po::options_description describe(const std::string& name, Command& c, Raw& r) {
     po::options_description all;
@@ -90,84 +178,11 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
                         "seconds to run; 0 runs until SIGINT/SIGTERM");
         all.add(t);
     }
-    if (name == "hog") {
-        po::options_description g("Hog");
-        g.add_options()
-            ("cpus", po::value(&r.cpus), "host CPUs to load (default: all this process may use)")
-            ("duty", po::value(&c.hog.duty_pct)->default_value(100), "busy percent of each period")
-            ("period-ms", po::value(&c.hog.period_ms)->default_value(100), "duty-cycle period")
-            ("nice", po::value(&c.hog.nice)->default_value(0), "nice level of the hogs (-20..19)");
-        all.add(g);
-    } else if (name == "throttle") {
-        po::options_description g("Throttle (CFS bandwidth)");
-        g.add_options()
-            ("quota-pct", po::value(&c.throttle.quota_pct)->default_value(50),
-             "percent of one CPU each thread may use")
-            ("period-us", po::value(&c.throttle.period_us)->default_value(100000), "CFS period")
-            ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 or v2");
-        all.add(g);
-    } else if (name == "preempt") {
-        po::options_description g("Preempt (freeze schedule)");
-        g.add_options()
-            ("freeze-ms", po::value(&r.freeze_ms)->default_value(10), "length of each freeze")
-            ("freeze-max-ms", po::value(&r.freeze_max_ms)->default_value(0),
-             "if set, lengths are uniform in [freeze-ms, freeze-max-ms]")
-            ("period-ms", po::value(&r.period_ms)->default_value(100), "one freeze per period (mean)")
-            ("schedule", po::value(&r.schedule)->default_value("fixed"), "fixed, uniform or poisson")
-            ("seed", po::value(&r.seed)->default_value(1), "seed of the random schedules")
-            ("phase-ms", po::value(&r.phase_ms)->default_value(0), "fixed: offset of the first freeze")
-            ("stagger", po::bool_switch(&c.preempt.stagger), "offset thread i by i*period/N")
-            ("start-delay", po::value(&c.preempt.start_delay_s)->default_value(0),
-             "seconds before the first period")
-            ("out", po::value(&c.preempt.out_csv), "CSV of the freezes (default stdout)")
-            ("latency-json", po::value(&c.preempt.latency_json),
-             "write the freezer's latencies (median, p99, max) here as JSON at exit")
-            ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 (freezer) or v2 (cgroup.freeze)")
-            ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
-             "run the injector SCHED_FIFO at this priority (0: normal); where that is not "
-             "permitted (no CAP_SYS_NICE, RLIMIT_RTPRIO too low) it runs at normal priority, with "
-             "one warning")
-            ("vcpu-state", po::value(&c.preempt.vcpu_state),
-             "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): set each "
-             "frozen vCPU's 'preempted' word there, from the freeze to the thaw")
-            ("vcpu-state-latency-json", po::value(&c.preempt.vcpu_state_latency_json),
-             "write the words' store latencies (from the freeze or thaw request) here as JSON at exit");
-        all.add(g);
-    } else if (name == "pin") {
-        po::options_description g("Pin");
-        g.add_options()
-            ("cpus", po::value(&r.cpus)->required(), "host CPUs; thread i gets the i-th (round robin)")
-            ("all", po::bool_switch(&c.pin.all), "every thread may use every listed CPU");
-        all.add(g);
-    } else if (name == "timeline") {
-        po::options_description g("Timeline (sched_switch)");
-        g.add_options()
-            ("out", po::value(&c.timeline.out_csv), "CSV of run intervals (default stdout)")
-            ("trace-clock", po::value(&c.timeline.clock)->default_value("x86-tsc"), "x86-tsc or mono")
-            ("buffer-kb", po::value(&c.timeline.buffer_kb)->default_value(2048), "per-CPU trace buffer")
-            ("raw-out", po::value(&c.timeline.raw_out), "also save the raw trace text here")
-            ("phase", po::value(&c.timeline.phase), "phase name written in every row (spinlab-run's results)")
-            ("rep", po::value(&c.timeline.rep)->default_value(0), "repetition written in every row")
-            ("freezes", po::value(&c.timeline.freezes),
-             "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
-             "written as state frozen; read when the timeline ends")
-            ("neighbour", po::value(&r.neighbours)->composing(),
-             "NAME:TID[,TID...] (repeatable): a neighbour VM's vCPU threads, the i-th TID its vCPU i; an "
-             "off interval whose CPU went to one is classed neighbour-vcpu with that VM and vCPU (column "
-             "preemptor; hogs are found in the ledgers of --state-dir)")
-            ("no-switch-records", po::bool_switch(&r.no_switch_records),
-             "trace only: do not fill the switches sched_switch lacks from the threads' perf switch "
-             "records (they stay unknown)")
-            ("vcpu-state", po::value(&c.timeline.vcpu_state),
-             "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): keep each "
-             "vCPU's 'preempted' word there from its thread's switches while tracing")
-            ("vcpu-state-period-us", po::value(&c.timeline.vcpu_state_period_us)->default_value(1000),
-             "how often the words' publisher reads the switches (the words lag the switches by up "
-             "to this, plus its wake-up)")
-            ("vcpu-state-latency-json", po::value(&c.timeline.vcpu_state_latency_json),
-             "write the words' store latencies (from the switch) here as JSON at exit");
-        all.add(g);
-    }
+    if (name == "hog") all.add(hog_group(c, r));
+    else if (name == "throttle") all.add(throttle_group(c, r));
+    else if (name == "preempt") all.add(preempt_group(c, r));
+    else if (name == "pin") all.add(pin_group(c, r));
+    else if (name == "timeline") all.add(timeline_group(c, r));
     return all;
 }
 
