@@ -88,27 +88,29 @@ void validate_hog(const HogConfig& c) {
     }
 }
 
-int run_hog(Session& session, const HogConfig& c) {
-    validate_hog(c);
-    // An ordinary user may raise its nice level, not lower it (RLIMIT_NICE): say so before forking.
+namespace {
+// An ordinary user may raise its nice level, not lower it (RLIMIT_NICE): say so before forking.
+void check_nice_allowed(int nice) {
     errno = 0;
     const int inherited = ::getpriority(PRIO_PROCESS, 0);
-    if (errno == 0 && c.nice < inherited) {
+    if (errno == 0 && nice < inherited) {
         struct rlimit lim {};
         const bool allowed = ::getrlimit(RLIMIT_NICE, &lim) == 0 &&
-                             (lim.rlim_cur == RLIM_INFINITY || 20 - static_cast<long>(lim.rlim_cur) <= c.nice);
+                             (lim.rlim_cur == RLIM_INFINITY || 20 - static_cast<long>(lim.rlim_cur) <= nice);
         if (!allowed && ::geteuid() != 0)
-            throw LoadError("--nice " + std::to_string(c.nice) + ": this process runs at nice " +
+            throw LoadError("--nice " + std::to_string(nice) + ": this process runs at nice " +
                             std::to_string(inherited) + " and an ordinary user may not lower it (RLIMIT_NICE): ask "
                             "for --nice " + std::to_string(inherited) + " or more, or run without nice");
     }
-    std::vector<int> cpus = c.cpus.empty() ? allowed_cpus() : c.cpus;
+}
+
+// One hog per CPU, each in the ledger; each writes a byte to `ready`'s write end once set up.
+std::vector<pid_t> fork_hogs(Session& session, const HogConfig& c, const std::vector<int>& cpus,
+                             const int ready[2]) {
     const uint64_t period_ns = static_cast<uint64_t>(c.period_ms * 1e6);
     const uint64_t busy_ns = busy_ns_per_period(c.duty_pct, c.period_ms);
     const pid_t parent = ::getpid();
     std::vector<pid_t> hogs;
-    int ready[2];
-    if (::pipe2(ready, O_CLOEXEC) < 0) throw LoadError(std::string("pipe: ") + std::strerror(errno));
     for (int cpu : cpus) {
         std::fflush(nullptr);
         pid_t pid = ::fork();
@@ -127,29 +129,32 @@ int run_hog(Session& session, const HogConfig& c) {
         session.ledger().record({LedgerEntry::Kind::kProcess, "", "", pid,
                                  process_start_time(pid).value_or(0)});
     }
-    // Ready means every hog is set up: each writes one byte; a hog that failed closes its end
-    // without writing, and once all have, read() sees EOF.
+    return hogs;
+}
+
+// Ready means every hog is set up: each writes one byte; a hog that failed closes its end
+// without writing, and once all have, read() sees EOF. Closes both ends.
+void wait_for_hogs(const int ready[2], size_t hogs) {
     ::close(ready[1]);
     size_t confirmed = 0;
-    for (char byte; confirmed < hogs.size();) {
+    for (char byte; confirmed < hogs;) {
         ssize_t n = ::read(ready[0], &byte, 1);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         ++confirmed;
     }
     ::close(ready[0]);
-    if (confirmed < hogs.size()) {
-        throw LoadError("only " + std::to_string(confirmed) + " of " + std::to_string(hogs.size()) +
+    if (confirmed < hogs) {
+        throw LoadError("only " + std::to_string(confirmed) + " of " + std::to_string(hogs) +
                         " hogs could be pinned and reniced (--cpus, --nice)");
     }
-    std::fprintf(stderr, "hog: %zu process(es) on CPU(s) %s, duty %.0f%% of %.0f ms, nice %d\n",
-                 hogs.size(), format_id_list(cpus).c_str(), c.duty_pct, c.period_ms, c.nice);
-    session.mark_ready();
-    const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
-    int exit_code = 0;
+}
+
+// Until the end (0: none) or a stop: 0; 1 as soon as a hog exits.
+int watch_hogs(Session& session, const std::vector<pid_t>& hogs, uint64_t end) {
     for (;;) {
         Wake w = session.wait_until(end, true);
-        if (w != Wake::kChild) break;
+        if (w != Wake::kChild) return 0;
         // A hog should never exit by itself; one that did failed to pin or renice.
         int status = 0;
         bool hog_died = false;
@@ -159,11 +164,24 @@ int run_hog(Session& session, const HogConfig& c) {
                 hog_died = true;
             }
         }
-        if (hog_died) {
-            exit_code = 1;
-            break;
-        }
+        if (hog_died) return 1;
     }
+}
+}  // namespace
+
+int run_hog(Session& session, const HogConfig& c) {
+    validate_hog(c);
+    check_nice_allowed(c.nice);
+    std::vector<int> cpus = c.cpus.empty() ? allowed_cpus() : c.cpus;
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) < 0) throw LoadError(std::string("pipe: ") + std::strerror(errno));
+    const std::vector<pid_t> hogs = fork_hogs(session, c, cpus, ready);
+    wait_for_hogs(ready, hogs.size());
+    std::fprintf(stderr, "hog: %zu process(es) on CPU(s) %s, duty %.0f%% of %.0f ms, nice %d\n",
+                 hogs.size(), format_id_list(cpus).c_str(), c.duty_pct, c.period_ms, c.nice);
+    session.mark_ready();
+    const uint64_t end = c.duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(c.duration_s * 1e9) : 0;
+    const int exit_code = watch_hogs(session, hogs, end);
     for (pid_t pid : hogs) ::kill(pid, SIGKILL);
     for (pid_t pid : hogs) {
         while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
