@@ -321,6 +321,29 @@ TEST(HostileRegionHeader, BrokenAfterAttachIsCorrupt) {
     }
 }
 
+// What a CPU's acquisitions count is read and checked: a Linux guest's contended-only word is
+// passed on; a value the ABI does not name is a corrupt region naming the CPU and the field.
+TEST(HostileRegionHeader, AcquisitionsCountedIsReadAndAnUnknownValueNamed) {
+    MemRegion r(2, 4, TraceLoggerMode::kRealTime);
+    RegionReader reader(r.path(), std::chrono::milliseconds(50));
+    EXPECT_EQ(acquisitions_counted(reader.snapshot()), AcquisitionsCounted::kEveryAcquisition);
+    r.perf(1)->acquisitions_counted = uint32_t(AcquisitionsCounted::kContendedOnly);
+    const Snapshot s = reader.snapshot();
+    EXPECT_EQ(s.cpus[0].acquisitions_counted, AcquisitionsCounted::kEveryAcquisition);
+    EXPECT_EQ(s.cpus[1].acquisitions_counted, AcquisitionsCounted::kContendedOnly);
+    r.perf(1)->acquisitions_counted = 7;
+    try {
+        reader.snapshot();
+        FAIL() << "no error";
+    } catch (const CollectError& e) {
+        EXPECT_EQ(e.exit_code(), kExitCorrupt);
+        EXPECT_NE(std::string(e.what()).find("cpu 1: acquisitions_counted is 7, not one of 0 (every), "
+                                             "1 (contended-only)"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(HostileClock, EachBadFieldIsNamed) {
     RegionLayout l{};
     l.cpu_count = 4;

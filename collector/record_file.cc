@@ -74,6 +74,7 @@ std::string record_snapshot_json(uint64_t seq, const Snapshot& s,
     w.key("cpus").begin_array();
     for (const CpuSnapshot& c : s.cpus) {
         w.begin_object().field("cpu", c.cpu).field("resets", c.resets);
+        w.field("acquisitions_counted", acquisitions_counted_name(c.acquisitions_counted));
         pv_fields(w, c.pv);
         w.key("classes").begin_array();
         for (uint32_t id = 0; id < c.classes.size(); ++id) {

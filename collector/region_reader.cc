@@ -30,6 +30,19 @@ const char* region_field(RegionError e) {
     }
 }
 
+// A CPU's acquisitions_counted word, which the guest writes once at init: a value the ABI does
+// not name is a corrupt region (every percentage would be of an unknown total).
+AcquisitionsCounted checked_counted(const std::string& path, uint32_t cpu, const uint32_t& word) {
+    const uint32_t v = __atomic_load_n(&word, __ATOMIC_RELAXED);
+    if (v < enum_count(kAcquisitionsCountedNames)) return AcquisitionsCounted(v);
+    std::string known;
+    for (const EnumName& e : kAcquisitionsCountedNames)
+        known += (known.empty() ? "" : ", ") + std::to_string(e.value) + " (" + e.name + ")";
+    throw CollectError(kExitCorrupt, corrupt_region_message(path, "cpu " + std::to_string(cpu) +
+                                                                      ": acquisitions_counted is " +
+                                                                      std::to_string(v) + ", not one of " + known));
+}
+
 bool transient(RegionError e) { return e == RegionError::kBusy || e == RegionError::kBadMagic; }
 
 // region_parse until it gives a lasting answer or `wait` has passed.
@@ -119,6 +132,7 @@ Snapshot RegionReader::snapshot() {
             if (__atomic_load_n(&src->magic, __ATOMIC_RELAXED) == kPerfDataMagic) {
                 c.resets = __atomic_load_n(&src->resets, __ATOMIC_RELAXED);
                 c.apic_id = __atomic_load_n(&src->apic_id, __ATOMIC_RELAXED);
+                c.acquisitions_counted = checked_counted(path_, k, src->acquisitions_counted);
                 c.initialised = true;
                 copy_words(c.classes.data(), src->classes, sizeof src->classes);
                 copy_words(&c.pv, &src->pv, sizeof src->pv);

@@ -156,8 +156,14 @@ void pv_fields(JsonWriter& w, const PvLockCounters& p) {
     for (const PvCounter& k : kPvCounters) w.field(k.name, p.*k.field);
 }
 
-std::string class_table(const LockClassPerf& c) {
-    std::string out = "wait\n" + lockstat_table<lockstat::format_wait_table>(c);
+std::string wait_table(const LockClassPerf& c, AcquisitionsCounted counted) {
+    std::string s(lockstat::format_wait_table(c, nullptr, 0, counted) + 1, '\0');
+    s.resize(lockstat::format_wait_table(c, s.data(), s.size(), counted));
+    return s;
+}
+
+std::string class_table(const LockClassPerf& c, AcquisitionsCounted counted) {
+    std::string out = "wait\n" + wait_table(c, counted);
     out += "hold\n" + lockstat_table<lockstat::format_hold_table>(c);
     uint64_t contended = c.acquisitions - c.uncontended;
     out += "lhp class                count       %         cycles\n";
@@ -176,6 +182,7 @@ std::string format_query(const QueryView& v, OutputFormat f) {
     const Snapshot& s = *v.snapshot;
     // lock=pvqspin's counters, shown only when some CPU counted one (other locks count none).
     const PvLockCounters pv = pv_total(s);
+    const AcquisitionsCounted counted = acquisitions_counted(s);
     bool show_pv = false;
     for (const CpuSnapshot& c : s.cpus) show_pv = show_pv || pv_any(c.pv);
     std::string out;
@@ -188,13 +195,13 @@ std::string format_query(const QueryView& v, OutputFormat f) {
                 out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
                        "), all " + std::to_string(s.cpus.size()) + " CPUs: " +
                        std::to_string(m.acquisitions) + " acquisitions\n";
-                out += class_table(m);
+                out += class_table(m, counted);
                 if (!v.per_cpu) continue;
                 for (const CpuSnapshot& c : s.cpus) {
                     out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
                            "), CPU " + std::to_string(c.cpu) + ": " +
                            std::to_string(c.classes[id].acquisitions) + " acquisitions\n";
-                    out += class_table(c.classes[id]);
+                    out += class_table(c.classes[id], c.acquisitions_counted);
                 }
             }
             if (show_pv) out += pv_table(s, pv);
@@ -202,6 +209,10 @@ std::string format_query(const QueryView& v, OutputFormat f) {
         }
         case OutputFormat::kCsv:
             out = "cpu,class_id,class,metric,bucket,value\n";
+            // What every acquisitions row counts: its name in the bucket column, as lhp rows name
+            // their class there.
+            out += std::string("all,,,acquisitions_counted,") + acquisitions_counted_name(counted) + "," +
+                   std::to_string(uint32_t(counted)) + "\n";
             for (uint32_t id : v.classes) {
                 csv_rows(out, "all", id, v.names->name(id), merge_cpus(s, id));
                 if (v.per_cpu)
@@ -216,7 +227,8 @@ std::string format_query(const QueryView& v, OutputFormat f) {
             break;
         case OutputFormat::kJson: {
             JsonWriter w;
-            w.begin_object().field("cpus", uint32_t(s.cpus.size())).key("classes").begin_array();
+            w.begin_object().field("cpus", uint32_t(s.cpus.size()));
+            w.field("acquisitions_counted", acquisitions_counted_name(counted)).key("classes").begin_array();
             for (uint32_t id : v.classes) {
                 w.begin_object().field("id", id).field("name", v.names->name(id));
                 w.key("merged");

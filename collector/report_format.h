@@ -47,7 +47,9 @@ void perf_json(JsonWriter& w, const LockClassPerf& c);
 // files and spinlab-run's snapshots.
 void pv_fields(JsonWriter& w, const PvLockCounters& p);
 
-// The table of one class: "wait" + wait table, "hold" + hold table, LHP lines.
-std::string class_table(const LockClassPerf& c);
+// The table of one class: "wait" + wait table, "hold" + hold table, LHP lines. `counted` says
+// what c.acquisitions counts, and so what the wait table's percentages are of.
+std::string class_table(const LockClassPerf& c,
+                        AcquisitionsCounted counted = AcquisitionsCounted::kEveryAcquisition);
 
 }  // namespace spinlab::collect

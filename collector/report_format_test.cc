@@ -103,7 +103,7 @@ TEST(ReportFormat, JsonNestsMergedAndPerCpuPerfWithSparseHistograms) {
     Snapshot s = seed_snapshot();
     ClassNames n;
     std::string j = format_query({&s, &n, {2}, true, ""}, OutputFormat::kJson);
-    EXPECT_EQ(j.rfind("{\"cpus\":2,\"classes\":[{\"id\":2,\"name\":\"class2\",\"merged\":{"
+    EXPECT_EQ(j.rfind("{\"cpus\":2,\"acquisitions_counted\":\"every\",\"classes\":[{\"id\":2,\"name\":\"class2\",\"merged\":{"
                       "\"acquisitions\":69092,",
                       0),
               0u)
@@ -200,9 +200,39 @@ TEST(ReportFormat, NoFormatMentionsThePvLockWhenItsCountersAreZero) {
         EXPECT_EQ(format_query({&s, &n, {}, false, ""}, f).find("pv"), std::string::npos);
     }
     EXPECT_EQ(format_query({&s, &n, {}, false, ""}, OutputFormat::kCsv),
-              "cpu,class_id,class,metric,bucket,value\n");
+              "cpu,class_id,class,metric,bucket,value\nall,,,acquisitions_counted,every,0\n");
     EXPECT_EQ(format_query({&s, &n, {}, false, ""}, OutputFormat::kJson),
-              "{\"cpus\":2,\"classes\":[]}\n");
+              "{\"cpus\":2,\"acquisitions_counted\":\"every\",\"classes\":[]}\n");
+}
+
+// A Linux guest's probe sees slow-path waits only (acquisitions_counted = contended-only on
+// every CPU): each format says so, and the table's % is of contended acquisitions.
+TEST(ReportFormat, ContendedOnlyCountsAreSaidToBeSoInEveryFormat) {
+    Snapshot s = seed_snapshot();
+    for (CpuSnapshot& c : s.cpus) {
+        c.acquisitions_counted = AcquisitionsCounted::kContendedOnly;
+        for (LockClassPerf& k : c.classes) {
+            k.acquisitions -= k.uncontended;
+            k.uncontended = 0;
+        }
+    }
+    ClassNames n;
+    const std::string table = format_query({&s, &n, {2}, true, ""}, OutputFormat::kTable);
+    EXPECT_EQ(table.find("all acquisitions"), std::string::npos) << table;
+    EXPECT_EQ(table.find("uncontended"), std::string::npos) << table;
+    size_t tables = 0;
+    for (size_t p = 0; (p = table.find("%  of contended acquisitions only\n", p)) != std::string::npos; ++p)
+        ++tables;
+    EXPECT_EQ(tables, 3u) << table;  // merged, CPU 0, CPU 1
+    EXPECT_NE(format_query({&s, &n, {2}, false, ""}, OutputFormat::kCsv)
+                  .find("\nall,,,acquisitions_counted,contended-only,1\n"),
+              std::string::npos);
+    EXPECT_NE(format_query({&s, &n, {2}, false, ""}, OutputFormat::kJson)
+                  .find("\"acquisitions_counted\":\"contended-only\""),
+              std::string::npos);
+    // One CPU that says so is enough for the merged table: its counts are in the sum.
+    s.cpus[0].acquisitions_counted = AcquisitionsCounted::kEveryAcquisition;
+    EXPECT_EQ(acquisitions_counted(s), AcquisitionsCounted::kContendedOnly);
 }
 
 TEST(ReportFormat, ParseFormatNamesTheBadValue) {

@@ -20,6 +20,12 @@ CpuSnapshot empty_cpu(uint32_t cpu) {
     return c;
 }
 
+AcquisitionsCounted acquisitions_counted(const Snapshot& s) {
+    for (const CpuSnapshot& c : s.cpus)
+        if (c.acquisitions_counted == AcquisitionsCounted::kContendedOnly) return c.acquisitions_counted;
+    return AcquisitionsCounted::kEveryAcquisition;
+}
+
 LockClassPerf merge_cpus(const Snapshot& s, uint32_t class_id) {
     LockClassPerf sum{};
     for (const CpuSnapshot& c : s.cpus)

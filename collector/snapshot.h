@@ -18,6 +18,8 @@ struct CpuSnapshot {
     bool initialised = false;            // the CPU's lockstat init has run (magic is set)
     std::vector<LockClassPerf> classes;  // kMaxLockClasses entries, index = class id
     PvLockCounters pv{};                 // CpuPerfData.pv: lock=pvqspin's halts, kicks, ...
+    // CpuPerfData.acquisitions_counted, checked by the reader: what `acquisitions` counts.
+    AcquisitionsCounted acquisitions_counted = AcquisitionsCounted::kEveryAcquisition;
 };
 
 struct Snapshot {
@@ -38,6 +40,11 @@ CpuSnapshot empty_cpu(uint32_t cpu);
 
 // The class summed over every CPU.
 LockClassPerf merge_cpus(const Snapshot& s, uint32_t class_id);
+
+// What the snapshot's acquisitions count: contended-only when any CPU says so (a guest that sees
+// only slow-path waits says it on every CPU), so a table of the merged CPUs never calls such
+// counts "all acquisitions".
+AcquisitionsCounted acquisitions_counted(const Snapshot& s);
 
 // Class ids with at least one acquisition on some CPU, ascending.
 std::vector<uint32_t> active_classes(const Snapshot& s);

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .buckets import empty, invariant_error, merge
+from .contract import CONTENDED_ONLY
 
 
 WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # lockbench's ring-3 lock classes (user0..; the test data's lockbench.N)
@@ -70,6 +71,9 @@ class Totals:
     overflow: int
     wait: np.ndarray
     hold: np.ndarray
+    # Only contended acquisitions were counted (a Linux guest's slow-path probe): `uncontended`
+    # is 0 because first-try wins were not seen, and shares are of contended acquisitions.
+    contended_only: bool = False
 
     @property
     def contended(self) -> int:
@@ -84,7 +88,10 @@ def totals(stats) -> Totals:
 
 
 def phase_totals(snaps) -> Totals:
-    return totals(st for s in snaps for st in s.stats)
+    snaps = list(snaps)
+    t = totals(st for s in snaps for st in s.stats)
+    t.contended_only = any(s.acquisitions_counted == CONTENDED_ONLY for s in snaps)
+    return t
 
 
 def rep_hists(snaps, kind: str = "wait") -> list:

@@ -6,7 +6,7 @@ CLI turns into a message and a non-zero exit: the text says which file and which
 import json
 import os
 
-from .names import LHP_CLASS
+from .names import ACQUISITIONS_COUNTED, LHP_CLASS
 
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
@@ -23,6 +23,12 @@ CLASS_HISTOGRAMS = ("wait_hist", "hold_hist")
 # A CPU's paravirtual-lock counters (lock=pvqspin; perfdata.h PvLockCounters, collector/
 # report_format.h pv_fields): optional per CPU (older results have none), all four or none.
 PV_COUNTS = ("pv_halts", "pv_kicks", "pv_spurious_wakeups", "pv_steals")
+# What a CPU's `acquisitions` count (perfdata.h AcquisitionsCounted, by its names): optional per
+# CPU, older results have none and counted every acquisition. A Linux guest's probe counts
+# contended ones only, and its tables say so.
+ACQUISITIONS_COUNTED_KEY = "acquisitions_counted"
+EVERY_ACQUISITION = ACQUISITIONS_COUNTED.kEveryAcquisition
+CONTENDED_ONLY = ACQUISITIONS_COUNTED.kContendedOnly
 # A snapshot's trace session (the runner's "trace" object): the loss counters under the ABI's
 # names (spinlab/trace.h TraceLossCounters: EventsLost, BuffersWritten, LogBuffersLost,
 # RealTimeBuffersLost, and the attempted/written pair), in total ("loss") and per CPU ("cpus").

@@ -116,6 +116,7 @@ LOCK_ALGORITHM = _need(_ENUMS, "lock_algorithm")    # LockAlgorithm (boot option
 CLOCK_SOURCE = _need(_ENUMS, "clock_source")        # ClockSource (boot option clock=)
 INSTRUMENT_LEVEL = _need(_ENUMS, "instrument_level")
 TRACE_LOGGER_MODE = _need(_ENUMS, "trace_logger_mode")  # trace.h TraceLoggerMode ([trace] mode)
+ACQUISITIONS_COUNTED = _need(_ENUMS, "acquisitions_counted")  # perfdata.h (snapshot cpus[].acquisitions_counted)
 PREEMPTOR_CLASS = _need(_ENUMS, "preemptor_class")  # preemptor.h PreemptorClass (timeline.csv preemptor)
 # The long-wait threshold (spinlab/sysinfo.h kDefaultLongWaitThreshold, [vm] long-wait): the
 # kernel's default long-wait= and the report's default --threshold, one number.

@@ -15,7 +15,7 @@ import pandas as pd
 from . import contract as c
 from . import kvm_clock, kvm_stats, lhp, parallel
 from .buckets import NBUCKETS
-from .names import PREEMPTOR_CLASS
+from .names import ACQUISITIONS_COUNTED, PREEMPTOR_CLASS
 from .waits import LongWaits
 
 
@@ -51,6 +51,9 @@ class Snapshot:
     trace: dict | None = None  # the repetition's trace session (_trace); None: no trace
     # cpu -> {contract.PV_COUNTS name: count}: the pv lock's counters of the CPUs that have them
     pv: dict = field(default_factory=dict)
+    # What the acquisitions count (contract.EVERY_ACQUISITION or CONTENDED_ONLY): contended-only
+    # when any CPU says so, since its counts are in every sum over CPUs.
+    acquisitions_counted: str = c.EVERY_ACQUISITION
 
 
 @dataclass
@@ -143,9 +146,12 @@ def read_snapshot(path: str) -> Snapshot:
     d = c.read_json(path)
     stats = []
     pv = {}
+    counted = c.EVERY_ACQUISITION
     for i, cpu in enumerate(c.need(d, "cpus", list, name)):
         where = f"{name}: cpus[{i}]"
         cpu_no = c.need_count(cpu, "cpu", where)
+        if _acquisitions_counted(cpu, where) == c.CONTENDED_ONLY:
+            counted = c.CONTENDED_ONLY
         if any(k in cpu for k in c.PV_COUNTS):
             pv[cpu_no] = {k: c.need_count(cpu, k, where) for k in c.PV_COUNTS}
         for cls, cd in c.need(cpu, "classes", dict, where).items():
@@ -159,7 +165,18 @@ def read_snapshot(path: str) -> Snapshot:
                     float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc("start"), tsc("end"),
                     d.get("workload") if isinstance(d.get("workload"), dict) else {}, stats, lws,
                     d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name,
-                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None, pv)
+                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None, pv,
+                    counted)
+
+
+def _acquisitions_counted(cpu: dict, where: str) -> str:
+    """A CPU's contract.ACQUISITIONS_COUNTED_KEY, one of the ABI's names; absent (older results):
+    every acquisition."""
+    v = cpu.get(c.ACQUISITIONS_COUNTED_KEY, c.EVERY_ACQUISITION)
+    if v not in ACQUISITIONS_COUNTED.names:
+        raise c.ContractError(f"{where}: {c.ACQUISITIONS_COUNTED_KEY} is {v!r}, not one of "
+                              f"{', '.join(ACQUISITIONS_COUNTED.names)}")
+    return v
 
 
 def read_timeline(path: str) -> pd.DataFrame:

@@ -132,6 +132,7 @@ std::string snapshot_json(const SnapshotRecord& r) {
     for (const auto& cpu : r.counters.cpus) {
         j.begin_object();
         j.field("cpu", cpu.cpu);
+        j.field("acquisitions_counted", acquisitions_counted_name(cpu.acquisitions_counted));
         collect::pv_fields(j, cpu.pv);
         j.key("classes").begin_object();
         for (uint32_t id = 0; id < cpu.classes.size(); ++id) {

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
                     write_enum("trace_logger_mode", kTraceLoggerModeNames, false) &&
                     write_enum("trace_state", kTraceStateNames, false) &&
                     write_enum("trace_stack_end", kTraceStackEndNames, false) &&
+                    write_enum("acquisitions_counted", kAcquisitionsCountedNames, false) &&
                     write_enum("preemptor_class", kPreemptorClassNames, true);
     std::fprintf(out, "  },\n  \"constants\": {\n    \"long_wait_threshold\": %llu\n  }\n}\n",
                  static_cast<unsigned long long>(kDefaultLongWaitThreshold));

@@ -127,12 +127,14 @@ size_t format_percent(uint64_t count, uint64_t total, char* buf, size_t cap) {
                          (unsigned long long)(bp % 100)));
 }
 
-size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap) {
+size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap, AcquisitionsCounted counted) {
     Out out(buf, cap);
-    header(out, "all acquisitions");
+    const bool contended_only = counted == AcquisitionsCounted::kContendedOnly;
+    header(out, contended_only ? "contended acquisitions only" : "all acquisitions");
     bucket_rows(out, c.wait_hist, c.acquisitions);
     row(out, "overflow", c.wait_overflow, c.acquisitions);
-    row(out, "uncontended", c.uncontended, c.acquisitions);
+    // Where first-try wins are not seen, an `uncontended` row of 0 would read as "none".
+    if (!contended_only) row(out, "uncontended", c.uncontended, c.acquisitions);
     return out.finish();
 }
 

@@ -5,7 +5,10 @@
 // Wait table: a header, one row per bucket from the first non-empty bucket to the last non-empty
 // one (empty ones in between included), then `overflow` and `uncontended`. The percentages are of
 // all acquisitions, as in the original WRK experiment (which timed every acquisition), so the rows
-// add up to 100 (give or take rounding); the header says so. spinlab-report prints the same table
+// add up to 100 (give or take rounding); the header says so. Where only contended acquisitions
+// were counted (AcquisitionsCounted::kContendedOnly, a Linux guest's slow-path probe) the
+// percentages are of those, the header says "of contended acquisitions only" and there is no
+// `uncontended` row. spinlab-report prints the same table
 // for the same counters (analysis/spinlab_report/table.py; a pytest compares the two through
 // log2_table_print).
 // Hold table: the same bucket rows and `overflow`, percentages of the timed holds.
@@ -27,7 +30,10 @@ namespace spinlab::lockstat {
 
 // snprintf's contract: writes at most cap - 1 characters and a NUL (if cap > 0) and returns
 // the length of the whole table, so a caller whose buffer was too small knows what it needs.
-size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap);
+// counted: what c.acquisitions counts (CpuPerfData::acquisitions_counted). Contended-only
+// tables say "of contended acquisitions only" and have no `uncontended` row.
+size_t format_wait_table(const LockClassPerf& c, char* buf, size_t cap,
+                         AcquisitionsCounted counted = AcquisitionsCounted::kEveryAcquisition);
 size_t format_hold_table(const LockClassPerf& c, char* buf, size_t cap);
 
 // The original WRK experiment's table for one wait histogram (kHistBuckets counts) and its

@@ -5,7 +5,9 @@
 // Input: per table one line of 67 unsigned integers: acquisitions, uncontended, overflow, then
 // the 64 wait buckets. Output: the tables, each followed by an empty line. Exit 2 with a
 // message naming the line for malformed input. With --wrk: the original WRK experiment's table
-// (format_wrk_table: the buckets and the overflow) instead of the log2 wait table.
+// (format_wrk_table: the buckets and the overflow) instead of the log2 wait table. With
+// --contended-only: the wait table of counters that count contended acquisitions only
+// (AcquisitionsCounted::kContendedOnly, a Linux guest's).
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -17,24 +19,30 @@
 
 namespace {
 
-std::string table(const spinlab::LockClassPerf& c, bool wrk) {
+enum class Form { kWait, kWrk, kContendedOnly };
+
+std::string table(const spinlab::LockClassPerf& c, Form form) {
     using namespace spinlab::lockstat;
-    if (wrk) {
+    if (form == Form::kWrk) {
         std::string out(format_wrk_table(c.wait_hist, c.wait_overflow, nullptr, 0) + 1, '\0');
         out.resize(format_wrk_table(c.wait_hist, c.wait_overflow, out.data(), out.size()));
         return out;
     }
-    std::string out(format_wait_table(c, nullptr, 0) + 1, '\0');
-    out.resize(format_wait_table(c, out.data(), out.size()));
+    const auto counted = form == Form::kContendedOnly ? spinlab::AcquisitionsCounted::kContendedOnly
+                                                      : spinlab::AcquisitionsCounted::kEveryAcquisition;
+    std::string out(format_wait_table(c, nullptr, 0, counted) + 1, '\0');
+    out.resize(format_wait_table(c, out.data(), out.size(), counted));
     return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool wrk = argc == 2 && std::strcmp(argv[1], "--wrk") == 0;
-    if (argc > 2 || (argc == 2 && !wrk)) {
-        std::fprintf(stderr, "usage: log2_table_print [--wrk] < counters\n");
+    Form form = Form::kWait;
+    if (argc == 2 && std::strcmp(argv[1], "--wrk") == 0) form = Form::kWrk;
+    else if (argc == 2 && std::strcmp(argv[1], "--contended-only") == 0) form = Form::kContendedOnly;
+    else if (argc != 1) {
+        std::fprintf(stderr, "usage: log2_table_print [--wrk | --contended-only] < counters\n");
         return 2;
     }
     std::string line;
@@ -56,7 +64,7 @@ int main(int argc, char** argv) {
         c.uncontended = v[1];
         c.wait_overflow = v[2];
         for (unsigned k = 0; k < spinlab::kHistBuckets; ++k) c.wait_hist[k] = v[3 + k];
-        std::cout << table(c, wrk) << "\n";
+        std::cout << table(c, form) << "\n";
     }
     return 0;
 }

@@ -55,6 +55,25 @@ TEST(Log2Table, NoContentionPrintsOnlyOverflowAndUncontended) {
               "uncontended              4  100.00\n");
 }
 
+// A slow-path probe's counters (a Linux guest): every acquisition waited, first-try wins unseen.
+TEST(Log2Table, ContendedOnlySaysSoAndHasNoUncontendedRow) {
+    LockClassPerf c = wrk_like();
+    c.acquisitions -= c.uncontended;
+    c.uncontended = 0;
+    char buf[4096];
+    ASSERT_LT(format_wait_table(c, buf, sizeof buf, AcquisitionsCounted::kContendedOnly), sizeof buf);
+    EXPECT_EQ(std::string(buf),
+              "cycles               count       %  of contended acquisitions only\n"
+              "2^7                    135    0.20\n"
+              "2^8                  67749   98.05\n"
+              "2^9                   1200    1.74\n"
+              "2^10                     3    0.00\n"
+              "2^11                     1    0.00\n"
+              "2^12                     0    0.00\n"
+              "2^13                     7    0.01\n"
+              "overflow                 2    0.00\n");
+}
+
 TEST(Log2Table, EmptyIsAllZeroNotDivisionByZero) {
     LockClassPerf c{};
     EXPECT_EQ(wait_table(c),

@@ -3,8 +3,10 @@
 
 namespace spinlab::lockstat {
 
-void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate) {
+void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate,
+                   AcquisitionsCounted counted) {
     __builtin_memset(&p, 0, sizeof p);
+    p.acquisitions_counted = uint32_t(counted);
     p.magic = kPerfDataMagic;
     p.version = kPerfDataVersion;
     p.cpu = cpu;

@@ -18,8 +18,10 @@
 namespace spinlab::lockstat {
 
 // The owning CPU's init (the original experiment's ExpInitializeExecutive step): zero everything,
-// stamp the header, set the first sampling countdown.
-void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate);
+// stamp the header, set the first sampling countdown and say what `acquisitions` will count
+// (spinlab's kernel: every acquisition; a probe of another kernel's slow path: contended only).
+void init_cpu_perf(CpuPerfData& p, uint32_t cpu, uint32_t acquire_sample_rate,
+                   AcquisitionsCounted counted = AcquisitionsCounted::kEveryAcquisition);
 
 // An acquisition whose first attempt won: two increments, no timestamp.
 inline void record_uncontended(LockClassPerf& c) {

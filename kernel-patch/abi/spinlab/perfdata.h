@@ -109,6 +109,20 @@ static_assert(offsetof(LockClassPerf, hold_hist) == 0x2C0, "ABI");
 
 constexpr uint32_t kNoCpu = 0xFFFFFFFF;  // a CPU field that names none
 
+// What a CPU's `acquisitions` count (CpuPerfData::acquisitions_counted), so that every reader
+// says what its percentages are of. spinlab's kernel counts every acquisition, a first-try win
+// as `uncontended`. A probe on another kernel's slow path (the Linux guest agent,
+// vm-images/linux/) sees only the acquisitions that waited: there `uncontended` is 0 because
+// nothing was counted, not because nothing won at once, and a wait table is of contended
+// acquisitions only.
+#define SPINLAB_ACQUISITIONS_COUNTED(X)                                                      \
+    /* every acquisition, contended or not (spinlab's kernel and ring-3 locks) */            \
+    X(kEveryAcquisition, 0, "every")                                                         \
+    /* contended (slow-path) acquisitions only; first-try wins are not seen */              \
+    X(kContendedOnly, 1, "contended-only")
+SPINLAB_DENSE_ENUM(AcquisitionsCounted, uint32_t, SPINLAB_ACQUISITIONS_COUNTED,
+                   kAcquisitionsCountedNames, acquisitions_counted_name);
+
 // What the paravirtual queued spinlock (lock=pvqspin, spinlock/pv_qspinlock.h) did on one CPU,
 // for every lock of every class (kernel locks, and ring-3 locks that count here). The same
 // names in the ABI, the collector's JSON and the report's Python. Each is bumped by its CPU with
@@ -161,7 +175,10 @@ struct CpuPerfData {
     // StackFlags), 0 when none: written with trace_groups. Ring-3 lock code writes its spinlock
     // events through its ring (TraceUserRing) unless a stack is wanted for them.
     uint32_t trace_stack_groups;
-    uint32_t reserved32;
+    // What `acquisitions` counts (AcquisitionsCounted): 0, every acquisition, for spinlab's
+    // kernel (a word that was reserved, so older regions read as 0); kContendedOnly where only
+    // slow-path waits are seen. Written at init by whoever fills the block, constant afterwards.
+    uint32_t acquisitions_counted;
     uint64_t reserved[2];
     LockClassPerf classes[kMaxLockClasses];
     PvLockCounters pv;  // lock=pvqspin's halts, kicks, spurious wake-ups and steals
@@ -172,6 +189,7 @@ static_assert(offsetof(CpuPerfData, resets) == 24, "ABI");
 static_assert(offsetof(CpuPerfData, trace_groups) == 32, "ABI");
 static_assert(offsetof(CpuPerfData, timing) == 36, "ABI");
 static_assert(offsetof(CpuPerfData, trace_stack_groups) == 40, "ABI");
+static_assert(offsetof(CpuPerfData, acquisitions_counted) == 44, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
 static_assert(offsetof(CpuPerfData, pv) == 64 + 1216 * kMaxLockClasses, "ABI");
 static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64, "CpuPerfData layout is ABI");

@@ -92,8 +92,11 @@ extern "C" int region_open(int ncpus, uint64_t tsc_hz, char* why, size_t why_siz
     base = static_cast<uint8_t*>(p);
     mapped = uint64_t(st.st_size);
     for (auto& m : cpu_locks) pthread_mutex_init(&m, nullptr);
+    // The probe sees slow-path waits only: every acquisition counted here waited, and first-try
+    // wins are never seen, so the block says its counts are of contended acquisitions only.
     for (int cpu = 0; cpu < ncpus; cpu++)
-        spinlab::lockstat::init_cpu_perf(*cpu_block(cpu), uint32_t(cpu), 1);  // timing 0: contended only
+        spinlab::lockstat::init_cpu_perf(*cpu_block(cpu), uint32_t(cpu), 1,
+                                         spinlab::AcquisitionsCounted::kContendedOnly);
     return 0;
 }
 

@@ -108,6 +108,12 @@ def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_p
     assert final.returncode == 0, final.stderr
     q = json.loads(final.stdout)
     assert q["cpus"] == 2
+    # The probe sees slow-path waits only, and every form of the counts says so
+    # (perfdata.h AcquisitionsCounted); the table has no uncontended row.
+    assert q["acquisitions_counted"] == "contended-only"
+    table = collect("query", "--shm", str(region))
+    assert table.returncode == 0, table.stderr
+    assert "%  of contended acquisitions only\n" in table.stdout and "uncontended" not in table.stdout, table.stdout
     (cls,) = [c for c in q["classes"] if c["id"] == 0]
     per_cpu = {c["cpu"]: c["perf"] for c in cls["per_cpu"]}
     total = 0
@@ -150,6 +156,7 @@ def test_spinlab_collect_reads_a_linux_guest_live_and_exactly(guest_image, tmp_p
               f"{tried[-1][3]} of {tried[-1][1]} samples wide)")
     assert cpu_fields(region, 8) == [0, 1]     # CpuPerfData.cpu
     assert cpu_fields(region, 20) == [0, 1]    # CpuPerfData.apic_id: QEMU's vCPU n has APIC id n
+    assert cpu_fields(region, 44) == [1, 1]    # CpuPerfData.acquisitions_counted: kContendedOnly
 
 
 def test_the_control_channel_answers_and_resets(guest_image, tmp_path):
