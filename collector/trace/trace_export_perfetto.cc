@@ -92,61 +92,52 @@ private:
 
 std::string text(const char* s, size_t n) { return std::string(s, strnlen(s, n)); }
 
-}  // namespace
-
-std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
-                          const std::vector<TimelineRow>* timeline) {
-    if (clock != nullptr && clock->host_tsc_hz == 0)
-        throw CollectError(kExitUsage, "the clock correlation states no host TSC rate (clock.json "
-                                       "host_tsc_hz, or meta.json host.tsc_hz beside it): host time "
-                                       "cannot be put on the Perfetto axis");
-    Emitter out(t, clock);
-    // Every event, per CPU in order; the thread names from thread start/rundown events.
-    std::vector<std::vector<Event>> cpus(t.header.cpu_count);
-    std::map<uint32_t, std::string> names;
-    for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++)
-        for (const TraceBuffer& b : t.cpus[cpu]) {
-            locktrace::BufferView v;
-            locktrace::parse_buffer(b.bytes.data(), b.bytes.size(), &v);
-            locktrace::for_each_event(v, [&](const TraceEventHeader& h, const uint8_t* ev) {
-                cpus[cpu].push_back({h, ev});
-                if (h.type == uint16_t(TraceEventType::kThreadStart) ||
-                    h.type == uint16_t(TraceEventType::kThreadRundown)) {
-                    const auto e = load<TraceThreadEvent>(ev);
-                    names[e.thread_id] = text(e.name, sizeof e.name);
-                }
-            });
-        }
-    auto thread_name = [&](uint32_t tid) {
+// Every event, per CPU in order; the thread names from thread start/rundown events.
+struct GuestEvents {
+    explicit GuestEvents(const LoadedTrace& t) : cpus(t.header.cpu_count) {
+        for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++)
+            for (const TraceBuffer& b : t.cpus[cpu]) {
+                locktrace::BufferView v;
+                locktrace::parse_buffer(b.bytes.data(), b.bytes.size(), &v);
+                locktrace::for_each_event(v, [&](const TraceEventHeader& h, const uint8_t* ev) {
+                    cpus[cpu].push_back({h, ev});
+                    if (h.type == uint16_t(TraceEventType::kThreadStart) ||
+                        h.type == uint16_t(TraceEventType::kThreadRundown)) {
+                        const auto e = load<TraceThreadEvent>(ev);
+                        names[e.thread_id] = text(e.name, sizeof e.name);
+                    }
+                });
+            }
+    }
+    std::string thread_name(uint32_t tid) const {
         auto it = names.find(tid);
         return it != names.end() && !it->second.empty() ? it->second + " (" + std::to_string(tid) + ")"
                                                         : "thread " + std::to_string(tid);
-    };
+    }
 
-    out.meta(kPidCpus, 0, "process_name", "guest CPUs");
-    out.sort_index(kPidCpus, 1);
-    out.meta(kPidThreads, 0, "process_name", "guest threads (spinlock waits)");
-    out.sort_index(kPidThreads, 2);
-    for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++)
-        out.meta(kPidCpus, cpu, "thread_name", "CPU " + std::to_string(cpu));
+    std::vector<std::vector<Event>> cpus;
+    std::map<uint32_t, std::string> names;
+};
 
-    uint64_t flow_id = 0;
-    double first_us = INFINITY, last_us = -INFINITY;
-    std::map<int64_t, bool> waiters;
-    std::map<uint32_t, std::map<int64_t, uint64_t>> contended;  // class -> bin -> waits
-    for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++) {
-        const auto& evs = cpus[cpu];
-        if (evs.empty()) continue;
-        first_us = std::min(first_us, out.guest_us(evs.front().h.tsc));
-        last_us = std::max(last_us, out.guest_us(evs.back().h.tsc));
-        // Threads on this CPU: from one context switch to the next.
+// The guest's tracks: on each CPU the threads that ran there, from one context switch to the
+// next; on each thread its contended spinlock waits, each with a flow to its holder's CPU.
+class GuestTracks {
+public:
+    GuestTracks(Emitter& out, const LoadedTrace& t, const GuestEvents& events)
+        : out_(out), t_(t), events_(events) {}
+
+    void write_cpu(uint32_t cpu) {
+        const auto& evs = events_.cpus[cpu];
+        if (evs.empty()) return;
+        first_us = std::min(first_us, out_.guest_us(evs.front().h.tsc));
+        last_us = std::max(last_us, out_.guest_us(evs.back().h.tsc));
         bool known = false;
         uint32_t cur = 0, cur_pid = 0;
         uint64_t since = evs.front().h.tsc;
         auto close = [&](uint64_t until) {
             if (known && cur != 0)
-                out.complete(kPidCpus, cpu, thread_name(cur), "thread", out.guest_us(since),
-                             out.guest_us(until) - out.guest_us(since))
+                out_.complete(kPidCpus, cpu, events_.thread_name(cur), "thread", out_.guest_us(since),
+                              out_.guest_us(until) - out_.guest_us(since))
                     .key("args").begin_object().field("thread_id", cur).field("process_id", cur_pid)
                     .end_object().end_object();
         };
@@ -157,76 +148,121 @@ std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
                 close(e.h.tsc);
                 cur = c.new_thread_id, cur_pid = c.new_process_id, since = e.h.tsc;
             } else if (e.h.type == uint16_t(TraceEventType::kSpinlock)) {
-                const auto s = load<TraceSpinlockEvent>(e.bytes);
-                if (!(s.flags & kTraceSpinContended) || s.wait_cycles == 0 || s.wait_cycles > s.acquire_tsc)
-                    continue;
-                const uint64_t begin = s.acquire_tsc - s.wait_cycles;
-                const double b = out.guest_us(begin), en = out.guest_us(s.acquire_tsc);
-                contended[s.class_id][int64_t(std::floor(b / kPerfettoCounterBinUs))]++;
-                const int64_t track = e.h.thread_id ? int64_t(e.h.thread_id) : kNoThreadTrack + e.h.cpu;
-                waiters[track] = true;
-                char lock[24];
-                snprintf(lock, sizeof lock, "0x%llx", static_cast<unsigned long long>(s.lock_address));
-                out.complete(kPidThreads, track, "spinlock wait, class " + std::to_string(s.class_id),
-                             "spinlock", b, en - b)
-                    .key("args").begin_object().field("lock", lock).field("class_id", s.class_id)
-                    .field("cpu", uint32_t(e.h.cpu)).field("wait_cycles", s.wait_cycles)
-                    .field("spin_count", s.spin_count)
-                    .field("holder_cpu_start", int64_t(s.holder_cpu_start == kNoCpu ? -1 : s.holder_cpu_start))
-                    .field("holder_cpu_end", int64_t(s.holder_cpu_end == kNoCpu ? -1 : s.holder_cpu_end))
-                    .field("lhp_class", lhp_class_name(static_cast<LhpClass>(s.lhp_class)))
-                    .end_object().end_object();
-                const uint32_t holder = s.holder_cpu_end != kNoCpu ? s.holder_cpu_end : s.holder_cpu_start;
-                if (holder != kNoCpu && holder < t.header.cpu_count) {
-                    ++flow_id;
-                    out.flow("s", flow_id, kPidThreads, track, b);
-                    out.flow("f", flow_id, kPidCpus, holder, en);
-                }
+                write_wait(e);
             }
         }
         close(evs.back().h.tsc);
     }
-    for (const auto& [track, _] : waiters)
-        out.meta(kPidThreads, track, "thread_name",
-                 track >= kNoThreadTrack ? "CPU " + std::to_string(track - kNoThreadTrack) + ", no thread"
-                                         : thread_name(uint32_t(track)));
 
-    // Counters: every class in every bin from the first to the last, so a rate falls back to 0.
-    if (!contended.empty()) {
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (const auto& [_, bins] : contended)
-            lo = std::min(lo, bins.begin()->first), hi = std::max(hi, bins.rbegin()->first);
-        for (int64_t bin = lo; bin <= hi + 1; bin++) {
-            JsonWriter& j = out.json();
-            j.begin_object().field("ph", "C").field("pid", kPidCpus).field("tid", int64_t(0))
-                .field("name", "contended waits/s").field("ts", double(bin) * kPerfettoCounterBinUs)
-                .key("args").begin_object();
-            for (const auto& [cls, bins] : contended) {
-                auto it = bins.find(bin);
-                const double n = it == bins.end() ? 0.0 : double(it->second);
-                j.field("class " + std::to_string(cls), n * 1e6 / kPerfettoCounterBinUs);
-            }
-            j.end_object().end_object();
+    // The name of every track that has waits.
+    void name_waiters() {
+        for (const auto& [track, _] : waiters_)
+            out_.meta(kPidThreads, track, "thread_name",
+                      track >= kNoThreadTrack ? "CPU " + std::to_string(track - kNoThreadTrack) + ", no thread"
+                                              : events_.thread_name(uint32_t(track)));
+    }
+
+    // class -> bin -> contended waits
+    const std::map<uint32_t, std::map<int64_t, uint64_t>>& contended() const { return contended_; }
+
+    double first_us = INFINITY, last_us = -INFINITY;  // the span of the guest's events
+
+private:
+    void write_wait(const Event& e) {
+        const auto s = load<TraceSpinlockEvent>(e.bytes);
+        if (!(s.flags & kTraceSpinContended) || s.wait_cycles == 0 || s.wait_cycles > s.acquire_tsc) return;
+        const uint64_t begin = s.acquire_tsc - s.wait_cycles;
+        const double b = out_.guest_us(begin), en = out_.guest_us(s.acquire_tsc);
+        contended_[s.class_id][int64_t(std::floor(b / kPerfettoCounterBinUs))]++;
+        const int64_t track = e.h.thread_id ? int64_t(e.h.thread_id) : kNoThreadTrack + e.h.cpu;
+        waiters_[track] = true;
+        char lock[24];
+        snprintf(lock, sizeof lock, "0x%llx", static_cast<unsigned long long>(s.lock_address));
+        out_.complete(kPidThreads, track, "spinlock wait, class " + std::to_string(s.class_id), "spinlock", b,
+                      en - b)
+            .key("args").begin_object().field("lock", lock).field("class_id", s.class_id)
+            .field("cpu", uint32_t(e.h.cpu)).field("wait_cycles", s.wait_cycles)
+            .field("spin_count", s.spin_count)
+            .field("holder_cpu_start", int64_t(s.holder_cpu_start == kNoCpu ? -1 : s.holder_cpu_start))
+            .field("holder_cpu_end", int64_t(s.holder_cpu_end == kNoCpu ? -1 : s.holder_cpu_end))
+            .field("lhp_class", lhp_class_name(static_cast<LhpClass>(s.lhp_class)))
+            .end_object().end_object();
+        const uint32_t holder = s.holder_cpu_end != kNoCpu ? s.holder_cpu_end : s.holder_cpu_start;
+        if (holder != kNoCpu && holder < t_.header.cpu_count) {
+            ++flow_id_;
+            out_.flow("s", flow_id_, kPidThreads, track, b);
+            out_.flow("f", flow_id_, kPidCpus, holder, en);
         }
     }
 
-    // Host vCPU intervals within the trace's span.
-    if (timeline != nullptr && clock != nullptr) {
-        out.meta(kPidHost, 0, "process_name", "host vCPUs");
-        out.sort_index(kPidHost, 3);
-        std::map<uint32_t, uint64_t> vcpus;
-        for (const TimelineRow& r : *timeline) {
-            const double b = out.host_us(r.start_host_tsc), e = out.host_us(r.end_host_tsc);
-            if (e < first_us || b > last_us) continue;
-            vcpus[r.vcpu] = r.tid;
-            out.complete(kPidHost, r.vcpu, r.state, "vcpu", b, e - b)
-                .key("args").begin_object().field("host_tid", r.tid).field("phase", r.phase)
-                .field("rep", r.rep).end_object().end_object();
+    Emitter& out_;
+    const LoadedTrace& t_;
+    const GuestEvents& events_;
+    uint64_t flow_id_ = 0;
+    std::map<int64_t, bool> waiters_;
+    std::map<uint32_t, std::map<int64_t, uint64_t>> contended_;
+};
+
+// Counters: every class in every bin from the first to the last, so a rate falls back to 0.
+void write_contended_rates(Emitter& out, const std::map<uint32_t, std::map<int64_t, uint64_t>>& contended) {
+    if (contended.empty()) return;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [_, bins] : contended)
+        lo = std::min(lo, bins.begin()->first), hi = std::max(hi, bins.rbegin()->first);
+    for (int64_t bin = lo; bin <= hi + 1; bin++) {
+        JsonWriter& j = out.json();
+        j.begin_object().field("ph", "C").field("pid", kPidCpus).field("tid", int64_t(0))
+            .field("name", "contended waits/s").field("ts", double(bin) * kPerfettoCounterBinUs)
+            .key("args").begin_object();
+        for (const auto& [cls, bins] : contended) {
+            auto it = bins.find(bin);
+            const double n = it == bins.end() ? 0.0 : double(it->second);
+            j.field("class " + std::to_string(cls), n * 1e6 / kPerfettoCounterBinUs);
         }
-        for (const auto& [v, tid] : vcpus)
-            out.meta(kPidHost, v, "thread_name",
-                     "vCPU " + std::to_string(v) + " (host thread " + std::to_string(tid) + ")");
+        j.end_object().end_object();
     }
+}
+
+// Host vCPU intervals within the trace's span [first_us, last_us].
+void write_host_vcpus(Emitter& out, const std::vector<TimelineRow>& timeline, double first_us, double last_us) {
+    out.meta(kPidHost, 0, "process_name", "host vCPUs");
+    out.sort_index(kPidHost, 3);
+    std::map<uint32_t, uint64_t> vcpus;
+    for (const TimelineRow& r : timeline) {
+        const double b = out.host_us(r.start_host_tsc), e = out.host_us(r.end_host_tsc);
+        if (e < first_us || b > last_us) continue;
+        vcpus[r.vcpu] = r.tid;
+        out.complete(kPidHost, r.vcpu, r.state, "vcpu", b, e - b)
+            .key("args").begin_object().field("host_tid", r.tid).field("phase", r.phase)
+            .field("rep", r.rep).end_object().end_object();
+    }
+    for (const auto& [v, tid] : vcpus)
+        out.meta(kPidHost, v, "thread_name",
+                 "vCPU " + std::to_string(v) + " (host thread " + std::to_string(tid) + ")");
+}
+
+}  // namespace
+
+std::string perfetto_json(const LoadedTrace& t, const ClockFit* clock,
+                          const std::vector<TimelineRow>* timeline) {
+    if (clock != nullptr && clock->host_tsc_hz == 0)
+        throw CollectError(kExitUsage, "the clock correlation states no host TSC rate (clock.json "
+                                       "host_tsc_hz, or meta.json host.tsc_hz beside it): host time "
+                                       "cannot be put on the Perfetto axis");
+    Emitter out(t, clock);
+    const GuestEvents events(t);
+    out.meta(kPidCpus, 0, "process_name", "guest CPUs");
+    out.sort_index(kPidCpus, 1);
+    out.meta(kPidThreads, 0, "process_name", "guest threads (spinlock waits)");
+    out.sort_index(kPidThreads, 2);
+    for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++)
+        out.meta(kPidCpus, cpu, "thread_name", "CPU " + std::to_string(cpu));
+
+    GuestTracks guest(out, t, events);
+    for (uint32_t cpu = 0; cpu < t.header.cpu_count; cpu++) guest.write_cpu(cpu);
+    guest.name_waiters();
+    write_contended_rates(out, guest.contended());
+    if (timeline != nullptr && clock != nullptr) write_host_vcpus(out, *timeline, guest.first_us, guest.last_us);
     return out.finish();
 }
 
