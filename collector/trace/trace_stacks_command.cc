@@ -68,18 +68,14 @@ std::string folded_frame(std::string name) {
     return name;
 }
 
-}  // namespace
+// The stacks of the traces' spinlock and profile events, summed.
+class StackTotals {
+public:
+    explicit StackTotals(Symbolizer& sym) : sym_(sym) {}
 
-int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
-    Symbolizer sym;
-    if (!c.trace.kernel_elf.empty()) sym.load_kernel(c.trace.kernel_elf);
-    if (!c.trace.initrd.empty()) sym.load_initrd(c.trace.initrd);
-    std::map<std::string, uint64_t> waits, samples;  // folded line -> weight
-    std::map<std::vector<std::string>, Site> sites;  // frames innermost first -> totals
-    uint64_t stacks = 0, lost = 0;
-    for (const std::string& path : c.trace.files) {
+    void add_trace(const std::string& path, std::ostream& err) {
         const std::vector<uint8_t> data = read_file(path);
-        StackDump d(sym);  // keys are per session: one decoder per file
+        StackDump d(sym_);  // keys are per session: one decoder per file
         for_each_event_in(path, data, [&](const TraceEventHeader& h, const uint8_t* ev) { d.learn(h, ev); });
         if (const std::string why = d.kernel_mismatch(); !why.empty())
             err << "spinlab-collect: warning: " << path << ": " << why << "\n";
@@ -98,25 +94,76 @@ int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
             }
             for (size_t i = 0; i < r->frames.size(); i++)
                 names.push_back(d.frame_name(r->frames[i], i > 0, owner->header.process_id));
-            std::string line;
-            for (size_t i = names.size(); i-- > 0;) line += (line.empty() ? "" : ";") + folded_frame(names[i]);
-            if (type == uint16_t(TraceEventType::kProfile)) {
-                samples[line]++;
-                return;
-            }
-            TraceSpinlockEvent e;
-            std::memcpy(&e, owner->bytes.data(), sizeof e);
-            const bool contended = e.flags & kTraceSpinContended;
-            const uint64_t wait = contended ? e.wait_cycles : 0;
-            if (contended) waits[line] += wait;
-            Site& s = sites[names];
-            s.events++;
-            s.contended += contended;
-            s.total_wait += wait;
-            s.max_wait = std::max(s.max_wait, wait);
-            s.classes.insert(e.class_id);
+            add_stack(*owner, names);
         });
     }
+
+    // The spinlock call sites, the top `top` by total wait (then by events), as sites.tsv.
+    std::string sites_tsv(size_t top) const {
+        std::vector<std::pair<std::vector<std::string>, Site>> ranked(sites_.begin(), sites_.end());
+        std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+            return a.second.total_wait != b.second.total_wait ? a.second.total_wait > b.second.total_wait
+                                                               : a.second.events > b.second.events;
+        });
+        std::ostringstream o;
+        o << "rank\tevents\tcontended\ttotal_wait\tmax_wait\tclasses\tframes (innermost first)\n";
+        for (size_t i = 0; i < ranked.size() && i < top; i++) {
+            const Site& s = ranked[i].second;
+            o << i + 1 << "\t" << s.events << "\t" << s.contended << "\t" << s.total_wait << "\t" << s.max_wait
+              << "\t";
+            std::string sep;
+            for (uint32_t k : s.classes) o << sep << k, sep = ",";
+            for (const std::string& n : ranked[i].first) o << "\t" << n;
+            o << "\n";
+        }
+        return o.str();
+    }
+
+    std::map<std::string, uint64_t> waits, samples;  // folded line -> weight
+    uint64_t stacks = 0, lost = 0;
+
+private:
+    // One event's stack, `names` innermost first: a folded line of its table, and for a
+    // spinlock event its call site's totals.
+    void add_stack(const StackPairer::Owner& owner, const std::vector<std::string>& names) {
+        std::string line;
+        for (size_t i = names.size(); i-- > 0;) line += (line.empty() ? "" : ";") + folded_frame(names[i]);
+        if (owner.header.type == uint16_t(TraceEventType::kProfile)) {
+            samples[line]++;
+            return;
+        }
+        TraceSpinlockEvent e;
+        std::memcpy(&e, owner.bytes.data(), sizeof e);
+        const bool contended = e.flags & kTraceSpinContended;
+        const uint64_t wait = contended ? e.wait_cycles : 0;
+        if (contended) waits[line] += wait;
+        Site& s = sites_[names];
+        s.events++;
+        s.contended += contended;
+        s.total_wait += wait;
+        s.max_wait = std::max(s.max_wait, wait);
+        s.classes.insert(e.class_id);
+    }
+
+    Symbolizer& sym_;
+    std::map<std::vector<std::string>, Site> sites_;  // frames innermost first -> totals
+};
+
+// A folded table: one "line weight" line per stack.
+std::string folded(const std::map<std::string, uint64_t>& table) {
+    std::ostringstream o;
+    for (const auto& [line, w] : table) o << line << " " << w << "\n";
+    return o.str();
+}
+
+}  // namespace
+
+int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
+    Symbolizer sym;
+    if (!c.trace.kernel_elf.empty()) sym.load_kernel(c.trace.kernel_elf);
+    if (!c.trace.initrd.empty()) sym.load_initrd(c.trace.initrd);
+    StackTotals totals(sym);
+    for (const std::string& path : c.trace.files) totals.add_trace(path, err);
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(c.output, ec);
@@ -128,29 +175,11 @@ int run_trace_stacks(const Config& c, std::ostream& out, std::ostream& err) {
         f.close();
         if (!f) throw CollectError(kExitFailure, "cannot write " + p);
     };
-    for (auto [name, table] : {std::pair{"waits.folded", &waits}, std::pair{"profile.folded", &samples}}) {
-        std::ostringstream o;
-        for (const auto& [line, w] : *table) o << line << " " << w << "\n";
-        write(name, o.str());
-    }
-    std::vector<std::pair<std::vector<std::string>, Site>> ranked(sites.begin(), sites.end());
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-        return a.second.total_wait != b.second.total_wait ? a.second.total_wait > b.second.total_wait
-                                                           : a.second.events > b.second.events;
-    });
-    std::ostringstream o;
-    o << "rank\tevents\tcontended\ttotal_wait\tmax_wait\tclasses\tframes (innermost first)\n";
-    for (size_t i = 0; i < ranked.size() && i < c.trace.top; i++) {
-        const Site& s = ranked[i].second;
-        o << i + 1 << "\t" << s.events << "\t" << s.contended << "\t" << s.total_wait << "\t" << s.max_wait << "\t";
-        std::string sep;
-        for (uint32_t k : s.classes) o << sep << k, sep = ",";
-        for (const std::string& n : ranked[i].first) o << "\t" << n;
-        o << "\n";
-    }
-    write("sites.tsv", o.str());
-    out << "trace stacks: " << c.trace.files.size() << " trace(s), " << stacks << " event stacks ("
-        << lost << " lost), " << waits.size() << " distinct wait stacks, " << samples.size()
+    write("waits.folded", folded(totals.waits));
+    write("profile.folded", folded(totals.samples));
+    write("sites.tsv", totals.sites_tsv(c.trace.top));
+    out << "trace stacks: " << c.trace.files.size() << " trace(s), " << totals.stacks << " event stacks ("
+        << totals.lost << " lost), " << totals.waits.size() << " distinct wait stacks, " << totals.samples.size()
         << " distinct profile stacks -> " << c.output << "\n";
     return 0;
 }
