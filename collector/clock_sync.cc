@@ -82,86 +82,110 @@ struct DriftEstimate {
     std::string note;     // why not measured
 };
 
-DriftEstimate step_free_rate(const std::vector<ClockPoint>& p, double noise) {
-    const size_t n = p.size() - 1;  // segments
-    std::vector<double> len(n), moved(n), tol(n);
-    double span = 0;
-    for (size_t i = 0; i < n; ++i) {
-        len[i] = double(p[i + 1].guest_tsc - p[i].guest_tsc);
-        moved[i] = double(p[i + 1].offset - p[i].offset);
-        tol[i] = p[i].half_width + p[i + 1].half_width + 2 * noise + len[i] * kAgreePpm * 1e-6;
-        span += len[i];
+// The segments between the kept points: each one's guest length, offset change and tolerance.
+struct Segments {
+    Segments(const std::vector<ClockPoint>& p, double noise)
+        : n(p.size() - 1), len(n), moved(n), tol(n) {
+        for (size_t i = 0; i < n; ++i) {
+            len[i] = double(p[i + 1].guest_tsc - p[i].guest_tsc);
+            moved[i] = double(p[i + 1].offset - p[i].offset);
+            tol[i] = p[i].half_width + p[i + 1].half_width + 2 * noise + len[i] * kAgreePpm * 1e-6;
+            span += len[i];
+        }
     }
-    auto agrees = [&](size_t j, double r) { return std::fabs(moved[j] - r * len[j]) <= tol[j]; };
-    auto agreeing = [&](double r) {
+    bool agrees(size_t j, double r) const { return std::fabs(moved[j] - r * len[j]) <= tol[j]; }
+    size_t agreeing(double r) const {
         size_t k = 0;
         for (size_t j = 0; j < n; ++j) k += agrees(j, r);
         return k;
-    };
-    // Candidates: every segment's slope, or on long runs (a point every ~100 ms, so an hour
-    // is 36,000) 1024 evenly spaced ones, which keeps this O(n) rather than O(n^2).
+    }
+
+    size_t n;
+    std::vector<double> len, moved, tol;
+    double span = 0;
+};
+
+// The candidate rate the most segments agree with (on a tie the higher) in *r; returns how many.
+// Candidates: every segment's slope, or on long runs (a point every ~100 ms, so an hour
+// is 36,000) 1024 evenly spaced ones, which keeps this O(n) rather than O(n^2).
+size_t most_agreed_rate(const Segments& s, double* r) {
     size_t best_n = 0;
-    double r = 0;
-    const size_t stride = std::max<size_t>(1, n / kDriftCandidates);
-    for (size_t i = 0; i < n; i += stride) {
-        double cand = moved[i] / len[i];
-        size_t k = agreeing(cand);
-        if (k > best_n || (k == best_n && cand > r)) best_n = k, r = cand;
+    const size_t stride = std::max<size_t>(1, s.n / kDriftCandidates);
+    for (size_t i = 0; i < s.n; i += stride) {
+        double cand = s.moved[i] / s.len[i];
+        size_t k = s.agreeing(cand);
+        if (k > best_n || (k == best_n && cand > *r)) best_n = k, *r = cand;
     }
-    DriftEstimate e;
-    if (best_n < 2) {
-        e.note = "no two segments agree on one rate: the offset moved beyond the brackets in nearly every segment";
-        return e;
-    }
-    for (int iter = 0; iter < 8; ++iter) {  // pool, then re-select at the pooled rate
+    return best_n;
+}
+
+// The pooled rate of the segments that agree with r, re-selected at the pooled rate.
+double pooled_rate(const Segments& s, double r) {
+    for (int iter = 0; iter < 8; ++iter) {
         double sum_moved = 0, sum_len = 0;
-        for (size_t j = 0; j < n; ++j)
-            if (agrees(j, r)) sum_moved += moved[j], sum_len += len[j];
+        for (size_t j = 0; j < s.n; ++j)
+            if (s.agrees(j, r)) sum_moved += s.moved[j], sum_len += s.len[j];
         double next = sum_moved / sum_len;
-        if (next == r || agreeing(next) < 2) break;
+        if (next == r || s.agreeing(next) < 2) break;
         r = next;
     }
-    double sum_moved = 0, sum_len = 0, ends = 0, hidden = 0;
-    for (size_t j = 0; j < n; ++j) {
-        if (!agrees(j, r)) continue;
-        ++e.segments;
-        sum_moved += moved[j], sum_len += len[j];
-        if (j == 0 || !agrees(j - 1, r)) ends += p[j].half_width + noise;          // a run starts
-        if (j + 1 == n || !agrees(j + 1, r)) ends += p[j + 1].half_width + noise;  // a run ends
-        hidden += tol[j];
-    }
-    e.coverage = sum_len / span;
-    e.candidate = sum_moved / sum_len;
+    return r;
+}
+
+// Why the agreeing segments' rate e.candidate, with `bound`, is no measurement; empty when it is.
+std::string why_not_measured(const Segments& s, const DriftEstimate& e, double bound) {
     if (e.coverage < kDriftCoverage) {
         char why[160];
         snprintf(why, sizeof why, "the segments that agree on one rate cover %.0f%% of the run (need %.0f%%): "
                  "the offset moved beyond the brackets through most of it", e.coverage * 100, kDriftCoverage * 100);
-        e.note = why;
-        e.segments = 0;
-        return e;
+        return why;
     }
     // The guard never raises the offset: a segment that rose above the pooled rate by more than
     // its tolerance contradicts it (the agreeing segments were a steady creep, the risen one
     // stood still: one run agreed on -5.15 +- 4.54 ppm over 83 % of it, where a 1.6 s segment
     // rose 26,000 cycles above that rate).
-    for (size_t j = 0; j < n; ++j) {
-        const double above = moved[j] - e.candidate * len[j];
-        if (above <= tol[j]) continue;
+    for (size_t j = 0; j < s.n; ++j) {
+        const double above = s.moved[j] - e.candidate * s.len[j];
+        if (above <= s.tol[j]) continue;
         char why[200];
         snprintf(why, sizeof why, "a segment rose %.0f cycles above the rate the others agree on (%.2f ppm), beyond "
                  "its tolerance of %.0f: the offset never rises, so that rate is a creep, not the TSCs' own",
-                 above, e.candidate * 1e6, tol[j]);
-        e.note = why;
-        e.segments = 0;
-        return e;
+                 above, e.candidate * 1e6, s.tol[j]);
+        return why;
     }
-    const double bound = (ends + hidden) / sum_len;
     if (bound * 1e6 > kDriftAllowancePpm) {
         // Known no better than the drift the fit already allows every TSC pair (the late test):
         // no measurement. A large noise floor does this (one run: 28 us, a bound of 58 ppm).
         char why[160];
         snprintf(why, sizeof why, "its bound would be %.1f ppm, wider than the %.0f ppm the fit allows any TSC pair",
                  bound * 1e6, kDriftAllowancePpm);
+        return why;
+    }
+    return "";
+}
+
+DriftEstimate step_free_rate(const std::vector<ClockPoint>& p, double noise) {
+    const Segments s(p, noise);
+    double r = 0;
+    DriftEstimate e;
+    if (most_agreed_rate(s, &r) < 2) {
+        e.note = "no two segments agree on one rate: the offset moved beyond the brackets in nearly every segment";
+        return e;
+    }
+    r = pooled_rate(s, r);
+    double sum_moved = 0, sum_len = 0, ends = 0, hidden = 0;
+    for (size_t j = 0; j < s.n; ++j) {
+        if (!s.agrees(j, r)) continue;
+        ++e.segments;
+        sum_moved += s.moved[j], sum_len += s.len[j];
+        if (j == 0 || !s.agrees(j - 1, r)) ends += p[j].half_width + noise;            // a run starts
+        if (j + 1 == s.n || !s.agrees(j + 1, r)) ends += p[j + 1].half_width + noise;  // a run ends
+        hidden += s.tol[j];
+    }
+    e.coverage = sum_len / s.span;
+    e.candidate = sum_moved / sum_len;
+    const double bound = (ends + hidden) / sum_len;
+    if (std::string why = why_not_measured(s, e, bound); !why.empty()) {
         e.note = why;
         e.segments = 0;
         return e;
@@ -196,10 +220,9 @@ double noise_floor(const std::vector<ClockPoint>& p, double rate) {
 
 namespace {
 
-ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
-    ClockFit fit;
-    fit.max_bracket = max_bracket;
-    fit.total = samples.size();
+// The samples whose host reads are ordered and at most max_bracket apart, in guest TSC order;
+// the fit counts the others.
+std::vector<Candidate> bracketed(std::span<const ClockSample> samples, uint64_t max_bracket, ClockFit& fit) {
     std::vector<Candidate> cand;
     for (const ClockSample& s : samples) {
         if (s.host_after < s.host_before) {
@@ -214,9 +237,12 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
                         int64_t(s.host_after - s.guest_tsc)});
     }
     std::sort(cand.begin(), cand.end(), [](const Candidate& x, const Candidate& y) { return x.g < y.g; });
+    return cand;
+}
 
-    // A late publication stands above its neighbours on both sides. At the ends, where there
-    // is one side only, above the line through the next two (a drift continues that line).
+// A late publication stands above its neighbours on both sides. At the ends, where there
+// is one side only, above the line through the next two (a drift continues that line).
+std::vector<bool> late_publications(const std::vector<Candidate>& cand) {
     std::vector<bool> late(cand.size(), false);
     for (size_t i = 0; cand.size() >= 3 && i < cand.size(); ++i) {
         if (i == 0 || i + 1 == cand.size()) {
@@ -230,6 +256,12 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
             late[i] = above(cand[i], cand[i - 1]) && above(cand[i], cand[i + 1]);
         }
     }
+    return late;
+}
+
+// The fit's points: one per publication that is not late.
+void keep_points(const std::vector<Candidate>& cand, ClockFit& fit) {
+    const std::vector<bool> late = late_publications(cand);
     for (size_t i = 0; i < cand.size(); ++i) {
         if (late[i]) {
             ++fit.rejected_late;
@@ -241,23 +273,13 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
         fit.points.push_back({c.g, c.lo + (c.hi - c.lo) / 2, double(c.hi - c.lo) / 2});
         fit.max_width = std::max(fit.max_width, double(c.hi - c.lo));
     }
-    fit.used = fit.points.size();
-    if (fit.used < 2) {
-        fit.error = "need at least 2 clock samples with distinct guest TSCs and brackets of at most " +
-                    std::to_string(max_bracket) + " host cycles, have " + std::to_string(fit.used) +
-                    " of " + std::to_string(fit.total) + " (" + std::to_string(fit.rejected_unordered) +
-                    " unordered, " + std::to_string(fit.rejected_wide) + " wide, " +
-                    std::to_string(fit.rejected_late) + " late)";
-        fit.points.clear();
-        return fit;
-    }
+}
 
-    fit.guest_ref = fit.points.front().guest_tsc;
-    fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
-    // The rate, from the segments that hold no offset step (see step_free_rate), with the
-    // noise floor measured against the rate 0 or against the rate most segments agree on (a
-    // real drift is a rise too), whichever shows the smaller floor. Every point's half width
-    // then carries the floor, so the mapping's bound does as well.
+// The rate, from the segments that hold no offset step (see step_free_rate), with the
+// noise floor measured against the rate 0 or against the rate most segments agree on (a
+// real drift is a rise too), whichever shows the smaller floor. Every point's half width
+// then carries the floor, so the mapping's bound does as well. Returns the rate.
+double fit_drift(ClockFit& fit) {
     const double floor0 = noise_floor(fit.points, 0);
     DriftEstimate drift = step_free_rate(fit.points, floor0);
     fit.noise_floor = std::min(floor0, noise_floor(fit.points, drift.candidate));
@@ -271,7 +293,12 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     fit.drift_note = drift.note;
     fit.slope = 1 + rate;
     fit.drift_ppm = rate * 1e6;
-    // The line's offset at guest_ref: the median of the points' offsets along that rate.
+    return rate;
+}
+
+// The line's offset at guest_ref along `rate` (the median of the points'), how far the points
+// lie from it, and the steps: offset changes beyond the segments' brackets and the rate.
+void fit_offset(ClockFit& fit, double rate) {
     std::vector<std::pair<double, double>> at_ref;
     for (const ClockPoint& p : fit.points)
         at_ref.push_back({double(p.offset - fit.points.front().offset) -
@@ -280,14 +307,15 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
     double ss = 0;
     for (const auto& [r, w] : at_ref) ss += (r - fit.intercept) * (r - fit.intercept);
     fit.residual_rms = std::sqrt(ss / double(at_ref.size()));
-    // Steps: offset changes beyond the segments' brackets and the rate.
     for (size_t i = 0; i + 1 < fit.points.size(); ++i) {
         const ClockPoint &p = fit.points[i], &q = fit.points[i + 1];
         double moved = std::fabs(double(q.offset - p.offset) - rate * double(q.guest_tsc - p.guest_tsc));
         fit.offset_steps += std::max(0.0, moved - p.half_width - q.half_width);
     }
+}
 
-    // Segment bounds: the largest, and the median weighted by how much guest time each covers.
+// Segment bounds: the largest, and the median weighted by how much guest time each covers.
+void segment_bounds(ClockFit& fit) {
     std::vector<std::pair<double, double>> seg;  // (bound, guest length)
     for (size_t i = 0; i + 1 < fit.points.size(); ++i)
         seg.push_back({segment_bound(fit.points[i], fit.points[i + 1]),
@@ -303,6 +331,27 @@ ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
             break;
         }
     }
+}
+
+ClockFit fit_with(std::span<const ClockSample> samples, uint64_t max_bracket) {
+    ClockFit fit;
+    fit.max_bracket = max_bracket;
+    fit.total = samples.size();
+    keep_points(bracketed(samples, max_bracket, fit), fit);
+    fit.used = fit.points.size();
+    if (fit.used < 2) {
+        fit.error = "need at least 2 clock samples with distinct guest TSCs and brackets of at most " +
+                    std::to_string(max_bracket) + " host cycles, have " + std::to_string(fit.used) +
+                    " of " + std::to_string(fit.total) + " (" + std::to_string(fit.rejected_unordered) +
+                    " unordered, " + std::to_string(fit.rejected_wide) + " wide, " +
+                    std::to_string(fit.rejected_late) + " late)";
+        fit.points.clear();
+        return fit;
+    }
+    fit.guest_ref = fit.points.front().guest_tsc;
+    fit.host_ref = fit.guest_ref + uint64_t(fit.points.front().offset);
+    fit_offset(fit, fit_drift(fit));
+    segment_bounds(fit);
     fit.ok = true;
     return fit;
 }
