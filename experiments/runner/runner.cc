@@ -38,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 // Why a wait ended early.
 enum class Stop { kNone, kSignal, kVmGone, kConditionGone };
 
+std::chrono::milliseconds seconds(double s) { return std::chrono::milliseconds(long(s * 1000)); }
+
 // "20250101-120001" for 2025-01-01T12:00:01Z.
 std::string default_run_id() {
     std::string id;
@@ -56,7 +58,17 @@ public:
     int run();
 
 private:
+    void start_vms(const std::string& vm_name);
+    int run_plan(std::string& reason);
+    int finish(int code, std::string reason);
     Stop one_repetition(const Phase& p, uint32_t rep);
+    Condition start_repetition_condition(const Phase& p, uint32_t rep, const std::string& at);
+    void start_timeline(const std::string& phase, uint32_t rep, const Condition& cond, const std::string& at);
+    Stop measure(const std::string& phase, uint32_t rep, const std::string& at, Condition& cond,
+                 SnapshotRecord* rec);
+    void sample_kvm(const std::string& phase, uint32_t rep, const std::string& at, const std::string& when);
+    void keep_repetition(const std::string& phase, uint32_t rep, const std::string& at, Condition& cond,
+                         const SnapshotRecord& rec);
     Stop wait(Clock::time_point until, Condition* cond, const std::function<void()>& tick);
     void check_condition(Stop s, const Condition& cond, const std::string& at, const char* when);
     void write_status(bool complete, const std::string& reason);
@@ -162,8 +174,21 @@ void Experiment::check_condition(Stop s, const Condition& cond, const std::strin
 Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     const std::string phase = p.name();
     const std::string at = phase + " r" + std::to_string(rep);
-    auto seconds = [](double s) { return std::chrono::milliseconds(long(s * 1000)); };
+    Condition cond = start_repetition_condition(p, rep, at);
+    progress_.show(progress_state("warm-up"), true);
+    Stop s = wait(Clock::now() + seconds(spec_.run.warmup_s), &cond,
+                  [&] { progress_.show(progress_state("warm-up")); });
+    check_condition(s, cond, at, "during the warm-up");
+    if (s != Stop::kNone) return s;
+    start_timeline(phase, rep, cond, at);
+    SnapshotRecord rec;
+    if (s = measure(phase, rep, at, cond, &rec); s != Stop::kNone) return s;
+    keep_repetition(phase, rep, at, cond, rec);
+    return Stop::kNone;
+}
 
+// The repetition's host condition, from before its warm-up, and what it tells meta.json.
+Condition Experiment::start_repetition_condition(const Phase& p, uint32_t rep, const std::string& at) {
     // Neighbours run only in the neighbours-N repetitions that use them (neighbours.h).
     if (neighbours_ && neighbours_->running())
         if (std::string problem = neighbours_->pause(); !problem.empty()) note(at + ": " + problem);
@@ -175,7 +200,7 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
                        true);
         neighbours_->run(p.neighbours, [&](const std::string& line) { note(at + ": " + line); });
     }
-    if (note_freezer(meta_, phase + "-r" + std::to_string(rep), cond.facts))
+    if (note_freezer(meta_, p.name() + "-r" + std::to_string(rep), cond.facts))
         write_file(dir_ + "/meta.json", meta_json(meta_));
     if (note_injector_priority(meta_, cond.facts)) {
         write_file(dir_ + "/meta.json", meta_json(meta_));
@@ -184,12 +209,11 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
                  std::to_string(meta_.preempt_rt_priority.asked) + " (" + meta_.preempt_rt_priority.fallback +
                  "; recorded in meta.json)");
     }
-    progress_.show(progress_state("warm-up"), true);
-    Stop s = wait(Clock::now() + seconds(spec_.run.warmup_s), &cond,
-                  [&] { progress_.show(progress_state("warm-up")); });
-    check_condition(s, cond, at, "during the warm-up");
-    if (s != Stop::kNone) return s;
+    return cond;
+}
 
+void Experiment::start_timeline(const std::string& phase, uint32_t rep, const Condition& cond,
+                                const std::string& at) {
     if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv,
                                               cond.neighbours ? cond.neighbours->vcpu_threads() : NeighbourThreads{});
         !failed.empty())
@@ -201,21 +225,18 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
             note(at + ": the timeline comes from the vCPU threads' perf switch records (tracefs is not open to "
                  "this user; recorded in meta.json)");
     }
+}
+
+// The measured window: the guest's counters (and trace) from its start to its end, in *rec.
+Stop Experiment::measure(const std::string& phase, uint32_t rep, const std::string& at, Condition& cond,
+                         SnapshotRecord* rec) {
     const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
-    // KVM's per-vCPU counters just before the window opens and just after it closes
-    // (kvm_stats.h); under TCG there are none.
-    auto kvm_sample = [&](const std::string& when) {
-        if (vm_->info().accel != "kvm") return;
-        if (std::string problem = sample_kvm_stats(tools_.spinlab_vm, vm_->name(), dir_, kvm_stats_file(phase, rep, when));
-            !problem.empty())
-            note(at + ": KVM statistics (" + when + "): " + problem);
-    };
-    kvm_sample("start");
+    sample_kvm(phase, rep, at, "start");
     // The neighbours' windows around the measured one's start and end snapshots (each VM's
     // throughput is over its own window, which it records).
     if (cond.neighbours) cond.neighbours->open_windows(phase, rep);
     Window window(vm_->guest(), spec_, phase, rep, clock_samples_, dir_, base + ".trace");
-    s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
+    Stop s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
         live_ops_ = window.live_ops_per_s();
         progress_.show(progress_state("measuring"));
@@ -225,19 +246,34 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
     if (cond.neighbours)
         if (std::string problem = cond.neighbours->close_windows(); !problem.empty())
             note(at + ": neighbour counters: " + problem);
-    SnapshotRecord rec = window.close();
-    kvm_sample("end");
-    if (rec.trace && (rec.trace->totals.events_lost || rec.trace->totals.log_buffers_lost ||
-                      rec.trace->totals.realtime_buffers_lost || rec.trace->damaged_frames))
-        note(at + ": the trace lost events: " + collect::trace_counters_line(rec.trace->totals) +
-             (rec.trace->damaged_frames ? ", " + std::to_string(rec.trace->damaged_frames) + " damaged frames" : ""));
+    *rec = window.close();
+    sample_kvm(phase, rep, at, "end");
+    if (rec->trace && (rec->trace->totals.events_lost || rec->trace->totals.log_buffers_lost ||
+                       rec->trace->totals.realtime_buffers_lost || rec->trace->damaged_frames))
+        note(at + ": the trace lost events: " + collect::trace_counters_line(rec->trace->totals) +
+             (rec->trace->damaged_frames ? ", " + std::to_string(rec->trace->damaged_frames) + " damaged frames" : ""));
+    return Stop::kNone;
+}
 
+// KVM's per-vCPU counters just before the window opens and just after it closes
+// (kvm_stats.h); under TCG there are none.
+void Experiment::sample_kvm(const std::string& phase, uint32_t rep, const std::string& at, const std::string& when) {
+    if (vm_->info().accel != "kvm") return;
+    if (std::string problem = sample_kvm_stats(tools_.spinlab_vm, vm_->name(), dir_, kvm_stats_file(phase, rep, when));
+        !problem.empty())
+        note(at + ": KVM statistics (" + when + "): " + problem);
+}
+
+// Ends the repetition's condition and timeline and keeps what it measured.
+void Experiment::keep_repetition(const std::string& phase, uint32_t rep, const std::string& at, Condition& cond,
+                                 const SnapshotRecord& rec) {
     // The condition first: its freeze record is complete once it has ended, and the timeline
     // reads it when it stops.
     if (cond.child) cond.child->stop();
     if (cond.neighbours)
         if (std::string problem = cond.neighbours->pause(); !problem.empty()) note(at + ": " + problem);
     timeline_->stop();
+    const std::string base = "snapshots/" + phase + "-r" + std::to_string(rep);
     write_file(dir_ + "/" + base + ".json", snapshot_json(rec));
     if (std::string problem = timeline_->keep(phase, rep); !problem.empty()) note(problem);
     done_.push_back({phase, rep});
@@ -248,7 +284,6 @@ Stop Experiment::one_repetition(const Phase& p, uint32_t rep) {
         if (std::string problem = export_repetition(dir_, name, spec_.trace.exports, &fit); !problem.empty())
             note(at + ": trace export: " + problem);
     }
-    return Stop::kNone;
 }
 
 int Experiment::run() {
@@ -277,37 +312,8 @@ int Experiment::run() {
     int code = kRunComplete;
     std::string reason;
     try {
-        // The neighbours boot beside the measured VM, then wait paused for their phases.
-        prepare_guest(spec_, tools_.spinlab_vm, dir_, [&](const std::string& line) { note(line); });
-        if (neighbours_) neighbours_->launch(max_neighbours(spec_));
-        vm_->start([&](const std::string& line) { note(line); });
-        if (neighbours_) {
-            progress_.show(progress_state("starting neighbours"), true);
-            neighbours_->run(max_neighbours(spec_), [&](const std::string& line) { note(line); });
-            if (std::string problem = neighbours_->pause(); !problem.empty()) note(problem);
-        }
-        meta_ = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
-        host_tsc_hz_ = meta_.host.tsc_hz;
-        write_file(dir_ + "/meta.json", meta_json(meta_));
-        setup_s_ = elapsed();
-        for (slot_index_ = 0; slot_index_ < plan_.size(); ++slot_index_) {
-            const Slot& slot = plan_[slot_index_];
-            const Phase& p = spec_.run.phases[slot.phase];
-            const std::string at = p.name() + " r" + std::to_string(slot.rep);
-            write_status(false, "running: " + std::to_string(done_.size()) + " of " +
-                                    std::to_string(plan_.size()) + " repetitions done, now " + at);
-            Stop s = one_repetition(p, slot.rep);
-            if (s == Stop::kSignal) {
-                reason = "interrupted by " + signal_name(pending_signal()) + " during " + at;
-                code = kRunPartial;
-                break;
-            }
-            if (s == Stop::kVmGone) {
-                reason = "the VM died during " + at + ": " + vm_->why_gone();
-                code = kRunPartial;
-                break;
-            }
-        }
+        start_vms(vm_name);
+        code = run_plan(reason);
     } catch (const collect::CollectError& e) {
         reason = e.what();
         code = e.exit_code() == collect::kExitAbi       ? kRunAbi
@@ -317,8 +323,52 @@ int Experiment::run() {
         reason = e.what();
         code = kRunPartial;
     }
+    return finish(code, reason);
+}
+
+// The measured VM and the neighbours, booted; meta.json written.
+void Experiment::start_vms(const std::string& vm_name) {
+    // The neighbours boot beside the measured VM, then wait paused for their phases.
+    prepare_guest(spec_, tools_.spinlab_vm, dir_, [&](const std::string& line) { note(line); });
+    if (neighbours_) neighbours_->launch(max_neighbours(spec_));
+    vm_->start([&](const std::string& line) { note(line); });
+    if (neighbours_) {
+        progress_.show(progress_state("starting neighbours"), true);
+        neighbours_->run(max_neighbours(spec_), [&](const std::string& line) { note(line); });
+        if (std::string problem = neighbours_->pause(); !problem.empty()) note(problem);
+    }
+    meta_ = make_meta({spec_, plan_, run_id_, vm_name, tools_.source_dir, vm_->info(), vm_->guest()});
+    host_tsc_hz_ = meta_.host.tsc_hz;
+    write_file(dir_ + "/meta.json", meta_json(meta_));
+    setup_s_ = elapsed();
+}
+
+// Every repetition of the plan in order, until one is stopped: kRunComplete, or kRunPartial
+// with the reason.
+int Experiment::run_plan(std::string& reason) {
+    for (slot_index_ = 0; slot_index_ < plan_.size(); ++slot_index_) {
+        const Slot& slot = plan_[slot_index_];
+        const Phase& p = spec_.run.phases[slot.phase];
+        const std::string at = p.name() + " r" + std::to_string(slot.rep);
+        write_status(false, "running: " + std::to_string(done_.size()) + " of " +
+                                std::to_string(plan_.size()) + " repetitions done, now " + at);
+        Stop s = one_repetition(p, slot.rep);
+        if (s == Stop::kSignal) {
+            reason = "interrupted by " + signal_name(pending_signal()) + " during " + at;
+            return kRunPartial;
+        }
+        if (s == Stop::kVmGone) {
+            reason = "the VM died during " + at + ": " + vm_->why_gone();
+            return kRunPartial;
+        }
+    }
+    return kRunComplete;
+}
+
+// Every exit path: the VM goes (children of conditions were stopped by their owners), and the
+// run's status, table and last words say how it ended.
+int Experiment::finish(int code, std::string reason) {
     progress_.clear();
-    // Every exit path: the VM goes (children of conditions were stopped by their owners).
     ignore_signals();
     timeline_->stop();
     if (neighbours_) neighbours_->stop();
