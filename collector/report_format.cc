@@ -178,90 +178,107 @@ std::string class_table(const LockClassPerf& c, AcquisitionsCounted counted) {
     return out;
 }
 
-std::string format_query(const QueryView& v, OutputFormat f) {
+namespace {
+
+// lock=pvqspin's counters are shown only when some CPU counted one (other locks count none).
+bool any_pv(const Snapshot& s) {
+    for (const CpuSnapshot& c : s.cpus)
+        if (pv_any(c.pv)) return true;
+    return false;
+}
+
+std::string class_heading(const QueryView& v, uint32_t id, const std::string& cpus, uint64_t acquisitions) {
+    return "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) + "), " + cpus + ": " +
+           std::to_string(acquisitions) + " acquisitions\n";
+}
+
+std::string query_table(const QueryView& v) {
     const Snapshot& s = *v.snapshot;
-    // lock=pvqspin's counters, shown only when some CPU counted one (other locks count none).
-    const PvLockCounters pv = pv_total(s);
     const AcquisitionsCounted counted = acquisitions_counted(s);
-    bool show_pv = false;
-    for (const CpuSnapshot& c : s.cpus) show_pv = show_pv || pv_any(c.pv);
     std::string out;
-    switch (f) {
-        case OutputFormat::kTable: {
-            if (!v.title.empty()) out += v.title + "\n";
-            if (v.classes.empty()) out += "no lock acquisitions recorded\n";
-            for (uint32_t id : v.classes) {
-                LockClassPerf m = merge_cpus(s, id);
-                out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
-                       "), all " + std::to_string(s.cpus.size()) + " CPUs: " +
-                       std::to_string(m.acquisitions) + " acquisitions\n";
-                out += class_table(m, counted);
-                if (!v.per_cpu) continue;
-                for (const CpuSnapshot& c : s.cpus) {
-                    out += "\nlock class " + v.names->name(id) + " (id " + std::to_string(id) +
-                           "), CPU " + std::to_string(c.cpu) + ": " +
-                           std::to_string(c.classes[id].acquisitions) + " acquisitions\n";
-                    out += class_table(c.classes[id], c.acquisitions_counted);
-                }
-            }
-            if (show_pv) out += pv_table(s, pv);
-            break;
+    if (!v.title.empty()) out += v.title + "\n";
+    if (v.classes.empty()) out += "no lock acquisitions recorded\n";
+    for (uint32_t id : v.classes) {
+        LockClassPerf m = merge_cpus(s, id);
+        out += class_heading(v, id, "all " + std::to_string(s.cpus.size()) + " CPUs", m.acquisitions);
+        out += class_table(m, counted);
+        if (!v.per_cpu) continue;
+        for (const CpuSnapshot& c : s.cpus) {
+            out += class_heading(v, id, "CPU " + std::to_string(c.cpu), c.classes[id].acquisitions);
+            out += class_table(c.classes[id], c.acquisitions_counted);
         }
-        case OutputFormat::kCsv:
-            out = "cpu,class_id,class,metric,bucket,value\n";
-            // What every acquisitions row counts: its name in the bucket column, as lhp rows name
-            // their class there.
-            out += std::string("all,,,acquisitions_counted,") + acquisitions_counted_name(counted) + "," +
-                   std::to_string(uint32_t(counted)) + "\n";
-            for (uint32_t id : v.classes) {
-                csv_rows(out, "all", id, v.names->name(id), merge_cpus(s, id));
-                if (v.per_cpu)
-                    for (const CpuSnapshot& c : s.cpus)
-                        csv_rows(out, std::to_string(c.cpu), id, v.names->name(id),
-                                 c.classes[id]);
-            }
-            if (show_pv) {
-                pv_csv_rows(out, "all", pv);
-                for (const CpuSnapshot& c : s.cpus) pv_csv_rows(out, std::to_string(c.cpu), c.pv);
-            }
-            break;
-        case OutputFormat::kJson: {
-            JsonWriter w;
-            w.begin_object().field("cpus", uint32_t(s.cpus.size()));
-            w.field("acquisitions_counted", acquisitions_counted_name(counted)).key("classes").begin_array();
-            for (uint32_t id : v.classes) {
-                w.begin_object().field("id", id).field("name", v.names->name(id));
-                w.key("merged");
-                perf_json(w, merge_cpus(s, id));
-                if (v.per_cpu) {
-                    w.key("per_cpu").begin_array();
-                    for (const CpuSnapshot& c : s.cpus) {
-                        w.begin_object().field("cpu", c.cpu).key("perf");
-                        perf_json(w, c.classes[id]);
-                        w.end_object();
-                    }
-                    w.end_array();
-                }
+    }
+    if (any_pv(s)) out += pv_table(s, pv_total(s));
+    return out;
+}
+
+std::string query_csv(const QueryView& v) {
+    const Snapshot& s = *v.snapshot;
+    const AcquisitionsCounted counted = acquisitions_counted(s);
+    std::string out = "cpu,class_id,class,metric,bucket,value\n";
+    // What every acquisitions row counts: its name in the bucket column, as lhp rows name their
+    // class there.
+    out += std::string("all,,,acquisitions_counted,") + acquisitions_counted_name(counted) + "," +
+           std::to_string(uint32_t(counted)) + "\n";
+    for (uint32_t id : v.classes) {
+        csv_rows(out, "all", id, v.names->name(id), merge_cpus(s, id));
+        if (v.per_cpu)
+            for (const CpuSnapshot& c : s.cpus) csv_rows(out, std::to_string(c.cpu), id, v.names->name(id), c.classes[id]);
+    }
+    if (any_pv(s)) {
+        pv_csv_rows(out, "all", pv_total(s));
+        for (const CpuSnapshot& c : s.cpus) pv_csv_rows(out, std::to_string(c.cpu), c.pv);
+    }
+    return out;
+}
+
+void pv_json(JsonWriter& w, const Snapshot& s) {
+    w.key("pv").begin_object().key("merged").begin_object();
+    pv_fields(w, pv_total(s));
+    w.end_object().key("per_cpu").begin_array();
+    for (const CpuSnapshot& c : s.cpus) {
+        w.begin_object().field("cpu", c.cpu);
+        pv_fields(w, c.pv);
+        w.end_object();
+    }
+    w.end_array().end_object();
+}
+
+std::string query_json(const QueryView& v) {
+    const Snapshot& s = *v.snapshot;
+    JsonWriter w;
+    w.begin_object().field("cpus", uint32_t(s.cpus.size()));
+    w.field("acquisitions_counted", acquisitions_counted_name(acquisitions_counted(s))).key("classes").begin_array();
+    for (uint32_t id : v.classes) {
+        w.begin_object().field("id", id).field("name", v.names->name(id));
+        w.key("merged");
+        perf_json(w, merge_cpus(s, id));
+        if (v.per_cpu) {
+            w.key("per_cpu").begin_array();
+            for (const CpuSnapshot& c : s.cpus) {
+                w.begin_object().field("cpu", c.cpu).key("perf");
+                perf_json(w, c.classes[id]);
                 w.end_object();
             }
             w.end_array();
-            if (show_pv) {
-                w.key("pv").begin_object().key("merged").begin_object();
-                pv_fields(w, pv);
-                w.end_object().key("per_cpu").begin_array();
-                for (const CpuSnapshot& c : s.cpus) {
-                    w.begin_object().field("cpu", c.cpu);
-                    pv_fields(w, c.pv);
-                    w.end_object();
-                }
-                w.end_array().end_object();
-            }
-            w.end_object();
-            out = w.take() + "\n";
-            break;
         }
+        w.end_object();
     }
-    return out;
+    w.end_array();
+    if (any_pv(s)) pv_json(w, s);
+    w.end_object();
+    return w.take() + "\n";
+}
+
+}  // namespace
+
+std::string format_query(const QueryView& v, OutputFormat f) {
+    switch (f) {
+        case OutputFormat::kTable: return query_table(v);
+        case OutputFormat::kCsv: return query_csv(v);
+        case OutputFormat::kJson: return query_json(v);
+    }
+    return {};
 }
 
 }  // namespace spinlab::collect

@@ -107,17 +107,12 @@ std::map<std::string, WorkloadOps> counted_workload_ops(const WorkloadInformatio
     return {{name.empty() ? std::string("workload") : name, w}};
 }
 
-std::string snapshot_json(const SnapshotRecord& r) {
-    JsonWriter j;
-    j.begin_object();
-    j.field("format", kResultsFormat);
-    j.field("phase", r.phase);
-    j.field("rep", r.rep);
-    stamp(j, "start", r.start);
-    stamp(j, "end", r.end);
-    j.field("duration_s", r.duration_s);
+namespace {
+
+// "workload": each program's operations over the window, the classes counted or the guest's unit.
+void workload_json(JsonWriter& j, const std::map<std::string, WorkloadOps>& workload) {
     j.key("workload").begin_object();
-    for (const auto& [name, w] : r.workload) {
+    for (const auto& [name, w] : workload) {
         j.key(name).begin_object();
         j.field("ops", w.ops);
         j.field("ops_per_s", w.ops_per_s);
@@ -128,8 +123,12 @@ std::string snapshot_json(const SnapshotRecord& r) {
         j.end_object();
     }
     j.end_object();
+}
+
+// "cpus": each CPU's counters of its non-empty classes, by class name.
+void cpus_json(JsonWriter& j, const collect::Snapshot& counters, const collect::ClassNames& names) {
     j.key("cpus").begin_array();
-    for (const auto& cpu : r.counters.cpus) {
+    for (const auto& cpu : counters.cpus) {
         j.begin_object();
         j.field("cpu", cpu.cpu);
         j.field("acquisitions_counted", acquisitions_counted_name(cpu.acquisitions_counted));
@@ -138,77 +137,99 @@ std::string snapshot_json(const SnapshotRecord& r) {
         for (uint32_t id = 0; id < cpu.classes.size(); ++id) {
             const LockClassPerf& c = cpu.classes[id];
             if (c.acquisitions == 0) continue;  // the contract lets empty classes be left out
-            j.key(r.names.name(id));
+            j.key(names.name(id));
             collect::perf_json(j, c);
         }
         j.end_object();
         j.end_object();
     }
     j.end_array();
-    if (r.long_waits) {
-        j.key("long_waits").begin_array();
-        for (const auto& w : r.long_waits->entries) {
-            j.begin_object();
-            j.field("cpu", w.cpu);
-            j.field("class", w.class_name);
-            j.field("start_tsc", w.start_tsc);
-            j.field("wait_cycles", w.wait_cycles);
-            j.key("holder_cpu");
-            if (w.holder_cpu)
-                j.value(*w.holder_cpu);
+}
+
+void optional_cpu(JsonWriter& j, const char* key, const std::optional<uint32_t>& cpu) {
+    j.key(key);
+    if (cpu)
+        j.value(*cpu);
+    else
+        null_value(j);
+}
+
+// One long wait: where and how long, its holders, its guest-side class and steal times.
+void long_wait_json(JsonWriter& j, const LongWaitEntry& w) {
+    j.begin_object();
+    j.field("cpu", w.cpu);
+    j.field("class", w.class_name);
+    j.field("start_tsc", w.start_tsc);
+    j.field("wait_cycles", w.wait_cycles);
+    optional_cpu(j, "holder_cpu", w.holder_cpu);
+    optional_cpu(j, "holder_end_cpu", w.holder_end_cpu);
+    j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
+    if (!w.holds.empty()) {
+        j.key("holds").begin_array();
+        for (const HoldLink& h : w.holds) {  // [cpu, from_tsc], null: not traced
+            j.begin_array();
+            j.value(h.cpu);
+            if (h.from_tsc)
+                j.value(*h.from_tsc);
             else
                 null_value(j);
-            j.key("holder_end_cpu");
-            if (w.holder_end_cpu)
-                j.value(*w.holder_end_cpu);
-            else
-                null_value(j);
-            j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
-            if (!w.holds.empty()) {
-                j.key("holds").begin_array();
-                for (const HoldLink& h : w.holds) {  // [cpu, from_tsc], null: not traced
-                    j.begin_array();
-                    j.value(h.cpu);
-                    if (h.from_tsc)
-                        j.value(*h.from_tsc);
-                    else
-                        null_value(j);
-                    j.end_array();
-                }
-                j.end_array();
-            }
-            if (w.holder_steal_ns) j.field("holder_steal_ns", *w.holder_steal_ns);
-            if (w.waiter_steal_ns) j.field("waiter_steal_ns", *w.waiter_steal_ns);
-            j.end_object();
+            j.end_array();
         }
         j.end_array();
-        j.field("long_waits_min_cycles", r.long_waits->min_cycles);
-        j.field("long_waits_dropped", r.long_waits->dropped);
     }
-    if (r.trace) {
-        const TraceRecord& t = *r.trace;
-        j.key("trace").begin_object();
-        j.field("file", t.file);
-        j.field("session_id", t.session.session_id);
-        trace_session_fields(j, t.session);
-        j.field("buffers_per_cpu", t.session.buffers_per_cpu);
-        j.field("events", t.events);
-        j.field("buffers", t.buffers);
-        j.field("damaged_frames", t.damaged_frames);
-        j.field("counters_found", t.counters_found);
+    if (w.holder_steal_ns) j.field("holder_steal_ns", *w.holder_steal_ns);
+    if (w.waiter_steal_ns) j.field("waiter_steal_ns", *w.waiter_steal_ns);
+    j.end_object();
+}
+
+void long_waits_json(JsonWriter& j, const LongWaits& lw) {
+    j.key("long_waits").begin_array();
+    for (const auto& w : lw.entries) long_wait_json(j, w);
+    j.end_array();
+    j.field("long_waits_min_cycles", lw.min_cycles);
+    j.field("long_waits_dropped", lw.dropped);
+}
+
+// "trace": the repetition's session, what its file holds and what it lost, in total and per CPU.
+void trace_json(JsonWriter& j, const TraceRecord& t) {
+    j.key("trace").begin_object();
+    j.field("file", t.file);
+    j.field("session_id", t.session.session_id);
+    trace_session_fields(j, t.session);
+    j.field("buffers_per_cpu", t.session.buffers_per_cpu);
+    j.field("events", t.events);
+    j.field("buffers", t.buffers);
+    j.field("damaged_frames", t.damaged_frames);
+    j.field("counters_found", t.counters_found);
+    j.key("loss");
+    loss_json(j, t.totals);
+    j.key("cpus").begin_array();
+    for (const TraceCpuCounters& c : t.cpus) {
+        j.begin_object();
+        j.field("cpu", c.cpu);
         j.key("loss");
-        loss_json(j, t.totals);
-        j.key("cpus").begin_array();
-        for (const TraceCpuCounters& c : t.cpus) {
-            j.begin_object();
-            j.field("cpu", c.cpu);
-            j.key("loss");
-            loss_json(j, c.counters);
-            j.end_object();
-        }
-        j.end_array();
+        loss_json(j, c.counters);
         j.end_object();
     }
+    j.end_array();
+    j.end_object();
+}
+
+}  // namespace
+
+std::string snapshot_json(const SnapshotRecord& r) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("phase", r.phase);
+    j.field("rep", r.rep);
+    stamp(j, "start", r.start);
+    stamp(j, "end", r.end);
+    j.field("duration_s", r.duration_s);
+    workload_json(j, r.workload);
+    cpus_json(j, r.counters, r.names);
+    if (r.long_waits) long_waits_json(j, *r.long_waits);
+    if (r.trace) trace_json(j, *r.trace);
     j.end_object();
     return j.take() + "\n";
 }
@@ -242,20 +263,118 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     return j.take() + "\n";
 }
 
-std::string meta_json(const Meta& m) {
-    JsonWriter j;
-    j.begin_object();
-    j.field("format", kResultsFormat);
-    j.field("run_id", m.run_id);
-    j.field("date", m.date);
-    j.field("git_rev", m.git_rev);
+namespace {
+
+// key: the text, or null where it is empty (not known, not applicable).
+void text_or_null(JsonWriter& j, const char* key, const std::string& v) {
+    j.key(key);
+    if (v.empty()) null_value(j);
+    else j.value(v);
+}
+
+void host_json(JsonWriter& j, const HostInfo& h) {
     j.key("host").begin_object();
-    j.field("cpu_model", m.host.cpu_model);
-    j.field("kernel", m.host.kernel);
-    j.field("cpus", m.host.cpus);
-    j.field("tsc_hz", m.host.tsc_hz);
-    j.field("hypervisor", m.host.hypervisor);
+    j.field("cpu_model", h.cpu_model);
+    j.field("kernel", h.kernel);
+    j.field("cpus", h.cpus);
+    j.field("tsc_hz", h.tsc_hz);
+    j.field("hypervisor", h.hypervisor);
     j.end_object();
+}
+
+// The phases, how often and in which order they ran ("plan": [phase, rep] pairs).
+void plan_json(JsonWriter& j, const Meta& m) {
+    j.key("phases").begin_array();
+    for (const auto& p : m.phases) j.value(p);
+    j.end_array();
+    j.field("repetitions", m.repetitions);
+    j.field("order", m.order);
+    j.field("seed", m.seed);
+    j.key("plan").begin_array();
+    for (const Done& d : m.plan) {
+        j.begin_array();
+        j.value(d.phase);
+        j.value(d.rep);
+        j.end_array();
+    }
+    j.end_array();
+}
+
+// How the preempt phases' freezes were made: the injector's priority and the freezer's writes.
+void freeze_injection_json(JsonWriter& j, const Meta& m) {
+    j.key("preempt_rt_priority").begin_object();
+    j.field("asked", m.preempt_rt_priority.asked);
+    j.key("used");
+    if (m.preempt_rt_priority.used) j.value(*m.preempt_rt_priority.used);
+    else null_value(j);
+    text_or_null(j, "fallback", m.preempt_rt_priority.fallback);
+    j.end_object();
+    j.key("freezer").begin_array();
+    for (const Meta::FreezerWrites& f : m.freezer) {
+        j.begin_object().field("slot", f.slot).field("cgroup", f.cgroup).field("key_held", f.key_held);
+        j.key("freeze_write_ms").fixed(f.freeze_write_ms, 4);
+        j.key("thaw_write_ms").fixed(f.thaw_write_ms, 4);
+        j.end_object();
+    }
+    j.end_array();
+}
+
+void neighbour_vm_json(JsonWriter& j, const Meta::NeighbourVm& v) {
+    j.begin_object();
+    j.field("name", v.name);
+    j.field("role", v.role);
+    j.field("vcpus", v.vcpus);
+    j.field("memory_mb", v.memory_mb);
+    j.field("lock", v.lock);
+    j.field("workload", v.workload);
+    j.key("pin").begin_array();
+    for (uint32_t c : v.pin) j.value(c);
+    j.end_array();
+    j.end_object();
+}
+
+void neighbours_json(JsonWriter& j, const std::optional<Meta::Neighbours>& n) {
+    j.key("neighbours");
+    if (!n) {
+        null_value(j);
+        return;
+    }
+    j.begin_object();
+    j.key("host_cpus").begin_array();
+    for (uint32_t c : n->host_cpus) j.value(c);
+    j.end_array();
+    j.key("vms").begin_array();
+    for (const Meta::NeighbourVm& v : n->vms) neighbour_vm_json(j, v);
+    j.end_array();
+    j.key("overcommit").begin_object();
+    for (const auto& [phase, ratio] : n->overcommit) j.field(phase, ratio);
+    j.end_object();
+    j.end_object();
+}
+
+// The trace session as asked for, with the call-stack settings (TraceStackInformation) the
+// sessions started with; null without [trace].
+void trace_meta_json(JsonWriter& j, const Meta& m) {
+    j.key("trace");
+    if (!m.trace) {
+        null_value(j);
+        return;
+    }
+    j.begin_object();
+    trace_session_fields(j, *m.trace);
+    const TraceStackInformation& s = m.trace_stacks;
+    j.key("stacks").begin_object();
+    j.field("stack_flags", s.stack_flags ? collect::trace_groups_text(s.stack_flags) : std::string("none"));
+    j.field("stack_caching", s.caching ? "on" : "off");
+    j.field("max_stack_depth", s.max_depth);
+    j.field("bucket_count", s.bucket_count);
+    j.field("cache_size", s.cache_size);
+    j.end_object();
+    j.end_object();
+}
+
+// The VM and its guest: how QEMU ran it, the kernel's choices, the workload.
+void vm_json(JsonWriter& j, const Meta& m) {
     j.field("qemu_version", m.qemu_version);
     j.key("libvirt_version");
     if (m.libvirt_version)
@@ -273,20 +392,20 @@ std::string meta_json(const Meta& m) {
     j.field("guest_tsc_hz", m.guest_tsc_hz);
     j.field("workload", m.workload);
     j.field("kernel_append", m.kernel_append);
-    j.key("phases").begin_array();
-    for (const auto& p : m.phases) j.value(p);
-    j.end_array();
-    j.field("repetitions", m.repetitions);
-    j.field("order", m.order);
-    j.field("seed", m.seed);
-    j.key("plan").begin_array();
-    for (const Done& d : m.plan) {
-        j.begin_array();
-        j.value(d.phase);
-        j.value(d.rep);
-        j.end_array();
-    }
-    j.end_array();
+}
+
+}  // namespace
+
+std::string meta_json(const Meta& m) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("format", kResultsFormat);
+    j.field("run_id", m.run_id);
+    j.field("date", m.date);
+    j.field("git_rev", m.git_rev);
+    host_json(j, m.host);
+    vm_json(j, m);
+    plan_json(j, m);
     j.field("duration_s", m.duration_s);
     j.field("warmup_s", m.warmup_s);
     j.field("vm_name", m.vm_name);
@@ -297,75 +416,12 @@ std::string meta_json(const Meta& m) {
     j.field("guest_build_id", m.guest_build_id);
     j.field("guest_hypervisor", m.guest_hypervisor);
     j.field("guest", m.guest);
-    j.key("guest_kernel");
-    if (m.guest_kernel.empty()) null_value(j);
-    else j.value(m.guest_kernel);
+    text_or_null(j, "guest_kernel", m.guest_kernel);
     j.field("runner", m.runner_version);
-    j.key("preempt_rt_priority").begin_object();
-    j.field("asked", m.preempt_rt_priority.asked);
-    j.key("used");
-    if (m.preempt_rt_priority.used) j.value(*m.preempt_rt_priority.used);
-    else null_value(j);
-    j.key("fallback");
-    if (m.preempt_rt_priority.fallback.empty()) null_value(j);
-    else j.value(m.preempt_rt_priority.fallback);
-    j.end_object();
-    j.key("freezer").begin_array();
-    for (const Meta::FreezerWrites& f : m.freezer) {
-        j.begin_object().field("slot", f.slot).field("cgroup", f.cgroup).field("key_held", f.key_held);
-        j.key("freeze_write_ms").fixed(f.freeze_write_ms, 4);
-        j.key("thaw_write_ms").fixed(f.thaw_write_ms, 4);
-        j.end_object();
-    }
-    j.end_array();
-    j.key("neighbours");
-    if (m.neighbours) {
-        j.begin_object();
-        j.key("host_cpus").begin_array();
-        for (uint32_t c : m.neighbours->host_cpus) j.value(c);
-        j.end_array();
-        j.key("vms").begin_array();
-        for (const Meta::NeighbourVm& v : m.neighbours->vms) {
-            j.begin_object();
-            j.field("name", v.name);
-            j.field("role", v.role);
-            j.field("vcpus", v.vcpus);
-            j.field("memory_mb", v.memory_mb);
-            j.field("lock", v.lock);
-            j.field("workload", v.workload);
-            j.key("pin").begin_array();
-            for (uint32_t c : v.pin) j.value(c);
-            j.end_array();
-            j.end_object();
-        }
-        j.end_array();
-        j.key("overcommit").begin_object();
-        for (const auto& [phase, ratio] : m.neighbours->overcommit) j.field(phase, ratio);
-        j.end_object();
-        j.end_object();
-    } else {
-        null_value(j);
-    }
-    j.key("timeline_source");
-    if (m.timeline_source.empty()) null_value(j);
-    else j.value(m.timeline_source);
-    j.key("trace");
-    if (m.trace) {
-        j.begin_object();
-        trace_session_fields(j, *m.trace);
-        // The call-stack settings (TraceStackInformation) the sessions started with.
-        const TraceStackInformation& s = m.trace_stacks;
-        j.key("stacks").begin_object();
-        j.field("stack_flags", s.stack_flags ? collect::trace_groups_text(s.stack_flags) : std::string("none"));
-        j.field("stack_caching", s.caching ? "on" : "off");
-        j.field("max_stack_depth", s.max_depth);
-        j.field("bucket_count", s.bucket_count);
-        j.field("cache_size", s.cache_size);
-        j.end_object();
-        j.end_object();
-    } else {
-        null_value(j);
-    }
+    freeze_injection_json(j, m);
+    neighbours_json(j, m.neighbours);
+    text_or_null(j, "timeline_source", m.timeline_source);
+    trace_meta_json(j, m);
     j.end_object();
     return j.take() + "\n";
 }
