@@ -25,8 +25,10 @@ std::string format_rate(double v) {
         std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
     else if (v >= 1e4)
         std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
-    else
+    else if (v >= 10)
         std::snprintf(buf, sizeof buf, "%.0f", v);
+    else  // a few operations a second (a Linux guest's hackbench runs): keep two digits
+        std::snprintf(buf, sizeof buf, "%.2f", v);
     return buf;
 }
 
@@ -35,7 +37,7 @@ std::string format_progress(const ProgressState& s) {
                        s.phase + " r" + std::to_string(s.rep) + "/" +
                        std::to_string(s.repetitions) + " " + s.step + "  elapsed " +
                        format_duration(s.elapsed_s) + "  left " + format_duration(s.remaining_s) +
-                       "  acq/s " + format_rate(s.ops_per_s);
+                       "  " + s.unit + "/s " + format_rate(s.ops_per_s);
     return line;
 }
 

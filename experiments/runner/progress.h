@@ -7,6 +7,9 @@
 
 namespace spinlab::run {
 
+// The progress line's unit of a workload counted in lock acquisitions.
+inline constexpr const char* kAcquisitionsUnit = "acq";
+
 struct ProgressState {
     std::string phase;
     uint32_t rep = 0, repetitions = 0;
@@ -15,13 +18,15 @@ struct ProgressState {
     double elapsed_s = 0;           // since the run began
     double remaining_s = 0;         // estimate for the whole run
     double ops_per_s = -1;          // negative: not known yet
+    std::string unit = kAcquisitionsUnit;  // what one of those is: "acq", "hackbench runs", ...
 };
 
-// "[3/6] host-load r2/3 measuring  elapsed 0:42  left 1:10  acq/s 1.23M"
+// "[3/6] host-load r2/3 measuring  elapsed 0:42  left 1:10  acq/s 1.23M"; a workload the guest
+// counts itself gives its own unit: "... left 1:10  hackbench runs/s 2.4"
 std::string format_progress(const ProgressState& s);
 // "1:05", "12:00:03" style.
 std::string format_duration(double seconds);
-// "950", "12.3k", "1.23M".
+// "2.40", "950", "12.3k", "1.23M".
 std::string format_rate(double per_s);
 
 class Progress {

@@ -25,10 +25,16 @@ ProgressState state(double elapsed) {
 TEST(Progress, Format) {
     EXPECT_EQ(format_progress(state(42)),
               "[4/6] host-load r2/3 measuring  elapsed 0:42  left 1:10  acq/s 1.23M");
+    ProgressState counted = state(42);
+    counted.unit = "hackbench runs";  // a Linux guest's workload, counted by its agent
+    counted.ops_per_s = 2.4;
+    EXPECT_EQ(format_progress(counted),
+              "[4/6] host-load r2/3 measuring  elapsed 0:42  left 1:10  hackbench runs/s 2.40");
     EXPECT_EQ(format_duration(3725), "1:02:05");
     EXPECT_EQ(format_duration(-3), "0:00");
     EXPECT_EQ(format_rate(-1), "-");
     EXPECT_EQ(format_rate(950), "950");
+    EXPECT_EQ(format_rate(0), "0.00");
     EXPECT_EQ(format_rate(12345), "12.3k");
     EXPECT_EQ(format_rate(2.5e9), "2.50G");
 }

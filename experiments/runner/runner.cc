@@ -99,6 +99,7 @@ private:
     uint64_t host_tsc_hz_ = 0;  // meta.json's: the rate of clock.json's host side
     size_t slot_index_ = 0;
     double live_ops_ = -1;
+    std::string live_unit_ = kAcquisitionsUnit;
     double setup_s_ = 0;  // seconds spent before the first repetition (VM boot)
     WrkSummary wrk_;      // the repetitions kept, for the table a timing=all run ends with
 };
@@ -119,6 +120,7 @@ ProgressState Experiment::progress_state(const std::string& step) const {
     double total = per_slot * double(plan_.size());
     s.remaining_s = std::max(0.0, total - into_run);
     s.ops_per_s = live_ops_;
+    s.unit = live_unit_;
     return s;
 }
 
@@ -239,6 +241,7 @@ Stop Experiment::measure(const std::string& phase, uint32_t rep, const std::stri
     Stop s = wait(window.opened() + seconds(spec_.run.duration_s), &cond, [&] {
         window.poll();
         live_ops_ = window.live_ops_per_s();
+        live_unit_ = window.live_unit();
         progress_.show(progress_state("measuring"));
     });
     check_condition(s, cond, at, "while measuring");

@@ -40,7 +40,10 @@ void Window::poll() {
         auto ops = counted ? counted_workload_ops(*workload0_, *counted, secs)
                            : workload_ops(collect::snapshot_delta(now, baseline_), names_,
                                           spec_.workload.program, spec_.workload.throughput_classes, secs);
-        if (!ops.empty()) live_ops_ = ops.begin()->second.ops_per_s;
+        if (!ops.empty()) {
+            live_ops_ = ops.begin()->second.ops_per_s;
+            live_unit_ = ops.begin()->second.unit.empty() ? kAcquisitionsUnit : ops.begin()->second.unit;
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "clock_sync.h"
+#include "progress.h"
 #include "guest.h"
 #include "results.h"
 #include "spec.h"
@@ -34,8 +35,12 @@ public:
 
     Clock::time_point opened() const { return t0_; }
     void poll();
-    // Acquisitions per second of the workload so far; negative until known.
+    // The workload's operations per second so far (its classes' acquisitions, or what the guest
+    // counts itself); negative until known.
     double live_ops_per_s() const { return live_ops_; }
+    // What one of those operations is: "acq" for acquisitions, else the guest's own unit
+    // ("hackbench runs").
+    const std::string& live_unit() const { return live_unit_; }
     // Closes the window: the repetition's record.
     SnapshotRecord close();
 
@@ -54,6 +59,7 @@ private:
     std::unique_ptr<TraceRecording> trace_;
     Clock::time_point last_tick_;
     double live_ops_ = -1;
+    std::string live_unit_ = kAcquisitionsUnit;
 };
 
 }  // namespace spinlab::run
