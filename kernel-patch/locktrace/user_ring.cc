@@ -68,6 +68,140 @@ struct Run {
     }
 };
 
+// The thread's losses since the last take (its `full` count), counted first: they happened
+// before the records it could write after them are taken, and they are attempts of this CPU's
+// session (or outside it). A thread cannot lose more events than it had time to attempt.
+[[gnu::always_inline]] inline void count_thread_losses(UserRingCursor& c, const UserRingTake& t, uint64_t full,
+                                                       uint64_t now) {
+    if (full == c.full_seen) return;
+    const uint64_t d = full - c.full_seen;
+    const uint64_t could = (now > c.last_take ? now - c.last_take : 0) / kUserRingCyclesPerLoss + c.capacity;
+    c.full_seen = full;
+    if (d > could) {
+        c.rejected++;  // went backwards or leapt: scribbled, nothing to count
+    } else if (t.writer != nullptr) {
+        count_lost(t.writer, d);
+        c.lost += d;
+    } else {
+        c.discarded += d;
+    }
+}
+
+// A first look at what tells this session's event from none: true for a record of an earlier
+// session, or with rules this session does not enable. The thread may change the record
+// meanwhile, so what is written is checked again, in full, as read.
+[[gnu::always_inline]] inline bool not_this_sessions(const TraceSpinlockEvent& src, uint64_t last_tsc, uint64_t now,
+                                                     const UserRingTake& t) {
+    const uint8_t peek_rules = __atomic_load_n(&src.rules, __ATOMIC_RELAXED);
+    const uint64_t peek_tsc = __atomic_load_n(&src.h.tsc, __ATOMIC_RELAXED);
+    return peek_rules != 0 && peek_tsc >= last_tsc && peek_tsc <= now &&
+           (peek_tsc < t.session_start_tsc || rules_enabled(peek_rules, t.groups) == 0);
+}
+
+enum class Room { kReady, kLost, kWait };
+
+// The run's buffer is full (or there is none): ends the run, and begin_write finds a buffer to
+// begin the next in (kLost: none free, the record counted lost; kWait: wait for one).
+[[gnu::always_inline]] inline Room next_buffer(Run& run, Writer& w, bool may_wait, uint64_t& latest) {
+    run.end(w);
+    if (begin_write(w, sizeof(TraceSpinlockEvent), may_wait) == nullptr) return w.must_wait ? Room::kWait : Room::kLost;
+    run.begin(w, 1);  // this record's attempt is counted
+    latest = w.latest_tsc;
+    return Room::kReady;
+}
+
+// Reads the thread's record once, straight into the CPU's buffer at e, to be checked there: the
+// ring is the thread's to change at any time, the room is not. The header is the kernel's, so
+// only the fields checked are read from the thread's: returned, not copied.
+[[gnu::always_inline]] inline TraceEventHeader read_record(const TraceSpinlockEvent& src, TraceSpinlockEvent& e) {
+    uint64_t words[sizeof(TraceEventHeader) / 8];
+    for (size_t i = 0; i < sizeof words / 8; i++)
+        words[i] = __atomic_load_n(reinterpret_cast<const uint64_t*>(&src.h) + i, __ATOMIC_RELAXED);
+    TraceEventHeader h;
+    __builtin_memcpy(&h, words, sizeof h);
+    __builtin_memcpy(reinterpret_cast<uint8_t*>(&e) + sizeof h, reinterpret_cast<const uint8_t*>(&src) + sizeof h,
+                     sizeof e - sizeof h);
+    return h;
+}
+
+// Makes the checked record e the CPU's: the kernel's header and the rules this session enables.
+// Returns its stamp, which keeps the CPU's stream in time order: the release, unless the CPU
+// wrote a later event (`latest`) first (an interrupt between a lock's release and its record's
+// write); release_tsc keeps the release.
+[[gnu::always_inline]] inline uint64_t own_record(TraceSpinlockEvent& e, uint8_t rules, uint64_t latest,
+                                                  const UserRingTake& t) {
+    const uint64_t stamp = e.release_tsc > latest ? e.release_tsc : latest;
+    TraceEventHeader mine;
+    fill_header(mine, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, stamp);
+    __builtin_memcpy(&e.h, &mine, sizeof mine);
+    if (e.rules != rules) e.rules = rules;
+    if (e.reserved != 0) e.reserved = 0;
+    return stamp;
+}
+
+// Copies the ring's records from the cursor's tail to head into the CPU's session; returns how
+// many it took. What changes per record is kept in locals and stored once, at the end of the
+// take or of a buffer (end_write_run). Per record written: its payload copied, the kernel's
+// header written, and its rules only when the session enables fewer than it claims. (Against a
+// begin_write/end_write pair and a whole-record copy per record: a TCG ring event 428 -> 365
+// cycles, of which the take 187; under the build machines' nested KVM no change, 285 k, so
+// the take's cost there is not its stores; docs/trace-cost.md.)
+[[gnu::always_inline]] inline uint32_t take_records(UserRingCursor& c, const UserRingTake& t, uint64_t head,
+                                                    uint64_t now) {
+    const TraceSpinlockEvent* records = user_ring_records(c.ring);
+    const uint64_t mask = c.capacity - 1;
+    Writer* const w = t.writer;
+    uint64_t tail = c.tail, last_tsc = c.last_tsc, latest = w != nullptr ? w->latest_tsc : 0;
+    uint64_t written = 0, lost = 0, rejected = 0, discarded = 0;
+    uint32_t taken = 0;
+    Run run;
+    if (w != nullptr) run.begin(*w, 0);
+    for (; tail != head; tail++, taken++) {
+        const TraceSpinlockEvent& src = records[tail & mask];
+        // No session on this CPU (nothing to check or count), or not this session's event.
+        if (w == nullptr || not_this_sessions(src, last_tsc, now, t)) {
+            discarded++;
+            continue;
+        }
+        if (run.n == run.fit) {
+            const Room room = next_buffer(run, *w, t.may_wait, latest);
+            if (room == Room::kWait) {
+                c.must_wait = true;
+                break;  // this record and the rest stay for the next take
+            }
+            if (room == Room::kLost) {
+                lost++;  // no free buffer: begin_write counted it lost
+                continue;
+            }
+        }
+        TraceSpinlockEvent& e = *run.room();
+        const TraceEventHeader h = read_record(src, e);
+        run.attempts++;
+        uint8_t rules = 0;
+        if (check(last_tsc, t, now, h, e, &rules) != Verdict::kWrite) {
+            // Refused (or changed since the first look): an attempt lost; the room is reused.
+            run.refused++;
+            rejected++;
+            lost++;
+            continue;
+        }
+        last_tsc = h.tsc;
+        const uint64_t stamp = own_record(e, rules, latest, t);
+        if (run.n == 0) run.first_tsc = stamp;
+        run.last_tsc = latest = stamp;
+        run.n++;
+        written++;
+    }
+    if (w != nullptr) run.end(*w);
+    c.tail = tail;
+    c.last_tsc = last_tsc;
+    c.written += written;
+    c.lost += lost;
+    c.rejected += rejected;
+    c.discarded += discarded;
+    return taken;
+}
+
 }  // namespace
 
 void user_ring_init(UserRingCursor& c, void* mem, uint32_t capacity, uint64_t now) {
@@ -87,24 +221,8 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
     const uint64_t full = __atomic_load_n(&r.full, __ATOMIC_ACQUIRE);
     const uint64_t head = __atomic_load_n(&r.head, __ATOMIC_ACQUIRE);
     const uint64_t now = t.clock();  // after head: every record published so far is older
-    // The thread's losses first: they happened before the records it could write after them
-    // are taken, and they are attempts of this CPU's session (or outside it). A thread cannot
-    // lose more events than it had time to attempt.
-    if (full != c.full_seen) {
-        const uint64_t d = full - c.full_seen;
-        const uint64_t could = (now > c.last_take ? now - c.last_take : 0) / kUserRingCyclesPerLoss + c.capacity;
-        c.full_seen = full;
-        if (d > could) {
-            c.rejected++;  // went backwards or leapt: scribbled, nothing to count
-        } else if (t.writer != nullptr) {
-            count_lost(t.writer, d);
-            c.lost += d;
-        } else {
-            c.discarded += d;
-        }
-    }
+    count_thread_losses(c, t, full, now);
     c.last_take = now;
-    uint32_t taken = 0;
     if (head - c.tail > c.capacity) {
         // More records than the ring holds: the thread scribbled its head. Its backlog cannot
         // be told from garbage; it goes, counted once.
@@ -113,89 +231,7 @@ uint32_t user_ring_take(UserRingCursor& c, const UserRingTake& t) {
         publish_counts(c);
         return 0;
     }
-    // What changes per record is kept in locals and stored once, at the end of the take or of a
-    // buffer (end_write_run). Per record written: its payload copied, the kernel's header
-    // written, and its rules only when the session enables fewer than it claims. (Against a
-    // begin_write/end_write pair and a whole-record copy per record: a TCG ring event 428 -> 365
-    // cycles, of which the take 187; under the build machines' nested KVM no change, 285 k, so
-    // the take's cost there is not its stores; docs/trace-cost.md.)
-    const TraceSpinlockEvent* records = user_ring_records(c.ring);
-    const uint64_t mask = c.capacity - 1;
-    Writer* const w = t.writer;
-    uint64_t tail = c.tail, last_tsc = c.last_tsc, latest = w != nullptr ? w->latest_tsc : 0;
-    uint64_t written = 0, lost = 0, rejected = 0, discarded = 0;
-    Run run;
-    if (w != nullptr) run.begin(*w, 0);
-    for (; tail != head; tail++, taken++) {
-        const TraceSpinlockEvent& src = records[tail & mask];
-        if (w == nullptr) {  // no session on this CPU: nothing to check or count
-            discarded++;
-            continue;
-        }
-        // A first look at what tells this session's event from none; the thread may change the
-        // record meanwhile, so what is written is checked again, in full, as read.
-        const uint8_t peek_rules = __atomic_load_n(&src.rules, __ATOMIC_RELAXED);
-        const uint64_t peek_tsc = __atomic_load_n(&src.h.tsc, __ATOMIC_RELAXED);
-        if (peek_rules != 0 && peek_tsc >= last_tsc && peek_tsc <= now &&
-            (peek_tsc < t.session_start_tsc || rules_enabled(peek_rules, t.groups) == 0)) {
-            discarded++;  // an earlier session's, or rules this session does not enable
-            continue;
-        }
-        if (run.n == run.fit) {  // the buffer is full (or there is none): begin_write finds one
-            run.end(*w);
-            if (begin_write(*w, sizeof(TraceSpinlockEvent), t.may_wait) == nullptr) {
-                if (w->must_wait) {
-                    c.must_wait = true;
-                    break;  // this record and the rest stay for the next take
-                }
-                lost++;  // no free buffer: begin_write counted it lost
-                continue;
-            }
-            run.begin(*w, 1);  // this record's attempt is counted
-            latest = w->latest_tsc;
-        }
-        // Read once, straight into the CPU's buffer, then checked there: the ring is the
-        // thread's to change at any time, the room is not. The header is the kernel's, so only
-        // the fields checked are read from the thread's.
-        TraceSpinlockEvent& e = *run.room();
-        uint64_t words[sizeof(TraceEventHeader) / 8];
-        for (size_t i = 0; i < sizeof words / 8; i++)
-            words[i] = __atomic_load_n(reinterpret_cast<const uint64_t*>(&src.h) + i, __ATOMIC_RELAXED);
-        TraceEventHeader h;
-        __builtin_memcpy(&h, words, sizeof h);
-        __builtin_memcpy(reinterpret_cast<uint8_t*>(&e) + sizeof h, reinterpret_cast<const uint8_t*>(&src) + sizeof h,
-                         sizeof e - sizeof h);
-        run.attempts++;
-        uint8_t rules = 0;
-        if (check(last_tsc, t, now, h, e, &rules) != Verdict::kWrite) {
-            // Refused (or changed since the first look): an attempt lost; the room is reused.
-            run.refused++;
-            rejected++;
-            lost++;
-            continue;
-        }
-        last_tsc = h.tsc;
-        // The header's stamp keeps the CPU's stream in time order: the release, unless the CPU
-        // wrote a later event first (an interrupt between a lock's release and its record's
-        // write); release_tsc keeps the release.
-        const uint64_t stamp = e.release_tsc > latest ? e.release_tsc : latest;
-        TraceEventHeader mine;
-        fill_header(mine, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, stamp);
-        __builtin_memcpy(&e.h, &mine, sizeof mine);
-        if (e.rules != rules) e.rules = rules;
-        if (e.reserved != 0) e.reserved = 0;
-        if (run.n == 0) run.first_tsc = stamp;
-        run.last_tsc = latest = stamp;
-        run.n++;
-        written++;
-    }
-    if (w != nullptr) run.end(*w);
-    c.tail = tail;
-    c.last_tsc = last_tsc;
-    c.written += written;
-    c.lost += lost;
-    c.rejected += rejected;
-    c.discarded += discarded;
+    const uint32_t taken = take_records(c, t, head, now);
     publish_counts(c);
     return taken;
 }
