@@ -314,6 +314,103 @@ int trace_command(TraceSessionInformation& s, TraceCommand c) {
     return 0;
 }
 
+// The batches without an event and through the ring hold kRingBatch pairs (a ring's worth,
+// taken once).
+constexpr int kRingBatch = 1000;
+
+// Batches of acquire/release pairs of lock 0, each timed whole, in one of four modes: 0: armed,
+// no event; 1: an event through the ring; 2: one by system call; 3: not armed (no session seen:
+// tracing() false).
+class CostBatches {
+public:
+    explicit CostBatches(UserEnv& env) : env_(env), l_(locks[0].l), untraced_{{0, algo}} {}
+
+    uint64_t cycles(int n, int mode) {
+        env_.forced = mode;
+        const uint64_t t0 = lockstat::read_clock(ClockSource::kLfenceRdtsc);
+        if (mode == 3) {
+            for (int i = 0; i < n; i++) {
+                lockstat::lock_acquire<kLevel>(l_, &node_, untraced_);
+                lockstat::lock_release<kLevel>(l_, untraced_);
+            }
+            return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
+        }
+        for (int i = 0; i < n; i++) {
+            lockstat::lock_acquire<kLevel>(l_, &node_, env_);
+            lockstat::lock_release<kLevel>(l_, env_);
+        }
+        // The kernel's take of the ring's records is part of their cost: in this batch, by the
+        // system call a full ring makes (one per batch of kRingBatch events here; a running
+        // program makes one per 1,024).
+        if (mode == 1) sys::trace_ring(kTraceRingDrain);
+        return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
+    }
+
+    // Warms up (TCG translates the paths on first use), then the pairs of a batch by system
+    // call: about 1 ms of them (4..1,000: under nested KVM a system call costs milliseconds).
+    int syscall_batch(uint64_t hz) {
+        for (uint64_t end = sys::rdtsc() + hz; sys::rdtsc() < end;)
+            for (int m = 0; m < 4; m++) cycles(4, m);
+        const uint64_t probe = cycles(4, 2) / 4 + 1;
+        const uint64_t want = hz / 1000 / probe;
+        return int(want < 4 ? 4 : want > 1000 ? 1000 : want);
+    }
+
+private:
+    UserEnv& env_;
+    spinlock::Lock& l_;
+    spinlock::McsNode node_;
+    UntracedEnv untraced_;
+};
+
+// The samples: cost_ring, cost_syscall and cost_session (per pair), and the no-event and
+// untraced batches' cycles summed.
+struct CostSamples {
+    int n = 0;
+    uint64_t none_sum = 0, untraced_sum = 0;
+};
+
+CostSamples sample_costs(CostBatches& batches, int batch, uint64_t hz) {
+    CostSamples r;
+    int& n = r.n;
+    for (const uint64_t end = sys::rdtsc() + 10 * hz; n < kCostSamples && (n < 11 || sys::rdtsc() < end); n++) {
+        uint64_t c[4];
+        for (int k = 0; k < 4; k++) {  // rotated: none, ring, syscall, untraced; ring, syscall, ...
+            const int m = (n + k) % 4;
+            c[m] = batches.cycles(m == 2 ? batch : kRingBatch, m);
+        }
+        cost_ring[n] = (int64_t(c[1]) - int64_t(c[0])) / kRingBatch;
+        cost_syscall[n] = int64_t(c[2]) / batch - int64_t(c[0]) / kRingBatch;
+        cost_session[n] = (int64_t(c[0]) - int64_t(c[3])) / kRingBatch;
+        r.none_sum += c[0];
+        r.untraced_sum += c[3];
+    }
+    return r;
+}
+
+// The BENCH line: each cost's median and the 95 % interval around it (sorts the samples).
+void print_event_cost(const CostSamples& s, uint64_t hz, int batch, uint64_t ring_events, uint64_t ring_written,
+                      uint64_t ring_full, uint64_t ring_rejected) {
+    const int n = s.n;
+    sort_i64(cost_ring, n);
+    sort_i64(cost_syscall, n);
+    sort_i64(cost_session, n);
+    int half = 0;
+    while ((2 * half) * (2 * half) < 4 * 98 * 98 * n / 10000) half++;  // ceil(0.98 sqrt(n))
+    const int lo = n / 2 - half < 0 ? 0 : n / 2 - half, hi = n / 2 + half >= n ? n - 1 : n / 2 + half;
+    printf("BENCH {\"bench\":\"ringevent\",\"clock\":\"%s\",\"cpus\":%u,\"tsc_hz\":%lu,\"syscall_batch\":%d,"
+           "\"samples\":%d,\"cycles_per_pair_without_event\":%lu,\"ring_cycles_per_event\":%ld,"
+           "\"ring_ci95_low\":%ld,\"ring_ci95_high\":%ld,\"syscall_cycles_per_event\":%ld,"
+           "\"syscall_ci95_low\":%ld,\"syscall_ci95_high\":%ld,\"ring_events\":%lu,\"ring_written\":%lu,"
+           "\"ring_batch\":%d,\"ring_full\":%lu,\"ring_rejected\":%lu,\"cycles_per_pair_untraced\":%lu,"
+           "\"session_cycles_per_pair\":%ld,\"session_ci95_low\":%ld,\"session_ci95_high\":%ld}\n",
+           clock_source_name(ClockSource(map.clock_source)), map.cpu_count, hz, batch, n,
+           s.none_sum / (uint64_t(n) * kRingBatch), cost_ring[n / 2], cost_ring[lo], cost_ring[hi],
+           cost_syscall[n / 2], cost_syscall[lo], cost_syscall[hi], ring_events, ring_written, kRingBatch,
+           ring_full, ring_rejected, s.untraced_sum / (uint64_t(n) * kRingBatch), cost_session[n / 2],
+           cost_session[lo], cost_session[hi]);
+}
+
 int event_cost() {
     sys::pin(0);
     TraceSessionInformation s = locktrace::default_session_params();
@@ -332,78 +429,17 @@ int event_cost() {
         trace_command(s, TraceCommand::kStop);
         return 1;
     }
-    spinlock::Lock& l = locks[0].l;
-    spinlock::McsNode node;
-    UntracedEnv untraced{{0, algo}};
-    // mode 0: armed, no event; 1: an event through the ring; 2: one by system call; 3: not armed
-    // (no session seen: tracing() false)
-    auto batch_cycles = [&](int n, int mode) {
-        env.forced = mode;
-        const uint64_t t0 = lockstat::read_clock(ClockSource::kLfenceRdtsc);
-        if (mode == 3) {
-            for (int i = 0; i < n; i++) {
-                lockstat::lock_acquire<kLevel>(l, &node, untraced);
-                lockstat::lock_release<kLevel>(l, untraced);
-            }
-            return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
-        }
-        for (int i = 0; i < n; i++) {
-            lockstat::lock_acquire<kLevel>(l, &node, env);
-            lockstat::lock_release<kLevel>(l, env);
-        }
-        // The kernel's take of the ring's records is part of their cost: in this batch, by the
-        // system call a full ring makes (one per batch of kRingBatch events here; a running
-        // program makes one per 1,024).
-        if (mode == 1) sys::trace_ring(kTraceRingDrain);
-        return lockstat::read_clock(ClockSource::kLfenceRdtsc) - t0;
-    };
-    // Warm up (TCG translates the paths on first use). The batches without an event and through
-    // the ring hold kRingBatch pairs (a ring's worth, taken once); those by system call about
-    // 1 ms of them (4..1,000: under nested KVM a system call costs milliseconds).
-    constexpr int kRingBatch = 1000;
+    CostBatches batches(env);
     const uint64_t hz = sys::tsc_hz();
-    for (uint64_t end = sys::rdtsc() + hz; sys::rdtsc() < end;)
-        for (int m = 0; m < 4; m++) batch_cycles(4, m);
-    const uint64_t probe = batch_cycles(4, 2) / 4 + 1;
-    const uint64_t want = hz / 1000 / probe;
-    const int batch = int(want < 4 ? 4 : want > 1000 ? 1000 : want);
+    const int batch = batches.syscall_batch(hz);
     const uint64_t ring_before = env.via_ring, written_before = ring->written;
-    uint64_t none_sum = 0, untraced_sum = 0;
-    int n = 0;
-    for (const uint64_t end = sys::rdtsc() + 10 * hz; n < kCostSamples && (n < 11 || sys::rdtsc() < end); n++) {
-        uint64_t c[4];
-        for (int k = 0; k < 4; k++) {  // rotated: none, ring, syscall, untraced; ring, syscall, ...
-            const int m = (n + k) % 4;
-            c[m] = batch_cycles(m == 2 ? batch : kRingBatch, m);
-        }
-        cost_ring[n] = (int64_t(c[1]) - int64_t(c[0])) / kRingBatch;
-        cost_syscall[n] = int64_t(c[2]) / batch - int64_t(c[0]) / kRingBatch;
-        cost_session[n] = (int64_t(c[0]) - int64_t(c[3])) / kRingBatch;
-        none_sum += c[0];
-        untraced_sum += c[3];
-    }
+    const CostSamples samples = sample_costs(batches, batch, hz);
     env.forced = -1;
     sys::trace_ring(kTraceRingDrain);
     const uint64_t ring_events = env.via_ring - ring_before, ring_written = ring->written - written_before;
     TraceSessionInformation stop = s;
     const int stopped = trace_command(stop, TraceCommand::kStop);
-    sort_i64(cost_ring, n);
-    sort_i64(cost_syscall, n);
-    sort_i64(cost_session, n);
-    int half = 0;
-    while ((2 * half) * (2 * half) < 4 * 98 * 98 * n / 10000) half++;  // ceil(0.98 sqrt(n))
-    const int lo = n / 2 - half < 0 ? 0 : n / 2 - half, hi = n / 2 + half >= n ? n - 1 : n / 2 + half;
-    printf("BENCH {\"bench\":\"ringevent\",\"clock\":\"%s\",\"cpus\":%u,\"tsc_hz\":%lu,\"syscall_batch\":%d,"
-           "\"samples\":%d,\"cycles_per_pair_without_event\":%lu,\"ring_cycles_per_event\":%ld,"
-           "\"ring_ci95_low\":%ld,\"ring_ci95_high\":%ld,\"syscall_cycles_per_event\":%ld,"
-           "\"syscall_ci95_low\":%ld,\"syscall_ci95_high\":%ld,\"ring_events\":%lu,\"ring_written\":%lu,"
-           "\"ring_batch\":%d,\"ring_full\":%lu,\"ring_rejected\":%lu,\"cycles_per_pair_untraced\":%lu,"
-           "\"session_cycles_per_pair\":%ld,\"session_ci95_low\":%ld,\"session_ci95_high\":%ld}\n",
-           clock_source_name(ClockSource(map.clock_source)), map.cpu_count, hz, batch, n,
-           none_sum / (uint64_t(n) * kRingBatch), cost_ring[n / 2], cost_ring[lo], cost_ring[hi],
-           cost_syscall[n / 2], cost_syscall[lo], cost_syscall[hi], ring_events, ring_written, kRingBatch,
-           env.ring_full, ring->rejected, untraced_sum / (uint64_t(n) * kRingBatch), cost_session[n / 2],
-           cost_session[lo], cost_session[hi]);
+    print_event_cost(samples, hz, batch, ring_events, ring_written, env.ring_full, ring->rejected);
     if (ring_written != ring_events || ring->rejected != 0) {
         eprintf("lockbench: --event-cost: %lu ring events, %lu written by the kernel\n", ring_events, ring_written);
         return 1;
@@ -433,15 +469,9 @@ bool query_class_acquisitions(uint32_t cls, uint64_t* out) {
     return true;
 }
 
-// One round: start the threads, let them run, join them, print (and with --verify check) the
-// counts so far. Returns the number of classes that disagreed, or -1 when a thread cannot start.
-int run_round(int n, uint64_t round) {
-    int tids[kMaxThreads];
-    stop = false;
-    __atomic_store_n(&started, 0, __ATOMIC_SEQ_CST);
-    // The round's window on the boot clock (clock=, the trace's timestamps): every event a
-    // thread of this round sampled is stamped inside it.
-    const uint64_t clock_start = lockstat::read_clock(ClockSource(map.clock_source));
+// Starts the round's n threads (tids[i]); false, with every started one joined, when one cannot
+// start.
+bool start_threads(int n, int* tids) {
     for (int i = 0; i < n; i++) {
         threads[i].index = i;
         threads[i].cpu = uint32_t(i % sys::cpu_count());
@@ -449,22 +479,33 @@ int run_round(int n, uint64_t round) {
         if (tids[i] < 0) {
             eprintf("lockbench: cannot start thread %d: %s\n", i, error_name(tids[i]));
             for (int j = 0; j < i; j++) sys::thread_join(tids[j]);
-            return -1;
+            return false;
         }
     }
-    if (ops_limit == 0) {
-        if (duration_ms == 0)
-            for (;;) sys::sleep_us(1000000);  // until the VM is stopped
-        // The run time counts from when every thread runs: on a busy host, under nested KVM,
-        // starting them took longer than a 300 ms --verify run (CI: three of four threads had
-        // not started when it ended, so no waiter ever slept).
-        while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < n) sys::sleep_us(1000);
-        sys::sleep_us(duration_ms * 1000);
-        stop = true;
-    }
-    uint64_t round_sampled = 0;
-    uint64_t hz = sys::tsc_hz(), total_ops = 0, per_lock[kMaxLocks] = {}, asked = 0, said = 0, yields = 0,
-             waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
+    return true;
+}
+
+// A timed round (no --ops): the round's time, then the threads are told to stop.
+void run_for_duration(int n) {
+    if (duration_ms == 0)
+        for (;;) sys::sleep_us(1000000);  // until the VM is stopped
+    // The run time counts from when every thread runs: on a busy host, under nested KVM,
+    // starting them took longer than a 300 ms --verify run (CI: three of four threads had
+    // not started when it ended, so no waiter ever slept).
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < n) sys::sleep_us(1000);
+    sys::sleep_us(duration_ms * 1000);
+    stop = true;
+}
+
+// The round's threads' counts, summed as they are joined (their trace counts into trace_totals
+// as well).
+struct RoundCounts {
+    uint64_t ops, per_lock[kMaxLocks], asked, said, yields, waits, wait_skips, wait_errors, wakes, woken, sampled;
+};
+
+RoundCounts join_threads(int n, const int* tids) {
+    RoundCounts r{};
+    const uint64_t hz = sys::tsc_hz();
     for (int i = 0; i < n; i++) {
         sys::thread_join(tids[i]);
         ThreadState& t = threads[i];
@@ -472,65 +513,77 @@ int run_round(int n, uint64_t round) {
         if (rounds == 1)
             printf("lockbench: thread %3d cpu %2u: %10lu ops in %6lu ms, %10lu ops/s\n", i, t.cpu, t.ops, ms,
                    ms ? t.ops * 1000 / ms : 0);
-        total_ops += t.ops;
-        asked += t.preempted_asked;
-        said += t.preempted_said;
-        yields += t.yields;
-        waits += t.waits;
-        wait_skips += t.wait_skips;
-        wait_errors += t.wait_errors;
-        wakes += t.wakes;
-        woken += t.woken;
-        for (uint64_t k = 0; k < nlocks; k++) per_lock[k] += t.acquired[k];
-        round_sampled += t.sampled;
+        r.ops += t.ops;
+        r.asked += t.preempted_asked;
+        r.said += t.preempted_said;
+        r.yields += t.yields;
+        r.waits += t.waits;
+        r.wait_skips += t.wait_skips;
+        r.wait_errors += t.wait_errors;
+        r.wakes += t.wakes;
+        r.woken += t.woken;
+        for (uint64_t k = 0; k < nlocks; k++) r.per_lock[k] += t.acquired[k];
+        r.sampled += t.sampled;
         trace_totals.sampled += t.sampled;
         trace_totals.via_ring += t.via_ring;
         trace_totals.via_syscall += t.via_syscall;
         trace_totals.ring_full += t.ring_full;
         trace_totals.ring_drains += t.ring_drains;
     }
-    const uint64_t clock_end = lockstat::read_clock(ClockSource(map.clock_source));
-    // The rings' own counts, as the kernel keeps them (each thread's ring was taken when the
-    // thread left its CPU for the last time, before its join returned). A ring belongs to a
-    // thread slot and lives across rounds, so each is counted once, by address.
-    uint64_t ring_written = 0, ring_lost = 0, ring_rejected = 0, ring_discarded = 0;
+    return r;
+}
+
+// The rings' own counts, as the kernel keeps them (each thread's ring was taken when the
+// thread left its CPU for the last time, before its join returned). A ring belongs to a
+// thread slot and lives across rounds, so each is counted once, by address.
+struct RingCounts {
+    uint64_t written, lost, rejected, discarded;
+};
+
+RingCounts ring_counts(int n) {
+    RingCounts r{};
     for (int i = 0; i < n; i++) {
-        const TraceUserRing* r = threads[i].ring;
+        const TraceUserRing* ring = threads[i].ring;
         bool seen = false;
-        for (int j = 0; j < i && !seen; j++) seen = threads[j].ring == r;
-        if (!r || seen) continue;
-        ring_written += r->written;
-        ring_lost += r->lost;
-        ring_rejected += r->rejected;
-        ring_discarded += r->discarded;
+        for (int j = 0; j < i && !seen; j++) seen = threads[j].ring == ring;
+        if (!ring || seen) continue;
+        r.written += ring->written;
+        r.lost += ring->lost;
+        r.rejected += ring->rejected;
+        r.discarded += ring->discarded;
     }
+    return r;
+}
+
+// The round's lines: its operations, the lock's own counts, and the trace's.
+void print_round(const char* head, uint64_t round, const RoundCounts& r, uint64_t clock_start, uint64_t clock_end,
+                 const RingCounts& rings) {
     // Counts are totals since the start; a round's rate is the round's own.
     uint64_t wall_ms = ops_limit ? 0 : duration_ms * (rounds == 1 ? 1 : round);
-    char head[32] = "lockbench:";
-    if (rounds != 1) format(head, sizeof head, "lockbench: round %lu:", round);
-    printf("%s total %lu ops%s", head, total_ops, wall_ms ? "" : "\n");
-    if (wall_ms) printf(", %lu ops/s\n", total_ops * 1000 / wall_ms);
-    if (asked)  // only the preemption-aware locks ask (pticket, pvmcs)
+    printf("%s total %lu ops%s", head, r.ops, wall_ms ? "" : "\n");
+    if (wall_ms) printf(", %lu ops/s\n", r.ops * 1000 / wall_ms);
+    if (r.asked)  // only the preemption-aware locks ask (pticket, pvmcs)
         printf("%s vcpu_is_preempted: %lu of %lu answers said preempted (host words %s, steal time %s)\n", head,
-               said, asked, map.vcpu_state_base ? "mapped" : "absent", map.steal_base ? "mapped" : "absent");
-    if (yields) printf("%s yields: %lu\n", head, yields);  // pv and pvmcs give their vCPU away
-    if (waits || wait_skips || wakes)  // pvqspin: slept in the kernel, and woken by the releaser
+               r.said, r.asked, map.vcpu_state_base ? "mapped" : "absent", map.steal_base ? "mapped" : "absent");
+    if (r.yields) printf("%s yields: %lu\n", head, r.yields);  // pv and pvmcs give their vCPU away
+    if (r.waits || r.wait_skips || r.wakes)  // pvqspin: slept in the kernel, and woken by the releaser
         printf("%s word waits: %lu slept, %lu found the word changed; word wakes: %lu calls, %lu threads woken\n",
-               head, waits, wait_skips, wakes, woken);
+               head, r.waits, r.wait_skips, r.wakes, r.woken);
     if (trace_totals.sampled) {
         // This round's events (compare with the trace's events of this process stamped in the
         // round's clock window), then the counts since the start, the kernel's rings' included.
-        printf("%s trace round: %lu events sampled, clock %lu..%lu\n", head, round_sampled, clock_start, clock_end);
+        printf("%s trace round: %lu events sampled, clock %lu..%lu\n", head, r.sampled, clock_start, clock_end);
         printf("%s trace: %lu events sampled, %lu through rings, %lu by system call; rings: %lu full, "
                "%lu drains asked; kernel took %lu written, %lu lost, %lu rejected, %lu discarded\n",
                head, trace_totals.sampled, trace_totals.via_ring, trace_totals.via_syscall, trace_totals.ring_full,
-               trace_totals.ring_drains, ring_written, ring_lost, ring_rejected, ring_discarded);
+               trace_totals.ring_drains, rings.written, rings.lost, rings.rejected, rings.discarded);
     }
+}
+
+// Each workload class's acquisitions, and with --verify the kernel's count of them beside;
+// returns the number of classes that disagreed.
+int check_classes(const char* head, const uint64_t* per_lock) {
     int bad = 0;
-    if (wait_errors) {
-        eprintf("%s %lu word waits failed (kSysWordWait returned an error)\n", head, wait_errors);
-        bad++;
-    }
     uint64_t per_class[kMaxLockClasses] = {};
     for (uint64_t k = 0; k < nlocks; k++) per_class[class_of(k)] += per_lock[k];
     for (uint32_t c = 0; c < kMaxLockClasses; c++) {
@@ -549,6 +602,30 @@ int run_round(int n, uint64_t round) {
         }
     }
     return bad;
+}
+
+// One round: start the threads, let them run, join them, print (and with --verify check) the
+// counts so far. Returns the number of classes that disagreed, or -1 when a thread cannot start.
+int run_round(int n, uint64_t round) {
+    int tids[kMaxThreads];
+    stop = false;
+    __atomic_store_n(&started, 0, __ATOMIC_SEQ_CST);
+    // The round's window on the boot clock (clock=, the trace's timestamps): every event a
+    // thread of this round sampled is stamped inside it.
+    const uint64_t clock_start = lockstat::read_clock(ClockSource(map.clock_source));
+    if (!start_threads(n, tids)) return -1;
+    if (ops_limit == 0) run_for_duration(n);
+    const RoundCounts counts = join_threads(n, tids);
+    const uint64_t clock_end = lockstat::read_clock(ClockSource(map.clock_source));
+    char head[32] = "lockbench:";
+    if (rounds != 1) format(head, sizeof head, "lockbench: round %lu:", round);
+    print_round(head, round, counts, clock_start, clock_end, ring_counts(n));
+    int bad = 0;
+    if (counts.wait_errors) {
+        eprintf("%s %lu word waits failed (kSysWordWait returned an error)\n", head, counts.wait_errors);
+        bad++;
+    }
+    return bad + check_classes(head, counts.per_lock);
 }
 
 }  // namespace
