@@ -144,9 +144,9 @@ Signed2 signed2(int64_t x100) {
     return {x100 < 0 ? "-" : "", a / 100, a % 100};
 }
 
-[[noreturn]] void bench_traceevent() {
-    namespace lt = spinlab::locktrace;
-    spinlab::TraceSessionInformation s = lt::default_session_params();
+// A circular session of the spinlock group; exits the VM failed when it does not start.
+void start_traceevent_session() {
+    spinlab::TraceSessionInformation s = spinlab::locktrace::default_session_params();
     s.command = uint32_t(spinlab::TraceCommand::kStart);
     s.enable_flags = spinlab::kTraceGroupSpinlock;
     // Circular: the buffers go round with no host draining them, every event written in full.
@@ -162,11 +162,13 @@ Signed2 signed2(int64_t x100) {
         kprintf("bench: traceevent: the trace session did not start\n");
         qemu_exit(kExitFail);
     }
-    Spinlock l;
-    spin_init(&l, "bench");
-    // Warm up (TCG translates the paths on first use), then choose a batch of about 1 ms (at
-    // least 4 pairs, at most 2,000): under nested KVM a pair costs hundreds of microseconds,
-    // under TCG about a microsecond.
+}
+
+// Warm up (TCG translates the paths on first use), then choose a batch of about 1 ms (at
+// least 4 pairs, at most 2,000): under nested KVM a pair costs hundreds of microseconds,
+// under TCG about a microsecond.
+int traceevent_batch(Spinlock* l) {
+    namespace lt = spinlab::locktrace;
     const uint64_t warm_end = arch::rdtsc_lfence() + g_tsc_hz * kWarmupSeconds;
     const uint64_t warm_cap = arch::rdtsc_lfence() + g_tsc_hz * 30;
     const uint64_t area_events = 4 * 16384 / sizeof(spinlab::TraceSpinlockEvent);
@@ -174,52 +176,65 @@ Signed2 signed2(int64_t x100) {
     while ((arch::rdtsc_lfence() < warm_end ||
             lt::area_totals(locktrace_area()).events_written - written0 < 2 * area_events) &&
            arch::rdtsc_lfence() < warm_cap) {
-        time_batch(&l, 4, 1);
-        time_batch(&l, 4, 0);
-        time_batch(&l, 4, 2);
+        time_batch(l, 4, 1);
+        time_batch(l, 4, 0);
+        time_batch(l, 4, 2);
     }
-    const uint64_t probe = time_batch(&l, 16, 1) / 16 + 1;
+    const uint64_t probe = time_batch(l, 16, 1) / 16 + 1;
     const uint64_t want = g_tsc_hz / 1000 / probe;
-    const int batch = int(want < 4 ? 4 : want > 2000 ? 2000 : want);
-    static int64_t diff[kEventSamples], irq_diff[kEventSamples];
-    static uint64_t on[kEventSamples], off[kEventSamples];
-    const spinlab::TraceLossCounters before = lt::area_totals(locktrace_area());
+    return int(want < 4 ? 4 : want > 2000 ? 2000 : want);
+}
+
+// Per sample, the three batches' cycles (with an event, without, and with only the release
+// path's irq_save and irq_restore) and the per-event differences, in hundredths of a cycle.
+struct TraceEventSamples {
+    int64_t diff[kEventSamples], irq_diff[kEventSamples];
+    uint64_t on[kEventSamples], off[kEventSamples];
+    int n;
+};
+
+void sample_traceevent(Spinlock* l, int batch, TraceEventSamples& s) {
     const uint64_t end = arch::rdtsc_lfence() + g_tsc_hz * kSampleSeconds * 2;
-    int n = 0;
-    for (; n < kEventSamples && (n < kMinSamples || arch::rdtsc_lfence() < end); n++) {
+    int& n = s.n;
+    for (n = 0; n < kEventSamples && (n < kMinSamples || arch::rdtsc_lfence() < end); n++) {
         uint64_t irq = 0;
         switch (n % 3) {  // the three batches in a rotated order
             case 0:
-                on[n] = time_batch(&l, batch, 1);
-                off[n] = time_batch(&l, batch, 0);
-                irq = time_batch(&l, batch, 2);
+                s.on[n] = time_batch(l, batch, 1);
+                s.off[n] = time_batch(l, batch, 0);
+                irq = time_batch(l, batch, 2);
                 break;
             case 1:
-                off[n] = time_batch(&l, batch, 0);
-                irq = time_batch(&l, batch, 2);
-                on[n] = time_batch(&l, batch, 1);
+                s.off[n] = time_batch(l, batch, 0);
+                irq = time_batch(l, batch, 2);
+                s.on[n] = time_batch(l, batch, 1);
                 break;
             default:
-                irq = time_batch(&l, batch, 2);
-                on[n] = time_batch(&l, batch, 1);
-                off[n] = time_batch(&l, batch, 0);
+                irq = time_batch(l, batch, 2);
+                s.on[n] = time_batch(l, batch, 1);
+                s.off[n] = time_batch(l, batch, 0);
         }
-        diff[n] = (int64_t(on[n]) - int64_t(off[n])) * 100 / batch;  // hundredths of a cycle per event
-        irq_diff[n] = (int64_t(irq) - int64_t(off[n])) * 100 / batch;
+        s.diff[n] = (int64_t(s.on[n]) - int64_t(s.off[n])) * 100 / batch;  // hundredths of a cycle per event
+        s.irq_diff[n] = (int64_t(irq) - int64_t(s.off[n])) * 100 / batch;
     }
-    const spinlab::TraceLossCounters after = lt::area_totals(locktrace_area());
-    sort_signed(diff, n);
-    sort_signed(irq_diff, n);
-    sort(on, n);
-    sort(off, n);
+}
+
+// The BENCH line: the medians and the 95 % intervals around them (sorts the samples).
+void print_traceevent(TraceEventSamples& s, int batch, const spinlab::TraceLossCounters& before,
+                      const spinlab::TraceLossCounters& after) {
+    const int n = s.n;
+    sort_signed(s.diff, n);
+    sort_signed(s.irq_diff, n);
+    sort(s.on, n);
+    sort(s.off, n);
     // A 95 % interval of the median, distribution-free: the order statistics n/2 -+ 1.96 sqrt(n)/2.
     const int half = (196 * isqrt(n * 10000) / 100 + 199) / 200;  // ceil(0.98 sqrt(n))
     const int lo_i = n / 2 - half < 0 ? 0 : n / 2 - half;
     const int hi_i = n / 2 + half >= n ? n - 1 : n / 2 + half;
-    const Signed2 med = signed2(diff[n / 2]), lo = signed2(diff[lo_i]), hi = signed2(diff[hi_i]);
-    const Fixed2 pon = per_pair_of(on[n / 2], batch), poff = per_pair_of(off[n / 2], batch);
-    const Signed2 irq_med = signed2(irq_diff[n / 2]), irq_lo = signed2(irq_diff[lo_i]),
-                  irq_hi = signed2(irq_diff[hi_i]);
+    const Signed2 med = signed2(s.diff[n / 2]), lo = signed2(s.diff[lo_i]), hi = signed2(s.diff[hi_i]);
+    const Fixed2 pon = per_pair_of(s.on[n / 2], batch), poff = per_pair_of(s.off[n / 2], batch);
+    const Signed2 irq_med = signed2(s.irq_diff[n / 2]), irq_lo = signed2(s.irq_diff[lo_i]),
+                  irq_hi = signed2(s.irq_diff[hi_i]);
     kprintf("BENCH {\"bench\":\"traceevent\",\"algorithm\":\"%s\",\"clock\":\"%s\",\"cpus\":%u,"
             "\"hypervisor\":\"%s\",\"tsc_hz\":%lu,\"batch\":%d,\"samples\":%d,"
             "\"median_cycles_per_event\":%s%lu.%02lu,\"ci95_low\":%s%lu.%02lu,\"ci95_high\":%s%lu.%02lu,"
@@ -232,7 +247,21 @@ Signed2 signed2(int64_t x100) {
             poff.whole, poff.hundredths, irq_med.sign, irq_med.whole, irq_med.hundredths, irq_lo.sign,
             irq_lo.whole, irq_lo.hundredths, irq_hi.sign, irq_hi.whole, irq_hi.hundredths, uint64_t(n) * batch, after.events_written - before.events_written,
             after.events_lost - before.events_lost);
+}
+
+[[noreturn]] void bench_traceevent() {
+    namespace lt = spinlab::locktrace;
+    start_traceevent_session();
+    Spinlock l;
+    spin_init(&l, "bench");
+    const int batch = traceevent_batch(&l);
+    static TraceEventSamples samples;
+    const spinlab::TraceLossCounters before = lt::area_totals(locktrace_area());
+    sample_traceevent(&l, batch, samples);
+    const spinlab::TraceLossCounters after = lt::area_totals(locktrace_area());
+    print_traceevent(samples, batch, before, after);
     // Every armed release wrote its event (other kernel locks may add a few sampled ones).
+    const int n = samples.n;
     const bool ok = after.events_written - before.events_written >= uint64_t(n) * batch &&
                     after.events_lost == before.events_lost;
     if (!ok) kprintf("bench: traceevent: fewer events written than armed releases\n");
