@@ -39,15 +39,69 @@ def domain_name(name):
     return f"spinlab-{name}"
 
 
+def _text(v):
+    return escape(str(v))
+
+
+def _attr(v):   # the template quotes attributes with '
+    return escape(str(v), {"'": "&apos;"})
+
+
+# QEMU's -cpu models as libvirt's <cpu mode>.
+CPU_MODES = {"max": "maximum", "host": "host-passthrough"}
+# QEMU -cpu properties that libvirt sets from a <features> switch, not a <cpu><feature>
+# (libvirt's pvspinlock becomes QEMU's kvm-pv-unhalt).
+FEATURE_SWITCHES = {"kvm-pv-unhalt": "pvspinlock"}
+
+# The control channel: spinlab's kernel serves it on COM2; a Linux guest's agent on a
+# virtio-serial port (linux_guest.domain_facts names it). The controller sits on the root bus at
+# a fixed slot, as the qemu backend's virtio-serial-pci does (qboot assigns no BARs).
+CONTROL_COM2 = """\
+    <serial type='unix'>
+      <source mode='bind' path='$socket'/>
+      <target type='isa-serial' port='1'/>
+    </serial>"""
+CONTROL_VIRTIO = """\
+    <!-- a Linux guest: the control channel is its agent's virtio-serial port, not COM2 -->
+    <controller type='virtio-serial' index='0'>
+      <address type='pci' domain='0x0000' bus='0x00' slot='0x06' function='0x0'/>
+    </controller>
+    <channel type='unix'>
+      <source mode='bind' path='$socket'/>
+      <target type='virtio' name='$port'/>
+    </channel>"""
+
+
+def cpu_values(cpu):
+    """QEMU's -cpu value (MODEL,-flag,+flag,flag=on|off: qemu_launch.accel_args, or a Linux
+    guest's lock mode) as the template's $cpu_mode, $cpu_features and $feature_switches."""
+    model, *flags = cpu.split(",")
+    if model not in CPU_MODES:
+        raise VmError(f"-cpu {cpu}: the libvirt backend knows the models {', '.join(CPU_MODES)}")
+    features, switches = [], []
+    for flag in flags:
+        if flag[:1] in ("+", "-"):
+            name, on = flag[1:], flag[0] == "+"
+        else:
+            name, _, value = flag.partition("=")
+            if value not in ("on", "off"):
+                raise VmError(f"-cpu {cpu}: '{flag}' is not a switch (+F, -F, F=on, F=off)")
+            on = value == "on"
+        if name in FEATURE_SWITCHES:
+            switches.append(f"\n    <{FEATURE_SWITCHES[name]} state='{'on' if on else 'off'}'/>")
+        else:
+            features.append(f"    <feature policy='{'require' if on else 'disable'}' "
+                            f"name='{_attr(name)}'/>")
+    return {"cpu_mode": CPU_MODES[model], "cpu_features": "\n".join(features),
+            "feature_switches": "".join(switches)}
+
+
 def render_xml(cfg, accel, paths, instance, emulator="/usr/bin/qemu-system-x86_64",
                template=TEMPLATE):
-    """The domain XML for cfg (accel 'kvm' or 'tcg'), every value escaped."""
-    def text(v):
-        return escape(str(v))
-
-    def attr(v):   # the template quotes attributes with '
-        return escape(str(v), {"'": "&apos;"})
-
+    """The domain XML for cfg (accel 'kvm' or 'tcg'), every value escaped. A Linux guest
+    (cfg.guest 'linux') gets what linux_guest.adapt_argv gives it under QEMU: its kernel command
+    line, its lock mode's CPU, and the control socket on a virtio-serial port instead of COM2."""
+    text, attr = _text, _attr
     pin = "".join(f"\n    <vcpupin vcpu='{i}' cpuset='{c}'/>" for i, c in enumerate(cfg.pin))
     kvm = accel == "kvm"
     values = {
@@ -63,16 +117,23 @@ def render_xml(cfg, accel, paths, instance, emulator="/usr/bin/qemu-system-x86_6
         "kernel": text(cfg.kernel),
         "initrd": f"    <initrd>{text(cfg.initrd)}</initrd>" if cfg.initrd else "",
         "append": text(cfg.append),
-        # KVM here: host CPU minus arch-capabilities (setting MSR 0x10a aborts QEMU);
-        # TCG: QEMU's "max" model, as the qemu backend uses.
-        "cpu_mode": "host-passthrough" if kvm else "maximum",
-        "cpu_features": "    <feature policy='disable' name='arch-capabilities'/>" if kvm else "",
         "emulator": text(emulator),
         "console_log": attr(paths.console_log),
-        "control_socket": attr(paths.control_socket),
         "shm_name": attr(os.path.basename(paths.shm)),
         "shm_size_mb": cfg.shm_size_mb,
     }
+    # The qemu backend's CPU: KVM here, the host CPU minus arch-capabilities (setting MSR 0x10a
+    # aborts QEMU); TCG, QEMU's "max" model.
+    qemu_args = qemulib.qemu_launch.accel_args(accel)
+    control = string.Template(CONTROL_COM2).substitute(socket=attr(paths.control_socket))
+    if cfg.guest == "linux":
+        from . import linux_guest   # imports vm-images/linux/spinlab_linux: only when asked
+        qemu_args, append, port = linux_guest.domain_facts(cfg, accel)
+        values["append"] = text(append)
+        control = string.Template(CONTROL_VIRTIO).substitute(socket=attr(paths.control_socket),
+                                                             port=attr(port))
+    values.update(cpu_values(qemu_args[qemu_args.index("-cpu") + 1]))
+    values["control_channel"] = control
     return string.Template(Path(template).read_text()).substitute(values)
 
 

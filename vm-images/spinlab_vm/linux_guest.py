@@ -10,6 +10,9 @@ own kernel is, so that spinlab-run, spinlab-collect and spinlab-load read it unc
 - the lock mode (`--lock`, in the ABI's words) as QEMU's CPU flags and the kernel's words
   (spinlab_linux.modes): mcs = Linux's native queued spinlock, tas = its virt_spin_lock()
   test-and-set fallback, pvqspin = its paravirtual queued spinlock (KVM only).
+
+adapt_argv wires it for the qemu backend; domain_facts gives the same to the libvirt backend's
+domain XML (libvirt.render_xml).
 """
 import os
 
@@ -50,10 +53,6 @@ def validate(cfg, kernel_given, initrd_given):
     if not os.path.isfile(cfg.initrd):
         raise VmError(f"--guest linux: no initramfs at {cfg.initrd} ({PREPARE_HINT})")
     cfg.initrd = os.path.abspath(cfg.initrd)
-    if cfg.backend != "qemu":
-        raise VmError("--backend libvirt: a Linux guest is not wired for libvirt yet (its control "
-                      "channel is a virtio-serial port, which the domain template does not have); "
-                      "use --backend qemu")
 
 
 def prepare():
@@ -99,6 +98,16 @@ def adapt_argv(argv, cfg, accel, esc):
                          "-device", f"virtserialport,bus=vser.0,chardev=control,name={esc(CONTROL_PORT)}"]
     argv[argv.index("-vga"):argv.index("-vga")] = ["-nic", "none"]
     return argv
+
+
+def domain_facts(cfg, accel):
+    """What the libvirt domain (libvirt.render_xml) takes from a Linux guest, as adapt_argv does
+    under QEMU: (the lock mode's -accel/-cpu arguments, the kernel command line, the control
+    channel's virtio-serial port name). libvirt writes the -cpu as a <cpu> element and the
+    channel as a <channel type='unix'> on a virtio-serial controller; like QEMU's, the domain
+    has no NIC."""
+    qemu_args, _ = mode_args(cfg, accel)
+    return qemu_args, kernel_command_line(cfg, accel), CONTROL_PORT
 
 
 def facts(cfg):

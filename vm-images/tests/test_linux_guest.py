@@ -1,6 +1,7 @@
 """spinlab-vm --guest linux: the argv that boots a Linux guest wired as spinlab's kernel is (the
 region, the control socket on a virtio-serial port, the lock mode's CPU), and what it refuses.
-Booting it is vm-images/linux/tests/linux_test_spinlab_run.py's."""
+Booting it is vm-images/linux/tests/linux_test_spinlab_run.py's (qemu backend) and
+test_vm_libvirt_linux.py's (libvirt)."""
 import subprocess
 
 import pytest
@@ -48,8 +49,6 @@ def test_what_a_linux_guest_cannot_have_is_refused(tmp_path, run_dir):
         argv_of(linux_cfg(tmp_path, lock="pvqspin"))
     with pytest.raises(VmError, match="a Linux guest's lock is one of mcs, tas, pvqspin"):
         argv_of(linux_cfg(tmp_path, lock="ticket"))
-    with pytest.raises(VmError, match="not wired for libvirt"):
-        argv_of(linux_cfg(tmp_path, lock="tas", backend="libvirt"))
     with pytest.raises(VmError, match="no initramfs at"):
         cfg = linux_cfg(tmp_path, lock="tas")
         cfg.initrd = str(tmp_path / "missing")
@@ -58,6 +57,13 @@ def test_what_a_linux_guest_cannot_have_is_refused(tmp_path, run_dir):
         config.validate(VmConfig(name="k", lock="mcs", kernel=str(tmp_path / "vmlinux")))
     with pytest.raises(VmError, match="--guest 'windows'"):
         config.validate(VmConfig(name="k", guest="windows"))
+
+
+def test_the_libvirt_backend_takes_a_linux_guest(tmp_path, run_dir):
+    """Both backends: the domain's wiring is test_builders.py's, its boot test_vm_libvirt_linux.py's."""
+    cfg = linux_cfg(tmp_path, lock="tas", backend="libvirt")
+    config.validate(cfg)
+    assert cfg.backend == "libvirt" and cfg.initrd.endswith("initramfs.cpio.gz")
 
 
 def test_the_cli_takes_guest_and_lock(tmp_path, run_dir):
