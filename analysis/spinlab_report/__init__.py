@@ -7,9 +7,9 @@ The public API (analysis/README.md, "The Python API"):
     r.waits.groupby("class").size()     # clock, summary, verdict, problems
 
 The input contract (results/<run-id>/ layout) is written once, in analysis/README.md.
-Computation lives in pure modules (buckets, cdf, confidence, lhp, aggregate, summary);
-each figure has its own fig_*.py module; report_doc builds the report that render_md and
-render_html write out; cli.py is spinlab-report's command line.
+Computation lives in pure modules (buckets, cdf, confidence, lhp, attribution, aggregate,
+summary); each figure has its own fig_*.py module; report_doc builds the report that render_md
+and render_html write out; cli.py is spinlab-report's command line.
 """
 
 
@@ -34,7 +34,7 @@ from .reader import load_run  # noqa: E402
 from .throughput import rep_value as rep_throughput  # noqa: E402
 from .trace_stacks import phase_of as stacks_phase, read_sites as stacks_sites, run as stacks_run  # noqa: E402
 from .verdict import off_share as vcpu_off_share, rep_values as rep_verdict  # noqa: E402
-from .waits import long_waits_share  # noqa: E402
+from .attribution import long_waits_share  # noqa: E402
 
 __all__ = ["NamesFileError", "Results", "load",
            "ContractError", "HOLDER_OFF", "LHP_CLASS", "OFF_STATES", "LONG_K", "LONG_WAIT_THRESHOLD", "count_at_or_above",

@@ -6,15 +6,16 @@ analysis (a notebook, a script). analysis/README.md, "The Python API", documents
     r.waits.groupby("class").size()
 
 `load` reads the directory with the same reader the report uses (reader.load_run) and attributes
-every long wait with the same code (waits_rules.long_waits_share), so every number here is the report's.
-Nothing is computed twice: the DataFrames are views of those results, built once per Results.
+every long wait once with the same code (attribution.attribute_run), so every number here is the
+report's. Nothing is computed twice: the summary, the verdict and the DataFrames read that one
+attribution, built once per Results.
 """
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from . import lhp, summary, verdict as verdict_rules, waits as waits_rules
+from . import attribution, lhp, summary, verdict as verdict_rules
 from .reader import Run, load_run
 from .names import LHP_CLASS
 
@@ -56,7 +57,7 @@ class Results:
 
 
 def _side_names(codes) -> np.ndarray:
-    return np.array(waits_rules.SIDES, dtype=object)[codes]
+    return np.array(lhp.SIDES, dtype=object)[codes]
 
 
 def _source_names(codes) -> np.ndarray:
@@ -64,7 +65,7 @@ def _source_names(codes) -> np.ndarray:
 
 
 def _waits_of(phase: str, att) -> pd.DataFrame:
-    """One snapshot's attributed long waits (waits.Attributed) as rows of WAIT_COLUMNS."""
+    """One snapshot's attributed long waits (lhp.Attributed) as rows of WAIT_COLUMNS."""
     lw, pos = att.lw, att.pos
     wait = att.wait_cycles().astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -87,13 +88,12 @@ def _waits_of(phase: str, att) -> pd.DataFrame:
     return pd.DataFrame(cols, columns=list(WAIT_COLUMNS))
 
 
-def waits_frame(run: Run, threshold: int) -> pd.DataFrame:
-    """Every listed long wait (>= threshold) of the run, attributed, phase by phase in the report's
-    order. The attribution is waits_rules.long_waits_share's, the one the report's figures use."""
+def waits_frame(run: Run, att: attribution.Attribution) -> pd.DataFrame:
+    """Every listed long wait (>= the threshold) of the run as att attributed it (the report's
+    attribution), phase by phase in the report's order."""
     parts = []
     for phase in run.phases:
-        share = waits_rules.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)
-        parts += [_waits_of(phase, att) for att in share["waits"].tables]
+        parts += [_waits_of(phase, t) for t in att.waits(phase).tables]
     if not parts:
         return pd.DataFrame({c: [] for c in WAIT_COLUMNS})
     return pd.concat(parts, ignore_index=True)
@@ -135,8 +135,9 @@ def load(results_dir: str, threshold: int | None = None, confidence: float = 0.9
     opts = summary.Options(confidence=confidence, baseline=baseline)
     if threshold is not None:
         opts.threshold = int(threshold)
-    summ = summary.build(run, opts)
-    summ["verdict"] = verdict_rules.build(run, summ)
+    att = attribution.attribute_run(run, opts.threshold)
+    summ = summary.summarise(run, att, opts)
+    summ["verdict"] = verdict_rules.judge(run, att, summ)
     return Results(path=run.path, run_id=run.run_id, meta=run.meta, threshold_cycles=opts.threshold,
-                   waits=waits_frame(run, opts.threshold), classes=classes_frame(run), timeline=run.timeline,
+                   waits=waits_frame(run, att), classes=classes_frame(run), timeline=run.timeline,
                    clock=run.clock, summary=summ, problems=list(summ["problems"]), run=run)

@@ -8,7 +8,7 @@ import io
 import json
 import os
 
-from . import fig_compare, render_html, render_md, summary, verdict
+from . import attribution, fig_compare, render_html, render_md, summary, verdict
 from .report_doc import META_FIELDS, cycles, pct, throughput_metric
 from .report import write
 
@@ -70,9 +70,11 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
     os.makedirs(outdir, exist_ok=True)
     labels = [r.run_id if [x.run_id for x in runs].count(r.run_id) == 1 else f"{r.run_id} #{i + 1}"
               for i, r in enumerate(runs)]
-    summaries = [summary.build(r, opts) for r in runs]
-    for r, s in zip(runs, summaries):
-        s["verdict"] = verdict.build(r, s)
+    summaries = []
+    for r in runs:  # each run attributed once, for its summary and its verdict
+        att = attribution.attribute_run(r, opts.threshold)
+        summaries.append(summary.summarise(r, att, opts))
+        summaries[-1]["verdict"] = verdict.judge(r, att, summaries[-1])
     rows = difference_rows(summaries)
     paths = {"summary": os.path.join(outdir, "summary.json"), "csv": os.path.join(outdir, "differences.csv"),
              "md": os.path.join(outdir, "report.md"), "html": os.path.join(outdir, "report.html")}

@@ -1,9 +1,7 @@
-"""Helpers for figures that may hold millions of marks (64 vCPUs, 1M long waits): one attribution
-per phase shared by the figures, and thinning to at most one mark per pixel.
+"""Helpers for figures that may hold millions of marks (64 vCPUs, 1M long waits): thinning to at
+most one mark per pixel. (The long waits they draw are the run's Attribution, attribution.py,
+measured once before the figures and handed to them.)
 
-- `long_waits(run, phase, threshold)`: waits.long_waits_share(...)["waits"] of a phase, computed once
-  per run, phase and threshold and reused by every figure that draws long waits (the attribution
-  measures each wait against the timeline; doing it once per figure multiplied the report's cost).
 - `one_per_cell(*coords)`: the indices of the first mark in each cell of a pixel grid, so a figure
   never draws more marks than it has pixels; a mark hidden under another of the same series in
   the same pixel changes nothing that can be seen.
@@ -12,31 +10,7 @@ per phase shared by the figures, and thinning to at most one mark per pixel.
 """
 import numpy as np
 
-from . import waits
-
 DENSE = 5000
-
-_cache = {"run": None, "waits": {}}  # the last run's attributions only: memory stays bounded
-
-
-def long_waits(run, phase: str, threshold: int) -> list:
-    """The attributed long waits of one phase (waits.long_waits_share), computed once per run."""
-    if _cache["run"] is not run:
-        _cache["run"], _cache["waits"] = run, {}
-    key = (phase, threshold)
-    if key not in _cache["waits"]:
-        _cache["waits"][key] = waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, threshold)["waits"]
-    return _cache["waits"][key]
-
-
-def release(run=None):
-    """Drops the cached attributions (about 1 KB per wait), here and those lhp keeps on the
-    snapshots of `run` (or of the last run cached); a later long_waits() recomputes them. The Trace
-    section calls it: the report draws it after every figure that uses the cache."""
-    run = run if run is not None else _cache["run"]
-    if run is not None:
-        waits.forget(run.snapshots)
-    _cache["run"], _cache["waits"] = None, {}
 
 
 def one_per_cell(*cells) -> np.ndarray:

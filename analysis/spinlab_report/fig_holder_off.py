@@ -77,30 +77,30 @@ def measured_fraction(run, phase: str, w: dict, cache: dict) -> tuple[float, flo
     return None if off is None else (off / w["wait_cycles"],) * 3
 
 
-def points(run, threshold: int) -> tuple[dict, int, int]:
+def points(run, att) -> tuple[dict, int, int]:
     """({phase, wait, fraction, lhp, least, most}: one array each, a point per wait that has a
     fraction, in the order of the waits), waits without a fraction, fractions from the attribution.
-    The attribution's range for the waits that have one (over arrays); the others measured
-    here one by one (measured_fraction)."""
+    The attribution's range (att: the run's Attribution) for the waits that have one (over arrays);
+    the others measured here one by one (measured_fraction)."""
     cols, missing, given = {k: [] for k in ("phase", "wait", "fraction", "lhp", "least", "most")}, 0, 0
     for phase in run.phases:
         cache = {}
-        for att in dense.long_waits(run, phase, threshold).columns:
-            wait = att.wait_cycles()
-            frac = np.full((3, len(att)), np.nan)
-            ok = ~np.isnan(att.h_lo) & (wait != 0)
-            lo, hi = (np.minimum(1.0, x[ok] / wait[ok]) for x in (att.h_lo, att.h_hi))
+        for table in att.waits(phase).columns:
+            wait = table.wait_cycles()
+            frac = np.full((3, len(table)), np.nan)
+            ok = ~np.isnan(table.h_lo) & (wait != 0)
+            lo, hi = (np.minimum(1.0, x[ok] / wait[ok]) for x in (table.h_lo, table.h_hi))
             frac[:, ok] = (lo + hi) / 2, lo, hi
             given += int(np.count_nonzero(ok))
             for k in np.flatnonzero(~ok).tolist():
-                f = measured_fraction(run, phase, att.row(k), cache)
+                f = measured_fraction(run, phase, table.row(k), cache)
                 if f is not None:
                     frac[:, k] = f
             has = ~np.isnan(frac[0])
             missing += int(np.count_nonzero(~has))
             cols["phase"].append(np.full(int(np.count_nonzero(has)), phase, dtype=object))
             cols["wait"].append(wait[has])
-            cols["lhp"].append(att.lhp()[has])
+            cols["lhp"].append(table.lhp()[has])
             for i, key in enumerate(("fraction", "least", "most")):
                 cols[key].append(frac[i][has])
     empty = {"phase": object, "lhp": object, "wait": np.int64}
@@ -137,8 +137,9 @@ def bars(x, lo_y, hi_y, lo_k: int, hi_k: int, dpi: float) -> tuple:
     return 2.0 ** (lo_k + (col + 0.5) * (hi_k - lo_k) / w), YLIM[0] + r0 * row, YLIM[0] + (r1 + 1) * row
 
 
-def make(run, outdir: str, threshold: int) -> Figure:
-    pts, missing, given = points(run, threshold)
+def make(run, att, outdir: str) -> Figure:
+    pts, missing, given = points(run, att)
+    threshold = att.threshold
     if not pts["wait"].size:
         why = "no long waits were listed" if not missing else \
             f"none of the {missing} long waits could be joined with a host timeline"

@@ -15,7 +15,7 @@ import numpy as np
 
 from matplotlib.collections import LineCollection
 
-from . import dense, lhp, preemptors
+from . import lhp, preemptors
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .fig_wait_ccdf import tsc_hz
 from .plotting import CLASS_COLORS, Figure, plt, rows_height, save
@@ -42,29 +42,30 @@ def busiest_window(starts, width: float) -> tuple[float, int] | None:
     return float(s[i]), int(counts[i])
 
 
-def pick(run, threshold: int, width: float):
-    """(phase, rep, window start in guest TSC, waits in the window) with the most long waits;
-    the waits of the window only are made into dicts."""
+def pick(run, att, width: float):
+    """(phase, rep, window start in guest TSC, waits in the window) with the most long waits of
+    att (the run's Attribution); the waits of the window only are made into dicts."""
     best = None
     for phase in run.phases:
-        for att in dense.long_waits(run, phase, threshold).columns:  # one per repetition
-            start = att.start_tsc()
+        for table in att.waits(phase).columns:  # one per repetition
+            start = table.start_tsc()
             found = busiest_window(start, width)
             if found and (best is None or found[1] > best[3].size):
                 t0 = found[0]
-                best = (phase, att.rep, t0, np.flatnonzero((t0 <= start) & (start < t0 + width)), att)
+                best = (phase, table.rep, t0, np.flatnonzero((t0 <= start) & (start < t0 + width)), table)
     if best is None:
         return None
-    phase, rep, t0, inside, att = best
-    return phase, rep, t0, [att.row(k) for k in inside.tolist()]
+    phase, rep, t0, inside, table = best
+    return phase, rep, t0, [table.row(k) for k in inside.tolist()]
 
 
-def make(run, outdir: str, threshold: int) -> Figure:
+def make(run, att, outdir: str) -> Figure:
+    threshold = att.threshold
     hz = tsc_hz(run.meta)
     if hz is None:
         return Figure(NAME, TITLE, missing="meta.json gives no TSC rate, so 200 ms cannot be converted to cycles")
     width = WINDOW_S * hz
-    found = pick(run, threshold, width)
+    found = pick(run, att, width)
     if found is None:
         return Figure(NAME, TITLE, missing=f"no long waits (>= {threshold} cycles) were listed by the guest")
     phase, rep, t0, waits = found

@@ -17,7 +17,7 @@ cover for more than half of the wait (the waiter was frozen while it spun; any h
 be classed waiter-off (waiter-preempted, or both when the holder too was off for half of it, or
 uncertain on the holder's side only).
 
-The sets are judged on the final attribution (waits.long_waits_share: per side the timeline where
+The sets are judged on the final attribution (attribution.py: per side the timeline where
 it covers, else steal time's 'off'), whichever source decided; a wait is in a set when the clock
 places it on the host (bound_cycles known), whatever its class. Both sets are chosen through the
 clock mapping, and so is the class: a clock that is wrong by
@@ -49,7 +49,7 @@ def covered(windows: list, a: float, b: float) -> float:
 
 
 def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
-    """waits: classified long waits (waits.long_waits_share(...)["waits"]), windows: effective
+    """waits: classified long waits (attribution.long_waits_share(...)["waits"]), windows: effective
     freezes of frozen_vcpu as (start, end) host TSC."""
     out = {"frozen": 0, "frozen_holder_off": 0, "frozen_holder_preempted": 0, "frozen_classes": {},
            "running": 0, "running_holder_off": 0, "running_classes": {},

@@ -45,15 +45,21 @@ n is vCPU n in the timeline (the runner checks this against QEMU's APIC ids). Ea
 measured once; the agreement tables (guest class against the timeline's class, by the
 thresholds and by the guest's any-off-time rule) use the same ranges.
 
-This module holds what the rules share (the clock mapping, the vCPUs' off intervals, a wait's
-holders, the classes and thresholds); the rules themselves are computed once, over arrays, in
-waits.py (classify, count, fraction_table). Their per-wait definition is a test's reference
-(tests/lhp_reference.py), which nothing in the package calls.
+This module holds the rules whole: what they share (the clock mapping, the vCPUs' off
+intervals, a wait's holders, the classes and thresholds, the holder rules of a guest that
+records none) and their computation over arrays (classify: per vCPU, a binary search in the
+sorted union of its off intervals, with the cumulative off cycles before each, gives the off
+cycles before any time, so each side of each wait costs two searches; a holder that changed at
+an unknown moment, gap_off_range, is measured wait by wait, the rest over all waits at once).
+attribution.py applies them once per run and counts the result. Their per-wait definition is a
+test's reference (tests/lhp_reference.py), which nothing in the package calls;
+tests/test_rules_reference.py checks on random waits that classify gives exactly its numbers.
 """
 import numpy as np
 
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .names import LHP_CLASS as L
+from .waits import LongWaits
 
 HOLDER_OFF = (L.kHolderPreempted, L.kBoth)  # the guest's classes in which the holder lost time
 WAITER_OFF = (L.kWaiterPreempted, L.kBoth)
@@ -77,6 +83,12 @@ WAITER_OFF_MIN = 0.5
 THRESHOLDS = {"holder_off_min_fraction": HOLDER_OFF_MIN, "waiter_off_min_fraction": WAITER_OFF_MIN}
 # Holder-off fraction histogram (summary.json, report): fraction bins and wait-length octaves.
 FRACTION_EDGES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0000001)
+# A side's codes (UNCERTAIN_SIDE: the side straddles its threshold; UNCERTAIN is the class). The holder's side may also be BLOCKED (off for the threshold only counting the
+# time its thread blocked by itself: HOLDER_BLOCKED) or POSSIBLY_OFF (its holder is one of
+# several vCPUs and one of them was off: POSSIBLY_PREEMPTED); the waiter's is one of the first four.
+SIDES = ("off", "on", "uncertain", "unknown", "blocked", "possibly_off")
+OFF, ON, UNCERTAIN_SIDE, UNKNOWN, BLOCKED, POSSIBLY_OFF = range(6)
+NO_SOURCE = 2  # SOURCES[2] == "none"
 
 
 class ClockMap:
@@ -140,19 +152,16 @@ def interval_union(a, b) -> tuple:
     return s, e, np.concatenate(([0.0], np.cumsum(e - s)[:-1]))
 
 
-_split = {"of": None, "rows": {}}  # the last timeline split by repetition (a reference to it, and its parts)
+def repetitions(timeline) -> dict:
+    """(phase, rep) -> the timeline's rows of that repetition, split in one pass (comparing the phase
+    column's strings row by row for each snapshot was most of the summary's time at 64 vCPUs)."""
+    return {(p, int(r)): g for (p, r), g in timeline.groupby(["phase", "rep"], sort=False)}
 
 
 def repetition_rows(timeline, phase: str, rep: int):
-    """The timeline's rows of one repetition. The timeline is split once, in one pass, and the parts
-    kept while it is the last timeline asked for: every snapshot of a run asks (comparing the
-    phase column's strings row by row for each was most of the summary's time at 64 vCPUs)."""
-    if _split["of"] is not timeline:
-        _split["of"], _split["rows"] = None, {}
-        _split["rows"] = {(p, int(r)): g for (p, r), g in timeline.groupby(["phase", "rep"], sort=False)}
-        _split["of"] = timeline
-    got = _split["rows"].get((phase, rep))
-    return got if got is not None else timeline.iloc[0:0]
+    """The timeline's rows of one repetition (a tool's or a test's; attribution.py splits the
+    timeline once, repetitions())."""
+    return timeline[(timeline["phase"] == phase) & (timeline["rep"] == rep)]
 
 
 BLOCKED_PREEMPTOR = "blocked"  # timeline.csv's preemptor of an off row whose thread slept (preemptors.py)
@@ -250,7 +259,7 @@ def apply_holder_rule(lw, rule: str | None, vcpus: int | None = None) -> None:
     """Marks, in place, every wait of lw (waits.LongWaits) that has no holder as named by rule
     (lw.holder_by_rule), and at 2 vCPUs names it: the other vCPU (the end holder stays unknown:
     the hand-over is not seen). At N > 2 (lw.rule_cpus = N) the measurement tries every other vCPU
-    (waits.classify)."""
+    (classify)."""
     if rule not in HOLDER_RULE_TEXT or not len(lw):
         return
     none = (lw.holder < 0) & (lw.holder_end < 0) & (lw.holds_at[1:] == lw.holds_at[:-1])
@@ -267,3 +276,340 @@ def steal_sides(lhp_class: str) -> tuple[bool | None, bool | None]:
     if lhp_class == L.kUnknown:
         return None, None
     return lhp_class in HOLDER_OFF, lhp_class in WAITER_OFF
+
+
+# Measurement and attribution over arrays ------------------------------------------------------
+
+def _until(entry, t):
+    """Off cycles of a union (starts, ends, cumulative before each start) before each time in t:
+    computed for every time at once."""
+    s, e, before = entry[0], entry[1], entry[2]
+    if not len(s):
+        return np.zeros(t.shape)
+    i = np.searchsorted(s, t, side="right") - 1
+    j = np.maximum(i, 0)
+    return np.where(i < 0, 0.0, before[j] + np.minimum(t, e[j]) - s[j])
+
+
+def _ranges(index: dict, vcpu, lo, hi, e):
+    """Per piece ([lo, hi) on vcpu, the clock's bound e): (covered, least, most) off cycles as
+    the holder's and the waiter's ranges count one piece held by one vCPU: covered over [lo-e, hi+e), the least
+    over [lo+e, hi-e) with unknown time on, the most over [lo-e, hi+e) with it off."""
+    covered = np.zeros(vcpu.shape, dtype=bool)
+    least, most = np.zeros(vcpu.shape), np.zeros(vcpu.shape)
+    for v in np.unique(vcpu).tolist():
+        if v not in index:
+            continue
+        m = np.flatnonzero(vcpu == v)
+        entry = index[v]
+        l, h, b = lo[m], hi[m], e[m]
+        covered[m] = ~(l - b < entry[3]) & ~(h + b > entry[4])
+        a1, b1 = l + b, h - b
+        least[m] = np.where(b1 <= a1, 0.0, _until(entry, b1) - _until(entry, a1))
+        a2, b2 = l - b, h + b
+        most[m] = np.where(b2 <= a2, 0.0, _until(entry[5], b2) - _until(entry[5], a2))
+    return covered, least, most
+
+
+def _sides(lo, hi, wait, threshold: float):
+    """Each side by its threshold (off when at least threshold x wait surely off, on when surely
+    below it, else uncertain) and by the guest's any-off-time rule (off if surely off at all, on
+    if surely never); a NaN range: the side is unknown."""
+    known = ~np.isnan(lo)
+    side = np.where(lo >= threshold * wait, OFF, np.where(hi < threshold * wait, ON, UNCERTAIN_SIDE))
+    anys = np.where(lo > 0, OFF, np.where(hi == 0, ON, UNCERTAIN_SIDE))
+    return np.where(known, side, UNKNOWN).astype(np.int8), np.where(known, anys, UNKNOWN).astype(np.int8)
+
+
+class Attributed:
+    """The long waits (>= threshold) of one snapshot, measured and attributed (classify),
+    as columns; pos: their positions in the snapshot's LongWaits. NaN in the
+    float columns where the per-wait rules give None; sides as codes into SIDES, sources into SOURCES."""
+
+    def __init__(self, lw: LongWaits, pos, rep: int, measured: bool):
+        self.lw, self.pos, self.rep, self.measured = lw, pos, rep, measured
+        n = pos.size
+        nan = lambda: np.full(n, np.nan)
+        self.host_start, self.bound, self.h_lo, self.h_hi, self.w_lo, self.w_hi = (nan() for _ in range(6))
+        # the same ranges counting only the time each vCPU was preempted or frozen (not blocked)
+        self.hp_lo, self.hp_hi, self.wp_lo, self.wp_hi = (nan() for _ in range(4))
+        self.t = {k: np.full(n, UNKNOWN, dtype=np.int8) for k in ("holder", "holder_any", "waiter", "waiter_any")}
+        self.side, self.source, self.disagrees = {}, {}, {}
+        self.in_repetition = np.ones(n, dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.pos.size)
+
+    # columns of the listed waits, for the selected ones
+    def wait_cycles(self):
+        return self.lw.wait[self.pos]
+
+    def start_tsc(self):
+        return self.lw.start[self.pos]
+
+    def cpu(self):
+        return self.lw.cpu[self.pos]
+
+    def holder_cpu(self):
+        return self.lw.holder[self.pos]
+
+    def holder_end_cpu(self):
+        return self.lw.holder_end[self.pos]
+
+    def lhp(self) -> np.ndarray:
+        """The final class of each wait (names: class_of of its two sides)."""
+        return CLASS_NAMES[self.side["holder"] * 4 + self.side["waiter"]]
+
+    def has_holds(self):
+        return self.lw.holds_at[self.pos + 1] > self.lw.holds_at[self.pos]
+
+    def row(self, k: int) -> dict:
+        """Wait k as long_waits_share lists it."""
+        w = self.lw[int(self.pos[k])]
+        opt = lambda x: None if np.isnan(x) else float(x)
+        rng = lambda lo, hi: None if np.isnan(lo) else [float(lo), float(hi)]
+        base = {"host_start": opt(self.host_start[k]), "bound_cycles": opt(self.bound[k]),
+                "holder_off_cycles": rng(self.h_lo[k], self.h_hi[k]),
+                "waiter_off_cycles": rng(self.w_lo[k], self.w_hi[k]), "holders": holders_of(w)}
+        if self.measured:
+            for name in ("holder", "waiter"):
+                base[f"timeline_{name}"] = SIDES[self.t[name][k]]
+                base[f"timeline_{name}_any"] = SIDES[self.t[name + "_any"][k]]
+            base["timeline_lhp"] = str(CLASS_NAMES[self.t["holder"][k] * 4 + self.t["waiter"][k]])
+        r = {}
+        for name in ("holder", "waiter"):
+            r[f"{name}_side"] = SIDES[self.side[name][k]]
+            r[f"{name}_source"] = SOURCES[self.source[name][k]]
+            r[f"{name}_disagrees"] = bool(self.disagrees[name][k])
+        r["lhp"] = str(CLASS_NAMES[self.side["holder"][k] * 4 + self.side["waiter"][k]])
+        r["source"] = r["holder_source"]
+        return {**w, "rep": self.rep, **base, **r, "in_repetition": bool(self.in_repetition[k])}
+
+
+def _class_names():
+    """Indexed by holder side * 4 + waiter side (the waiter's side is one of the first four)."""
+    return np.array([class_of(SIDES[h], SIDES[w]) for h in range(len(SIDES)) for w in range(4)], dtype=object)
+
+
+CLASS_NAMES = _class_names()
+
+
+def steal_codes(lw: LongWaits, pos):
+    """steal_sides per wait: (holder, waiter) as -1 unknown, 0 no steal seen, 1 lost time."""
+    table = np.array([[-1 if x is None else int(x) for x in steal_sides(n)] for n in lw.lhp_names] or
+                     np.zeros((0, 2)), dtype=np.int8).reshape(-1, 2)
+    codes = lw.lhp_code[pos]
+    return table[codes, 0], table[codes, 1]
+
+
+def chain_pieces(lw: LongWaits, i: int, a: float) -> list | None:
+    """Wait i's holders as pieces (first, last, lo, hi), lo and hi in host TSC (the wait begins at
+    host time a): [lo, hi) held by `first`, or by `first` and then from an unknown moment by
+    `last`. From its "holds" ([cpu, from_tsc] in order, the first holding when the wait began;
+    an unplaced hand-over is one gap up to the next placed one), else from the guest's holders
+    at start and end (one gap over the whole wait when they differ); None when no holder is known."""
+    w = float(int(lw.wait[i]))
+    s, t = int(lw.holds_at[i]), int(lw.holds_at[i + 1])
+    if s == t:
+        h0, h1 = int(lw.holder[i]), int(lw.holder_end[i])
+        if h0 < 0 and h1 < 0:
+            return None
+        first = h0 if h0 >= 0 else h1
+        return [(first, h1 if h1 >= 0 and h0 >= 0 else first, a + 0.0, a + w)]
+    start = float(int(lw.start[i]))
+    cpus, frms = lw.holds_cpu[s:t].tolist(), lw.holds_from[s:t].tolist()
+    pieces, lo, first, last = [], 0.0, cpus[0], cpus[0]
+    for cpu, frm in zip(cpus[1:], frms[1:]):
+        if frm < 0:
+            last = cpu  # at an unknown moment, up to the next placed hand-over
+            continue
+        t_ = min(max(float(frm) - start, lo), w)
+        pieces.append((first, last, lo, t_))
+        lo, first, last = t_, cpu, cpu
+    pieces.append((first, last, lo, w))
+    return [(f, l, a + x, a + y) for f, l, x, y in ([p for p in pieces if p[3] > p[2]] or pieces[-1:])]
+
+
+def _covered(index: dict, v: int, a: float, b: float) -> bool:
+    """Whether the timeline covers vCPU v over [a, b)."""
+    entry = index.get(v)
+    return entry is not None and not a < entry[3] and not b > entry[4]
+
+
+def _extreme(index: dict, first: int, last: int, lo: float, hi: float, most: bool) -> float:
+    """Off cycles of [lo, hi) held by `first` and then, from a moment s, by `last`: the least
+    (unknown timeline time on) or the most (unknown time off) over every s in [lo, hi]. The sum
+    off_first(lo, s) + off_last(s, hi) is piecewise linear in s: its extremes lie at the edges of
+    either vCPU's intervals, so those are the moments tried."""
+    if hi <= lo:
+        return 0.0
+    pick = (lambda e: e[5]) if most else (lambda e: e)
+    ef, el = pick(index[first]), pick(index[last])
+    if first == last:
+        return float(_until(ef, np.array([hi]))[0] - _until(ef, np.array([lo]))[0])
+    pts = [lo, hi]
+    for v in (first, last):
+        for s, e in ((index[v][0], index[v][1]), (index[v][5][0], index[v][5][1])):
+            i0, i1 = np.searchsorted(e, lo), np.searchsorted(s, hi)
+            pts += [x for x in np.concatenate((s[i0:i1], e[i0:i1])).tolist() if lo < x < hi]
+    t = np.array(pts, dtype=np.float64)
+    both = (_until(ef, t) - _until(ef, np.full(t.shape, lo))) + (_until(el, np.full(t.shape, hi)) - _until(el, t))
+    return float(both.max() if most else both.min())
+
+
+def gap_off_range(index: dict, pieces: list, e: float, wait: float) -> tuple[float, float] | None:
+    """(least, most) off cycles of the holder of one wait of `wait` cycles whose pieces (first,
+    last, lo, hi; host TSC) include a hand-over at an unknown moment. The whole wait may lie
+    anywhere within +-e (each hand-over moves with it): the least counts each piece shrunk by e
+    at both ends, the most widened by e. None when a holder's vCPU is not covered."""
+    for first, last, lo, hi in pieces:
+        if not _covered(index, first, lo - e, hi + e) or not _covered(index, last, lo - e, hi + e):
+            return None
+    least = sum(_extreme(index, f, l, lo + e, hi - e, False) for f, l, lo, hi in pieces)
+    most = sum(_extreme(index, f, l, lo - e, hi + e, True) for f, l, lo, hi in pieces)
+    return least, min(most, wait)
+
+
+def holder_pieces(lw: LongWaits, pos, a, e, wait, finite, holder=None):
+    """The holder's pieces of the measurable waits (finite bound, holder known), flattened:
+    (wait k, vCPU, host lo, host hi), and the waits whose holder changed at an unknown moment
+    ({k: (their pieces, None)}, measured by gap_off_range). holder: the one holder of each wait
+    instead of the guest's (-1: none; a rule's candidate), for waits without hand-overs."""
+    h0, h1 = lw.holder[pos], lw.holder_end[pos]
+    holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+    if holder is not None:
+        h0, h1, holds = holder, np.full(holder.shape, -1, dtype=np.int64), np.zeros(holder.shape, dtype=bool)
+    simple = finite & ~holds & ((h0 < 0) | (h1 < 0) | (h0 == h1)) & ((h0 >= 0) | (h1 >= 0))
+    k = np.flatnonzero(simple)
+    pk, pv, plo, phi = [k], [np.where(h0[k] >= 0, h0[k], h1[k])], [a[k] + 0.0], [a[k] + wait[k]]
+    slow = {}
+    for j in np.flatnonzero(finite & ~simple).tolist():
+        placed = chain_pieces(lw, int(pos[j]), float(a[j]))
+        if placed is None:
+            continue
+        if all(f == l for f, l, _, _ in placed):
+            pk.append(np.full(len(placed), j))
+            pv.append(np.array([f for f, _, _, _ in placed], dtype=np.int64))
+            plo.append(np.array([x for _, _, x, _ in placed], dtype=np.float64))
+            phi.append(np.array([x for _, _, _, x in placed], dtype=np.float64))
+        else:
+            slow[j] = (placed, None)
+    cat = lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, t)
+    return cat(pk, np.int64), cat(pv, np.int64), cat(plo, np.float64), cat(phi, np.float64), slow
+
+
+def _sum_pieces(n: int, k, covered, least, most, cap):
+    """Per wait: (least, most) summed over its pieces in order (as the per-wait reference's sum()), most capped at
+    cap; NaN where a piece is not covered or the wait has no piece."""
+    lo, hi = np.zeros(n), np.zeros(n)
+    np.add.at(lo, k, least)
+    np.add.at(hi, k, most)
+    ok = np.zeros(n, dtype=bool)
+    ok[k] = True
+    bad = np.zeros(n, dtype=bool)
+    bad[k[~covered]] = True
+    ok &= ~bad
+    return np.where(ok, lo, np.nan), np.where(ok, np.minimum(hi, cap), np.nan)
+
+
+def _holder_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, any_other):
+    """(least, most) off cycles of each wait's holder against index (NaN: not measurable). For the
+    any_other waits (a rule's: the holder is one of the other lw.rule_cpus - 1 vCPUs), the most
+    off of them, tried one by one: NaN where any of them is not covered."""
+    n = pos.size
+    h_lo, h_hi = _pieces_range(lw, pos, a, e, wait, finite, index, None)
+    if np.any(any_other):
+        cpu, cpus = lw.cpu[pos], lw.rule_cpus
+        m_lo, m_hi = np.full(n, -np.inf), np.full(n, -np.inf)
+        for d in range(1, cpus):
+            lo, hi = _pieces_range(lw, pos, a, e, wait, finite, index, np.where(any_other, (cpu + d) % cpus, -1))
+            m_lo, m_hi = np.maximum(m_lo, lo), np.maximum(m_hi, hi)  # NaN (not covered) wins
+        h_lo, h_hi = np.where(any_other, m_lo, h_lo), np.where(any_other, m_hi, h_hi)
+    return h_lo, h_hi
+
+
+def _pieces_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, holder):
+    """The holder's range from its pieces (chain_pieces); a gap of unknown moment by gap_off_range."""
+    k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite, holder)
+    cov, least, most = _ranges(index, v, lo, hi, e[k])
+    h_lo, h_hi = _sum_pieces(pos.size, k, cov, least, most, wait)
+    for j, (placed, _) in slow.items():
+        r = gap_off_range(index, placed, float(e[j]), float(wait[j]))
+        h_lo[j], h_hi[j] = (np.nan, np.nan) if r is None else r
+    return h_lo, h_hi
+
+
+def _waiter_range(lw: LongWaits, pos, a, e, wait, finite, index: dict):
+    """(least, most) off cycles of each waiter's own vCPU over the whole wait."""
+    n = pos.size
+    k = np.flatnonzero(finite)
+    b = a[k] + wait[k]
+    cov, least, most = _ranges(index, lw.cpu[pos][k], a[k], b, e[k])
+    return _sum_pieces(n, k, cov, least, most, np.zeros(n) if not n else _scatter(n, k, b - a[k]))
+
+
+def _holder_side(all_off, preempted, any_other):
+    """The holder's side from the timeline: by all its off time (all_off), then told apart by the
+    time it was preempted or frozen alone (preempted): off only while blocked is BLOCKED, off with
+    preemption uncertain is UNCERTAIN_SIDE; a rule's possible holder off is POSSIBLY_OFF."""
+    side = all_off.copy()
+    side[(all_off == OFF) & (preempted == ON)] = BLOCKED
+    side[(all_off == OFF) & (preempted == UNCERTAIN_SIDE)] = UNCERTAIN_SIDE
+    side[(side == OFF) & any_other] = POSSIBLY_OFF
+    return side
+
+
+def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | None = None) -> Attributed:
+    """The host-timeline measurement and the attribution of every long wait (>= threshold) of
+    snap, over arrays (the rules: this module's docstring).
+    index: off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
+    or clock, so nothing is measured); index_pre: the same without the blocked rows
+    (off_index(blocked=False); None: the timeline has none, so it is index)."""
+    lw = LongWaits.of(snap.long_waits)
+    pos = np.flatnonzero(lw.wait >= threshold)
+    out = Attributed(lw, pos, snap.rep, index is not None)
+    n, wait = pos.size, lw.wait[pos].astype(np.float64)
+    a0, b0 = getattr(snap, "start_guest_tsc", None), getattr(snap, "end_guest_tsc", None)
+    if a0 is not None and b0 is not None:
+        end = lw.start[pos] + lw.wait[pos]
+        out.in_repetition = (a0 <= end) & (end <= b0)
+    any_other = lw.holder_by_rule[pos] & (lw.rule_cpus > 2)
+    if index is not None:
+        a, bound = host_map(cmap, lw.start[pos])
+        finite = np.isfinite(bound)
+        out.host_start, out.bound = a, np.where(finite, bound, np.nan)
+        e = np.where(finite, bound, 0.0)
+        pre = index if index_pre is None else index_pre
+        out.h_lo, out.h_hi = _holder_range(lw, pos, a, e, wait, finite, index, any_other)
+        out.hp_lo, out.hp_hi = (out.h_lo, out.h_hi) if pre is index else _holder_range(lw, pos, a, e, wait, finite, pre, any_other)
+        out.w_lo, out.w_hi = _waiter_range(lw, pos, a, e, wait, finite, index)
+        out.wp_lo, out.wp_hi = (out.w_lo, out.w_hi) if pre is index else _waiter_range(lw, pos, a, e, wait, finite, pre)
+        out.t["holder"], out.t["holder_any"] = _sides(out.h_lo, out.h_hi, wait, HOLDER_OFF_MIN)
+        out.t["waiter"], out.t["waiter_any"] = _sides(out.w_lo, out.w_hi, wait, WAITER_OFF_MIN)
+    steal = steal_codes(lw, pos)
+    for i, name in enumerate(("holder", "waiter")):
+        tl, st = out.t[name], steal[i]
+        has_tl = tl != UNKNOWN
+        told = tl  # the timeline's side apart from why the vCPU was off (what the steal time is compared with)
+        if name == "holder" and index is not None:
+            told = _holder_side(tl, _sides(out.hp_lo, out.hp_hi, wait, HOLDER_OFF_MIN)[0], any_other)
+        out.side[name] = np.where(has_tl, told, np.where(st == 1, OFF, UNKNOWN)).astype(np.int8)
+        out.source[name] = np.where(has_tl, 0, np.where(st == 1, 1, NO_SOURCE)).astype(np.int8)
+        out.disagrees[name] = has_tl & (st >= 0) & (tl <= ON) & ((st == 1) != (tl == OFF))
+    return out
+
+
+def _scatter(n: int, k, values):
+    out = np.zeros(n)
+    out[k] = values
+    return out
+
+
+def classify_snapshot(snap, rows, cmap, threshold: int) -> Attributed:
+    """classify over one snapshot. cmap: the run's ClockMap, None without a timeline or a clock
+    (nothing is measured); rows: its repetition's timeline rows (None: the timeline has none)."""
+    index = pre = None
+    if cmap is not None:
+        index = off_index(rows) if rows is not None else {}
+        pre = off_index(rows, blocked=False) if rows is not None and has_blocked_rows(rows) else None
+    return classify(snap, index, cmap, threshold, pre)

@@ -11,16 +11,16 @@ class `blocked` is no preemptor: the holder's vCPU thread went to sleep by itsel
 inside QEMU, its global lock or its clock's lock, or halted), and the verdict says so apart.
 
 Exact where the timeline is complete (each off row then names its preemptor); the rest is
-`unknown`. The holder is taken piece by piece as the attribution does (waits.holder_pieces: a
+`unknown`. The holder is taken piece by piece as the attribution does (lhp.holder_pieces: a
 hand-over placed splits the wait); a wait whose holder changed at an unknown moment is counted
 in `waits_not_placed` and left out.
 """
 import numpy as np
 
-from . import lhp, waits
+from . import lhp
 from .contract import OFF_STATES
+from .lhp import OFF
 from .names import PREEMPTOR_CLASS
-from .waits import OFF
 
 CLASSES = PREEMPTOR_CLASS.names
 UNKNOWN = PREEMPTOR_CLASS.kPreemptorUnknown
@@ -64,7 +64,7 @@ def _by_vcpu(rows) -> dict:
 
 def holder_off_by_class(att, rows) -> tuple:
     """({class: cycles}, waits counted, waits not placed) over the holder-off long waits of one
-    snapshot's attribution (waits.Attributed) and its repetition's timeline rows."""
+    snapshot's attribution (lhp.Attributed) and its repetition's timeline rows."""
     cycles = dict.fromkeys(CLASSES, 0.0)
     if not att.measured or not len(att):
         return cycles, 0, 0
@@ -75,7 +75,7 @@ def holder_off_by_class(att, rows) -> tuple:
     host = np.where(finite, att.host_start, 0.0)
     # The holder's pieces of each wait, as the attribution measured them (one per holder, a
     # hand-over placed); a hand-over at an unknown moment (slow) has no pieces: not placed.
-    k, vcpus, lo, hi, slow = waits.holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
+    k, vcpus, lo, hi, slow = lhp.holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
     off = (att.side["holder"] == OFF) & (att.source["holder"] == 0)
     placed = np.zeros(len(att), dtype=bool)
     placed[k] = True
@@ -93,18 +93,20 @@ def holder_off_by_class(att, rows) -> tuple:
     return cycles, counted, not_placed
 
 
-def phase_preemptors(snaps, timeline, clock, threshold: int) -> dict | None:
-    """summary.json's `preemptors` of one phase: {column, waits, waits_not_placed, off_cycles
-    {class: cycles}, share {class: share or None}}; None without a timeline or a clock."""
-    if timeline is None or clock is None:
+def phase_preemptors(att, snaps, timeline) -> dict | None:
+    """summary.json's `preemptors` of one phase's snapshots, from the run's attribution att
+    (attribution.Attribution): {column, waits, waits_not_placed, off_cycles {class: cycles},
+    share {class: share or None}}; None without a timeline or a clock (nothing was measured)."""
+    if att.rows is None:
         return None
     total = dict.fromkeys(CLASSES, 0.0)
     counted = not_placed = 0
     for s in snaps:
-        if s.long_waits is None:
+        table = att.of(s)
+        if table is None:
             continue
-        att = waits.classified(s, timeline, clock, threshold)
-        got, n, m = holder_off_by_class(att, lhp.repetition_rows(timeline, s.phase, s.rep))
+        rows = att.rows_of(s)
+        got, n, m = holder_off_by_class(table, rows if rows is not None else timeline.iloc[0:0])
         counted, not_placed = counted + n, not_placed + m
         for k, v in got.items():
             total[k] += v

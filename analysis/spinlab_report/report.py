@@ -1,9 +1,14 @@
 """Write everything for one run: table.txt, table.csv, summary.json (with the verdict), figures/,
-report.md, report.html; for a run booted with timing=all also wrk-table.txt (wrk_table.py)."""
+report.md, report.html; for a run booted with timing=all also wrk-table.txt (wrk_table.py).
+
+The steps, each read by the next: the run as loaded (reader.py), its long waits attributed once
+(attribution.attribute_run), the summary and the verdict over that attribution, the figures over
+both, the report's document rendered (report_doc, render_md, render_html)."""
 import json
 import os
 
-from . import aggregate, progress, render_html, render_md, report_doc, summary, table, trace_section, trace_replay, trace_stacks, verdict
+from . import aggregate, attribution, progress, render_html, render_md, report_doc, summary, table, trace_section, trace_replay
+from . import trace_stacks, verdict
 from . import kvm_stats, parallel, wrk_table
 from . import (fig_class_waits, fig_cpu_heatmap, fig_hold_cdf, fig_holder_off, fig_long_wait_window,
                fig_throughput, fig_wait_ccdf, fig_wait_cdf, fig_wait_cdf_phases, fig_wait_hist)
@@ -21,12 +26,13 @@ def write(path: str, text: str):
         f.write(text)
 
 
-def make_figures(run, summ: dict, figdir: str, opts) -> dict:
+def make_figures(run, att, summ: dict, figdir: str, opts) -> dict:
     """The run's figures, drawn side by side in forked processes (parallel.py; the slowest first:
-    they take turns on the CPUs in this order). Even make run's small report gains: its figures
+    they take turns on the CPUs in this order), those of long waits from att (the run's
+    Attribution, inherited by the processes). Even make run's small report gains: its figures
     take 3 s in one process, 2 in two."""
-    makers = [lambda: fig_holder_off.make(run, figdir, opts.threshold), lambda: fig_cpu_heatmap.make(run, figdir),
-              lambda: fig_long_wait_window.make(run, figdir, opts.threshold),
+    makers = [lambda: fig_holder_off.make(run, att, figdir), lambda: fig_cpu_heatmap.make(run, figdir),
+              lambda: fig_long_wait_window.make(run, att, figdir),
               lambda: fig_wait_ccdf.make(run, figdir, opts.threshold), lambda: fig_wait_cdf.make(run, figdir),
               lambda: fig_wait_cdf_phases.make(run, figdir), lambda: fig_wait_hist.make(run, figdir),
               lambda: fig_hold_cdf.make(run, figdir), lambda: fig_class_waits.make(run, figdir),
@@ -42,15 +48,17 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     text = table.table_text(totals, reps)
     listed = sum(len(s.long_waits or ()) for s in run.snapshots)
     with progress.stage("summary and verdict", progress.count(listed, "long waits")):
-        summ = summary.build(run, opts)
-        summ["verdict"] = verdict.build(run, summ)
+        att = attribution.attribute_run(run, opts.threshold)
+        summ = summary.summarise(run, att, opts)
+        summ["verdict"] = verdict.judge(run, att, summ)
     paths = {"table": os.path.join(outdir, "table.txt"), "csv": os.path.join(outdir, "table.csv"),
              "summary": os.path.join(outdir, "summary.json"), "md": os.path.join(outdir, "report.md"),
              "html": os.path.join(outdir, "report.html")}
     write(paths["table"], text)
     write(paths["csv"], table.table_csv(totals))
     with progress.stage("figures", "10 figures"):
-        figs = make_figures(run, summ, os.path.join(outdir, "figures"), opts)
+        figs = make_figures(run, att, summ, os.path.join(outdir, "figures"), opts)
+    del att  # drawn: its memory (about 1 KB a wait) is free before the traces are replayed
     traces, trace_problems = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
     summ["problems"] += trace_problems  # a trace file it cannot read is a problem of the run
     write(paths["summary"], json.dumps(summ, indent=1) + "\n")

@@ -1,4 +1,5 @@
-"""summary.json: the key figures per phase, computed from a Run (pure apart from the caller's write).
+"""summary.json: the key figures per phase, computed from a Run and its Attribution (attribution.py;
+pure apart from the caller's write).
 
 Per phase: acquisitions, contended share, p50/p99/p99.9 of timed waits (log-uniform within a
 log2 bucket, see cdf.py), the share of timed waits >= 2^20 cycles, the LHP share of long waits
@@ -9,7 +10,7 @@ the whole run (with each repetition), and named in the problems when there are a
 """
 from dataclasses import dataclass
 
-from . import aggregate, cdf, kvm_clock, kvm_stats, preemptors, throughput, waits
+from . import aggregate, attribution, cdf, kvm_clock, kvm_stats, preemptors, throughput
 from . import contract as c
 from .buckets import LONG_K
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
@@ -32,14 +33,13 @@ def _r(x, nd=6):
     return None if x is None else round(float(x), nd)
 
 
-def phase_summary(run, phase: str, opts: Options) -> dict:
+def phase_summary(run, phase: str, att, opts: Options) -> dict:
     snaps = run.snaps(phase)
     if not snaps:
         return {"status": "missing"}
     t = aggregate.phase_totals(snaps)
     timed = int(t.wait.sum())
-    lw = waits.long_waits_share(snaps, run.timeline, run.clock, opts.threshold)
-    lw.pop("waits")
+    lw = att.share(phase)
     lw["share"] = _r(lw["share"])
     return {
         "status": "ok" if timed else "empty",
@@ -56,7 +56,7 @@ def phase_summary(run, phase: str, opts: Options) -> dict:
         "throughput": throughput.phase_throughput(snaps, opts.confidence),
         "trace": trace_loss(snaps),
         "timeline_unknown": timeline_unknown(run.timeline, phase),
-        "preemptors": preemptors.phase_preemptors(snaps, run.timeline, run.clock, opts.threshold),
+        "preemptors": preemptors.phase_preemptors(att, snaps, run.timeline),
     }
 
 
@@ -104,8 +104,15 @@ def _rounded_throughput(t: dict, metric: str) -> dict:
 
 
 def build(run, opts: Options) -> dict:
+    """summary.json of a run alone, for a test or a tool: attributes its long waits
+    (attribution.attribute_run) and summarises them. The report attributes once and calls summarise."""
+    return summarise(run, attribution.attribute_run(run, opts.threshold), opts)
+
+
+def summarise(run, att, opts: Options) -> dict:
+    """summary.json (without its verdict) of a run whose long waits att attributed."""
     base = baseline_phase(run, opts)
-    phases = {p: phase_summary(run, p, opts) for p in run.phases}
+    phases = {p: phase_summary(run, p, att, opts) for p in run.phases}
     tp = throughput.with_change({p: s["throughput"] for p, s in phases.items() if "throughput" in s}, base)
     metric = throughput.run_metric([s for p in run.phases for s in run.snaps(p)])
     for p, t in tp.items():

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from . import dense, fig_trace_timeline, fig_wake_cdf, parallel, progress, trace_replay, trace_stacks
+from . import fig_trace_timeline, fig_wake_cdf, parallel, progress, trace_replay, trace_stacks
 from .names import LONG_WAIT_THRESHOLD
 
 MAX_TRACES = 4  # traces of a run analysed in its report (the rest are named)
@@ -102,7 +102,6 @@ def run_section(run, figdir: str, long_wait: int = LONG_WAIT_THRESHOLD) -> tuple
     files = run_traces(run)
     if not files:
         return [], []
-    dense.release(run)  # the run's figures are drawn: their shared attribution is not needed here
     timeline = run.timeline if run.clock is not None else None  # a DataFrame: host_off_fn indexes it in numpy
     clock = run.clock if run.timeline is not None else None
     chosen = files[:MAX_TRACES]

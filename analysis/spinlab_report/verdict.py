@@ -5,7 +5,7 @@ The headline, per phase, each figure as its mean with a Student t interval acros
 t interval and two-sided test on log values (confidence.log_ratio; why that test: its docstring):
 
 1. LHP spin. The long waits (>= the threshold) whose holder side is off the host CPU
-   (waits_mod.long_waits_share: holder_side 'off', from the guest's steal time or the host timeline),
+   (the run's Attribution, attribution.py: holder_side 'off', from the guest's steal time or the host timeline),
    per repetition: the cycles spent in them divided by vCPUs x duration (cycles per
    vCPU-second; over the guest TSC span also a share of vCPU time), and their number per second.
    Only the cycles of listed waits inside the repetition count (the trace session that lists
@@ -49,8 +49,7 @@ import math
 
 import numpy as np
 
-from . import freeze_lengths, lhp
-from . import waits as waits_mod
+from . import attribution, freeze_lengths, lhp
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import log_ratio, mean_ci
 from .contract import OFF_STATES, UNKNOWN_STATE
@@ -86,7 +85,7 @@ def hist_cycles(h) -> tuple[float, float, float]:
 def kernel_spin_cycles(snap, waits) -> dict:
     """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not.
     The counters take each wait whole when it ends; for the listed long waits (window_waits'
-    result, a waits.Window or None) the cycles outside the repetition are taken off and those
+    result, an attribution.Window or None) the cycles outside the repetition are taken off and those
     inside it of waits that ended after it are added (edge_cycles: the net change)."""
     edge = 0
     if waits:
@@ -127,7 +126,7 @@ def tsc_span(run, snap) -> float | None:
 
 def spun_cycles(waits, snap) -> float:
     """The cycles inside the repetition during which the waiters' vCPUs were in one of these
-    waits (a waits.Window): per waiter CPU the union of the waits' clipped spans, so that waits
+    waits (an attribution.Window): per waiter CPU the union of the waits' clipped spans, so that waits
     which overlap on one vCPU (a ring-3 wait interrupted by a kernel wait) count their common
     time once. Sorted by CPU and start, each span adds what reaches past every earlier span's end."""
     if not len(waits):
@@ -146,19 +145,26 @@ def spun_cycles(waits, snap) -> float:
     return float(np.sum(np.maximum(0, hi - np.maximum(lo, reach))))
 
 
-def window_waits(run, snap, threshold: int) -> list | None:
-    """The snapshot's long waits that spun during the repetition, as waits_mod.long_waits_share
-    attributes them (the trace session that lists them runs before and after the counters);
-    None without a list."""
-    if snap.long_waits is None:
+def window_waits(attributed, snap) -> list | None:
+    """The snapshot's long waits that spun during the repetition (the trace session that lists
+    them runs before and after the counters), from its attributed waits (lhp.Attributed; None
+    without a list: then None)."""
+    if attributed is None:
         return None
-    (att,) = waits_mod.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
-    return waits_mod.window(att, snap.start_guest_tsc, snap.end_guest_tsc)
+    return attribution.window(attributed, snap.start_guest_tsc, snap.end_guest_tsc)
 
 
 def rep_values(run, snap, threshold: int) -> dict:
-    """Everything the verdict needs from one repetition."""
-    waits = window_waits(run, snap, threshold)
+    """rep_of for a tool with one repetition alone (the sweep's rep_verdict): its long waits are
+    attributed here. The verdict reads the run's Attribution instead (judge)."""
+    tables = attribution.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
+    return rep_of(run, snap, tables[0] if tables else None, threshold)
+
+
+def rep_of(run, snap, attributed, threshold: int) -> dict:
+    """Everything the verdict needs from one repetition; attributed: its attributed long waits
+    (Attribution.of)."""
+    waits = window_waits(attributed, snap)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
     unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == L.kUnknown))
@@ -285,7 +291,7 @@ def causes(reps, threshold: int) -> dict:
     out = {c: 0 for c in CAUSES} | {k: 0 for k in RUNNING_KINDS}
     out["long_waits"] = out["hand_overs_placed"] = 0
     for r in reps:
-        w = r["waits"]  # a waits.Window, or [] without one
+        w = r["waits"]  # an attribution.Window, or [] without one
         if not len(w):
             continue
         listed = np.isin(w.lhp, CAUSES)
@@ -401,7 +407,7 @@ def emulator_warnings(run, phases: dict) -> list:
         oc = p.get("off_cycles") if p.get("status") == "ok" else None
         if not oc:
             continue
-        shares = waits_mod.blocked_shares(oc)
+        shares = attribution.blocked_shares(oc)
         if shares and max(shares.values()) > BLOCKED_OFF_MAX:
             leaning.append(f"{phase} ({', '.join(f'{100 * v:.0f}% of the {k}s' for k, v in shares.items())})")
     if not leaning:
@@ -431,17 +437,24 @@ def guest_warnings(run) -> list:
 
 
 def build(run, summary: dict) -> dict:
-    """The verdict of one run: per phase the LHP headline, its causes, the secondary rates."""
+    """The verdict of a run alone, for a test or a tool: attributes its long waits
+    (attribution.attribute_run) and judges. The report attributes once and calls judge."""
+    return judge(run, attribution.attribute_run(run, summary["threshold_cycles"]), summary)
+
+
+def judge(run, att, summary: dict) -> dict:
+    """The verdict of one run whose long waits att attributed (attribution.Attribution), beside its
+    summary (summary.summarise): per phase the LHP headline, its causes, the secondary rates."""
     conf, thr = summary["confidence"], summary["threshold_cycles"]
     base = summary["baseline_phase"]
-    base_reps = [rep_values(run, s, thr) for s in run.snaps(base)] if base and run.snaps(base) else None
+    base_reps = [rep_of(run, s, att.of(s), thr) for s in run.snaps(base)] if base and run.snaps(base) else None
     phases = {}
     for phase in run.phases:
         snaps = run.snaps(phase)
         if not snaps:
             phases[phase] = {"status": "missing"}
             continue
-        reps = base_reps if phase == base else [rep_values(run, s, thr) for s in snaps]
+        reps = base_reps if phase == base else [rep_of(run, s, att.of(s), thr) for s in snaps]
         against = None if phase == base else base_reps
         s = summary["phases"][phase]
         phases[phase] = {

@@ -4,7 +4,7 @@
 Contract: numbers(case) returns every number the report shows or derives for one case of the
 test data (tests/data/run-basic, and variants of it built here): summary.json with the verdict,
 table.txt and table.csv, report.md (every table and sentence of the report), each phase's
-attributed long waits as waits.long_waits_share lists them, and the data the two long-wait figures
+attributed long waits as attribution.long_waits_share lists them, and the data the two long-wait figures
 draw (fig_holder_off.points, fig_long_wait_window.pick); report.md is compared for one case
 (FULL_REPORT), the file holds it for every case. The expected file was written from the
 report before the analysis was vectorized (issue 28), so the golden test shows the numpy version
@@ -61,7 +61,7 @@ def add_holds(run_dir: str):
 
 def numbers(case: str, full: bool = False) -> dict:
     """The numbers of one case; report.md (all figures drawn) only for FULL_REPORT unless full."""
-    from spinlab_report import dense, fig_holder_off, fig_long_wait_window, lhp, reader, report, summary, table, verdict, waits
+    from spinlab_report import attribution, fig_holder_off, fig_long_wait_window, reader, report, summary, table, verdict
     from spinlab_report.fig_wait_ccdf import tsc_hz
     threshold = CASES[case]
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,14 +84,14 @@ def numbers(case: str, full: bool = False) -> dict:
             out["summary"] = _roundtrip(summ)
             out["table"], out["csv"] = table.table_text(totals, reps), table.table_csv(totals)
         run = reader.load_run(run_dir)  # afresh: nothing cached from the report
-        out["waits"] = {p: _roundtrip(list(waits.long_waits_share(run.snaps(p), run.timeline, run.clock, threshold)["waits"]))
+        out["waits"] = {p: _roundtrip(list(attribution.long_waits_share(run.snaps(p), run.timeline, run.clock, threshold)["waits"]))
                         for p in run.phases}
-        pts, missing, given = fig_holder_off.points(run, threshold)
+        att = attribution.attribute_run(run, threshold)
+        pts, missing, given = fig_holder_off.points(run, att)
         rows = list(zip(*(pts[k].tolist() for k in ("phase", "wait", "fraction", "lhp", "least", "most"))))
         out["holder_off_points"] = _roundtrip([rows, missing, given])
         hz = tsc_hz(run.meta)
-        out["long_wait_window"] = _roundtrip(fig_long_wait_window.pick(run, threshold, fig_long_wait_window.WINDOW_S * hz))
-        dense.release(run)
+        out["long_wait_window"] = _roundtrip(fig_long_wait_window.pick(run, att, fig_long_wait_window.WINDOW_S * hz))
     return out
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import spinlab_report as s
-from spinlab_report import aggregate, lhp, reader, summary, waits
+from spinlab_report import aggregate, attribution, lhp, reader, summary
 
 from conftest import BASIC
 
@@ -30,14 +30,14 @@ def test_every_public_name_is_documented_and_is_the_packages_own():
         assert getattr(s, name) is not None
         if name not in ("NamesFileError", "Results", "load"):
             assert f"`{name}" in tools, f"{name} is exported but not in analysis/README.md's list for tools"
-    assert s.load_run is reader.load_run and s.long_waits_share is waits.long_waits_share
+    assert s.load_run is reader.load_run and s.long_waits_share is attribution.long_waits_share
 
 
 def test_every_long_wait_is_a_row_with_the_reports_class(basic):
     run = reader.load_run(BASIC)
     want = []
     for phase in run.phases:
-        share = waits.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
+        share = attribution.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
         want += [(phase, w["rep"], w["cpu"], w["class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
                   w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
                  for w in share["waits"]]
@@ -50,7 +50,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
 def test_off_shares_are_the_measured_off_cycles_over_the_wait(basic):
     run = reader.load_run(BASIC)
     rows = [w for p in run.phases
-            for w in waits.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
+            for w in attribution.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
     for (_, got), w in zip(basic.waits.iterrows(), rows):
         for side in ("holder", "waiter"):
             rng = w[f"{side}_off_cycles"]

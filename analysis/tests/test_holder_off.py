@@ -7,9 +7,9 @@ def test_holder_off_fraction_is_the_measured_overlap():
     """run-basic host-load r1: the 4.5M wait is [3300.001M, 3304.501M) in host TSC and its holder,
     vCPU 1, is off [3302M, 3310M): 2.501M of the wait (see tests/data/README.md)."""
     from conftest import BASIC
-    from spinlab_report import fig_holder_off, reader
+    from spinlab_report import attribution, fig_holder_off, reader
     run = reader.load_run(BASIC)
-    pts, missing, given = fig_holder_off.points(run, 1 << 20)
+    pts, missing, given = fig_holder_off.points(run, attribution.attribute_run(run, 1 << 20))
     by_len = dict(zip(pts["wait"].tolist(), pts["fraction"].tolist()))
     assert by_len[4_500_000] == pytest.approx(2_501_000 / 4_500_000)
     # the 5M wait: vCPU 1 off for all of it (+-20 cycles of clock bound); the 17M one: none

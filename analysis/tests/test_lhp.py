@@ -1,5 +1,5 @@
 """The LHP measurement on a synthetic timeline whose answers are known by construction: the
-package's (waits.classify, one wait at a time here), and the per-wait reference's interval sums
+package's (lhp.classify, one wait at a time here), and the per-wait reference's interval sums
 (lhp_reference.py, which test_rules_reference.py holds the package to)."""
 from types import SimpleNamespace
 
@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 
 from lhp_reference import fraction_table, off_cycles, off_during
-from spinlab_report import waits
-from spinlab_report.lhp import ClockMap, guest_to_host, off_index
+from spinlab_report import lhp
+from spinlab_report.attribution import long_waits_share
+from spinlab_report.lhp import ClockMap, chain_pieces, gap_off_range, guest_to_host, off_index
 from spinlab_report.reader import Snapshot
-from spinlab_report.waits import LongWaits, chain_pieces, gap_off_range, long_waits_share
+from spinlab_report.waits import LongWaits
 
 # host = guest + 1000, to within +-10 cycles, over guest [0, 10M]
 CLOCK = {"offset_cycles": 1000, "drift_ppm": 0.0, "ref_guest_tsc": 0, "bound_max_cycles": 10.0,
@@ -25,13 +26,13 @@ TL = pd.DataFrame([(v, 10 + v, s, a, b, "host-load", 1) for v, s, a, b in ROWS],
 
 def measure(w: dict, index, cmap) -> dict:
     """The package's measurement and attribution of one wait (its row of long_waits_share)."""
-    return waits.classify(SimpleNamespace(long_waits=[w], rep=1), index, cmap, 0).row(0)
+    return lhp.classify(SimpleNamespace(long_waits=[w], rep=1), index, cmap, 0).row(0)
 
 
 def classify(w: dict, index, clock) -> tuple:
     """(class, the holder side's source) of one wait, as the package attributes it."""
     cmap = ClockMap(clock) if index is not None and clock is not None else None
-    r = waits.classify(SimpleNamespace(long_waits=[w], rep=1), index if cmap else None, cmap, 0).row(0)
+    r = lhp.classify(SimpleNamespace(long_waits=[w], rep=1), index if cmap else None, cmap, 0).row(0)
     return r["lhp"], r["holder_source"]
 
 

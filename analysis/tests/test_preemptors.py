@@ -83,8 +83,9 @@ def test_a_class_not_in_the_abi_table_is_a_contract_error(run_copy):
 
 
 def _window_caption(run_copy, tmp_path):
-    from spinlab_report import fig_long_wait_window
-    f = fig_long_wait_window.make(reader.load_run(str(run_copy)), str(tmp_path / "fig"), 1 << 20)
+    from spinlab_report import attribution, fig_long_wait_window
+    run = reader.load_run(str(run_copy))
+    f = fig_long_wait_window.make(run, attribution.attribute_run(run, 1 << 20), str(tmp_path / "fig"))
     assert f.missing is None and f.png
     return f.caption
 

@@ -1,5 +1,5 @@
 """One implementation of each LHP rule (issue 40): the package computes them over arrays
-(spinlab_report/waits.py), and their per-wait definition lives here, in the tests only
+(spinlab_report/lhp.py), and their per-wait definition lives here, in the tests only
 (lhp_reference.py). On random waits of every holder kind against random timelines, the arrays give
 exactly (floats included) the numbers the definition gives wait by wait, and the package never
 calls the definition."""
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import lhp_reference as ref
-from spinlab_report import waits
+from spinlab_report import attribution, waits
 from spinlab_report.lhp import ClockMap, off_index
 from spinlab_report.names import LHP_CLASS
 from spinlab_report.reader import Snapshot
@@ -63,7 +63,7 @@ def random_waits(rng, n, vcpus, span):
 
 @pytest.mark.parametrize("with_points", [True, False])
 def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
-    """waits.classify (numpy) lists every long wait exactly as ref.measure + ref.attribute do
+    """lhp.classify (numpy) lists every long wait exactly as ref.measure + ref.attribute do
     one by one: random waits of every holder kind against a random timeline with off, frozen and
     unknown rows, a clock with points (bounds vary, waits outside are not placed) or a straight line."""
     rng = np.random.default_rng(11)
@@ -73,14 +73,14 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
              {"offset_cycles": 7, "drift_ppm": 2.0, "ref_guest_tsc": 0, "bound_max_cycles": 4.0, "points": []})
     listed = random_waits(rng, 3000, 4, 80_000)
     snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s")
-    share = waits.long_waits_share([snap], timeline, clock, 200)
+    share = attribution.long_waits_share([snap], timeline, clock, 200)
     got = list(share["waits"])
     want = _per_wait_rows(snap, timeline, clock, 200)
     assert len(got) == len(want) > 2000
     for g, w in zip(got, want):
         assert g == w, (g, w)
     # the counts, as ref._count adds each wait and ref.fraction_table bins them
-    counts = waits.new_share()
+    counts = attribution.new_share()
     for row in want:
         m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
                                  "timeline_lhp", "holders")}
@@ -118,8 +118,8 @@ def test_blocked_holders_and_rule_holders_over_arrays_are_the_per_wait_definitio
         if r:
             w["holder_by_rule"] = True
     snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], lw, 1, 0, "s")
-    share = waits.long_waits_share([snap], timeline, clock, 200)
-    counts = waits.new_share()
+    share = attribution.long_waits_share([snap], timeline, clock, 200)
+    counts = attribution.new_share()
     want = _per_wait_rows(Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s"), timeline, clock, 200,
                           rule_cpus=3, counts=counts)
     got = list(share["waits"])

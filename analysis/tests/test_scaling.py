@@ -2,6 +2,7 @@
 arithmetic agrees with the plain per-row sums it replaced, dense figures draw at most one mark per
 pixel, the progress lines appear on a terminal only, and the benchmark's synthetic runs satisfy the
 results contract."""
+import ast
 import io
 import os
 import subprocess
@@ -190,7 +191,7 @@ def _spy_on_forks(monkeypatch) -> list:
 def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     """A large run's snapshots are read, and any run's figures drawn, in forked processes: the same
     snapshots (every long-wait column), and the same figures, as one process makes."""
-    from spinlab_report import report, summary
+    from spinlab_report import attribution, report, summary
     out = tmp_path / "syn"
     subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
@@ -198,8 +199,8 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")  # figures: one process
     one = reader.load_run(str(out))
     opts = summary.Options()
-    summ = summary.build(one, opts)
-    figs_one = report.make_figures(one, summ, str(tmp_path / "f1"), opts)
+    att = attribution.attribute_run(one, opts.threshold)
+    figs_one = report.make_figures(one, att, summary.summarise(one, att, opts), str(tmp_path / "f1"), opts)
     calls = _spy_on_forks(monkeypatch)
     monkeypatch.setattr(reader, "PARALLEL_BYTES", 0)
     two = reader.load_run(str(out))
@@ -208,7 +209,8 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     for a, b in zip(one.snapshots, two.snapshots):
         assert list(a.long_waits) == list(b.long_waits) and len(a.long_waits) > 0
         assert [st.wait.tolist() for st in a.stats] == [st.wait.tolist() for st in b.stats]
-    figs_two = report.make_figures(two, summary.build(two, opts), str(tmp_path / "f2"), opts)
+    att = attribution.attribute_run(two, opts.threshold)
+    figs_two = report.make_figures(two, att, summary.summarise(two, att, opts), str(tmp_path / "f2"), opts)
     assert calls == ["fork", "fork"]
     assert list(figs_one) == list(figs_two) and len(figs_one) == 10
     for name, f in figs_one.items():
@@ -243,39 +245,64 @@ def test_figures_with_a_row_per_cpu_stop_growing():
     assert rows_height(64, 0.6, 1.2) == 1.2 + ROWS_MAX_INCHES
 
 
-def test_one_attribution_per_phase_shared_by_the_figures(monkeypatch):
-    from spinlab_report import waits
+def test_a_report_attributes_each_snapshots_waits_once(tmp_path, monkeypatch):
+    """report.generate measures and classes each snapshot's long waits once (lhp.classify), for
+    summary.json, the verdict and every figure: they all read the one Attribution it makes (issue
+    53). The figures are drawn in this process (SPINLAB_REPORT_WORKERS=1), so that one attributing
+    again would be counted here."""
+    from spinlab_report import lhp, report, summary
+    monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")
     run = reader.load_run(os.path.join(HERE, "data", "run-basic"))
     calls = []
-    real = waits.long_waits_share
-    monkeypatch.setattr(waits, "long_waits_share", lambda *a: calls.append(1) or real(*a))
-    first = dense.long_waits(run, "host-load", 1 << 20)
-    assert dense.long_waits(run, "host-load", 1 << 20) is first and len(calls) == 1
-    assert len(first) == 7  # run-basic's host-load long waits (tests/data/README.md)
-    dense.release()
-    assert dense.long_waits(run, "host-load", 1 << 20) == first and len(calls) == 2
+    real = lhp.classify
+    monkeypatch.setattr(lhp, "classify", lambda snap, *a: calls.append((snap.phase, snap.rep)) or real(snap, *a))
+    report.generate(run, str(tmp_path), summary.Options())
+    listed = [(s.phase, s.rep) for s in run.snapshots if s.long_waits is not None]
+    assert len(listed) == 4 and sorted(calls) == sorted(listed)
 
 
-def test_each_wait_is_measured_once_for_the_summary_the_verdict_and_the_figures(monkeypatch):
-    """lhp keeps each snapshot's classified waits: a second long_waits_share over the same
-    snapshots (the verdict's, per snapshot, after summary.json's, per phase) measures nothing
-    again; another threshold, or forget(), measures afresh, with the same result."""
-    from spinlab_report import lhp, waits
-    run = reader.load_run(os.path.join(HERE, "data", "run-basic"))
-    calls = []  # one entry per wait measured (waits.classify measures a snapshot's waits at once)
-    real = waits.classify
-    monkeypatch.setattr(waits, "classify", lambda *a: (lambda r: calls.extend([1] * len(r)) or r)(real(*a)))
-    snaps = run.snaps("host-load")
-    first = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
-    n = len(calls)
-    assert n == len(first["waits"]) == 7
-    per_snapshot = [w for s in snaps for w in waits.long_waits_share([s], run.timeline, run.clock, 1 << 20)["waits"]]
-    assert len(calls) == n and per_snapshot == first["waits"]
-    higher = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 21)
-    assert len(calls) == n + len(higher["waits"])
-    waits.forget(snaps)
-    again = waits.long_waits_share(snaps, run.timeline, run.clock, 1 << 20)
-    assert len(calls) == 2 * n + len(higher["waits"]) and again == first
+def test_the_package_keeps_no_module_level_mutable_state():
+    """No module of the package keeps a cache or any other state between calls at module level: no
+    global statement, and no module-level dict, list or set that a function changes. What one step
+    computes, the next is handed (issue 53). parallel._fn is the one exception: the function of the
+    forked_map under way, set for the children it forks to inherit, and cleared after."""
+    package = os.path.join(os.path.dirname(HERE), "spinlab_report")
+    allowed = {("parallel", "_fn")}
+    found = []
+    for f in sorted(os.listdir(package)):
+        if not f.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(package, f)).read())
+        mod = f[:-3]
+        mutable = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)
+                   if isinstance(node.value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp))
+                   or isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in ("dict", "list", "set")}
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Global):
+                    found += [(mod, name, n.lineno) for name in n.names if (mod, name) not in allowed]
+                changed = (n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else
+                           [n.func.value] if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in
+                           ("update", "append", "extend", "insert", "setdefault", "pop", "popitem", "clear", "add",
+                            "discard", "remove") else [])
+                for t in changed:
+                    while isinstance(t, ast.Subscript):  # _cache["waits"][key] = ...: _cache is changed
+                        t = t.value
+                    if isinstance(t, ast.Name) and t.id in mutable and (mod, t.id) not in allowed \
+                            and not _bound_in(fn, t.id):
+                        found.append((mod, t.id, n.lineno))
+    assert not found, f"module-level state changed by a function (module, name, line): {found}"
+
+
+def _bound_in(fn, name: str) -> bool:
+    """Whether name is a parameter or local variable of fn (then it is not the module's)."""
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+    stores = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    globals_ = {g for n in ast.walk(fn) if isinstance(n, ast.Global) for g in n.names}
+    return (name in params or name in stores) and name not in globals_
 
 
 def test_the_report_names_its_stages_with_counts(tmp_path):

@@ -94,7 +94,7 @@ def test_the_runner_prints_the_same_table_as_the_report():
         assert wrk_table.wrk_table(h, ov) == g + "\n"
 
 
-def no_figures(run, summ, figdir, opts) -> dict:
+def no_figures(run, att, summ, figdir, opts) -> dict:
     """report.make_figures without drawing (this test is about the table, drawing takes ~10 s)."""
     names = ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist", "hold_cdf", "class_waits", "cpu_heatmap",
              "holder_off_scatter", "long_wait_window", "throughput")

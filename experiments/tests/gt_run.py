@@ -9,7 +9,7 @@ which records each freeze's effective window), or a hog pinned to one vCPU's hos
 (`host-load` with `--run.hog-cpus`: the vCPU thread is runnable but waits, the kind of
 preemption KVM's steal time sees).
 
-measure() classifies the long waits as the report does (waits.long_waits_share) and, for a freeze,
+measure() classifies the long waits as the report does (attribution.attribute_run) and, for a freeze,
 counts them against the effective windows (ground_truth.rates).
 """
 import json
@@ -27,7 +27,7 @@ KERNEL = os.path.join(ROOT, "build", "kernel", "spinlab.elf")
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 sys.path.insert(0, os.path.join(ROOT, "vm-images"))
 
-from spinlab_report import ground_truth, lhp, preemptors, reader, waits  # noqa: E402
+from spinlab_report import attribution, ground_truth, lhp, preemptors, reader  # noqa: E402
 
 CS_CYCLES = 1 << 21
 THINK_CYCLES = CS_CYCLES // 4
@@ -141,14 +141,15 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
     run = reader.load_run(run_dir)
     assert run.timeline is not None and run.clock is not None
     (snap,) = [s for s in run.snapshots if phase is None or s.phase == phase]
-    share = waits.long_waits_share([snap], run.timeline, run.clock, LONG)
+    att = attribution.attribute_run(run, LONG)
+    share = att.phases[snap.phase]
     hz = json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]
     strangers_file = os.path.join(os.path.dirname(run_dir), "stranger_tids.json")
     strangers = set(json.load(open(strangers_file))) if os.path.exists(strangers_file) else set()
     m = {"dir": run_dir, "run": run, "share": share, "waits": share["waits"], "hz": hz, "strangers": strangers,
          "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep)),
          # who took the holder's CPU, as summary.json says it (the report's final classes)
-         "preemptors": preemptors.phase_preemptors([snap], run.timeline, run.clock, LONG)}
+         "preemptors": preemptors.phase_preemptors(att, [snap], run.timeline)}
     csv_path = os.path.join(run_dir, "preempt", f"{snap.phase}-r{snap.rep}.csv")
     if os.path.exists(csv_path):
         m["windows"] = ground_truth.effective_windows(open(csv_path).read(), frozen_vcpu)

@@ -24,7 +24,7 @@ from linux_testlib import guest_image  # noqa: F401  (a fixture)
 from spinlab_linux import paths
 
 sys.path.insert(0, str(paths.REPO / "analysis"))  # spinlab_report (tests may set the path)
-from spinlab_report import reader, summary, verdict, verdict_text, waits  # noqa: E402
+from spinlab_report import attribution, reader, summary, verdict, verdict_text  # noqa: E402
 from spinlab_report.names import LHP_CLASS as L  # noqa: E402
 
 RUN = paths.REPO / "build" / "host" / "bin" / "spinlab-run"
@@ -65,7 +65,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
 
     run = reader.load_run(str(run_dir))
     assert run.holder_rule == "other-vcpu"
-    share = waits.long_waits_share(run.snaps("preempt-30ms"), run.timeline, run.clock, 1 << 20)
+    share = attribution.long_waits_share(run.snaps("preempt-30ms"), run.timeline, run.clock, 1 << 20)
     rows = [w for w in share["waits"] if w["host_start"] is not None and w["bound_cycles"] is not None]
     assert rows, "no long wait was placed on the host's axis"
     freezes = frozen_spans(run_dir, 1)
