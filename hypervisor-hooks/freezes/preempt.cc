@@ -428,7 +428,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     thaw_writes.add(calibrated.thaw_ns);
     std::vector<int> tids;
     for (const ThreadTarget& t : targets) tids.push_back(t.tid);
-    EffectiveWindows windows(session, tids, c.out_csv);
+    EffectiveWindows windows(session, tids, c.out_csv);  // its writer before the priority: SCHED_OTHER
     // Timers fire late by the timer slack (50 us by default); windows should be exact.
     ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     FrozenWords words(c.vcpu_state, targets);
