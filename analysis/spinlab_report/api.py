@@ -93,7 +93,7 @@ def waits_frame(run: Run, att: attribution.Attribution) -> pd.DataFrame:
     attribution), phase by phase in the report's order."""
     parts = []
     for phase in run.phases:
-        parts += [_waits_of(phase, t) for t in att.waits(phase).tables]
+        parts += [_waits_of(phase, t) for t in att.phases[phase]["waits"].tables]
     if not parts:
         return pd.DataFrame({c: [] for c in WAIT_COLUMNS})
     return pd.concat(parts, ignore_index=True)

@@ -8,18 +8,17 @@ summary.json, the verdict, the figures and the API read.
     ... the figures and report_doc read att and summ    # render
 
 `attribute_run` splits the host timeline by repetition once, classes each snapshot's listed waits
-once (lhp.classify_snapshot) and counts them per phase; the `Attribution` it returns is read,
+once (lhp.classify_all) and counts them per phase; the `Attribution` it returns is read,
 never recomputed, and nothing is kept anywhere else: no cache, no memo on the run's objects.
 
 - `Attribution`: per phase the counts (`long_waits_share`'s dict) and its waits; per snapshot its
-  `lhp.Attributed` table (`of(snap)`); the timeline rows each repetition was measured against.
+  `lhp.Attributed` table; the timeline rows each repetition was measured against.
 - `long_waits_share(snaps, timeline, clock, threshold)`: the same counts of some snapshots alone,
   for a tool or a test (each call measures afresh); the package's public name for it.
 - `count(out, att)` and `fraction_table(atts)`: the counts over arrays, dict keys in the order of
   first appearance (as the per-wait reference inserts them).
 - `Rows`: the counts' "waits", the per-wait dicts (`lhp.Attributed.row`) made only when read
   (tools, tests); the report's tables and figures read the columns (`Rows.columns`).
-- `window(att, start, end)`: the verdict's view of the waits that spun inside a repetition.
 """
 from dataclasses import dataclass
 
@@ -71,7 +70,7 @@ def count(out: dict, att: lhp.Attributed):
     out["handovers_placed"] += int(placed.sum())
     out["handovers_unplaced"] += int(unplaced.sum())
     out["outside_repetition"] += int(np.count_nonzero(~att.in_repetition))
-    d, steal = out["disagreements"], lhp.steal_codes(att.lw, att.pos)
+    d, steal = out["disagreements"], att.steal
     for i, side in enumerate(("holder", "waiter")):
         s = att.source[side]
         for code, name in enumerate(lhp.SOURCES):
@@ -165,53 +164,6 @@ class Rows:
         return f"Rows({len(self)} long waits)"
 
 
-class Window:
-    """Some attributed long waits of one snapshot (verdict.window_waits: those that spun during
-    the repetition) as the verdict reads them: columns, and row(k) for a wait's dict."""
-
-    def __init__(self, att: lhp.Attributed, keep, inside):
-        self.att, self.keep, self.inside = att, keep, inside  # inside: cycles inside the repetition
-        pos = att.pos[keep]
-        lw = att.lw
-        self.cpu, self.start_tsc, self.wait_cycles = lw.cpu[pos], lw.start[pos], lw.wait[pos]
-        self.holder_cpu, self.holder_end_cpu = lw.holder[pos], lw.holder_end[pos]
-        self.lock_code, self.class_names = lw.lock_class[pos], lw.class_names
-        self.has_holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
-        self.holder_by_rule = lw.holder_by_rule[pos]
-        self.lhp = att.lhp()[keep]
-        self.holder_side = np.array(lhp.SIDES, dtype=object)[att.side["holder"][keep]]
-        self.ended_inside = att.in_repetition[keep]
-
-    def __len__(self) -> int:
-        return int(self.keep.size)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
-
-    def row(self, k: int) -> dict:
-        return self.att.row(int(self.keep[k]))
-
-    def __iter__(self):
-        return (self.row(k) for k in range(len(self)))
-
-    def where(self, mask):
-        """The waits of this window where mask holds."""
-        mask = np.asarray(mask, dtype=bool)
-        return Window(self.att, self.keep[mask], self.inside[mask])
-
-
-def window(att: lhp.Attributed, start_guest_tsc, end_guest_tsc) -> Window:
-    """The waits with cycles inside [start, end) of the repetition (their cycles there, as
-    a wait may begin before it or end after it, in .inside); every wait when the span is not known."""
-    start, wait = att.start_tsc(), att.wait_cycles()
-    if start_guest_tsc is None or end_guest_tsc is None:
-        inside = wait.astype(np.float64)
-    else:
-        inside = np.maximum(0, np.minimum(start + wait, end_guest_tsc) - np.maximum(start, start_guest_tsc)).astype(np.float64)
-    keep = np.flatnonzero(inside > 0)
-    return Window(att, keep, inside[keep])
-
-
 def new_share() -> dict:
     """long_waits_share's counts before any wait is added."""
     return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
@@ -236,31 +188,22 @@ def blocked_shares(off_cycles: dict | None) -> dict:
 
 
 
-def _phase(snaps, parts: dict | None, cmap, threshold: int) -> tuple:
-    """(long_waits_share's dict, the snapshots' tables) of one phase's snapshots. parts: the
-    timeline's rows per (phase, rep) (lhp.repetitions) and cmap the ClockMap, both None without
-    a timeline or a clock."""
-    out, tables = new_share(), []
+def counts(snaps, tables: list) -> dict:
+    """long_waits_share's dict of one phase's snapshots, from the Attributed of those with a list
+    (tables, in order)."""
+    out = new_share()
     for s in snaps:
         if s.long_waits is None:
             out["snapshots_without_list"] += 1
-            continue
-        out["dropped"] += int(s.long_waits_dropped)
-        rows = None if parts is None else parts.get((s.phase, s.rep))
-        tables.append(lhp.classify_snapshot(s, rows, cmap, threshold))
-        count(out, tables[-1])
+        else:
+            out["dropped"] += int(s.long_waits_dropped)
+    for t in tables:
+        count(out, t)
     out["waits"] = Rows(tables)
     known = out["holder_off"] + out["holder_on"]
     out["share"] = out["holder_off"] / known if known else None
     out["holder_off_fraction"] = fraction_table(tables)
-    return out, tables
-
-
-def _measured(timeline, clock) -> tuple:
-    """(the timeline's rows per repetition, the ClockMap); (None, None) without either."""
-    if timeline is None or clock is None:
-        return None, None
-    return lhp.repetitions(timeline), lhp.ClockMap(clock)
+    return out
 
 
 def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
@@ -275,40 +218,28 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
     """
-    parts, cmap = _measured(timeline, clock)
-    return _phase(snaps, parts, cmap, threshold)[0]
+    return counts(snaps, lhp.classify_all(snaps, timeline, clock, threshold)[1])
 
 
 @dataclass(frozen=True)
 class Attribution:
-    """Every long wait (>= threshold) of one run, attributed once (attribute_run)."""
+    """Every long wait (>= threshold) of one run, attributed once (attribute_run). Read as it is:
+    phases[phase] (long_waits_share's dict: the counts, and "waits", Rows), tables[(phase, rep)]
+    (a snapshot's lhp.Attributed; absent without a list of long waits) and rows[(phase, rep)] (the
+    timeline rows its waits were measured against; rows is None when nothing was measured, without
+    a timeline or a clock)."""
     threshold: int
-    phases: dict  # phase -> long_waits_share's dict of its snapshots (counts; "waits": Rows)
-    tables: dict  # (phase, rep) -> lhp.Attributed of each snapshot with a list of long waits
-    rows: dict | None  # (phase, rep) -> the timeline rows it was measured against; None: nothing measured
-
-    def share(self, phase: str) -> dict:
-        """The phase's counts (long_waits_share's dict without its "waits")."""
-        return {k: v for k, v in self.phases[phase].items() if k != "waits"}
-
-    def waits(self, phase: str) -> Rows:
-        return self.phases[phase]["waits"]
-
-    def of(self, snap):
-        """The snapshot's lhp.Attributed; None when it has no list of long waits."""
-        return self.tables.get((snap.phase, snap.rep))
-
-    def rows_of(self, snap):
-        """The timeline rows of the snapshot's repetition (None: none, or no timeline or clock)."""
-        return None if self.rows is None else self.rows.get((snap.phase, snap.rep))
+    phases: dict
+    tables: dict
+    rows: dict | None
 
 
 def attribute_run(run, threshold: int) -> Attribution:
-    """The run's long waits (>= threshold), each measured and classed once (lhp.py's rules)."""
-    parts, cmap = _measured(run.timeline, run.clock)
-    phases, tables = {}, {}
-    for phase in run.phases:
-        snaps = run.snaps(phase)
-        phases[phase], listed = _phase(snaps, parts, cmap, threshold)
-        tables.update(((s.phase, s.rep), t) for s, t in zip((s for s in snaps if s.long_waits is not None), listed))
-    return Attribution(threshold, phases, tables, parts)
+    """The run's long waits (>= threshold), each measured and classed once (lhp.py's rules), and
+    counted per phase."""
+    snaps = [s for p in run.phases for s in run.snaps(p)]
+    rows, listed = lhp.classify_all(snaps, run.timeline, run.clock, threshold)
+    tables = dict(zip(((s.phase, s.rep) for s in snaps if s.long_waits is not None), listed))
+    phases = {p: counts(run.snaps(p), [tables[(s.phase, s.rep)] for s in run.snaps(p) if s.long_waits is not None])
+              for p in run.phases}
+    return Attribution(threshold, phases, tables, rows)

@@ -85,7 +85,7 @@ def points(run, att) -> tuple[dict, int, int]:
     cols, missing, given = {k: [] for k in ("phase", "wait", "fraction", "lhp", "least", "most")}, 0, 0
     for phase in run.phases:
         cache = {}
-        for table in att.waits(phase).columns:
+        for table in att.phases[phase]["waits"].columns:
             wait = table.wait_cycles()
             frac = np.full((3, len(table)), np.nan)
             ok = ~np.isnan(table.h_lo) & (wait != 0)

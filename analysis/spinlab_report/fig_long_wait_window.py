@@ -47,7 +47,7 @@ def pick(run, att, width: float):
     att (the run's Attribution); the waits of the window only are made into dicts."""
     best = None
     for phase in run.phases:
-        for table in att.waits(phase).columns:  # one per repetition
+        for table in att.phases[phase]["waits"].columns:  # one per repetition
             start = table.start_tsc()
             found = busiest_window(start, width)
             if found and (best is None or found[1] > best[3].size):

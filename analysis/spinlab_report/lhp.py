@@ -336,6 +336,10 @@ class Attributed:
         self.t = {k: np.full(n, UNKNOWN, dtype=np.int8) for k in ("holder", "holder_any", "waiter", "waiter_any")}
         self.side, self.source, self.disagrees = {}, {}, {}
         self.in_repetition = np.ones(n, dtype=bool)
+        # measured: the guest's holder's pieces placed on the host (holder_pieces: wait k, vCPU,
+        # host lo, host hi), which preemptors.py shares out; a hand-over at an unknown moment has none
+        self.holder_pieces = None
+        self.steal = None  # (holder, waiter): what the guest's steal time says of each side (steal_codes)
 
     def __len__(self) -> int:
         return int(self.pos.size)
@@ -512,27 +516,29 @@ def _sum_pieces(n: int, k, covered, least, most, cap):
     return np.where(ok, lo, np.nan), np.where(ok, np.minimum(hi, cap), np.nan)
 
 
-def _holder_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, any_other):
-    """(least, most) off cycles of each wait's holder against index (NaN: not measurable). For the
-    any_other waits (a rule's: the holder is one of the other lw.rule_cpus - 1 vCPUs), the most
-    off of them, tried one by one: NaN where any of them is not covered."""
+def _holder_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, any_other, pieces):
+    """(least, most) off cycles of each wait's holder against index (NaN: not measurable), from its
+    pieces (holder_pieces). For the any_other waits (a rule's: the holder is one of the other
+    lw.rule_cpus - 1 vCPUs), the most off of them, tried one by one: NaN where any of them is not
+    covered."""
     n = pos.size
-    h_lo, h_hi = _pieces_range(lw, pos, a, e, wait, finite, index, None)
+    h_lo, h_hi = _pieces_range(index, pieces, e, wait)
     if np.any(any_other):
         cpu, cpus = lw.cpu[pos], lw.rule_cpus
         m_lo, m_hi = np.full(n, -np.inf), np.full(n, -np.inf)
         for d in range(1, cpus):
-            lo, hi = _pieces_range(lw, pos, a, e, wait, finite, index, np.where(any_other, (cpu + d) % cpus, -1))
+            candidate = np.where(any_other, (cpu + d) % cpus, -1)
+            lo, hi = _pieces_range(index, holder_pieces(lw, pos, a, e, wait, finite, candidate), e, wait)
             m_lo, m_hi = np.maximum(m_lo, lo), np.maximum(m_hi, hi)  # NaN (not covered) wins
         h_lo, h_hi = np.where(any_other, m_lo, h_lo), np.where(any_other, m_hi, h_hi)
     return h_lo, h_hi
 
 
-def _pieces_range(lw: LongWaits, pos, a, e, wait, finite, index: dict, holder):
-    """The holder's range from its pieces (chain_pieces); a gap of unknown moment by gap_off_range."""
-    k, v, lo, hi, slow = holder_pieces(lw, pos, a, e, wait, finite, holder)
+def _pieces_range(index: dict, pieces, e, wait):
+    """The holder's range from its pieces (holder_pieces); a gap of unknown moment by gap_off_range."""
+    k, v, lo, hi, slow = pieces
     cov, least, most = _ranges(index, v, lo, hi, e[k])
-    h_lo, h_hi = _sum_pieces(pos.size, k, cov, least, most, wait)
+    h_lo, h_hi = _sum_pieces(wait.size, k, cov, least, most, wait)
     for j, (placed, _) in slow.items():
         r = gap_off_range(index, placed, float(e[j]), float(wait[j]))
         h_lo[j], h_hi[j] = (np.nan, np.nan) if r is None else r
@@ -580,13 +586,16 @@ def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | N
         out.host_start, out.bound = a, np.where(finite, bound, np.nan)
         e = np.where(finite, bound, 0.0)
         pre = index if index_pre is None else index_pre
-        out.h_lo, out.h_hi = _holder_range(lw, pos, a, e, wait, finite, index, any_other)
-        out.hp_lo, out.hp_hi = (out.h_lo, out.h_hi) if pre is index else _holder_range(lw, pos, a, e, wait, finite, pre, any_other)
+        pieces = holder_pieces(lw, pos, a, e, wait, finite)
+        out.holder_pieces = pieces[:4]
+        out.h_lo, out.h_hi = _holder_range(lw, pos, a, e, wait, finite, index, any_other, pieces)
+        out.hp_lo, out.hp_hi = ((out.h_lo, out.h_hi) if pre is index else
+                                _holder_range(lw, pos, a, e, wait, finite, pre, any_other, pieces))
         out.w_lo, out.w_hi = _waiter_range(lw, pos, a, e, wait, finite, index)
         out.wp_lo, out.wp_hi = (out.w_lo, out.w_hi) if pre is index else _waiter_range(lw, pos, a, e, wait, finite, pre)
         out.t["holder"], out.t["holder_any"] = _sides(out.h_lo, out.h_hi, wait, HOLDER_OFF_MIN)
         out.t["waiter"], out.t["waiter_any"] = _sides(out.w_lo, out.w_hi, wait, WAITER_OFF_MIN)
-    steal = steal_codes(lw, pos)
+    steal = out.steal = steal_codes(lw, pos)
     for i, name in enumerate(("holder", "waiter")):
         tl, st = out.t[name], steal[i]
         has_tl = tl != UNKNOWN
@@ -613,3 +622,13 @@ def classify_snapshot(snap, rows, cmap, threshold: int) -> Attributed:
         index = off_index(rows) if rows is not None else {}
         pre = off_index(rows, blocked=False) if rows is not None and has_blocked_rows(rows) else None
     return classify(snap, index, cmap, threshold, pre)
+
+
+def classify_all(snaps, timeline, clock, threshold: int) -> tuple:
+    """The rules over these snapshots, the timeline split by repetition once: (its rows per
+    (phase, rep), None without a timeline or a clock, when nothing is measured; the Attributed of
+    each snapshot with a list of long waits, in order)."""
+    cmap = ClockMap(clock) if timeline is not None and clock is not None else None
+    parts = repetitions(timeline) if cmap is not None else None
+    return parts, [classify_snapshot(s, None if parts is None else parts.get((s.phase, s.rep)), cmap, threshold)
+                   for s in snaps if s.long_waits is not None]

@@ -11,13 +11,12 @@ class `blocked` is no preemptor: the holder's vCPU thread went to sleep by itsel
 inside QEMU, its global lock or its clock's lock, or halted), and the verdict says so apart.
 
 Exact where the timeline is complete (each off row then names its preemptor); the rest is
-`unknown`. The holder is taken piece by piece as the attribution does (lhp.holder_pieces: a
+`unknown`. The holder is taken piece by piece as the attribution measured it (its holder_pieces: a
 hand-over placed splits the wait); a wait whose holder changed at an unknown moment is counted
 in `waits_not_placed` and left out.
 """
 import numpy as np
 
-from . import lhp
 from .contract import OFF_STATES
 from .lhp import OFF
 from .names import PREEMPTOR_CLASS
@@ -69,13 +68,9 @@ def holder_off_by_class(att, rows) -> tuple:
     if not att.measured or not len(att):
         return cycles, 0, 0
     index = _by_vcpu(rows)
-    lw, pos = att.lw, att.pos
-    wait = att.wait_cycles().astype(np.float64)
-    finite = np.isfinite(att.bound)
-    host = np.where(finite, att.host_start, 0.0)
     # The holder's pieces of each wait, as the attribution measured them (one per holder, a
-    # hand-over placed); a hand-over at an unknown moment (slow) has no pieces: not placed.
-    k, vcpus, lo, hi, slow = lhp.holder_pieces(lw, pos, host, np.where(finite, att.bound, 0.0), wait, finite)
+    # hand-over placed); a hand-over at an unknown moment has no pieces: not placed.
+    k, vcpus, lo, hi = att.holder_pieces
     off = (att.side["holder"] == OFF) & (att.source["holder"] == 0)
     placed = np.zeros(len(att), dtype=bool)
     placed[k] = True
@@ -102,10 +97,9 @@ def phase_preemptors(att, snaps, timeline) -> dict | None:
     total = dict.fromkeys(CLASSES, 0.0)
     counted = not_placed = 0
     for s in snaps:
-        table = att.of(s)
+        table, rows = att.tables.get((s.phase, s.rep)), att.rows.get((s.phase, s.rep))
         if table is None:
             continue
-        rows = att.rows_of(s)
         got, n, m = holder_off_by_class(table, rows if rows is not None else timeline.iloc[0:0])
         counted, not_placed = counted + n, not_placed + m
         for k, v in got.items():

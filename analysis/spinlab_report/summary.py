@@ -39,7 +39,7 @@ def phase_summary(run, phase: str, att, opts: Options) -> dict:
         return {"status": "missing"}
     t = aggregate.phase_totals(snaps)
     timed = int(t.wait.sum())
-    lw = att.share(phase)
+    lw = {k: v for k, v in att.phases[phase].items() if k != "waits"}  # its counts: summary.json's "lhp"
     lw["share"] = _r(lw["share"])
     return {
         "status": "ok" if timed else "empty",
@@ -110,22 +110,24 @@ def build(run, opts: Options) -> dict:
 
 
 def summarise(run, att, opts: Options) -> dict:
-    """summary.json (without its verdict) of a run whose long waits att attributed."""
+    """summary.json (without its verdict) of a run whose long waits att attributed. What this module
+    reads from the run and the attribution comes first, then the phases, then the throughput's
+    change and the other modules' sections."""
     base = baseline_phase(run, opts)
+    status = run.status or {}
+    unknown, clock = timeline_unknown(run.timeline), clock_summary(run)
+    ours = lhp_problems(run, opts) + timeline_problems(run) + disagreement_problems(att.phases)
     phases = {p: phase_summary(run, p, att, opts) for p in run.phases}
-    tp = throughput.with_change({p: s["throughput"] for p, s in phases.items() if "throughput" in s}, base)
     metric = throughput.run_metric([s for p in run.phases for s in run.snaps(p)])
+    tp = throughput.with_change({p: s["throughput"] for p, s in phases.items() if "throughput" in s}, base)
     for p, t in tp.items():
         phases[p]["throughput"] = _rounded_throughput(t, metric)
-    status = run.status or {}
     return {"format": 1, "run_id": run.run_id, "state": status.get("state", "unknown"),
             "reason": status.get("reason", ""), "threshold_cycles": opts.threshold,
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
-            "phases": phases, "timeline_unknown": timeline_unknown(run.timeline),
-            "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases),
-            "clock": clock_summary(run),
-            "problems": run.problems + aggregate.data_problems(run) + lhp_problems(run, opts)
-            + timeline_problems(run) + disagreement_problems(phases)}
+            "phases": phases, "timeline_unknown": unknown,
+            "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases), "clock": clock,
+            "problems": run.problems + aggregate.data_problems(run) + ours}
 
 
 def clock_summary(run) -> dict | None:
@@ -150,12 +152,13 @@ def timeline_problems(run) -> list:
             "off time, so a wait whose class depends on it is uncertain."]
 
 
-def disagreement_problems(phases: dict) -> list:
-    """Where the guest's steal time and the host timeline said different things of a wait's side."""
+def disagreement_problems(counts: dict) -> list:
+    """Where the guest's steal time and the host timeline said different things of a wait's side;
+    counts: each phase's counts (Attribution.phases)."""
     out = []
-    for phase, s in phases.items():
-        d = (s.get("lhp") or {}).get("disagreements")
-        if d and d["total"]:
+    for phase, s in counts.items():
+        d = s["disagreements"]
+        if d["total"]:
             out.append(f"Phase {phase}: steal time and the host timeline disagreed on {d['total']} of "
                        f"{d['sides_compared']} wait sides both spoke of ({d['steal_silent_timeline_off']} with no steal "
                        f"while the timeline had the vCPU off: a frozen, sleeping or blocked vCPU thread accrues no "
@@ -170,8 +173,8 @@ def lhp_problems(run, opts: Options) -> list:
     for s in run.snapshots:
         if s.long_waits is None:
             out.append(f"{s.name}: no long_waits list, so its long waits cannot be attributed.")
-        elif s.long_waits_min_cycles and s.long_waits_min_cycles > opts.threshold:
-            out.append(f"{s.name}: the guest listed only waits >= {s.long_waits_min_cycles} cycles, above the "
+        elif s.long_wait_threshold and s.long_wait_threshold > opts.threshold:
+            out.append(f"{s.name}: the guest listed only waits >= {s.long_wait_threshold} cycles, above the "
                        f"threshold {opts.threshold}; shorter long waits are not attributed.")
         if s.long_waits_dropped:
             out.append(f"{s.name}: {s.long_waits_dropped} long wait(s) are missing from its list: the trace lost "

@@ -85,7 +85,7 @@ def hist_cycles(h) -> tuple[float, float, float]:
 def kernel_spin_cycles(snap, waits) -> dict:
     """The snapshot's wait cycles on kernel lock classes: least, most, estimate, exact or not.
     The counters take each wait whole when it ends; for the listed long waits (window_waits'
-    result, an attribution.Window or None) the cycles outside the repetition are taken off and those
+    result, a Window or None) the cycles outside the repetition are taken off and those
     inside it of waits that ended after it are added (edge_cycles: the net change)."""
     edge = 0
     if waits:
@@ -126,7 +126,7 @@ def tsc_span(run, snap) -> float | None:
 
 def spun_cycles(waits, snap) -> float:
     """The cycles inside the repetition during which the waiters' vCPUs were in one of these
-    waits (an attribution.Window): per waiter CPU the union of the waits' clipped spans, so that waits
+    waits (a Window): per waiter CPU the union of the waits' clipped spans, so that waits
     which overlap on one vCPU (a ring-3 wait interrupted by a kernel wait) count their common
     time once. Sorted by CPU and start, each span adds what reaches past every earlier span's end."""
     if not len(waits):
@@ -145,13 +145,60 @@ def spun_cycles(waits, snap) -> float:
     return float(np.sum(np.maximum(0, hi - np.maximum(lo, reach))))
 
 
+class Window:
+    """Some attributed long waits of one snapshot (window_waits: those that spun during the
+    repetition) as the verdict reads them: columns, and row(k) for a wait's dict."""
+
+    def __init__(self, att: lhp.Attributed, keep, inside):
+        self.att, self.keep, self.inside = att, keep, inside  # inside: cycles inside the repetition
+        pos = att.pos[keep]
+        lw = att.lw
+        self.cpu, self.start_tsc, self.wait_cycles = lw.cpu[pos], lw.start[pos], lw.wait[pos]
+        self.holder_cpu, self.holder_end_cpu = lw.holder[pos], lw.holder_end[pos]
+        self.lock_code, self.class_names = lw.lock_class[pos], lw.class_names
+        self.has_holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
+        self.holder_by_rule = lw.holder_by_rule[pos]
+        self.lhp = att.lhp()[keep]
+        self.holder_side = np.array(lhp.SIDES, dtype=object)[att.side["holder"][keep]]
+        self.ended_inside = att.in_repetition[keep]
+
+    def __len__(self) -> int:
+        return int(self.keep.size)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def row(self, k: int) -> dict:
+        return self.att.row(int(self.keep[k]))
+
+    def __iter__(self):
+        return (self.row(k) for k in range(len(self)))
+
+    def where(self, mask):
+        """The waits of this window where mask holds."""
+        mask = np.asarray(mask, dtype=bool)
+        return Window(self.att, self.keep[mask], self.inside[mask])
+
+
+def window(att, start_guest_tsc, end_guest_tsc) -> Window:
+    """The waits with cycles inside [start, end) of the repetition (their cycles there, as
+    a wait may begin before it or end after it, in .inside); every wait when the span is not known."""
+    start, wait = att.start_tsc(), att.wait_cycles()
+    if start_guest_tsc is None or end_guest_tsc is None:
+        inside = wait.astype(np.float64)
+    else:
+        inside = np.maximum(0, np.minimum(start + wait, end_guest_tsc) - np.maximum(start, start_guest_tsc)).astype(np.float64)
+    keep = np.flatnonzero(inside > 0)
+    return Window(att, keep, inside[keep])
+
+
 def window_waits(attributed, snap) -> list | None:
     """The snapshot's long waits that spun during the repetition (the trace session that lists
     them runs before and after the counters), from its attributed waits (lhp.Attributed; None
     without a list: then None)."""
     if attributed is None:
         return None
-    return attribution.window(attributed, snap.start_guest_tsc, snap.end_guest_tsc)
+    return window(attributed, snap.start_guest_tsc, snap.end_guest_tsc)
 
 
 def rep_values(run, snap, threshold: int) -> dict:
@@ -291,7 +338,7 @@ def causes(reps, threshold: int) -> dict:
     out = {c: 0 for c in CAUSES} | {k: 0 for k in RUNNING_KINDS}
     out["long_waits"] = out["hand_overs_placed"] = 0
     for r in reps:
-        w = r["waits"]  # an attribution.Window, or [] without one
+        w = r["waits"]  # a Window, or [] without one
         if not len(w):
             continue
         listed = np.isin(w.lhp, CAUSES)
@@ -447,14 +494,14 @@ def judge(run, att, summary: dict) -> dict:
     summary (summary.summarise): per phase the LHP headline, its causes, the secondary rates."""
     conf, thr = summary["confidence"], summary["threshold_cycles"]
     base = summary["baseline_phase"]
-    base_reps = [rep_of(run, s, att.of(s), thr) for s in run.snaps(base)] if base and run.snaps(base) else None
+    base_reps = [rep_of(run, s, att.tables.get((s.phase, s.rep)), thr) for s in run.snaps(base)] if base and run.snaps(base) else None
     phases = {}
     for phase in run.phases:
         snaps = run.snaps(phase)
         if not snaps:
             phases[phase] = {"status": "missing"}
             continue
-        reps = base_reps if phase == base else [rep_of(run, s, att.of(s), thr) for s in snaps]
+        reps = base_reps if phase == base else [rep_of(run, s, att.tables.get((s.phase, s.rep)), thr) for s in snaps]
         against = None if phase == base else base_reps
         s = summary["phases"][phase]
         phases[phase] = {
