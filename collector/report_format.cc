@@ -6,9 +6,13 @@
 #include <cstring>
 
 #include "hostlib/error.h"
+#include "hostlib/results_contract.h"
 #include "lockstat/log2_table.h"
 
 namespace spinlab::collect {
+
+namespace key = spinlab::results::key;  // the results' names (hostlib/results_contract.h)
+
 namespace {
 
 // lockstat's formatter follows snprintf's contract: ask for the length, then fill.
@@ -33,16 +37,16 @@ struct Counter {
 };
 
 constexpr Counter kCounters[] = {
-    {"acquisitions", &LockClassPerf::acquisitions},
-    {"uncontended", &LockClassPerf::uncontended},
-    {"wait_overflow", &LockClassPerf::wait_overflow},
-    {"wait_cycles_sum", &LockClassPerf::wait_cycles_sum},
-    {"wait_cycles_max", &LockClassPerf::wait_cycles_max},
-    {"holds_timed", &LockClassPerf::holds_timed},
-    {"hold_overflow", &LockClassPerf::hold_overflow},
-    {"hold_cycles_sum", &LockClassPerf::hold_cycles_sum},
-    {"hold_cycles_max", &LockClassPerf::hold_cycles_max},
-    {"long_holds", &LockClassPerf::long_holds},
+    {key::acquisitions, &LockClassPerf::acquisitions},
+    {key::uncontended, &LockClassPerf::uncontended},
+    {key::wait_overflow, &LockClassPerf::wait_overflow},
+    {key::wait_cycles_sum, &LockClassPerf::wait_cycles_sum},
+    {key::wait_cycles_max, &LockClassPerf::wait_cycles_max},
+    {key::holds_timed, &LockClassPerf::holds_timed},
+    {key::hold_overflow, &LockClassPerf::hold_overflow},
+    {key::hold_cycles_sum, &LockClassPerf::hold_cycles_sum},
+    {key::hold_cycles_max, &LockClassPerf::hold_cycles_max},
+    {key::long_holds, &LockClassPerf::long_holds},
 };
 
 void csv_rows(std::string& out, const std::string& cpu, uint32_t id, const std::string& name,
@@ -53,9 +57,9 @@ void csv_rows(std::string& out, const std::string& cpu, uint32_t id, const std::
     };
     for (const Counter& k : kCounters) row(k.name, "", c.*k.field);
     for (uint32_t b = 0; b < kHistBuckets; ++b)
-        if (c.wait_hist[b]) row("wait_hist", std::to_string(b), c.wait_hist[b]);
+        if (c.wait_hist[b]) row(key::wait_hist, std::to_string(b), c.wait_hist[b]);
     for (uint32_t b = 0; b < kHistBuckets; ++b)
-        if (c.hold_hist[b]) row("hold_hist", std::to_string(b), c.hold_hist[b]);
+        if (c.hold_hist[b]) row(key::hold_hist, std::to_string(b), c.hold_hist[b]);
     for (uint32_t l = 0; l < kLhpClassCount; ++l) {
         row("lhp_count", lhp_class_name(LhpClass(l)), c.lhp_count[l]);
         row("lhp_cycles", lhp_class_name(LhpClass(l)), c.lhp_cycles[l]);
@@ -69,10 +73,10 @@ struct PvCounter {
 };
 
 constexpr PvCounter kPvCounters[] = {
-    {"pv_halts", &PvLockCounters::pv_halts},
-    {"pv_kicks", &PvLockCounters::pv_kicks},
-    {"pv_spurious_wakeups", &PvLockCounters::pv_spurious_wakeups},
-    {"pv_steals", &PvLockCounters::pv_steals},
+    {key::pv_halts, &PvLockCounters::pv_halts},
+    {key::pv_kicks, &PvLockCounters::pv_kicks},
+    {key::pv_spurious_wakeups, &PvLockCounters::pv_spurious_wakeups},
+    {key::pv_steals, &PvLockCounters::pv_steals},
 };
 
 // cpu,,,pv_halts,,N: the pv counters belong to no lock class, so class_id and class are empty.
@@ -140,12 +144,12 @@ OutputFormat parse_format(const std::string& s) {
 void perf_json(JsonWriter& w, const LockClassPerf& c) {
     w.begin_object();
     for (const Counter& k : kCounters) w.field(k.name, c.*k.field);
-    hist_json(w, "wait_hist", c.wait_hist);
-    hist_json(w, "hold_hist", c.hold_hist);
-    w.key("lhp").begin_object();
+    hist_json(w, key::wait_hist, c.wait_hist);
+    hist_json(w, key::hold_hist, c.hold_hist);
+    w.key(key::lhp).begin_object();
     for (uint32_t l = 0; l < kLhpClassCount; ++l) {
         w.key(lhp_class_name(LhpClass(l))).begin_object();
-        w.field("count", c.lhp_count[l]).field("cycles", c.lhp_cycles[l]);
+        w.field(key::count, c.lhp_count[l]).field(key::cycles, c.lhp_cycles[l]);
         w.end_object();
     }
     w.end_object();
@@ -218,7 +222,7 @@ std::string query_csv(const QueryView& v) {
     std::string out = "cpu,class_id,class,metric,bucket,value\n";
     // What every acquisitions row counts: its name in the bucket column, as lhp rows name their
     // class there.
-    out += std::string("all,,,acquisitions_counted,") + acquisitions_counted_name(counted) + "," +
+    out += std::string("all,,,") + key::acquisitions_counted + "," + acquisitions_counted_name(counted) + "," +
            std::to_string(uint32_t(counted)) + "\n";
     for (uint32_t id : v.classes) {
         csv_rows(out, "all", id, v.names->name(id), merge_cpus(s, id));
@@ -237,7 +241,7 @@ void pv_json(JsonWriter& w, const Snapshot& s) {
     pv_fields(w, pv_total(s));
     w.end_object().key("per_cpu").begin_array();
     for (const CpuSnapshot& c : s.cpus) {
-        w.begin_object().field("cpu", c.cpu);
+        w.begin_object().field(key::cpu, c.cpu);
         pv_fields(w, c.pv);
         w.end_object();
     }
@@ -247,16 +251,16 @@ void pv_json(JsonWriter& w, const Snapshot& s) {
 std::string query_json(const QueryView& v) {
     const Snapshot& s = *v.snapshot;
     JsonWriter w;
-    w.begin_object().field("cpus", uint32_t(s.cpus.size()));
-    w.field("acquisitions_counted", acquisitions_counted_name(acquisitions_counted(s))).key("classes").begin_array();
+    w.begin_object().field(key::cpus, uint32_t(s.cpus.size()));
+    w.field(key::acquisitions_counted, acquisitions_counted_name(acquisitions_counted(s))).key(key::classes).begin_array();
     for (uint32_t id : v.classes) {
-        w.begin_object().field("id", id).field("name", v.names->name(id));
+        w.begin_object().field("id", id).field(key::name, v.names->name(id));
         w.key("merged");
         perf_json(w, merge_cpus(s, id));
         if (v.per_cpu) {
             w.key("per_cpu").begin_array();
             for (const CpuSnapshot& c : s.cpus) {
-                w.begin_object().field("cpu", c.cpu).key("perf");
+                w.begin_object().field(key::cpu, c.cpu).key("perf");
                 perf_json(w, c.classes[id]);
                 w.end_object();
             }

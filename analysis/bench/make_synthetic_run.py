@@ -186,7 +186,7 @@ def snapshot(rng, out, phase, rep, vcpus, g0, span, n_waits, offs, traces):
             "start": {"guest_tsc": int(g0), "wall": "2026-11-26T05:43:11Z"},
             "end": {"guest_tsc": int(g0 + span), "wall": "2026-11-26T05:44:11Z"},
             "duration_s": span / HZ, "workload": {"lockbench": {"ops": int(ops * span / HZ), "ops_per_s": ops}},
-            "cpus": cpus, "long_waits": lws, "long_waits_min_cycles": LONG_MIN, "long_waits_dropped": 0}
+            "cpus": cpus, "long_waits": lws, "long_wait_threshold": LONG_MIN, "long_waits_dropped": 0}
     if traces:
         write_trace(os.path.join(out, "snapshots", name + ".trace"), vcpus, waiter, holder, start, wait,
                     np.array([LHP_CODE[c] for c in cls.tolist()], dtype=int))

@@ -2,11 +2,82 @@
 
 Only names and checks live here; reader.py reads the files. A ContractError is the one error the
 CLI turns into a message and a non-zero exit: the text says which file and which field.
+
+Every key of the results' JSON files, every timeline.csv column and state, is spelled once, in
+the C++ table hostlib/results_contract.h that the writers use; the build writes it out as
+results_contract.json (target spinlab-results-contract) beside abi_names.json, and this module
+reads it at import: K.<name> is a key (K.class_ is "class"), OBJECTS[object] the keys its writer
+writes, TIMELINE_STATE and RUN_STATE the two value sets. Python spells none of them again; the
+only names spelled here are those older results used (OLD_KEYS), which the reader still accepts.
+Looked for: $SPINLAB_RESULTS_CONTRACT when set, else beside the abi_names.json names.py found.
 """
 import json
 import os
 
-from .names import ACQUISITIONS_COUNTED, LHP_CLASS
+from . import NamesFileError
+from . import names
+from .names import ACQUISITIONS_COUNTED, LHP_CLASS, AbiEnum
+
+RESULTS_CONTRACT_FILE = "results_contract.json"
+RESULTS_CONTRACT_TARGET = "spinlab-results-contract"
+
+
+def _contract_path() -> str:
+    if os.environ.get("SPINLAB_RESULTS_CONTRACT"):
+        return os.environ["SPINLAB_RESULTS_CONTRACT"]
+    return os.path.join(os.path.dirname(names.PATH or "."), RESULTS_CONTRACT_FILE)
+
+
+def _load_contract(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise NamesFileError(f"{path}: cannot read the results' names ({e}); build them with `make host` "
+                             f"(or `cmake --build build/host --target {RESULTS_CONTRACT_TARGET}`), or point "
+                             f"SPINLAB_RESULTS_CONTRACT at them") from e
+    ok = (isinstance(data, dict) and isinstance(data.get("keys"), dict) and isinstance(data.get("objects"), dict)
+          and isinstance(data.get("enums"), dict))
+    if not ok:
+        raise NamesFileError(f"{path}: expected keys, objects and enums (written by {RESULTS_CONTRACT_TARGET})")
+    return data
+
+
+class Keys:
+    """The results' keys as attributes under their C++ names (K.phase, K.class_)."""
+
+    def __init__(self, by_ident: dict, path: str):
+        self._by_ident = dict(by_ident)
+        self._path = path
+
+    def __getattr__(self, ident: str) -> str:
+        if ident.startswith("__"):
+            raise AttributeError(ident)
+        try:
+            return self._by_ident[ident]
+        except KeyError:
+            raise AttributeError(f"no results key {ident} in {self._path}") from None
+
+    def __iter__(self):
+        return iter(self._by_ident.values())
+
+
+CONTRACT_PATH = _contract_path()
+_CONTRACT = _load_contract(CONTRACT_PATH)
+K = Keys(_CONTRACT["keys"], CONTRACT_PATH)
+OBJECTS = {name: tuple(keys) for name, keys in _CONTRACT["objects"].items()}
+TIMELINE_STATE = AbiEnum("timeline_state", _CONTRACT["enums"]["timeline_state"], CONTRACT_PATH)
+RUN_STATE = AbiEnum("run_state", _CONTRACT["enums"]["run_state"], CONTRACT_PATH)
+# Names that older results used for what the table now calls otherwise: the reader takes the old
+# name where the new one is missing (the only results names spelled in Python).
+OLD_KEYS = {K.long_wait_threshold: "long_waits_min_cycles"}
+
+
+def get_renamed(obj: dict, key: str, default=None):
+    """obj[key], or where an older result wrote it under its old name (OLD_KEYS), that."""
+    if key in obj:
+        return obj[key]
+    return obj.get(OLD_KEYS.get(key, key), default)
 
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
@@ -16,30 +87,33 @@ SNAPSHOT_DIR = "snapshots"
 LHP_CLASSES = LHP_CLASS.names
 # A lock class's counters (collector/report_format.h perf_json): required counts, optional
 # counts, and the two histograms, sparse {"k": count} over buckets k = 0 .. 63.
-CLASS_COUNTS = ("acquisitions", "uncontended", "wait_overflow")
-CLASS_OPTIONAL_COUNTS = ("wait_cycles_sum", "wait_cycles_max", "holds_timed", "hold_overflow",
-                         "hold_cycles_sum", "hold_cycles_max", "long_holds")
-CLASS_HISTOGRAMS = ("wait_hist", "hold_hist")
+CLASS_COUNTS = (K.acquisitions, K.uncontended, K.wait_overflow)
+CLASS_HISTOGRAMS = (K.wait_hist, K.hold_hist)
+CLASS_OPTIONAL_COUNTS = tuple(k for k in OBJECTS["class_perf"]
+                              if k not in CLASS_COUNTS + CLASS_HISTOGRAMS + (K.lhp,))
 # A CPU's paravirtual-lock counters (lock=pvqspin; perfdata.h PvLockCounters, collector/
 # report_format.h pv_fields): optional per CPU (older results have none), all four or none.
-PV_COUNTS = ("pv_halts", "pv_kicks", "pv_spurious_wakeups", "pv_steals")
+PV_COUNTS = OBJECTS["pv"]
 # What a CPU's `acquisitions` count (perfdata.h AcquisitionsCounted, by its names): optional per
 # CPU, older results have none and counted every acquisition. A Linux guest's probe counts
 # contended ones only, and its tables say so.
-ACQUISITIONS_COUNTED_KEY = "acquisitions_counted"
+ACQUISITIONS_COUNTED_KEY = K.acquisitions_counted
 EVERY_ACQUISITION = ACQUISITIONS_COUNTED.kEveryAcquisition
 CONTENDED_ONLY = ACQUISITIONS_COUNTED.kContendedOnly
 # A snapshot's trace session (the runner's "trace" object): the loss counters under the ABI's
 # names (spinlab/trace.h TraceLossCounters: EventsLost, BuffersWritten, LogBuffersLost,
 # RealTimeBuffersLost, and the attempted/written pair), in total ("loss") and per CPU ("cpus").
-TRACE_LOSS_COUNTS = ("events_attempted", "events_written", "events_lost", "buffers_written",
-                     "log_buffers_lost", "realtime_buffers_lost")
-TRACE_COUNTS = ("session_id", "buffer_size", "minimum_buffers", "maximum_buffers", "flush_timer_ms",
-                "profile_interval", "buffers_per_cpu", "events", "buffers", "damaged_frames")
-TIMELINE_COLUMNS = ("vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep")
-OFF_STATES = ("off", "frozen")  # a vCPU thread in these states was not running guest code
-UNKNOWN_STATE = "unknown"       # a switch the host kernel did not trace: either on or off
-TIMELINE_STATES = ("on",) + OFF_STATES + (UNKNOWN_STATE,)
+TRACE_LOSS_COUNTS = OBJECTS["trace_loss"]
+# The session's texts (enable_flags, logger_mode) and the file, flag, loss and per-CPU objects
+# are read on their own; every other key of the trace object is a count.
+TRACE_TEXTS = (K.file, K.enable_flags, K.logger_mode)
+TRACE_COUNTS = tuple(k for k in OBJECTS["snapshot_trace"]
+                     if k not in TRACE_TEXTS + (K.counters_found, K.loss, K.cpus))
+# timeline.csv's columns that every timeline has (the rest came later: start_ns, ..., preemptor_comm).
+TIMELINE_COLUMNS = OBJECTS["timeline"][:7]
+OFF_STATES = (TIMELINE_STATE.kOff, TIMELINE_STATE.kFrozen)  # not running guest code
+UNKNOWN_STATE = TIMELINE_STATE.kUnknown  # a switch the host kernel did not trace: either on or off
+TIMELINE_STATES = TIMELINE_STATE.names
 
 
 class ContractError(Exception):
@@ -66,7 +140,7 @@ def read_json(path: str, required: bool = True) -> dict | None:
         raise ContractError(f"{name}: not valid JSON ({e.msg} at line {e.lineno})") from e
     if not isinstance(data, dict):
         raise ContractError(f"{name}: expected a JSON object, got {type(data).__name__}")
-    fmt = data.get("format", FORMAT)
+    fmt = data.get(K.format, FORMAT)
     if fmt != FORMAT:
         raise ContractError(f"{name}: format {fmt!r} is not supported (this reader knows format {FORMAT})")
     return data

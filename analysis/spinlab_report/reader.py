@@ -45,7 +45,7 @@ class Snapshot:
     workload: dict
     stats: list
     long_waits: list | None  # waits.LongWaits (reads as a list of dicts); None: the guest gave no list
-    long_waits_min_cycles: int | None
+    long_wait_threshold: int | None  # the guest listed waits of at least this many cycles
     long_waits_dropped: int
     name: str
     trace: dict | None = None  # the repetition's trace session (_trace); None: no trace
@@ -83,7 +83,7 @@ class Run:
     @property
     def phases(self) -> list:
         """Phases in the order meta.json lists them, then any others found in snapshots."""
-        listed = list(self.meta["phases"])
+        listed = list(self.meta[c.K.phases])
         return listed + sorted({s.phase for s in self.snapshots} - set(listed))
 
     def snaps(self, phase: str) -> list:
@@ -105,24 +105,24 @@ def _hist(obj: dict, key: str, where: str) -> np.ndarray:
 
 def class_stat(cpu: int, name: str, d: dict, where: str) -> ClassStat:
     lhp = {}
-    unknown = sorted(set(c.need(d, "lhp", dict, where) if "lhp" in d else {}) - set(c.LHP_CLASSES))
+    unknown = sorted(set(c.need(d, c.K.lhp, dict, where) if c.K.lhp in d else {}) - set(c.LHP_CLASSES))
     if unknown:
         raise c.ContractError(f"{where}: 'lhp' has unknown class(es) {', '.join(unknown)} "
                               f"(expected {', '.join(c.LHP_CLASSES)})")
     counts = {key: c.need_count(d, key, where) for key in c.CLASS_COUNTS}
     counts.update({key: c.need_count(d, key, where) for key in c.CLASS_OPTIONAL_COUNTS if key in d})
     for cls in c.LHP_CLASSES:
-        entry = d.get("lhp", {}).get(cls, {"count": 0, "cycles": 0})
-        lhp[cls] = {"count": c.need_count(entry, "count", f"{where}.lhp.{cls}"),
-                    "cycles": c.need_count(entry, "cycles", f"{where}.lhp.{cls}")}
-    return ClassStat(cpu, name, counts["acquisitions"], counts["uncontended"], counts["wait_overflow"],
-                     _hist(d, "wait_hist", where), _hist(d, "hold_hist", where),
-                     counts.get("wait_cycles_max"), counts.get("long_holds", 0), lhp, counts)
+        entry = d.get(c.K.lhp, {}).get(cls, {c.K.count: 0, c.K.cycles: 0})
+        lhp[cls] = {c.K.count: c.need_count(entry, c.K.count, f"{where}.lhp.{cls}"),
+                    c.K.cycles: c.need_count(entry, c.K.cycles, f"{where}.lhp.{cls}")}
+    return ClassStat(cpu, name, counts[c.K.acquisitions], counts[c.K.uncontended], counts[c.K.wait_overflow],
+                     _hist(d, c.K.wait_hist, where), _hist(d, c.K.hold_hist, where),
+                     counts.get(c.K.wait_cycles_max), counts.get(c.K.long_holds, 0), lhp, counts)
 
 
 def _loss(d: dict, where: str) -> dict:
     loss = {k: c.need_count(d, k, where) for k in c.TRACE_LOSS_COUNTS}
-    if loss["events_written"] + loss["events_lost"] != loss["events_attempted"]:
+    if loss[c.K.events_written] + loss[c.K.events_lost] != loss[c.K.events_attempted]:
         raise c.ContractError(f"{where}: events_written + events_lost != events_attempted "
                               f"({loss['events_written']} + {loss['events_lost']} != {loss['events_attempted']})")
     return loss
@@ -131,13 +131,13 @@ def _loss(d: dict, where: str) -> dict:
 def _trace(d: dict, where: str) -> dict:
     """A snapshot's "trace" object: the session's parameters, what its file holds, its losses."""
     out = {k: c.need_count(d, k, where) for k in c.TRACE_COUNTS}
-    out.update({k: c.need(d, k, str, where) for k in ("file", "enable_flags", "logger_mode")})
-    out["counters_found"] = c.need(d, "counters_found", bool, where)
-    out["loss"] = _loss(c.need(d, "loss", dict, where), f"{where}.loss")
-    out["cpus"] = []
-    for i, cpu in enumerate(c.need(d, "cpus", list, where)):
+    out.update({k: c.need(d, k, str, where) for k in (c.K.file, c.K.enable_flags, c.K.logger_mode)})
+    out[c.K.counters_found] = c.need(d, c.K.counters_found, bool, where)
+    out[c.K.loss] = _loss(c.need(d, c.K.loss, dict, where), f"{where}.loss")
+    out[c.K.cpus] = []
+    for i, cpu in enumerate(c.need(d, c.K.cpus, list, where)):
         w = f"{where}.cpus[{i}]"
-        out["cpus"].append({"cpu": c.need_count(cpu, "cpu", w), "loss": _loss(c.need(cpu, "loss", dict, w), f"{w}.loss")})
+        out[c.K.cpus].append({c.K.cpu: c.need_count(cpu, c.K.cpu, w), c.K.loss: _loss(c.need(cpu, c.K.loss, dict, w), f"{w}.loss")})
     return out
 
 
@@ -147,25 +147,25 @@ def read_snapshot(path: str) -> Snapshot:
     stats = []
     pv = {}
     counted = c.EVERY_ACQUISITION
-    for i, cpu in enumerate(c.need(d, "cpus", list, name)):
+    for i, cpu in enumerate(c.need(d, c.K.cpus, list, name)):
         where = f"{name}: cpus[{i}]"
-        cpu_no = c.need_count(cpu, "cpu", where)
+        cpu_no = c.need_count(cpu, c.K.cpu, where)
         if _acquisitions_counted(cpu, where) == c.CONTENDED_ONLY:
             counted = c.CONTENDED_ONLY
         if any(k in cpu for k in c.PV_COUNTS):
             pv[cpu_no] = {k: c.need_count(cpu, k, where) for k in c.PV_COUNTS}
-        for cls, cd in c.need(cpu, "classes", dict, where).items():
+        for cls, cd in c.need(cpu, c.K.classes, dict, where).items():
             stats.append(class_stat(cpu_no, cls, cd, f"{where}.classes['{cls}']"))
-    lws = d.get("long_waits")
+    lws = d.get(c.K.long_waits)
     if lws is not None:
-        lws = LongWaits.from_json(c.need(d, "long_waits", list, name), f"{name}: long_waits")
-    tsc = lambda key: d.get(key, {}).get("guest_tsc") if isinstance(d.get(key), dict) else None
-    dur = d.get("duration_s")
-    return Snapshot(c.need(d, "phase", str, name), c.need(d, "rep", int, name),
-                    float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc("start"), tsc("end"),
-                    d.get("workload") if isinstance(d.get("workload"), dict) else {}, stats, lws,
-                    d.get("long_waits_min_cycles"), d.get("long_waits_dropped", 0) or 0, name,
-                    _trace(c.need(d, "trace", dict, name), f"{name}: trace") if "trace" in d else None, pv,
+        lws = LongWaits.from_json(c.need(d, c.K.long_waits, list, name), f"{name}: long_waits")
+    tsc = lambda key: d.get(key, {}).get(c.K.guest_tsc) if isinstance(d.get(key), dict) else None
+    dur = d.get(c.K.duration_s)
+    return Snapshot(c.need(d, c.K.phase, str, name), c.need(d, c.K.rep, int, name),
+                    float(dur) if isinstance(dur, (int, float)) and dur > 0 else None, tsc(c.K.start), tsc(c.K.end),
+                    d.get(c.K.workload) if isinstance(d.get(c.K.workload), dict) else {}, stats, lws,
+                    c.get_renamed(d, c.K.long_wait_threshold), d.get(c.K.long_waits_dropped, 0) or 0, name,
+                    _trace(c.need(d, c.K.trace, dict, name), f"{name}: trace") if c.K.trace in d else None, pv,
                     counted)
 
 
@@ -182,27 +182,27 @@ def _acquisitions_counted(cpu: dict, where: str) -> str:
 def read_timeline(path: str) -> pd.DataFrame:
     try:
         # the preemptor's text columns are empty on `on` rows: read as text, not guessed per chunk
-        df = pd.read_csv(path, dtype={"phase": str, "state": str, "preemptor": str, "preemptor_vm": str,
-                                      "preemptor_comm": str})
+        df = pd.read_csv(path, dtype={c.K.phase: str, c.K.state: str, c.K.preemptor: str, c.K.preemptor_vm: str,
+                                      c.K.preemptor_comm: str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise c.ContractError(f"{c.TIMELINE}: cannot parse: {e}") from e
     missing = [col for col in c.TIMELINE_COLUMNS if col not in df.columns]
     if missing:
         raise c.ContractError(f"{c.TIMELINE}: missing column(s) {', '.join(missing)}")
-    for col in ("vcpu", "start_host_tsc", "end_host_tsc", "rep"):
+    for col in (c.K.vcpu, c.K.start_host_tsc, c.K.end_host_tsc, c.K.rep):
         if not pd.api.types.is_integer_dtype(df[col]):
             raise c.ContractError(f"{c.TIMELINE}: column '{col}' must hold integers")
-    bad = sorted(set(df["state"]) - set(c.TIMELINE_STATES))
+    bad = sorted(set(df[c.K.state]) - set(c.TIMELINE_STATES))
     if bad:
         raise c.ContractError(f"{c.TIMELINE}: unknown state(s) {', '.join(map(str, bad))} (expected {', '.join(c.TIMELINE_STATES)})")
-    if "preemptor" in df.columns:  # spinlab-load timeline's class of who took the CPU (preemptors.py)
-        given = df["preemptor"].dropna().astype(str)
+    if c.K.preemptor in df.columns:  # spinlab-load timeline's class of who took the CPU (preemptors.py)
+        given = df[c.K.preemptor].dropna().astype(str)
         bad = sorted(set(given) - set(PREEMPTOR_CLASS.names))
         if bad:
             raise c.ContractError(f"{c.TIMELINE}: unknown preemptor class(es) {', '.join(bad)} "
                                   f"(expected {', '.join(PREEMPTOR_CLASS.names)})")
-    if (df["end_host_tsc"] < df["start_host_tsc"]).any():
-        row = int((df["end_host_tsc"] < df["start_host_tsc"]).to_numpy().argmax()) + 2
+    if (df[c.K.end_host_tsc] < df[c.K.start_host_tsc]).any():
+        row = int((df[c.K.end_host_tsc] < df[c.K.start_host_tsc]).to_numpy().argmax()) + 2
         raise c.ContractError(f"{c.TIMELINE}: line {row}: end_host_tsc is before start_host_tsc")
     return df
 
@@ -231,17 +231,18 @@ def load_run(path: str) -> Run:
     if not os.path.isdir(path):
         raise c.ContractError(f"{path}: no such results directory" if not os.path.exists(path) else f"{path}: not a directory")
     meta = c.read_json(os.path.join(path, c.META))
-    phases = c.need(meta, "phases", list, c.META)
+    phases = c.need(meta, c.K.phases, list, c.META)
     if not phases or not all(isinstance(p, str) and p for p in phases):
         raise c.ContractError(f"{c.META}: field 'phases' must be a non-empty list of names")
-    reps = c.need(meta, "repetitions", int, c.META)
+    reps = c.need(meta, c.K.repetitions, int, c.META)
     if reps < 1:
         raise c.ContractError(f"{c.META}: field 'repetitions' must be >= 1, got {reps}")
-    run = Run(path, str(meta.get("run_id") or os.path.basename(os.path.abspath(path))), meta, None, None, [], None, None)
+    run = Run(path, str(meta.get(c.K.run_id) or os.path.basename(os.path.abspath(path))), meta, None, None, [], None, None)
     run.status = _optional(run, "whether the run completed is unknown",
                            lambda: c.read_json(os.path.join(path, c.STATUS)))
-    if run.status is not None and run.status.get("state") not in ("complete", "partial"):
-        run.problems.append(f"{c.STATUS}: state {run.status.get('state')!r} is neither complete nor partial")
+    if run.status is not None and run.status.get(c.K.state) not in c.RUN_STATE.names:
+        run.problems.append(f"{c.STATUS}: {c.K.state} {run.status.get(c.K.state)!r} is not one of "
+                            f"{', '.join(c.RUN_STATE.names)}")
     spec = os.path.join(path, c.SPEC)
     run.spec_text = open(spec, encoding="utf-8", errors="replace").read() if os.path.exists(spec) else None
     files = sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "*.json")))
@@ -255,7 +256,7 @@ def load_run(path: str) -> Run:
             run.problems.append(f"{snap.name}: holds phase {snap.phase!r} rep {snap.rep}, which does not match "
                                 f"its file name (expected {c.snapshot_name(snap.phase, snap.rep)}); used as {snap.phase} r{snap.rep}")
         run.snapshots.append(snap)
-    for f in sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, "neighbours", "*.json"))):
+    for f in sorted(glob.glob(os.path.join(path, c.SNAPSHOT_DIR, c.K.neighbours, "*.json"))):
         m = re.fullmatch(r"(.+)-r(\d+)-n(\d+)\.json", os.path.basename(f))
         try:
             snap = read_snapshot(f)
@@ -265,14 +266,14 @@ def load_run(path: str) -> Run:
         if not m:
             run.problems.append(f"{f}: not a neighbour snapshot name (<phase>-r<rep>-n<k>.json) — left out")
             continue
-        ops = [w.get("ops_per_s") for w in snap.workload.values() if isinstance(w, dict)]
-        run.neighbours.append({"phase": m.group(1), "rep": int(m.group(2)), "vm": int(m.group(3)),
-                               "ops_per_s": float(ops[0]) if ops and ops[0] is not None else None})
+        ops = [w.get(c.K.ops_per_s) for w in snap.workload.values() if isinstance(w, dict)]
+        run.neighbours.append({c.K.phase: m.group(1), c.K.rep: int(m.group(2)), "vm": int(m.group(3)),
+                               c.K.ops_per_s: float(ops[0]) if ops and ops[0] is not None else None})
     # A Linux guest records no holder: at 2 vCPUs a rule names it (lhp.holder_rule), said in the report.
     run.holder_rule = lhp.holder_rule(meta)
     for snap in run.snapshots:
         if snap.long_waits is not None:
-            lhp.apply_holder_rule(snap.long_waits, run.holder_rule, meta.get("vcpus"))
+            lhp.apply_holder_rule(snap.long_waits, run.holder_rule, meta.get(c.K.vcpus))
     run.kvm_stats = kvm_stats.read_dir(path, run.problems)
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):
@@ -290,17 +291,17 @@ def _read_clock(path: str) -> dict | None:
     d = c.read_json(path, required=False)
     if d is None:
         return None
-    points = d.get("points", [])
+    points = d.get(c.K.points, [])
     if not isinstance(points, list) or any(
             not isinstance(p, list) or len(p) != 3 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                               for x in p) for p in points):
         raise c.ContractError(f"{c.CLOCK}: field 'points' must be a list of [guest_tsc, offset, half_width]")
-    bound = d.get("bound_max_cycles")
-    return {"offset_cycles": c.need(d, "offset_cycles", int, c.CLOCK),
-            "drift_ppm": float(c.need(d, "drift_ppm", (int, float), c.CLOCK)),
-            "ref_guest_tsc": d.get("ref_guest_tsc", 0) if isinstance(d.get("ref_guest_tsc"), int) else 0,
-            "samples": d.get("samples"), "residual_cycles": d.get("residual_cycles"),
-            "method": d.get("method"), "points": sorted(points),
-            "bound_max_cycles": bound if isinstance(bound, (int, float)) else None,
-            "bound_median_cycles": d.get("bound_median_cycles"),
-            "noise_floor_cycles": float(d.get("noise_floor_cycles") or 0.0)}
+    bound = d.get(c.K.bound_max_cycles)
+    return {c.K.offset_cycles: c.need(d, c.K.offset_cycles, int, c.CLOCK),
+            c.K.drift_ppm: float(c.need(d, c.K.drift_ppm, (int, float), c.CLOCK)),
+            c.K.ref_guest_tsc: d.get(c.K.ref_guest_tsc, 0) if isinstance(d.get(c.K.ref_guest_tsc), int) else 0,
+            c.K.samples: d.get(c.K.samples), c.K.residual_cycles: d.get(c.K.residual_cycles),
+            c.K.method: d.get(c.K.method), c.K.points: sorted(points),
+            c.K.bound_max_cycles: bound if isinstance(bound, (int, float)) else None,
+            c.K.bound_median_cycles: d.get(c.K.bound_median_cycles),
+            c.K.noise_floor_cycles: float(d.get(c.K.noise_floor_cycles) or 0.0)}

@@ -72,7 +72,7 @@ def rep_files(phase, rep, kinds, kernel_cycles, idle_vcpu2_off=0.0, sums=True):
             "cpus": [{"cpu": 0, "classes": {"user0": cls({20: len(kinds)}, WAIT * len(kinds), {20: 3}),
                                             "sched": cls(kernel_hist, kernel_cycles)}},
                      {"cpu": 1, "classes": {"user0": cls({}, 0)}}, {"cpu": 2, "classes": {"user0": cls({}, 0)}}],
-            "long_waits": waits, "long_waits_min_cycles": 1 << 20, "long_waits_dropped": 0}
+            "long_waits": waits, "long_wait_threshold": 1 << 20, "long_waits_dropped": 0}
     return snap, [(v, 100 + v, s, a, b, phase, rep) for v, s, a, b in rows if b > a]
 
 

@@ -17,6 +17,7 @@
 
 #include "clock_fit_json.h"
 #include "hostlib/json_writer.h"
+#include "hostlib/results_contract.h"
 #include "report_format.h"
 #include "trace/trace_groups.h"
 
@@ -25,16 +26,18 @@ namespace fs = std::filesystem;
 namespace spinlab::run {
 namespace {
 
+namespace key = spinlab::results::key;  // every name the results files use (hostlib/results_contract.h)
+
 using collect::JsonWriter;
 
-void stamp(JsonWriter& j, const char* key, const Stamp& s) {
-    j.key(key).begin_object();
-    j.key("guest_tsc");
+void stamp(JsonWriter& j, const char* name, const Stamp& s) {
+    j.key(name).begin_object();
+    j.key(key::guest_tsc);
     if (s.guest_tsc)
         j.value(*s.guest_tsc);
     else
         j.value(uint64_t(0));
-    j.field("wall", s.wall);
+    j.field(key::wall, s.wall);
     j.end_object();
 }
 
@@ -51,25 +54,25 @@ bool starts_with_any(const std::string& s, const std::vector<std::string>& prefi
 // LogBuffersLost, RealTimeBuffersLost, and the attempted/written pair of the invariant).
 void loss_json(JsonWriter& j, const TraceLossCounters& c) {
     j.begin_object();
-    j.field("events_attempted", c.events_attempted);
-    j.field("events_written", c.events_written);
-    j.field("events_lost", c.events_lost);
-    j.field("buffers_written", c.buffers_written);
-    j.field("log_buffers_lost", c.log_buffers_lost);
-    j.field("realtime_buffers_lost", c.realtime_buffers_lost);
+    j.field(key::events_attempted, c.events_attempted);
+    j.field(key::events_written, c.events_written);
+    j.field(key::events_lost, c.events_lost);
+    j.field(key::buffers_written, c.buffers_written);
+    j.field(key::log_buffers_lost, c.log_buffers_lost);
+    j.field(key::realtime_buffers_lost, c.realtime_buffers_lost);
     j.end_object();
 }
 
 }  // namespace
 
 void trace_session_fields(JsonWriter& j, const TraceSessionInformation& p) {
-    j.field("enable_flags", collect::trace_groups_text(p.enable_flags));
-    j.field("buffer_size", p.buffer_size);
-    j.field("minimum_buffers", p.minimum_buffers);
-    j.field("maximum_buffers", p.maximum_buffers);
-    j.field("flush_timer_ms", p.flush_timer_ms);
-    j.field("logger_mode", trace_logger_mode_name(TraceLoggerMode(p.logger_mode)));
-    j.field("profile_interval", p.profile_interval);
+    j.field(key::enable_flags, collect::trace_groups_text(p.enable_flags));
+    j.field(key::buffer_size, p.buffer_size);
+    j.field(key::minimum_buffers, p.minimum_buffers);
+    j.field(key::maximum_buffers, p.maximum_buffers);
+    j.field(key::flush_timer_ms, p.flush_timer_ms);
+    j.field(key::logger_mode, trace_logger_mode_name(TraceLoggerMode(p.logger_mode)));
+    j.field(key::profile_interval, p.profile_interval);
 }
 
 std::map<std::string, WorkloadOps> workload_ops(const collect::Snapshot& counters,
@@ -104,22 +107,22 @@ std::map<std::string, WorkloadOps> counted_workload_ops(const WorkloadInformatio
     w.unit = std::string(end.unit, strnlen(end.unit, sizeof end.unit));
     if (w.unit.empty()) w.unit = "operations";
     std::string name(end.name, strnlen(end.name, sizeof end.name));
-    return {{name.empty() ? std::string("workload") : name, w}};
+    return {{name.empty() ? std::string("unnamed") : name, w}};
 }
 
 namespace {
 
 // "workload": each program's operations over the window, the classes counted or the guest's unit.
 void workload_json(JsonWriter& j, const std::map<std::string, WorkloadOps>& workload) {
-    j.key("workload").begin_object();
+    j.key(key::workload).begin_object();
     for (const auto& [name, w] : workload) {
         j.key(name).begin_object();
-        j.field("ops", w.ops);
-        j.field("ops_per_s", w.ops_per_s);
-        j.key("classes").begin_array();
+        j.field(key::ops, w.ops);
+        j.field(key::ops_per_s, w.ops_per_s);
+        j.key(key::classes).begin_array();
         for (const auto& c : w.classes) j.value(c);
         j.end_array();
-        if (!w.unit.empty()) j.field("unit", w.unit);
+        if (!w.unit.empty()) j.field(key::unit, w.unit);
         j.end_object();
     }
     j.end_object();
@@ -127,13 +130,13 @@ void workload_json(JsonWriter& j, const std::map<std::string, WorkloadOps>& work
 
 // "cpus": each CPU's counters of its non-empty classes, by class name.
 void cpus_json(JsonWriter& j, const collect::Snapshot& counters, const collect::ClassNames& names) {
-    j.key("cpus").begin_array();
+    j.key(key::cpus).begin_array();
     for (const auto& cpu : counters.cpus) {
         j.begin_object();
-        j.field("cpu", cpu.cpu);
-        j.field("acquisitions_counted", acquisitions_counted_name(cpu.acquisitions_counted));
+        j.field(key::cpu, cpu.cpu);
+        j.field(key::acquisitions_counted, acquisitions_counted_name(cpu.acquisitions_counted));
         collect::pv_fields(j, cpu.pv);
-        j.key("classes").begin_object();
+        j.key(key::classes).begin_object();
         for (uint32_t id = 0; id < cpu.classes.size(); ++id) {
             const LockClassPerf& c = cpu.classes[id];
             if (c.acquisitions == 0) continue;  // the contract lets empty classes be left out
@@ -146,8 +149,8 @@ void cpus_json(JsonWriter& j, const collect::Snapshot& counters, const collect::
     j.end_array();
 }
 
-void optional_cpu(JsonWriter& j, const char* key, const std::optional<uint32_t>& cpu) {
-    j.key(key);
+void optional_cpu(JsonWriter& j, const char* name, const std::optional<uint32_t>& cpu) {
+    j.key(name);
     if (cpu)
         j.value(*cpu);
     else
@@ -157,15 +160,15 @@ void optional_cpu(JsonWriter& j, const char* key, const std::optional<uint32_t>&
 // One long wait: where and how long, its holders, its guest-side class and steal times.
 void long_wait_json(JsonWriter& j, const LongWaitEntry& w) {
     j.begin_object();
-    j.field("cpu", w.cpu);
-    j.field("class", w.class_name);
-    j.field("start_tsc", w.start_tsc);
-    j.field("wait_cycles", w.wait_cycles);
-    optional_cpu(j, "holder_cpu", w.holder_cpu);
-    optional_cpu(j, "holder_end_cpu", w.holder_end_cpu);
-    j.field("lhp_class", lhp_class_name(LhpClass(w.lhp_class)));
+    j.field(key::cpu, w.cpu);
+    j.field(key::class_, w.class_name);
+    j.field(key::start_tsc, w.start_tsc);
+    j.field(key::wait_cycles, w.wait_cycles);
+    optional_cpu(j, key::holder_cpu, w.holder_cpu);
+    optional_cpu(j, key::holder_end_cpu, w.holder_end_cpu);
+    j.field(key::lhp_class, lhp_class_name(LhpClass(w.lhp_class)));
     if (!w.holds.empty()) {
-        j.key("holds").begin_array();
+        j.key(key::holds).begin_array();
         for (const HoldLink& h : w.holds) {  // [cpu, from_tsc], null: not traced
             j.begin_array();
             j.value(h.cpu);
@@ -177,37 +180,37 @@ void long_wait_json(JsonWriter& j, const LongWaitEntry& w) {
         }
         j.end_array();
     }
-    if (w.holder_steal_ns) j.field("holder_steal_ns", *w.holder_steal_ns);
-    if (w.waiter_steal_ns) j.field("waiter_steal_ns", *w.waiter_steal_ns);
+    if (w.holder_steal_ns) j.field(key::holder_steal_ns, *w.holder_steal_ns);
+    if (w.waiter_steal_ns) j.field(key::waiter_steal_ns, *w.waiter_steal_ns);
     j.end_object();
 }
 
 void long_waits_json(JsonWriter& j, const LongWaits& lw) {
-    j.key("long_waits").begin_array();
+    j.key(key::long_waits).begin_array();
     for (const auto& w : lw.entries) long_wait_json(j, w);
     j.end_array();
-    j.field("long_waits_min_cycles", lw.min_cycles);
-    j.field("long_waits_dropped", lw.dropped);
+    j.field(key::long_wait_threshold, lw.min_cycles);
+    j.field(key::long_waits_dropped, lw.dropped);
 }
 
 // "trace": the repetition's session, what its file holds and what it lost, in total and per CPU.
 void trace_json(JsonWriter& j, const TraceRecord& t) {
-    j.key("trace").begin_object();
-    j.field("file", t.file);
-    j.field("session_id", t.session.session_id);
+    j.key(key::trace).begin_object();
+    j.field(key::file, t.file);
+    j.field(key::session_id, t.session.session_id);
     trace_session_fields(j, t.session);
-    j.field("buffers_per_cpu", t.session.buffers_per_cpu);
-    j.field("events", t.events);
-    j.field("buffers", t.buffers);
-    j.field("damaged_frames", t.damaged_frames);
-    j.field("counters_found", t.counters_found);
-    j.key("loss");
+    j.field(key::buffers_per_cpu, t.session.buffers_per_cpu);
+    j.field(key::events, t.events);
+    j.field(key::buffers, t.buffers);
+    j.field(key::damaged_frames, t.damaged_frames);
+    j.field(key::counters_found, t.counters_found);
+    j.key(key::loss);
     loss_json(j, t.totals);
-    j.key("cpus").begin_array();
+    j.key(key::cpus).begin_array();
     for (const TraceCpuCounters& c : t.cpus) {
         j.begin_object();
-        j.field("cpu", c.cpu);
-        j.key("loss");
+        j.field(key::cpu, c.cpu);
+        j.key(key::loss);
         loss_json(j, c.counters);
         j.end_object();
     }
@@ -220,12 +223,12 @@ void trace_json(JsonWriter& j, const TraceRecord& t) {
 std::string snapshot_json(const SnapshotRecord& r) {
     JsonWriter j;
     j.begin_object();
-    j.field("format", kResultsFormat);
-    j.field("phase", r.phase);
-    j.field("rep", r.rep);
-    stamp(j, "start", r.start);
-    stamp(j, "end", r.end);
-    j.field("duration_s", r.duration_s);
+    j.field(key::format, kResultsFormat);
+    j.field(key::phase, r.phase);
+    j.field(key::rep, r.rep);
+    stamp(j, key::start, r.start);
+    stamp(j, key::end, r.end);
+    j.field(key::duration_s, r.duration_s);
     workload_json(j, r.workload);
     cpus_json(j, r.counters, r.names);
     if (r.long_waits) long_waits_json(j, *r.long_waits);
@@ -237,10 +240,11 @@ std::string snapshot_json(const SnapshotRecord& r) {
 std::string status_json(bool complete, const std::string& reason, const std::vector<Done>& done) {
     JsonWriter j;
     j.begin_object();
-    j.field("format", kResultsFormat);
-    j.field("state", complete ? "complete" : "partial");
-    j.field("reason", reason);
-    j.key("done").begin_array();
+    j.field(key::format, kResultsFormat);
+    j.field(key::state, results::run_completion_name(complete ? results::RunCompletion::kComplete
+                                                                     : results::RunCompletion::kPartial));
+    j.field(key::reason, reason);
+    j.key(key::done).begin_array();
     for (const Done& d : done) {
         j.begin_array();
         j.value(d.phase);
@@ -255,10 +259,10 @@ std::string status_json(bool complete, const std::string& reason, const std::vec
 std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
     JsonWriter j;
     j.begin_object();
-    j.field("format", kResultsFormat);
+    j.field(key::format, kResultsFormat);
     collect::write_clock_fit(j, fit);  // the one shape of a fit (the record file's end line too)
     // Attempts that saw no publication within their wait: not samples, so not in samples_taken.
-    j.field("samples_missed", samples_missed);
+    j.field(key::samples_missed, samples_missed);
     j.end_object();
     return j.take() + "\n";
 }
@@ -266,31 +270,31 @@ std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
 namespace {
 
 // key: the text, or null where it is empty (not known, not applicable).
-void text_or_null(JsonWriter& j, const char* key, const std::string& v) {
-    j.key(key);
+void text_or_null(JsonWriter& j, const char* name, const std::string& v) {
+    j.key(name);
     if (v.empty()) null_value(j);
     else j.value(v);
 }
 
 void host_json(JsonWriter& j, const HostInfo& h) {
-    j.key("host").begin_object();
-    j.field("cpu_model", h.cpu_model);
-    j.field("kernel", h.kernel);
-    j.field("cpus", h.cpus);
-    j.field("tsc_hz", h.tsc_hz);
-    j.field("hypervisor", h.hypervisor);
+    j.key(key::host).begin_object();
+    j.field(key::cpu_model, h.cpu_model);
+    j.field(key::kernel, h.kernel);
+    j.field(key::cpus, h.cpus);
+    j.field(key::tsc_hz, h.tsc_hz);
+    j.field(key::hypervisor, h.hypervisor);
     j.end_object();
 }
 
 // The phases, how often and in which order they ran ("plan": [phase, rep] pairs).
 void plan_json(JsonWriter& j, const Meta& m) {
-    j.key("phases").begin_array();
+    j.key(key::phases).begin_array();
     for (const auto& p : m.phases) j.value(p);
     j.end_array();
-    j.field("repetitions", m.repetitions);
-    j.field("order", m.order);
-    j.field("seed", m.seed);
-    j.key("plan").begin_array();
+    j.field(key::repetitions, m.repetitions);
+    j.field(key::order, m.order);
+    j.field(key::seed, m.seed);
+    j.key(key::plan).begin_array();
     for (const Done& d : m.plan) {
         j.begin_array();
         j.value(d.phase);
@@ -302,18 +306,18 @@ void plan_json(JsonWriter& j, const Meta& m) {
 
 // How the preempt phases' freezes were made: the injector's priority and the freezer's writes.
 void freeze_injection_json(JsonWriter& j, const Meta& m) {
-    j.key("preempt_rt_priority").begin_object();
-    j.field("asked", m.preempt_rt_priority.asked);
-    j.key("used");
+    j.key(key::preempt_rt_priority).begin_object();
+    j.field(key::asked, m.preempt_rt_priority.asked);
+    j.key(key::used);
     if (m.preempt_rt_priority.used) j.value(*m.preempt_rt_priority.used);
     else null_value(j);
-    text_or_null(j, "fallback", m.preempt_rt_priority.fallback);
+    text_or_null(j, key::fallback, m.preempt_rt_priority.fallback);
     j.end_object();
-    j.key("freezer").begin_array();
+    j.key(key::freezer).begin_array();
     for (const Meta::FreezerWrites& f : m.freezer) {
-        j.begin_object().field("slot", f.slot).field("cgroup", f.cgroup).field("key_held", f.key_held);
-        j.key("freeze_write_ms").fixed(f.freeze_write_ms, 4);
-        j.key("thaw_write_ms").fixed(f.thaw_write_ms, 4);
+        j.begin_object().field(key::slot, f.slot).field(key::cgroup, f.cgroup).field(key::key_held, f.key_held);
+        j.key(key::freeze_write_ms).fixed(f.freeze_write_ms, 4);
+        j.key(key::thaw_write_ms).fixed(f.thaw_write_ms, 4);
         j.end_object();
     }
     j.end_array();
@@ -321,32 +325,32 @@ void freeze_injection_json(JsonWriter& j, const Meta& m) {
 
 void neighbour_vm_json(JsonWriter& j, const Meta::NeighbourVm& v) {
     j.begin_object();
-    j.field("name", v.name);
-    j.field("role", v.role);
-    j.field("vcpus", v.vcpus);
-    j.field("memory_mb", v.memory_mb);
-    j.field("lock", v.lock);
-    j.field("workload", v.workload);
-    j.key("pin").begin_array();
+    j.field(key::name, v.name);
+    j.field(key::role, v.role);
+    j.field(key::vcpus, v.vcpus);
+    j.field(key::memory_mb, v.memory_mb);
+    j.field(key::lock, v.lock);
+    j.field(key::workload, v.workload);
+    j.key(key::pin).begin_array();
     for (uint32_t c : v.pin) j.value(c);
     j.end_array();
     j.end_object();
 }
 
 void neighbours_json(JsonWriter& j, const std::optional<Meta::Neighbours>& n) {
-    j.key("neighbours");
+    j.key(key::neighbours);
     if (!n) {
         null_value(j);
         return;
     }
     j.begin_object();
-    j.key("host_cpus").begin_array();
+    j.key(key::host_cpus).begin_array();
     for (uint32_t c : n->host_cpus) j.value(c);
     j.end_array();
-    j.key("vms").begin_array();
+    j.key(key::vms).begin_array();
     for (const Meta::NeighbourVm& v : n->vms) neighbour_vm_json(j, v);
     j.end_array();
-    j.key("overcommit").begin_object();
+    j.key(key::overcommit).begin_object();
     for (const auto& [phase, ratio] : n->overcommit) j.field(phase, ratio);
     j.end_object();
     j.end_object();
@@ -355,7 +359,7 @@ void neighbours_json(JsonWriter& j, const std::optional<Meta::Neighbours>& n) {
 // The trace session as asked for, with the call-stack settings (TraceStackInformation) the
 // sessions started with; null without [trace].
 void trace_meta_json(JsonWriter& j, const Meta& m) {
-    j.key("trace");
+    j.key(key::trace);
     if (!m.trace) {
         null_value(j);
         return;
@@ -363,35 +367,35 @@ void trace_meta_json(JsonWriter& j, const Meta& m) {
     j.begin_object();
     trace_session_fields(j, *m.trace);
     const TraceStackInformation& s = m.trace_stacks;
-    j.key("stacks").begin_object();
-    j.field("stack_flags", s.stack_flags ? collect::trace_groups_text(s.stack_flags) : std::string("none"));
-    j.field("stack_caching", s.caching ? "on" : "off");
-    j.field("max_stack_depth", s.max_depth);
-    j.field("bucket_count", s.bucket_count);
-    j.field("cache_size", s.cache_size);
+    j.key(key::stacks).begin_object();
+    j.field(key::stack_flags, s.stack_flags ? collect::trace_groups_text(s.stack_flags) : std::string("none"));
+    j.field(key::stack_caching, s.caching ? "on" : "off");
+    j.field(key::max_stack_depth, s.max_depth);
+    j.field(key::bucket_count, s.bucket_count);
+    j.field(key::cache_size, s.cache_size);
     j.end_object();
     j.end_object();
 }
 
 // The VM and its guest: how QEMU ran it, the kernel's choices, the workload.
 void vm_json(JsonWriter& j, const Meta& m) {
-    j.field("qemu_version", m.qemu_version);
-    j.key("libvirt_version");
+    j.field(key::qemu_version, m.qemu_version);
+    j.key(key::libvirt_version);
     if (m.libvirt_version)
         j.value(*m.libvirt_version);
     else
         null_value(j);
-    j.field("accelerator", m.accelerator);
-    j.field("backend", m.backend);
-    j.field("vcpus", m.vcpus);
-    j.field("memory_mb", m.memory_mb);
-    j.field("lock", m.lock);
-    j.field("pause", m.pause);
-    j.field("clock", m.clock);
-    j.field("pinning", m.pinning);
-    j.field("guest_tsc_hz", m.guest_tsc_hz);
-    j.field("workload", m.workload);
-    j.field("kernel_append", m.kernel_append);
+    j.field(key::accelerator, m.accelerator);
+    j.field(key::backend, m.backend);
+    j.field(key::vcpus, m.vcpus);
+    j.field(key::memory_mb, m.memory_mb);
+    j.field(key::lock, m.lock);
+    j.field(key::pause, m.pause);
+    j.field(key::clock, m.clock);
+    j.field(key::pinning, m.pinning);
+    j.field(key::guest_tsc_hz, m.guest_tsc_hz);
+    j.field(key::workload, m.workload);
+    j.field(key::kernel_append, m.kernel_append);
 }
 
 }  // namespace
@@ -399,28 +403,28 @@ void vm_json(JsonWriter& j, const Meta& m) {
 std::string meta_json(const Meta& m) {
     JsonWriter j;
     j.begin_object();
-    j.field("format", kResultsFormat);
-    j.field("run_id", m.run_id);
-    j.field("date", m.date);
-    j.field("git_rev", m.git_rev);
+    j.field(key::format, kResultsFormat);
+    j.field(key::run_id, m.run_id);
+    j.field(key::date, m.date);
+    j.field(key::git_rev, m.git_rev);
     host_json(j, m.host);
     vm_json(j, m);
     plan_json(j, m);
-    j.field("duration_s", m.duration_s);
-    j.field("warmup_s", m.warmup_s);
-    j.field("vm_name", m.vm_name);
-    j.key("vcpu_thread_ids").begin_array();
+    j.field(key::duration_s, m.duration_s);
+    j.field(key::warmup_s, m.warmup_s);
+    j.field(key::vm_name, m.vm_name);
+    j.key(key::vcpu_thread_ids).begin_array();
     for (uint64_t t : m.vcpu_thread_ids) j.value(t);
     j.end_array();
-    j.field("cpu_mapping", m.cpu_mapping);
-    j.field("guest_build_id", m.guest_build_id);
-    j.field("guest_hypervisor", m.guest_hypervisor);
-    j.field("guest", m.guest);
-    text_or_null(j, "guest_kernel", m.guest_kernel);
-    j.field("runner", m.runner_version);
+    j.field(key::cpu_mapping, m.cpu_mapping);
+    j.field(key::guest_build_id, m.guest_build_id);
+    j.field(key::guest_hypervisor, m.guest_hypervisor);
+    j.field(key::guest, m.guest);
+    text_or_null(j, key::guest_kernel, m.guest_kernel);
+    j.field(key::runner, m.runner_version);
     freeze_injection_json(j, m);
     neighbours_json(j, m.neighbours);
-    text_or_null(j, "timeline_source", m.timeline_source);
+    text_or_null(j, key::timeline_source, m.timeline_source);
     trace_meta_json(j, m);
     j.end_object();
     return j.take() + "\n";

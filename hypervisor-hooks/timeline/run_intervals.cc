@@ -198,16 +198,6 @@ std::vector<RunInterval> mark_frozen(const std::vector<RunInterval>& intervals,
     return out;
 }
 
-const char* run_state_name(RunState s) {
-    switch (s) {
-        case RunState::kOn: return "on";
-        case RunState::kOff: return "off";
-        case RunState::kFrozen: return "frozen";
-        case RunState::kUnknown: return "unknown";
-    }
-    return "?";
-}
-
 namespace {
 // A CSV field: quoted, quotes doubled, where it holds a comma, quote or line break (RFC 4180).
 std::string csv_field(const std::string& text) {
@@ -219,8 +209,13 @@ std::string csv_field(const std::string& text) {
 }  // namespace
 
 std::string run_intervals_csv_header() {
-    return "vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu,"
-           "preemptor,preemptor_vm,preemptor_vcpu,preemptor_pid,preemptor_comm\n";
+    // The columns of the results' timeline object, in its order (hostlib/results_contract.h);
+    // format_run_intervals_csv writes a row's fields in the same order.
+    std::string header;
+#define X(ident) header += std::string(header.empty() ? "" : ",") + results::key::ident;
+    SPINLAB_TIMELINE_COLUMNS(X)
+#undef X
+    return header + "\n";
 }
 
 std::string format_run_intervals_csv(const std::vector<RunInterval>& intervals, const TimelineLabel& label,

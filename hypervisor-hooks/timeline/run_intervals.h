@@ -32,6 +32,7 @@
 
 #include <spinlab/preemptor.h>
 
+#include "hostlib/results_contract.h"
 #include "hypervisor-hooks/freezes/freeze_record.h"
 #include "sched_switch_parse.h"
 
@@ -43,9 +44,9 @@ struct TimelineThread {
     std::optional<bool> initial_on;  // hint for a thread without events
 };
 
-enum class RunState { kOn, kOff, kFrozen, kUnknown };
-// "on", "off", "frozen", "unknown": the results' timeline states
-const char* run_state_name(RunState s);
+// The results' timeline states, "on", "off", "frozen", "unknown" (hostlib/results_contract.h).
+using results::RunState;
+using results::run_state_name;
 
 struct RunInterval {
     int tid;
