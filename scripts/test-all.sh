@@ -172,9 +172,13 @@ step "classroom labs: checkers on real and edited results (pytest)" labs_tests
 # which spinlab-collect reads live and against the agent's stream), and the ground truth at 2
 # and 4 vCPUs with a control (~140 s on 2 cores). Its test files are linux_test_*.py, which the vm-images step does not
 # collect.
+# The libvirt backend's Linux guest (vm-images/tests/linux_test_vm_libvirt.py, ~20 s) needs the
+# image this step fetches and builds, so it runs here and not in the vm-images step, whose
+# pattern (test_*.py) leaves it out.
 linux_guest_tests() {
     vm-images/linux/spinlab-linux fetch >/dev/null && vm-images/linux/spinlab-linux initramfs >/dev/null &&
-        pytest_dir vm-images/linux/tests
+        pytest_dir vm-images/linux/tests &&
+        (cd vm-images && $PY -m pytest -q -p no:cacheprovider --durations=5 tests/linux_test_vm_libvirt.py)
 }
 step "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_guest_tests
 # The front-end's tests time nothing: on two pytest-xdist workers (8 s; 17 s in one process).

@@ -1,7 +1,7 @@
 """spinlab-vm --guest linux: the argv that boots a Linux guest wired as spinlab's kernel is (the
 region, the control socket on a virtio-serial port, the lock mode's CPU), and what it refuses.
 Booting it is vm-images/linux/tests/linux_test_spinlab_run.py's (qemu backend) and
-test_vm_libvirt_linux.py's (libvirt)."""
+linux_test_vm_libvirt.py's (libvirt)."""
 import subprocess
 
 import pytest
@@ -60,7 +60,7 @@ def test_what_a_linux_guest_cannot_have_is_refused(tmp_path, run_dir):
 
 
 def test_the_libvirt_backend_takes_a_linux_guest(tmp_path, run_dir):
-    """Both backends: the domain's wiring is test_builders.py's, its boot test_vm_libvirt_linux.py's."""
+    """Both backends: the domain's wiring is test_builders.py's, its boot linux_test_vm_libvirt.py's."""
     cfg = linux_cfg(tmp_path, lock="tas", backend="libvirt")
     config.validate(cfg)
     assert cfg.backend == "libvirt" and cfg.initrd.endswith("initramfs.cpio.gz")
