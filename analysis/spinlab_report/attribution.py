@@ -187,7 +187,6 @@ def blocked_shares(off_cycles: dict | None) -> dict:
     return {side: oc["blocked"] / oc["off"] for side, oc in (off_cycles or {}).items() if oc["off"]}
 
 
-
 def counts(snaps, tables: list) -> dict:
     """long_waits_share's dict of one phase's snapshots, from the Attributed of those with a list
     (tables, in order)."""
