@@ -128,11 +128,11 @@ struct Descriptions {
             ("mode", po::value<std::string>(), ("LoggerMode: " + logger_modes_text() + " (default real-time)").c_str())
             ("enable", po::value<std::string>(),
              "groups, comma-separated: all, spinlock, cswitch, ready, syscall, profile, process, "
-             "memory, longwait (default spinlock,longwait)")
+             "memory, long-wait (default spinlock,long-wait)")
             ("profile-interval", po::value<std::string>(), "timer ticks between profile samples (default 1)")
             ("stack-enable", po::value<std::string>(),
              "StackFlags: groups whose events get a call stack: spinlock, cswitch, ready, syscall, "
-             "profile, longwait (default none)")
+             "profile, long-wait (default none)")
             ("stack-caching", po::value<std::string>(),
              "StackCaching: on (default: the stack cache, events carry a key) or off (every stack inline)")
             ("stack-depth", po::value<std::string>(), "MaxStackDepth: frames per stack, 1..256 (default 32)")

@@ -56,8 +56,8 @@ for name, append in workloads.items():
         row = {"workload": name}
         for caching in ("on", "off"):
             path = os.path.join(run_dir, f"{caching}.trace")
-            subprocess.run([collect, "trace", "record", *args, "--enable", "spinlock,longwait,cswitch,ready,profile",
-                            "--stack-enable", "spinlock,longwait,cswitch,ready,profile", "--stack-caching", caching,
+            subprocess.run([collect, "trace", "record", *args, "--enable", "spinlock,long-wait,cswitch,ready,profile",
+                            "--stack-enable", "spinlock,long-wait,cswitch,ready,profile", "--stack-caching", caching,
                             "--duration", "3", "--flush-timer", "50", "-o", path],
                            env=env, check=True, capture_output=True)
             status = subprocess.run([collect, "trace", "status", *args], env=env, check=True,

@@ -61,7 +61,7 @@ WORKLOADS = {
 if workload not in WORKLOADS:
     raise SystemExit(f"bench-trace-guest: WORKLOAD={workload}: lockbench or kmix")
 PROGRAM, MODES, COUNTED = WORKLOADS[workload]
-APPEND = f"longwait=1048576 init={PROGRAM}"
+APPEND = f"long-wait=1048576 init={PROGRAM}"
 END_MARGIN_S = 0.5
 if window_s - margin_s - END_MARGIN_S < 2:
     raise SystemExit("bench-trace-guest: WINDOW_S must leave at least 2 s inside the margins")

@@ -11,7 +11,7 @@ What it writes, per phase (idle-host, host-load) and repetition:
   and the `trace` object with exact loss counters;
 - snapshots/<phase>-r<rep>.trace: a real trace file with one `spinlock` long-wait event per listed
   wait, written through the collector's real writer and drain by build/host/bin/trace_script
-  (the tool the analysis tests make their traces with), as `[trace] enable = longwait` records;
+  (the tool the analysis tests make their traces with), as `[trace] enable = long-wait` records;
 - timeline.csv: every vCPU's on/off intervals covering each repetition (--switches-per-s host
   deschedulings per vCPU-second; host-load waits have their holder's vCPU off for part of the
   wait, as under a CPU hog), and clock.json with a drifting offset sampled every 100 ms.
@@ -190,7 +190,7 @@ def snapshot(rng, out, phase, rep, vcpus, g0, span, n_waits, offs, traces):
     if traces:
         write_trace(os.path.join(out, "snapshots", name + ".trace"), vcpus, waiter, holder, start, wait,
                     np.array([LHP_CODE[c] for c in cls.tolist()], dtype=int))
-        snap["trace"] = {"file": f"snapshots/{name}.trace", "session_id": 2, "enable_flags": "longwait",
+        snap["trace"] = {"file": f"snapshots/{name}.trace", "session_id": 2, "enable_flags": "long-wait",
                          "buffer_size": 65536, "minimum_buffers": 4, "maximum_buffers": 64, "flush_timer_ms": 100,
                          "logger_mode": "real-time", "profile_interval": 1, "buffers_per_cpu": 64,
                          "events": n_waits, "buffers": 0, "damaged_frames": 0, "counters_found": True,
@@ -271,7 +271,7 @@ def make(out, vcpus, n_long_waits, reps=6, duration_s=60, switches_per_s=20.0, t
             "memory_mb": 1024, "lock": "tas", "pause": True, "clock": "lfence", "pinning": "none",
             "guest_tsc_hz": HZ, "workload": "/bin/lockbench (synthetic)", "phases": phases, "repetitions": reps,
             "order": "abba", "seed": seed, "plan": [list(x) for x in plan], "duration_s": duration_s, "warmup_s": 2,
-            "trace": ({"enable_flags": "longwait", "buffer_size": 65536, "minimum_buffers": 4, "maximum_buffers": 64,
+            "trace": ({"enable_flags": "long-wait", "buffer_size": 65536, "minimum_buffers": 4, "maximum_buffers": 64,
                        "flush_timer_ms": 100, "logger_mode": "real-time", "profile_interval": 1,
                        "stacks": {"stack_flags": "none", "stack_caching": "on", "max_stack_depth": 32,
                                   "bucket_count": 256, "cache_size": 3145728}} if traces else None)}

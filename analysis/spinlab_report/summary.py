@@ -178,7 +178,7 @@ def lhp_problems(run, opts: Options) -> list:
                        f"threshold {opts.threshold}; shorter long waits are not attributed.")
         if s.long_waits_dropped:
             out.append(f"{s.name}: {s.long_waits_dropped} long wait(s) are missing from its list: the trace lost "
-                       "that many events (EventsLost; with groups other than longwait traced, at most that many).")
+                       "that many events (EventsLost; with groups other than long-wait traced, at most that many).")
         if s.trace is not None:
             t, loss = s.trace, s.trace["loss"]
             if loss["log_buffers_lost"] or loss["realtime_buffers_lost"] or t["damaged_frames"]:

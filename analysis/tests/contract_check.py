@@ -132,14 +132,14 @@ def check_results(path):
 
 def known_session():
     """contract_test.cc:known_session(), as [trace] names it."""
-    return {"enable_flags": "spinlock,longwait", "buffer_size": 8192, "minimum_buffers": 3, "maximum_buffers": 50,
+    return {"enable_flags": "spinlock,long-wait", "buffer_size": 8192, "minimum_buffers": 3, "maximum_buffers": 50,
             "flush_timer_ms": 20, "logger_mode": "no-drop-stall", "profile_interval": 5}
 
 
 def known_stacks():
     """contract_test.cc's m.trace_stacks: stacks on spinlock events, 16 frames, 512 buckets, the
     default cache size."""
-    return {"stack_flags": "spinlock,longwait", "stack_caching": "on", "max_stack_depth": 16, "bucket_count": 512,
+    return {"stack_flags": "spinlock,long-wait", "stack_caching": "on", "max_stack_depth": 16, "bucket_count": 512,
             "cache_size": 3 * 1024 * 1024}
 
 

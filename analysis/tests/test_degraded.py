@@ -128,7 +128,7 @@ def trace_object(rep, lost=0, log_lost=0):
                                 "buffers_written": 3, "log_buffers_lost": log_lost * k, "realtime_buffers_lost": 0}}
             for k in (0, 1)]
     total = {key: sum(x["loss"][key] for x in cpus) for key in cpus[0]["loss"]}
-    return {"file": f"snapshots/host-load-r{rep}.trace", "session_id": rep, "enable_flags": "longwait",
+    return {"file": f"snapshots/host-load-r{rep}.trace", "session_id": rep, "enable_flags": "long-wait",
             "buffer_size": 65536, "minimum_buffers": 4, "maximum_buffers": 64, "flush_timer_ms": 100,
             "logger_mode": "real-time", "profile_interval": 1, "buffers_per_cpu": 64, "events": 20, "buffers": 6,
             "damaged_frames": 0, "counters_found": True, "loss": total, "cpus": cpus}

@@ -5,7 +5,7 @@ Boots the kernel under TCG, 2 vCPUs, with lockbench as init in timed 3 s rounds 
 defaults, long-wait=1 (every measured contended wait is then also a long-wait event: the whole
 list of contended acquisitions, with their spin counts) and stackprobe=on (a kernel thread that
 holds a `bench` lock about 2 M cycles, 20 times a second). One trace session (spinlock and
-longwait groups) runs through three lockbench rounds. In each pause (lockbench's console says
+long-wait groups) runs through three lockbench rounds. In each pause (lockbench's console says
 when a round's threads have all been joined, and when the next starts) `spinlab-collect set`
 changes the parameters, and a `trace record` attached to the same session drains the next
 round into a file of its own (a host too slow for a pause leaves that round out and uses the
@@ -214,7 +214,7 @@ def record_rounds(g, rounds, tmp_path):
     n = rounds_done(g) + 1
     wait_for_round_end(g, n)  # early in a pause, not at its end
     before = counters(g)
-    collect(g, "trace", "start", "--enable", "spinlock,longwait", "--flush-timer", "50", "--max-buffers", "256")
+    collect(g, "trace", "start", "--enable", "spinlock,long-wait", "--flush-timer", "50", "--max-buffers", "256")
     try:
         for k, params in enumerate(rounds):
             if params is None:

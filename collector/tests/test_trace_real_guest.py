@@ -276,7 +276,7 @@ def test_stacks_on_spinlock_events_print_symbolized_with_dump_stacks(guest):
     out = os.path.join(guest["run_dir"], "stacks.trace")
     # The stackprobe thread holds its lock about 2 M cycles, past the default (and minimum)
     # SpinLockHoldThreshold of 1 M: every release is a hold event.
-    collect(guest, "trace", "record", "--enable", "spinlock,longwait,process", "--stack-enable",
+    collect(guest, "trace", "record", "--enable", "spinlock,long-wait,process", "--stack-enable",
             "spinlock", "--duration", "3", "--flush-timer", "50", "-o", out)
     status_text = collect(guest, "trace", "status").stdout
     kernel = os.path.join(ROOT, "build", "kernel", "spinlab.elf")

@@ -23,11 +23,12 @@ uint32_t parse_trace_groups(const std::string& text, const std::string& what) {
         bool known = false;
         if (w == "all") flags |= kTraceGroupAll, known = true;
         for (uint32_t i = 0; i < kTraceGroupCount && !known; i++)
-            if (w == trace_group_name(i)) flags |= 1u << i, known = true;
+            if (w == trace_group_name(i) || (trace_group_old_name(i) && w == trace_group_old_name(i)))
+                flags |= 1u << i, known = true;
         if (!known)
             throw CollectError(kExitUsage, what + ": unknown group '" + w +
                                                "'; groups: all, spinlock, cswitch, ready, syscall, "
-                                               "profile, process, memory, longwait");
+                                               "profile, process, memory, long-wait");
         if (end == std::string::npos) break;
         pos = end + 1;
     }

@@ -26,6 +26,14 @@ TEST(TraceGroups, ListsInBitOrderAndNoneForZero) {
     EXPECT_EQ(parse_trace_groups(all), kTraceGroupAll) << all;
 }
 
+// "longwait", the long-wait group's name until 2026-12, still reads (old specs and scripts);
+// it is written under its name now.
+TEST(TraceGroups, TheLongWaitGroupsOldNameStillReads) {
+    EXPECT_EQ(parse_trace_groups("spinlock,longwait"), kTraceGroupSpinlock | kTraceGroupLongWait);
+    EXPECT_EQ(trace_groups_text(parse_trace_groups("longwait")), "long-wait");
+    EXPECT_EQ(trace_group_old_name(0), nullptr);
+}
+
 TEST(TraceGroups, AnUnknownGroupIsAUsageErrorNamingTheOptionAndTheWord) {
     try {
         parse_trace_groups("spinlock,locks", "--stack-enable");

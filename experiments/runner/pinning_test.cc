@@ -60,7 +60,7 @@ TEST(PinPlan, EveryVmOfTheDefaultSpecOnTheTwoHostCpus) {
 
 TEST(NeighbourSpec, FollowsTheMeasuredVmUnlessToldOtherwise) {
     Spec s = parse({"--vm.lock", "ticket", "--workload.args", "--locks 2", "--neighbours.host-cpus", "0,1",
-                    "--trace.enable", "longwait", "--vm.memory", "128"})
+                    "--trace.enable", "long-wait", "--vm.memory", "128"})
                  .spec;
     Spec n = neighbour_spec(s, 2, neighbour_name("run7", 2));
     EXPECT_EQ(n.vm.name, "run7-n2");

@@ -359,7 +359,7 @@ TEST(RealVm, ShortExperimentUnderTcg) {
     // file is beside the snapshot.
     EXPECT_EQ(s.get<std::string>("trace.file"), "snapshots/host-load-r1.trace");
     EXPECT_TRUE(fs::exists(dir + "/snapshots/host-load-r1.trace"));
-    EXPECT_EQ(s.get<std::string>("trace.enable_flags"), "longwait");
+    EXPECT_EQ(s.get<std::string>("trace.enable_flags"), "long-wait");
     EXPECT_TRUE(s.get<bool>("trace.counters_found"));
     EXPECT_EQ(s.get_child("trace.cpus").size(), 2u);
     EXPECT_EQ(s.get<uint64_t>("trace.loss.events_written") + s.get<uint64_t>("trace.loss.events_lost"),
@@ -372,7 +372,7 @@ TEST(RealVm, ShortExperimentUnderTcg) {
     EXPECT_EQ(s.get<uint64_t>("long_waits_dropped"), 0u);
     EXPECT_EQ(s.get<uint64_t>("trace.events"), s.get<uint64_t>("trace.loss.events_written"));
     EXPECT_EQ(s.get_child("long_waits").size() + 1, s.get<uint64_t>("trace.loss.events_written"));
-    // Every long wait the histograms count (buckets >= 2^20 = longwait=) is listed, lockbench's
+    // Every long wait the histograms count (buckets >= 2^20 = long-wait=) is listed, lockbench's
     // ring-3 ones (through their rings) and the kernel's. The session brackets the counters'
     // window, so the list may hold a few more, never fewer.
     std::map<std::string, uint64_t> counted, listed;

@@ -167,7 +167,7 @@ bool is_name(const std::string& v, size_t max, const char* extra) {
     return !v.empty() && v.size() <= max && v.find_first_not_of(ok) == std::string::npos;
 }
 
-// A group list ("spinlock,longwait"), or none/off for no group.
+// A group list ("spinlock,long-wait"), or none/off for no group.
 uint32_t to_groups(const std::string& where, const std::string& v, const char* none_hint) {
     if (v == "none" || v == "off") return 0;
     try {
@@ -446,7 +446,7 @@ void parse_stack_enable(Spec& s, const Arg& a) {
     flags = to_groups(a.where, a.text, ", or none");
     if (flags & ~kTraceStackGroups)
         bad(a.where, a.text, "names " + collect::trace_groups_text(flags & ~kTraceStackGroups) +
-                                 ": only spinlock, cswitch, ready, syscall, profile and longwait events carry stacks");
+                                 ": only spinlock, cswitch, ready, syscall, profile and long-wait events carry stacks");
 }
 
 void parse_export(Spec& s, const Arg& a) {
@@ -465,7 +465,7 @@ void parse_export(Spec& s, const Arg& a) {
 const Key kTraceKeys[] = {
     session_key("enable",
                 "event groups of the session, comma-separated: all, spinlock, cswitch, ready, syscall, "
-                "profile, process, memory, longwait; none: no trace (default longwait: every wait >= longwait=)",
+                "profile, process, memory, long-wait; none: no trace (default long-wait: every wait >= long-wait=)",
                 "EnableFlags", &TSI::enable_flags,
                 [](Spec& s, const Arg& a) {
                     s.trace.params.enable_flags = to_groups(a.where, a.text, ", or none for no trace");
@@ -497,7 +497,7 @@ const Key kTraceKeys[] = {
                  "(boot option hold-threshold=; default 1000000)"),
     {"stack-enable",
      "StackFlags: groups whose events get a call stack, comma-separated: spinlock, cswitch, ready, "
-     "syscall, profile, longwait (each also in trace.enable); none (default)",
+     "syscall, profile, long-wait (each also in trace.enable); none (default)",
      parse_stack_enable, [](const Spec& s) {
          const uint32_t f = s.trace.stacks.stack_flags;
          return f ? collect::trace_groups_text(f) : std::string("none");
@@ -665,7 +665,7 @@ void check_linux_guest(Spec& s, const Given& g) {
                 std::string("trace.") + k.name + not_linux + "traces its long waits only");
     if (s.trace.params.enable_flags & ~kTraceGroupLongWait)
         bad(g.where("trace.enable"), collect::trace_groups_text(s.trace.params.enable_flags),
-            "a Linux guest's agent sees slow-path waits, not holds: longwait or none");
+            "a Linux guest's agent sees slow-path waits, not holds: long-wait or none");
     if (s.workload.kmix)
         bad(g.where("workload.kmix"), "on", "kmix" + not_linux + "runs its own workload: set workload.kmix = off");
     if (std::find(kLinuxWorkloads.begin(), kLinuxWorkloads.end(), s.workload.program) == kLinuxWorkloads.end())

@@ -88,7 +88,7 @@ struct RunSpec {
 };
 
 // [trace]: a trace session per repetition (spinlab/trace.h), its parameters as the collector's
-// `trace start` options name them. Every contended wait >= longwait= is a long-wait event, so
+// `trace start` options name them. Every contended wait >= long-wait= is a long-wait event, so
 // the long waits of a snapshot come from the trace; enable = none runs no session (and lists no
 // long waits).
 struct TraceSpec {
@@ -107,7 +107,7 @@ struct TraceSpec {
     // given), beside the results (trace-export/<phase>-r<rep>.ctf/ and .json). Empty: none.
     std::vector<std::string> exports;
     bool enabled() const { return params.enable_flags != 0; }
-    static TraceSessionInformation default_params();  // the collector's defaults, enable = longwait
+    static TraceSessionInformation default_params();  // the collector's defaults, enable = long-wait
     static TraceStackInformation default_stacks();     // the guest's defaults: no stacks
 };
 

@@ -100,7 +100,7 @@ TEST(SpecParse, TraceSection) {
     EXPECT_EQ(d.spec.trace.params.enable_flags, kTraceGroupLongWait);
     EXPECT_EQ(d.spec.trace.params.buffer_size, 65536u);
     EXPECT_EQ(d.spec.trace.params.logger_mode, uint32_t(TraceLoggerMode::kRealTime));
-    std::string f = write_spec("[trace]\nenable = spinlock, longwait,cswitch\nbuffer-size = 8192\n"
+    std::string f = write_spec("[trace]\nenable = spinlock, long-wait,cswitch\nbuffer-size = 8192\n"
                                "min-buffers = 3\nmax-buffers = 9\nflush-timer = 0\nmode = circular\n"
                                "profile-interval = 7\n");
     ParsedSpec p = parse({"--spec", f, kPhases, "--trace.max-buffers", "12"});
@@ -115,7 +115,7 @@ TEST(SpecParse, TraceSection) {
     // to_ini reads back to the same session.
     ParsedSpec b = parse({"--spec", write_spec(to_ini(p.spec))});
     EXPECT_EQ(std::memcmp(&b.spec.trace.params, &t, sizeof t), 0) << to_ini(p.spec);
-    EXPECT_NE(to_ini(p.spec).find("[trace]\nenable = spinlock,cswitch,longwait\nbuffer-size = 8192\n"),
+    EXPECT_NE(to_ini(p.spec).find("[trace]\nenable = spinlock,cswitch,long-wait\nbuffer-size = 8192\n"),
               std::string::npos);
     // none: no session; the buffer keys are not checked against each other then.
     ParsedSpec n = parse({kPhases, "--trace.enable", "none", "--trace.min-buffers", "9", "--trace.max-buffers", "4"});
@@ -139,7 +139,7 @@ TEST(SpecParse, TraceStacks) {
     EXPECT_NE(to_ini(d.spec).find("stack-enable = none\nstack-caching = on\nstack-depth = 32\n"
                                   "stack-buckets = 256\nstack-cache-size = 3145728\n"),
               std::string::npos);
-    std::string f = write_spec("[trace]\nenable = spinlock,longwait,profile\nstack-enable = longwait, profile\n"
+    std::string f = write_spec("[trace]\nenable = spinlock,long-wait,profile\nstack-enable = long-wait, profile\n"
                                "stack-caching = off\nstack-depth = 16\nstack-buckets = 5000\n");
     ParsedSpec p = parse({"--spec", f, kPhases, "--trace.stack-cache-size", "1"});
     const TraceStackInformation& s = p.spec.trace.stacks;
@@ -222,7 +222,7 @@ TEST(SpecParse, ALinuxGuestRunsTheAgentsWorkloadWithItsLockMode) {
     EXPECT_NE(error({"--vm.lock", "ticket"}).find("vm.lock = 'ticket': a Linux guest's lock is mcs"), std::string::npos);
     EXPECT_NE(error({"--vm.clock", "cpuid"}).find("vm.clock = 'cpuid'"), std::string::npos);
     EXPECT_NE(error({"--vm.hz", "250"}).find("vm.hz"), std::string::npos);
-    EXPECT_NE(error({"--trace.enable", "longwait,profile"}).find("trace.enable"), std::string::npos);
+    EXPECT_NE(error({"--trace.enable", "long-wait,profile"}).find("trace.enable"), std::string::npos);
     EXPECT_NE(error({"--workload.program", "lockbench"}).find("hackbench or forkexec"), std::string::npos);
     EXPECT_NE(error({"--workload.kmix", "on"}).find("workload.kmix = off"), std::string::npos);
     EXPECT_NE(error({"--workload.args", "-g 4"}).find("'-g' is not one"), std::string::npos);
@@ -345,9 +345,9 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--vm.attach", "lab1", "--vm.name", "x"},
                "vm.attach and vm.name both given: attach names the running VM to use, name the "
                "VM to start; give one"},
-        Golden{{kPhases, "--trace.enable", "longwait,locks"},
-               "--trace.enable = 'longwait,locks': unknown group 'locks'; groups: all, spinlock, "
-               "cswitch, ready, syscall, profile, process, memory, longwait, or none for no trace"},
+        Golden{{kPhases, "--trace.enable", "long-wait,locks"},
+               "--trace.enable = 'long-wait,locks': unknown group 'locks'; groups: all, spinlock, "
+               "cswitch, ready, syscall, profile, process, memory, long-wait, or none for no trace"},
         Golden{{kPhases, "--trace.buffer-size", "1000"},
                "--trace.buffer-size = '1000': must be a whole number from 4096 to 1048576"},
         Golden{{kPhases, "--trace.buffer-size", "5000"},
@@ -370,14 +370,14 @@ INSTANTIATE_TEST_SUITE_P(
                "--trace.export = 'ctf': needs a trace (trace.enable is none)"},
         Golden{{kPhases, "--trace.stack-enable", "spinlock,memory"},
                "--trace.stack-enable = 'spinlock,memory': names memory: only spinlock, cswitch, ready, "
-               "syscall, profile and longwait events carry stacks"},
+               "syscall, profile and long-wait events carry stacks"},
         Golden{{kPhases, "--trace.stack-enable", "locks"},
                "--trace.stack-enable = 'locks': unknown group 'locks'; groups: all, spinlock, cswitch, "
-               "ready, syscall, profile, process, memory, longwait, or none"},
+               "ready, syscall, profile, process, memory, long-wait, or none"},
         Golden{{kPhases, "--trace.stack-enable", "cswitch"},
-               "--trace.stack-enable = 'cswitch': names cswitch, which trace.enable (longwait) does not record"},
-        Golden{{kPhases, "--trace.enable", "none", "--trace.stack-enable", "longwait"},
-               "--trace.stack-enable = 'longwait': needs a trace (trace.enable is none)"},
+               "--trace.stack-enable = 'cswitch': names cswitch, which trace.enable (long-wait) does not record"},
+        Golden{{kPhases, "--trace.enable", "none", "--trace.stack-enable", "long-wait"},
+               "--trace.stack-enable = 'long-wait': needs a trace (trace.enable is none)"},
         Golden{{kPhases, "--trace.acquire-sample-rate", "999"},
                "--trace.acquire-sample-rate = '999': must be a whole number from 1000 to 4294967295"},
         Golden{{kPhases, "--trace.hold-threshold", "4294967296"},

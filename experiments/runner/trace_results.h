@@ -1,7 +1,7 @@
 // experiments/runner/trace_results.h: what a repetition's trace file (spinlab/trace.h's format,
 // written by the collector's TraceRecorder) gives the results: the session as it ran, the exact
 // loss counters per CPU and in total (the file's counters frame), and the long waits: every
-// spinlock event whose long-wait rule fired (each contended wait >= longwait=, unsampled), with
+// spinlock event whose long-wait rule fired (each contended wait >= long-wait=, unsampled), with
 // the hand-overs of the lock during each wait placed from the traced holds of the same lock.
 // Pure apart from reading the file; tested with files written by the real writer code.
 #pragma once

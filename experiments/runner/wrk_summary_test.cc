@@ -61,7 +61,7 @@ TEST(WrkSummary, AnEmptyPhaseHasNoPeak) {
 TEST(WrkSummary, TimingAllIsAWordOfTheKernelOptions) {
     Spec s;
     EXPECT_FALSE(timing_all(s));
-    s.vm.append = "longwait=1048576 timing=all";
+    s.vm.append = "long-wait=1048576 timing=all";
     EXPECT_TRUE(timing_all(s));
     s.vm.append = "timing=contended";
     EXPECT_FALSE(timing_all(s));

@@ -100,7 +100,7 @@ int64_t lockstat_map_into(Process* p, uint64_t uout) {
     m.pv_spin_bound = g_lockcfg.pv_spin_bound;
     m.pvqspin_spin_bound = g_lockcfg.pvqspin_spin_bound;
     m.instrument_level = uint32_t(lockstat::kBuildLevel);
-    m.long_wait_cycles = g_lockcfg.long_wait_cycles;
+    m.long_wait_threshold = g_lockcfg.long_wait_threshold;
     SpinGuard g(&g_proc_lock);  // lock order: proc_table, then address_space (as_map_shared)
     if (!p->lockstat_mapped) {
         for (uint32_t i = 0; i < g_ncpus; i++) {

@@ -39,7 +39,7 @@ struct LockConfig {
     uint32_t pv_spin_bound;            // pvspin=: reads of the word before the PV lock yields
     uint64_t lockup_cycles;            // lockup=: lockup detector bound, 0 = off (tests may
                                        // lower it at run time: read it whole, relaxed)
-    uint64_t long_wait_cycles;         // long-wait=: waits this long are long-wait trace events
+    uint64_t long_wait_threshold;         // long-wait=: waits this long are long-wait trace events
     bool pv_yield;                     // pvyield=: the pv lock may use KVM_HC_SCHED_YIELD
     bool time_all;                     // timing=all: every acquisition is timed (lockstat/timing.h)
     uint32_t pvqspin_spin_bound;       // pvqspin-spin=: spins before a pvqspin waiter halts

@@ -322,7 +322,7 @@ void locktrace_spin_release(const spinlab::spinlock::Lock& l, uint64_t release_t
     if (groups) {
         const Thread* t = this_cpu()->current;
         const lt::ReleaseContext rc{&c.writer, &c.countdowns, &g_spinlock_params, groups,
-                                    g_lockcfg.long_wait_cycles, tid_of(t), pid_of(t)};
+                                    g_lockcfg.long_wait_threshold, tid_of(t), pid_of(t)};
         lt::HoldFacts facts;
         const uint8_t rules = lt::decide_spinlock_release(rc, l, release_tsc, &facts);
         if (rules != 0) {

@@ -80,7 +80,7 @@ void sysinfo_init() {
     format(c.hypervisor_signature, sizeof c.hypervisor_signature, "%s", g_kvm.signature);
     c.kvm_features = g_kvm.features;
     c.kvm_hints = g_kvm.hints;
-    c.long_wait_threshold = g_lockcfg.long_wait_cycles;
+    c.long_wait_threshold = g_lockcfg.long_wait_threshold;
     c.lockup_cycles = g_lockcfg.lockup_cycles;
     format(c.build_id, sizeof c.build_id, "%s", SPINLAB_BUILD_ID);
     for (uint32_t i = 0; i < g_ncpus; i++)

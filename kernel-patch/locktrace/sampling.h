@@ -6,7 +6,7 @@
 //   (b) contended with >= SpinLockSpinThreshold spins, and the SpinLockContentionSampleRate-th
 //       such one on this CPU
 //   (c) held for >= SpinLockHoldThreshold cycles (any acquisition; the hold was stamped)
-//   long wait: contended, measured, wait >= longwait= cycles; every one, no sampling
+//   long wait: contended, measured, wait >= long-wait= cycles; every one, no sampling
 // (a)-(c) need the spinlock group, the long wait the long-wait group. The countdowns move
 // only while their group is enabled, so "the Nth" counts acquisitions seen by the session.
 #pragma once
@@ -51,7 +51,7 @@ inline bool countdown_fires(uint32_t& left, uint32_t rate) {
 
 // The kTraceRule* bits that fire for this release (0: no event).
 inline uint8_t sample_release(SampleCountdowns& c, const lockstat::SpinlockParams& p,
-                              uint32_t groups, uint64_t long_wait_cycles, const HoldFacts& f) {
+                              uint32_t groups, uint64_t long_wait_threshold, const HoldFacts& f) {
     uint8_t rules = 0;
     if (groups & kTraceGroupSpinlock) {
         if (!f.contended) {
@@ -65,7 +65,7 @@ inline uint8_t sample_release(SampleCountdowns& c, const lockstat::SpinlockParam
             rules |= kTraceRuleHold;
     }
     if ((groups & kTraceGroupLongWait) && f.contended && !f.wait_overflow &&
-        f.wait_cycles >= long_wait_cycles)
+        f.wait_cycles >= long_wait_threshold)
         rules |= kTraceRuleLongWait;
     return rules;
 }

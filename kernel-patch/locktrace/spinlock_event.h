@@ -31,7 +31,7 @@ struct ReleaseContext {
     SampleCountdowns* countdowns;
     const lockstat::SpinlockParams* params;
     uint32_t groups;            // the session's enable flags
-    uint64_t long_wait_cycles;  // longwait=
+    uint64_t long_wait_threshold;  // long-wait=
     uint32_t thread_id;
     uint32_t process_id;
 };
@@ -75,7 +75,7 @@ constexpr uint8_t rules_enabled(uint8_t rules, uint32_t groups) {
 inline uint8_t decide_spinlock_release(const ReleaseContext& c, const spinlock::Lock& l,
                                        uint64_t release_tsc, HoldFacts* f) {
     *f = hold_facts(l, release_tsc);
-    return sample_release(*c.countdowns, *c.params, c.groups, c.long_wait_cycles, *f);
+    return sample_release(*c.countdowns, *c.params, c.groups, c.long_wait_threshold, *f);
 }
 
 // Fills the event decided above into `room` (from begin_write on c.writer) and ends the write.

@@ -14,7 +14,7 @@ static_assert(kTraceMinBucketCount == stackwalk::kMinBucketCount &&
 
 const SessionParamInfo kStackParamInfo[kStackParamCount] = {
     {"StackFlags", offsetof(TraceStackInformation, stack_flags), 0, kTraceStackGroups,
-     "groups spinlock, cswitch, ready, syscall, profile, longwait only"},
+     "groups spinlock, cswitch, ready, syscall, profile, long-wait only"},
     {"StackCaching", offsetof(TraceStackInformation, caching), 0, 1,
      "1 the stack cache, 0 every stack inline"},
     {"MaxStackDepth", offsetof(TraceStackInformation, max_depth), 1, kTraceMaxStackFrames,

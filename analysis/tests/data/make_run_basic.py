@@ -109,6 +109,8 @@ def main():
                 "end": {"guest_tsc": start + GHZ, "wall": f"2025-01-01T12:00:0{rep + 1}Z"},
                 "duration_s": 1.0, "workload": {"lockbench": {"ops": int(ops), "ops_per_s": ops}},
                 "cpus": [{"cpu": c, "classes": classes} for c, classes in cpus.items()],
+                # the long-wait threshold under its name before 2026-12, as run-basic was recorded:
+                # run-basic is also the test of the reader's old name (contract.OLD_KEYS)
                 "long_waits": waits, "long_waits_min_cycles": 1 << 20, "long_waits_dropped": 0}
         dump(f"snapshots/{phase}-r{rep}.json", snap)
         rows += [",".join(map(str, r)) for r in timeline_rows(phase, rep, start)]

@@ -96,7 +96,7 @@ struct LockstatMapping {
     uint32_t pause;              // 1: spin loops execute pause (pause=)
     uint32_t pv_spin_bound;      // pvspin=
     uint32_t instrument_level;   // the kernel's INSTRUMENT level
-    uint64_t long_wait_cycles;   // longwait=: contended waits at least this long are long waits
+    uint64_t long_wait_threshold;   // long-wait=: contended waits at least this long are long waits
     uint64_t vcpu_state_base;    // the region's VcpuStateArea (spinlab/vcpu_state.h, read-only),
                                  //   or 0 without a shared region
     uint64_t params_base;        // the kernel's live spinlock-tracing parameters (read-only; the

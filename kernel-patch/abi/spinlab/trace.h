@@ -115,16 +115,23 @@ inline constexpr uint32_t kTraceGroupSyscall = 1u << 3;        // system call en
 inline constexpr uint32_t kTraceGroupProfile = 1u << 4;        // sampled profile (timer)
 inline constexpr uint32_t kTraceGroupProcessThread = 1u << 5;  // process/thread start, end, rundown
 inline constexpr uint32_t kTraceGroupMemory = 1u << 6;         // memory map and unmap
-inline constexpr uint32_t kTraceGroupLongWait = 1u << 7;       // every wait >= longwait=, unsampled
+inline constexpr uint32_t kTraceGroupLongWait = 1u << 7;       // every wait >= long-wait=, unsampled
 inline constexpr uint32_t kTraceGroupAll = (1u << 8) - 1;
 inline constexpr uint32_t kTraceGroupCount = 8;
 
 // The group of bit i (1u << i) as the tools spell it (--enable, [trace] enable, dumps).
 constexpr const char* trace_group_name(uint32_t bit) {
     constexpr const char* names[kTraceGroupCount] = {"spinlock", "cswitch", "ready",  "syscall",
-                                                     "profile",  "process", "memory", "longwait"};
+                                                     "profile",  "process", "memory", "long-wait"};
     return bit < kTraceGroupCount ? names[bit] : "invalid";
 }
+
+// A group's name before it was renamed, which the parsers of group lists still take (old specs,
+// scripts): "longwait", the long-wait group's until 2026-12. nullptr for a group never renamed.
+constexpr const char* trace_group_old_name(uint32_t bit) {
+    return bit == 7 ? "longwait" : nullptr;
+}
+static_assert(kTraceGroupLongWait == 1u << 7, "trace_group_old_name names bit 7");
 
 // Limits of the parameters (a start outside them is refused with kInvalidParameter, naming the
 // field, and changes nothing).
@@ -451,7 +458,7 @@ inline constexpr uint8_t kTraceRuleAcquireSample = 1u << 0;  // (a) the SpinLock
 inline constexpr uint8_t kTraceRuleContention = 1u << 1;     // (b) >= SpinLockSpinThreshold spins and
                                                              //     the SpinLockContentionSampleRate-th
 inline constexpr uint8_t kTraceRuleHold = 1u << 2;           // (c) held >= SpinLockHoldThreshold cycles
-inline constexpr uint8_t kTraceRuleLongWait = 1u << 3;       // waited >= longwait= cycles (unsampled)
+inline constexpr uint8_t kTraceRuleLongWait = 1u << 3;       // waited >= long-wait= cycles (unsampled)
 
 // TraceSpinlockEvent.flags
 inline constexpr uint8_t kTraceSpinContended = 1u << 0;     // the first try failed

@@ -147,7 +147,7 @@ struct UserEnv {
     [[gnu::always_inline]] void trace_release(const spinlock::Lock& l, uint64_t release_tsc) {
         const locktrace::HoldFacts f = locktrace::hold_facts(l, release_tsc);
         uint8_t rules = locktrace::sample_release(countdowns, *live_params, trace_groups(),
-                                                  map.long_wait_cycles, f);
+                                                  map.long_wait_threshold, f);
         if (forced >= 0) [[unlikely]] rules = forced ? kTraceRuleAcquireSample : 0;
         if (rules == 0) return;
         sampled++;

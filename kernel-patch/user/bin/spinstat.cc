@@ -206,12 +206,14 @@ bool trace_groups(const char* text, uint32_t* flags) {
         const uint64_t n = uint64_t(end - text);
         bool known = n == 3 && memcmp(text, "all", 3) == 0;
         if (known) *flags |= kTraceGroupAll;
-        for (uint32_t i = 0; i < kTraceGroupCount && !known; i++)
-            if (strlen(trace_group_name(i)) == n && memcmp(text, trace_group_name(i), n) == 0)
-                *flags |= 1u << i, known = true;
+        for (uint32_t i = 0; i < kTraceGroupCount && !known; i++) {
+            const char* names[2] = {trace_group_name(i), trace_group_old_name(i)};
+            for (const char* name : names)
+                if (name && strlen(name) == n && memcmp(text, name, n) == 0) *flags |= 1u << i, known = true;
+        }
         if (!known) {
             eprintf("spinstat: --trace-start: unknown group in '%s'; groups: all, spinlock, cswitch, ready, "
-                    "syscall, profile, process, memory, longwait\n", text);
+                    "syscall, profile, process, memory, long-wait\n", text);
             return false;
         }
         text = *end ? end + 1 : end;
@@ -295,7 +297,7 @@ int main(int argc, char** argv) {
         flag_opt("--reset", &do_reset, "zero every counter (privileged)"),
         text_opt("--trace-start", &trace_start,
                  "start a trace session of these groups: all, spinlock, cswitch, ready, syscall, profile, "
-                 "process, memory, longwait (privileged)"),
+                 "process, memory, long-wait (privileged)"),
         choice_opt("--trace-mode", &trace_mode, kTraceModeChoices.text,
                    "its LoggerMode (default circular: nothing drains it here)"),
         flag_opt("--trace-stop", &trace_stop, "stop the trace session (privileged)"),

@@ -131,7 +131,7 @@ extern "C" int channel_start(int port_fd, const channel_facts* f, char* why, siz
     config.pause_enabled = 1;  // Linux spins with cpu_relax(): pause
     config.steal_time = 0;     // the agent reads no steal time: every wait's LHP class is unknown
     hypervisor_cpuid(config);
-    config.long_wait_threshold = f->long_wait_cycles;
+    config.long_wait_threshold = f->long_wait_threshold;
     snprintf(config.build_id, sizeof config.build_id, "%s", f->build_id);
     classes[0].id = 0;
     classes[0].lock_count = 0;  // not known: every spinlock of the kernel

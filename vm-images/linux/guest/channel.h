@@ -20,7 +20,7 @@ struct channel_facts {
     const char *lock;           /* the ABI's name of the lock the kernel runs: "mcs" (Linux's
                                    native queued spinlock), "tas" (virt_spin_lock) or "pvqspin" */
     const char *build_id;       /* "linux <release>" */
-    uint64_t long_wait_cycles;  /* what the agent calls a long wait */
+    uint64_t long_wait_threshold;  /* what the agent calls a long wait */
 };
 
 /* The agent's workload and its operations so far (agent.c), for the channel's workload query

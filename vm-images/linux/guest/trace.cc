@@ -203,7 +203,7 @@ Status start(const spinlab::TraceSessionInformation& in) {
                          names[0] ? "," : "", spinlab::trace_group_name(bit));
         fprintf(stderr,
                 "spinlab-agent: trace: refused a session that enables %s: a Linux guest's agent "
-                "sees slow-path waits only and writes the longwait group alone\n",
+                "sees slow-path waits only and writes the long-wait group alone\n",
                 names);
         return Status::kInvalidParameter;
     }

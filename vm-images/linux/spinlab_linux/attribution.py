@@ -4,7 +4,7 @@ Inputs: the waits (records.Wait: cpu, depth, lock, start, end in the GUEST's TSC
 vCPU count, a clockfit.ClockMap (guest TSC -> host TSC with a bound) and a
 timeline_input.HostTimeline (per vCPU, host TSC: when it was surely off, when surely on; the
 rest not covered). A long wait is one of at least `threshold` guest TSC cycles (default 2^20,
-spinlab's `long-wait`, records.LONG_WAIT_CYCLES).
+spinlab's `long-wait`, records.LONG_WAIT_THRESHOLD).
 
 What is known of the holder (issue 51): a Linux spinlock holder runs with preemption off, so it
 is on a CPU, and never the waiter's own (the waiter spins there with preemption off too). So
@@ -66,7 +66,7 @@ from numbers import Integral
 from .clockfit import ClockMap
 from .timeline_input import EMPTY, HostTimeline, IntervalSet, freeze_set
 
-LONG_WAIT_CYCLES = 1 << 20  # spinlab's long-wait threshold (records.LONG_WAIT_CYCLES)
+LONG_WAIT_THRESHOLD = 1 << 20  # spinlab's long-wait threshold (records.LONG_WAIT_THRESHOLD)
 HALF = Fraction(1, 2)
 
 HOLDER_PREEMPTED = "holder-preempted"
@@ -276,7 +276,7 @@ def _nesting(waits):
 # -- the classifier
 
 def attribute(waits, ncpus: int, clock: ClockMap, timeline: HostTimeline, *,
-              threshold: int = LONG_WAIT_CYCLES) -> Attribution:
+              threshold: int = LONG_WAIT_THRESHOLD) -> Attribution:
     """Class every wait of at least `threshold` guest cycles (see the module's docstring)."""
     ncpus = _int(ncpus, "ncpus")
     if ncpus < 2:

@@ -48,7 +48,7 @@ MAX_PAYLOAD = 1 << 20
 ACK = b"A"                           # the host's answer to a checked trailer
 GO = b"G"                            # the host's go (spinlab.go=1): its recorders are running
 HIST_BUCKETS = 64
-LONG_WAIT_CYCLES = 1 << 20
+LONG_WAIT_THRESHOLD = 1 << 20
 
 META_KEYS = {"agent": str, "format": int, "kernel_release": str, "kernel_version": str,
              "ncpus": int, "hypervisor_flag": (bool, type(None)), "pv_spinlocks_line": str,
@@ -451,7 +451,7 @@ def summary(run):
     ncpus = run.meta["ncpus"]
     window = run.trailer["window"]
     seconds = window["ns"] / 1e9
-    long_waits = sum(1 for w in run.waits if w.cycles >= LONG_WAIT_CYCLES)
+    long_waits = sum(1 for w in run.waits if w.cycles >= LONG_WAIT_THRESHOLD)
     lost = {c: run.cpus[c]["overrun"] + run.cpus[c]["dropped"] + run.cpus[c]["lost_markers"]
             for c in run.cpus}
     probes = run.trailer["probes"]
@@ -473,7 +473,7 @@ def summary(run):
         "tsc_hz_estimate": tsc_hz,
         "waits_per_s": len(run.waits) / traced if traced > 0 else None,
         "long_waits": long_waits,
-        "long_wait_cycles": LONG_WAIT_CYCLES,
+        "long_wait_threshold": LONG_WAIT_THRESHOLD,
         "long_share": long_waits / len(run.waits) if run.waits else 0.0,
         "nested_waits": sum(1 for w in run.waits if w.depth),
         "max_cycles": max((w.cycles for w in run.waits), default=0),
@@ -504,7 +504,7 @@ def gt_summary(run):
             "holder_cpu": g.get("holder_cpu"), "holder_holds": len(held),
             "holder_hold_cycles_median": sorted(held)[len(held) // 2] if held else None,
             "waits_on_lock": len(on),
-            "long_waits_on_lock": sum(1 for w in on if w.cycles >= LONG_WAIT_CYCLES),
+            "long_waits_on_lock": sum(1 for w in on if w.cycles >= LONG_WAIT_THRESHOLD),
             "long_waits_on_lock_per_cpu": {
-                str(c): sum(1 for w in on if w.cpu == c and w.cycles >= LONG_WAIT_CYCLES)
+                str(c): sum(1 for w in on if w.cpu == c and w.cycles >= LONG_WAIT_THRESHOLD)
                 for c in range(run.meta["ncpus"])}}

@@ -136,9 +136,9 @@ def test_a_trace_session_records_every_long_wait_of_its_window_exactly(guest_ima
     def host(stop):
         wait_for_guest(att, stop)
         got["profile"] = collect("trace", "start", *att, "--enable", "profile")
-        got["spinlock"] = collect("trace", "start", *att, "--enable", "spinlock,longwait")
+        got["spinlock"] = collect("trace", "start", *att, "--enable", "spinlock,long-wait")
         got["info"] = collect("info", *att)
-        got["record"] = collect("trace", "record", *att, "--enable", "longwait", "--duration", "3",
+        got["record"] = collect("trace", "record", *att, "--enable", "long-wait", "--duration", "3",
                                 "-o", str(trace))
         got["status"] = collect("trace", "status", *att)
 
@@ -156,7 +156,7 @@ def test_a_trace_session_records_every_long_wait_of_its_window_exactly(guest_ima
     for key, group in (("profile", "profile"), ("spinlock", "spinlock")):
         r = got[key]
         assert r.returncode == 1 and "INVALID_PARAMETER" in r.stderr, (key, r.stdout, r.stderr)
-        assert re.search(rf"trace: refused a session that enables {group}: .*longwait group alone",
+        assert re.search(rf"trace: refused a session that enables {group}: .*long-wait group alone",
                          console), console
     assert got["info"].returncode == 0, got["info"].stderr
     assert "linux " in got["info"].stdout
@@ -242,7 +242,7 @@ def test_stream_off_serves_the_channel_and_traces_until_the_vm_is_stopped(guest_
     try:
         info = wait_for_guest(att, threading.Event())
         assert info is not None and info.returncode == 0, info and info.stderr
-        rec = collect("trace", "record", *att, "--enable", "longwait", "--duration", "3", "-o", str(trace))
+        rec = collect("trace", "record", *att, "--enable", "long-wait", "--duration", "3", "-o", str(trace))
         assert rec.returncode == 0, (rec.stdout, rec.stderr)
         assert qemu.poll() is None, "the guest stopped by itself (spinlab.seconds=0 runs until killed)"
     finally:
