@@ -38,7 +38,7 @@ class Results:
     path: str
     run_id: str
     meta: dict
-    threshold_cycles: int
+    long_wait_threshold: int
     waits: pd.DataFrame
     classes: pd.DataFrame
     timeline: pd.DataFrame | None
@@ -123,21 +123,21 @@ def classes_frame(run: Run) -> pd.DataFrame:
     return df
 
 
-def load(results_dir: str, threshold: int | None = None, confidence: float = 0.95,
+def load(results_dir: str, long_wait_threshold: int | None = None, confidence: float = 0.95,
          baseline: str | None = None) -> Results:
     """Read a results directory (spinlab-run's, the results contract in analysis/README.md).
 
-    threshold: the long wait in TSC cycles (the report's --threshold; default the kernel's
+    long_wait_threshold: the long wait in TSC cycles (the report's --long-wait-threshold; default the kernel's
     long-wait default); confidence and baseline as the report's --confidence and --baseline.
     Raises load.ContractError when the directory cannot be read at all (no meta.json); anything
     less is a sentence in .problems, and the rest is read."""
     run = load_run(results_dir)
     opts = summary.Options(confidence=confidence, baseline=baseline)
-    if threshold is not None:
-        opts.threshold = int(threshold)
-    att = attribution.attribute_run(run, opts.threshold)
+    if long_wait_threshold is not None:
+        opts.long_wait_threshold = int(long_wait_threshold)
+    att = attribution.attribute_run(run, opts.long_wait_threshold)
     summ = summary.summarise(run, att, opts)
     summ["verdict"] = verdict_rules.judge(run, att, summ)
-    return Results(path=run.path, run_id=run.run_id, meta=run.meta, threshold_cycles=opts.threshold,
+    return Results(path=run.path, run_id=run.run_id, meta=run.meta, long_wait_threshold=opts.long_wait_threshold,
                    waits=waits_frame(run, att), classes=classes_frame(run), timeline=run.timeline,
                    clock=run.clock, summary=summ, problems=list(summ["problems"]), run=run)

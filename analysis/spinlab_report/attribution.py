@@ -2,7 +2,7 @@
 summary.json, the verdict, the figures and the API read.
 
     run = reader.load_run(path)                         # load
-    att = attribution.attribute_run(run, threshold)     # attribute
+    att = attribution.attribute_run(run, long_wait_threshold)     # attribute
     summ = summary.summarise(run, att, opts)            # summarise
     summ["verdict"] = verdict.judge(run, att, summ)
     ... the figures and report_doc read att and summ    # render
@@ -13,7 +13,7 @@ never recomputed, and nothing is kept anywhere else: no cache, no memo on the ru
 
 - `Attribution`: per phase the counts (`long_waits_share`'s dict) and its waits; per snapshot its
   `lhp.Attributed` table; the timeline rows each repetition was measured against.
-- `long_waits_share(snaps, timeline, clock, threshold)`: the same counts of some snapshots alone,
+- `long_waits_share(snaps, timeline, clock, long_wait_threshold)`: the same counts of some snapshots alone,
   for a tool or a test (each call measures afresh); the package's public name for it.
 - `count(out, att)` and `fraction_table(atts)`: the counts over arrays, dict keys in the order of
   first appearance (as the per-wait reference inserts them).
@@ -205,8 +205,8 @@ def counts(snaps, tables: list) -> dict:
     return out
 
 
-def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
-    """Attribute every long wait (>= threshold) of these snapshots and count holder-off ones: what
+def long_waits_share(snaps, timeline, clock, long_wait_threshold: int) -> dict:
+    """Attribute every long wait (>= long_wait_threshold) of these snapshots and count holder-off ones: what
     Attribution.phases holds for a phase, for a tool or a test with some snapshots alone.
 
     Per wait (out["waits"]): the wait, its rep, the timeline measurement when there is a timeline
@@ -217,28 +217,28 @@ def long_waits_share(snaps, timeline, clock, threshold: int) -> dict:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
     """
-    return counts(snaps, lhp.classify_all(snaps, timeline, clock, threshold)[1])
+    return counts(snaps, lhp.classify_all(snaps, timeline, clock, long_wait_threshold)[1])
 
 
 @dataclass(frozen=True)
 class Attribution:
-    """Every long wait (>= threshold) of one run, attributed once (attribute_run). Read as it is:
+    """Every long wait (>= long_wait_threshold) of one run, attributed once (attribute_run). Read as it is:
     phases[phase] (long_waits_share's dict: the counts, and "waits", Rows), tables[(phase, rep)]
     (a snapshot's lhp.Attributed; absent without a list of long waits) and rows[(phase, rep)] (the
     timeline rows its waits were measured against; rows is None when nothing was measured, without
     a timeline or a clock)."""
-    threshold: int
+    long_wait_threshold: int
     phases: dict
     tables: dict
     rows: dict | None
 
 
-def attribute_run(run, threshold: int) -> Attribution:
-    """The run's long waits (>= threshold), each measured and classed once (lhp.py's rules), and
+def attribute_run(run, long_wait_threshold: int) -> Attribution:
+    """The run's long waits (>= long_wait_threshold), each measured and classed once (lhp.py's rules), and
     counted per phase."""
     snaps = [s for p in run.phases for s in run.snaps(p)]
-    rows, listed = lhp.classify_all(snaps, run.timeline, run.clock, threshold)
+    rows, listed = lhp.classify_all(snaps, run.timeline, run.clock, long_wait_threshold)
     tables = dict(zip(((s.phase, s.rep) for s in snaps if s.long_waits is not None), listed))
     phases = {p: counts(run.snaps(p), [tables[(s.phase, s.rep)] for s in run.snaps(p) if s.long_waits is not None])
               for p in run.phases}
-    return Attribution(threshold, phases, tables, rows)
+    return Attribution(long_wait_threshold, phases, tables, rows)

@@ -20,7 +20,7 @@ results directory that breaks the contract (the message names the file and field
 
 EXAMPLES:
   spinlab-report results/latest
-  spinlab-report results/20250101-120000 --threshold 2^22 --confidence 0.99
+  spinlab-report results/20250101-120000 --long-wait-threshold 2^22 --confidence 0.99
   spinlab-report results/latest --out /tmp/report --baseline idle-host
   spinlab-report --compare results/run-tas results/run-ticket --out results/tas-vs-ticket
 """
@@ -62,8 +62,10 @@ def parser() -> argparse.ArgumentParser:
                    "a trace in a results directory's snapshots/ uses the run's clock.json and timeline.csv")
     p.add_argument("--out", help="output directory (default: the results directory; with --compare: "
                    "compare-<first>-vs-<second> next to the first run)")
-    p.add_argument("--threshold", type=cycles_arg, default=Options.threshold,
-                   help=f"a long wait for the LHP share, in cycles (default {Options.threshold}: the ABI's "
+    # --threshold: its name before 2026-12, still taken
+    p.add_argument("--long-wait-threshold", "--threshold", dest="long_wait_threshold", type=cycles_arg,
+                   default=Options.long_wait_threshold,
+                   help=f"a long wait for the LHP share, in cycles (default {Options.long_wait_threshold}: the ABI's "
                    "long-wait threshold, the kernel's long-wait= default)")
     p.add_argument("--confidence", type=confidence_arg, default=0.95,
                    help="confidence level of throughput intervals (default 0.95)")
@@ -84,7 +86,7 @@ def trace_report(args) -> dict:
             clock, timeline = run.clock, run.timeline.to_dict("records")
     try:
         return report.generate_trace(args.trace, args.out or args.trace.rstrip("/") + ".report", clock, timeline,
-                                      args.threshold)
+                                      args.long_wait_threshold)
     except (ValueError, FileNotFoundError) as e:
         raise ContractError(str(e) if str(e).startswith(f"{args.trace}: ") else f"{args.trace}: {e}") from e
 
@@ -92,7 +94,7 @@ def trace_report(args) -> dict:
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    opts = Options(args.threshold, args.confidence, args.baseline)
+    opts = Options(args.long_wait_threshold, args.confidence, args.baseline)
     try:
         if args.trace is not None:
             paths = trace_report(args)

@@ -72,7 +72,7 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
               for i, r in enumerate(runs)]
     summaries = []
     for r in runs:  # each run attributed once, for its summary and its verdict
-        att = attribution.attribute_run(r, opts.threshold)
+        att = attribution.attribute_run(r, opts.long_wait_threshold)
         summaries.append(summary.summarise(r, att, opts))
         summaries[-1]["verdict"] = verdict.judge(r, att, summaries[-1])
     rows = difference_rows(summaries)
@@ -89,7 +89,7 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
             fig_compare.make_throughput(summaries, labels, figdir)]
     fmt = {k: f for k, _, f in METRICS} | {"lhp_share": lambda x: pct(x, 1),
                                            "throughput": lambda x: "—" if x is None else f"{x:,.1f}"}
-    names = {k: n for k, n, _ in METRICS} | {"lhp_share": f"LHP share (\u2265 {opts.threshold})",
+    names = {k: n for k, n, _ in METRICS} | {"lhp_share": f"LHP share (\u2265 {opts.long_wait_threshold})",
                                              "throughput": _throughput_metric(summaries)}
     n = len(runs)
     table = [[r[0], names[r[1]]] + [fmt[r[1]](v) if v is not None else "—" for v in r[2:2 + n]]

@@ -139,7 +139,7 @@ def bars(x, lo_y, hi_y, lo_k: int, hi_k: int, dpi: float) -> tuple:
 
 def make(run, att, outdir: str) -> Figure:
     pts, missing, given = points(run, att)
-    threshold = att.threshold
+    threshold = att.long_wait_threshold
     if not pts["wait"].size:
         why = "no long waits were listed" if not missing else \
             f"none of the {missing} long waits could be joined with a host timeline"

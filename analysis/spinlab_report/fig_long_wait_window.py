@@ -60,7 +60,7 @@ def pick(run, att, width: float):
 
 
 def make(run, att, outdir: str) -> Figure:
-    threshold = att.threshold
+    threshold = att.long_wait_threshold
     hz = tsc_hz(run.meta)
     if hz is None:
         return Figure(NAME, TITLE, missing="meta.json gives no TSC rate, so 200 ms cannot be converted to cycles")

@@ -17,6 +17,14 @@ otherwise is a disagreement (counted in 'disagreements'). A side no source can p
 'unknown', never guessed; a wait with an unknown side has class 'unknown', one with an
 uncertain side (and none unknown) 'uncertain'. The share counts by the holder's side alone.
 
+A wait's row carries three classes, each named after its one source, because the same class
+means different things by source ('holder-preempted' from steal time: the holder lost any time;
+from the timeline: it was off for at least half the wait):
+- lhp_class: the guest's, from steal time (the results' long_waits[].lhp_class, as written);
+- timeline_class: the host timeline's alone (where the timeline was measured);
+- lhp: the class the report counts, each side from the source that decided it
+  (holder_source, waiter_source; `source` is the holder's).
+
 The timeline measurement: the wait, timed in guest TSC, is mapped to host TSC with the clock
 correlation (clock.json) and measured against the host timeline of vCPU run intervals:
 
@@ -379,7 +387,7 @@ class Attributed:
             for name in ("holder", "waiter"):
                 base[f"timeline_{name}"] = SIDES[self.t[name][k]]
                 base[f"timeline_{name}_any"] = SIDES[self.t[name + "_any"][k]]
-            base["timeline_lhp"] = str(CLASS_NAMES[self.t["holder"][k] * 4 + self.t["waiter"][k]])
+            base["timeline_class"] = str(CLASS_NAMES[self.t["holder"][k] * 4 + self.t["waiter"][k]])
         r = {}
         for name in ("holder", "waiter"):
             r[f"{name}_side"] = SIDES[self.side[name][k]]

@@ -33,7 +33,7 @@ def make_figures(run, att, summ: dict, figdir: str, opts) -> dict:
     take 3 s in one process, 2 in two."""
     makers = [lambda: fig_holder_off.make(run, att, figdir), lambda: fig_cpu_heatmap.make(run, figdir),
               lambda: fig_long_wait_window.make(run, att, figdir),
-              lambda: fig_wait_ccdf.make(run, figdir, opts.threshold), lambda: fig_wait_cdf.make(run, figdir),
+              lambda: fig_wait_ccdf.make(run, figdir, opts.long_wait_threshold), lambda: fig_wait_cdf.make(run, figdir),
               lambda: fig_wait_cdf_phases.make(run, figdir), lambda: fig_wait_hist.make(run, figdir),
               lambda: fig_hold_cdf.make(run, figdir), lambda: fig_class_waits.make(run, figdir),
               lambda: fig_throughput.make(run, summ, figdir)]
@@ -48,7 +48,7 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     text = table.table_text(totals, reps)
     listed = sum(len(s.long_waits or ()) for s in run.snapshots)
     with progress.stage("summary and verdict", progress.count(listed, "long waits")):
-        att = attribution.attribute_run(run, opts.threshold)
+        att = attribution.attribute_run(run, opts.long_wait_threshold)
         summ = summary.summarise(run, att, opts)
         summ["verdict"] = verdict.judge(run, att, summ)
     paths = {"table": os.path.join(outdir, "table.txt"), "csv": os.path.join(outdir, "table.csv"),
@@ -59,7 +59,7 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     with progress.stage("figures", "10 figures"):
         figs = make_figures(run, att, summ, os.path.join(outdir, "figures"), opts)
     del att  # drawn: its memory (about 1 KB a wait) is free before the traces are replayed
-    traces, trace_problems = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.threshold)
+    traces, trace_problems = trace_section.run_section(run, os.path.join(outdir, "figures"), opts.long_wait_threshold)
     summ["problems"] += trace_problems  # a trace file it cannot read is a problem of the run
     write(paths["summary"], json.dumps(summ, indent=1) + "\n")
     doc = report_doc.build(run, summ, text, figs, opts)
@@ -76,10 +76,10 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     return paths
 
 
-def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait=LONG_WAIT_THRESHOLD) -> dict:
+def generate_trace(path: str, outdir: str, clock=None, timeline=None, long_wait_threshold=LONG_WAIT_THRESHOLD) -> dict:
     """`spinlab-report --trace FILE`: the Trace section alone, as report.md and report.html."""
     os.makedirs(outdir, exist_ok=True)
-    a = trace_replay.replay(path, long_wait=long_wait, timeline=timeline, clock=clock)
+    a = trace_replay.replay(path, long_wait_threshold=long_wait_threshold, timeline=timeline, clock=clock)
     doc = [("h1", f"spinlab trace report: {os.path.basename(path)}")]
     doc += trace_section.blocks(a, os.path.join(outdir, "figures"), os.path.basename(path))
     if not os.path.isdir(path):  # a native trace file (not a CTF export): its call stacks, if any

@@ -78,7 +78,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     doc += [("h2", "The tail: how long contended waits last"), ("figures", [figs["wait_ccdf"], figs["wait_cdf"]]),
             ("figure", figs["wait_cdf_phases"]),
             ("table", ["phase", "acquisitions", "contended", "p50 wait", "p99 wait", "p99.9 wait",
-                       "waits \u2265 2^20", f"LHP share (\u2265 {opts.threshold})", throughput_metric(summary)],
+                       "waits \u2265 2^20", f"LHP share (\u2265 {opts.long_wait_threshold})", throughput_metric(summary)],
              key_rows(summary)),
             ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
     doc += lhp_section(summary, figs, opts, (run.meta.get("host") or {}).get("tsc_hz"))
@@ -134,7 +134,7 @@ def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
             frac_rows.append([phase, octave] + [str(c) for c in counts])
     t = l_thresholds(summary)
     out = [("h2", "Long waits and lock-holder preemption"),
-           ("p", f"A long wait is one of at least {opts.threshold} cycles. Each side of it (the holder's, the "
+           ("p", f"A long wait is one of at least {opts.long_wait_threshold} cycles. Each side of it (the holder's, the "
                  "waiter's) is placed by the host timeline where the timeline covers it, through the clock "
                  "correlation: the cycles of the wait during which that vCPU was off-CPU (a holder's only while it "
                  "held the lock), as a range over the clock's error bound. Holder off-CPU means off for at least "
@@ -280,7 +280,7 @@ def method_section(opts, v: dict) -> list:
 
 def verdict_method(v: dict) -> list:
     """How the verdict's figures are computed (verdict.py), as the report's method bullets."""
-    conf, thr = v["confidence"], verdict.cycles_text(v["threshold_cycles"])
+    conf, thr = v["confidence"], verdict.cycles_text(v["long_wait_threshold"])
     classes = sorted({c for p in v["phases"].values() if p["status"] == "ok" for c in p["kernel_spin"]["classes"]})
     return [
         f"Verdict, headline: per repetition, the wait cycles of the long waits (≥ {thr}) whose holder was off "

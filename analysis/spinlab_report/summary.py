@@ -18,7 +18,7 @@ from .names import LHP_CLASS, LONG_WAIT_THRESHOLD
 
 @dataclass
 class Options:
-    threshold: int = LONG_WAIT_THRESHOLD  # the long wait the LHP share attributes (--threshold)
+    long_wait_threshold: int = LONG_WAIT_THRESHOLD  # the long wait the LHP share attributes (--long-wait-threshold)
     confidence: float = 0.95
     baseline: str | None = None  # None: idle-host if present, else the first phase
 
@@ -106,7 +106,7 @@ def _rounded_throughput(t: dict, metric: str) -> dict:
 def build(run, opts: Options) -> dict:
     """summary.json of a run alone, for a test or a tool: attributes its long waits
     (attribution.attribute_run) and summarises them. The report attributes once and calls summarise."""
-    return summarise(run, attribution.attribute_run(run, opts.threshold), opts)
+    return summarise(run, attribution.attribute_run(run, opts.long_wait_threshold), opts)
 
 
 def summarise(run, att, opts: Options) -> dict:
@@ -123,7 +123,7 @@ def summarise(run, att, opts: Options) -> dict:
     for p, t in tp.items():
         phases[p]["throughput"] = _rounded_throughput(t, metric)
     return {"format": 1, "run_id": run.run_id, "state": status.get("state", "unknown"),
-            "reason": status.get("reason", ""), "threshold_cycles": opts.threshold,
+            "reason": status.get("reason", ""), "long_wait_threshold": opts.long_wait_threshold,
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
             "phases": phases, "timeline_unknown": unknown,
             "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases), "clock": clock,
@@ -173,9 +173,9 @@ def lhp_problems(run, opts: Options) -> list:
     for s in run.snapshots:
         if s.long_waits is None:
             out.append(f"{s.name}: no long_waits list, so its long waits cannot be attributed.")
-        elif s.long_wait_threshold and s.long_wait_threshold > opts.threshold:
+        elif s.long_wait_threshold and s.long_wait_threshold > opts.long_wait_threshold:
             out.append(f"{s.name}: the guest listed only waits >= {s.long_wait_threshold} cycles, above the "
-                       f"threshold {opts.threshold}; shorter long waits are not attributed.")
+                       f"threshold {opts.long_wait_threshold}; shorter long waits are not attributed.")
         if s.long_waits_dropped:
             out.append(f"{s.name}: {s.long_waits_dropped} long wait(s) are missing from its list: the trace lost "
                        "that many events (EventsLost; with groups other than long-wait traced, at most that many).")

@@ -22,7 +22,7 @@ Results (`replay()` returns a `TraceAnalysis`):
 - top locks by total wait, top call sites (the acquire site only; the call stacks behind them,
   when the trace records them, are summed by trace_stacks.py into stacks/<phase>/);
 - wakes: who woke whom (edges with counts), the wake-to-run delays (ready -> switched in), chains;
-- long waits: each wait >= long_wait cycles with what the holder's CPU did during it: running the
+- long waits: each wait >= long_wait_threshold cycles with what the holder's CPU did during it: running the
   holder, another thread, idle, and (with the host timeline and clock) off-CPU on the host, as a
   LongWaitTable (columns that read as a list of dicts).
 """
@@ -319,15 +319,15 @@ class _Machine:
         return ([{"waker": w, "wakee": t, "count": n} for (w, t), n in sorted(edges.items(), key=lambda x: (-x[1], x[0]))],
                 delays, chains)
 
-    def long_waits(self, runs, long_wait, host) -> LongWaitTable:
-        """Every contended wait of long_wait cycles or more (or that the guest flagged long, rule
+    def long_waits(self, runs, long_wait_threshold, host) -> LongWaitTable:
+        """Every contended wait of long_wait_threshold cycles or more (or that the guest flagged long, rule
         bit 3), with what its holder's CPU did during [acquire - wait, acquire): shares of the
         wait running the holder (the thread on that CPU when the wait began), another thread,
         idle, not known, and (host) off-CPU on the host; the verdict is the largest share."""
         sp = self.t.of("spinlock")
         if sp.size:
             w = _i64(sp["wait_cycles"])
-            sel = ((_i64(sp["flags"]) & 1) == 1) & ((w >= long_wait) | ((_i64(sp["rules"]) & 8) != 0))
+            sel = ((_i64(sp["flags"]) & 1) == 1) & ((w >= long_wait_threshold) | ((_i64(sp["rules"]) & 8) != 0))
             sp, w = sp[sel], w[sel]
         else:
             w = np.zeros(0, dtype=np.int64)
@@ -425,7 +425,7 @@ def host_off_fn(timeline, clock):
     return share
 
 
-def replay(path: str, top: int = 10, long_wait: int = LONG_WAIT_THRESHOLD, timeline=None, clock=None) -> TraceAnalysis:
+def replay(path: str, top: int = 10, long_wait_threshold: int = LONG_WAIT_THRESHOLD, timeline=None, clock=None) -> TraceAnalysis:
     """Replays a trace (a native file, or its column export's directory). timeline: timeline.csv
     (a DataFrame or rows as dicts), clock: clock.json (dict); both or neither."""
     t = trace_columns.read(path)
@@ -442,5 +442,5 @@ def replay(path: str, top: int = 10, long_wait: int = LONG_WAIT_THRESHOLD, timel
         processes=sorted(procs.values(), key=lambda p: p["process_id"]),
         cpu_use_threads=tu, cpu_use_processes=pu, cpu_idle=idle, syscalls=m.syscalls(),
         top_locks=top_locks, top_call_sites=top_sites, wake_edges=edges, wake_delays=delays,
-        wake_chains=chains, long_waits=m.long_waits(runs, long_wait, host),
+        wake_chains=chains, long_waits=m.long_waits(runs, long_wait_threshold, host),
         run_intervals={c: iv.as_list() for c, iv in runs.items()}, abi_version=t.abi_version)

@@ -84,18 +84,18 @@ def run_traces(run) -> list:
 PARALLEL_BYTES = 4 << 20  # trace files at least this large in total are replayed side by side (parallel.py)
 
 
-def _one_trace(f: str, timeline, clock, figdir: str, long_wait: int) -> tuple:
+def _one_trace(f: str, timeline, clock, figdir: str, long_wait_threshold: int) -> tuple:
     """(the Trace section of one trace file of the run, None) or, for a file that cannot be read,
     (a section saying so, the reason): run in a worker process when the files are big."""
     label = os.path.basename(f)
     try:
-        a = trace_replay.replay(f, long_wait=long_wait, timeline=timeline, clock=clock)
+        a = trace_replay.replay(f, long_wait_threshold=long_wait_threshold, timeline=timeline, clock=clock)
     except (ValueError, OSError) as e:
         return [("h2", f"Trace: {label}"), ("p", f"Not analysed: {e}")], str(e)
     return blocks(a, figdir, label), None
 
 
-def run_section(run, figdir: str, long_wait: int = LONG_WAIT_THRESHOLD) -> tuple:
+def run_section(run, figdir: str, long_wait_threshold: int = LONG_WAIT_THRESHOLD) -> tuple:
     """(the Trace sections of a run, its problems): both empty when it has no trace files. A
     problem names a trace file that could not be read, or a phase whose call stacks could not be
     made, and why; the report lists them with the run's other problems (and summary.json)."""
@@ -113,7 +113,7 @@ def run_section(run, figdir: str, long_wait: int = LONG_WAIT_THRESHOLD) -> tuple
     workers = parallel.workers(len(chosen)) if big else 1
     with progress.stage(f"{len(chosen)} trace file(s)" + (f" in {workers} processes" if workers > 1 else ""),
                         progress.count(size, "bytes")):
-        parts = parallel.forked_map(lambda f: _one_trace(f, timeline, clock, figdir, long_wait), chosen, big=big)
+        parts = parallel.forked_map(lambda f: _one_trace(f, timeline, clock, figdir, long_wait_threshold), chosen, big=big)
     out, problems = [], []
     for f, (part, unread) in zip(chosen, parts):
         out += part

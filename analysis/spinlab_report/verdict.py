@@ -486,13 +486,13 @@ def guest_warnings(run) -> list:
 def build(run, summary: dict) -> dict:
     """The verdict of a run alone, for a test or a tool: attributes its long waits
     (attribution.attribute_run) and judges. The report attributes once and calls judge."""
-    return judge(run, attribution.attribute_run(run, summary["threshold_cycles"]), summary)
+    return judge(run, attribution.attribute_run(run, summary["long_wait_threshold"]), summary)
 
 
 def judge(run, att, summary: dict) -> dict:
     """The verdict of one run whose long waits att attributed (attribution.Attribution), beside its
     summary (summary.summarise): per phase the LHP headline, its causes, the secondary rates."""
-    conf, thr = summary["confidence"], summary["threshold_cycles"]
+    conf, thr = summary["confidence"], summary["long_wait_threshold"]
     base = summary["baseline_phase"]
     base_reps = [rep_of(run, s, att.tables.get((s.phase, s.rep)), thr) for s in run.snaps(base)] if base and run.snaps(base) else None
     phases = {}
@@ -521,7 +521,7 @@ def judge(run, att, summary: dict) -> dict:
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
                                             conf, phase == base),
         }
-    return {"baseline_phase": base, "confidence": conf, "long_k": LONG_K, "threshold_cycles": thr,
+    return {"baseline_phase": base, "confidence": conf, "long_k": LONG_K, "long_wait_threshold": thr,
             "test": "Welch's two-sided t-test on log values across repetitions (0.5 added to counts, "
                     "half a threshold to LHP cycles)",
             "warnings": warnings(run, phases, base), "phases": phases}

@@ -146,7 +146,7 @@ def table(v: dict) -> tuple[list, list]:
     head = ["phase", "reps", f"spin behind a preempted holder, cycles per vCPU-s ({c}% CI); {vs}",
             f"long waits behind a preempted holder per s ({c}% CI); {vs}",
             f"spinning on kernel locks, share of vCPU time ({c}% CI); {vs}",
-            f"causes of long waits ≥ {cycles_text(v['threshold_cycles'])}: holder preempted / waiter preempted / "
+            f"causes of long waits ≥ {cycles_text(v['long_wait_threshold'])}: holder preempted / waiter preempted / "
             "both / holder running (slow holder, queued behind others)", "vCPUs off the host CPU",
             f"secondary: waits ≥ 2^{v['long_k']} per s ({c}% CI); {vs}", f"throughput change ({c}% CI)"]
     rows = []
@@ -220,11 +220,11 @@ def kernel_sentence(p: dict, bp: dict, conf: float) -> str:
 def causes_sentence(p: dict, v: dict) -> str:
     c = p["causes"]
     if not c["long_waits"]:
-        return f"No long wait (≥ {cycles_text(v['threshold_cycles'])} cycles) was listed."
-    s = f"Causes of its {c['long_waits']} listed long waits (≥ {cycles_text(v['threshold_cycles'])} cycles): {causes_text(c)}"
+        return f"No long wait (≥ {cycles_text(v['long_wait_threshold'])} cycles) was listed."
+    s = f"Causes of its {c['long_waits']} listed long waits (≥ {cycles_text(v['long_wait_threshold'])} cycles): {causes_text(c)}"
     if c[L.kNeither]:
         s += (f"; the hold histograms timed {c['holds_ge_threshold']} hold(s) ≥ "
-              f"{cycles_text(v['threshold_cycles'])}")
+              f"{cycles_text(v['long_wait_threshold'])}")
     return s + "."
 
 

@@ -70,7 +70,7 @@ def numbers(case: str, full: bool = False) -> dict:
         if case == "basic-holds":
             add_holds(run_dir)
         run = reader.load_run(run_dir)
-        opts = summary.Options(threshold=threshold)
+        opts = summary.Options(long_wait_threshold=threshold)
         out = {}
         if full or case == FULL_REPORT:  # the whole report, figures drawn, for report.md
             paths = report.generate(run, os.path.join(tmp, "out"), opts)

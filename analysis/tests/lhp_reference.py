@@ -170,7 +170,7 @@ def measure(wait: dict, index: dict, cmap: ClockMap, index_pre: dict | None = No
     for name, rng, th in (("holder", h, HOLDER_OFF_MIN), ("waiter", wr, WAITER_OFF_MIN)):
         out[f"timeline_{name}"] = "unknown" if rng is None else _side(rng, w, th)
         out[f"timeline_{name}_any"] = "unknown" if rng is None else _any_side(rng)
-    out["timeline_lhp"] = class_of(out["timeline_holder"], out["timeline_waiter"])
+    out["timeline_class"] = class_of(out["timeline_holder"], out["timeline_waiter"])
     # not row fields: what the attribution and the counts read besides
     side = out["timeline_holder"]
     pre_side = "unknown" if hp is None else _side(hp, w, HOLDER_OFF_MIN)
@@ -267,7 +267,7 @@ def _count(out: dict, w: dict, m: dict | None, r: dict):
         # Both sources for this wait: the guest's class against the timeline's, by the
         # thresholds and by the guest's own rule (any off time), from the one measurement.
         any_cls = class_of(m["timeline_holder_any"], m["timeline_waiter_any"])
-        for key, t in (("guest_vs_timeline", m["timeline_lhp"]), ("guest_vs_timeline_any_overlap", any_cls)):
+        for key, t in (("guest_vs_timeline", m["timeline_class"]), ("guest_vs_timeline_any_overlap", any_cls)):
             row = out["agreement"][key].setdefault(w["lhp_class"], {})
             row[t] = row.get(t, 0) + 1
 

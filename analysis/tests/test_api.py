@@ -37,7 +37,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
     run = reader.load_run(BASIC)
     want = []
     for phase in run.phases:
-        share = attribution.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.threshold_cycles)
+        share = attribution.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.long_wait_threshold)
         want += [(phase, w["rep"], w["cpu"], w["class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
                   w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
                  for w in share["waits"]]
@@ -50,7 +50,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
 def test_off_shares_are_the_measured_off_cycles_over_the_wait(basic):
     run = reader.load_run(BASIC)
     rows = [w for p in run.phases
-            for w in attribution.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.threshold_cycles)["waits"]]
+            for w in attribution.long_waits_share(run.snaps(p), run.timeline, run.clock, basic.long_wait_threshold)["waits"]]
     for (_, got), w in zip(basic.waits.iterrows(), rows):
         for side in ("holder", "waiter"):
             rng = w[f"{side}_off_cycles"]
@@ -90,9 +90,9 @@ def test_the_verdict_and_the_timeline_are_the_reports(basic):
 
 
 def test_a_threshold_selects_the_waits(basic):
-    higher = s.load(BASIC, threshold=1 << 24)
+    higher = s.load(BASIC, long_wait_threshold=1 << 24)
     assert len(higher.waits) == int((basic.waits["wait_cycles"] >= 1 << 24).sum())
-    assert higher.threshold_cycles == 1 << 24
+    assert higher.long_wait_threshold == 1 << 24
 
 
 def test_a_missing_directory_is_a_contract_error(tmp_path):

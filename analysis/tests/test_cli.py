@@ -24,7 +24,8 @@ def test_threshold_forms():
         cycles_arg("lots")
 
 
-@pytest.mark.parametrize("args, needle", [(["--threshold", "0"], "must be at least 1 cycle"),
+@pytest.mark.parametrize("args, needle", [(["--long-wait-threshold", "0"], "must be at least 1 cycle"),
+                                          (["--threshold", "0"], "must be at least 1 cycle"),  # its old name
                                           (["--confidence", "95"], "not a confidence level"),
                                           (["--baseline", "nope"], "--baseline nope: no such phase")])
 def test_bad_options_name_what_was_wrong(args, needle, tmp_path):

@@ -55,7 +55,7 @@ def test_summary_matches_hand_derived_values(basic_report):
 def test_threshold_option_changes_the_lhp_set():
     from spinlab_report import reader, summary
     from conftest import BASIC
-    s = summary.build(reader.load_run(BASIC), summary.Options(threshold=2 ** 24))
+    s = summary.build(reader.load_run(BASIC), summary.Options(long_wait_threshold=2 ** 24))
     l = s["phases"]["host-load"]["lhp"]  # only the three waits of 17M, 20M and 30M cycles remain
     assert (l["long_waits"], l["holder_off"], l["holder_on"], l["unknown"]) == (3, 0, 2, 1)
     assert s["phases"]["idle-host"]["lhp"]["share"] is None

@@ -99,16 +99,16 @@ def test_a_wait_whose_class_depends_on_the_clock_bound_is_uncertain():
     # host [100_000 - 5_000, +10_000): holder 0 off exactly 5_000 = half; +-10 cycles decide it
     w = wait(1, 0, 94_000, 10_000)
     r = measure(w, idx, ClockMap(CLOCK))
-    assert r["timeline_lhp"] == "uncertain" and r["timeline_holder"] == "uncertain"
+    assert r["timeline_class"] == "uncertain" and r["timeline_holder"] == "uncertain"
     assert r["holder_off_cycles"] == [4990.0, 5010.0]
     # with a tighter clock (+-0) the same wait is exactly half: holder off
     exact = dict(CLOCK, points=[[0, 1000, 0.0], [10_000_000, 1000, 0.0]])
-    assert measure(w, idx, ClockMap(exact))["timeline_lhp"] == "holder-preempted"
+    assert measure(w, idx, ClockMap(exact))["timeline_class"] == "holder-preempted"
     # 100 cycles away from the threshold, +-10 cycles do not matter
-    assert measure(wait(1, 0, 94_100, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "holder-preempted"
-    assert measure(wait(1, 0, 93_900, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "neither"
+    assert measure(wait(1, 0, 94_100, 10_000), idx, ClockMap(CLOCK))["timeline_class"] == "holder-preempted"
+    assert measure(wait(1, 0, 93_900, 10_000), idx, ClockMap(CLOCK))["timeline_class"] == "neither"
     # outside the clock's sampled span the wait cannot be placed
-    assert measure(wait(1, 0, 20_000_000, 10_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "unknown"
+    assert measure(wait(1, 0, 20_000_000, 10_000), idx, ClockMap(CLOCK))["timeline_class"] == "unknown"
 
 
 def test_holder_change_is_attributed_in_order():
@@ -121,11 +121,11 @@ def test_holder_change_is_attributed_in_order():
     assert gap_off_range(idx, [(0, 0, 151_000, 351_000)], 0, 200_000) == (49_000, 49_000)
     m = measure(wait(2, 0, 150_000, 200_000, holder_end=1), idx, ClockMap(CLOCK))
     assert m["holders"] == [0, 1]
-    assert m["timeline_lhp"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
+    assert m["timeline_class"] == "uncertain"  # 24.5% to 50% of the wait: the switch moment decides
     # the first holder alone would have been a clear 'neither'
-    assert measure(wait(2, 0, 150_000, 200_000), idx, ClockMap(CLOCK))["timeline_lhp"] == "neither"
+    assert measure(wait(2, 0, 150_000, 200_000), idx, ClockMap(CLOCK))["timeline_class"] == "neither"
     same = measure(wait(1, 0, 98_000, 10_000, holder_end=0), idx, ClockMap(CLOCK))
-    assert same["holders"] == [0] and same["timeline_lhp"] == "holder-preempted"
+    assert same["holders"] == [0] and same["timeline_class"] == "holder-preempted"
 
 
 def test_share_counts_threshold_uncertain_and_unknowns():
@@ -171,7 +171,7 @@ def test_a_certain_holder_side_counts_in_the_share_when_only_the_waiter_side_is_
     tl = pd.DataFrame([(v, 10 + v, s, a, b, "p", 1) for v, s, a, b in rows],
                       columns=["vcpu", "tid", "state", "start_host_tsc", "end_host_tsc", "phase", "rep"])
     m = measure(wait(1, 0, 0, 2000), off_index(tl), ClockMap(CLOCK))
-    assert (m["timeline_lhp"], m["timeline_holder"], m["timeline_waiter"]) == ("uncertain", "off", "uncertain")
+    assert (m["timeline_class"], m["timeline_holder"], m["timeline_waiter"]) == ("uncertain", "off", "uncertain")
     r = long_waits_share([Snapshot("p", 1, 1.0, 0, 10 ** 4, {}, [], [wait(1, 0, 0, 2000)], 1000, 0, "s")],
                          tl, CLOCK, 1000)
     assert (r["holder_off"], r["uncertain"], r["share"]) == (1, 0, 1.0)
@@ -192,7 +192,7 @@ def test_guest_classes_are_counted_against_the_timeline():
     # by the guest's own rule (any off time), the 500 cycles count
     assert r["agreement"]["guest_vs_timeline_any_overlap"] == {"holder-preempted": {"holder-preempted": 2},
                                                                "neither": {"neither": 1}}
-    assert [w.get("timeline_lhp") for w in r["waits"]] == ["holder-preempted", "neither", "neither"]
+    assert [w.get("timeline_class") for w in r["waits"]] == ["holder-preempted", "neither", "neither"]
 
 
 def test_unknown_timeline_time_counts_as_either_and_never_decides_a_class():
@@ -210,11 +210,11 @@ def test_unknown_timeline_time_counts_as_either_and_never_decides_a_class():
     assert off_during(idx, 0, 4000, 5000) is False
     zero = {**CLOCK, "points": [[0, 1000, 0.0], [10_000_000, 1000, 0.0]]}
     m = measure(wait(1, 0, 0, 2000), idx, ClockMap(zero))
-    assert m["holder_off_cycles"] == [1200, 2000] and m["timeline_lhp"] == "holder-preempted"
+    assert m["holder_off_cycles"] == [1200, 2000] and m["timeline_class"] == "holder-preempted"
     # The same wait shifted to host [1800, 3800): surely off 400 (20 %), at most 1200 (60 %):
     # the unknown part decides, so the wait is uncertain, never guessed 'neither'.
     m = measure(wait(1, 0, 800, 2000), idx, ClockMap(zero))
-    assert m["holder_off_cycles"] == [400, 1200] and m["timeline_lhp"] == "uncertain"
+    assert m["holder_off_cycles"] == [400, 1200] and m["timeline_class"] == "uncertain"
 
 
 # Per side, the timeline decides where it covers; steal time is evidence of 'off' only.

@@ -46,13 +46,13 @@ def test_malformed_file_is_refused_naming_it(tmp_path, data, what):
 
 
 def test_the_long_wait_threshold_is_one_number_from_the_abi():
-    """The kernel's long-wait= default and the report's --threshold default are the ABI's
+    """The kernel's long-wait= default and the report's --long-wait-threshold default are the ABI's
     kDefaultLongWaitThreshold (spinlab/sysinfo.h), which abi_names.json carries."""
     import inspect
     from spinlab_report import names, summary, trace_replay
     assert names.LONG_WAIT_THRESHOLD == 1 << 20
-    assert summary.Options().threshold == names.LONG_WAIT_THRESHOLD
-    assert inspect.signature(trace_replay.replay).parameters["long_wait"].default == names.LONG_WAIT_THRESHOLD
+    assert summary.Options().long_wait_threshold == names.LONG_WAIT_THRESHOLD
+    assert inspect.signature(trace_replay.replay).parameters["long_wait_threshold"].default == names.LONG_WAIT_THRESHOLD
 
 
 def test_a_names_file_without_the_constant_is_a_clear_error(tmp_path):

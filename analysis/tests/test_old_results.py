@@ -104,7 +104,7 @@ def test_each_trace_replays_to_what_its_own_runner_read_from_it(old_run):
     run = reader.load_run(path)
     off = []
     for s in snapshots_with_traces(path):
-        a = trace_replay.replay(os.path.join(path, s["trace"]["file"]), long_wait=s["long_waits_min_cycles"],
+        a = trace_replay.replay(os.path.join(path, s["trace"]["file"]), long_wait_threshold=s["long_waits_min_cycles"],
                                 timeline=run.timeline, clock=run.clock)
         assert a.abi_version == abi
         assert (a.events, a.discarded_events, a.cpus) == (s["trace"]["events"], s["trace"]["loss"]["events_lost"], 2)
@@ -130,8 +130,8 @@ def test_the_hand_made_trace_of_abi_1_replays_as_todays(tmp_path):
     today = str(tmp_path / "sm.trace")
     subprocess.run([os.path.join(BIN, "trace_script"), os.path.join(HERE, "traces", "state_machine.txt"), today],
                    check=True)
-    old = trace_replay.replay(os.path.join(OLD, "state_machine-abi1.trace"), long_wait=1000)
-    new = trace_replay.replay(today, long_wait=1000)
+    old = trace_replay.replay(os.path.join(OLD, "state_machine-abi1.trace"), long_wait_threshold=1000)
+    new = trace_replay.replay(today, long_wait_threshold=1000)
     assert (old.abi_version, new.abi_version) == (1, 2)
     assert list(old.long_waits) == list(new.long_waits) and len(old.long_waits) > 0
     assert dataclasses.replace(old, abi_version=2, long_waits=None) == dataclasses.replace(new, long_waits=None)

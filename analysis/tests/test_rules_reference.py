@@ -83,7 +83,7 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
     counts = attribution.new_share()
     for row in want:
         m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
-                                 "timeline_lhp", "holders")}
+                                 "timeline_class", "holders")}
         ref._count(counts, row, m, row)
         counts["outside_repetition"] += not row["in_repetition"]
     counts["holder_off_fraction"] = ref.fraction_table(want)

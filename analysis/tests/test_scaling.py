@@ -199,7 +199,7 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     monkeypatch.setenv("SPINLAB_REPORT_WORKERS", "1")  # figures: one process
     one = reader.load_run(str(out))
     opts = summary.Options()
-    att = attribution.attribute_run(one, opts.threshold)
+    att = attribution.attribute_run(one, opts.long_wait_threshold)
     figs_one = report.make_figures(one, att, summary.summarise(one, att, opts), str(tmp_path / "f1"), opts)
     calls = _spy_on_forks(monkeypatch)
     monkeypatch.setattr(reader, "PARALLEL_BYTES", 0)
@@ -209,7 +209,7 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     for a, b in zip(one.snapshots, two.snapshots):
         assert list(a.long_waits) == list(b.long_waits) and len(a.long_waits) > 0
         assert [st.wait.tolist() for st in a.stats] == [st.wait.tolist() for st in b.stats]
-    att = attribution.attribute_run(two, opts.threshold)
+    att = attribution.attribute_run(two, opts.long_wait_threshold)
     figs_two = report.make_figures(two, att, summary.summarise(two, att, opts), str(tmp_path / "f2"), opts)
     assert calls == ["fork", "fork"]
     assert list(figs_one) == list(figs_two) and len(figs_one) == 10

@@ -23,7 +23,7 @@ def trace_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(trace_file):
-    return trace_replay.replay(trace_file, long_wait=1000)
+    return trace_replay.replay(trace_file, long_wait_threshold=1000)
 
 
 def test_process_and_thread_table(result):
@@ -78,7 +78,7 @@ def test_long_wait_off_cpu_on_the_host(trace_file):
     timeline = [{"vcpu": 0, "tid": 1, "state": "on", "start_host_tsc": offset, "end_host_tsc": offset + 5500},
                 {"vcpu": 0, "tid": 1, "state": "off", "start_host_tsc": offset + 5500, "end_host_tsc": offset + 7900},
                 {"vcpu": 0, "tid": 1, "state": "on", "start_host_tsc": offset + 7900, "end_host_tsc": offset + 10000}]
-    r = trace_replay.replay(trace_file, long_wait=1000, timeline=timeline, clock=clock)
+    r = trace_replay.replay(trace_file, long_wait_threshold=1000, timeline=timeline, clock=clock)
     (w,) = r.long_waits
     assert w["host_off"] == pytest.approx(0.8)
     assert w["verdict"] == "off-CPU on the host"

@@ -131,7 +131,7 @@ class Attribution:
         wait belongs to a phase when its mapped host start lies in [host_start, host_end)
         (waits the clock cannot map belong to none)."""
         out = _counts(self.waits, self.ncpus)
-        out.update(ncpus=self.ncpus, threshold_cycles=self.threshold)
+        out.update(ncpus=self.ncpus, long_wait_threshold=self.threshold)
         if phases is not None:
             items = phases.items() if isinstance(phases, dict) else [(n, (s, e)) for n, s, e in phases]
             out["phases"] = {}
