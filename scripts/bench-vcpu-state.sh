@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vCPU state word latency (part of make bench): how long after a vCPU thread's switch, or a
-# freeze, the host's "preempted" word in the shared region says so
+# freeze, the host's "off" word in the shared region says so
 # (hypervisor-hooks/vcpu_state/vcpu_state_publisher.h). The word is written after the switch, by a poller,
 # never in it: this measures by how much.
 #

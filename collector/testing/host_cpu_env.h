@@ -30,7 +30,7 @@ struct HostCpuEnv {
     void spin_check(const spinlock::Lock&, uint64_t) {}
     uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
     // Nobody tells a host thread whether another was descheduled: pvmcs spins as mcs does.
-    bool vcpu_is_preempted(uint32_t) const { return false; }
+    bool vcpu_is_off(uint32_t) const { return false; }
     uint64_t now() { return lockstat::LfenceRdtsc::now(); }
     CpuPerfData* perf() { return perf_data; }
     const lockstat::SpinlockParams& params() { return *live; }

@@ -392,7 +392,7 @@ const Key kRunKeys[] = {
      [](const Spec& s) { return onoff(s.run.timeline); }},
     {"vcpu-state",
      "keep the guest's per-vCPU 'preempted' words from the host while measuring (spinlab-load "
-     "--vcpu-state; vcpu_preempted() in the guest): on or off, needs timeline = on (default off)",
+     "--vcpu-state; vcpu_off() in the guest): on or off, needs timeline = on (default off)",
      [](Spec& s, const Arg& a) { s.run.vcpu_state = to_bool(a.where, a.text); },
      [](const Spec& s) { return onoff(s.run.vcpu_state); }},
 };

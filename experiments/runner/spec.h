@@ -82,7 +82,7 @@ struct RunSpec {
     std::vector<uint32_t> hog_cpus;          // empty: every host CPU
     uint32_t clock_samples = 4;              // per repetition
     bool timeline = true;                    // record sched_switch (needs root and tracefs)
-    // The host keeps the guest's per-vCPU "preempted" words (spinlab/vcpu_state.h) from the
+    // The host keeps the guest's per-vCPU "off" words (spinlab/vcpu_state.h) from the
     // timeline's switch records and the freezes, while measuring.
     bool vcpu_state = false;
 };

@@ -30,7 +30,7 @@ std::vector<std::string> timeline_argv(const std::string& spinlab_load, const st
 class Timeline {
 public:
     // `on`: run.timeline; `vcpu_state`: run.vcpu-state (the recorder also keeps the guest's
-    // per-vCPU "preempted" words in the VM's region file). Logs under `results_dir`/logs.
+    // per-vCPU "off" words in the VM's region file). Logs under `results_dir`/logs.
     Timeline(bool on, bool vcpu_state, std::string spinlab_load, std::string results_dir)
         : on_(on), vcpu_state_(vcpu_state), spinlab_load_(std::move(spinlab_load)),
           results_dir_(std::move(results_dir)) {}

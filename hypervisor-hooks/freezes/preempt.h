@@ -10,7 +10,7 @@
 //
 // With --vcpu-state REGION each freeze also sets the vCPU's kVcpuOffFrozen bit in the guest's
 // shared region, from just after the freeze write to just after the thaw write
-// (vcpu_state_publisher.h), for the guest's vcpu_preempted().
+// (vcpu_state_publisher.h), for the guest's vcpu_off().
 #pragma once
 
 #include <string>

@@ -5,11 +5,11 @@
 //     spinner's say "running"; after SIGTERM every word and the publisher bit are 0 again.
 //   - preempt --vcpu-state freezing vCPU 1 of a real guest (the kernel under TCG with the
 //     shared region, booted into the vcpu_state_host self-test suite): the guest's own
-//     vcpu_preempted(1) goes true during the freezes and false between them, and
-//     vcpu_preempted(0) never (kernel-patch/selftest/vcpu_state_test.cc checks and prints it;
+//     vcpu_off(1) goes true during the freezes and false between them, and
+//     vcpu_off(0) never (kernel-patch/selftest/vcpu_state_test.cc checks and prints it;
 //     the guest leaves QEMU with its verdict). About 10 s.
 //   - the same freezes with lockbench's pvmcs lock in ring 3 (the guest booted into lockbench):
-//     its vcpu_is_preempted() answers "preempted" some of the time, through the read-only
+//     its vcpu_is_off() answers "preempted" some of the time, through the read-only
 //     mapping of the words kSysMapLockstat makes. About 10 s.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -180,10 +180,10 @@ TEST(VcpuStateIntegration, LockbenchInRing3SeesTheFrozenVcpuAsPreempted) {
     const std::string log = slurp(console);
     ASSERT_NE(vm_status, -1) << "the guest did not finish within 60 s:\n" << log;
     EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;
-    const size_t at = log.find("vcpu_is_preempted: ");
-    ASSERT_NE(at, std::string::npos) << "lockbench printed no vcpu_is_preempted line:\n" << log;
+    const size_t at = log.find("vcpu_is_off: ");
+    ASSERT_NE(at, std::string::npos) << "lockbench printed no vcpu_is_off line:\n" << log;
     unsigned long said = 0, asked = 0;
-    ASSERT_EQ(std::sscanf(log.c_str() + at, "vcpu_is_preempted: %lu of %lu", &said, &asked), 2) << log.substr(at);
+    ASSERT_EQ(std::sscanf(log.c_str() + at, "vcpu_is_off: %lu of %lu", &said, &asked), 2) << log.substr(at);
     std::printf("MEASURED %s\n", log.substr(at, log.find('\n', at) - at).c_str());
     EXPECT_NE(log.find("host words mapped", at), std::string::npos) << log.substr(at);
     EXPECT_GT(said, 0u) << log.substr(at);

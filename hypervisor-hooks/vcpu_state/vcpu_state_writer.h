@@ -1,6 +1,6 @@
 // The host's writer of the guest's vCPU state words (kernel-patch/abi/spinlab/vcpu_state.h):
 // the region section in which the host says which vCPU threads are off their host CPU, for the
-// guest's vcpu_preempted().
+// guest's vcpu_off().
 //
 // Contract:
 //   - The region file (QEMU's memory-backend-file, /dev/shm/spinlab-NAME) is opened and mapped

@@ -78,7 +78,7 @@ void lockstat_init_cpu() {
 
 // One mapping per process, made by its first caller: every CPU's perf data read-write, then
 // the steal-time page read-only, then the page(s) holding the region's vCPU state area
-// read-only (the words the host keeps: vcpu_preempted() for ring-3 locks), at kUserLockstatBase;
+// read-only (the words the host keeps: vcpu_off() for ring-3 locks), at kUserLockstatBase;
 // and the page of the live tracing parameters read-only just below it (params_page.h).
 namespace {
 // The user address of the first page of the vCPU state area: after the steal-time page.

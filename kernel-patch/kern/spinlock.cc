@@ -11,7 +11,7 @@
 #include "lockstat.h"
 #include "locktrace.h"
 #include "sched.h"
-#include "vcpu_preempted.h"
+#include "vcpu_off.h"
 
 uint64_t g_lockup_reports;
 bool g_lock_order_checks;
@@ -243,9 +243,9 @@ struct KernelLockEnv {
     void pv_kick(uint32_t cpu) const { ::pv_kick(cpu); }
     uint32_t pvqspin_spin_bound() const { return g_lockcfg.pvqspin_spin_bound; }
     void pv_count(sl::PvEvent e) const { pv_count_event(e); }
-    // The host's per-vCPU word, or KVM's steal-time preempted byte (vcpu_preempted.h); false
+    // The host's per-vCPU word, or KVM's steal-time preempted byte (vcpu_off.h); false
     // for kNoCpu and without either source.
-    bool vcpu_is_preempted(uint32_t cpu) const { return vcpu_preempted(cpu); }
+    bool vcpu_is_off(uint32_t cpu) const { return vcpu_off(cpu); }
     uint64_t now() const { return ls::read_clock(g_lockcfg.clock); }
     bool time_all() const { return g_lockcfg.time_all; }  // timing=all (lockstat/timing.h)
     spinlab::CpuPerfData* perf() const { return lockstat_this_cpu(); }

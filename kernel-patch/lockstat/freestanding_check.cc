@@ -17,7 +17,7 @@ struct KernelLikeEnv {
     void yield_to(uint32_t) {}
     void spin_check(const spinlock::Lock&, uint64_t) {}
     uint32_t pticket_timeout_unit() { return spinlock::kPticketTimeoutUnit; }
-    bool vcpu_is_preempted(uint32_t) { return false; }
+    bool vcpu_is_off(uint32_t) { return false; }
     uint64_t now() { return read_clock(ClockSource::kLfenceRdtsc); }
     CpuPerfData* perf() { return perf_data; }
     const SpinlockParams& params() { return *live; }

@@ -34,7 +34,7 @@ struct KickTestEnv {
     uint32_t cpu() const { return cpu_id; }
     void relax() const { arch::pause(); }
     void spin_check(const sl::Lock&, uint64_t) const {}
-    bool vcpu_is_preempted(uint32_t) const { return false; }
+    bool vcpu_is_off(uint32_t) const { return false; }
     void yield_to(uint32_t) const {}
     uint32_t pvqspin_spin_bound() const { return 64; }
     bool pv_wait(const uint8_t* p, uint8_t v);

@@ -1,4 +1,4 @@
-// selftest/vcpu_state_test.cc: vcpu_preempted() (kern/vcpu_preempted.h), the guest's reader of
+// selftest/vcpu_state_test.cc: vcpu_off() (kern/vcpu_off.h), the guest's reader of
 // the host-written vCPU state area.
 //
 // Suite "vcpu_state" (in every run): what the guest alone can check. An index out of range
@@ -7,7 +7,7 @@
 // Suite "vcpu_state_host" (only when named: it needs the host): the guest sees the host's
 // word move. Booted with the shared region while `spinlab-load preempt --vcpu-state` freezes
 // vCPU 1 on a schedule (hypervisor-hooks/vcpu_state/vcpu_state_integration_test.cc does both), it keeps
-// CPU 1 busy, samples vcpu_preempted(1) and (0) from CPU 0 for a few seconds, and requires
+// CPU 1 busy, samples vcpu_off(1) and (0) from CPU 0 for a few seconds, and requires
 // several separate "preempted" spells of CPU 1, time between them, and none for CPU 0 (which
 // the host never freezes, and which is running whenever it reads).
 #include "../arch/x86.h"
@@ -18,7 +18,7 @@
 #include "../kern/region.h"
 #include "../kern/sched.h"
 #include "../kern/selftest.h"
-#include "../kern/vcpu_preempted.h"
+#include "../kern/vcpu_off.h"
 #include "spinlab/vcpu_state.h"
 
 namespace {
@@ -26,7 +26,7 @@ namespace {
 void out_of_range_is_not_preempted() {
     const uint32_t bad[] = {g_ncpus, g_ncpus + 1, kMaxCpus, kMaxCpus + 7, kNoCpu, 0x80000000u};
     for (uint32_t cpu : bad) {
-        TEST_CHECK(!vcpu_preempted(cpu));
+        TEST_CHECK(!vcpu_off(cpu));
         TEST_CHECK_EQ(vcpu_state_host_bits(cpu), 0);
     }
 }
@@ -40,7 +40,7 @@ void no_host_writer_reads_running() {
     for (uint32_t cpu = 0; cpu < g_ncpus; cpu++) TEST_CHECK_EQ(vcpu_state_host_bits(cpu), 0);
     // Without steal time nothing else can say preempted either.
     if (!g_kvm.steal_time)
-        for (uint32_t cpu = 0; cpu < g_ncpus; cpu++) TEST_CHECK(!vcpu_preempted(cpu));
+        for (uint32_t cpu = 0; cpu < g_ncpus; cpu++) TEST_CHECK(!vcpu_off(cpu));
 }
 
 // --- vcpu_state_host -------------------------------------------------------------------------
@@ -63,11 +63,11 @@ Samples sample_for(uint64_t seconds) {
     bool last = false;
     const uint64_t end = arch::rdtsc_lfence() + g_tsc_hz * seconds;
     while (arch::rdtsc_lfence() < end) {
-        const bool p1 = vcpu_preempted(1);
+        const bool p1 = vcpu_off(1);
         s.total++;
         s.cpu1_off += p1;
         s.cpu1_spells += p1 && !last;
-        s.cpu0_off += vcpu_preempted(0);
+        s.cpu0_off += vcpu_off(0);
         last = p1;
         for (int i = 0; i < 64; i++) arch::pause();
     }

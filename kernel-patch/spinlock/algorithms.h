@@ -34,7 +34,7 @@
 //   uint32_t pticket_timeout_unit();      pticket: spins a waiter waits per place between it
 //                                         and the head before it may take the lock out of
 //                                         order (kPticketTimeoutUnit; tests script it)
-//   bool vcpu_is_preempted(uint32_t cpu); pvmcs, pvqspin and student: that CPU's vCPU is off
+//   bool vcpu_is_off(uint32_t cpu); pvmcs, pvqspin and student: that CPU's vCPU is off
 //                                         its host CPU now, as far as the Env knows (false
 //                                         when it cannot tell, and for kNoCpu)
 //

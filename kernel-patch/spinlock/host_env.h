@@ -43,7 +43,7 @@ struct HostEnv {
     uint32_t first_yield_target = kNoCpu;
     uint32_t last_yield_target = kNoCpu;
     uint32_t relax_count = 0;
-    uint64_t preempted_checks = 0;  // vcpu_is_preempted() calls
+    uint64_t off_checks = 0;  // vcpu_is_off() calls
 
     LockAlgorithm algorithm() const { return algo; }
     uint32_t cpu() const { return cpu_id; }
@@ -66,8 +66,8 @@ struct HostEnv {
     }
     void spin_check(const Lock&, uint64_t) { spin_checks++; }
     uint32_t pticket_timeout_unit() const { return pticket_unit; }
-    bool vcpu_is_preempted(uint32_t cpu) {
-        preempted_checks++;
+    bool vcpu_is_off(uint32_t cpu) {
+        off_checks++;
         return preempted_fn != nullptr && cpu != kNoCpu && preempted_fn(script_arg, cpu);
     }
 

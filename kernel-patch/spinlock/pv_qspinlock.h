@@ -17,7 +17,7 @@
 //   queued      a waiter behind another spins on its node's `waiting`, at most
 //               Env::pvqspin_spin_bound() loops (pvqspin-spin=, 2^15 as Linux's SPIN_THRESHOLD),
 //               checking every 256 loops (the first included) whether its predecessor's vCPU is
-//               off its CPU (the predecessor's node says halted, or Env::vcpu_is_preempted); then,
+//               off its CPU (the predecessor's node says halted, or Env::vcpu_is_off); then,
 //               or at the bound, it halts (Env::pv_wait on its node's state). The predecessor,
 //               when it makes it the queue head, kicks it if it finds it halted.
 //   queue head  spins on the byte, taking it when free, for the bound; then records lock ->
@@ -224,7 +224,7 @@ inline bool pvq_take_byte(Lock& l) {
 // vCPU is off its host CPU. A stale read (the node handed over and reused) only moves a halt.
 template <class Env>
 inline bool pvq_prev_off(const McsNode* prev, uint32_t prev_cpu, Env& env) {
-    return load_relaxed(&prev->pv_state) != kPvRunning || env.vcpu_is_preempted(prev_cpu);
+    return load_relaxed(&prev->pv_state) != kPvRunning || env.vcpu_is_off(prev_cpu);
 }
 
 // A queued waiter behind prev: returns once prev made us the head (node->waiting == 0).

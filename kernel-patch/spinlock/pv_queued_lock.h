@@ -4,7 +4,7 @@
 //
 //   - each node records its CPU (McsNode::cpu), so the waiter behind it knows whose vCPU
 //     it waits on;
-//   - a queued waiter asks Env::vcpu_is_preempted() about its predecessor's CPU, and, when
+//   - a queued waiter asks Env::vcpu_is_off() about its predecessor's CPU, and, when
 //     that one runs, about the lock holder's (l.holder_cpu, racy; the predecessor may itself
 //     be waiting on a preempted holder);
 //   - when either is found preempted it yields once (Env::yield_to(that cpu)): in a VM its time
@@ -22,8 +22,8 @@
 // has the releaser kick a halted successor (pv_wait/pv_kick); osq_lock unqueues the waiter. A
 // hand-over to a preempted successor still waits for that vCPU to run, as in mcs.
 //
-// vcpu_is_preempted() is only as good as the Env's source: the kernel's reads the host's
-// "preempted" word or KVM steal time (kern/vcpu_preempted.h), lockbench's the same two through its
+// vcpu_is_off() is only as good as the Env's source: the kernel's reads the host's
+// "off" word or KVM steal time (kern/vcpu_off.h), lockbench's the same two through its
 // read-only mappings (kSysMapLockstat); without a source it answers false, and this lock behaves
 // as mcs. In ring 3 a yield is a system call: told "preempted" in 1% of its checks and yielding at
 // each, lockbench's pvmcs spent most of its time yielding (experiments/README.md, "The mitigation
@@ -53,9 +53,9 @@ inline bool pvmcs_try_acquire(Lock& l, McsNode* node, uint32_t cpu) {
 // (and is another CPU); kNoCpu when both run and spinning is worth it.
 template <class Env>
 inline uint32_t pvmcs_preempted_ahead(const Lock& l, uint32_t prev_cpu, Env& env) {
-    if (env.vcpu_is_preempted(prev_cpu)) return prev_cpu;
+    if (env.vcpu_is_off(prev_cpu)) return prev_cpu;
     const uint32_t holder = load_relaxed(&l.holder_cpu);
-    if (holder != kNoCpu && holder != prev_cpu && env.vcpu_is_preempted(holder)) return holder;
+    if (holder != kNoCpu && holder != prev_cpu && env.vcpu_is_off(holder)) return holder;
     return kNoCpu;
 }
 

@@ -526,7 +526,7 @@ TEST(PvQueuedLock, NeverYieldsWhenNothingIsPreempted) {
     waiter.script_arg = &s;
     EXPECT_EQ(acquire_contended(l, &wn, waiter), 15u);
     EXPECT_EQ(waiter.yields, 0u);
-    EXPECT_GT(waiter.preempted_checks, 0u);
+    EXPECT_GT(waiter.off_checks, 0u);
     release(l, waiter);
 }
 

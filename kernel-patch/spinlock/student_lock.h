@@ -26,7 +26,7 @@
 //                          cpu_pause; and the GCC __atomic builtins;
 //   env.relax()            one polite spin iteration (pause);
 //   env.cpu()              this CPU's number;
-//   env.vcpu_is_preempted(cpu)   true while that vCPU is off its host CPU (when the host or
+//   env.vcpu_is_off(cpu)   true while that vCPU is off its host CPU (when the host or
 //                          KVM says so; false when nobody knows);
 //   env.yield_to(cpu)      give this vCPU's time towards that CPU's vCPU;
 //   env.spin_check(l, spins)     call it every kSpinCheckInterval spins (the lockup detector).
@@ -62,7 +62,7 @@ inline uint64_t student_acquire_contended(Lock& l, Env& env) {
     // TODO 2: when many CPUs see the lock free at once they all try together. Back off: wait
     //         a little longer (more env.relax() calls) after each failed try, up to a cap.
     // TODO 3: under overcommit the holder may be a vCPU the host took off its CPU: spinning
-    //         then only burns the time it needs. Ask env.vcpu_is_preempted(l.holder_cpu) and
+    //         then only burns the time it needs. Ask env.vcpu_is_off(l.holder_cpu) and
     //         env.yield_to() it instead of spinning.
     while (test_and_set_bit0(&l.word.raw)) {
         env.relax();

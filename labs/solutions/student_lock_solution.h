@@ -17,7 +17,7 @@
 //     uncontended path, the same read spin as the test-and-set lock).
 //   - After a failed try, wait `backoff` pauses before reading again, doubling up to
 //     kStudentMaxBackoff: CPUs that lost the race stop hammering the line all at once.
-//   - While the holder's vCPU is preempted (env.vcpu_is_preempted), yield to it rather than
+//   - While the holder's vCPU is preempted (env.vcpu_is_off), yield to it rather than
 //     spin: under overcommit the holder needs this host CPU more than we do.
 //   - It is not FIFO, so a preempted waiter never blocks the others: the reason it beats
 //     ticket (and mcs) under overcommit, where a FIFO hand-over to a descheduled vCPU stalls
@@ -44,7 +44,7 @@ template <class Env>
 inline void student_wait_until_free(Lock& l, Env& env, uint64_t& spins) {
     while (load_relaxed(&l.word.raw) & 1) {
         const uint32_t holder = load_relaxed(&l.holder_cpu);
-        if (holder != kNoCpu && holder != env.cpu() && env.vcpu_is_preempted(holder))
+        if (holder != kNoCpu && holder != env.cpu() && env.vcpu_is_off(holder))
             env.yield_to(holder);
         else
             env.relax();

@@ -1,6 +1,6 @@
 // spinlab/vcpu_state.h: the vCPU state area of the shared region (spinlab/shm.h, section
 // RegionSection::kVcpuState): one word per vCPU saying whether its host thread is off its host
-// CPU, kept by the HOST and read by the guest (vcpu_preempted(), kern/vcpu_preempted.h). Apart
+// CPU, kept by the HOST and read by the guest (vcpu_off(), kern/vcpu_off.h). Apart
 // from the trace area's `consumed` counters it is the only part of the region the host writes.
 //
 // Who writes what                                How it is read

@@ -84,11 +84,11 @@ struct UserEnv {
     uint64_t yields = 0, waits = 0, wait_skips = 0, wait_errors = 0, wakes = 0, woken = 0;
     void spin_check(const spinlock::Lock&, uint64_t) {}
     uint32_t pticket_timeout_unit() const { return spinlock::kPticketTimeoutUnit; }
-    // As the kernel's vcpu_preempted(): the word the host keeps for that vCPU in the shared
+    // As the kernel's vcpu_off(): the word the host keeps for that vCPU in the shared
     // region (mapped read-only; 0 while no host writer runs), or KVM's steal-time `preempted`
     // byte (mapped read-only; absent under TCG).
     // Counted (asked, said), and printed at the end: what the preemption-aware locks were told.
-    bool vcpu_is_preempted(uint32_t cpu) {
+    bool vcpu_is_off(uint32_t cpu) {
         if (cpu == kNoCpu) return false;
         asked++;
         const auto* area = reinterpret_cast<const VcpuStateArea*>(map.vcpu_state_base);  // 0: none
@@ -206,7 +206,7 @@ struct alignas(64) ThreadState {
     uint64_t ops;
     uint64_t acquired[kMaxLocks];
     uint64_t cycles;
-    uint64_t preempted_asked, preempted_said;  // the lock's vcpu_is_preempted() calls, and "yes"
+    uint64_t preempted_asked, preempted_said;  // the lock's vcpu_is_off() calls, and "yes"
     uint64_t yields, waits, wait_skips, wait_errors, wakes, woken;  // UserEnv's counts
     uint64_t sampled, via_ring, via_syscall, ring_full, ring_drains;  // its trace counts
     const TraceUserRing* ring;  // the thread's ring (kept by its slot across rounds), or null
@@ -563,7 +563,7 @@ void print_round(const char* head, uint64_t round, const RoundCounts& r, uint64_
     printf("%s total %lu ops%s", head, r.ops, wall_ms ? "" : "\n");
     if (wall_ms) printf(", %lu ops/s\n", r.ops * 1000 / wall_ms);
     if (r.asked)  // only the preemption-aware locks ask (pticket, pvmcs)
-        printf("%s vcpu_is_preempted: %lu of %lu answers said preempted (host words %s, steal time %s)\n", head,
+        printf("%s vcpu_is_off: %lu of %lu answers said preempted (host words %s, steal time %s)\n", head,
                r.said, r.asked, map.vcpu_state_base ? "mapped" : "absent", map.steal_base ? "mapped" : "absent");
     if (r.yields) printf("%s yields: %lu\n", head, r.yields);  // pv and pvmcs give their vCPU away
     if (r.waits || r.wait_skips || r.wakes)  // pvqspin: slept in the kernel, and woken by the releaser

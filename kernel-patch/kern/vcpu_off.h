@@ -1,6 +1,8 @@
-// kern/vcpu_preempted.h: is a vCPU off its host CPU right now? (Linux: vcpu_is_preempted.)
-// For preemption-aware locks: a waiter that finds the lock holder (or its queue predecessor)
-// preempted yields instead of spinning on a CPU that cannot hand it the lock.
+// kern/vcpu_off.h: is a vCPU off its host CPU right now? Linux calls this vcpu_is_preempted;
+// spinlab says "off" (spinlab/vcpu_state.h) and keeps "preempted" for the one reason of being off
+// that it names (kVcpuOffPreempted). For preemption-aware locks: a waiter that finds the lock
+// holder (or its queue predecessor) off its CPU yields instead of spinning on a CPU that cannot
+// hand it the lock.
 //
 // Two sources, combined with OR (either one saying "preempted" is enough):
 //   - the host's word (spinlab/vcpu_state.h, the region's vCPU state area), kept by
@@ -23,7 +25,7 @@
 #pragma once
 #include <stdint.h>
 
-bool vcpu_preempted(uint32_t cpu);
+bool vcpu_off(uint32_t cpu);
 
 // For tests and diagnostics: the host word's kVcpuOff* bits of `cpu` (0 out of range or without
 // a region), and the kVcpuStatePublisher* bits of the host writers attached now.

@@ -1,5 +1,5 @@
-// kern/vcpu_preempted.cc: see vcpu_preempted.h.
-#include "vcpu_preempted.h"
+// kern/vcpu_off.cc: see vcpu_off.h.
+#include "vcpu_off.h"
 
 #include "kvm.h"
 #include "prcb.h"
@@ -26,7 +26,7 @@ uint32_t vcpu_state_publishers() {
     return area ? __atomic_load_n(&area->publishers, __ATOMIC_RELAXED) : 0;
 }
 
-bool vcpu_preempted(uint32_t cpu) {
+bool vcpu_off(uint32_t cpu) {
     if (!in_range(cpu)) return false;
     if (vcpu_state_host_bits(cpu) != 0) return true;
     // kvm_steal answers valid = 0 without steal time (TCG, or that CPU not registered).
