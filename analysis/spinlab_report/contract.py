@@ -43,28 +43,11 @@ def _load_contract(path: str) -> dict:
     return data
 
 
-class Keys:
-    """The results' keys as attributes under their C++ names (K.phase, K.class_)."""
-
-    def __init__(self, by_ident: dict, path: str):
-        self._by_ident = dict(by_ident)
-        self._path = path
-
-    def __getattr__(self, ident: str) -> str:
-        if ident.startswith("__"):
-            raise AttributeError(ident)
-        try:
-            return self._by_ident[ident]
-        except KeyError:
-            raise AttributeError(f"no results key {ident} in {self._path}") from None
-
-    def __iter__(self):
-        return iter(self._by_ident.values())
-
-
 CONTRACT_PATH = _contract_path()
 _CONTRACT = _load_contract(CONTRACT_PATH)
-K = Keys(_CONTRACT["keys"], CONTRACT_PATH)
+# The results' keys as attributes under their C++ names (K.phase, K.class_); iterating gives
+# their spellings.
+K = AbiEnum.of_ids("results_key", _CONTRACT["keys"], CONTRACT_PATH)
 OBJECTS = {name: tuple(keys) for name, keys in _CONTRACT["objects"].items()}
 TIMELINE_STATE = AbiEnum("timeline_state", _CONTRACT["enums"]["timeline_state"], CONTRACT_PATH)
 RUN_STATE = AbiEnum("run_state", _CONTRACT["enums"]["run_state"], CONTRACT_PATH)

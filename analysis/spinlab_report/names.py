@@ -42,6 +42,12 @@ class AbiEnum:
             raise AttributeError(f"ABI enum {self.key} has no enumerator {ident} in {self._path} "
                                  f"(it has {', '.join(self._by_id)})") from None
 
+    @classmethod
+    def of_ids(cls, key: str, by_id: dict, path: str) -> "AbiEnum":
+        """A table given as {C++ identifier: name}, in its order (results_contract.json's keys)."""
+        return cls(key, [{"value": i, "id": ident, "name": name} for i, (ident, name) in enumerate(by_id.items())],
+                   path)
+
     def __iter__(self):
         return iter(self.names)
 
