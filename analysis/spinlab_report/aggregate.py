@@ -125,15 +125,26 @@ def lhp_classes(snaps) -> dict:
     return out
 
 
-def data_problems(run) -> list:
-    """Sentences on what is missing or inconsistent, in the order a reader needs them."""
+@dataclass(frozen=True)
+class Counters:
+    """A run's counters merged per phase and checked, once (counters): what the log2 tables,
+    summary.json and the figures read."""
+    totals: dict  # phase -> Totals, None for a phase without snapshots
+    repetitions: dict  # phase -> its number of repetitions
+    problems: list  # what is missing or inconsistent, in the order a reader needs them
+
+
+def counters(run) -> Counters:
+    """The run's counters merged per phase (phase_totals), and sentences on what is missing or
+    inconsistent in them, found as each phase is merged."""
     out, threads = [], threads_per_cpu(run.meta)
     st = run.status
     if st is not None and st.get("state") == "partial":
         out.append(f"The run is partial: {st.get('reason') or 'no reason given'}.")
-    reps = run.meta["repetitions"]
+    reps, totals = run.meta["repetitions"], {}
     for phase in run.phases:
         snaps = run.snaps(phase)
+        totals[phase] = None
         if phase not in run.meta["phases"]:
             out.append(f"Phase {phase} has snapshots but is not listed in meta.json.")
         if not snaps:
@@ -150,7 +161,7 @@ def data_problems(run) -> list:
                 state, err = invariant_state(cs, threads)
                 if state == "broken":
                     out.append(f"{s.name}: CPU {cs.cpu} class {cs.lock_class}: invariant broken: {err}.")
-        t = phase_totals(snaps)
+        t = totals[phase] = phase_totals(snaps)
         if t.acquisitions == 0:
             out.append(f"Phase {phase}: no lock acquisitions were counted.")
         elif int(t.wait.sum()) == 0:
@@ -159,4 +170,4 @@ def data_problems(run) -> list:
         if t.overflow:
             out.append(f"Phase {phase}: {t.overflow} contended wait(s) could not be timed (overflow); "
                        "they are counted in the table but not in CDFs or percentiles.")
-    return out
+    return Counters(totals, {p: len(run.snaps(p)) for p in run.phases}, out)

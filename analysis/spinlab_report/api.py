@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import attribution, lhp, summary, verdict as verdict_rules
+from . import aggregate, attribution, lhp, summary, verdict as verdict_rules
 from .reader import Run, load_run
 from .names import LHP_CLASS
 
@@ -136,7 +136,7 @@ def load(results_dir: str, long_wait_threshold: int | None = None, confidence: f
     if long_wait_threshold is not None:
         opts.long_wait_threshold = int(long_wait_threshold)
     att = attribution.attribute_run(run, opts.long_wait_threshold)
-    summ = summary.summarise(run, att, opts)
+    summ = summary.summarise(run, att, aggregate.counters(run), opts)
     summ["verdict"] = verdict_rules.judge(run, att, summ)
     return Results(path=run.path, run_id=run.run_id, meta=run.meta, long_wait_threshold=opts.long_wait_threshold,
                    waits=waits_frame(run, att), classes=classes_frame(run), timeline=run.timeline,

@@ -2,10 +2,11 @@
 summary.json, the verdict, the figures and the API read.
 
     run = reader.load_run(path)                         # load
+    counters = aggregate.counters(run)                  # the counters merged per phase
     att = attribution.attribute_run(run, long_wait_threshold)     # attribute
-    summ = summary.summarise(run, att, opts)            # summarise
+    summ = summary.summarise(run, att, counters, opts)  # summarise
     summ["verdict"] = verdict.judge(run, att, summ)
-    ... the figures and report_doc read att and summ    # render
+    ... the figures and report_doc read them            # render
 
 `attribute_run` splits the host timeline by repetition once, classes each snapshot's listed waits
 once (lhp.classify_all) and counts them per phase; the `Attribution` it returns is read,

@@ -8,7 +8,7 @@ import io
 import json
 import os
 
-from . import attribution, fig_compare, render_html, render_md, summary, verdict
+from . import aggregate, attribution, fig_compare, render_html, render_md, summary, verdict
 from .report_doc import META_FIELDS, cycles, pct, throughput_metric
 from .report import write
 
@@ -73,7 +73,7 @@ def generate(runs, outdir: str, opts: summary.Options) -> dict:
     summaries = []
     for r in runs:  # each run attributed once, for its summary and its verdict
         att = attribution.attribute_run(r, opts.long_wait_threshold)
-        summaries.append(summary.summarise(r, att, opts))
+        summaries.append(summary.summarise(r, att, aggregate.counters(r), opts))
         summaries[-1]["verdict"] = verdict.judge(r, att, summaries[-1])
     rows = difference_rows(summaries)
     paths = {"summary": os.path.join(outdir, "summary.json"), "csv": os.path.join(outdir, "differences.csv"),

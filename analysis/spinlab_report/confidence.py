@@ -10,8 +10,11 @@ Repetitions are few (3 in `make run`), so everything here is built for small sam
   is not used: with 3 repetitions a phase has only 10 distinct resamples, and an exact
   permutation test of 3 against 3 cannot give p below 0.1, so neither could ever call a
   difference significant at 95%.
+- Rate, Change and estimate: a figure across repetitions said first as what it divides (Rate) or
+  compares (Change), then estimated with the rest in one pass (the verdict's figures).
 """
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -83,3 +86,58 @@ def pct_change(value: float | None, base: float | None) -> float | None:
     if value is None or base is None or base == 0:
         return None
     return (value - base) / base * 100.0
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A rate across repetitions, to estimate (rate): parts is (numerator, denominator) per
+    repetition, numerator None when unknown; base_parts the baseline's (None: not compared);
+    correction is added to the numerators of the log ratio."""
+    parts: list
+    base_parts: list | None
+    correction: float
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of geometric means from base_values, in percent, to estimate (change)."""
+    values: list
+    base_values: list
+
+
+def rate(parts, base_parts, correction: float, confidence: float) -> dict:
+    """parts: (numerator, denominator) per repetition, numerator None when unknown. The mean of
+    numerator / denominator with its interval; against base_parts (None for the baseline) the
+    log ratio of (numerator + correction) / denominator, or None when a side has a value <= 0."""
+    usable = [(n, d) for n, d in parts if n is not None and d]
+    values = [n / d for n, d in usable]
+    out = mean_ci(values, confidence)
+    out["values"] = values
+    out["vs_baseline"] = None
+    if base_parts is None:
+        return out
+    base = [(n, d) for n, d in base_parts if n is not None and d]
+    x, y = [(n + correction) / d for n, d in usable], [(n + correction) / d for n, d in base]
+    if x and y and min(x) > 0 and min(y) > 0:
+        out["vs_baseline"] = log_ratio(x, y, confidence)
+    return out
+
+
+def change(values, base_values, confidence: float) -> dict:
+    """log_ratio of values (all > 0) to base_values as a change in percent, with its interval."""
+    r = log_ratio(values, base_values, confidence)
+    pct = lambda x: None if x is None else (x - 1.0) * 100.0
+    return {"change_pct": pct(r["ratio"]), "low_pct": pct(r["low"]), "high_pct": pct(r["high"]), "p": r["p"],
+            "df": r["df"]}
+
+
+def estimate(figures, confidence: float):
+    """figures (dicts, at any depth) with each Rate and Change in them replaced by its estimate
+    (rate, change); everything else as it is."""
+    if isinstance(figures, Rate):
+        return rate(figures.parts, figures.base_parts, figures.correction, confidence)
+    if isinstance(figures, Change):
+        return change(figures.values, figures.base_values, confidence)
+    if isinstance(figures, dict):
+        return {k: estimate(v, confidence) for k, v in figures.items()}
+    return figures

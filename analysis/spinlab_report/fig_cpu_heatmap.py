@@ -26,8 +26,9 @@ def cpu_matrix(snaps, lo: int, hi: int) -> tuple[list, np.ndarray]:
     return cpus, m
 
 
-def make(run, outdir: str) -> Figure:
-    rng = k_range([aggregate.phase_totals(run.snaps(p)).wait for p in run.phases if run.snaps(p)])
+def make(run, totals: dict, outdir: str) -> Figure:
+    """totals: phase -> aggregate.Totals of the phases with snapshots (aggregate.Counters)."""
+    rng = k_range([t.wait for t in totals.values()])
     if rng is None:
         return Figure(NAME, TITLE, missing="no CPU has timed contended waits in any phase")
     lo, hi = rng

@@ -60,7 +60,11 @@ def context_line(run, summary: dict) -> str:
     return "; ".join(b for b in bits if b) + ". The run's settings are at the end."
 
 
-def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
+def document(run, summary: dict, table_text: str, figs: dict, sections: list, opts) -> list:
+    """The report's blocks (render_md, render_html): the verdict, what is missing, the tail, the
+    long waits, the log2 wait table, throughput, lock classes, CPUs, holds, the method; sections
+    (blocks made elsewhere: KVM's counters, the timing=all table, the traces) before the run's
+    settings, which close it."""
     v = summary["verdict"]
     head, rows = verdict.table(v)
     doc = [("h1", f"spinlab report: {run.run_id}"), ("lead", verdict.headlines(v))]
@@ -97,6 +101,7 @@ def build(run, summary: dict, table_text: str, figs: dict, opts) -> list:
     doc += [("figure", figs["class_waits"]), ("h2", "CPUs"), ("figure", figs["cpu_heatmap"]),
             ("h2", "Hold times"), ("figure", figs["hold_cdf"])]
     doc += method_section(opts, v)
+    doc += sections
     doc += [("h2", "The run"), ("table", ["setting", "value"], meta_rows(run.meta))]
     if not problems:
         doc.append(("p", f"Nothing is missing: the run is {summary['state']}, every phase has all "

@@ -33,14 +33,16 @@ def _r(x, nd=6):
     return None if x is None else round(float(x), nd)
 
 
-def phase_summary(run, phase: str, att, opts: Options) -> dict:
+def phase_summary(run, phase: str, att, t, opts: Options) -> dict:
+    """One phase's figures; t: its aggregate.Totals (None when missing). Its "throughput" is
+    summarise's: the change is from the baseline phase's."""
     snaps = run.snaps(phase)
-    if not snaps:
+    if t is None:
         return {"status": "missing"}
-    t = aggregate.phase_totals(snaps)
     timed = int(t.wait.sum())
     lw = {k: v for k, v in att.phases[phase].items() if k != "waits"}  # its counts: summary.json's "lhp"
     lw["share"] = _r(lw["share"])
+    trace, unknown = trace_loss(snaps), timeline_unknown(run.timeline, phase)  # this module's parts first
     return {
         "status": "ok" if timed else "empty",
         "repetitions": [s.rep for s in snaps],
@@ -53,9 +55,8 @@ def phase_summary(run, phase: str, att, opts: Options) -> dict:
         "waits_ge_2^20": int(t.wait[LONG_K:].sum()),
         "share_waits_ge_2^20": _r(cdf.share_at_or_above(t.wait, LONG_K)),
         "lhp": lw,
-        "throughput": throughput.phase_throughput(snaps, opts.confidence),
-        "trace": trace_loss(snaps),
-        "timeline_unknown": timeline_unknown(run.timeline, phase),
+        "throughput": None,  # summarise fills it in: its change is from the baseline phase's
+        "trace": trace, "timeline_unknown": unknown,
         "preemptors": preemptors.phase_preemptors(att, snaps, run.timeline),
     }
 
@@ -96,38 +97,32 @@ def trace_loss(snaps) -> dict | None:
                                 "loss": s.trace["loss"], "cpus": s.trace["cpus"]} for s in traced]}
 
 
-def _rounded_throughput(t: dict, metric: str) -> dict:
-    out = {"metric": metric}
-    for k, v in t.items():
-        out[k] = [_r(x, 3) for x in v] if k == "values" else v if k == "n" else _r(v, 3)
-    return out
-
-
 def build(run, opts: Options) -> dict:
-    """summary.json of a run alone, for a test or a tool: attributes its long waits
-    (attribution.attribute_run) and summarises them. The report attributes once and calls summarise."""
-    return summarise(run, attribution.attribute_run(run, opts.long_wait_threshold), opts)
+    """summary.json of a run alone, for a test or a tool: merges its counters
+    (aggregate.counters), attributes its long waits (attribution.attribute_run) and summarises
+    them. The report does each once and calls summarise."""
+    return summarise(run, attribution.attribute_run(run, opts.long_wait_threshold), aggregate.counters(run), opts)
 
 
-def summarise(run, att, opts: Options) -> dict:
-    """summary.json (without its verdict) of a run whose long waits att attributed. What this module
-    reads from the run and the attribution comes first, then the phases, then the throughput's
-    change and the other modules' sections."""
+def summarise(run, att, counters, opts: Options) -> dict:
+    """summary.json (without its verdict) of a run whose counters were merged (counters,
+    aggregate.Counters) and whose long waits att attributed. What this module reads from the run
+    and the attribution comes first, then the phases, then the throughput with its change and the
+    other modules' sections."""
     base = baseline_phase(run, opts)
     status = run.status or {}
     unknown, clock = timeline_unknown(run.timeline), clock_summary(run)
     ours = lhp_problems(run, opts) + timeline_problems(run) + disagreement_problems(att.phases)
-    phases = {p: phase_summary(run, p, att, opts) for p in run.phases}
-    metric = throughput.run_metric([s for p in run.phases for s in run.snaps(p)])
-    tp = throughput.with_change({p: s["throughput"] for p, s in phases.items() if "throughput" in s}, base)
+    phases = {p: phase_summary(run, p, att, counters.totals[p], opts) for p in run.phases}
+    tp = throughput.phases_throughput({p: run.snaps(p) for p in run.phases}, base, opts.confidence)
     for p, t in tp.items():
-        phases[p]["throughput"] = _rounded_throughput(t, metric)
+        phases[p]["throughput"] = t
     return {"format": 1, "run_id": run.run_id, "state": status.get("state", "unknown"),
             "reason": status.get("reason", ""), "long_wait_threshold": opts.long_wait_threshold,
             "confidence": opts.confidence, "baseline_phase": base if base in phases else None,
             "phases": phases, "timeline_unknown": unknown,
             "kvm_stats": kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases), "clock": clock,
-            "problems": run.problems + aggregate.data_problems(run) + ours}
+            "problems": run.problems + counters.problems + ours}
 
 
 def clock_summary(run) -> dict | None:

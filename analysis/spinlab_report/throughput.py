@@ -7,7 +7,8 @@ or the kernel classes kmix drives. The entry is lockbench's when there is one, e
 (or, of several, the first by name) program's. Its ops_per_s is used as given; without it,
 ops / duration_s. A workload the guest counts itself (a Linux guest's agent: kSpinlabWorkloadInformation)
 has a "unit" ("hackbench runs") and no classes. The interval is Student t over repetitions (confidence.mean_ci); the change
-is relative to the baseline phase's mean (idle-host by default).
+is relative to the baseline phase's mean (idle-host by default). phases_throughput gives summary.json's "throughput"
+of every phase.
 """
 from .confidence import mean_ci, pct_change
 
@@ -69,9 +70,18 @@ def phase_throughput(snaps, confidence: float) -> dict:
     return out
 
 
-def with_change(per_phase: dict, baseline: str | None) -> dict:
-    """Add change_vs_baseline_pct to each phase's throughput dict (None where not computable)."""
-    base = per_phase.get(baseline, {}).get("mean") if baseline else None
-    for t in per_phase.values():
+def _r3(x):
+    return None if x is None else round(float(x), 3)
+
+
+def phases_throughput(snaps: dict, baseline: str | None, confidence: float) -> dict:
+    """summary.json's "throughput" of each phase with snapshots (snaps: phase -> its snapshots, in
+    the run's order): the run's metric, the mean with its interval, the values and the change from
+    the baseline's mean, rounded to 3 decimals (but n)."""
+    metric = run_metric([s for ss in snaps.values() for s in ss])
+    tp = {p: phase_throughput(ss, confidence) for p, ss in snaps.items() if ss}
+    base = tp.get(baseline, {}).get("mean") if baseline else None
+    for t in tp.values():  # the change from the baseline's mean (None where not computable)
         t["change_vs_baseline_pct"] = pct_change(t.get("mean"), base)
-    return per_phase
+    return {p: {"metric": metric} | {k: [_r3(x) for x in v] if k == "values" else v if k == "n" else _r3(v)
+                                     for k, v in t.items()} for p, t in tp.items()}

@@ -51,7 +51,7 @@ import numpy as np
 
 from . import attribution, freeze_lengths, lhp
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
-from .confidence import log_ratio, mean_ci
+from .confidence import Change, Rate, estimate
 from .contract import OFF_STATES, UNKNOWN_STATE
 from .names import LHP_CLASS as L
 from .verdict_text import cycles_text, details, g3, headlines, paragraph, significant, table  # noqa: F401 (the verdict's text)
@@ -241,55 +241,37 @@ def timed_holds_at_least(h, threshold: int) -> int:
     return int(np.asarray(h)[k:].sum())
 
 
-# Rates across repetitions --------------------------------------------------------------------
-
-def rate(parts, base_parts, correction: float, confidence: float) -> dict:
-    """parts: (numerator, denominator) per repetition, numerator None when unknown. The mean of
-    numerator / denominator with its interval; against base_parts (None for the baseline) the
-    log ratio of (numerator + correction) / denominator, or None when a side has a value <= 0."""
-    usable = [(n, d) for n, d in parts if n is not None and d]
-    values = [n / d for n, d in usable]
-    out = mean_ci(values, confidence)
-    out["values"] = values
-    out["vs_baseline"] = None
-    if base_parts is None:
-        return out
-    base = [(n, d) for n, d in base_parts if n is not None and d]
-    x, y = [(n + correction) / d for n, d in usable], [(n + correction) / d for n, d in base]
-    if x and y and min(x) > 0 and min(y) > 0:
-        out["vs_baseline"] = log_ratio(x, y, confidence)
-    return out
-
+# Rates across repetitions: what each figure divides (confidence.Rate), estimated in one pass ------
 
 def _parts(reps, num: str, den: str) -> list | None:
     """(reps[i][num], reps[i][den]) per repetition; None when reps is None (no baseline)."""
     return None if reps is None else [(r[num], r[den]) for r in reps]
 
 
-def _rate(reps, base_reps, num: str, den: str, correction: float, conf: float) -> dict:
-    return rate(_parts(reps, num, den), _parts(base_reps, num, den), correction, conf)
+def _rate(reps, base_reps, num: str, den: str, correction: float) -> Rate:
+    return Rate(_parts(reps, num, den), _parts(base_reps, num, den), correction)
 
 
-def lhp_spin(reps, base_reps, threshold: int, conf: float) -> dict:
+def lhp_spin(reps, base_reps, threshold: int) -> dict:
     """Headline 1: cycles spun behind a preempted holder per vCPU-second, the same as a share of
     vCPU time, and holder-preempted long waits per second."""
     half_wait = CORRECTION * threshold
     bounded = any(r["possibly_off_cycles"] is not None for r in reps)
-    return {"cycles_per_vcpu_second": _rate(reps, base_reps, "holder_off_cycles", "vcpu_seconds", half_wait, conf),
+    return {"cycles_per_vcpu_second": _rate(reps, base_reps, "holder_off_cycles", "vcpu_seconds", half_wait),
             # at most: the spin behind a possibly preempted holder or a preempted one (null: no bound)
-            "at_most_cycles_per_vcpu_second": (_rate(reps, base_reps, "possibly_off_cycles", "vcpu_seconds", half_wait, conf)
+            "at_most_cycles_per_vcpu_second": (_rate(reps, base_reps, "possibly_off_cycles", "vcpu_seconds", half_wait)
                                                if bounded else None),
-            "share_of_vcpu_time": _rate(reps, base_reps, "holder_off_cycles", "vcpu_cycles", half_wait, conf),
-            "waits_per_second": _rate(reps, base_reps, "holder_off_waits", "duration_s", CORRECTION, conf),
+            "share_of_vcpu_time": _rate(reps, base_reps, "holder_off_cycles", "vcpu_cycles", half_wait),
+            "waits_per_second": _rate(reps, base_reps, "holder_off_waits", "duration_s", CORRECTION),
             "repetitions_attributed": sum(r["holder_off_waits"] is not None for r in reps)}
 
 
-def kernel_spin(reps, base_reps, conf: float) -> dict:
+def kernel_spin(reps, base_reps) -> dict:
     """Headline 2: the share of vCPU time spent spinning on kernel locks, with its bucket-edge
     range where only histograms exist."""
     def parts(rs, key):
         return [(r["kernel_spin"][key], r["vcpu_cycles"]) for r in rs]
-    out = {"share": rate(parts(reps, "est"), None if base_reps is None else parts(base_reps, "est"), 0.0, conf)}
+    out = {"share": Rate(parts(reps, "est"), None if base_reps is None else parts(base_reps, "est"), 0.0)}
     for key in ("lo", "hi"):
         vals = [n / d for n, d in parts(reps, key) if d]
         out[key] = float(np.mean(vals)) if vals else None
@@ -378,15 +360,14 @@ def lhp_counts(reps) -> dict:
             "share": off / (off + on) if off + on else None}
 
 
-def throughput_change(tp: dict | None, base_tp: dict | None, confidence: float, is_base: bool) -> dict | None:
+def throughput_change(tp: dict | None, base_tp: dict | None, is_base: bool) -> Change | None:
+    """The throughput's change from the baseline's (summary.json's throughput), None where either
+    has no values or a value <= 0."""
     if is_base or not tp or not base_tp or not tp.get("values") or not base_tp.get("values"):
         return None
     if min(tp["values"]) <= 0 or min(base_tp["values"]) <= 0:
         return None
-    r = log_ratio(tp["values"], base_tp["values"], confidence)
-    pct = lambda x: None if x is None else (x - 1.0) * 100.0
-    return {"change_pct": pct(r["ratio"]), "low_pct": pct(r["low"]), "high_pct": pct(r["high"]), "p": r["p"],
-            "df": r["df"]}
+    return Change(tp["values"], base_tp["values"])
 
 
 def off_share(timeline, phase: str, states: tuple = OFF_STATES) -> float | None:
@@ -491,7 +472,9 @@ def build(run, summary: dict) -> dict:
 
 def judge(run, att, summary: dict) -> dict:
     """The verdict of one run whose long waits att attributed (attribution.Attribution), beside its
-    summary (summary.summarise): per phase the LHP headline, its causes, the secondary rates."""
+    summary (summary.summarise): per phase the LHP headline, its causes, the secondary rates. The
+    phases' figures first, each rate as what it divides per repetition (confidence.Rate), then the
+    warnings, then every rate's interval and test in one pass (confidence.estimate)."""
     conf, thr = summary["confidence"], summary["long_wait_threshold"]
     base = summary["baseline_phase"]
     base_reps = [rep_of(run, s, att.tables.get((s.phase, s.rep)), thr) for s in run.snaps(base)] if base and run.snaps(base) else None
@@ -506,12 +489,12 @@ def judge(run, att, summary: dict) -> dict:
         s = summary["phases"][phase]
         phases[phase] = {
             "status": "ok", "repetitions": len(reps),
-            "lhp_spin": lhp_spin(reps, against, thr, conf),
-            "kernel_spin": kernel_spin(reps, against, conf),
+            "lhp_spin": lhp_spin(reps, against, thr),
+            "kernel_spin": kernel_spin(reps, against),
             "causes": causes(reps, thr),
             "long_waits": sum(r["long_waits"] for r in reps),
-            "per_second": _rate(reps, against, "long_waits", "duration_s", CORRECTION, conf),
-            "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6, conf),
+            "per_second": _rate(reps, against, "long_waits", "duration_s", CORRECTION),
+            "per_million_acquisitions": _rate(reps, against, "long_waits_e6", "acquisitions", CORRECTION * 1e6),
             "lhp": lhp_counts(reps),
             "vcpu_off_share": off_share(run.timeline, phase),
             # the long waits' off cycles per side, and of them those its thread blocked (summary.json)
@@ -519,10 +502,10 @@ def judge(run, att, summary: dict) -> dict:
             # who took the holder's CPU (preemptors.py): the summary's, kept beside the spin it shares out
             "preemptors": s.get("preemptors"),
             "throughput": throughput_change(s.get("throughput"), summary["phases"].get(base, {}).get("throughput"),
-                                            conf, phase == base),
+                                            phase == base),
         }
+    said = warnings(run, phases, base)
     return {"baseline_phase": base, "confidence": conf, "long_k": LONG_K, "long_wait_threshold": thr,
             "test": "Welch's two-sided t-test on log values across repetitions (0.5 added to counts, "
                     "half a threshold to LHP cycles)",
-            "warnings": warnings(run, phases, base), "phases": phases}
-
+            "warnings": said, "phases": estimate(phases, conf)}

@@ -105,7 +105,7 @@ def phase_text(phase: str, t, reps: int) -> str:
             f"{timed} timed acquisitions{where}\n" + wrk_table(t.wait, t.overflow))
 
 
-def table_text(phase_totals: dict, reps: dict) -> str:
+def wrk_text(phase_totals: dict, reps: dict) -> str:
     """All phases, separated by blank lines; phase_totals maps phase -> Totals or None."""
     return "\n".join(phase_text(p, t, reps.get(p, 0)) for p, t in phase_totals.items())
 
@@ -122,4 +122,4 @@ def section(meta: dict, phase_totals: dict, reps: dict) -> list:
                   "all timed acquisitions. The peak is the uncontended case (2^8 on the original's bare "
                   "metal); under timing=all the uncontended row of the log2 wait table is 0, and its "
                   "contended counts include these first-try wins."),
-            ("pre", table_text(phase_totals, reps))]
+            ("pre", wrk_text(phase_totals, reps))]

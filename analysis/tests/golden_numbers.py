@@ -61,7 +61,7 @@ def add_holds(run_dir: str):
 
 def numbers(case: str, full: bool = False) -> dict:
     """The numbers of one case; report.md (all figures drawn) only for FULL_REPORT unless full."""
-    from spinlab_report import attribution, fig_holder_off, fig_long_wait_window, reader, report, summary, table, verdict
+    from spinlab_report import aggregate, attribution, fig_holder_off, fig_long_wait_window, reader, report, summary, table, verdict
     from spinlab_report.fig_wait_ccdf import tsc_hz
     threshold = CASES[case]
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,11 +78,11 @@ def numbers(case: str, full: bool = False) -> dict:
                 text = open(paths[key], encoding="utf-8").read()
                 out[key] = json.loads(text) if key == "summary" else text
         else:  # what report.generate writes before the figures: the numbers without report.md
-            totals, reps = report.phase_tables(run)
+            counters = aggregate.counters(run)
             summ = summary.build(run, opts)
             summ["verdict"] = verdict.build(run, summ)
             out["summary"] = _roundtrip(summ)
-            out["table"], out["csv"] = table.table_text(totals, reps), table.table_csv(totals)
+            out["table"], out["csv"] = table.table_text(counters.totals, counters.repetitions), table.table_csv(counters.totals)
         run = reader.load_run(run_dir)  # afresh: nothing cached from the report
         out["waits"] = {p: _roundtrip(list(attribution.long_waits_share(run.snaps(p), run.timeline, run.clock, threshold)["waits"]))
                         for p in run.phases}

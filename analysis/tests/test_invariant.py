@@ -26,7 +26,7 @@ def _set_ahead(run_dir, cls: str, ahead: int, workload: str | None = None):
 
 
 def _broken(run_dir) -> list:
-    return [p for p in aggregate.data_problems(reader.load_run(str(run_dir))) if "invariant broken" in p]
+    return [p for p in aggregate.counters(reader.load_run(str(run_dir))).problems if "invariant broken" in p]
 
 
 @pytest.mark.parametrize("cls,ahead,workload,broken", [

@@ -191,7 +191,7 @@ def _spy_on_forks(monkeypatch) -> list:
 def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     """A large run's snapshots are read, and any run's figures drawn, in forked processes: the same
     snapshots (every long-wait column), and the same figures, as one process makes."""
-    from spinlab_report import attribution, report, summary
+    from spinlab_report import aggregate, attribution, figures, summary
     out = tmp_path / "syn"
     subprocess.run([sys.executable, GENERATOR, str(out), "--vcpus", "4", "--long-waits", "800", "--reps", "2",
                     "--duration", "2"], check=True, capture_output=True, timeout=120)
@@ -200,7 +200,8 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
     one = reader.load_run(str(out))
     opts = summary.Options()
     att = attribution.attribute_run(one, opts.long_wait_threshold)
-    figs_one = report.make_figures(one, att, summary.summarise(one, att, opts), str(tmp_path / "f1"), opts)
+    counters = aggregate.counters(one)
+    figs_one = figures.draw(one, att, counters, summary.summarise(one, att, counters, opts), str(tmp_path / "f1"), opts)
     calls = _spy_on_forks(monkeypatch)
     monkeypatch.setattr(reader, "PARALLEL_BYTES", 0)
     two = reader.load_run(str(out))
@@ -210,7 +211,8 @@ def test_snapshots_and_figures_in_parallel_are_the_same(tmp_path, monkeypatch):
         assert list(a.long_waits) == list(b.long_waits) and len(a.long_waits) > 0
         assert [st.wait.tolist() for st in a.stats] == [st.wait.tolist() for st in b.stats]
     att = attribution.attribute_run(two, opts.long_wait_threshold)
-    figs_two = report.make_figures(two, att, summary.summarise(two, att, opts), str(tmp_path / "f2"), opts)
+    counters = aggregate.counters(two)
+    figs_two = figures.draw(two, att, counters, summary.summarise(two, att, counters, opts), str(tmp_path / "f2"), opts)
     assert calls == ["fork", "fork"]
     assert list(figs_one) == list(figs_two) and len(figs_one) == 10
     for name, f in figs_one.items():

@@ -252,9 +252,9 @@ def test_warns_when_the_host_is_nested(tmp_path):
     s = summary.build(run, summary.Options())
     s["verdict"] = verdict.build(run, s)
     assert len(s["verdict"]["warnings"]) == 1 and "The host is itself a virtual machine" in s["verdict"]["warnings"][0]
-    doc = report_doc.build(run, s, "", {k: None for k in ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist",
+    doc = report_doc.document(run, s, "", {k: None for k in ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist",
                                                           "hold_cdf", "class_waits", "cpu_heatmap", "holder_off_scatter",
-                                                          "long_wait_window", "throughput")}, summary.Options())
+                                                          "long_wait_window", "throughput")}, [], summary.Options())
     assert [b[0] for b in doc[:4]] == ["h1", "lead", "warning", "table"]  # under the verdict, above its table
 
 

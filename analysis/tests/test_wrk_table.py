@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import BASIC
-from spinlab_report import aggregate, reader, plotting, report, summary, wrk_table
+from spinlab_report import aggregate, figures, reader, plotting, report, summary, wrk_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRINT = os.path.join(os.environ.get("SPINLAB_BUILD", os.path.join(ROOT, "build")), "host", "bin", "log2_table_print")
@@ -94,8 +94,8 @@ def test_the_runner_prints_the_same_table_as_the_report():
         assert wrk_table.wrk_table(h, ov) == g + "\n"
 
 
-def no_figures(run, att, summ, figdir, opts) -> dict:
-    """report.make_figures without drawing (this test is about the table, drawing takes ~10 s)."""
+def no_figures(run, att, counters, summ, figdir, opts) -> dict:
+    """figures.draw without drawing (this test is about the table, drawing takes ~10 s)."""
     names = ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist", "hold_cdf", "class_waits", "cpu_heatmap",
              "holder_off_scatter", "long_wait_window", "throughput")
     return {n: plotting.Figure(n, n, missing="not drawn in this test") for n in names}
@@ -104,7 +104,7 @@ def no_figures(run, att, summ, figdir, opts) -> dict:
 def test_a_timing_all_run_gets_the_section_with_its_peak(tmp_path, monkeypatch):
     """Run level: run-basic's counters as a timing=all run's (every acquisition timed, none
     uncontended) give the section, and its phases' peaks are where the counts say."""
-    monkeypatch.setattr(report, "make_figures", no_figures)
+    monkeypatch.setattr(figures, "draw", no_figures)
     run_dir = tmp_path / "run"
     shutil.copytree(BASIC, run_dir)
     meta = json.loads((run_dir / "meta.json").read_text())
