@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .buckets import empty, invariant_error, merge
+from .cdf import percentile
 from .contract import CONTENDED_ONLY
 
 
@@ -113,6 +114,18 @@ def wait_max(snaps, lock_class: str) -> int | None:
     return max(values) if values else None
 
 
+def class_rows(snaps) -> list:
+    """One dict per lock class (acquisitions, contended and its share, p50 and p99 of the timed
+    waits, the largest wait the kernel saw), longest p99 first; classes without timed waits last."""
+    per_class = by_key(snaps, "lock_class")
+    longest = {cls: wait_max(snaps, cls) for cls in per_class}
+    rows = [{"class": cls, "acquisitions": t.acquisitions, "contended": t.contended,
+             "contended_share": t.contended / t.acquisitions if t.acquisitions else None,
+             "p50": percentile(t.wait, 50), "p99": percentile(t.wait, 99), "max": longest[cls]}
+            for cls, t in per_class.items()]
+    return sorted(rows, key=lambda r: (r["p99"] is None, -(r["p99"] or 0), r["class"]))
+
+
 def lhp_classes(snaps) -> dict:
     """Guest LHP classification of all contended waits, summed: class -> {count, cycles}."""
     out: dict = {}
@@ -131,6 +144,7 @@ class Counters:
     summary.json and the figures read."""
     totals: dict  # phase -> Totals, None for a phase without snapshots
     repetitions: dict  # phase -> its number of repetitions
+    classes: dict  # phase -> its lock classes (class_rows; [] for a phase without snapshots)
     problems: list  # what is missing or inconsistent, in the order a reader needs them
 
 
@@ -170,4 +184,5 @@ def counters(run) -> Counters:
         if t.overflow:
             out.append(f"Phase {phase}: {t.overflow} contended wait(s) could not be timed (overflow); "
                        "they are counted in the table but not in CDFs or percentiles.")
-    return Counters(totals, {p: len(run.snaps(p)) for p in run.phases}, out)
+    return Counters(totals, {p: len(run.snaps(p)) for p in run.phases},
+                    {p: class_rows(run.snaps(p)) for p in run.phases}, out)

@@ -1,4 +1,5 @@
-"""Figure and table: which lock classes wait longest, per phase.
+"""Figure: which lock classes wait longest, per phase (the rows: aggregate.class_rows, which
+report_doc's table reads too).
 
 Classes are ranked by the 99th percentile of their timed waits (log-uniform within buckets,
 see cdf.py); the table also gives the median, the largest wait the kernel saw and the
@@ -6,26 +7,14 @@ contended share, so a class with few but huge waits stands out from one that is 
 """
 import numpy as np
 
-from . import aggregate
-from .cdf import percentile
 from .plotting import Figure, color, plt, power_label, save
 
 NAME, TITLE = "class_waits", "Longest-waiting lock classes (p99 wait)"
 
 
-def class_rows(snaps) -> list:
-    """One dict per lock class, longest p99 first; classes without timed waits last."""
-    rows = []
-    for cls, t in aggregate.by_key(snaps, "lock_class").items():
-        rows.append({"class": cls, "acquisitions": t.acquisitions, "contended": t.contended,
-                     "contended_share": t.contended / t.acquisitions if t.acquisitions else None,
-                     "p50": percentile(t.wait, 50), "p99": percentile(t.wait, 99),
-                     "max": aggregate.wait_max(snaps, cls)})
-    return sorted(rows, key=lambda r: (r["p99"] is None, -(r["p99"] or 0), r["class"]))
-
-
-def make(run, outdir: str) -> Figure:
-    rows = {p: [r for r in class_rows(run.snaps(p)) if r["p99"] is not None] for p in run.phases}
+def make(run, lock_classes: dict, outdir: str) -> Figure:
+    """lock_classes: phase -> its lock classes' rows (aggregate.Counters.classes)."""
+    rows = {p: [r for r in lock_classes[p] if r["p99"] is not None] for p in run.phases}
     classes = sorted({r["class"] for rs in rows.values() for r in rs})
     if not classes:
         return Figure(NAME, TITLE, missing="no lock class has timed contended waits")

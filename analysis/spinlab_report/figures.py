@@ -16,7 +16,7 @@ def draw(run, att, counters, summ: dict, figdir: str, opts) -> dict:
               lambda: fig_long_wait_window.make(run, att, figdir),
               lambda: fig_wait_ccdf.make(run, figdir, opts.long_wait_threshold), lambda: fig_wait_cdf.make(run, figdir),
               lambda: fig_wait_cdf_phases.make(run, figdir), lambda: fig_wait_hist.make(run.phases, totals, figdir),
-              lambda: fig_hold_cdf.make(run, figdir), lambda: fig_class_waits.make(run, figdir),
+              lambda: fig_hold_cdf.make(run, figdir), lambda: fig_class_waits.make(run, counters.classes, figdir),
               lambda: fig_throughput.make(run, summ, figdir)]
     figs = parallel.forked_map(lambda i: makers[i](), range(len(makers)))
     return {f.name: f for f in figs}

@@ -46,7 +46,7 @@ def generate(run, outdir: str, opts: summary.Options) -> dict:
     if wrk:
         paths["wrk_table"] = os.path.join(outdir, "wrk-table.txt")
         write(paths["wrk_table"], wrk[-1][1])
-    doc = report_doc.document(run, summ, text, figs, kvm + wrk + traces, opts)
+    doc = report_doc.document(run, summ, text, counters.classes, figs, kvm + wrk + traces, opts)
     write(paths["md"], render_md.render(doc, outdir))
     write(paths["html"], render_html.render(doc))
     return paths

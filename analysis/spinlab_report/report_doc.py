@@ -9,7 +9,6 @@ header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) sid
 import math
 
 from . import kvm_clock, throughput, verdict
-from .fig_class_waits import class_rows
 
 META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
                ("backend", "backend"), ("vcpus", "vCPUs"), ("memory_mb", "memory (MiB)"), ("lock", "lock algorithm"),
@@ -60,9 +59,10 @@ def context_line(run, summary: dict) -> str:
     return "; ".join(b for b in bits if b) + ". The run's settings are at the end."
 
 
-def document(run, summary: dict, table_text: str, figs: dict, sections: list, opts) -> list:
+def document(run, summary: dict, table_text: str, classes: dict, figs: dict, sections: list, opts) -> list:
     """The report's blocks (render_md, render_html): the verdict, what is missing, the tail, the
-    long waits, the log2 wait table, throughput, lock classes, CPUs, holds, the method; sections
+    long waits, the log2 wait table, throughput, lock classes (classes: aggregate.Counters.classes),
+    CPUs, holds, the method; sections
     (blocks made elsewhere: KVM's counters, the timing=all table, the traces) before the run's
     settings, which close it."""
     v = summary["verdict"]
@@ -91,7 +91,7 @@ def document(run, summary: dict, table_text: str, figs: dict, sections: list, op
     doc += every_vm_section(run)
     doc += [("h2", "Lock classes")]
     for phase in run.phases:
-        rows = class_rows(run.snaps(phase))
+        rows = classes[phase]
         if rows:
             doc.append(("table", [f"{phase}: class", "acquisitions", "contended", "p50 wait", "p99 wait", "max wait"],
                         [[r["class"], str(r["acquisitions"]), pct(r["contended_share"]), cycles(r["p50"]),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import BASIC, EXPECTED
-from spinlab_report import reader, report_doc, summary, verdict
+from spinlab_report import aggregate, reader, report_doc, summary, verdict
 from spinlab_report.confidence import log_ratio
 
 GHZ = 1_000_000_000  # guest TSC at 1 GHz; one repetition is 1 s
@@ -252,7 +252,7 @@ def test_warns_when_the_host_is_nested(tmp_path):
     s = summary.build(run, summary.Options())
     s["verdict"] = verdict.build(run, s)
     assert len(s["verdict"]["warnings"]) == 1 and "The host is itself a virtual machine" in s["verdict"]["warnings"][0]
-    doc = report_doc.document(run, s, "", {k: None for k in ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist",
+    doc = report_doc.document(run, s, "", aggregate.counters(run).classes, {k: None for k in ("wait_ccdf", "wait_cdf", "wait_cdf_phases", "wait_hist",
                                                           "hold_cdf", "class_waits", "cpu_heatmap", "holder_off_scatter",
                                                           "long_wait_window", "throughput")}, [], summary.Options())
     assert [b[0] for b in doc[:4]] == ["h1", "lead", "warning", "table"]  # under the verdict, above its table
