@@ -9,8 +9,9 @@
 //   target spinlab-results-contract), which the Python analysis reads
 //   (analysis/spinlab_report/contract.py), so Python spells none of them either;
 // - each object's list below is what its writer writes: experiments/runner/contract_test.cc
-//   holds every written object's keys against its list, and scripts/check-results-names.py fails
-//   where a writer or the reader spells a name of this table as a string of its own.
+//   (through analysis/tests/contract_check.py) holds every written object's keys against its
+//   list, and analysis/tests/test_results_names.py fails where a writer or the loader spells a
+//   name of this table as a string of its own.
 //
 // A field is added by adding its key to the master list and to its object's list; the contract
 // test then fails until the writer writes it, and the reader has its name. Names that older
