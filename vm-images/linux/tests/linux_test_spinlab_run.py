@@ -24,7 +24,7 @@ from linux_testlib import guest_image  # noqa: F401  (a fixture)
 from spinlab_linux import paths
 
 sys.path.insert(0, str(paths.REPO / "analysis"))  # spinlab_report (tests may set the path)
-from spinlab_report import attribution, reader, summary, verdict, verdict_text  # noqa: E402
+from spinlab_report import aggregate, attribution, reader, summary, table, verdict, verdict_text  # noqa: E402
 from spinlab_report.names import LHP_CLASS as L  # noqa: E402
 
 RUN = paths.REPO / "build" / "host" / "bin" / "spinlab-run"
@@ -62,6 +62,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
         assert snap["trace"]["loss"]["events_lost"] == 0
         assert {c for cpu in snap["cpus"] for c in cpu["classes"]} == {"spinlock_slowpath"}
         assert all(w["holder_cpu"] is None and w["class"] == "spinlock_slowpath" for w in snap["long_waits"])
+        assert {cpu["acquisitions_counted"] for cpu in snap["cpus"]} == {"contended-only"}
 
     run = reader.load_run(str(run_dir))
     assert run.holder_rule == "other-vcpu"
@@ -84,6 +85,10 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
     text = "\n".join(verdict.build(run, s)["warnings"] + [verdict_text.paragraph(verdict.build(run, s))])
     assert "the holder is the other vCPU" in text, text
     assert s["phases"]["idle-host"]["throughput"]["metric"] == "hackbench: hackbench runs/s"
+    # the log2 wait table the report writes: of the probe's contended acquisitions, said so
+    counters = aggregate.counters(run)
+    text = table.table_text(counters.totals, counters.repetitions)
+    assert text.count("%  of contended acquisitions only\n") == len(run.phases) and "uncontended" not in text, text
 
 
 def test_what_a_linux_guest_cannot_have_is_refused_before_anything_starts(tmp_path):
