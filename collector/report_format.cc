@@ -15,12 +15,13 @@ namespace key = spinlab::results::key;  // the results' names (hostlib/results_c
 
 namespace {
 
-// lockstat's formatter follows snprintf's contract: ask for the length, then fill.
-template <size_t (*Fn)(const LockClassPerf&, char*, size_t)>
-std::string lockstat_table(const LockClassPerf& c) {
-    size_t n = Fn(c, nullptr, 0);
+// lockstat's formatters follow snprintf's contract: ask for the length, then fill.
+// format(buf, cap) is one of them with its table's arguments bound.
+template <class Format>
+std::string lockstat_table(Format format) {
+    size_t n = format(nullptr, 0);
     std::string s(n + 1, '\0');
-    Fn(c, s.data(), s.size());
+    format(s.data(), s.size());
     s.resize(n);
     return s;
 }
@@ -160,15 +161,11 @@ void pv_fields(JsonWriter& w, const PvLockCounters& p) {
     for (const PvCounter& k : kPvCounters) w.field(k.name, p.*k.field);
 }
 
-std::string wait_table(const LockClassPerf& c, AcquisitionsCounted counted) {
-    std::string s(lockstat::format_wait_table(c, nullptr, 0, counted) + 1, '\0');
-    s.resize(lockstat::format_wait_table(c, s.data(), s.size(), counted));
-    return s;
-}
-
 std::string class_table(const LockClassPerf& c, AcquisitionsCounted counted) {
-    std::string out = "wait\n" + wait_table(c, counted);
-    out += "hold\n" + lockstat_table<lockstat::format_hold_table>(c);
+    std::string out = "wait\n" + lockstat_table([&](char* buf, size_t cap) {
+                          return lockstat::format_wait_table(c, buf, cap, counted);
+                      });
+    out += "hold\n" + lockstat_table([&](char* buf, size_t cap) { return lockstat::format_hold_table(c, buf, cap); });
     uint64_t contended = c.acquisitions - c.uncontended;
     out += "lhp class                count       %         cycles\n";
     for (uint32_t l = 0; l < kLhpClassCount; ++l) {
