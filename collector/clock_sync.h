@@ -25,11 +25,12 @@
 //      upper bounds of both neighbours (a step of the offset moves the level for good; a
 //      late publication is one isolated spike upwards);
 //   3. each remaining sample is a point (guest_tsc, offset = bracket middle - guest_tsc,
-//      half_width = half the bracket + the noise floor); between two points the offset is
-//      interpolated linearly, with the bound
-//          max(half_width_i, half_width_i+1) + |offset_i+1 - offset_i|
-//      which holds whenever the offset moved monotonically between the two (a step or a
-//      drift). Outside the first and last point there is no bound.
+//      half_width = half the bracket + the noise floor); between two points the offset lay
+//      within [lo, hi] = the union of the two points' ranges offset +- half_width, whenever
+//      it moved monotonically between them (a step, a creep or a drift), so a time there maps
+//      with the middle of that range and the bound (hi - lo) / 2: about half the offset's move
+//      plus the half widths. A linear interpolation would be off by the whole move near one
+//      end when a step came near the other. Outside the first and last point there is no bound.
 // The noise floor is the largest rise of the offset over a segment beyond its brackets: the
 // offset never rises (QEMU's guard only lowers it), so a rise is error the brackets do not
 // show (a publication a little late, host CPUs whose TSCs disagree), and every point carries it.

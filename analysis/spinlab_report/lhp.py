@@ -102,8 +102,10 @@ NO_SOURCE = 2  # SOURCES[2] == "none"
 class ClockMap:
     """guest TSC -> (host TSC, bound) from clock.json.
 
-    With 'points' ([guest_tsc, host - guest, half bracket] per kept sample): linear between
-    points, bound max(half brackets) + |offset change| of the segment, no mapping outside.
+    With 'points' ([guest_tsc, host - guest, half bracket] per kept sample): between two points
+    the offset lay within the union of their ranges offset +- half width (it moves one way only),
+    so a time there maps with that range's middle, bound half its span (collector/clock_sync.h,
+    which says why one way only); no mapping outside.
     Without points (a straight line only): the stated 'bound_max_cycles', else no bound at all,
     so every timeline class is 'uncertain' rather than guessed.
     """
@@ -134,9 +136,9 @@ def host_map(cmap, guest) -> tuple:
     g = np.asarray(guest, dtype=np.float64)
     if len(cmap.g) >= 2:
         i = np.clip(np.searchsorted(cmap.g, g, side="right"), 1, len(cmap.g) - 1)
-        t = (g - cmap.g[i - 1]) / (cmap.g[i] - cmap.g[i - 1])
-        off = cmap.off[i - 1] + t * (cmap.off[i] - cmap.off[i - 1])
-        bound = np.maximum(cmap.hw[i - 1], cmap.hw[i]) + np.abs(cmap.off[i] - cmap.off[i - 1])
+        lo = np.minimum(cmap.off[i - 1] - cmap.hw[i - 1], cmap.off[i] - cmap.hw[i])
+        hi = np.maximum(cmap.off[i - 1] + cmap.hw[i - 1], cmap.off[i] + cmap.hw[i])
+        off, bound = (lo + hi) / 2, (hi - lo) / 2
         before, after = g < cmap.g[0], g > cmap.g[-1]
         host = np.where(before, g + cmap.off[0], np.where(after, g + cmap.off[-1], g + off))
         return host, np.where(before | after, np.inf, bound)

@@ -65,8 +65,11 @@ def test_clock_map_points_and_bounds():
     m = ClockMap({"offset_cycles": 0, "drift_ppm": 0.0, "ref_guest_tsc": 0,
                   "points": [[1000, 500, 5.0], [2000, 500, 7.0], [3000, 300, 4.0]]})
     assert m.map(1500) == (2000.0, 7.0)                 # flat segment: the wider half bracket
-    host, bound = m.map(2500)                            # a step of 200 somewhere in (2000, 3000)
-    assert host == pytest.approx(2900.0) and bound == pytest.approx(207.0)
+    # a step of 200 somewhere in (2000, 3000): the offset lay in [300 - 4, 500 + 7] all along,
+    # so the middle of that and half its span, wherever the step came
+    host, bound = m.map(2500)
+    assert host == pytest.approx(2901.5) and bound == pytest.approx(105.5)
+    assert m.map(2001)[0] == pytest.approx(2402.5) and m.map(2999)[0] == pytest.approx(3400.5)
     assert m.map(999)[1] == float("inf") and m.map(3001)[1] == float("inf")
     # a straight line without points states no bound unless clock.json gives one
     assert ClockMap({"offset_cycles": 5, "drift_ppm": 0.0, "ref_guest_tsc": 0}).map(10) == (15.0, float("inf"))
