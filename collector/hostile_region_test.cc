@@ -363,6 +363,59 @@ TEST(HostileClock, EachBadFieldIsNamed) {
     EXPECT_EQ(check_clock(r, l, &ok), "cpu 1: clock publication: count went backwards (4 after 5)");
 }
 
+TEST(HostileClock, EachBadReferenceFieldIsNamed) {
+    RegionLayout l{};
+    l.cpu_count = 4;
+    ClockReading ok{2, 1000, 5, 1, 10'000};
+    ok.ref_source = uint32_t(ClockReference::kHpet);
+    ok.ref_period_fs = 10'000'000;
+    ok.ref_ticks = 123;
+    ok.ref_guest_tsc = 990;
+    EXPECT_EQ(check_clock(ok, l, nullptr), "");
+    ClockReading r = ok;
+    r.ref_source = 2;
+    EXPECT_EQ(check_clock(r, l, nullptr), "cpu 1: clock publication: ref_source 2 is not one the ABI names");
+    r = ok;
+    r.ref_period_fs = 0;
+    EXPECT_EQ(check_clock(r, l, nullptr), "cpu 1: clock publication: ref_period_fs 0 is outside 1..100000000");
+    r.ref_period_fs = kMaxClockRefPeriodFs + 1;
+    EXPECT_NE(check_clock(r, l, nullptr), "");
+    r = ok;
+    r.ref_guest_tsc = 1001;
+    EXPECT_EQ(check_clock(r, l, nullptr),
+              "cpu 1: clock publication: ref_guest_tsc 1001 is after guest_tsc 1000 (the reference is read between them)");
+    r = ok;  // no reference: the other fields are not looked at (a region from before them reads zeros)
+    r.ref_source = uint32_t(ClockReference::kNone);
+    r.ref_guest_tsc = 5000;
+    EXPECT_EQ(check_clock(r, l, nullptr), "");
+}
+
+// A publication with a reference goes through the seqcount whole.
+TEST(HostileClock, AReferenceIsPublishedAndReadWhole) {
+    MemRegion r(2, 4, TraceLoggerMode::kRealTime);
+    RegionReader reader(r.path(), std::chrono::milliseconds(50));
+    ClockRef ref;
+    ref.ticks = 777;
+    ref.guest_tsc = 4990;
+    ref.period_fs = 10'000'000;
+    ref.source = ClockReference::kHpet;
+    ASSERT_TRUE(clock_publish(r.clock(), 5000, 1, 10'000, 0, ref));
+    auto c = reader.clock();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->ref_ticks, 777u);
+    EXPECT_EQ(c->ref_guest_tsc, 4990u);
+    EXPECT_EQ(c->ref_period_fs, 10'000'000u);
+    EXPECT_EQ(c->ref_source, uint32_t(ClockReference::kHpet));
+    r.clock()->ref_source = 9;  // a guest that scribbles over it: corrupt, named
+    r.clock()->seq += 2;
+    try {
+        reader.clock();
+        FAIL() << "no error";
+    } catch (const CollectError& e) {
+        EXPECT_NE(std::string(e.what()).find("ref_source 9 is not one the ABI names"), std::string::npos) << e.what();
+    }
+}
+
 // A guest that lays the region out before its first publication (a Linux guest's agent publishes
 // from a thread of its own, 10 ms later): no reading yet, not a corrupt region; the first
 // publication is read.

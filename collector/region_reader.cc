@@ -83,6 +83,22 @@ std::string check_clock(const ClockReading& r, const RegionLayout& layout, const
     if (last && r.count < last->count)
         return "cpu " + std::to_string(r.cpu) + ": clock publication: count went backwards (" +
                std::to_string(r.count) + " after " + std::to_string(last->count) + ")";
+    return check_clock_reference(r);
+}
+
+// The reference clock beside a publication (ClockArea::ref_*): a source the ABI names, a tick
+// of 1 fs to 100 ns (the HPET specification's limit), read between the two TSC reads.
+std::string check_clock_reference(const ClockReading& r) {
+    const std::string at = "cpu " + std::to_string(r.cpu) + ": clock publication: ";
+    if (r.ref_source >= enum_count(kClockReferenceNames))
+        return at + "ref_source " + std::to_string(r.ref_source) + " is not one the ABI names";
+    if (ClockReference(r.ref_source) == ClockReference::kNone) return "";
+    if (r.ref_period_fs == 0 || r.ref_period_fs > kMaxClockRefPeriodFs)
+        return at + "ref_period_fs " + std::to_string(r.ref_period_fs) + " is outside 1.." +
+               std::to_string(kMaxClockRefPeriodFs);
+    if (r.ref_guest_tsc > r.guest_tsc)
+        return at + "ref_guest_tsc " + std::to_string(r.ref_guest_tsc) + " is after guest_tsc " +
+               std::to_string(r.guest_tsc) + " (the reference is read between them)";
     return "";
 }
 
@@ -174,7 +190,7 @@ std::optional<ClockReading> RegionReader::clock() {
     return std::nullopt;
 }
 
-std::optional<ClockSample> RegionReader::sample_clock(std::chrono::milliseconds max_wait,
+std::optional<ClockSample> RegionReader::sample_clock(std::chrono::microseconds max_wait,
                                                      uint64_t good_width) {
     // A bracket is only as narrow as our polls are dense: when this thread was descheduled
     // between two polls the bracket spans the gap. Try again until one is narrower than

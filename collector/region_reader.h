@@ -42,6 +42,9 @@ inline constexpr uint32_t kMaxClockPeriodUs = 1'000'000;
 // below last's. Returns what is wrong ("clock publication: count went backwards (5 after 9)"),
 // or "" when it is fine.
 std::string check_clock(const ClockReading& r, const RegionLayout& layout, const ClockReading* last);
+// The reference clock's fields of a publication (part of check_clock): "" when they hold.
+std::string check_clock_reference(const ClockReading& r);
+inline constexpr uint32_t kMaxClockRefPeriodFs = 100'000'000;  // 100 ns: the HPET's slowest
 
 class RegionReader {
 public:
@@ -69,7 +72,7 @@ public:
     // Polls the clock publication until it changes, bracketing the change between two host
     // TSC reads (see clock_sync.h); repeats until a bracket is at most good_width host cycles
     // wide, returning the narrowest seen. nullopt when nothing was published within max_wait.
-    std::optional<ClockSample> sample_clock(std::chrono::milliseconds max_wait,
+    std::optional<ClockSample> sample_clock(std::chrono::microseconds max_wait,
                                             uint64_t good_width = kGoodClockBracket);
     static constexpr uint64_t kGoodClockBracket = kMaxClockBracket;  // what fit_clock keeps
 

@@ -8,6 +8,7 @@
 // in value order; constants are the ABI's defaults that Python uses too. Names are plain ASCII
 // words (the tables are checked for that here: a quote or backslash would need escaping).
 #include <spinlab/perfdata.h>
+#include <spinlab/shm.h>
 #include <spinlab/preemptor.h>
 #include <spinlab/sysinfo.h>
 #include <spinlab/trace.h>
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
                     write_enum("trace_state", kTraceStateNames, false) &&
                     write_enum("trace_stack_end", kTraceStackEndNames, false) &&
                     write_enum("acquisitions_counted", kAcquisitionsCountedNames, false) &&
+                    write_enum("clock_reference", kClockReferenceNames, false) &&
                     write_enum("preemptor_class", kPreemptorClassNames, true);
     std::fprintf(out, "  },\n  \"constants\": {\n    \"long_wait_threshold\": %llu\n  }\n}\n",
                  static_cast<unsigned long long>(kDefaultLongWaitThreshold));

@@ -48,6 +48,9 @@ inline uint64_t rdtsc_lfence() {
     return (uint64_t(hi) << 32) | lo;
 }
 
+// Later instructions (a load, an MMIO read) do not start before earlier ones (a rdtsc) complete.
+inline void lfence() { asm volatile("lfence" ::: "memory"); }
+
 inline void pause() { asm volatile("pause" ::: "memory"); }
 inline void hlt() { asm volatile("hlt" ::: "memory"); }
 inline void cli() { asm volatile("cli" ::: "memory"); }

@@ -19,6 +19,7 @@
 #include "channel_device.h"
 #include "lockstat.h"
 #include "locktrace.h"
+#include "hpet.h"
 #include "lapic.h"
 #include "mem.h"
 #include "multiboot.h"
@@ -97,6 +98,7 @@ extern "C" void kmain(uint32_t magic, uint32_t mb_info) {
     trap_init();           // IDT entries for every vector
     acpi_init();           // CPUs and the I/O APIC from the MADT
     lapic_init();          // calibrate the TSC and the LAPIC timer against the PIT
+    hpet_init();           // the clock publications' reference clock, if there is an HPET
     region_init(acpi_madt().ncpus < g_boot.maxcpus ? acpi_madt().ncpus : g_boot.maxcpus);
                            // the ivshmem region the host reads, if QEMU gave us one
     region_use_for_lockstat();  // per-CPU perf data there, before any CPU's lockstat init

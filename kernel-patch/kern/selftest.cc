@@ -13,14 +13,14 @@
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
     kSuiteLockstat, kSuiteTrace, kSuiteTraceModes, kSuiteVcpuState, kSuiteVcpuStateHost,
-    kSuiteLockWaitHost;
+    kSuiteLockWaitHost, kSuiteClock;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp,      &kSuiteSpinlock, &kSuiteSched,
                                          &kSuiteMem,      &kSuiteUser,     &kSuiteLockstat,
                                          &kSuiteTrace,    &kSuiteTraceModes, &kSuiteVcpuState,
-                                         &kSuiteVcpuStateHost, &kSuiteLockWaitHost};
+                                         &kSuiteVcpuStateHost, &kSuiteLockWaitHost, &kSuiteClock};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

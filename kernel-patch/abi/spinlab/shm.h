@@ -103,18 +103,37 @@ static_assert(offsetof(RegionHeader, tsc_hz) == 48, "ABI");
 static_assert(offsetof(RegionHeader, sections) == 96, "ABI");
 static_assert(sizeof(RegionHeader) == 96 + 24 * 5, "ABI");
 
+// A clock the guest reads beside its TSC in each publication (ClockArea::ref_source), so the
+// host can place the TSC without watching the publication happen (collector/clock_reference.h).
+#define SPINLAB_CLOCK_REFERENCE(X)                                                           \
+    /* none: only the host's bracket around the publication places it */                   \
+    X(kNone, 0, "none")                                                                      \
+    /* the HPET's main counter: under QEMU, the host's CLOCK_MONOTONIC plus an offset that */ \
+    /* stays put while the VM runs, whatever QEMU does to the guest's TSC */                \
+    X(kHpet, 1, "hpet")
+SPINLAB_DENSE_ENUM(ClockReference, uint32_t, SPINLAB_CLOCK_REFERENCE, kClockReferenceNames,
+                   clock_reference_name);
+
 // Guest TSC publications for clock correlation. Written under `seq` by one guest CPU at a time:
 // any CPU's timer tick may publish (the first after about half a period), taking `seq` odd
 // with a compare-and-swap, so publications go on while some vCPU is frozen or descheduled.
+// With a reference clock, the publishing CPU reads its TSC (ref_guest_tsc), the reference
+// (ref_ticks) and its TSC again (guest_tsc), in that order: the reference was read between the
+// two. Regions from before the reference read zeros there: kNone.
 struct ClockArea {
-    uint64_t seq;          // odd while the guest writes
-    uint64_t guest_tsc;    // guest TSC read just before this publication
-    uint64_t count;        // publications since boot (a heartbeat: it stops when the guest dies)
-    uint32_t cpu;          // the CPU that published
-    uint32_t period_us;    // intended time between publications
-    uint64_t reserved[4];
+    uint64_t seq;           // odd while the guest writes
+    uint64_t guest_tsc;     // guest TSC read just before this publication
+    uint64_t count;         // publications since boot (a heartbeat: it stops when the guest dies)
+    uint32_t cpu;           // the CPU that published
+    uint32_t period_us;     // intended time between publications
+    uint64_t ref_ticks;     // the reference clock, read between ref_guest_tsc and guest_tsc
+    uint64_t ref_guest_tsc; // guest TSC read just before ref_ticks
+    uint32_t ref_period_fs; // the reference's tick in femtoseconds
+    uint32_t ref_source;    // ClockReference
+    uint64_t reserved[1];
 };
 static_assert(sizeof(ClockArea) == 64, "ClockArea is one cache line");
+static_assert(offsetof(ClockArea, ref_ticks) == 32 && offsetof(ClockArea, ref_source) == 52, "ABI");
 
 // What the guest's channel server could not parse or answered with an error (it cannot
 // answer what it cannot parse, so it counts here). Written by the channel server only.
