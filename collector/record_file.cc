@@ -48,7 +48,7 @@ std::string record_header_json(const RecordHeader& h) {
     JsonWriter w;
     w.begin_object()
         .field("type", "header").field(key::format, "spinlab-record")
-        .field("version", kRecordFormatVersion).field("source", h.source)
+        .field("version", kRecordFormatVersion).field(key::source, h.source)
         .field("attach", h.attach).field(key::cpus, h.cpus).field(key::tsc_hz, h.tsc_hz)
         .field("generation", h.generation).field("interval_s", h.interval_s)
         .field("started_ns", h.started_ns).field("hist_buckets", kHistBuckets);

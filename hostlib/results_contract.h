@@ -39,6 +39,8 @@ namespace spinlab::results {
     K(buffers_per_cpu, "buffers_per_cpu")                                                        \
     K(buffers_written, "buffers_written")                                                        \
     K(cache_size, "cache_size")                                                                  \
+    K(calibrated_from, "calibrated_from")                                                        \
+    K(calibration_bound_ns, "calibration_bound_ns")                                              \
     K(cgroup, "cgroup")                                                                          \
     K(class_, "class")                                                                           \
     K(classes, "classes")                                                                        \
@@ -129,6 +131,7 @@ namespace spinlab::results {
     K(phases, "phases")                                                                          \
     K(pin, "pin")                                                                                \
     K(pinning, "pinning")                                                                        \
+    K(placed, "placed")                                                                          \
     K(plan, "plan")                                                                              \
     K(points, "points")                                                                          \
     K(preempt_rt_priority, "preempt_rt_priority")                                                \
@@ -143,9 +146,11 @@ namespace spinlab::results {
     K(pv_spurious_wakeups, "pv_spurious_wakeups")                                                \
     K(pv_steals, "pv_steals")                                                                    \
     K(qemu_version, "qemu_version")                                                              \
+    K(readings, "readings")                                                                      \
     K(realtime_buffers_lost, "realtime_buffers_lost")                                            \
     K(reason, "reason")                                                                          \
     K(ref_guest_tsc, "ref_guest_tsc")                                                            \
+    K(reference, "reference")                                                                    \
     K(rejected, "rejected")                                                                      \
     K(rep, "rep")                                                                                \
     K(repetitions, "repetitions")                                                                \
@@ -153,12 +158,14 @@ namespace spinlab::results {
     K(role, "role")                                                                              \
     K(run_id, "run_id")                                                                          \
     K(runner, "runner")                                                                          \
+    K(sampler_spun_ms, "sampler_spun_ms")                                                        \
     K(samples, "samples")                                                                        \
     K(samples_missed, "samples_missed")                                                          \
     K(samples_taken, "samples_taken")                                                            \
     K(seed, "seed")                                                                              \
     K(session_id, "session_id")                                                                  \
     K(slot, "slot")                                                                              \
+    K(source, "source")                                                                          \
     K(stack_caching, "stack_caching")                                                            \
     K(stack_flags, "stack_flags")                                                                \
     K(stacks, "stacks")                                                                          \
@@ -189,6 +196,7 @@ namespace spinlab::results {
     K(waiter_steal_ns, "waiter_steal_ns")                                                        \
     K(wall, "wall")                                                                              \
     K(warmup_s, "warmup_s")                                                                      \
+    K(why_not, "why_not")                                                                        \
     K(wide, "wide")                                                                              \
     K(workload, "workload")
 
@@ -222,7 +230,8 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
                          X(cache_size))                                                          \
     /* status.json */                                                                            \
     O(status, X(format) X(state) X(reason) X(done))                                              \
-    /* clock.json: format, the fit (clock_fit_json.h) and samples_missed */                      \
+    /* clock.json: format, the fit (clock_fit_json.h), samples_missed, what the sampler spun   \
+       and its reference clock (collector/clock_reference.h) */                                 \
     O(clock_fit, X(method) X(offset_cycles) X(host_tsc_hz) X(drift_ppm) X(drift_measured)        \
                  X(drift_bound_ppm) X(drift_note) X(drift_segments) X(drift_coverage)            \
                  X(noise_floor_cycles) X(ref_guest_tsc) X(offset_steps_cycles)                   \
@@ -230,7 +239,10 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
                  X(rejected) X(residual_cycles) X(max_bracket_cycles) X(bracket_limit_cycles)    \
                  X(points))                                                                      \
     O(clock_rejected, X(unordered) X(wide) X(late))                                              \
-    O(clock, X(format) X(samples_missed))                                                        \
+    O(clock, X(format) X(samples_missed) X(sampler_spun_ms) X(reference))                        \
+    O(clock_reference, X(source) X(readings) X(placed) X(calibrated_from)                        \
+                       X(calibration_bound_ns)                                                   \
+                       X(why_not))                                                               \
     /* snapshots/<phase>-r<rep>.json */                                                          \
     O(snapshot, X(format) X(phase) X(rep) X(start) X(end) X(duration_s) X(workload) X(cpus)      \
                 X(long_waits) X(long_wait_threshold) X(long_waits_dropped) X(trace))             \

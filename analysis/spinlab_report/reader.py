@@ -304,4 +304,24 @@ def _read_clock(path: str) -> dict | None:
             c.K.method: d.get(c.K.method), c.K.points: sorted(points),
             c.K.bound_max_cycles: bound if isinstance(bound, (int, float)) else None,
             c.K.bound_median_cycles: d.get(c.K.bound_median_cycles),
-            c.K.noise_floor_cycles: float(d.get(c.K.noise_floor_cycles) or 0.0)}
+            c.K.noise_floor_cycles: float(d.get(c.K.noise_floor_cycles) or 0.0),
+            c.K.reference: _read_reference(d.get(c.K.reference))}
+
+
+def _read_reference(r) -> dict | None:
+    """clock.json's reference (the guest's reference clock, collector/clock_reference.h), checked;
+    None in results from before it."""
+    if r is None:
+        return None
+    where = f"{c.CLOCK} reference"
+    if not isinstance(r, dict):
+        raise c.ContractError(f"{where}: expected an object, got {r!r}")
+    out = {c.K.source: c.need(r, c.K.source, str, where)}
+    for k in (c.K.readings, c.K.placed, c.K.calibrated_from):
+        out[k] = c.need_count(r, k, where)
+    bound = r.get(c.K.calibration_bound_ns)
+    if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool) or bound < 0):
+        raise c.ContractError(f"{where}: {c.K.calibration_bound_ns} must be a number of ns or null, got {bound!r}")
+    out[c.K.calibration_bound_ns] = bound
+    out[c.K.why_not] = r.get(c.K.why_not) or ""
+    return out

@@ -165,10 +165,31 @@ def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
 
 
 def clock_paragraph(summary: dict, host_hz) -> list:
-    """Under KVM: which clock placed guest times on the host's axis (kvm_clock.text); else none."""
+    """Which clock placed guest times on the host's axis: under KVM kvm_clock.text, else the
+    sampled fit and what its reference clock placed (reference_text); none without a clock."""
     c = summary.get("clock") or {}
-    t = kvm_clock.text(c.get("kvm_tsc"), c, float(host_hz) if host_hz else None)
+    hz = float(host_hz) if host_hz else None
+    t = kvm_clock.text(c.get("kvm_tsc"), c, hz) or reference_text(c, hz)
     return [("p", t)] if t else []
+
+
+def reference_text(c: dict, hz: float | None) -> str | None:
+    """The sampled fit's paragraph: its bound, and the publications its reference clock placed."""
+    ref = c.get("reference")
+    if not c or ref is None:
+        return None
+    us = (lambda v: f"{v / hz * 1e6:.1f} µs") if hz else (lambda v: f"{v:.0f} cycles")
+    bound = c.get("bound_median_cycles")
+    head = (f"Clock: the sampled fit (bound median {us(bound) if bound is not None else 'not stated'}, "
+            f"max {us(c['bound_max_cycles']) if c.get('bound_max_cycles') is not None else 'not stated'}). ")
+    if ref["source"] == "none":
+        return head + "The guest's publications carried no reference clock: each point is a publication the host saw."
+    if ref["calibration_bound_ns"] is None:
+        return head + (f"The guest's {ref['readings']} publications read with its {ref['source']} were not placed: "
+                       f"{ref['why_not']}.")
+    return head + (f"{ref['placed']} of its points are publications placed through the guest's {ref['source']} "
+                   f"(calibrated against {ref['calibrated_from']} publications the host saw, to within "
+                   f"{ref['calibration_bound_ns']:.0f} ns), the rest publications the host saw.")
 
 
 def lost_text(l: dict, trace: dict | None) -> str:

@@ -127,13 +127,15 @@ def summarise(run, att, counters, opts: Options) -> dict:
 
 def clock_summary(run) -> dict | None:
     """Which clock placed guest times on the host's axis (kvm_clock.py): "source" kvm-tsc-offset
-    or sampled-fit, its bounds in host cycles, and under KVM what was decided ("kvm_tsc": the
-    offset read, its check against the fit, or why it was not taken). None without a clock."""
+    or sampled-fit, its bounds in host cycles, under KVM what was decided ("kvm_tsc": the offset
+    read, its check against the fit, or why it was not taken), and the fit's "reference" (the
+    guest's reference clock, clock.json; None before it existed). None without a clock."""
     if run.clock is None:
         return None
     return {"source": kvm_clock.METHOD if run.clock.get("method") == kvm_clock.METHOD else "sampled-fit",
             "bound_max_cycles": run.clock.get("bound_max_cycles"),
-            "bound_median_cycles": run.clock.get("bound_median_cycles"), "kvm_tsc": run.kvm_clock}
+            "bound_median_cycles": run.clock.get("bound_median_cycles"), "kvm_tsc": run.kvm_clock,
+            "reference": (run.clock_fit or {}).get("reference")}
 
 
 def timeline_problems(run) -> list:

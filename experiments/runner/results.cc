@@ -256,13 +256,25 @@ std::string status_json(bool complete, const std::string& reason, const std::vec
     return j.take() + "\n";
 }
 
-std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed) {
+std::string clock_json(const collect::ClockFit& fit, const ClockSampling& sampling) {
     JsonWriter j;
     j.begin_object();
     j.field(key::format, kResultsFormat);
     collect::write_clock_fit(j, fit);  // the one shape of a fit (the record file's end line too)
     // Attempts that saw no publication within their wait: not samples, so not in samples_taken.
-    j.field(key::samples_missed, samples_missed);
+    j.field(key::samples_missed, sampling.missed);
+    j.field(key::sampler_spun_ms, sampling.spun_ms);
+    const collect::ClockSampler::Reference& r = sampling.reference;
+    j.key(key::reference).begin_object();
+    j.field(key::source, r.source);
+    j.field(key::readings, uint64_t(r.readings));
+    j.field(key::placed, uint64_t(r.placed));
+    j.field(key::calibrated_from, uint64_t(r.calibration.used));
+    j.key(key::calibration_bound_ns);
+    if (r.calibration.ok) j.value(r.calibration.half_width_ns());
+    else null_value(j);
+    j.field(key::why_not, r.calibration.ok ? "" : r.calibration.why_not);
+    j.end_object();
     j.end_object();
     return j.take() + "\n";
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_sampler.h"
 #include "clock_sync.h"
 #include "hostlib/json_writer.h"
 #include "snapshot.h"
@@ -124,8 +125,16 @@ struct Done {
 };
 std::string status_json(bool complete, const std::string& reason, const std::vector<Done>& done);
 
+// How the run-long sampler went (collector/clock_sampler.h): attempts that saw no publication,
+// the time it spun (taken from the host's CPUs), and its reference clock.
+struct ClockSampling {
+    uint64_t missed = 0;
+    double spun_ms = 0;
+    collect::ClockSampler::Reference reference;
+};
+
 // clock.json from a fit (fit.ok must hold).
-std::string clock_json(const collect::ClockFit& fit, uint64_t samples_missed);
+std::string clock_json(const collect::ClockFit& fit, const ClockSampling& sampling);
 
 struct HostInfo {
     std::string cpu_model;

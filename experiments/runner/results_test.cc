@@ -183,17 +183,41 @@ TEST(Results, StatusAndClock) {
     fit.intercept = 10;
     fit.drift_ppm = 2.5;
     fit.used = 8;
-    pt::ptree c = parse_json(clock_json(fit, 3));
+    pt::ptree c = parse_json(clock_json(fit, ClockSampling{3}));
     EXPECT_EQ(c.get<int64_t>("offset_cycles"), 5010);
     EXPECT_EQ(c.get<int>("samples_missed"), 3);
     EXPECT_DOUBLE_EQ(c.get<double>("drift_ppm"), 2.5);
     EXPECT_EQ(c.get<uint64_t>("ref_guest_tsc"), 1000u);
     EXPECT_EQ(c.get<int>("samples"), 8);
+    EXPECT_EQ(c.get<std::string>("reference.source"), "none");  // no sampler, no reference
+    EXPECT_EQ(c.get<std::string>("reference.calibration_bound_ns"), "null");
+}
+
+TEST(Results, ClockJsonSaysWhatTheReferencePlacedAndWhatTheSamplerSpun) {
+    collect::ClockFit fit;
+    fit.ok = true;
+    ClockSampling s{2, 41.5, {}};
+    s.reference.source = "hpet";
+    s.reference.readings = 700;
+    s.reference.placed = 698;
+    s.reference.calibration.ok = true;
+    s.reference.calibration.lo_ns = 100;
+    s.reference.calibration.hi_ns = 160;
+    s.reference.calibration.used = 140;
+    pt::ptree c = parse_json(clock_json(fit, s));
+    EXPECT_DOUBLE_EQ(c.get<double>("sampler_spun_ms"), 41.5);
+    EXPECT_EQ(c.get<std::string>("reference.source"), "hpet");
+    EXPECT_EQ(c.get<int>("reference.readings"), 700);
+    EXPECT_EQ(c.get<int>("reference.placed"), 698);
+    EXPECT_EQ(c.get<int>("reference.calibrated_from"), 140);
+    EXPECT_DOUBLE_EQ(c.get<double>("reference.calibration_bound_ns"), 30);
+    EXPECT_EQ(c.get<std::string>("reference.why_not"), "");
 }
 
 // One shape of a clock fit: the record file's end line carries, under "clock_fit", the members
 // clock.json has (clock_fit_json.h), so a reader of one reads the other; clock.json adds only
-// its format and samples_missed, the end line only "ok".
+// its format and what the run-long sampler did (samples_missed, sampler_spun_ms, reference),
+// the end line only "ok".
 TEST(Results, ClockJsonAndTheRecordEndLineShareTheFitShape) {
     collect::ClockFit fit;
     fit.ok = true;
@@ -202,9 +226,11 @@ TEST(Results, ClockJsonAndTheRecordEndLineShareTheFitShape) {
     fit.drift_measured = true;
     fit.drift_bound_ppm = 1.5;
     fit.points = {{1000, 5000, 40.5}, {9000, 5003, 38}};
-    pt::ptree clock = parse_json(clock_json(fit, 3));
+    pt::ptree clock = parse_json(clock_json(fit, ClockSampling{3}));
     clock.erase("format");
     clock.erase("samples_missed");
+    clock.erase("sampler_spun_ms");
+    clock.erase("reference");
     pt::ptree end = parse_json(collect::record_end_json("done", 2, fit)).get_child("clock_fit");
     EXPECT_EQ(end.get<bool>("ok"), true);
     end.erase("ok");
@@ -265,7 +291,7 @@ TEST(Results, SpinlabReportAcceptsIt) {
     collect::ClockFit fit;
     fit.ok = true;
     fit.used = 4;
-    write_file(dir + "/clock.json", clock_json(fit, 0));
+    write_file(dir + "/clock.json", clock_json(fit, ClockSampling{}));
     write_file(dir + "/status.json", status_json(true, "all 4 repetitions done", done));
     std::string cmd = report + " " + dir + " > " + out + "/report.out 2>&1";
     int rc = std::system(cmd.c_str());

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -138,14 +139,18 @@ collect::ClockFit Experiment::write_clock() {
         note("the clock sampling throughout the run stopped: " + why + " (only the windows' samples are fitted)");
         clock_error_noted_ = why;
     }
-    std::vector<collect::ClockSample> all = clock_samples_;  // at the ends of each window
-    auto more = vm_->clock_samples();                          // throughout the run
-    all.insert(all.end(), more.begin(), more.end());
+    std::vector<collect::ClockSample> all = vm_->clock_samples();  // throughout the run
+    // At the ends of each window, unless the sampler has that publication too (placed through
+    // the guest's reference: a placed sample and a bracket of one publication are one point).
+    std::set<uint64_t> seen;
+    for (const auto& s : all) seen.insert(s.guest_tsc);
+    for (const auto& s : clock_samples_)
+        if (!seen.count(s.guest_tsc)) all.push_back(s);
     if (all.size() < 2) return {};
     collect::ClockFit fit = collect::fit_clock(all);
     if (!fit.ok) return fit;
     fit.host_tsc_hz = host_tsc_hz_;
-    write_file(dir_ + "/clock.json", clock_json(fit, vm_->clock_samples_missed()));
+    write_file(dir_ + "/clock.json", clock_json(fit, vm_->clock_sampling()));
     return fit;
 }
 

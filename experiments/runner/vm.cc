@@ -177,7 +177,14 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
     }
     check_cpu_mapping();
     // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h).
-    if (sample_clock_) clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval);
+    if (sample_clock_) clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval,
+                                                                        info_.vcpu_tids);
+}
+
+ClockSampling Vm::clock_sampling() const {
+    if (!clock_sampler_) return {};
+    return {clock_sampler_->missed(), std::chrono::duration<double, std::milli>(clock_sampler_->spun()).count(),
+            clock_sampler_->reference()};
 }
 
 void Vm::check_cpu_mapping() {

@@ -11,6 +11,7 @@
 #include "child.h"
 #include "clock_sampler.h"
 #include "guest.h"
+#include "results.h"
 #include "spec.h"
 
 namespace spinlab::run {
@@ -95,7 +96,7 @@ public:
     std::vector<collect::ClockSample> clock_samples() const {
         return clock_sampler_ ? clock_sampler_->samples() : std::vector<collect::ClockSample>{};
     }
-    size_t clock_samples_missed() const { return clock_sampler_ ? clock_sampler_->missed() : 0; }
+    ClockSampling clock_sampling() const;
     // Why the run-long clock sampling stopped early ("" while it runs).
     std::string clock_sampler_error() const { return clock_sampler_ ? clock_sampler_->error() : ""; }
 
