@@ -74,6 +74,7 @@ namespace spinlab::results {
     K(file, "file")                                                                              \
     K(flush_timer_ms, "flush_timer_ms")                                                          \
     K(format, "format")                                                                          \
+    K(freeze_rt_priority, "freeze_rt_priority")                                                  \
     K(freeze_write_ms, "freeze_write_ms")                                                        \
     K(freezer, "freezer")                                                                        \
     K(git_rev, "git_rev")                                                                        \
@@ -134,7 +135,6 @@ namespace spinlab::results {
     K(placed, "placed")                                                                          \
     K(plan, "plan")                                                                              \
     K(points, "points")                                                                          \
-    K(preempt_rt_priority, "preempt_rt_priority")                                                \
     K(preemptor, "preemptor")                                                                    \
     K(preemptor_comm, "preemptor_comm")                                                          \
     K(preemptor_pid, "preemptor_pid")                                                            \
@@ -215,10 +215,10 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
             X(guest_tsc_hz) X(workload) X(kernel_append) X(phases) X(repetitions) X(order)       \
             X(seed) X(plan) X(duration_s) X(warmup_s) X(vm_name) X(vcpu_thread_ids)              \
             X(cpu_mapping) X(guest_build_id) X(guest_hypervisor) X(guest) X(guest_kernel)        \
-            X(runner) X(preempt_rt_priority) X(freezer) X(neighbours) X(timeline_source)         \
+            X(runner) X(freeze_rt_priority) X(freezer) X(neighbours) X(timeline_source)          \
             X(trace))                                                                            \
     O(meta_host, X(cpu_model) X(kernel) X(cpus) X(tsc_hz) X(hypervisor))                         \
-    O(meta_preempt_rt_priority, X(asked) X(used) X(fallback))                                    \
+    O(meta_freeze_rt_priority, X(asked) X(used) X(fallback))                                     \
     O(meta_freezer, X(slot) X(cgroup) X(key_held) X(freeze_write_ms) X(thaw_write_ms))           \
     O(meta_neighbours, X(host_cpus) X(vms) X(overcommit))                                        \
     O(meta_neighbour_vm, X(name) X(role) X(vcpus) X(memory_mb) X(lock) X(workload) X(pin))       \

@@ -82,7 +82,7 @@ Meta make_meta(const MetaSources& s) {
     m.workload = workload_line(spec);
     m.kernel_append = kernel_append(spec);
     for (const Phase& p : spec.run.phases) m.phases.push_back(p.name());
-    m.preempt_rt_priority.asked = spec.run.preempt_rt_priority;
+    m.freeze_rt_priority.asked = spec.run.preempt_rt_priority;
     m.repetitions = spec.run.repetitions;
     m.order = order_name(spec.run.order);
     m.seed = spec.run.seed;
@@ -120,7 +120,7 @@ Meta make_meta(const MetaSources& s) {
 bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts) {
     auto used = facts.find("rt_priority");
     if (used == facts.end()) return false;
-    Meta::InjectorPriority now = m.preempt_rt_priority;
+    Meta::InjectorPriority now = m.freeze_rt_priority;
     uint32_t priority = 0;
     const std::string& text = used->second;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), priority);
@@ -129,8 +129,8 @@ bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& f
     now.used = priority;
     auto fallback = facts.find("rt_priority_fallback");
     now.fallback = fallback == facts.end() ? "" : fallback->second;
-    if (now.used == m.preempt_rt_priority.used && now.fallback == m.preempt_rt_priority.fallback) return false;
-    m.preempt_rt_priority = now;
+    if (now.used == m.freeze_rt_priority.used && now.fallback == m.freeze_rt_priority.fallback) return false;
+    m.freeze_rt_priority = now;
     return true;
 }
 

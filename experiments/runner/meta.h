@@ -30,7 +30,7 @@ struct MetaSources {
 Meta make_meta(const MetaSources& s);
 
 // What a preempt condition's ready file says of its injector's priority (conditions.h facts:
-// rt_priority, rt_priority_fallback) into m.preempt_rt_priority. Returns true when it changed
+// rt_priority, rt_priority_fallback) into m.freeze_rt_priority. Returns true when it changed
 // (meta.json is then written again); facts without rt_priority change nothing.
 bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts);
 

@@ -11,21 +11,21 @@ namespace {
 
 TEST(InjectorPriority, UnknownUntilAPreemptConditionSaysIt) {
     Meta m;
-    m.preempt_rt_priority.asked = 10;
+    m.freeze_rt_priority.asked = 10;
     EXPECT_FALSE(note_injector_priority(m, {})) << "hog and throttle state nothing";
-    EXPECT_NE(meta_json(m).find("\"preempt_rt_priority\":{\"asked\":10,\"used\":null,\"fallback\":null}"),
+    EXPECT_NE(meta_json(m).find("\"freeze_rt_priority\":{\"asked\":10,\"used\":null,\"fallback\":null}"),
               std::string::npos)
         << meta_json(m);
 }
 
 TEST(InjectorPriority, TheFallbackIsRecordedOnce) {
     Meta m;
-    m.preempt_rt_priority.asked = 10;
+    m.freeze_rt_priority.asked = 10;
     const std::map<std::string, std::string> refused{
         {"rt_priority_asked", "10"}, {"rt_priority", "0"},
         {"rt_priority_fallback", "sched_setscheduler(SCHED_FIFO, 10): Operation not permitted"}};
     EXPECT_TRUE(note_injector_priority(m, refused));
-    EXPECT_EQ(m.preempt_rt_priority.used, 0u);
+    EXPECT_EQ(m.freeze_rt_priority.used, 0u);
     EXPECT_NE(meta_json(m).find("\"used\":0,\"fallback\":\"sched_setscheduler(SCHED_FIFO, 10): Operation not "
                                 "permitted\""),
               std::string::npos)
@@ -35,9 +35,9 @@ TEST(InjectorPriority, TheFallbackIsRecordedOnce) {
 
 TEST(InjectorPriority, GrantedHasNoFallback) {
     Meta m;
-    m.preempt_rt_priority.asked = 10;
+    m.freeze_rt_priority.asked = 10;
     EXPECT_TRUE(note_injector_priority(m, {{"rt_priority", "10"}, {"rt_priority_fallback", ""}}));
-    EXPECT_EQ(m.preempt_rt_priority.used, 10u);
+    EXPECT_EQ(m.freeze_rt_priority.used, 10u);
     EXPECT_NE(meta_json(m).find("\"used\":10,\"fallback\":null"), std::string::npos) << meta_json(m);
 }
 

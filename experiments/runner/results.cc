@@ -318,12 +318,12 @@ void plan_json(JsonWriter& j, const Meta& m) {
 
 // How the preempt phases' freezes were made: the injector's priority and the freezer's writes.
 void freeze_injection_json(JsonWriter& j, const Meta& m) {
-    j.key(key::preempt_rt_priority).begin_object();
-    j.field(key::asked, m.preempt_rt_priority.asked);
+    j.key(key::freeze_rt_priority).begin_object();
+    j.field(key::asked, m.freeze_rt_priority.asked);
     j.key(key::used);
-    if (m.preempt_rt_priority.used) j.value(*m.preempt_rt_priority.used);
+    if (m.freeze_rt_priority.used) j.value(*m.freeze_rt_priority.used);
     else null_value(j);
-    text_or_null(j, key::fallback, m.preempt_rt_priority.fallback);
+    text_or_null(j, key::fallback, m.freeze_rt_priority.fallback);
     j.end_object();
     j.key(key::freezer).begin_array();
     for (const Meta::FreezerWrites& f : m.freezer) {

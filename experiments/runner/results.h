@@ -180,7 +180,7 @@ struct Meta {
         uint32_t asked = 0;
         std::optional<uint32_t> used;
         std::string fallback;  // empty: none
-    } preempt_rt_priority;
+    } freeze_rt_priority;
     // The freezer of the preempt phases, as each of their conditions measured it before its
     // first freeze (spinlab-load preempt's ready file): the hierarchy, whether v1's static key
     // was held on (freezer.h), and the median freeze and thaw writes on an empty cgroup. Every

@@ -211,9 +211,9 @@ Condition Experiment::start_repetition_condition(const Phase& p, uint32_t rep, c
         write_file(dir_ + "/meta.json", meta_json(meta_));
     if (note_injector_priority(meta_, cond.facts)) {
         write_file(dir_ + "/meta.json", meta_json(meta_));
-        if (!meta_.preempt_rt_priority.fallback.empty())
+        if (!meta_.freeze_rt_priority.fallback.empty())
             note(at + ": the freeze injector runs at normal priority, not SCHED_FIFO " +
-                 std::to_string(meta_.preempt_rt_priority.asked) + " (" + meta_.preempt_rt_priority.fallback +
+                 std::to_string(meta_.freeze_rt_priority.asked) + " (" + meta_.freeze_rt_priority.fallback +
                  "; recorded in meta.json)");
     }
     return cond;
