@@ -26,6 +26,7 @@ from .buckets import LONG_K, count_at_or_above  # noqa: E402
 from .buckets import merge as merge_hists  # noqa: E402
 from .confidence import log_ratio  # noqa: E402
 from .contract import OFF_STATES, ContractError  # noqa: E402
+from .freeze_lengths import freeze_ms as freeze_phase_ms, record_path as freeze_record_path  # noqa: E402
 from .ground_truth import covered as covered_by_windows, effective_windows  # noqa: E402
 from .lhp import HOLDER_OFF  # noqa: E402
 from .names import LHP_CLASS, LONG_WAIT_THRESHOLD  # noqa: E402
@@ -38,6 +39,7 @@ from .attribution import long_waits_share  # noqa: E402
 
 __all__ = ["NamesFileError", "Results", "load",
            "ContractError", "HOLDER_OFF", "LHP_CLASS", "OFF_STATES", "LONG_K", "LONG_WAIT_THRESHOLD", "count_at_or_above",
-           "covered_by_windows", "effective_windows", "forked_map", "invariant_state", "load_run", "log_ratio",
+           "covered_by_windows", "effective_windows", "forked_map", "freeze_phase_ms", "freeze_record_path",
+           "invariant_state", "load_run", "log_ratio",
            "long_waits_share", "merge_hists", "rep_hists", "rep_throughput", "rep_verdict", "stacks_phase",
            "stacks_run", "stacks_sites", "threads_per_cpu", "vcpu_off_share"]

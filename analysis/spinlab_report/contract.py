@@ -52,8 +52,10 @@ OBJECTS = {name: tuple(keys) for name, keys in _CONTRACT["objects"].items()}
 TIMELINE_STATE = AbiEnum("timeline_state", _CONTRACT["enums"]["timeline_state"], CONTRACT_PATH)
 RUN_STATE = AbiEnum("run_state", _CONTRACT["enums"]["run_state"], CONTRACT_PATH)
 # Names that older results used for what the table now calls otherwise: the reader takes the old
-# name where the new one is missing (the only results names spelled in Python).
-OLD_KEYS = {K.long_wait_threshold: "long_waits_min_cycles"}
+# name where the new one is missing (the only results names spelled in Python). meta.json's
+# freeze injector priority was preempt_rt_priority before issue 53 (the injector was
+# `spinlab-load preempt`).
+OLD_KEYS = {K.long_wait_threshold: "long_waits_min_cycles", K.freeze_rt_priority: "preempt_rt_priority"}
 
 
 def get_renamed(obj: dict, key: str, default=None):

@@ -3,16 +3,16 @@
 P(wait > x) on a log y axis is where lock-holder preemption shows: a linear CDF squeezes the
 last 0.1% into one pixel, the CCDF gives every factor of ten the same height. The line is the
 pooled repetitions, the band the range of single repetitions. Vertical marks: the long-wait
-threshold, and the host's scheduling slice or the freeze length of preempt phases, converted
+threshold, and the host's scheduling slice or the freeze length of freeze phases, converted
 to cycles with the guest TSC rate, because those are the wait lengths preemption produces.
 """
 import math
-import re
 
 import numpy as np
 
 from .cdf import cdf_at
 from .fig_wait_cdf import phase_curves
+from .freeze_lengths import freeze_ms
 from .plotting import Figure, color, k_range, log10_axis, log2_axis, plt, save
 
 NAME, TITLE = "wait_ccdf", "Share of contended waits longer than x"
@@ -47,7 +47,7 @@ def marks(run, threshold: int) -> list:
     hz = tsc_hz(run.meta)
     if hz is None:
         return out
-    freezes = sorted({int(m.group(1)) for p in run.phases if (m := re.fullmatch(r"preempt-(\d+)ms", p))})
+    freezes = sorted({ms for p in run.phases if (ms := freeze_ms(p)) is not None})
     out += [(ms * 1e-3 * hz, f"freeze {ms} ms") for ms in freezes]
     if not freezes:
         ns = host_slice_ns(run.meta)

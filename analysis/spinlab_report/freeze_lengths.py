@@ -1,6 +1,6 @@
-"""How long the preempt phases' freezes really lasted against what the spec asked.
+"""How long the freeze phases' freezes really lasted against what the spec asked.
 
-spinlab-load preempt writes one row per freeze into preempt/<phase>-r<rep>.csv
+spinlab-load freeze writes one row per freeze into freezes/<phase>-r<rep>.csv
 (hypervisor-hooks/freezes/freeze_record.h). A freeze holds its vCPU from the return of the
 freeze write (`marked`) to the return of the thaw write (`thawed`); the injector asks for each
 thaw about one thaw write early (thaw_plan.h), so on a host whose freezer is steady the applied
@@ -9,15 +9,46 @@ whose static key is patched inside the write took ~3 ms on a nested host) the fr
 and the phase's long waits are those of longer freezes than its name says: the report says so.
 
 Records written before `thawed_tsc` existed have no applied length and are not judged.
+
+Names: a freeze phase is freeze-<N>ms and its records lie in freezes/. Results written before
+issue 53 named them preempt-<N>ms and preempt/ (the injector was `spinlab-load preempt`); both
+are read, here and wherever a tool asks through freeze_ms() and record_path().
 """
 import glob
 import os
+import re
 import statistics
 
 # A phase's freezes "ran long" when their median applied length exceeds the planned one by more
 # than this many ms, or by more than this share of it, whichever is larger.
 LONG_MS = 1.0
 LONG_SHARE = 0.05
+
+# A freeze phase's name, N ms each freeze: freeze-<N>ms, or preempt-<N>ms (its old name).
+FREEZE_PHASE = re.compile(r"(?:freeze|preempt)-(\d+)ms")
+# Where the runner puts each repetition's freeze record, <phase>-r<rep>.csv: freezes/, or in
+# results from before issue 53 preempt/ (its old name).
+RECORD_DIRS = ("freezes", "preempt")
+
+
+def freeze_ms(phase: str) -> int | None:
+    """N of a freeze phase freeze-<N>ms (or preempt-<N>ms, its old name); None for any other phase."""
+    m = FREEZE_PHASE.fullmatch(str(phase))
+    return int(m.group(1)) if m else None
+
+
+def record_path(run_path: str, phase: str, rep: int) -> str | None:
+    """The freeze record of a repetition (freezes/, else the old preempt/), None when there is none."""
+    for d in RECORD_DIRS:
+        path = os.path.join(run_path, d, f"{phase}-r{rep}.csv")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def record_files(run_path: str) -> list:
+    """(folder name, path) of every freeze record of the run, freezes/ first, then preempt/."""
+    return [(d, path) for d in RECORD_DIRS for path in sorted(glob.glob(os.path.join(run_path, d, "*.csv")))]
 
 
 def _rows(path: str) -> tuple[list, str | None]:
@@ -41,22 +72,22 @@ def _rows(path: str) -> tuple[list, str | None]:
 
 def phase_lengths(run_path: str) -> dict:
     """{phase: {"freezes": N, "planned_ms": median, "applied_ms": median or None, "problems": [..]}}
-    over every repetition's record of the run's preempt phases."""
+    over every repetition's record of the run's freeze phases."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(run_path, "preempt", "*.csv"))):
+    for folder, path in record_files(run_path):
         stem = os.path.basename(path)[:-len(".csv")]
         phase = stem.rsplit("-r", 1)[0]
         p = out.setdefault(phase, {"freezes": 0, "planned": [], "applied": [], "problems": []})
         rows, why = _rows(path)
         if why:
-            p["problems"].append(f"preempt/{os.path.basename(path)} {why}")
+            p["problems"].append(f"{folder}/{os.path.basename(path)} {why}")
         for r in rows:
             try:
                 planned = (int(r["planned_end_ns"]) - int(r["planned_begin_ns"])) / 1e6
                 marked = int(r["marked_ns"])
                 thawed = int(r["thawed_ns"]) if "thawed_ns" in r else 0
             except (KeyError, ValueError) as e:
-                p["problems"].append(f"preempt/{os.path.basename(path)}: a row without a readable {e}")
+                p["problems"].append(f"{folder}/{os.path.basename(path)}: a row without a readable {e}")
                 break
             p["freezes"] += 1
             p["planned"].append(planned)
@@ -85,7 +116,7 @@ def _thaw_write_ms(meta: dict, phase: str) -> float | None:
 
 
 def warnings(run) -> list:
-    """A sentence per preempt phase whose freezes ran long, and per record that could not be read."""
+    """A sentence per freeze phase whose freezes ran long, and per record that could not be read."""
     out = []
     for phase, lengths in phase_lengths(run.path).items():
         out += [f"The freeze record {p}: its freezes are left out of the length check." for p in lengths["problems"]]

@@ -1,6 +1,6 @@
 """Ground truth for the LHP measurement: waits against known freezes of one vCPU. (pure)
 
-spinlab-load preempt freezes one vCPU on a schedule and records, per freeze, the effective
+spinlab-load freeze freezes one vCPU on a schedule and records, per freeze, the effective
 window: from the moment its thread was seen to stop to the moment it ran again (its own
 sched_switch events, host TSC). Those windows are a record of their own, apart from the
 timeline the classifier reads. Two sets of long waits on another vCPU whose holder is the
@@ -86,9 +86,10 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
     return out
 
 
-def effective_windows(preempt_csv_text: str, vcpu: int) -> list:
-    """(stopped_tsc, resumed_tsc) of the freezes of `vcpu` whose effective window was measured."""
-    lines = [l for l in preempt_csv_text.splitlines() if l.strip()]
+def effective_windows(freeze_csv_text: str, vcpu: int) -> list:
+    """(stopped_tsc, resumed_tsc) of the freezes of `vcpu` whose effective window was measured,
+    from the text of a freeze record (freezes/<phase>-r<rep>.csv)."""
+    lines = [l for l in freeze_csv_text.splitlines() if l.strip()]
     if not lines:
         return []
     head = lines[0].split(",")

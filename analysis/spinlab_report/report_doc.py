@@ -8,7 +8,7 @@ header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) sid
 """
 import math
 
-from . import kvm_clock, throughput, verdict
+from . import contract, kvm_clock, throughput, verdict
 
 META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
                ("backend", "backend"), ("vcpus", "vCPUs"), ("memory_mb", "memory (MiB)"), ("lock", "lock algorithm"),
@@ -29,11 +29,27 @@ def num(x, nd=1) -> str:
     return "—" if x is None else f"{x:,.{nd}f}"
 
 
+def freeze_priority(meta: dict) -> str | None:
+    """How the freeze injector was scheduled (meta.json freeze_rt_priority, preempt_rt_priority in
+    results from before issue 53): None when no freeze phase started it (`used` null)."""
+    K = contract.K
+    p = contract.get_renamed(meta, K.freeze_rt_priority)
+    if not isinstance(p, dict) or p.get(K.used) is None:
+        return None
+    text = f"SCHED_FIFO {p[K.used]}" if p[K.used] else "normal priority"
+    if p.get(K.fallback):
+        text += f" (asked SCHED_FIFO {p.get(K.asked)}: {p[K.fallback]})"
+    return text
+
+
 def meta_rows(meta: dict) -> list:
     rows = [[label, str(meta[k])] for k, label in META_FIELDS if meta.get(k) not in (None, "")]
     host = meta.get("host") if isinstance(meta.get("host"), dict) else {}
     rows += [[f"host {k.replace('_', ' ')}", str(v)] for k, v in host.items()]
     rows.append(["phases", ", ".join(meta["phases"])])
+    priority = freeze_priority(meta)
+    if priority:
+        rows.append(["freeze injector", priority])
     return rows
 
 

@@ -232,7 +232,7 @@ def check_tables(run_dir):
         meta = json.load(f)
     check_object("meta.json", "meta", meta)
     check_object("meta.json host", "meta_host", meta[K.host])
-    check_object("meta.json preempt_rt_priority", "meta_preempt_rt_priority", meta[K.preempt_rt_priority])
+    check_object("meta.json freeze_rt_priority", "meta_freeze_rt_priority", meta[K.freeze_rt_priority])
     for f_ in meta[K.freezer]:
         check_object("meta.json freezer", "meta_freezer", f_)
     check_object("meta.json neighbours", "meta_neighbours", meta[K.neighbours])

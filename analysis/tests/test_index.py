@@ -18,7 +18,7 @@ def make_results(tmp_path):
     meta["date"] = "2026-01-02T10:00:00Z"
     (results / "20260102-100000" / "meta.json").write_text(json.dumps(meta))
     (results / "20260102-100000" / "spec.ini").write_text(
-        "# the spec as run by spinlab-run (from /usr/local/share/spinlab/experiments/preempt.ini)\n")
+        "# the spec as run by spinlab-run (from /usr/local/share/spinlab/experiments/freeze.ini)\n")
     os.symlink("20260102-100000", results / "latest")
     (results / "not-a-run").mkdir()
     return results
@@ -36,7 +36,7 @@ def test_report_writes_the_index_with_a_link_per_reported_run(tmp_path):
     assert "<tr><td>20260101-100000</td>" in page
     assert "no report yet" in page
     assert "not-a-run" not in page and ">latest<" not in page
-    assert "<td>preempt</td>" in page
+    assert "<td>freeze</td>" in page
     # newest first, with the state and the verdict of its summary.json
     runs, compares = index.rows(str(results))
     assert [r["run"] for r in runs] == ["20260102-100000", "20260101-100000"]
@@ -55,15 +55,15 @@ def test_verdict_line_names_each_phase_against_the_baseline():
                       "lhp_spin": {"cycles_per_vcpu_second": {"vs_baseline": {"ratio": 11.3, "p": 0.002}}},
                       "kernel_spin": {"share": {"mean": 0.076}},
                       "lhp": {"share": 0.85}, "throughput": {"change_pct": -51.2}},
-        "preempt-20ms": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 1.5, "p": 0.4}},
+        "freeze-20ms": {"status": "ok", "per_second": {"vs_baseline": {"ratio": 1.5, "p": 0.4}},
                          "lhp": {"share": None}, "throughput": None},
         "throttle-50%": {"status": "missing"}}}}
     # the LHP headline first, waits >= 2^20 after it as secondary; a summary from before the
-    # headline (preempt-20ms here) gives the secondary figures alone
+    # headline (freeze-20ms here) gives the secondary figures alone
     assert index.verdict_line(summary) == (
         "host-load: spin behind preempted holders 11.3\u00d7 idle-host (p = 0.002), kernel-lock spin 7.60% of vCPU "
         "time, holder preempted 85%; secondary: waits \u2265 2^20 0.420\u00d7 idle-host (p = 0.001), throughput -51%; "
-        "preempt-20ms: waits \u2265 2^20 1.50\u00d7 idle-host (p = 0.400, not significant); throttle-50%: missing")
+        "freeze-20ms: waits \u2265 2^20 1.50\u00d7 idle-host (p = 0.400, not significant); throttle-50%: missing")
     assert index.verdict_line(None) == "no report yet"
     assert index.verdict_line({"phases": {}}) == "no verdict in summary.json"
 
