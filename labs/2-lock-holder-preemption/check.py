@@ -6,7 +6,7 @@ Expected observations (the worksheet's order):
                 attribute, at least half had their holder's vCPU off the host CPU
   2. freeze     the freeze phase has waits as long as the freeze (at least half of it) that lie
                 inside a freeze of another vCPU than the waiter's (more than half of the wait
-                inside the effective freeze windows spinlab-load recorded, preempt/*.csv): at
+                inside the effective freeze windows spinlab-load recorded, freezes/*.csv): at
                 least 5 times as many as lie, on average (counted as at least 1), inside the same
                 windows moved between the freezes (by 40, 50 and 60 ms for a 30 ms freeze every 100 ms:
                 a control; on a busy host the long waits are everywhere, and as many fall between
@@ -26,11 +26,12 @@ Expected observations (the worksheet's order):
   4. clock      the clock bound of those waits (how far guest time may be off on the host axis)
                 is under an eighth of the freeze, so no attribution of them hangs on it (the
                 bound at which a freeze-length wait inside a freeze could change class)
-Needs a run with phases idle-host, host-load and preempt-<N>ms, a timeline and a clock (lab 2's).
+Needs a run with phases idle-host, host-load and freeze-<N>ms, a timeline and a clock (lab 2's).
+Results from before issue 53 are read alike: their freeze phase was preempt-<N>ms, its records in
+preempt/ and its spec key run.preempt-period-ms (the old names of freeze-<N>ms, freezes/ and
+run.freeze-period-ms).
 """
 import configparser
-import os
-import re
 import statistics
 
 import spinlab_report as report
@@ -75,12 +76,12 @@ MAX_BOUND_SHARE = MATCH / 4
 
 
 def _freeze_phase(run) -> tuple:
-    """(phase, freeze ms) of the run's preempt-Nms phase."""
+    """(phase, freeze ms) of the run's freeze-Nms phase (preempt-Nms, its old name, in older results)."""
     for p in run.phases:
-        m = re.fullmatch(r"preempt-(\d+)ms", p)
-        if m and run.snaps(p):
-            return p, int(m.group(1))
-    raise LabInputError(f"{run.path}: no preempt-<N>ms phase with snapshots (phases: {', '.join(run.phases)}); "
+        ms = report.freeze_phase_ms(p)
+        if ms is not None and run.snaps(p):
+            return p, ms
+    raise LabInputError(f"{run.path}: no freeze-<N>ms phase with snapshots (phases: {', '.join(run.phases)}); "
                         "lab 2 needs results of `spinlab lab start 2`")
 
 
@@ -106,8 +107,11 @@ def _matching(waits, freeze_cycles: float) -> list:
 
 
 def _freezes(run, phase: str, rep: int) -> dict:
-    """{vcpu: [(stopped, resumed) host TSC]} of the repetition's effective freezes (preempt/*.csv)."""
-    path = os.path.join(run.path, "preempt", f"{phase}-r{rep}.csv")
+    """{vcpu: [(stopped, resumed) host TSC]} of the repetition's effective freezes (freezes/*.csv, or
+    preempt/*.csv in older results)."""
+    path = report.freeze_record_path(run.path, phase, rep)
+    if path is None:
+        return {}
     try:
         text = open(path, encoding="utf-8").read()
     except OSError:
@@ -117,11 +121,15 @@ def _freezes(run, phase: str, rep: int) -> dict:
 
 
 def _period_ms(run) -> float:
-    """run.preempt-period-ms of the spec as run (100, the runner's default, when not given)."""
+    """run.freeze-period-ms of the spec as run (run.preempt-period-ms, its old name, in older
+    results; 100, the runner's default, when not given)."""
     spec = configparser.ConfigParser(interpolation=None)
     try:
         spec.read_string(run.spec_text or "")
-        return float(spec.get("run", "preempt-period-ms", fallback="100"))
+        period = spec.get("run", "freeze-period-ms", fallback=None)
+        if period is None:
+            period = spec.get("run", "preempt-period-ms", fallback="100")
+        return float(period)
     except (configparser.Error, ValueError):
         return 100.0
 

@@ -1,7 +1,7 @@
 """Every lab on real runs at a reduced size: each checker passes on the lab's real results and
 fails, naming the missing observation, on results where the phenomenon is absent.
 
-One boot serves labs 1 and 2: `spinlab lab start 2` (phases idle-host, host-load, preempt-30ms)
+One boot serves labs 1 and 2: `spinlab lab start 2` (phases idle-host, host-load, freeze-30ms)
 with REDUCED (1 repetition of 3 s); lab 1's checker needs only its idle-host and host-load
 phases. Lab 4 has a boot of its own (it records stacks and exports the trace), 2 s.
 When other work kept the "idle" host busy (its vCPUs off their host CPU 20% of the phase or
@@ -130,7 +130,7 @@ def test_lab2_on_a_real_run(lab2_run):
     obs = check(2, lab2_run)
     # other work on this machine (in CI, a neighbour that ran through the freeze phase only: 45
     # waits >= 15 ms, 10 in the freezes, 3/7/7 in the moved windows) drowns the freeze's signal
-    busy = observe.busy_share(observe.load_results(lab2_run), "preempt-30ms")
+    busy = observe.busy_share(observe.load_results(lab2_run), "freeze-30ms")
     if not obs["freeze"].shown and busy >= observe.BUSY_HOST:
         pytest.skip(f"lab 2 not judged: the host was busy ({obs['freeze'].why})")
     assert_all_shown(obs)
@@ -138,7 +138,7 @@ def test_lab2_on_a_real_run(lab2_run):
 
 def test_lab2_without_freeze_or_hog_misses_them(lab2_run, tmp):
     run = copy_run(lab2_run, os.path.join(tmp, "lab2-no-freeze"))
-    replace_phase(run, "preempt-30ms", "idle-host")
+    replace_phase(run, "freeze-30ms", "idle-host")
     replace_phase(run, "host-load", "idle-host")
     obs = check(2, run)
     assert not obs["freeze"].shown and "did not show in the wait lengths" in obs["freeze"].why
@@ -150,7 +150,7 @@ def shift_freezes(run_dir: str, phase: str, fraction_of_period: float):
     freezes no longer line up with the waits (a record of freezes that did not cause them)."""
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
     shift = int(fraction_of_period * 0.1 * meta["host"]["tsc_hz"])
-    for path in glob.glob(os.path.join(run_dir, "preempt", f"{phase}-r*.csv")):
+    for path in glob.glob(os.path.join(run_dir, "freezes", f"{phase}-r*.csv")):
         lines = open(path).read().splitlines()
         col = {name: i for i, name in enumerate(lines[0].split(","))}
         out = [lines[0]]
@@ -164,12 +164,12 @@ def shift_freezes(run_dir: str, phase: str, fraction_of_period: float):
 
 def test_lab2_with_freezes_that_do_not_line_up_with_the_waits(lab2_run, tmp):
     run = copy_run(lab2_run, os.path.join(tmp, "lab2-shifted"))
-    shift_freezes(run, "preempt-30ms", 0.5)
+    shift_freezes(run, "freeze-30ms", 0.5)
     obs = check(2, run)
     # The premise: the run's freeze-length waits came from its freezes. On a host whose other work
     # kept the vCPUs off their CPUs (CI beside other jobs: 50 of 116 idle-host waits that long),
     # such waits are everywhere, and windows moved half a period can catch as many by chance.
-    busy = observe.busy_share(observe.load_results(run), "preempt-30ms")
+    busy = observe.busy_share(observe.load_results(run), "freeze-30ms")
     if obs["freeze"].shown and busy is not None and busy >= observe.BUSY_HOST:
         pytest.skip(f"lab 2's moved freezes not judged: the host was busy ({busy:.0%} off; {obs['freeze'].why})")
     assert not obs["freeze"].shown and "the freeze did not show" in obs["freeze"].why
