@@ -14,11 +14,11 @@ Beside the guest, on request:
 - the clock (cfg.clock): a second port, org.spinlab.clock, whose chardev is a Unix socket QEMU
   listens on; the host helper spinlab-linux-clock (clock.py) pings the agent through it every
   10 ms and writes clock.csv; run_guest writes clock.json (the points, their brackets);
-- the host timeline (cfg.timeline) and freezes (cfg.preempt): `spinlab-load timeline` and
-  `spinlab-load preempt` (hostload.py), started once the agent's META frame has arrived (the
+- the host timeline (cfg.timeline) and freezes (cfg.freeze): `spinlab-load timeline` and
+  `spinlab-load freeze` (hostload.py), started once the agent's META frame has arrived (the
   agent waits for a go byte, spinlab.go=1), ready (their --ready-file) before the go byte is
-  sent, and stopped with SIGINT (preempt first) as soon as the workload is over (the first
-  frame after META) or QEMU ends; they write timeline.csv and preempt.csv.
+  sent, and stopped with SIGINT (freeze first) as soon as the workload is over (the first
+  frame after META) or QEMU ends; they write timeline.csv and freezes.csv.
 Each of them is stopped in the same finally clause, on every exit.
 """
 import csv
@@ -80,8 +80,8 @@ class GuestConfig:
     clock: bool = False           # the clock port and spinlab-linux-clock: clock.json
     clock_period_ms: float = 10.0
     timeline: bool = False        # spinlab-load timeline beside the guest: timeline.csv
-    preempt: dict = None          # {"vcpus": [1], "freeze_ms": 30, "period_ms": 100}:
-                                  # spinlab-load preempt beside the guest: preempt.csv
+    freeze: dict = None           # {"vcpus": [1], "freeze_ms": 30, "period_ms": 100}:
+                                  # spinlab-load freeze beside the guest: freezes.csv
     region: str = None            # a file for spinlab's shared region (the caller's: made with
                                   # region_mb, never removed here); the agent then lays it out,
                                   # counts each wait into it live and publishes its clock there
@@ -94,7 +94,7 @@ class GuestConfig:
     @property
     def go(self):
         """The agent waits for the host's go byte: the host recorders start first."""
-        return bool(self.timeline or self.preempt)
+        return bool(self.timeline or self.freeze)
 
 
 # The guest kernel's console and panic words, whoever boots it (spinlab-vm --guest linux too).
@@ -283,7 +283,7 @@ def _tail(path, n=30):
 def run_guest(cfg, out_dir, log=None):
     """Boot the guest as cfg says, collect and check its stream, write out_dir/{summary.json,
     waits.csv, stream.bin, console.log, qemu.log} (and clock.csv, clock.json, timeline.csv,
-    preempt.csv and the recorders' logs when cfg asks for them). Returns (the summary.json dict,
+    freezes.csv and the recorders' logs when cfg asks for them). Returns (the summary.json dict,
     the records.GuestRun). Raises GuestError (with .partial) when the guest's stream is missing,
     bad or incomplete, when the guest ran another lock mode than asked, or when a host recorder
     could not start; modes.ModeError for a mode the accelerator cannot give; ValueError for an
@@ -464,23 +464,23 @@ def run_guest(cfg, out_dir, log=None):
 
 
 def _start_recorders(cfg, proc, out_dir, tmp, host, log):
-    """spinlab-load preempt and timeline for QEMU proc (hostload.py); the list in stop order."""
+    """spinlab-load freeze and timeline for QEMU proc (hostload.py); the list in stop order."""
     started = []
-    if cfg.preempt:
-        p = cfg.preempt
+    if cfg.freeze:
+        p = cfg.freeze
         started.append(hostload.Recorder(
-            "preempt", hostload.preempt_argv(
+            "freeze", hostload.freeze_argv(
                 proc.pid, p.get("vcpus", [1]), p.get("freeze_ms", 30), p.get("period_ms", 100),
-                out_dir / "preempt.csv", os.path.join(tmp, "preempt.ready"),
-                out_dir / "preempt-latency.json", p.get("rt_priority", 10)),
-            os.path.join(tmp, "preempt.ready"), out_dir / "spinlab-load-preempt.log"))
+                out_dir / "freezes.csv", os.path.join(tmp, "freeze.ready"),
+                out_dir / "freeze-latency.json", p.get("rt_priority", 10)),
+            os.path.join(tmp, "freeze.ready"), out_dir / "spinlab-load-freeze.log"))
     if cfg.timeline:
         started.append(hostload.Recorder(
             "timeline", hostload.timeline_argv(
                 proc.pid, out_dir / "timeline.csv", os.path.join(tmp, "timeline.ready"),
-                out_dir / "preempt.csv" if cfg.preempt else None),
+                out_dir / "freezes.csv" if cfg.freeze else None),
             os.path.join(tmp, "timeline.ready"), out_dir / "spinlab-load-timeline.log"))
-    # timeline first: it must see the first freeze; preempt stops first (below)
+    # timeline first: it must see the first freeze; freeze stops first (below)
     for r in reversed(started):
         try:
             r.start()
@@ -492,7 +492,7 @@ def _start_recorders(cfg, proc, out_dir, tmp, host, log):
 
 
 def _stop_recorders(recorders, host, log):
-    """Stop each recorder still running, in order (preempt, then timeline)."""
+    """Stop each recorder still running, in order (freeze, then timeline)."""
     for r in recorders:
         if r.proc is not None and r.returncode is None:
             rc = r.stop()

@@ -7,7 +7,7 @@
   spinlab-linux check FILE   check a saved stream (stream.bin) and summarize it
   spinlab-linux groundtruth DIR   a gt run's long waits classed and checked against the holder
                              the ground-truth module recorded (run --workload gt --clock
-                             --timeline --preempt-vcpus 1)
+                             --timeline --freeze-vcpus 1)
   spinlab-linux modes        the QEMU and kernel arguments of each lock mode
 
 Exit status: 0 done; 1 the guest's stream was bad or incomplete, or the guest failed;
@@ -125,8 +125,8 @@ def cmd_run(a):
                            workers=a.workers, append=a.append or [], timeout_s=a.timeout,
                            cpu_flags=a.cpu_flags or [], ab_phases=a.ab_phases, gt=a.gt,
                            clock=a.clock, timeline=a.timeline,
-                           preempt={"vcpus": a.preempt_vcpus, "freeze_ms": a.freeze_ms,
-                                    "period_ms": a.period_ms} if a.preempt_vcpus else None,
+                           freeze={"vcpus": a.freeze_vcpus, "freeze_ms": a.freeze_ms,
+                                   "period_ms": a.period_ms} if a.freeze_vcpus else None,
                            region=a.region, tsc_spacing=a.tsc_spacing,
                            control_socket=a.control_socket or (f"{a.region}.sock" if a.region else None))
     if a.region:
@@ -264,12 +264,13 @@ def parser():
                    "(clock.csv, clock.json)")
     r.add_argument("--timeline", action="store_true",
                    help="run spinlab-load timeline beside the guest (timeline.csv)")
-    r.add_argument("--preempt-vcpus", type=lambda v: [int(x) for x in v.split(",")],
-                   metavar="V[,V...]", help="run spinlab-load preempt freezing these vCPUs "
-                   "(preempt.csv)")
-    r.add_argument("--freeze-ms", type=float, default=30, help="preempt: freeze length "
+    r.add_argument("--freeze-vcpus", "--preempt-vcpus", dest="freeze_vcpus",
+                   type=lambda v: [int(x) for x in v.split(",")], metavar="V[,V...]",
+                   help="run spinlab-load freeze freezing these vCPUs (freezes.csv); "
+                   "--preempt-vcpus: old name of --freeze-vcpus")
+    r.add_argument("--freeze-ms", type=float, default=30, help="freeze: freeze length "
                    "(default 30)")
-    r.add_argument("--period-ms", type=float, default=100, help="preempt: one freeze per "
+    r.add_argument("--period-ms", type=float, default=100, help="freeze: one freeze per "
                    "period (default 100)")
     r.add_argument("--region", metavar="FILE",
                    help="spinlab's shared region in FILE (made 16 MiB, kept) and the control "

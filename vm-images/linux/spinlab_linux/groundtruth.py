@@ -1,21 +1,25 @@
 """The ground truth of a gt run: the classes of the long waits on the module's lock against the
 holder the module itself recorded, while the host froze that holder's vCPU.
 
-A run (boot.run_guest with workload gt, the clock, the timeline and preempt) leaves in its
+A run (boot.run_guest with workload gt, the clock, the timeline and freeze) leaves in its
 folder stream.bin (waits and the module's holds, guest TSC), clock.csv (the clock points),
-timeline.csv and preempt.csv (host TSC). evaluate() puts them together:
+timeline.csv and freezes.csv (host TSC). evaluate() puts them together:
 
   points    clock.read_points, every row checked; clock.fit_points (the narrowest point of
             each 50 ms among those with a bracket within max(1 ms, twice the 10th percentile));
             clockfit.fit -> the map guest TSC -> host TSC;
   timeline  timeline_input.read_timeline_csv (vCPUs placed by the run's vcpu_threads) with
-            preempt's effective freeze windows added as off time;
+            the freeze record's effective freeze windows added as off time;
   classes   attribution.attribute(run.waits, ncpus, map, timeline) (long waits: >= 2^20 cycles);
   truth     attribution.ground_truth_check(classes, holds, frozen, lock=the module's lock).
 
 and judges the issue's bar with its premise stated (judge()): a run whose premise does not hold
 on this host (too few waits behind a frozen holder, a recorder that lost events, a clock whose
 bound is too wide for a freeze) is "not judged", with the figures, rather than failed.
+
+A run folder written before issue 53 names the freezes by their old names: preempt.csv (old
+name of freezes.csv) and summary.json config.preempt (old name of config.freeze); both are read
+(freeze_record_path, freeze_config).
 """
 from fractions import Fraction
 
@@ -23,6 +27,24 @@ from . import attribution, clock, clockfit, records
 from . import timeline_input as ti
 
 MIN_FROZEN_HOLDER_WAITS = 20   # fewer: the premise does not hold ("not judged")
+# The freeze record in a run folder: freezes.csv, or preempt.csv (its old name, before issue 53).
+FREEZE_RECORDS = ("freezes.csv", "preempt.csv")
+
+
+def freeze_record_path(out_dir):
+    """The run folder's freeze record (freezes.csv, else the old preempt.csv); None without one."""
+    from pathlib import Path
+    for name in FREEZE_RECORDS:
+        if (Path(out_dir) / name).exists():
+            return Path(out_dir) / name
+    return None
+
+
+def freeze_config(result):
+    """summary.json's config.freeze ({"vcpus", "freeze_ms", "period_ms"}), or config.preempt, its
+    old name; None when the run froze nothing."""
+    config = result["config"]
+    return config.get("freeze") or config.get("preempt")
 
 
 def holds_tuples(run):
@@ -71,8 +93,9 @@ def evaluate(out_dir, result=None, run=None):
     threads = result["vcpu_threads"]
     tl = ti.read_timeline_csv(out_dir / "timeline.csv", vcpu_threads=threads)
     frozen = {}
-    if (out_dir / "preempt.csv").exists():
-        frozen = ti.read_preempt_record(out_dir / "preempt.csv", vcpu_threads=threads)
+    record = freeze_record_path(out_dir)
+    if record is not None:
+        frozen = ti.read_freeze_record(record, vcpu_threads=threads)
         tl = tl.with_freezes(frozen)
     ncpus = run.meta["ncpus"]
     classed = attribution.attribute(run.waits, ncpus, cmap, tl)
@@ -110,7 +133,7 @@ def evaluate(out_dir, result=None, run=None):
             key = "holder_not_frozen" if ran else "holder_frozen_or_unknown"
             waiter_frozen.setdefault(key, {}).setdefault(w.cls, 0)
             waiter_frozen[key][w.cls] += 1
-    freeze_ms = (result["config"].get("preempt") or {}).get("freeze_ms")
+    freeze_ms = (freeze_config(result) or {}).get("freeze_ms")
     holder_cpu = run.trailer["gt"]["holder_cpu"]
     held = []
     for h in run.holds:
@@ -140,7 +163,7 @@ def evaluate(out_dir, result=None, run=None):
         "lock": f"{run.gt_lock:#x}",
         "mode": result["observed_lock_mode"],
         "seconds": result["config"]["seconds"],
-        "freeze": result["config"].get("preempt"),
+        "freeze": freeze_config(result),
         "host_tsc_hz": hz,
         "holds": len(run.holds),
         "holder_holds": sum(1 for h in run.holds if h.holder),
@@ -176,7 +199,7 @@ def judge(ev, min_waits=MIN_FROZEN_HOLDER_WAITS):
     """(verdict, reasons): verdict 'pass', 'fail' or 'not judged'.
 
     A failure whatever the load: a freeze that caught the holder holding the lock
-    (freezes_on_holder: from the module's holds and preempt's record alone) while another vCPU
+    (freezes_on_holder: from the module's holds and the freeze record alone) while another vCPU
     ran for more than half of it (freezes_on_holder_others_on: the timeline) stops that vCPU's
     thread on the lock, so a long wait on the lock spans it; fewer than half of those freezes
     spanned by a wait (freezes_on_holder_waited) means waits lost or misplaced.
@@ -224,7 +247,7 @@ def judge_control(ev, min_ran=100, min_frozen_waiter=20):
     0) frozen instead. Few or no waits behind a frozen holder (the frozen vCPU holds the lock
     only for its tiny holds): at most max(5, a tenth of the freezes); none of the waits whose
     known holder ran (its vCPU on for more than half the wait) classed holder-preempted; and of
-    the waits whose own vCPU was frozen for more than half (preempt's record, independent of
+    the waits whose own vCPU was frozen for more than half (the freeze record, independent of
     the timeline) and whose holder was not, at least half holder-ran: a class that took the
     waiter's own off time for the holder's would call them all holder-preempted. Not all of
     them: while one vCPU thread is frozen QEMU can stall the other (it sleeps, state S), and

@@ -1,9 +1,9 @@
 """The project's own host recorders beside a Linux guest: `spinlab-load timeline` (when each
-vCPU thread ran, host TSC) and `spinlab-load preempt` (freeze chosen vCPU threads on a schedule,
+vCPU thread ran, host TSC) and `spinlab-load freeze` (freeze chosen vCPU threads on a schedule,
 record each freeze's effective window). See hypervisor-hooks/README.md for both and their CSVs.
 
 Each runs as a child in a process group of its own (a terminal's Ctrl-C reaches only us, and we
-stop them in order: preempt first, then timeline, which reads preempt's record when it stops);
+stop them in order: freeze first, then timeline, which reads freeze's record when it stops);
 spinlab-load keeps its own ledger and cleans up on SIGINT and SIGTERM, and by default stops
 when its parent dies, so nothing it froze or created outlives the run. stop() sends SIGINT and
 waits, then SIGTERM, then SIGKILL (its guardian still cleans up).
@@ -44,9 +44,9 @@ def timeline_argv(qemu_pid, out_csv, ready, freezes_csv=None, binary=None):
     return argv
 
 
-def preempt_argv(qemu_pid, vcpus, freeze_ms, period_ms, out_csv, ready, latency_json=None,
-                 rt_priority=10, binary=None):
-    argv = [str(binary or spinlab_load()), "preempt", "--qemu-pid", str(qemu_pid),
+def freeze_argv(qemu_pid, vcpus, freeze_ms, period_ms, out_csv, ready, latency_json=None,
+                rt_priority=10, binary=None):
+    argv = [str(binary or spinlab_load()), "freeze", "--qemu-pid", str(qemu_pid),
             "--vcpus", ",".join(str(v) for v in vcpus), "--freeze-ms", f"{freeze_ms:g}",
             "--period-ms", f"{period_ms:g}", "--out", str(out_csv), "--ready-file", str(ready)]
     if latency_json:

@@ -3,7 +3,7 @@
 A `HostTimeline` holds, per vCPU index, two disjoint sets of host TSC intervals:
 
 - off: the vCPU ran no guest code (a timeline row `off` or `frozen`, or a freeze's effective
-  window [stopped, resumed) from spinlab-load preempt's record);
+  window [stopped, resumed) from spinlab-load freeze's record);
 - on: the timeline covers the time and the vCPU thread was on a CPU (a row `on`), less any off.
 
 Everything else is not covered: a timeline row `unknown` (a switch neither the trace nor perf
@@ -18,7 +18,7 @@ Readers (the real formats, hypervisor-hooks/README.md "Output formats"):
   `vcpu,tid,state,start_host_tsc,end_host_tsc,phase,rep,start_ns,end_ns,reason,cpu,preemptor,...`
   (only vcpu, tid, state, start_host_tsc, end_host_tsc are needed; phase and rep to filter;
   preemptor_comm may be RFC 4180-quoted). state `on`, `off`, `frozen` or `unknown`.
-- `parse_preempt_record` / `read_preempt_record`: preempt's record,
+- `parse_freeze_record` / `read_freeze_record`: spinlab-load freeze's record,
   hypervisor-hooks/freezes/freeze_record.cc: `seq,tid,vcpu,...,stopped_tsc,resumed_tsc,
   effective,...`. As its own reader (`read_frozen_spans`): `ok` rows give [stopped, resumed),
   `not-resumed` rows [stopped, END_OF_TIME) (when stopped is known), `never-stopped` and
@@ -302,8 +302,8 @@ def read_timeline_csv(path, **kw) -> HostTimeline:
     return parse_timeline_csv(p.read_text(), source=str(p), **kw)
 
 
-def parse_preempt_record(text: str, *, vcpu_threads=None, source="preempt record") -> dict:
-    """{vcpu: [(stopped, resumed)]}: the effective freeze windows of preempt's record."""
+def parse_freeze_record(text: str, *, vcpu_threads=None, source="freeze record") -> dict:
+    """{vcpu: [(stopped, resumed)]}: the effective freeze windows of spinlab-load freeze's record."""
     out = {}
     for n, row in _rows(text, source, ("tid", "vcpu", "stopped_tsc", "resumed_tsc", "effective")):
         where = f"{source}, line {n}"
@@ -326,9 +326,9 @@ def parse_preempt_record(text: str, *, vcpu_threads=None, source="preempt record
     return out
 
 
-def read_preempt_record(path, **kw) -> dict:
+def read_freeze_record(path, **kw) -> dict:
     p = Path(path)
-    return parse_preempt_record(p.read_text(), source=str(p), **kw)
+    return parse_freeze_record(p.read_text(), source=str(p), **kw)
 
 
 def timeline_phase_windows(text: str, source="timeline.csv") -> dict:

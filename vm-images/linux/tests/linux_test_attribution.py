@@ -9,7 +9,7 @@ import pytest
 
 from spinlab_linux import attribution as at
 from spinlab_linux import clockfit, records
-from spinlab_linux.timeline_input import (END_OF_TIME, HostTimeline, IntervalSet, parse_preempt_record,
+from spinlab_linux.timeline_input import (END_OF_TIME, HostTimeline, IntervalSet, parse_freeze_record,
                                           parse_timeline_csv, read_timeline_csv, timeline_phase_windows)
 
 REPO = Path(__file__).resolve().parents[3]
@@ -346,26 +346,26 @@ def test_timeline_csv_missing_column_and_placing_by_tid():
         parse_timeline_csv(csv_text([(0, 11, "off", 0, 50)]), vcpu_threads={"1": 11})
 
 
-PREEMPT_HEADER = ("seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,marked_tsc,frozen_tsc,end_tsc,"
+FREEZE_HEADER = ("seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,marked_tsc,frozen_tsc,end_tsc,"
                   "thawed_tsc,stopped_tsc,resumed_tsc,effective,planned_begin_ns,planned_end_ns,begin_ns,"
                   "marked_ns,frozen_ns,end_ns,thawed_ns,stopped_ns,resumed_ns")
 
 
-def preempt_row(seq, tid, vcpu, stopped, resumed, status):
+def freeze_row(seq, tid, vcpu, stopped, resumed, status):
     return f"{seq},{tid},{vcpu},1,2,3,4,5,6,7,{stopped},{resumed},{status},1,2,3,4,5,6,7,8,9"
 
 
-def test_preempt_record_effective_windows():
-    text = "\n".join([PREEMPT_HEADER, preempt_row(0, 12, 1, 1000, 2000, "ok"),
-                      preempt_row(1, 12, 1, 0, 0, "never-stopped"), preempt_row(2, 13, 2, 0, 0, "no-events"),
-                      preempt_row(3, 12, 1, 5000, 0, "not-resumed")]) + "\n"
-    assert parse_preempt_record(text) == {1: [(1000, 2000), (5000, END_OF_TIME)]}
-    bad = PREEMPT_HEADER + "\n" + preempt_row(0, 12, 1, 1000, 2000, "thawed") + "\n"
-    with pytest.raises(ValueError, match="line 2: unknown effective status 'thawed'"):
-        parse_preempt_record(bad)
-    bad = PREEMPT_HEADER + "\n" + preempt_row(0, 12, 1, 3000, 2000, "ok") + "\n"
+def test_freeze_record_effective_windows():
+    text = "\n".join([FREEZE_HEADER, freeze_row(0, 12, 1, 1000, 2000, "ok"),
+                      freeze_row(1, 12, 1, 0, 0, "never-stopped"), freeze_row(2, 13, 2, 0, 0, "no-events"),
+                      freeze_row(3, 12, 1, 5000, 0, "not-resumed")]) + "\n"
+    assert parse_freeze_record(text) == {1: [(1000, 2000), (5000, END_OF_TIME)]}
+    bad = FREEZE_HEADER + "\n" + freeze_row(0, 12, 1, 1000, 2000, "thawed") + "\n"
+    with pytest.raises(ValueError, match="freeze record, line 2: unknown effective status 'thawed'"):
+        parse_freeze_record(bad)
+    bad = FREEZE_HEADER + "\n" + freeze_row(0, 12, 1, 3000, 2000, "ok") + "\n"
     with pytest.raises(ValueError, match="line 2: resumed_tsc 2000 is before stopped_tsc 3000"):
-        parse_preempt_record(bad)
+        parse_freeze_record(bad)
 
 
 def test_freezes_win_over_on_rows():

@@ -1,6 +1,6 @@
 """The ground truth, end to end under TCG (issue 51's acceptance): the ground-truth module holds
 its lock on vCPU 1 (spinlab.gt=1,2000,1000,200: 2 ms holds, 1 ms gaps, the other CPUs trying
-every 0.2 ms) while spinlab-load preempt
+every 0.2 ms) while spinlab-load freeze
 freezes vCPU 1's thread 30 ms every 100 ms; the agent records every slow-path wait, the module
 every hold, the clock helper the clock, spinlab-load timeline when each vCPU thread ran. The
 long waits on the module's lock are classed (attribution.attribute) and checked against the
@@ -13,7 +13,7 @@ holder the module recorded (attribution.ground_truth_check), groundtruth.py puts
 - the control (2 vCPUs, the holder's vCPU never frozen: vCPU 0, the waiter's, is frozen
   instead; groundtruth.judge_control): few or no waits behind a frozen holder, none of the long
   waits whose known holder ran classed holder-preempted, and the waits of the frozen waiter
-  (lock-waiter preemption, known from preempt's record, independently of the timeline) mostly
+  (lock-waiter preemption, known from the freeze record, independently of the timeline) mostly
   holder-ran. A control with no freeze at all judged "holder ran" from the same timeline the
   classes come from, and passed with vCPU 0's and 1's timelines swapped (tried).
 
@@ -68,13 +68,13 @@ def leftovers(before_tmp, load_pids):
 
 
 def gt_run(tmp_path, cpus, seconds, freeze):
-    """One gt run with the clock and the timeline (and preempt with `freeze`), its always-true
-    checks, and groundtruth.evaluate's figures."""
+    """One gt run with the clock and the timeline (and spinlab-load freeze with `freeze`), its
+    always-true checks, and groundtruth.evaluate's figures."""
     if not hostload.spinlab_load().is_file():
         pytest.fail(f"no {hostload.spinlab_load()}: build the host tools (make) first")
     before = our_tmp_dirs()
     cfg = boot.GuestConfig(cpus=cpus, accel="tcg", mode="tas", workload="gt", gt=GT,
-                           seconds=seconds, clock=True, timeline=True, preempt=freeze)
+                           seconds=seconds, clock=True, timeline=True, freeze=freeze)
     res, run = boot.run_guest(cfg, tmp_path)
     load_pids = {int(r["ready"].split()[0]) for r in res["host"]["recorders"].values()}
     assert len(load_pids) == (2 if freeze else 1)
@@ -89,8 +89,9 @@ def gt_run(tmp_path, cpus, seconds, freeze):
     p = res["trailer"]["probes"]
     assert p["begin_misses"] == p["end_misses"] <= allowed_probe_misses(p["begin_hits"]), p
     assert res["host"]["clock"]["points"] > 100
-    for name in ("timeline", "preempt") if freeze else ("timeline",):
-        assert (tmp_path / f"{name}.csv").is_file() and name in res["host"]["recorders"]
+    # each recorder's CSV and its entry in summary.json
+    for name, out in (("timeline", "timeline.csv"), ("freeze", "freezes.csv"))[:2 if freeze else 1]:
+        assert (tmp_path / out).is_file() and name in res["host"]["recorders"]
     ev = groundtruth.evaluate(tmp_path, res, run)
     if freeze:   # the vCPU asked for, and it alone, frozen about every period of the workload
         (v,) = freeze["vcpus"]

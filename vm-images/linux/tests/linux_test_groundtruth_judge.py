@@ -13,7 +13,7 @@ HZ = 2_600_000_000
 def ev(**kw):
     e = {"ncpus": 2, "holder_cpu": 1, "host_tsc_hz": HZ, "freeze_ms": 30,
          "freeze": {"vcpus": [1], "freeze_ms": 30, "period_ms": 100},
-         "recorders": {"preempt": 0, "timeline": 0},
+         "recorders": {"freeze": 0, "timeline": 0},
          "freezes": {"1": 200}, "freezes_on_holder": 120, "freezes_on_holder_others_on": 90,
          "freezes_on_holder_waited": 88,
          "clock": {"bound_at_frozen_holder_waits_cycles": {"median": 900_000, "p90": 1_500_000,
@@ -39,7 +39,7 @@ def test_the_bar_missed_is_a_fail():
 
 
 def test_busy_host_premises_are_not_judged():
-    v, why = groundtruth.judge(ev(recorders={"preempt": 0, "timeline": 2}))
+    v, why = groundtruth.judge(ev(recorders={"freeze": 0, "timeline": 2}))
     assert v == "not judged" and "lost events" in why[0]
     v, why = groundtruth.judge(ev(freezes_on_holder=12, freezes_on_holder_others_on=10,
                                   freezes_on_holder_waited=10))

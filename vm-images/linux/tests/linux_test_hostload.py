@@ -60,9 +60,9 @@ def test_a_recorder_that_ignores_sigint_gets_sigterm(tmp_path):
 
 def test_exit_before_ready_is_an_error_with_its_log(tmp_path):
     script, log = fake(tmp_path, ready=False, exit_early=True)
-    r = recorder(tmp_path, script, "preempt")
+    r = recorder(tmp_path, script, "freeze")
     r.start()
-    with pytest.raises(hostload.HostLoadError, match="spinlab-load preempt exited with status 3 before it was ready"):
+    with pytest.raises(hostload.HostLoadError, match="spinlab-load freeze exited with status 3 before it was ready"):
         hostload.wait_ready([r], timeout=10)
 
 
@@ -88,11 +88,11 @@ def test_a_missing_binary_says_how_to_build_it(tmp_path):
 
 
 def test_argv():
-    t = hostload.timeline_argv(42, "/o/timeline.csv", "/t/r", "/o/preempt.csv", binary="/b/sl")
+    t = hostload.timeline_argv(42, "/o/timeline.csv", "/t/r", "/o/freezes.csv", binary="/b/sl")
     assert t == ["/b/sl", "timeline", "--qemu-pid", "42", "--out", "/o/timeline.csv",
-                 "--ready-file", "/t/r", "--freezes", "/o/preempt.csv"]
-    p = hostload.preempt_argv(42, [1, 3], 30, 100, "/o/p.csv", "/t/r", binary="/b/sl")
-    assert p == ["/b/sl", "preempt", "--qemu-pid", "42", "--vcpus", "1,3", "--freeze-ms", "30",
+                 "--ready-file", "/t/r", "--freezes", "/o/freezes.csv"]
+    p = hostload.freeze_argv(42, [1, 3], 30, 100, "/o/p.csv", "/t/r", binary="/b/sl")
+    assert p == ["/b/sl", "freeze", "--qemu-pid", "42", "--vcpus", "1,3", "--freeze-ms", "30",
                  "--period-ms", "100", "--out", "/o/p.csv", "--ready-file", "/t/r",
                  "--rt-priority", "10"]
     assert os.path.basename(hostload.spinlab_load()) == "spinlab-load"

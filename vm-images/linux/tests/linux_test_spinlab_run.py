@@ -5,7 +5,7 @@ control channel, the workload's own throughput, the timeline, the clock, meta.js
 and the report's attribution by rule (the holder is the other vCPU at 2 vCPUs).
 
 The attribution is held to what the host knows apart from it: vCPU 1 is frozen 30 ms of every
-100 ms (preempt-30ms). A wait on CPU 0 that vCPU 1 was frozen for at least 90 % of (its clock bound
+100 ms (freeze-30ms). A wait on CPU 0 that vCPU 1 was frozen for at least 90 % of (its clock bound
 counted against it) had its holder off for most of it, since at 2 vCPUs only vCPU 1 can hold a
 lock CPU 0 waits for; nearly all such waits must be classed holder-preempted, and none
 holder-running.
@@ -46,7 +46,7 @@ def frozen_spans(run_dir, vcpu):
 
 
 def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found(guest_image, tmp_path):
-    r = spinlab_run(tmp_path, "--run.phases", "idle-host,preempt-30ms", "--run.preempt-vcpus", "1",
+    r = spinlab_run(tmp_path, "--run.phases", "idle-host,freeze-30ms", "--run.freeze-vcpus", "1",
                     "--run.duration", "6", "--run.warmup", "1", "--run.repetitions", "1")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     run_dir = Path(r.stdout.splitlines()[0])
@@ -55,7 +55,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
     assert meta["guest_kernel"] == f"{guest_image['package']} {guest_image['version']}"
     assert meta["guest_build_id"] == f"linux {guest_image['release']}"
     assert meta["cpu_mapping"].startswith("checked:")
-    for phase in ("idle-host", "preempt-30ms"):
+    for phase in ("idle-host", "freeze-30ms"):
         snap = json.loads((run_dir / "snapshots" / f"{phase}-r1.json").read_text())
         assert snap["workload"]["hackbench"]["unit"] == "hackbench runs"
         assert snap["workload"]["hackbench"]["ops"] > 0, snap["workload"]
@@ -66,7 +66,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
 
     run = reader.load_run(str(run_dir))
     assert run.holder_rule == "other-vcpu"
-    share = attribution.long_waits_share(run.snaps("preempt-30ms"), run.timeline, run.clock, 1 << 20)
+    share = attribution.long_waits_share(run.snaps("freeze-30ms"), run.timeline, run.clock, 1 << 20)
     rows = [w for w in share["waits"] if w["host_start"] is not None and w["bound_cycles"] is not None]
     assert rows, "no long wait was placed on the host's axis"
     freezes = frozen_spans(run_dir, 1)
