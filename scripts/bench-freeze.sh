@@ -2,7 +2,7 @@
 # Freeze latency (part of make bench): how long a freeze request takes to stop a spinning
 # thread and a thaw request to let it run again, for the v2 freezer (cgroup.freeze on a
 # threaded cgroup) and the v1 freezer (freezer.state), with no load of ours and with a
-# `spinlab-load hog` on the victim's CPU. Each case runs `spinlab-load preempt` (5 ms freezes
+# `spinlab-load hog` on the victim's CPU. Each case runs `spinlab-load freeze` (5 ms freezes
 # every 25 ms, SCHED_FIFO injector pinned to CPU 0) on one spinning fake vCPU pinned to CPU 1
 # (so the injector's own wake-up never displaces it: a thread on CPU at the request is then
 # stopped by the freezer, not by us) and keeps its --latency-json: min, median, p99 and max of
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/host/bin
 out=${OUT:-build/bench/freeze-latency.json}
-records=${out%.json}   # the preempt records of each case, kept beside the JSON
+records=${out%.json}   # the freeze records of each case, kept beside the JSON
 secs=${FREEZE_BENCH_S:-6}
 tmp=$(mktemp -d)
 fake_pid=
@@ -43,7 +43,7 @@ for load in idle hog; do
     fi
     for method in v2 v1; do
         loadavg=$(cut -d' ' -f1 /proc/loadavg)
-        taskset -c 0 "$bin/spinlab-load" preempt --qemu-pid "$fake_pid" --cgroup "$method" --freeze-ms 5 \
+        taskset -c 0 "$bin/spinlab-load" freeze --qemu-pid "$fake_pid" --cgroup "$method" --freeze-ms 5 \
             --period-ms 25 --duration "$secs" --rt-priority 10 --state-dir "$tmp/s" \
             --out "$records/$method-$load.csv" --latency-json "$tmp/$method-$load.json" 2> "$tmp/err" ||
             { cat "$tmp/err" >&2; exit 1; }

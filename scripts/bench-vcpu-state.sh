@@ -9,7 +9,7 @@
 # words into a region file laid out as a guest would (spinlab-fake-region), with its poller
 # every 1000 us and every 200 us, the publisher on CPU 0 (beside the load) and on CPU 1 (behind
 # it: a fully loaded host). Latency = CLOCK_MONOTONIC_RAW after the store - the switch record's
-# time. Freezes: `spinlab-load preempt --vcpu-state` (5 ms every 25 ms, SCHED_FIFO injector on
+# time. Freezes: `spinlab-load freeze --vcpu-state` (5 ms every 25 ms, SCHED_FIFO injector on
 # CPU 0) on one fake vCPU on CPU 1; latency = store - the freeze or thaw request.
 # Each case's --vcpu-state-latency-json (count, min, median, p99, max in us) goes into OUT with
 # the load average at its start: the machine is shared. Needs root (tracefs, cgroups).
@@ -55,7 +55,7 @@ for cpu in 0 1; do
     done
 done
 loadavg=$(cut -d' ' -f1 /proc/loadavg)
-taskset -c 0 "$bin/spinlab-load" preempt --qemu-pid "$fake_pid" --vcpus 0 --freeze-ms 5 --period-ms 25 \
+taskset -c 0 "$bin/spinlab-load" freeze --qemu-pid "$fake_pid" --vcpus 0 --freeze-ms 5 --period-ms 25 \
     --duration "$secs" --rt-priority 10 --vcpu-state "$tmp/region" --state-dir "$tmp/s" \
     --vcpu-state-latency-json "$tmp/case.json" --out /dev/null 2> "$tmp/err" ||
     { cat "$tmp/err" >&2; exit 1; }

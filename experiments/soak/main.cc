@@ -259,7 +259,7 @@ void Soak::start_condition(Condition c) {
             argv.push_back("hog");  // one compute-bound process on every host CPU
             break;
         case Condition::kFreeze:
-            argv.insert(argv.end(), {"preempt", "--qemu-pid", std::to_string(qemu_pid_), "--vcpus", "1",
+            argv.insert(argv.end(), {"freeze", "--qemu-pid", std::to_string(qemu_pid_), "--vcpus", "1",
                                      "--freeze-ms", "20", "--period-ms", "100", "--out",
                                      log_dir_ + "/" + stem + ".csv"});
             break;

@@ -31,7 +31,7 @@ struct SessionOptions {
     bool survive_parent = false;
     bool guardian = true;
     // Written once the command's load is in effect, removed at exit. Its first line is our pid;
-    // then one `key=value` line per fact the command states about how it runs (preempt:
+    // then one `key=value` line per fact the command states about how it runs (freeze:
     // rt_priority_asked, rt_priority, rt_priority_fallback), for spinlab-run's meta.json.
     std::string ready_file;
 };

@@ -19,8 +19,11 @@ namespace spinlab::load {
 namespace po = boost::program_options;
 
 namespace {
-const std::vector<std::string> kCommands = {"hog",      "throttle", "preempt", "pin",
+const std::vector<std::string> kCommands = {"hog",      "throttle", "freeze", "pin",
                                             "timeline", "cleanup",  "libvirt-args", "run-dir"};
+// Commands renamed, as {old name, name}: the old name still runs the command, for the scripts
+// and libvirt domains that say it (issue 53).
+const std::pair<const char*, const char*> kOldCommandNames[] = {{"preempt", "freeze"}};
 
 // Raw option values; converted and checked into the Command after parsing.
 struct Raw {
@@ -61,7 +64,7 @@ po::options_description thread_group(Raw& r) {
 double* duration_target(Command& c) {
     if (c.name == "hog") return &c.hog.duration_s;
     if (c.name == "throttle") return &c.throttle.duration_s;
-    if (c.name == "preempt") return &c.preempt.duration_s;
+    if (c.name == "freeze") return &c.freeze.duration_s;
     return &c.timeline.duration_s;
 }
 
@@ -86,8 +89,8 @@ po::options_description throttle_group(Command& c, Raw& r) {
     return g;
 }
 
-po::options_description preempt_group(Command& c, Raw& r) {
-    po::options_description g("Preempt (freeze schedule)");
+po::options_description freeze_group(Command& c, Raw& r) {
+    po::options_description g("Freeze (schedule)");
     g.add_options()
         ("freeze-ms", po::value(&r.freeze_ms)->default_value(10), "length of each freeze")
         ("freeze-max-ms", po::value(&r.freeze_max_ms)->default_value(0),
@@ -96,21 +99,21 @@ po::options_description preempt_group(Command& c, Raw& r) {
         ("schedule", po::value(&r.schedule)->default_value("fixed"), "fixed, uniform or poisson")
         ("seed", po::value(&r.seed)->default_value(1), "seed of the random schedules")
         ("phase-ms", po::value(&r.phase_ms)->default_value(0), "fixed: offset of the first freeze")
-        ("stagger", po::bool_switch(&c.preempt.stagger), "offset thread i by i*period/N")
-        ("start-delay", po::value(&c.preempt.start_delay_s)->default_value(0),
+        ("stagger", po::bool_switch(&c.freeze.stagger), "offset thread i by i*period/N")
+        ("start-delay", po::value(&c.freeze.start_delay_s)->default_value(0),
          "seconds before the first period")
-        ("out", po::value(&c.preempt.out_csv), "CSV of the freezes (default stdout)")
-        ("latency-json", po::value(&c.preempt.latency_json),
+        ("out", po::value(&c.freeze.out_csv), "CSV of the freezes (default stdout)")
+        ("latency-json", po::value(&c.freeze.latency_json),
          "write the freezer's latencies (median, p99, max) here as JSON at exit")
         ("cgroup", po::value(&r.cgroup)->default_value("auto"), "auto, v1 (freezer) or v2 (cgroup.freeze)")
-        ("rt-priority", po::value(&c.preempt.rt_priority)->default_value(0),
+        ("rt-priority", po::value(&c.freeze.rt_priority)->default_value(0),
          "run the injector SCHED_FIFO at this priority (0: normal); where that is not "
          "permitted (no CAP_SYS_NICE, RLIMIT_RTPRIO too low) it runs at normal priority, with "
          "one warning")
-        ("vcpu-state", po::value(&c.preempt.vcpu_state),
+        ("vcpu-state", po::value(&c.freeze.vcpu_state),
          "the guest's shared region file (/dev/shm/spinlab-NAME, not a symbolic link): set each "
          "frozen vCPU's 'preempted' word there, from the freeze to the thaw")
-        ("vcpu-state-latency-json", po::value(&c.preempt.vcpu_state_latency_json),
+        ("vcpu-state-latency-json", po::value(&c.freeze.vcpu_state_latency_json),
          "write the words' store latencies (from the freeze or thaw request) here as JSON at exit");
     return g;
 }
@@ -133,7 +136,7 @@ po::options_description timeline_group(Command& c, Raw& r) {
         ("phase", po::value(&c.timeline.phase), "phase name written in every row (spinlab-run's results)")
         ("rep", po::value(&c.timeline.rep)->default_value(0), "repetition written in every row")
         ("freezes", po::value(&c.timeline.freezes),
-         "spinlab-load preempt's record (--out): time inside each freeze's effective window is "
+         "spinlab-load freeze's record (--out): time inside each freeze's effective window is "
          "written as state frozen; read when the timeline ends")
         ("neighbour", po::value(&r.neighbours)->composing(),
          "NAME:TID[,TID...] (repeatable): a neighbour VM's vCPU threads, the i-th TID its vCPU i; an "
@@ -180,7 +183,7 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
     }
     if (name == "hog") all.add(hog_group(c, r));
     else if (name == "throttle") all.add(throttle_group(c, r));
-    else if (name == "preempt") all.add(preempt_group(c, r));
+    else if (name == "freeze") all.add(freeze_group(c, r));
     else if (name == "pin") all.add(pin_group(c, r));
     else if (name == "timeline") all.add(timeline_group(c, r));
     return all;
@@ -189,7 +192,7 @@ po::options_description describe(const std::string& name, Command& c, Raw& r) {
 const char* summary(const std::string& name) {
     if (name == "hog") return "a compute-bound process per host CPU, pinned, duty cycle, nice";
     if (name == "throttle") return "cut threads' CPU bandwidth with the cgroup cpu controller";
-    if (name == "preempt") return "freeze threads for D ms every P ms, record each freeze";
+    if (name == "freeze") return "freeze threads for D ms every P ms, record each freeze";
     if (name == "pin") return "pin threads to host CPUs";
     if (name == "timeline") return "when each thread ran and when not (sched_switch, host TSC)";
     if (name == "cleanup") return "remove what dead spinlab-load processes left behind";
@@ -207,11 +210,11 @@ const char* examples(const std::string& name) {
         return "  spinlab-load throttle --qemu-pid 4242 --vcpus 1 --quota-pct 30 --duration 20\n"
                "  spinlab-load throttle --tid 5001,5002 --quota-pct 50 --cgroup v2\n";
     }
-    if (name == "preempt") {
-        return "  spinlab-load preempt --qemu-pid 4242 --vcpus 0 --freeze-ms 10 --period-ms 100 \\\n"
-               "      --duration 8 --out preempt.csv\n"
-               "  spinlab-load preempt --qmp /run/vm.qmp --schedule poisson --seed 7 --stagger\n"
-               "  spinlab-load preempt --qemu-pid 4242 --vcpus 1 --vcpu-state /dev/shm/spinlab-lab1\n";
+    if (name == "freeze") {
+        return "  spinlab-load freeze --qemu-pid 4242 --vcpus 0 --freeze-ms 10 --period-ms 100 \\\n"
+               "      --duration 8 --out freezes.csv\n"
+               "  spinlab-load freeze --qmp /run/vm.qmp --schedule poisson --seed 7 --stagger\n"
+               "  spinlab-load freeze --qemu-pid 4242 --vcpus 1 --vcpu-state /dev/shm/spinlab-lab1\n";
     }
     if (name == "pin") {
         return "  spinlab-load pin --qemu-pid 4242 --cpus 0,1       # vCPU i on CPU i\n"
@@ -219,8 +222,8 @@ const char* examples(const std::string& name) {
     }
     if (name == "timeline") {
         return "  spinlab-load timeline --qemu-pid 4242 --duration 8 --out timeline.csv\n"
-               "  spinlab-load timeline --qemu-pid 4242 --freezes preempt.csv --phase preempt-30ms --rep 1 \\\n"
-               "      --out timeline.csv   # stop preempt first: its effective windows become state frozen\n"
+               "  spinlab-load timeline --qemu-pid 4242 --freezes freezes.csv --phase freeze-30ms --rep 1 \\\n"
+               "      --out timeline.csv   # stop freeze first: its effective windows become state frozen\n"
                "  spinlab-load timeline --qmp /run/vm.qmp --trace-clock mono --out t.csv\n"
                "  spinlab-load timeline --qemu-pid 4242 --neighbour vm2:5001,5002 --out t.csv  # preemptor classes\n"
                "  spinlab-load timeline --qemu-pid 4242 --vcpu-state /dev/shm/spinlab-lab1 --out t.csv\n";
@@ -256,21 +259,21 @@ void convert(Command& c, const Raw& r) {
         c.throttle.targets = targets;
         c.throttle.method = parse_cgroup_method(r.cgroup, "cgroup");
         validate_throttle(c.throttle);
-    } else if (c.name == "preempt") {
-        c.preempt.targets = targets;
-        c.preempt.method = parse_cgroup_method(r.cgroup, "cgroup");
+    } else if (c.name == "freeze") {
+        c.freeze.targets = targets;
+        c.freeze.method = parse_cgroup_method(r.cgroup, "cgroup");
         for (auto [value, option] : {std::pair{r.freeze_ms, "freeze-ms"}, {r.period_ms, "period-ms"},
                                      {r.freeze_max_ms, "freeze-max-ms"}, {r.phase_ms, "phase-ms"}}) {
             if (value < 0) throw LoadError(std::string("--") + option + " must not be negative");
         }
-        ScheduleParams& s = c.preempt.schedule;
+        ScheduleParams& s = c.freeze.schedule;
         s.kind = parse_schedule_kind(r.schedule, "schedule");
         s.freeze_ns = ms(r.freeze_ms);
         s.freeze_max_ns = ms(r.freeze_max_ms);
         s.period_ns = ms(r.period_ms);
         s.phase_ns = ms(r.phase_ms);
         s.seed = r.seed;
-        validate_preempt(c.preempt);
+        validate_freeze(c.freeze);
     } else if (c.name == "pin") {
         c.pin.targets = targets;
         c.pin.cpus = parse_id_list(r.cpus, "cpus", CPU_SETSIZE - 1);
@@ -288,11 +291,17 @@ void convert(Command& c, const Raw& r) {
 }
 }  // namespace
 
+std::string command_named(const std::string& name) {
+    for (auto [old, now] : kOldCommandNames)
+        if (name == old) return now;
+    return std::find(kCommands.begin(), kCommands.end(), name) == kCommands.end() ? "" : name;
+}
+
 bool is_flag_option(const std::string& command, const std::string& option) {
     Command c;
-    c.name = command;
+    c.name = command_named(command);
     Raw r;
-    po::options_description d = describe(command, c, r);
+    po::options_description d = describe(c.name, c, r);
     const po::option_description* o = d.find_nothrow(option, false);
     return o && o->semantic()->max_tokens() == 0;
 }
@@ -310,15 +319,22 @@ std::string usage_text(const std::string& command) {
             std::snprintf(line, sizeof line, "  %-13s %s\n", name.c_str(), summary(name));
             out << line;
         }
+        for (auto [old, name] : kOldCommandNames) {
+            char line[160];
+            std::snprintf(line, sizeof line, "  %-13s old name of %s\n", old, name);
+            out << line;
+        }
         out << "\n'spinlab-load <command> --help' lists a command's options.\n\nEXAMPLES\n";
-        for (const char* name : {"hog", "preempt", "timeline"}) out << examples(name);
+        for (const char* name : {"hog", "freeze", "timeline"}) out << examples(name);
         return out.str();
     }
     Command c;
-    c.name = command;
+    c.name = command_named(command);
     Raw r;
-    out << "Usage: spinlab-load " << command << " [options]\n" << summary(command) << "\n\n"
-        << describe(command, c, r) << "\nEXAMPLES\n" << examples(command);
+    out << "Usage: spinlab-load " << c.name << " [options]\n" << summary(c.name) << "\n";
+    for (auto [old, name] : kOldCommandNames)
+        if (c.name == name) out << "(" << old << ": old name of " << name << ")\n";
+    out << "\n" << describe(c.name, c, r) << "\nEXAMPLES\n" << examples(c.name);
     return out.str();
 }
 
@@ -330,10 +346,8 @@ Command parse_command_line(const std::vector<std::string>& args) {
         c.help_text = usage_text("");
         return c;
     }
-    if (std::find(kCommands.begin(), kCommands.end(), args[0]) == kCommands.end()) {
-        throw LoadError("unknown command '" + args[0] + "'");
-    }
-    c.name = args[0];
+    c.name = command_named(args[0]);
+    if (c.name.empty()) throw LoadError("unknown command '" + args[0] + "'");
     Raw r;
     po::options_description desc = describe(c.name, c, r);
     po::variables_map vm;
@@ -391,7 +405,7 @@ int run_command(const Command& c) {
     if (!session.stopped()) {
         if (c.name == "hog") code = run_hog(session, c.hog);
         else if (c.name == "throttle") code = run_throttle(session, c.throttle);
-        else if (c.name == "preempt") code = run_preempt(session, c.preempt);
+        else if (c.name == "freeze") code = run_freeze(session, c.freeze);
         else if (c.name == "timeline") code = run_timeline(session, c.timeline);
     }
     std::vector<std::string> problems = session.finish();
@@ -406,9 +420,7 @@ int run_cli(int argc, char** argv) {
         c = parse_command_line(args);
     } catch (const LoadError& e) {
         std::fprintf(stderr, "spinlab-load: %s\n\n", e.what());
-        std::string name = args.empty() ? "" : args[0];
-        bool known = std::find(kCommands.begin(), kCommands.end(), name) != kCommands.end();
-        std::fputs(usage_text(known ? name : "").c_str(), stderr);
+        std::fputs(usage_text(args.empty() ? "" : command_named(args[0])).c_str(), stderr);
         return 2;
     } catch (const std::exception& e) {  // the run directory refused (hostlib/run_dir.h)
         std::fprintf(stderr, "spinlab-load: %s\n", e.what());

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hypervisor-hooks/cleanup/command_session.h"
-#include "hypervisor-hooks/freezes/preempt.h"
+#include "hypervisor-hooks/freezes/freeze_command.h"
 #include "hypervisor-hooks/hogs/hog.h"
 #include "hypervisor-hooks/pinning/pin.h"
 #include "hypervisor-hooks/throttling/throttle.h"
@@ -17,22 +17,27 @@
 namespace spinlab::load {
 
 struct Command {
-    std::string name;  // hog, throttle, preempt, pin, timeline, cleanup, libvirt-args
+    std::string name;  // hog, throttle, freeze, pin, timeline, cleanup, libvirt-args, run-dir
     bool help = false;
     std::string help_text;
     SessionOptions session;
     HogConfig hog;
     ThrottleConfig throttle;
-    PreemptConfig preempt;
+    FreezeConfig freeze;
     PinConfig pin;
     TimelineConfig timeline;
     std::string domain_xml;  // libvirt-args: file, "-" for stdin
     int qemu_pid = 0;        // libvirt-args
 };
 
-// `args` excludes the program name. Throws LoadError (naming option and value) on bad input.
+// The command `name` names: `name` itself, for an old name the command's name (preempt: freeze),
+// empty for none.
+std::string command_named(const std::string& name);
+// `args` excludes the program name; a command may be given by its old name (Command::name is
+// its name). Throws LoadError (naming option and value) on bad input.
 Command parse_command_line(const std::vector<std::string>& args);
-// The usage of one command, or the overview when `command` is empty; ends with EXAMPLES.
+// The usage of one command (by its name or old name), or the overview when `command` is empty;
+// ends with EXAMPLES.
 std::string usage_text(const std::string& command);
 // Whether `option` of `command` is a switch without a value (for the libvirt metadata).
 bool is_flag_option(const std::string& command, const std::string& option);

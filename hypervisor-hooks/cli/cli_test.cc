@@ -20,15 +20,15 @@ std::string error_of(const std::vector<std::string>& args) {
     return "no error";
 }
 
-TEST(Cli, DefaultsOfPreempt) {
-    Command c = parse_command_line({"preempt", "--tid", "100,101", "--duration", "3"});
-    EXPECT_EQ(c.name, "preempt");
-    EXPECT_EQ(c.preempt.targets.tids, (std::vector<int>{100, 101}));
-    EXPECT_EQ(c.preempt.schedule.freeze_ns, 10'000'000u);
-    EXPECT_EQ(c.preempt.schedule.period_ns, 100'000'000u);
-    EXPECT_EQ(c.preempt.schedule.kind, ScheduleKind::kFixed);
-    EXPECT_EQ(c.preempt.method, CgroupMethod::kAuto);
-    EXPECT_DOUBLE_EQ(c.preempt.duration_s, 3);
+TEST(Cli, DefaultsOfFreeze) {
+    Command c = parse_command_line({"freeze", "--tid", "100,101", "--duration", "3"});
+    EXPECT_EQ(c.name, "freeze");
+    EXPECT_EQ(c.freeze.targets.tids, (std::vector<int>{100, 101}));
+    EXPECT_EQ(c.freeze.schedule.freeze_ns, 10'000'000u);
+    EXPECT_EQ(c.freeze.schedule.period_ns, 100'000'000u);
+    EXPECT_EQ(c.freeze.schedule.kind, ScheduleKind::kFixed);
+    EXPECT_EQ(c.freeze.method, CgroupMethod::kAuto);
+    EXPECT_DOUBLE_EQ(c.freeze.duration_s, 3);
     EXPECT_EQ(c.session.state_dir, spinlab::run_dir());  // collector/run_dir.h
     EXPECT_FALSE(c.session.survive_parent);
 }
@@ -49,33 +49,33 @@ TEST(Cli, EveryCommandParsesItsOptions) {
     Command l = parse_command_line({"timeline", "--tid", "5", "--tid", "6", "--trace-clock", "mono"});
     EXPECT_EQ(l.timeline.targets.tids, (std::vector<int>{5, 6}));
     EXPECT_EQ(l.timeline.clock, "mono");
-    Command s = parse_command_line({"preempt", "--tid", "5", "--schedule", "poisson", "--seed", "9",
+    Command s = parse_command_line({"freeze", "--tid", "5", "--schedule", "poisson", "--seed", "9",
                                     "--freeze-ms", "2.5", "--stagger", "--survive-parent"});
-    EXPECT_EQ(s.preempt.schedule.kind, ScheduleKind::kPoisson);
-    EXPECT_EQ(s.preempt.schedule.seed, 9u);
-    EXPECT_EQ(s.preempt.schedule.freeze_ns, 2'500'000u);
-    EXPECT_TRUE(s.preempt.stagger);
+    EXPECT_EQ(s.freeze.schedule.kind, ScheduleKind::kPoisson);
+    EXPECT_EQ(s.freeze.schedule.seed, 9u);
+    EXPECT_EQ(s.freeze.schedule.freeze_ns, 2'500'000u);
+    EXPECT_TRUE(s.freeze.stagger);
     EXPECT_TRUE(s.session.survive_parent);
 }
 
 TEST(Cli, ErrorsNameTheBadOptionAndValue) {
     EXPECT_EQ(error_of({}), "no command given");
-    EXPECT_EQ(error_of({"freeze"}), "unknown command 'freeze'");
+    EXPECT_EQ(error_of({"freez"}), "unknown command 'freez'");
     EXPECT_EQ(error_of({"hog", "--bogus"}), "hog: unrecognised option '--bogus'");
     EXPECT_EQ(error_of({"hog", "--duty", "abc"}),
               "hog: the argument ('abc') for option '--duty' is invalid");
     EXPECT_EQ(error_of({"hog", "--duty", "0"}), "--duty 0.000000 must be in (0, 100] percent");
     EXPECT_EQ(error_of({"hog", "--nice", "20"}), "--nice 20 must be in [-20, 19]");
     EXPECT_EQ(error_of({"hog", "--cpus", "0-x"}), "--cpus '0-x': 'x' is not a non-negative integer");
-    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--freeze-ms", "100"}),
+    EXPECT_EQ(error_of({"freeze", "--tid", "1", "--freeze-ms", "100"}),
               "--freeze-ms must be shorter than --period-ms (the thread must run between freezes)");
-    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--schedule", "random"}),
+    EXPECT_EQ(error_of({"freeze", "--tid", "1", "--schedule", "random"}),
               "--schedule 'random' must be fixed, uniform or poisson");
-    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--cgroup", "v3"}), "--cgroup 'v3' must be auto, v1 or v2");
-    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--freeze-ms", "-1"}), "--freeze-ms must not be negative");
-    EXPECT_EQ(error_of({"preempt", "--tid", "1,1"}), "--tid '1,1': 1 is given twice");
-    EXPECT_EQ(error_of({"preempt", "--tid", "0"}), "--tid 0: thread ids are positive");
-    EXPECT_EQ(error_of({"preempt"}), "no threads given: use --tid, --qemu-pid or --qmp");
+    EXPECT_EQ(error_of({"freeze", "--tid", "1", "--cgroup", "v3"}), "--cgroup 'v3' must be auto, v1 or v2");
+    EXPECT_EQ(error_of({"freeze", "--tid", "1", "--freeze-ms", "-1"}), "--freeze-ms must not be negative");
+    EXPECT_EQ(error_of({"freeze", "--tid", "1,1"}), "--tid '1,1': 1 is given twice");
+    EXPECT_EQ(error_of({"freeze", "--tid", "0"}), "--tid 0: thread ids are positive");
+    EXPECT_EQ(error_of({"freeze"}), "no threads given: use --tid, --qemu-pid or --qmp");
     EXPECT_EQ(error_of({"throttle", "--tid", "1", "--quota-pct", "100"}),
               "--quota-pct 100.000000 must be above 0 and below 100 (percent of one CPU)");
     EXPECT_EQ(error_of({"throttle", "--tid", "1", "--quota-pct", "0.5", "--period-us", "100000"}),
@@ -87,16 +87,43 @@ TEST(Cli, ErrorsNameTheBadOptionAndValue) {
 }
 
 TEST(Cli, HelpOfEveryCommandEndsWithExamples) {
-    for (const char* name : {"", "hog", "throttle", "preempt", "pin", "timeline", "cleanup", "libvirt-args"}) {
+    for (const char* name : {"", "hog", "throttle", "freeze", "pin", "timeline", "cleanup", "libvirt-args"}) {
         std::string text = usage_text(name);
         size_t examples = text.rfind("\nEXAMPLES\n");
         ASSERT_NE(examples, std::string::npos) << name;
         EXPECT_EQ(text.find('\n', examples + 10) + 1 <= text.size(), true);
         EXPECT_NE(text.find("spinlab-load", examples), std::string::npos) << name;
     }
-    Command c = parse_command_line({"preempt", "--help"});
+    Command c = parse_command_line({"freeze", "--help"});
     EXPECT_TRUE(c.help);
     EXPECT_NE(c.help_text.find("--freeze-ms"), std::string::npos);
+}
+
+// `preempt`, the old name of freeze (issue 53), still runs freeze with the same options; its help
+// is freeze's, and the overview says what it is.
+TEST(Cli, PreemptIsTheOldNameOfFreeze) {
+    Command c = parse_command_line({"preempt", "--tid", "5", "--freeze-ms", "2.5", "--period-ms", "50",
+                                    "--stagger", "--rt-priority", "10"});
+    EXPECT_EQ(c.name, "freeze");
+    EXPECT_EQ(c.freeze.targets.tids, (std::vector<int>{5}));
+    EXPECT_EQ(c.freeze.schedule.freeze_ns, 2'500'000u);
+    EXPECT_EQ(c.freeze.schedule.period_ns, 50'000'000u);
+    EXPECT_TRUE(c.freeze.stagger);
+    EXPECT_EQ(c.freeze.rt_priority, 10);
+    EXPECT_EQ(command_named("preempt"), "freeze");
+    EXPECT_EQ(command_named("freeze"), "freeze");
+    EXPECT_EQ(command_named("freez"), "");
+    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--freeze-ms", "100"}),
+              "--freeze-ms must be shorter than --period-ms (the thread must run between freezes)");
+    Command h = parse_command_line({"preempt", "--help"});
+    EXPECT_TRUE(h.help);
+    EXPECT_EQ(h.help_text, usage_text("freeze"));
+    EXPECT_EQ(h.help_text.rfind("Usage: spinlab-load freeze [options]\n", 0), 0u) << h.help_text;
+    EXPECT_NE(h.help_text.find("(preempt: old name of freeze)\n"), std::string::npos) << h.help_text;
+    EXPECT_EQ(h.help_text.find("spinlab-load preempt"), std::string::npos) << "examples say freeze";
+    const std::string overview = usage_text("");
+    EXPECT_NE(overview.find("  freeze        freeze threads"), std::string::npos) << overview;
+    EXPECT_NE(overview.find("  preempt       old name of freeze\n"), std::string::npos) << overview;
 }
 
 TEST(Cli, ConfigFileUsesTheSameNames) {
@@ -105,24 +132,25 @@ TEST(Cli, ConfigFileUsesTheSameNames) {
     std::string ini = "tid = 42\nfreeze-ms = 5\nperiod-ms = 50\nschedule = uniform\n";
     ASSERT_EQ(::write(fd, ini.data(), ini.size()), static_cast<ssize_t>(ini.size()));
     ::close(fd);
-    Command c = parse_command_line({"preempt", "--config", path, "--seed", "3"});
-    EXPECT_EQ(c.preempt.targets.tids, (std::vector<int>{42}));
-    EXPECT_EQ(c.preempt.schedule.freeze_ns, 5'000'000u);
-    EXPECT_EQ(c.preempt.schedule.kind, ScheduleKind::kUniform);
-    EXPECT_EQ(c.preempt.schedule.seed, 3u);
+    Command c = parse_command_line({"freeze", "--config", path, "--seed", "3"});
+    EXPECT_EQ(c.freeze.targets.tids, (std::vector<int>{42}));
+    EXPECT_EQ(c.freeze.schedule.freeze_ns, 5'000'000u);
+    EXPECT_EQ(c.freeze.schedule.kind, ScheduleKind::kUniform);
+    EXPECT_EQ(c.freeze.schedule.seed, 3u);
     std::string bad = std::string(path) + ".bad";
     FILE* f = std::fopen(bad.c_str(), "w");
     std::fputs("freez-ms = 5\n", f);
     std::fclose(f);
-    EXPECT_EQ(error_of({"preempt", "--tid", "1", "--config", bad}),
-              "preempt: unrecognised option 'freez-ms'");
+    EXPECT_EQ(error_of({"freeze", "--tid", "1", "--config", bad}),
+              "freeze: unrecognised option 'freez-ms'");
     ::unlink(path);
     ::unlink(bad.c_str());
 }
 
 TEST(Cli, FlagOptionsAreKnown) {
-    EXPECT_TRUE(is_flag_option("preempt", "stagger"));
-    EXPECT_FALSE(is_flag_option("preempt", "freeze-ms"));
+    EXPECT_TRUE(is_flag_option("freeze", "stagger"));
+    EXPECT_FALSE(is_flag_option("freeze", "freeze-ms"));
+    EXPECT_TRUE(is_flag_option("preempt", "stagger")) << "the old name's options are freeze's";
     EXPECT_TRUE(is_flag_option("pin", "all"));
     EXPECT_FALSE(is_flag_option("hog", "nonexistent"));
 }

@@ -1,4 +1,4 @@
-// How fast the freezer acts, from the preempt record: distributions (count, min, median, p99,
+// How fast the freezer acts, from the freeze record: distributions (count, min, median, p99,
 // max, in ms) of
 //   request_late  begin - planned_begin   the injector's timer lateness
 //   write         marked - begin          how long the freeze write took (the mark lands inside)
@@ -9,7 +9,7 @@
 //                                         minus its planned length: how much longer than asked
 //   resume        resumed - end           from the thaw request until the thread ran again
 // plus the count of threads off CPU at the request (stopped <= marked: stopped by the mark).
-// `spinlab-load preempt --latency-json` writes it; `make bench` runs it (scripts/bench-freeze.sh).
+// `spinlab-load freeze --latency-json` writes it; `make bench` runs it (scripts/bench-freeze.sh).
 // Pure: no I/O.
 #pragma once
 

@@ -35,7 +35,7 @@ std::vector<FrozenSpan> read_frozen_spans(const std::string& record_csv) {
     size_t c_tid = 0, c_stopped = 0, c_resumed = 0, c_effective = 0;
     auto column = [&](const char* name) {
         auto it = std::find(header.begin(), header.end(), name);
-        if (it == header.end()) throw LoadError(std::string("the preempt record has no column ") + name);
+        if (it == header.end()) throw LoadError(std::string("the freeze record has no column ") + name);
         return static_cast<size_t>(it - header.begin());
     };
     std::vector<FrozenSpan> out;
@@ -48,7 +48,7 @@ std::vector<FrozenSpan> read_frozen_spans(const std::string& record_csv) {
             c_effective = column("effective");
             continue;
         }
-        const std::string where = "the preempt record, line " + std::to_string(n);
+        const std::string where = "the freeze record, line " + std::to_string(n);
         if (f.size() != header.size())
             throw LoadError(where + ": " + std::to_string(f.size()) + " fields, the header has " +
                             std::to_string(header.size()));

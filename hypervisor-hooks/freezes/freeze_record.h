@@ -1,4 +1,4 @@
-// The preempt record: one CSV row per freeze, with the planned window, the requests we made,
+// The freeze record: one CSV row per freeze, with the planned window, the requests we made,
 // the kernel's confirmation, and the effective window (effective_window.h). Every time is
 // given in host TSC (the clock of the timeline and the guest counters) and in CLOCK_MONOTONIC
 // ns. The one writer of this format; its columns are documented in README.md.
@@ -43,7 +43,7 @@ struct FrozenSpan {
     uint64_t resumed;  // UINT64_MAX: not seen running again before tracing ended
 };
 
-// The effective windows of a preempt record (the text this file's writer produced): `ok` rows
+// The effective windows of a freeze record (the text this file's writer produced): `ok` rows
 // give [stopped, resumed); `not-resumed` rows [stopped, forever); rows whose freeze never took
 // effect or whose thread had no events give none. Throws LoadError naming the line and column
 // that do not parse.

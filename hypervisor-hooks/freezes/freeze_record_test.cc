@@ -67,13 +67,13 @@ TEST(FreezeRecord, BadRecordsNameTheLineAndColumn) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(error_of("seq,tid\n1,2\n"), "the preempt record has no column stopped_tsc");
+    EXPECT_EQ(error_of("seq,tid\n1,2\n"), "the freeze record has no column stopped_tsc");
     std::string ok = "0,5,0,0,0,0,0,0,0,0,100,200,ok,0,0,0,0,0,0,0,0,0\n";
     EXPECT_EQ(error_of(freeze_record_header() + ok + "0,5,0,0,0,0,0,0,0,0,1x0,200,ok,0,0,0,0,0,0,0,0,0\n"),
-              "the preempt record, line 3: stopped_tsc '1x0' is not a number");
-    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0\n"), "the preempt record, line 2: 3 fields, the header has 22");
+              "the freeze record, line 3: stopped_tsc '1x0' is not a number");
+    EXPECT_EQ(error_of(freeze_record_header() + "0,5,0\n"), "the freeze record, line 2: 3 fields, the header has 22");
     EXPECT_EQ(error_of(freeze_record_header() + "0,5,0,0,0,0,0,0,0,0,100,200,maybe,0,0,0,0,0,0,0,0,0\n"),
-              "the preempt record, line 2: unknown effective status 'maybe'");
+              "the freeze record, line 2: unknown effective status 'maybe'");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Writes the preempt record from a thread of its own, so the injector never blocks on file I/O:
+// Writes the freeze record from a thread of its own, so the injector never blocks on file I/O:
 // with the record on a disk file system, a write can wait for writeback or the journal for
 // milliseconds, and every such wait made a freeze or thaw request late (up to 24 ms seen
 // under load, though the injector runs SCHED_FIFO). The thread keeps the scheduling policy of

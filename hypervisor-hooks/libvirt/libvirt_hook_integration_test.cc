@@ -53,7 +53,7 @@ TEST(LibvirtHook, BadMetadataFailsPrepareWithTheReason) {
     std::string dir = temp_dir();
     std::string xml =
         "<domain><name>lab</name><metadata><s:load xmlns:s='https://spinlab.invalid/xmlns/load/1'>"
-        "<preempt freeze-ms='500'/></s:load></metadata></domain>";
+        "<freeze freeze-ms='500'/></s:load></metadata></domain>";
     int status = run_hook(dir, "prepare", "begin", xml, "2>" + dir + "/err");
     EXPECT_NE(WEXITSTATUS(status), 0);
     EXPECT_NE(slurp(dir + "/err").find("--freeze-ms must be shorter"), std::string::npos);

@@ -48,18 +48,20 @@ std::vector<std::vector<std::string>> load_commands_from_domain_xml(const std::s
     auto metadata = tree.get_child_optional("domain.metadata");
     std::vector<std::vector<std::string>> commands;
     if (!metadata) return commands;
-    static const std::set<std::string> kCommands = {"hog", "preempt", "throttle", "pin", "timeline"};
+    static const std::set<std::string> kCommands = {"hog", "freeze", "throttle", "pin", "timeline"};
     static const std::set<std::string> kForbidden = {"tid", "qemu-pid", "qmp", "state-dir",
                                                      "survive-parent", "ready-file", "config", "help"};
     for (const auto& [name, element] : *metadata) {
         if (local_name(name) != "load" || !in_our_namespace(element)) continue;
         for (const auto& [command, spec] : element) {
             if (command == "<xmlattr>" || command == "<xmlcomment>") continue;
-            if (!kCommands.count(command)) {
+            // An element may name its command by its old name (<preempt>: freeze).
+            const std::string name = command_named(command);
+            if (!kCommands.count(name)) {
                 throw LoadError("spinlab metadata: unknown element <" + command +
-                                "> (expected hog, preempt, throttle, pin or timeline)");
+                                "> (expected hog, freeze, throttle, pin or timeline)");
             }
-            std::vector<std::string> args{command};
+            std::vector<std::string> args{name};
             if (auto attrs = spec.get_child_optional("<xmlattr>")) {
                 for (const auto& [attr, value] : *attrs) {
                     if (kForbidden.count(attr)) {
@@ -70,7 +72,7 @@ std::vector<std::vector<std::string>> load_commands_from_domain_xml(const std::s
                     if (v.find_first_of("\t\n") != std::string::npos) {
                         throw LoadError("spinlab metadata <" + command + " " + attr + ">: value has a tab or newline");
                     }
-                    if (is_flag_option(command, attr)) {
+                    if (is_flag_option(name, attr)) {
                         if (truthy(command, attr, v)) args.push_back("--" + attr);
                     } else {
                         args.push_back("--" + attr);
@@ -78,7 +80,7 @@ std::vector<std::vector<std::string>> load_commands_from_domain_xml(const std::s
                     }
                 }
             }
-            if (command != "hog") {
+            if (name != "hog") {
                 args.push_back("--qemu-pid");
                 args.push_back(std::to_string(qemu_pid));
             }

@@ -4,16 +4,16 @@
 //   <metadata>
 //     <spinlab:load xmlns:spinlab="https://spinlab.invalid/xmlns/load/1">
 //       <hog cpus="0-1" duty="100" nice="0"/>
-//       <preempt vcpus="0" freeze-ms="10" period-ms="100" schedule="uniform" seed="7"
-//                out="/var/lib/spinlab/lab-preempt.csv"/>
+//       <freeze vcpus="0" freeze-ms="10" period-ms="100" schedule="uniform" seed="7"
+//               out="/var/lib/spinlab/lab-freezes.csv"/>
 //       <throttle vcpus="1" quota-pct="50"/>
 //       <pin vcpus="0,1" cpus="0,1"/>
 //       <timeline out="/var/lib/spinlab/lab-timeline.csv"/>
 //     </spinlab:load>
 //   </metadata>
 //
-// Each child is one spinlab-load command; its attributes are that command's long options
-// (flags take yes/no). The threads are always the domain's vCPUs (--qemu-pid is added), so
+// Each child is one spinlab-load command (<preempt>: old name of <freeze>, run as freeze); its
+// attributes are that command's long options (flags take yes/no). The threads are always the domain's vCPUs (--qemu-pid is added), so
 // tid, qemu-pid, qmp and the session options are not allowed. The prefix is free; the
 // namespace URI is what identifies the element.
 #pragma once

@@ -18,17 +18,25 @@ const std::string kClose = "</spinlab:load>";
 TEST(LibvirtMetadata, EachElementBecomesACommandWithTheQemuPid) {
     auto cmds = load_commands_from_domain_xml(
         domain(kOpen + "<hog cpus='0' duty='50'/>"
-                       "<preempt vcpus='0' freeze-ms='10' period-ms='100' stagger='yes' out='/tmp/p.csv'/>"
+                       "<freeze vcpus='0' freeze-ms='10' period-ms='100' stagger='yes' out='/tmp/p.csv'/>"
                        "<pin vcpus='0,1' cpus='0,1' all='no'/>" + kClose),
         4242);
     ASSERT_EQ(cmds.size(), 3u);
     EXPECT_EQ(cmds[0], (std::vector<std::string>{"hog", "--cpus", "0", "--duty", "50"}));
-    EXPECT_EQ(cmds[1], (std::vector<std::string>{"preempt", "--vcpus", "0", "--freeze-ms", "10",
+    EXPECT_EQ(cmds[1], (std::vector<std::string>{"freeze", "--vcpus", "0", "--freeze-ms", "10",
                                                  "--period-ms", "100", "--stagger", "--out",
                                                  "/tmp/p.csv", "--qemu-pid", "4242"}));
     EXPECT_EQ(cmds[2], (std::vector<std::string>{"pin", "--vcpus", "0,1", "--cpus", "0,1",
                                                  "--qemu-pid", "4242"}));
     EXPECT_EQ(format_command_lines({cmds[0]}), "hog\t--cpus\t0\t--duty\t50\n");
+}
+
+TEST(LibvirtMetadata, PreemptIsTheOldNameOfFreeze) {
+    auto cmds = load_commands_from_domain_xml(
+        domain(kOpen + "<preempt vcpus='1' freeze-ms='5' stagger='yes'/>" + kClose), 4242);
+    ASSERT_EQ(cmds.size(), 1u);
+    EXPECT_EQ(cmds[0], (std::vector<std::string>{"freeze", "--vcpus", "1", "--freeze-ms", "5", "--stagger",
+                                                 "--qemu-pid", "4242"}));
 }
 
 TEST(LibvirtMetadata, OtherNamespacesAndNoMetadataGiveNothing) {
@@ -52,16 +60,21 @@ TEST(LibvirtMetadata, ErrorsNameElementAndAttribute) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(error("<freeze/>"),
-              "spinlab metadata: unknown element <freeze> (expected hog, preempt, throttle, pin or timeline)");
-    EXPECT_EQ(error("<preempt tid='5'/>"),
-              "spinlab metadata <preempt>: attribute 'tid' is not allowed (the hook sets it)");
-    EXPECT_EQ(error("<preempt freeze-ms='200'/>"),
-              "spinlab metadata <preempt>: --freeze-ms must be shorter than --period-ms (the thread "
+    EXPECT_EQ(error("<stall/>"),
+              "spinlab metadata: unknown element <stall> (expected hog, freeze, throttle, pin or timeline)");
+    EXPECT_EQ(error("<cleanup/>"),
+              "spinlab metadata: unknown element <cleanup> (expected hog, freeze, throttle, pin or timeline)");
+    EXPECT_EQ(error("<freeze tid='5'/>"),
+              "spinlab metadata <freeze>: attribute 'tid' is not allowed (the hook sets it)");
+    EXPECT_EQ(error("<freeze freeze-ms='200'/>"),
+              "spinlab metadata <freeze>: --freeze-ms must be shorter than --period-ms (the thread "
               "must run between freezes)");
     EXPECT_EQ(error("<hog dutty='5'/>"), "spinlab metadata <hog>: hog: unrecognised option '--dutty'");
+    EXPECT_EQ(error("<freeze stagger='maybe'/>"),
+              "spinlab metadata <freeze stagger='maybe'>: must be yes or no");
     EXPECT_EQ(error("<preempt stagger='maybe'/>"),
-              "spinlab metadata <preempt stagger='maybe'>: must be yes or no");
+              "spinlab metadata <preempt stagger='maybe'>: must be yes or no")
+        << "an old name's errors name the element as written";
     EXPECT_THROW(load_commands_from_domain_xml("<domain><metadata>", 1), LoadError);
 }
 

@@ -130,7 +130,7 @@ int stop_publisher(SwitchPublisher& publisher, const TimelineConfig& c) {
     return code;
 }
 
-// Marks the time inside the freezes of the preempt record `path` frozen; false (with a warning)
+// Marks the time inside the freezes of the freeze record `path` frozen; false (with a warning)
 // when the record cannot be read.
 bool mark_frozen_time(std::vector<RunInterval>& intervals, const std::string& path) {
     try {

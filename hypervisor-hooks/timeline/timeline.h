@@ -14,7 +14,7 @@
 // the instance cannot be created), the perf switch records alone are the timeline (a thread's
 // own records, which perf_event_paranoid 2 allows); what they cannot say is in README.md
 // ("Without root"). The source used is on stderr and in the ready file (`source=`).
-// Given the preempt record (--freezes), the time inside each freeze's effective window is
+// Given the freeze record (--freezes), the time inside each freeze's effective window is
 // `frozen`; the record is read when the timeline ends, so the freezes must have ended first.
 // Each off interval names the task that took the CPU and its class (preemptor_attribution.h:
 // own-vcpu, neighbour-vcpu with --neighbour, hog from the ledgers of the state dir, read every
@@ -40,7 +40,7 @@ struct TimelineConfig {
     int buffer_kb = 2048;           // per-CPU ring buffer of the instance
     std::string phase;              // written in every row (spinlab-run's phase), may be empty
     uint32_t rep = 0;               // written in every row (spinlab-run's repetition)
-    std::string freezes;            // optional: spinlab-load preempt's record, read at the end
+    std::string freezes;            // optional: spinlab-load freeze's record, read at the end
     bool switch_records = true;     // fill the trace's missing switches from perf's records
     std::string vcpu_state;               // optional: the region file whose vCPU state words to keep
     uint32_t vcpu_state_period_us = 1000; // how often the words' publisher reads the switches

@@ -2,7 +2,7 @@
 // second source (perf's switch records, switch_records.h) already mapped onto the trace clock.
 //
 // The trace stays the reference wherever it has a switch (its TSC stamps and prev_state are
-// what preempt's effective windows use too); the records only fill its holes. A hole shows
+// what freeze's effective windows use too); the records only fill its holes. A hole shows
 // in the trace alone: a thread that switches out twice with no switch-in between, or in twice
 // with no switch-out. For each such pair (t1, t2) of one thread the missing switch is taken
 // from the records of that thread strictly inside (t1, t2): the last switch-in for out-out,

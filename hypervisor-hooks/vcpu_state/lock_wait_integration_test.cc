@@ -2,9 +2,9 @@
 // TCG (one host thread per vCPU, -accel tcg,thread=multi) booted into the lock_wait_host
 // self-test (kernel-patch/selftest/lock_wait_host_test.cc): vCPU 1 holds a kernel spinlock for
 // 4 s, vCPU 0 waits for it with interrupts off. Once the guest says so, the real spinlab-load
-// preempt freezes vCPU 1's thread for 1 s, and the test reads vCPU 0's thread's
+// freeze freezes vCPU 1's thread for 1 s, and the test reads vCPU 0's thread's
 // /proc/<qemu>/task/<tid>/schedstat every 2 ms: its time on the CPU and its time waiting for one.
-// Their sum over the freeze's effective window (preempt's stopped..resumed) is the time the
+// Their sum over the freeze's effective window (the freeze record's stopped..resumed) is the time the
 // thread was runnable; the rest it slept.
 //
 //   - lock=pvqspin: the waiter halts its vCPU (pv_qspinlock.h) and QEMU's vCPU thread sleeps
@@ -82,31 +82,31 @@ WaiterShares waiter_during_the_freeze(const std::string& lock) {
     EXPECT_NE(tid0, 0) << "no thread named CPU 0/TCG in QEMU " << vm.pid();
     if (!tid0) return r;
     // One freeze of 1 s at once (fixed schedule, phase 0), within the guest's 4 s hold.
-    ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--vcpus", "1",
+    ChildProcess freeze({SPINLAB_LOAD_BIN, "freeze", "--qemu-pid", std::to_string(vm.pid()), "--vcpus", "1",
                           "--freeze-ms", "1000", "--period-ms", "10000", "--duration", "2", "--out",
-                          dir + "/preempt.csv", "--state-dir", dir + "/s"});
+                          dir + "/freezes.csv", "--state-dir", dir + "/s"});
     std::vector<Sample> samples;
     uint64_t released_seen_ns = 0;
-    int preempt_status = -1;
+    int freeze_status = -1;
     const uint64_t give_up = monotonic_ns() + 30'000'000'000ull;
     for (int i = 0; monotonic_ns() < give_up; i++) {
         if (auto s = read_schedstat(vm.pid(), tid0)) samples.push_back(*s);
         if (i % 10 == 0 && !released_seen_ns && said("lock_wait_host: cpu 1 releases")) released_seen_ns = monotonic_ns();
-        if (i % 10 == 0 && (preempt_status = preempt.wait(0)) != -1) break;
+        if (i % 10 == 0 && (freeze_status = freeze.wait(0)) != -1) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     const int vm_status = vm.wait(60);
     if (!released_seen_ns && said("lock_wait_host: cpu 1 releases")) released_seen_ns = monotonic_ns();
     r.console = slurp(console);
-    EXPECT_TRUE(WIFEXITED(preempt_status) && WEXITSTATUS(preempt_status) == 0)
-        << preempt_status << preempt.stderr_text();
+    EXPECT_TRUE(WIFEXITED(freeze_status) && WEXITSTATUS(freeze_status) == 0)
+        << freeze_status << freeze.stderr_text();
     // isa-debug-exit: (0x10 << 1) | 1 = 33 when the guest's test passed (the waiter waited).
     EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << r.console;
-    const auto rows = parse_csv(slurp(dir + "/preempt.csv"));
-    EXPECT_EQ(rows.size(), 1u) << slurp(dir + "/preempt.csv") << preempt.stderr_text();
+    const auto rows = parse_csv(slurp(dir + "/freezes.csv"));
+    EXPECT_EQ(rows.size(), 1u) << slurp(dir + "/freezes.csv") << freeze.stderr_text();
     if (rows.size() != 1) return r;
     const auto& row = rows[0];
-    EXPECT_EQ(row.at("effective"), "ok") << slurp(dir + "/preempt.csv");
+    EXPECT_EQ(row.at("effective"), "ok") << slurp(dir + "/freezes.csv");
     const uint64_t stopped = std::stoull(row.at("stopped_ns")), resumed = std::stoull(row.at("resumed_ns"));
     // The whole freeze inside the hold: the holder released (as the guest said) after the thaw.
     EXPECT_GT(released_seen_ns, resumed) << "the guest's hold ended before the freeze did:\n" << r.console;

@@ -3,7 +3,7 @@
 //   - timeline --vcpu-state on two fake vCPU threads, one asleep and one spinning: the test
 //     reads the region file while it runs and sees the sleeper's word say "blocked" and the
 //     spinner's say "running"; after SIGTERM every word and the publisher bit are 0 again.
-//   - preempt --vcpu-state freezing vCPU 1 of a real guest (the kernel under TCG with the
+//   - freeze --vcpu-state freezing vCPU 1 of a real guest (the kernel under TCG with the
 //     shared region, booted into the vcpu_state_host self-test suite): the guest's own
 //     vcpu_off(1) goes true during the freezes and false between them, and
 //     vcpu_off(0) never (kernel-patch/selftest/vcpu_state_test.cc checks and prints it;
@@ -115,11 +115,11 @@ struct UnlinkOnExit {
     ~UnlinkOnExit() { ::unlink(path.c_str()); }
 };
 
-// spinlab-load preempt freezing vCPU 1 for 150 ms every 400 ms and keeping its word.
+// spinlab-load freeze freezing vCPU 1 for 150 ms every 400 ms and keeping its word.
 ChildProcess freeze_vcpu1(pid_t qemu, const std::string& shm, const std::string& dir) {
-    return ChildProcess({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(qemu), "--vcpus", "1",
+    return ChildProcess({SPINLAB_LOAD_BIN, "freeze", "--qemu-pid", std::to_string(qemu), "--vcpus", "1",
                          "--freeze-ms", "150", "--period-ms", "400", "--vcpu-state", shm,
-                         "--vcpu-state-latency-json", dir + "/latency.json", "--out", dir + "/preempt.csv",
+                         "--vcpu-state-latency-json", dir + "/latency.json", "--out", dir + "/freezes.csv",
                          "--state-dir", dir + "/s"});
 }
 
@@ -140,19 +140,19 @@ TEST(VcpuStateIntegration, TheGuestSeesItsFrozenVcpuAsPreempted) {
     // Freeze only once the guest has booted (a frozen AP during SMP bring-up is another test).
     ASSERT_TRUE(eventually(60, [&] { return slurp(console).find("selftest: running") != std::string::npos; }))
         << vm.stderr_text() << slurp(console);
-    ChildProcess preempt = freeze_vcpu1(vm.pid(), shm, dir);
+    ChildProcess freeze = freeze_vcpu1(vm.pid(), shm, dir);
     const int vm_status = vm.wait(90);
-    ::kill(preempt.pid(), SIGTERM);
-    const int preempt_status = preempt.wait(kEventuallyS);
+    ::kill(freeze.pid(), SIGTERM);
+    const int freeze_status = freeze.wait(kEventuallyS);
     const std::string log = slurp(console);
     std::printf("MEASURED guest: %s\nMEASURED host: %s%s\n",
                 log.substr(std::min(log.find("vcpu_state: "), log.size())).c_str(),
-                slurp(dir + "/latency.json").c_str(), preempt.stderr_text().c_str());
+                slurp(dir + "/latency.json").c_str(), freeze.stderr_text().c_str());
     ASSERT_NE(vm_status, -1) << "the guest did not finish within 90 s:\n" << log;
     // isa-debug-exit: (0x10 << 1) | 1 = 33 when every test passed.
     EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;
     EXPECT_NE(log.find("[       OK ] vcpu_state_host.host_freezes_are_seen"), std::string::npos) << log;
-    EXPECT_TRUE(WIFEXITED(preempt_status) && WEXITSTATUS(preempt_status) == 0) << preempt.stderr_text();
+    EXPECT_TRUE(WIFEXITED(freeze_status) && WEXITSTATUS(freeze_status) == 0) << freeze.stderr_text();
 }
 
 // Ring 3 too: lockbench's pvmcs lock (the user-level Env) reads the same words through the
@@ -173,10 +173,10 @@ TEST(VcpuStateIntegration, LockbenchInRing3SeesTheFrozenVcpuAsPreempted) {
                                true));
     ASSERT_TRUE(eventually(60, [&] { return slurp(console).find("lockbench: 2 threads") != std::string::npos; }))
         << vm.stderr_text() << slurp(console);
-    ChildProcess preempt = freeze_vcpu1(vm.pid(), shm, dir);
+    ChildProcess freeze = freeze_vcpu1(vm.pid(), shm, dir);
     const int vm_status = vm.wait(60);
-    ::kill(preempt.pid(), SIGTERM);
-    preempt.wait(kEventuallyS);
+    ::kill(freeze.pid(), SIGTERM);
+    freeze.wait(kEventuallyS);
     const std::string log = slurp(console);
     ASSERT_NE(vm_status, -1) << "the guest did not finish within 60 s:\n" << log;
     EXPECT_TRUE(WIFEXITED(vm_status) && WEXITSTATUS(vm_status) == 33) << vm_status << "\n" << log;

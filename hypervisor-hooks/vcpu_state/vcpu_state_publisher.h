@@ -15,7 +15,7 @@
 //   states that outlived a poll period.
 //   Until a thread's first switch its word says running (0).
 //
-// Freezes (`preempt --vcpu-state REGION`, preempt.cc): kVcpuOffFrozen is set right after the
+// Freezes (`freeze --vcpu-state REGION`, freeze_command.cc): kVcpuOffFrozen is set right after the
 // freeze write returns (the thread is marked frozen; one still on its CPU stops at its next
 // kernel entry, 0.03-0.3 ms later) and cleared right after the thaw write returns (the thread
 // may still wait for a CPU: with a timeline publisher beside it the switch bits say so).

@@ -15,7 +15,7 @@
 //     writes all of its bits again. A header that breaks the rules is refused with a message
 //     naming the field (why()), and the writer writes nothing until the next generation parses.
 //   - The writer never reads a guest value it acts on: the words are changed with atomic or/and
-//     of the bits this writer owns (so two writers, `timeline` and `preempt`, share each word),
+//     of the bits this writer owns (so two writers, `timeline` and `freeze`, share each word),
 //     plus +1 on the entry's `changes` for each change of state.
 //   - A vCPU index without a word (>= kVcpuStateEntries) is refused at construction with a
 //     LoadError naming it; set() on an index not given there is refused the same way.

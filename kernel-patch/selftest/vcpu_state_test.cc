@@ -5,7 +5,7 @@
 // answers false; without a host writer (no publisher bit) the host word of every CPU reads 0.
 //
 // Suite "vcpu_state_host" (only when named: it needs the host): the guest sees the host's
-// word move. Booted with the shared region while `spinlab-load preempt --vcpu-state` freezes
+// word move. Booted with the shared region while `spinlab-load freeze --vcpu-state` freezes
 // vCPU 1 on a schedule (hypervisor-hooks/vcpu_state/vcpu_state_integration_test.cc does both), it keeps
 // CPU 1 busy, samples vcpu_off(1) and (0) from CPU 0 for a few seconds, and requires
 // several separate "preempted" spells of CPU 1, time between them, and none for CPU 0 (which

@@ -18,7 +18,7 @@ namespace spinlab {
     X(kPreemptorNeighbourVcpu, 2, "neighbour-vcpu")                                             \
     /* one of spinlab-load hog's processes (a process entry of a spinlab-load ledger) */        \
     X(kPreemptorHog, 3, "hog")                                                                  \
-    /* the thread was frozen by spinlab-load preempt: inside a freeze's effective window */     \
+    /* the thread was frozen by spinlab-load freeze: inside a freeze's effective window */      \
     X(kPreemptorFreeze, 4, "freeze")                                                            \
     /* any other host task (the idle task, pid 0, included), named by pid and comm */           \
     X(kPreemptorHostTask, 5, "host-task")                                                       \

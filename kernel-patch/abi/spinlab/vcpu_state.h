@@ -35,13 +35,13 @@ inline constexpr uint32_t kVcpuOffPreempted = 1u << 0;  // switched out still ru
 inline constexpr uint32_t kVcpuOffBlocked = 1u << 1;    // switched out not runnable: slept or
                                                         // waited in the host (a guest HLT, a QEMU
                                                         // lock, the freezer) (switch records)
-inline constexpr uint32_t kVcpuOffFrozen = 1u << 2;     // frozen by spinlab-load preempt, from
+inline constexpr uint32_t kVcpuOffFrozen = 1u << 2;     // frozen by spinlab-load freeze, from
                                                         // its freeze mark to its thaw
 inline constexpr uint32_t kVcpuOffMask = kVcpuOffPreempted | kVcpuOffBlocked | kVcpuOffFrozen;
 
 // Bits of VcpuStateArea::publishers: which host writers keep the area now.
 inline constexpr uint32_t kVcpuStatePublisherSwitches = 1u << 0;  // spinlab-load timeline
-inline constexpr uint32_t kVcpuStatePublisherFreezes = 1u << 1;   // spinlab-load preempt
+inline constexpr uint32_t kVcpuStatePublisherFreezes = 1u << 1;   // spinlab-load freeze
 
 struct VcpuStateEntry {
     uint32_t off;      // kVcpuOff* bits; 0: on a host CPU, as far as every host writer knows

@@ -1,4 +1,4 @@
-#include "preempt.h"
+#include "freeze_command.h"
 
 #include <sched.h>
 #include <sys/prctl.h>
@@ -81,7 +81,7 @@ std::unique_ptr<SwitchRecorder> open_switch_records(const std::vector<int>& tids
     try {
         return std::make_unique<SwitchRecorder>(tids);
     } catch (const LoadError& e) {
-        std::fprintf(stderr, "preempt: WARNING no perf switch records (%s): a switch-in the kernel leaves out of "
+        std::fprintf(stderr, "freeze: WARNING no perf switch records (%s): a switch-in the kernel leaves out of "
                      "the trace ends its window at the thaw request\n", e.what());
         return nullptr;
     }
@@ -91,7 +91,7 @@ std::unique_ptr<SwitchRecorder> open_switch_records(const std::vector<int>& tids
 std::vector<std::pair<std::string, std::string>> priority_facts(int asked, const std::string& fallback) {
     if (asked <= 0) return {};
     if (!fallback.empty()) {
-        std::fprintf(stderr, "preempt: WARNING --rt-priority %d refused (%s; needs CAP_SYS_NICE or "
+        std::fprintf(stderr, "freeze: WARNING --rt-priority %d refused (%s; needs CAP_SYS_NICE or "
                      "RLIMIT_RTPRIO >= %d): the injector runs at normal priority, so under load freezes "
                      "can start late (the record's begin - planned_begin says by how much)\n",
                      asked, fallback.c_str(), asked);
@@ -136,7 +136,7 @@ public:
     // Before the ready file: why the words are not kept, where they are not yet.
     void say_unattached() {
         if (words_ && words_->refresh() != VcpuStateWriter::State::kAttached)  // publishes itself if laid out
-            std::fprintf(stderr, "preempt: vcpu-state: %s %s: %s\n", words_->path().c_str(),
+            std::fprintf(stderr, "freeze: vcpu-state: %s %s: %s\n", words_->path().c_str(),
                          vcpu_state_name(words_->state()), words_->why().c_str());
     }
 
@@ -145,7 +145,7 @@ public:
         ++stats_.events;
         const VcpuStateWriter::State before = words_->state();
         if (words_->refresh() != before)
-            std::fprintf(stderr, "preempt: vcpu-state: %s %s%s%s\n", words_->path().c_str(),
+            std::fprintf(stderr, "freeze: vcpu-state: %s %s%s%s\n", words_->path().c_str(),
                          vcpu_state_name(words_->state()), words_->why().empty() ? "" : ": ",
                          words_->why().c_str());
         if (words_->set(static_cast<uint32_t>(target.vcpu), frozen ? kVcpuOffFrozen : 0)) {
@@ -157,13 +157,13 @@ public:
     }
 
     // Detaches, then says how the stores went (and writes it to --vcpu-state-latency-json).
-    void finish(const PreemptConfig& c, const ClockPair& first_pair) {
+    void finish(const FreezeConfig& c, const ClockPair& first_pair) {
         if (!words_) return;
         words_->detach();
         const double ticks_per_us = TscMap(first_pair, sample_clock_pair()).ticks_per_ns() * 1e3;
         for (const auto& [request, store] : latency_tsc_)
             stats_.latency_us.push_back((double(store) - double(request)) / ticks_per_us);
-        std::fprintf(stderr, "preempt: vcpu-state: %s\n", stats_.summary().c_str());
+        std::fprintf(stderr, "freeze: vcpu-state: %s\n", stats_.summary().c_str());
         if (!c.vcpu_state_latency_json.empty())
             write_json_file("--vcpu-state-latency-json", c.vcpu_state_latency_json, stats_.json(c.vcpu_state));
     }
@@ -241,12 +241,12 @@ public:
     // the loss may be wrong).
     bool warn_of_losses() const {
         if (records_ && records_->lost()) {
-            std::fprintf(stderr, "preempt: WARNING the kernel lost %llu perf switch records; a window whose switch-in "
+            std::fprintf(stderr, "freeze: WARNING the kernel lost %llu perf switch records; a window whose switch-in "
                          "the trace also lacks ends at its thaw request\n",
                          static_cast<unsigned long long>(records_->lost()));
         }
         if (!parser_.lost_events()) return false;
-        std::fprintf(stderr, "preempt: WARNING the kernel lost %llu sched_switch events; effective "
+        std::fprintf(stderr, "freeze: WARNING the kernel lost %llu sched_switch events; effective "
                      "windows around the loss may be wrong\n",
                      static_cast<unsigned long long>(parser_.lost_events()));
         return true;
@@ -394,7 +394,7 @@ FreezeLatency say_summary(Session& session, uint64_t freezes, const EffectiveWin
         ++status_counts[static_cast<size_t>(r.effective.status)];
         latency.add(r);
     }
-    std::fprintf(stderr, "preempt: %llu freeze(s); effective windows: %zu ok, %zu never-stopped, "
+    std::fprintf(stderr, "freeze: %llu freeze(s); effective windows: %zu ok, %zu never-stopped, "
                  "%zu not-resumed, %zu no-events; %s%s%s\n",
                  static_cast<unsigned long long>(freezes), status_counts[0], status_counts[1],
                  status_counts[2], status_counts[3], latency.summary().c_str(),
@@ -403,7 +403,7 @@ FreezeLatency say_summary(Session& session, uint64_t freezes, const EffectiveWin
 }
 }  // namespace
 
-void validate_preempt(const PreemptConfig& c) {
+void validate_freeze(const FreezeConfig& c) {
     validate_target_spec(c.targets);
     validate_schedule(c.schedule);
     if (c.duration_s < 0) throw LoadError("--duration must not be negative");
@@ -413,8 +413,8 @@ void validate_preempt(const PreemptConfig& c) {
         throw LoadError("--vcpu-state-latency-json needs --vcpu-state");
 }
 
-int run_preempt(Session& session, const PreemptConfig& c) {
-    validate_preempt(c);
+int run_freeze(Session& session, const FreezeConfig& c) {
+    validate_freeze(c);
     std::vector<ThreadTarget> targets = resolve_targets(c.targets);
     CgroupChoice choice = choose_hierarchy_on_host("freezer", c.method);
     ThreadCgroups cgroups(session.ledger(), session.owner(), "freeze", choice, "freezer");
@@ -441,7 +441,7 @@ int run_preempt(Session& session, const PreemptConfig& c) {
     // tens of ms under load, which made first windows late).
     const uint64_t origin = monotonic_ns() + static_cast<uint64_t>(c.start_delay_s * 1e9) + 20'000'000;
     injector.start_at(origin, c.stagger ? c.schedule.period_ns : 0);
-    std::fprintf(stderr, "preempt: %zu thread(s) via cgroup %s at %s%s; freezer writes (empty cgroup, median of %zu): "
+    std::fprintf(stderr, "freeze: %zu thread(s) via cgroup %s at %s%s; freezer writes (empty cgroup, median of %zu): "
                  "freeze %.4f ms, thaw %.4f ms\n", targets.size(),
                  choice.version == CgroupVersion::kV1 ? "v1 freezer" : "v2 cgroup.freeze",
                  choice.mount.c_str(), key ? ", its static key held on" : "", calibrated.cycles,

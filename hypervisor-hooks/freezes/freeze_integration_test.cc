@@ -1,4 +1,4 @@
-// preempt on a busy thread, traced by timeline at the same time: every recorded freeze window
+// spinlab-load freeze on a busy thread, traced by timeline at the same time: every recorded freeze window
 // must show up as the thread being off CPU, and nothing may be left behind.
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -56,29 +56,29 @@ void run_and_match(const std::string& cgroup) {
                            "--duration", "20", "--out", dir + "/timeline.csv", "--state-dir", dir + "/s",
                            "--ready-file", dir + "/timeline.ready"});
     ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/timeline.ready"); })) << timeline.stderr_text();
-    ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()),
+    ChildProcess freeze({SPINLAB_LOAD_BIN, "freeze", "--qemu-pid", std::to_string(vm.pid()),
                           "--freeze-ms", "20", "--period-ms", "150", "--duration", "2.5", "--cgroup", cgroup,
-                          "--rt-priority", "10", "--out", dir + "/preempt.csv", "--state-dir", dir + "/s"});
+                          "--rt-priority", "10", "--out", dir + "/freezes.csv", "--state-dir", dir + "/s"});
     if (cgroup == "v1") {
         // The freezer's static key is held on by an empty cgroup of the injector's own, frozen.
         std::string key;
         for (const CgroupMount& m : parse_cgroup_mounts(read_file("/proc/mounts")))
             if (m.version == CgroupVersion::kV1 && std::count(m.controllers.begin(), m.controllers.end(), "freezer"))
-                key = m.path + "/" + owned_name(preempt.pid(), "freeze-key");
+                key = m.path + "/" + owned_name(freeze.pid(), "freeze-key");
         ASSERT_FALSE(key.empty()) << "no v1 freezer mounted, yet --cgroup v1 ran";
         EXPECT_TRUE(eventually(5, [&] {
             return path_exists(key + "/freezer.state") && trim(read_file(key + "/freezer.state")) == "FROZEN";
         })) << key << " is not there, or not frozen";
     }
-    int ps = preempt.wait(10);
-    // The trace window must cover every freeze however slowly preempt started: stop the
+    int ps = freeze.wait(10);
+    // The trace window must cover every freeze however slowly freeze started: stop the
     // timeline only now, with SIGINT (its Ctrl-C path writes the CSV too).
     ::usleep(200'000);
     ::kill(timeline.pid(), SIGINT);
     int ts = timeline.wait(10);
-    ASSERT_TRUE(WIFEXITED(ps) && WEXITSTATUS(ps) == 0) << preempt.stderr_text();
+    ASSERT_TRUE(WIFEXITED(ps) && WEXITSTATUS(ps) == 0) << freeze.stderr_text();
     ASSERT_TRUE(WIFEXITED(ts) && WEXITSTATUS(ts) == 0) << timeline.stderr_text();
-    Rows freezes = parse_csv(slurp(dir + "/preempt.csv"));
+    Rows freezes = parse_csv(slurp(dir + "/freezes.csv"));
     Rows intervals = parse_csv(slurp(dir + "/timeline.csv"));
     ASSERT_GE(freezes.size(), 14u) << "2.5 s at one freeze per 150 ms";
     ASSERT_FALSE(intervals.empty());
@@ -223,24 +223,24 @@ void run_and_match(const std::string& cgroup) {
             << "seq " << freezes[i].at("seq") << " is not planned one period after the window before it";
     }
     EXPECT_LE(slow_stops, 1u) << "threads on CPU at the freeze that took over " << kStopMs << " ms to stop";
-    EXPECT_TRUE(leftovers_of(preempt.pid()).empty());
+    EXPECT_TRUE(leftovers_of(freeze.pid()).empty());
     EXPECT_TRUE(leftovers_of(timeline.pid()).empty());
     // The process is back in its original cgroups.
     EXPECT_EQ(read_file("/proc/" + std::to_string(vm.pid()) + "/cgroup"),
               read_file("/proc/self/cgroup"));
 }
 
-TEST(Preempt, FreezeWindowsMatchTimelineV2) { run_and_match("v2"); }
-TEST(Preempt, FreezeWindowsMatchTimelineV1) { run_and_match("v1"); }
+TEST(Freeze, FreezeWindowsMatchTimelineV2) { run_and_match("v2"); }
+TEST(Freeze, FreezeWindowsMatchTimelineV1) { run_and_match("v1"); }
 
 // A long freeze interrupted by SIGINT or SIGKILL: the thread must run again at once.
-class PreemptKilled : public ::testing::TestWithParam<int> {};
+class FreezeKilled : public ::testing::TestWithParam<int> {};
 
-TEST_P(PreemptKilled, ThreadIsThawedAndNothingLeft) {
+TEST_P(FreezeKilled, ThreadIsThawedAndNothingLeft) {
     if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
     FakeVcpus vm(1);
     std::string dir = temp_dir();
-    ChildProcess preempt({SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
+    ChildProcess freeze({SPINLAB_LOAD_BIN, "freeze", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
                           "5000", "--period-ms", "6000", "--state-dir", dir + "/s", "--out", dir + "/p.csv",
                           "--ready-file", dir + "/ready"});
     const std::string stat = "/proc/" + std::to_string(vm.pid()) + "/task/" + std::to_string(vm.tids()[0]) + "/stat";
@@ -256,24 +256,24 @@ TEST_P(PreemptKilled, ThreadIsThawedAndNothingLeft) {
     // Ready: cgroups and the trace instance exist, and the first freeze is 20 ms away (setting
     // up a trace instance took long enough under load that waiting for the first leftover, then
     // 300 ms, was not enough).
-    ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/ready"); })) << preempt.stderr_text();
-    ASSERT_FALSE(leftovers_of(preempt.pid()).empty());
+    ASSERT_TRUE(eventually(5, [&] { return path_exists(dir + "/ready"); })) << freeze.stderr_text();
+    ASSERT_FALSE(leftovers_of(freeze.pid()).empty());
     ::usleep(300'000);
     unsigned long long frozen_at = cpu_ticks();
     ::usleep(300'000);
     ASSERT_EQ(cpu_ticks(), frozen_at) << "the thread still runs: not frozen";
-    ::kill(preempt.pid(), GetParam());
-    preempt.wait(5);
-    EXPECT_TRUE(eventually(3, [&] { return leftovers_of(preempt.pid()).empty(); }));
+    ::kill(freeze.pid(), GetParam());
+    freeze.wait(5);
+    EXPECT_TRUE(eventually(3, [&] { return leftovers_of(freeze.pid()).empty(); }));
     EXPECT_TRUE(eventually(3, [&] { return cpu_ticks() > frozen_at + 5; })) << "the thread stayed frozen";
     EXPECT_EQ(read_file("/proc/" + std::to_string(vm.pid()) + "/cgroup"), read_file("/proc/self/cgroup"));
     // The ledger file goes last, after everything it names is undone (the watchdog's undo after
     // a SIGKILL may still be finishing when the leftovers are gone): wait for it as well.
-    const std::string ledger = dir + "/s/spinlab-" + std::to_string(preempt.pid()) + "-ledger";
+    const std::string ledger = dir + "/s/spinlab-" + std::to_string(freeze.pid()) + "-ledger";
     EXPECT_TRUE(eventually(3, [&] { return !path_exists(ledger); })) << ledger << " is still there";
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, PreemptKilled, ::testing::Values(SIGINT, SIGKILL));
+INSTANTIATE_TEST_SUITE_P(Signals, FreezeKilled, ::testing::Values(SIGINT, SIGKILL));
 
 // --rt-priority without the privilege for it (no CAP_SYS_NICE, RLIMIT_RTPRIO 0: an unprivileged
 // container): the injector runs at normal priority with one warning, still freezes, and its
@@ -292,9 +292,9 @@ PriorityRun run_with_priority(const FakeVcpus& vm, bool privileged) {
     if (!privileged)
         argv = {"/usr/bin/prlimit", "--rtprio=0:0", "/usr/bin/setpriv", "--inh-caps=-sys_nice",
                 "--bounding-set=-sys_nice", "--"};  // both exec the command: the pid stays
-    argv.insert(argv.end(), {SPINLAB_LOAD_BIN, "preempt", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
+    argv.insert(argv.end(), {SPINLAB_LOAD_BIN, "freeze", "--qemu-pid", std::to_string(vm.pid()), "--freeze-ms",
                              "10", "--period-ms", "100", "--duration", "1.5", "--rt-priority", "10", "--out",
-                             dir + "/preempt.csv", "--state-dir", dir + "/s", "--ready-file", dir + "/ready"});
+                             dir + "/freezes.csv", "--state-dir", dir + "/s", "--ready-file", dir + "/ready"});
     ChildProcess p(argv);
     PriorityRun r;
     // Until the ready file appears, or the command has ended without it (its status is kept).
@@ -309,7 +309,7 @@ PriorityRun run_with_priority(const FakeVcpus& vm, bool privileged) {
     }
     if (r.status == -1) r.status = p.wait(30);
     r.stderr_text = p.stderr_text();
-    if (path_exists(dir + "/preempt.csv")) r.record = parse_csv(slurp(dir + "/preempt.csv"));
+    if (path_exists(dir + "/freezes.csv")) r.record = parse_csv(slurp(dir + "/freezes.csv"));
     return r;
 }
 
@@ -319,7 +319,7 @@ size_t count_of(const std::string& text, const std::string& what) {
     return n;
 }
 
-TEST(Preempt, RtPriorityFallsBackToNormalWithoutThePrivilege) {
+TEST(Freeze, RtPriorityFallsBackToNormalWithoutThePrivilege) {
     if (std::string why = need_root(); !why.empty()) GTEST_SKIP() << why;
     if (!path_exists("/usr/bin/setpriv") || !path_exists("/usr/bin/prlimit"))
         GTEST_SKIP() << "needs util-linux's setpriv and prlimit to drop CAP_SYS_NICE and RLIMIT_RTPRIO";

@@ -1,10 +1,11 @@
-// `preempt`: deterministic lock-holder preemption. Each target thread gets a cgroup of its own
-// (v1 freezer, or a v2 threaded cgroup's cgroup.freeze) and is frozen for the windows its
-// FreezeSchedule gives, from a common origin (optionally staggered across threads).
+// `spinlab-load freeze` (old name: preempt): deterministic lock-holder preemption. Each target
+// thread gets a cgroup of its own (v1 freezer, or a v2 threaded cgroup's cgroup.freeze) and is
+// frozen for the windows its FreezeSchedule gives, from a common origin (optionally staggered
+// across threads).
 //
-// Each freeze becomes one row of the preempt record (freeze_record.h, README.md): planned
+// Each freeze becomes one row of the freeze record (freeze_record.h, README.md): planned
 // window, requests, the kernel's confirmation and the effective window (effective_window.h),
-// read from the threads' sched_switch events in a trace instance of preempt's own, with the
+// read from the threads' sched_switch events in a trace instance of freeze's own, with the
 // switch-ins the kernel leaves out of it from their perf switch records. A row is
 // written once its thread has run again, so a SIGKILL loses the rows not yet written.
 //
@@ -22,7 +23,7 @@
 
 namespace spinlab::load {
 
-struct PreemptConfig {
+struct FreezeConfig {
     TargetSpec targets;
     CgroupMethod method = CgroupMethod::kAuto;
     ScheduleParams schedule;
@@ -38,8 +39,8 @@ struct PreemptConfig {
     std::string vcpu_state_latency_json;  // optional: the words' store latencies (PublishStats) at exit
 };
 
-void validate_preempt(const PreemptConfig& c);
+void validate_freeze(const FreezeConfig& c);
 // Returns the process exit code; throws LoadError on setup failure.
-int run_preempt(Session& session, const PreemptConfig& c);
+int run_freeze(Session& session, const FreezeConfig& c);
 
 }  // namespace spinlab::load
