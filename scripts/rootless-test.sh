@@ -133,10 +133,10 @@ if spinlab lab start 2 --out labs -- --run.duration 3 --run.warmup 1 --run.repet
 else
     no_traceback lab2.txt
     tr -s ' \n' '  ' <lab2.txt |
-        grep -q "phase preempt-30ms freezes vCPUs through a cgroup, and user $(id -un) may not create one in" ||
+        grep -q "phase freeze-30ms freezes vCPUs through a cgroup, and user $(id -un) may not create one in" ||
         { cat lab2.txt; fail "lab 2 failed without naming what its freeze needs"; }
     ! compgen -G "labs/lab2-*" >/dev/null || fail "lab 2 refused after it had started: $(ls -d labs/lab2-*)"
-    say "lab 2 refused before starting: $(grep -o 'phase preempt.*' lab2.txt)"
+    say "lab 2 refused before starting: $(grep -o 'phase freeze.*' lab2.txt)"
 fi
 INNER
 chmod 755 "$stage/as-user.sh"

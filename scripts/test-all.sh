@@ -184,10 +184,10 @@ step "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_gu
 # The front-end's tests time nothing: on two pytest-xdist workers (8 s; 17 s in one process).
 frontend_tests() { (cd frontend/tests && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2); }
 step "spinlab front-end (pytest)" frontend_tests
-# One preempt run under TCG, three 10 s phases (~65 s): the clock's drift and bound, the clock
-# against the host's off-CPU records, LHP classes against the effective freeze windows (both rates
-# printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside vCPU 1,
-# then a 1-vCPU neighbour VM pinned beside vCPU 0.
+# One run with freezes under TCG, three 10 s phases (~65 s): the clock's drift and bound, the
+# clock against the host's off-CPU records, LHP classes against the effective freeze windows (both
+# rates printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside
+# vCPU 1, then a 1-vCPU neighbour VM pinned beside vCPU 0.
 step "LHP ground truth and clock on a real guest (pytest, TCG)" \
     bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth.py"
 # The same bars under KVM, judged on the report's final classes: a ticket lock freezing vCPU 1

@@ -26,7 +26,7 @@ std::vector<std::string> vcpu_target_args(const VmInfo& vm, const std::vector<ui
 
 std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
                                         const std::string& spinlab_load, const VmInfo& vm,
-                                        const std::string& preempt_csv,
+                                        const std::string& freeze_csv,
                                         const std::string& ready_file) {
     std::vector<std::string> argv{spinlab_load};
     auto add = [&](const std::vector<std::string>& a) { argv.insert(argv.end(), a.begin(), a.end()); };
@@ -35,13 +35,13 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
             argv.push_back("hog");
             if (!run.hog_cpus.empty()) add({"--cpus", join_ids(run.hog_cpus)});
             break;
-        case PhaseKind::kPreempt:
-            argv.push_back("preempt");
-            add(vcpu_target_args(vm, run.preempt_vcpus));
+        case PhaseKind::kFreeze:
+            argv.push_back("freeze");
+            add(vcpu_target_args(vm, run.freeze_vcpus));
             add({"--freeze-ms", std::to_string(p.freeze_ms), "--period-ms",
-                 std::to_string(run.preempt_period_ms), "--seed", std::to_string(run.seed), "--out",
-                 preempt_csv});
-            if (run.preempt_rt_priority) add({"--rt-priority", std::to_string(run.preempt_rt_priority)});
+                 std::to_string(run.freeze_period_ms), "--seed", std::to_string(run.seed), "--out",
+                 freeze_csv});
+            if (run.freeze_rt_priority) add({"--rt-priority", std::to_string(run.freeze_rt_priority)});
             // The "frozen" bit of each frozen vCPU's word: by index, which spinlab-load knows
             // when it finds the threads from QEMU's pid (not from bare thread ids).
             if (run.vcpu_state && vm.qemu_pid && !vm.region_file.empty()) add({"--vcpu-state", vm.region_file});
@@ -57,6 +57,10 @@ std::vector<std::string> condition_argv(const Phase& p, const RunSpec& run,
     }
     add({"--ready-file", ready_file});
     return argv;
+}
+
+std::string freeze_record_path(const std::string& results_dir, const Phase& p, uint32_t rep) {
+    return results_dir + "/freezes/" + p.name() + "-r" + std::to_string(rep) + ".csv";
 }
 
 std::map<std::string, std::string> ready_facts(const std::string& text) {
@@ -80,11 +84,11 @@ Condition start_condition(const Phase& p, uint32_t rep, const RunSpec& run,
     const std::string stem = p.name() + "-r" + std::to_string(rep);
     const std::string ready = results_dir + "/logs/." + stem + ".ready";
     const std::string log = results_dir + "/logs/" + stem + ".log";
-    if (p.kind == PhaseKind::kPreempt) {
-        c.preempt_csv = results_dir + "/preempt/" + stem + ".csv";
-        fs::create_directories(results_dir + "/preempt");
+    if (p.kind == PhaseKind::kFreeze) {
+        c.freeze_csv = freeze_record_path(results_dir, p, rep);
+        fs::create_directories(fs::path(c.freeze_csv).parent_path());
     }
-    std::vector<std::string> argv = condition_argv(p, run, spinlab_load, vm, c.preempt_csv, ready);
+    std::vector<std::string> argv = condition_argv(p, run, spinlab_load, vm, c.freeze_csv, ready);
     c.what = "spinlab-load " + argv[1];
     c.child = std::make_unique<Child>(argv, log);
     if (!wait_for_file(ready, *c.child, std::chrono::seconds(20))) {

@@ -1,5 +1,5 @@
 // experiments/runner/conditions_test.cc: the spinlab-load command lines of the host conditions
-// (what preempt and throttle act on, with which parameters) and of the VM.
+// (what freeze and throttle act on, with which parameters) and of the VM.
 #include "conditions.h"
 
 #include <gtest/gtest.h>
@@ -36,40 +36,47 @@ TEST(VcpuTargets, ByThreadIdOtherwiseInVcpuOrder) {
     EXPECT_EQ(vcpu_target_args(vm_without_pid(), {7}), (Args{"--tid", ""}));
 }
 
-TEST(ConditionArgv, PreemptFreezesTheChosenVcpusWithTheSpecsPeriodAndSeed) {
+TEST(ConditionArgv, FreezeFreezesTheChosenVcpusWithTheSpecsPeriodAndSeed) {
     RunSpec run;
-    run.preempt_vcpus = {1};
-    run.preempt_period_ms = 250;
+    run.freeze_vcpus = {1};
+    run.freeze_period_ms = 250;
     run.seed = 99;
-    Args a = condition_argv(parse_phase("preempt-20ms"), run, "/bin/spinlab-load", vm_with_pid(),
-                            "/r/preempt/preempt-20ms-r2.csv", "/r/logs/.ready");
-    EXPECT_EQ(a, (Args{"/bin/spinlab-load", "preempt", "--qemu-pid", "4242", "--vcpus", "1",
+    Args a = condition_argv(parse_phase("freeze-20ms"), run, "/bin/spinlab-load", vm_with_pid(),
+                            "/r/freezes/freeze-20ms-r2.csv", "/r/logs/.ready");
+    EXPECT_EQ(a, (Args{"/bin/spinlab-load", "freeze", "--qemu-pid", "4242", "--vcpus", "1",
                        "--freeze-ms", "20", "--period-ms", "250", "--seed", "99", "--out",
-                       "/r/preempt/preempt-20ms-r2.csv", "--rt-priority", "10", "--ready-file", "/r/logs/.ready"}));
-    run.preempt_rt_priority = 0;
-    Args by_tid = condition_argv(parse_phase("preempt-5ms"), run, "L", vm_without_pid(), "p.csv", "r");
-    EXPECT_EQ(by_tid, (Args{"L", "preempt", "--tid", "102", "--freeze-ms", "5", "--period-ms", "250",
+                       "/r/freezes/freeze-20ms-r2.csv", "--rt-priority", "10", "--ready-file", "/r/logs/.ready"}));
+    run.freeze_rt_priority = 0;
+    Args by_tid = condition_argv(parse_phase("freeze-5ms"), run, "L", vm_without_pid(), "p.csv", "r");
+    EXPECT_EQ(by_tid, (Args{"L", "freeze", "--tid", "102", "--freeze-ms", "5", "--period-ms", "250",
                             "--seed", "99", "--out", "p.csv", "--ready-file", "r"}));
 }
 
-TEST(ConditionArgv, PreemptKeepsTheFrozenBitOfTheVcpuStateWordsWhenAskedAndItKnowsTheIndexes) {
+// The freeze record goes to freezes/ (preempt/ before issue 53), named by the phase's name, also
+// where the spec said its old name.
+TEST(FreezeRecordPath, IsInFreezesNamedByThePhase) {
+    EXPECT_EQ(freeze_record_path("/r", parse_phase("freeze-20ms"), 2), "/r/freezes/freeze-20ms-r2.csv");
+    EXPECT_EQ(freeze_record_path("/r", parse_phase("preempt-20ms"), 3), "/r/freezes/freeze-20ms-r3.csv");
+}
+
+TEST(ConditionArgv, FreezeKeepsTheFrozenBitOfTheVcpuStateWordsWhenAskedAndItKnowsTheIndexes) {
     RunSpec run;
-    run.preempt_rt_priority = 0;
+    run.freeze_rt_priority = 0;
     run.vcpu_state = true;
     VmInfo vm = vm_with_pid();
     vm.region_file = "/dev/shm/spinlab-x";
-    EXPECT_EQ(condition_argv(parse_phase("preempt-5ms"), run, "L", vm, "p.csv", "r"),
-              (Args{"L", "preempt", "--qemu-pid", "4242", "--vcpus", "0", "--freeze-ms", "5", "--period-ms",
+    EXPECT_EQ(condition_argv(parse_phase("freeze-5ms"), run, "L", vm, "p.csv", "r"),
+              (Args{"L", "freeze", "--qemu-pid", "4242", "--vcpus", "0", "--freeze-ms", "5", "--period-ms",
                     "100", "--seed", "1", "--out", "p.csv", "--vcpu-state", "/dev/shm/spinlab-x", "--ready-file",
                     "r"}));
     // By bare thread ids spinlab-load cannot tell a thread's vCPU index: no frozen bit (the
     // timeline's switch records still mark the frozen thread off its CPU).
     VmInfo by_tid = vm_without_pid();
     by_tid.region_file = "/dev/shm/spinlab-x";
-    const Args a = condition_argv(parse_phase("preempt-5ms"), run, "L", by_tid, "p.csv", "r");
+    const Args a = condition_argv(parse_phase("freeze-5ms"), run, "L", by_tid, "p.csv", "r");
     EXPECT_EQ(std::find(a.begin(), a.end(), "--vcpu-state"), a.end());
     run.vcpu_state = false;
-    const Args off = condition_argv(parse_phase("preempt-5ms"), run, "L", vm, "p.csv", "r");
+    const Args off = condition_argv(parse_phase("freeze-5ms"), run, "L", vm, "p.csv", "r");
     EXPECT_EQ(std::find(off.begin(), off.end(), "--vcpu-state"), off.end());
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "spec.h"
@@ -39,6 +40,9 @@ Locations locate() {
     return locations_for(bin, installed, SPINLAB_SOURCE_DIR);
 }
 
+// Specs renamed, as {old name, name} (issue 53): `--spec preempt` still runs freeze.ini.
+const std::pair<const char*, const char*> kOldSpecNames[] = {{"preempt", "freeze"}};
+
 std::string find_spec(const std::string& value, const std::string& spec_dir) {
     std::error_code ec;
     if (value.find('/') != std::string::npos || fs::is_regular_file(value, ec)) return value;
@@ -46,6 +50,11 @@ std::string find_spec(const std::string& value, const std::string& spec_dir) {
         fs::path p = fs::path(spec_dir) / name;
         if (fs::is_regular_file(p, ec)) return p.string();
     }
+    for (auto [old, now] : kOldSpecNames)
+        if (value == old || value == std::string(old) + ".ini") {
+            fs::path p = fs::path(spec_dir) / (std::string(now) + ".ini");
+            if (fs::is_regular_file(p, ec)) return p.string();
+        }
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(spec_dir, ec))
         if (e.path().extension() == ".ini") names.push_back(e.path().stem().string());

@@ -20,7 +20,8 @@ Locations locate();
 Locations locations_for(const std::string& bin_dir, bool installed, const std::string& source_dir);
 
 // --spec VALUE: a path when it names an existing file or holds a '/'; otherwise the name of a spec
-// in spec_dir (with or without .ini). Throws SpecError naming the specs there when none matches.
+// in spec_dir (with or without .ini), or its old name (preempt: freeze). Throws SpecError naming
+// the specs there when none matches.
 std::string find_spec(const std::string& value, const std::string& spec_dir);
 
 // The revision recorded in meta.json: git's for a source tree, the build's when installed.

@@ -19,14 +19,23 @@ struct SpecDir : ::testing::Test {
     void SetUp() override {
         fs::create_directories(dir);
         std::ofstream(dir / "default.ini") << "[run]\nphases = idle-host\nduration = 3\n";
-        std::ofstream(dir / "preempt.ini") << "[run]\nphases = preempt-20ms\n";
+        std::ofstream(dir / "freeze.ini") << "[run]\nphases = freeze-20ms\n";
     }
     void TearDown() override { fs::remove_all(dir); }
 };
 
 TEST_F(SpecDir, NameWithOrWithoutIniIsTheSpecThere) {
+    EXPECT_EQ(find_spec("freeze", dir.string()), (dir / "freeze.ini").string());
+    EXPECT_EQ(find_spec("freeze.ini", dir.string()), (dir / "freeze.ini").string());
+}
+
+// preempt, the old name of the spec freeze (issue 53): found as freeze.ini.
+TEST_F(SpecDir, PreemptIsTheOldNameOfFreeze) {
+    EXPECT_EQ(find_spec("preempt", dir.string()), (dir / "freeze.ini").string());
+    EXPECT_EQ(find_spec("preempt.ini", dir.string()), (dir / "freeze.ini").string());
+    // A spec of its own of that name is still the one found.
+    std::ofstream(dir / "preempt.ini") << "[run]\nphases = host-load\n";
     EXPECT_EQ(find_spec("preempt", dir.string()), (dir / "preempt.ini").string());
-    EXPECT_EQ(find_spec("preempt.ini", dir.string()), (dir / "preempt.ini").string());
 }
 
 TEST_F(SpecDir, PathIsTakenAsGiven) {
@@ -40,7 +49,7 @@ TEST_F(SpecDir, UnknownNameListsTheSpecs) {
         FAIL() << "no error";
     } catch (const SpecError& e) {
         EXPECT_EQ(std::string(e.what()), "--spec premept: no such file, and no spec of that name in " +
-                                             dir.string() + " (there: default, preempt)");
+                                             dir.string() + " (there: default, freeze)");
     }
 }
 
@@ -54,9 +63,13 @@ TEST_F(SpecDir, WithoutSpecTheDefaultSpecIsRead) {
 }
 
 TEST_F(SpecDir, SpecByName) {
-    const char* argv[] = {"spinlab-run", "--spec", "preempt"};
+    const char* argv[] = {"spinlab-run", "--spec", "freeze"};
     ParsedSpec p = parse_spec(3, argv, [&](const std::string& v) { return find_spec(v, dir.string()); });
-    EXPECT_EQ(p.spec.run.phases[0].name(), "preempt-20ms");
+    EXPECT_EQ(p.spec.run.phases[0].name(), "freeze-20ms");
+    const char* old[] = {"spinlab-run", "--spec", "preempt"};
+    ParsedSpec q = parse_spec(3, old, [&](const std::string& v) { return find_spec(v, dir.string()); });
+    EXPECT_EQ(q.spec.spec_file, (dir / "freeze.ini").string());
+    EXPECT_EQ(q.spec.run.phases[0].name(), "freeze-20ms");
 }
 
 TEST(Locations, InstalledUsesShareAndNoSourceTree) {

@@ -82,7 +82,7 @@ Meta make_meta(const MetaSources& s) {
     m.workload = workload_line(spec);
     m.kernel_append = kernel_append(spec);
     for (const Phase& p : spec.run.phases) m.phases.push_back(p.name());
-    m.freeze_rt_priority.asked = spec.run.preempt_rt_priority;
+    m.freeze_rt_priority.asked = spec.run.freeze_rt_priority;
     m.repetitions = spec.run.repetitions;
     m.order = order_name(spec.run.order);
     m.seed = spec.run.seed;

@@ -1,6 +1,6 @@
 // experiments/runner/meta.h: what meta.json records about a run: the host (CPU, kernel, TSC
 // rate), the source revision, the VM and the guest as they came up, and the spec's plan; and,
-// once a preempt phase has started, the priority its freeze injector really ran at.
+// once a freeze phase has started, the priority its freeze injector really ran at.
 #pragma once
 #include <map>
 #include <string>
@@ -29,12 +29,12 @@ struct MetaSources {
 };
 Meta make_meta(const MetaSources& s);
 
-// What a preempt condition's ready file says of its injector's priority (conditions.h facts:
+// What a freeze condition's ready file says of its injector's priority (conditions.h facts:
 // rt_priority, rt_priority_fallback) into m.freeze_rt_priority. Returns true when it changed
 // (meta.json is then written again); facts without rt_priority change nothing.
 bool note_injector_priority(Meta& m, const std::map<std::string, std::string>& facts);
 
-// What a preempt condition's ready file says of the freezer it measured (freezer_cgroup,
+// What a freeze condition's ready file says of the freezer it measured (freezer_cgroup,
 // freezer_key_held, freezer_freeze_write_ms, freezer_thaw_write_ms) into m.freezer under
 // `slot` ("<phase>-r<rep>"). Returns true when it added one; facts without them change nothing.
 // Throws naming the fact when one does not parse.

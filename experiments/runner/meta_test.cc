@@ -1,5 +1,5 @@
 // experiments/runner/meta_test.cc: the freeze injector's priority in meta.json: asked from the
-// spec, what it got from the preempt condition's ready file, and the fallback's reason.
+// spec, what it got from the freeze condition's ready file, and the fallback's reason.
 #include "meta.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 namespace spinlab::run {
 namespace {
 
-TEST(InjectorPriority, UnknownUntilAPreemptConditionSaysIt) {
+TEST(InjectorPriority, UnknownUntilAFreezeConditionSaysIt) {
     Meta m;
     m.freeze_rt_priority.asked = 10;
     EXPECT_FALSE(note_injector_priority(m, {})) << "hog and throttle state nothing";
@@ -51,7 +51,7 @@ TEST(InjectorPriority, ABadPriorityIsAnErrorNamingIt) {
     }
 }
 
-TEST(Freezer, EachPreemptConditionsMeasuredWritesAreRecorded) {
+TEST(Freezer, EachFreezeConditionsMeasuredWritesAreRecorded) {
     Meta m;
     EXPECT_FALSE(note_freezer(m, "host-load-r0", {})) << "hog and throttle state nothing";
     EXPECT_NE(meta_json(m).find("\"freezer\":[]"), std::string::npos) << meta_json(m);
@@ -59,8 +59,8 @@ TEST(Freezer, EachPreemptConditionsMeasuredWritesAreRecorded) {
                                                 {"freezer_key_held", "1"},
                                                 {"freezer_freeze_write_ms", "0.0091"},
                                                 {"freezer_thaw_write_ms", "3.1250"}};
-    EXPECT_TRUE(note_freezer(m, "preempt-30ms-r0", v1));
-    EXPECT_NE(meta_json(m).find("\"freezer\":[{\"slot\":\"preempt-30ms-r0\",\"cgroup\":\"v1\",\"key_held\":true,"
+    EXPECT_TRUE(note_freezer(m, "freeze-30ms-r0", v1));
+    EXPECT_NE(meta_json(m).find("\"freezer\":[{\"slot\":\"freeze-30ms-r0\",\"cgroup\":\"v1\",\"key_held\":true,"
                                 "\"freeze_write_ms\":0.0091,\"thaw_write_ms\":3.1250}]"),
               std::string::npos)
         << meta_json(m);
@@ -70,7 +70,7 @@ TEST(Freezer, ABadFactIsAnErrorNamingIt) {
     Meta m;
     auto error_of = [&](std::map<std::string, std::string> facts) {
         try {
-            note_freezer(m, "preempt-30ms-r0", facts);
+            note_freezer(m, "freeze-30ms-r0", facts);
         } catch (const std::runtime_error& e) {
             return std::string(e.what());
         }

@@ -33,8 +33,8 @@ std::string Phase::name() const {
             return "idle-host";
         case PhaseKind::kHostLoad:
             return "host-load";
-        case PhaseKind::kPreempt:
-            return "preempt-" + std::to_string(freeze_ms) + "ms";
+        case PhaseKind::kFreeze:
+            return "freeze-" + std::to_string(freeze_ms) + "ms";
         case PhaseKind::kThrottle:
             return "throttle-" + std::to_string(quota_pct) + "%";
         case PhaseKind::kNeighbours:
@@ -45,16 +45,18 @@ std::string Phase::name() const {
 
 Phase parse_phase(const std::string& text) {
     const std::string accepted =
-        "one of idle-host, host-load, preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), "
+        "one of idle-host, host-load, freeze-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), "
         "neighbours-N (N from 1 to 8)";
     if (text == "idle-host") return {PhaseKind::kIdleHost};
     if (text == "host-load") return {PhaseKind::kHostLoad};
-    if (text.rfind("preempt-", 0) == 0 && ends_with(text, "ms")) {
-        long n = small_number(text.substr(8, text.size() - 10));
-        if (n < 1 || n > 10000)
-            throw std::invalid_argument("'" + text + "': the freeze must be 1 to 10000 ms");
-        return {PhaseKind::kPreempt, uint32_t(n), 0};
-    }
+    // freeze-Nms, or preempt-Nms, its old name (issue 53)
+    for (const std::string head : {"freeze-", "preempt-"})
+        if (text.rfind(head, 0) == 0 && ends_with(text, "ms")) {
+            long n = small_number(text.substr(head.size(), text.size() - head.size() - 2));
+            if (n < 1 || n > 10000)
+                throw std::invalid_argument("'" + text + "': the freeze must be 1 to 10000 ms");
+            return {PhaseKind::kFreeze, uint32_t(n), 0};
+        }
     if (text.rfind("throttle-", 0) == 0 && ends_with(text, "%")) {
         long p = small_number(text.substr(9, text.size() - 10));
         if (p < 1 || p > 99)

@@ -4,7 +4,8 @@
 //   idle-host      nothing runs besides the VM
 //   host-load      `spinlab-load hog`: one compute-bound process per host CPU (the original
 //                  experiment's host load)
-//   preempt-Nms    `spinlab-load preempt`: freeze vCPU(s) for N ms every P ms (P: run.preempt-period-ms)
+//   freeze-Nms     `spinlab-load freeze`: freeze vCPU(s) for N ms every P ms (P: run.freeze-period-ms);
+//                  preempt-Nms, its old name, is read as freeze-Nms
 //   throttle-P%    `spinlab-load throttle`: each vCPU thread may use P % of one host CPU
 //   neighbours-N   N other spinlab guests run beside the measured one ([neighbours]: their
 //                  vCPUs, lock, workload and the host CPUs every VM is pinned to; neighbours.h)
@@ -21,18 +22,19 @@
 
 namespace spinlab::run {
 
-enum class PhaseKind { kIdleHost, kHostLoad, kPreempt, kThrottle, kNeighbours };
+enum class PhaseKind { kIdleHost, kHostLoad, kFreeze, kThrottle, kNeighbours };
 
 struct Phase {
     PhaseKind kind = PhaseKind::kIdleHost;
-    uint32_t freeze_ms = 0;     // preempt
+    uint32_t freeze_ms = 0;     // freeze
     uint32_t quota_pct = 0;     // throttle
     uint32_t neighbours = 0;    // neighbours: how many other VMs
     std::string name() const;   // the canonical spelling, also the snapshot file stem
     bool operator==(const Phase&) const = default;
 };
 
-// Parses one phase name. Throws std::invalid_argument with a sentence on what is accepted.
+// Parses one phase name (an old name too: preempt-Nms is freeze-Nms, whose name() says so).
+// Throws std::invalid_argument with a sentence on what is accepted.
 Phase parse_phase(const std::string& text);
 
 enum class Order { kAbba, kShuffle };

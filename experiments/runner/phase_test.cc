@@ -10,18 +10,28 @@ namespace spinlab::run {
 namespace {
 
 TEST(Phase, NamesRoundTrip) {
-    for (const char* n : {"idle-host", "host-load", "preempt-1ms", "preempt-10000ms", "throttle-1%",
+    for (const char* n : {"idle-host", "host-load", "freeze-1ms", "freeze-10000ms", "throttle-1%",
                           "throttle-99%", "neighbours-1", "neighbours-8"})
         EXPECT_EQ(parse_phase(n).name(), n);
-    EXPECT_EQ(parse_phase("preempt-25ms").freeze_ms, 25u);
+    EXPECT_EQ(parse_phase("freeze-25ms").freeze_ms, 25u);
     EXPECT_EQ(parse_phase("throttle-40%").quota_pct, 40u);
     EXPECT_EQ(parse_phase("neighbours-3").neighbours, 3u);
     EXPECT_EQ(parse_phase("neighbours-3").kind, PhaseKind::kNeighbours);
-    for (const char* bad : {"", "idle", "preempt-ms", "preempt-10", "preempt-10s", "preempt--1ms",
-                            "preempt-10001ms", "throttle-0%", "neighbours-0", "neighbours-9", "neighbours-",
-                            "neighbours-x", "throttle-50", "throttle-1000000%",
+    for (const char* bad : {"", "idle", "freeze-ms", "freeze-10", "freeze-10s", "freeze--1ms", "freeze-10001ms",
+                            "preempt-10001ms", "preempt-ms", "freezes-10ms", "throttle-0%", "neighbours-0",
+                            "neighbours-9", "neighbours-", "neighbours-x", "throttle-50", "throttle-1000000%",
                             "Host-load"})
         EXPECT_THROW(parse_phase(bad), std::invalid_argument) << bad;
+}
+
+// preempt-Nms, the old name of freeze-Nms (issue 53), in older specs: the same phase, named by
+// its name.
+TEST(Phase, PreemptNmsIsTheOldNameOfFreezeNms) {
+    const Phase p = parse_phase("preempt-30ms");
+    EXPECT_EQ(p.kind, PhaseKind::kFreeze);
+    EXPECT_EQ(p.freeze_ms, 30u);
+    EXPECT_EQ(p.name(), "freeze-30ms");
+    EXPECT_EQ(p, parse_phase("freeze-30ms"));
 }
 
 TEST(Schedule, AbbaAlternatesDirection) {

@@ -38,8 +38,8 @@ std::vector<std::string> cgroup_dirs(const std::string& proc_mounts, const std::
 std::string cgroup_refusal(const std::vector<Phase>& phases, const std::string& proc_mounts,
                            const std::function<bool(const std::string&)>& writable, const std::string& user) {
     for (const Phase& p : phases) {
-        if (p.kind != PhaseKind::kPreempt && p.kind != PhaseKind::kThrottle) continue;
-        const bool freeze = p.kind == PhaseKind::kPreempt;
+        if (p.kind != PhaseKind::kFreeze && p.kind != PhaseKind::kThrottle) continue;
+        const bool freeze = p.kind == PhaseKind::kFreeze;
         const std::vector<std::string> dirs = cgroup_dirs(proc_mounts, freeze ? "freezer" : "cpu");
         bool ok = false;
         for (const std::string& d : dirs) ok = ok || writable(d);

@@ -1,6 +1,6 @@
 // experiments/runner/privilege.h: what a run needs that the user may lack, found before anything
 // starts. The run directory (hostlib/run_dir.h), where spinlab-vm makes the VM's directory and
-// spinlab-load its ledgers, must be one this user may create or write. Freezes (preempt-*) and throttling (throttle-*) move vCPU threads into cgroups
+// spinlab-load its ledgers, must be one this user may create or write. Freezes (freeze-*) and throttling (throttle-*) move vCPU threads into cgroups
 // spinlab-load creates at the top of the cgroup hierarchy (hypervisor-hooks/cgroups/thread_cgroup.h),
 // so they need that directory writable: root, or a hierarchy given to this user. Host load
 // (hogs), the timeline (perf switch records of one's own threads without tracefs) and the VM

@@ -29,18 +29,18 @@ TEST(CgroupRefusal, PhasesWithoutCgroupsNeedNothing) {
 }
 
 TEST(CgroupRefusal, AFreezeWithoutAWritableCgroupIsRefusedInOneSentence) {
-    EXPECT_EQ(cgroup_refusal(phases({"idle-host", "preempt-20ms"}), kV2, nothing_writable, "student"),
-              "phase preempt-20ms freezes vCPUs through a cgroup, and user student may not create one in "
+    EXPECT_EQ(cgroup_refusal(phases({"idle-host", "freeze-20ms"}), kV2, nothing_writable, "student"),
+              "phase freeze-20ms freezes vCPUs through a cgroup, and user student may not create one in "
               "/sys/fs/cgroup: run it as root (sudo), have root give this user a cgroup hierarchy it may write, "
               "or leave the phase out (--run.phases)");
-    EXPECT_EQ(cgroup_refusal(phases({"preempt-20ms"}), kV2, all_writable, "student"), "");
+    EXPECT_EQ(cgroup_refusal(phases({"freeze-20ms"}), kV2, all_writable, "student"), "");
 }
 
 TEST(CgroupRefusal, ThrottlingLooksForTheCpuHierarchy) {
     // v1: the freezer hierarchy is writable, the cpu one is not.
     auto only_freezer = [](const std::string& d) { return d == "/sys/fs/cgroup/freezer"; };
-    EXPECT_EQ(cgroup_refusal(phases({"preempt-20ms"}), kV1, only_freezer, "u"), "");
-    const std::string why = cgroup_refusal(phases({"preempt-20ms", "throttle-50%"}), kV1, only_freezer, "u");
+    EXPECT_EQ(cgroup_refusal(phases({"freeze-20ms"}), kV1, only_freezer, "u"), "");
+    const std::string why = cgroup_refusal(phases({"freeze-20ms", "throttle-50%"}), kV1, only_freezer, "u");
     EXPECT_EQ(why.rfind("phase throttle-50% throttles vCPUs through a cgroup, and user u may not create one in "
                         "/sys/fs/cgroup/cpu,cpuacct:", 0), 0u) << why;
 }

@@ -316,7 +316,7 @@ void plan_json(JsonWriter& j, const Meta& m) {
     j.end_array();
 }
 
-// How the preempt phases' freezes were made: the injector's priority and the freezer's writes.
+// How the freeze phases' freezes were made: the injector's priority and the freezer's writes.
 void freeze_injection_json(JsonWriter& j, const Meta& m) {
     j.key(key::freeze_rt_priority).begin_object();
     j.field(key::asked, m.freeze_rt_priority.asked);

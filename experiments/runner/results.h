@@ -174,18 +174,18 @@ struct Meta {
     std::string guest = "spinlab";  // vm.guest: spinlab or linux
     std::string guest_kernel;       // a Linux guest's Debian kernel package and version, else empty
     std::string runner_version;
-    // The freeze injector's SCHED_FIFO priority: asked (run.preempt-rt-priority), what it got
-    // (unknown until a preempt phase has started), and why it fell back to normal priority.
+    // The freeze injector's SCHED_FIFO priority: asked (run.freeze-rt-priority), what it got
+    // (unknown until a freeze phase has started), and why it fell back to normal priority.
     struct InjectorPriority {
         uint32_t asked = 0;
         std::optional<uint32_t> used;
         std::string fallback;  // empty: none
     } freeze_rt_priority;
-    // The freezer of the preempt phases, as each of their conditions measured it before its
-    // first freeze (spinlab-load preempt's ready file): the hierarchy, whether v1's static key
+    // The freezer of the freeze phases, as each of their conditions measured it before its
+    // first freeze (spinlab-load freeze's ready file): the hierarchy, whether v1's static key
     // was held on (freezer.h), and the median freeze and thaw writes on an empty cgroup. Every
     // thaw is asked for about one thaw write early, so a freeze lasts what was asked. Empty: no
-    // preempt phase has started (key: an empty array).
+    // freeze phase has started (key: an empty array).
     struct FreezerWrites {
         std::string slot;    // "<phase>-r<rep>"
         std::string cgroup;  // v1 | v2

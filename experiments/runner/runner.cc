@@ -96,7 +96,7 @@ private:
     std::vector<Slot> plan_;
     std::vector<Done> done_;
     std::vector<collect::ClockSample> clock_samples_;
-    Meta meta_;  // meta.json as written; again when a preempt condition tells its priority
+    Meta meta_;  // meta.json as written; again when a freeze condition tells its priority
     uint64_t host_tsc_hz_ = 0;  // meta.json's: the rate of clock.json's host side
     size_t slot_index_ = 0;
     double live_ops_ = -1;
@@ -221,7 +221,7 @@ Condition Experiment::start_repetition_condition(const Phase& p, uint32_t rep, c
 
 void Experiment::start_timeline(const std::string& phase, uint32_t rep, const Condition& cond,
                                 const std::string& at) {
-    if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.preempt_csv,
+    if (std::string failed = timeline_->start(phase, rep, vm_->info(), cond.freeze_csv,
                                               cond.neighbours ? cond.neighbours->vcpu_threads() : NeighbourThreads{});
         !failed.empty())
         note(failed + " (continuing without it)");

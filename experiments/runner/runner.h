@@ -3,7 +3,7 @@
 //   start the VM (spinlab-vm run, the workload on the kernel command line; a child of ours, so
 //   it dies with us) -> wait for the guest's region and channel, check their ABI versions ->
 //   for each (phase, repetition) in the planned order:
-//       start the condition (spinlab-load hog|preempt|throttle, --ready-file) -> warm up ->
+//       start the condition (spinlab-load hog|freeze|throttle, --ready-file) -> warm up ->
 //       start the timeline (spinlab-load timeline) -> reset the counters (channel) -> baseline
 //       snapshot (region) and clock samples -> measure -> snapshot, long waits, clock samples ->
 //       stop the timeline, stop the condition -> write the snapshot, timeline rows, clock.json,

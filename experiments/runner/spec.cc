@@ -352,7 +352,8 @@ std::string phase_names(const Spec& s) {
 }
 
 const Key kRunKeys[] = {
-    {"phases", "comma-separated: idle-host, host-load, preempt-Nms, throttle-P%", parse_phases, phase_names,
+    {"phases", "comma-separated: idle-host, host-load, freeze-Nms, throttle-P%, neighbours-N", parse_phases,
+     phase_names,
      "no phases: set [run] phases (e.g. idle-host,host-load) or --run.phases"},
     {"duration", "seconds measured per phase and repetition (default 8)",
      [](Spec& s, const Arg& a) { s.run.duration_s = to_seconds(a.where, a.text, 0, 86400, false); },
@@ -368,16 +369,16 @@ const Key kRunKeys[] = {
      [](const Spec& s) { return std::to_string(s.run.seed); }},
     {"order", "abba (forward, backward, ...) or shuffle (seeded) (default abba)", parse_run_order,
      [](const Spec& s) { return std::string(order_name(s.run.order)); }},
-    {"preempt-period-ms", "preempt-Nms: one freeze every this many ms (default 100)",
-     [](Spec& s, const Arg& a) { s.run.preempt_period_ms = uint32_t(to_u64(a.where, a.text, 2, 60000)); },
-     [](const Spec& s) { return std::to_string(s.run.preempt_period_ms); }},
-    {"preempt-rt-priority",
-     "preempt-Nms: the freeze injector's SCHED_FIFO priority, 0 for none (default 10: it wakes on time on a busy host)",
-     [](Spec& s, const Arg& a) { s.run.preempt_rt_priority = uint32_t(to_u64(a.where, a.text, 0, 99)); },
-     [](const Spec& s) { return std::to_string(s.run.preempt_rt_priority); }},
-    {"preempt-vcpus", "preempt-Nms: vCPUs frozen (default 0)",
-     [](Spec& s, const Arg& a) { s.run.preempt_vcpus = to_index_list(a.where, a.text, 63, false); },
-     [](const Spec& s) { return join(s.run.preempt_vcpus); }},
+    {"freeze-period-ms", "freeze-Nms: one freeze every this many ms (default 100)",
+     [](Spec& s, const Arg& a) { s.run.freeze_period_ms = uint32_t(to_u64(a.where, a.text, 2, 60000)); },
+     [](const Spec& s) { return std::to_string(s.run.freeze_period_ms); }},
+    {"freeze-rt-priority",
+     "freeze-Nms: the freeze injector's SCHED_FIFO priority, 0 for none (default 10: it wakes on time on a busy host)",
+     [](Spec& s, const Arg& a) { s.run.freeze_rt_priority = uint32_t(to_u64(a.where, a.text, 0, 99)); },
+     [](const Spec& s) { return std::to_string(s.run.freeze_rt_priority); }},
+    {"freeze-vcpus", "freeze-Nms: vCPUs frozen (default 0)",
+     [](Spec& s, const Arg& a) { s.run.freeze_vcpus = to_index_list(a.where, a.text, 63, false); },
+     [](const Spec& s) { return join(s.run.freeze_vcpus); }},
     {"throttle-vcpus", "throttle-P%: vCPUs throttled (default: all)",
      [](Spec& s, const Arg& a) { s.run.throttle_vcpus = to_index_list(a.where, a.text, 63, true); },
      [](const Spec& s) { return join(s.run.throttle_vcpus); }},
@@ -576,18 +577,39 @@ const Key kOutputKeys[] = {
 
 // --- sections: their keys, and what is judged after them ---------------------------------------
 
-// Every key given (spec file and command line), and how messages name one.
+// Keys renamed, as {old name, name} (issue 53): a spec or a command line may still give the old
+// name, read as the key's; --help lists them as old names, spec.ini writes the name.
+const std::pair<const char*, const char*> kOldKeyNames[] = {
+    {"run.preempt-period-ms", "run.freeze-period-ms"},
+    {"run.preempt-rt-priority", "run.freeze-rt-priority"},
+    {"run.preempt-vcpus", "run.freeze-vcpus"},
+};
+
+// Every key given (spec file and command line), and how messages name one. A key given by its
+// old name is that key, named in messages as it was given.
 struct Given {
     const po::variables_map& all;
     const po::variables_map& cmdline;
     const std::string& file;
-    bool has(const std::string& key) const { return all.count(key) > 0; }
-    std::string value(const std::string& key) const { return all[key].as<std::string>(); }
+    bool has(const std::string& key) const { return all.count(given_name(key)) > 0; }
+    std::string value(const std::string& key) const { return all[given_name(key)].as<std::string>(); }
+    std::string where(const std::string& key) const { return where_named(given_name(key)); }
     // "--vm.cpus" or "[vm] cpus in FILE".
-    std::string where(const std::string& key) const {
-        if (cmdline.count(key) || file.empty()) return "--" + key;
-        auto dot = key.find('.');
-        return "[" + key.substr(0, dot) + "] " + key.substr(dot + 1) + " in " + file;
+    std::string where_named(const std::string& name) const {
+        if (cmdline.count(name) || file.empty()) return "--" + name;
+        auto dot = name.find('.');
+        return "[" + name.substr(0, dot) + "] " + name.substr(dot + 1) + " in " + file;
+    }
+    // `key`, or its old name where only that was given; where both were, the one on the command
+    // line (it wins over the file), and where both are in one place, an error.
+    std::string given_name(const std::string& key) const {
+        for (auto [old, name] : kOldKeyNames) {
+            if (key != name || !all.count(old)) continue;
+            if (!all.count(key)) return old;
+            if (cmdline.count(key) != cmdline.count(old)) return cmdline.count(key) ? key : old;
+            throw SpecError(where_named(key) + " and " + where_named(old) + ", its old name, are both given: give one");
+        }
+        return key;
     }
 };
 
@@ -689,12 +711,12 @@ void check_relations(Spec& s, const Given& g) {
         bad(g.where("vm.pin"), join(vm.pin), "names " + std::to_string(vm.pin.size()) + " host CPUs for " +
                                                  std::to_string(vm.cpus) + " vCPUs (vm.cpus): give one per vCPU");
     for (const Phase& p : r.phases)
-        if (p.kind == PhaseKind::kPreempt && p.freeze_ms >= r.preempt_period_ms)
+        if (p.kind == PhaseKind::kFreeze && p.freeze_ms >= r.freeze_period_ms)
             bad(g.where("run.phases"), g.value("run.phases"),
-                p.name() + " freezes for at least the whole period (run.preempt-period-ms = " +
-                    std::to_string(r.preempt_period_ms) + ")");
+                p.name() + " freezes for at least the whole period (run.freeze-period-ms = " +
+                    std::to_string(r.freeze_period_ms) + ")");
     const std::pair<const char*, const std::vector<uint32_t>*> vcpu_lists[] = {
-        {"run.preempt-vcpus", &r.preempt_vcpus}, {"run.throttle-vcpus", &r.throttle_vcpus}};
+        {"run.freeze-vcpus", &r.freeze_vcpus}, {"run.throttle-vcpus", &r.throttle_vcpus}};
     for (const auto& [key, list] : vcpu_lists)
         for (uint32_t v : *list)
             if (v >= vm.cpus)
@@ -746,6 +768,21 @@ po::options_description key_options() {
     return all;
 }
 
+// The old names of kOldKeyNames, read as their keys (Given).
+po::options_description old_key_options() {
+    po::options_description old("Old names (still read, as the key each became)");
+    for (auto [name, now] : kOldKeyNames)
+        old.add_options()(name, po::value<std::string>(), (std::string("old name of ") + now).c_str());
+    return old;
+}
+
+// Every key, its old names too: what the command line and a spec file may give.
+po::options_description readable_keys() {
+    po::options_description all;
+    all.add(key_options()).add(old_key_options());
+    return all;
+}
+
 po::options_description generic_options() {
     po::options_description g("General");
     g.add_options()("help,h", "print this help and exit")(
@@ -789,7 +826,7 @@ std::string unknown_key_message(const std::string& name, const std::string& file
 
 po::variables_map read_command_line(int argc, const char* const* argv) {
     po::options_description cmdline;
-    cmdline.add(generic_options()).add(key_options());
+    cmdline.add(generic_options()).add(readable_keys());
     po::variables_map given;
     try {
         // No guessing: `--vm.cpu` must not quietly mean --vm.cpus.
@@ -816,7 +853,7 @@ void read_spec_file(const std::string& path, po::variables_map& all) {
     std::ifstream f(path);
     if (!f) throw SpecError("--spec " + path + ": cannot open it");
     try {
-        po::store(po::parse_config_file(f, key_options(), false), all);
+        po::store(po::parse_config_file(f, readable_keys(), false), all);
     } catch (const po::unknown_option& e) {
         throw SpecError(unknown_key_message(e.get_option_name(), path));
     } catch (const po::multiple_occurrences& e) {
@@ -836,18 +873,21 @@ std::string usage_text() {
          "results/<run-id>/ for spinlab-report (the contract: analysis/README.md).\n\n"
          "Usage: spinlab-run [--spec NAME|FILE] [--SECTION.KEY VALUE ...]\n\n"
          "Every key of the spec file is also an option: `[vm] cpus = 2` is `--vm.cpus 2`.\n"
-         "A spec NAME is one of the specs that come with spinlab (default, locks, preempt,\n"
+         "A spec NAME is one of the specs that come with spinlab (default, locks, freeze,\n"
          "throttle: share/spinlab/experiments/ when installed, experiments/ in the source tree);\n"
          "without --spec, spinlab-run runs the spec named default (2 vCPUs, an idle host\n"
          "against a busy loop on every host CPU).\n\n"
-      << generic_options() << key_options()
+      << generic_options() << key_options() << "\n"
+      << old_key_options()
+      << "  the phase preempt-Nms: old name of freeze-Nms\n"
+         "  --spec preempt: old name of --spec freeze\n"
       << "\nExit status: 0 complete, 1 partial (interrupted, VM died, a condition failed; the\n"
          "results keep everything gathered), 2 bad spec or options, 3 the VM could not be\n"
          "started or attached, 4 guest ABI version mismatch.\n"
          "\nEXAMPLES\n"
          "  spinlab run                                         # default.ini (make run)\n"
          "  spinlab-run --spec default --run.repetitions 5 --vm.lock ticket\n"
-         "  spinlab-run --spec preempt --run.preempt-period-ms 50\n"
+         "  spinlab-run --spec freeze --run.freeze-period-ms 50\n"
          "  spinlab-run --spec ./my-experiment.ini --dry-run\n"
          "  spinlab-run --run.phases idle-host,throttle-50% --run.duration 4 --dry-run\n";
     return o.str();

@@ -73,11 +73,11 @@ struct RunSpec {
     uint32_t repetitions = 3;
     uint64_t seed = 1;
     Order order = Order::kAbba;
-    uint32_t preempt_period_ms = 100;
+    uint32_t freeze_period_ms = 100;
     // The freeze injector's SCHED_FIFO priority (0: an ordinary thread). On a busy host an
     // ordinary injector wakes late (3.2 ms once in 960 freezes measured), moving the schedule.
-    uint32_t preempt_rt_priority = 10;
-    std::vector<uint32_t> preempt_vcpus{0};  // vCPU indexes frozen by preempt-Nms
+    uint32_t freeze_rt_priority = 10;
+    std::vector<uint32_t> freeze_vcpus{0};   // vCPU indexes frozen by freeze-Nms
     std::vector<uint32_t> throttle_vcpus;    // empty: every vCPU
     std::vector<uint32_t> hog_cpus;          // empty: every host CPU
     uint32_t clock_samples = 4;              // per repetition

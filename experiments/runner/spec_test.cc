@@ -61,7 +61,7 @@ TEST(SpecParse, Defaults) {
 TEST(SpecParse, FileAndCommandLineOverride) {
     std::string f = write_spec(
         "[vm]\ncpus = 4\nlock = ticket\npin = 0,1,0,1\n[run]\nphases = idle-host, host-load, "
-        "preempt-10ms, throttle-50%\nduration = 1.5\nrepetitions = 2\norder = shuffle\nseed = 9\n"
+        "freeze-10ms, throttle-50%\nduration = 1.5\nrepetitions = 2\norder = shuffle\nseed = 9\n"
         "[workload]\nargs = --locks 2\n[output]\ndir = /tmp/x\n");
     ParsedSpec p = parse({"--spec", f, "--vm.lock", "mcs", "--vm.pin", "1,1,1,1", "--vm.channel-timeout", "60"});
     EXPECT_DOUBLE_EQ(p.spec.vm.channel_timeout_s, 60);
@@ -78,7 +78,7 @@ TEST(SpecParse, FileAndCommandLineOverride) {
 }
 
 TEST(SpecParse, ToIniReadsBack) {
-    ParsedSpec a = parse({kPhases + ",host-load,preempt-5ms", "--vm.cpus", "3", "--vm.pin", "0,1,0",
+    ParsedSpec a = parse({kPhases + ",host-load,freeze-5ms", "--vm.cpus", "3", "--vm.pin", "0,1,0",
                           "--vm.pause", "off", "--workload.args", "--locks 4 --pattern spread",
                           "--run.warmup", "0.5", "--output.run-id", "abc"});
     std::string f = write_spec(to_ini(a.spec));
@@ -91,6 +91,43 @@ TEST(SpecParse, ToIniReadsBack) {
     ParsedSpec on = parse({kPhases, "--run.vcpu-state", "on"});
     EXPECT_TRUE(on.spec.run.vcpu_state);
     EXPECT_TRUE(parse({"--spec", write_spec(to_ini(on.spec))}).spec.run.vcpu_state);
+}
+
+// The freeze keys' old names (issue 53), run.preempt-period-ms, run.preempt-rt-priority and
+// run.preempt-vcpus, and the phase preempt-Nms, in a spec file or on the command line: read as
+// the keys and the phase they became; spec.ini (to_ini) says the names.
+TEST(SpecParse, OldFreezeNamesAreReadAsTheirKeys) {
+    const std::string old = write_spec("[vm]\ncpus = 2\n[run]\nphases = idle-host, preempt-10ms\n"
+                                       "preempt-period-ms = 50\npreempt-vcpus = 1\npreempt-rt-priority = 0\n");
+    ParsedSpec p = parse({"--spec", old});
+    ASSERT_EQ(p.spec.run.phases.size(), 2u);
+    EXPECT_EQ(p.spec.run.phases[1].kind, PhaseKind::kFreeze);
+    EXPECT_EQ(p.spec.run.phases[1].name(), "freeze-10ms");
+    EXPECT_EQ(p.spec.run.freeze_period_ms, 50u);
+    EXPECT_EQ(p.spec.run.freeze_vcpus, (std::vector<uint32_t>{1}));
+    EXPECT_EQ(p.spec.run.freeze_rt_priority, 0u);
+    const std::string ini = to_ini(p.spec);
+    EXPECT_NE(ini.find("phases = idle-host,freeze-10ms\n"), std::string::npos) << ini;
+    EXPECT_NE(ini.find("freeze-period-ms = 50\nfreeze-rt-priority = 0\nfreeze-vcpus = 1\n"), std::string::npos)
+        << ini;
+    EXPECT_EQ(ini.find("preempt", ini.find('\n')), std::string::npos) << ini;
+    // On the command line too; and where a key is given by both names, the command line's wins.
+    ParsedSpec c = parse({kPhases, "--run.preempt-period-ms", "40", "--run.preempt-vcpus", "0,1",
+                          "--run.preempt-rt-priority", "5"});
+    EXPECT_EQ(c.spec.run.freeze_period_ms, 40u);
+    EXPECT_EQ(c.spec.run.freeze_vcpus, (std::vector<uint32_t>{0, 1}));
+    EXPECT_EQ(c.spec.run.freeze_rt_priority, 5u);
+    EXPECT_EQ(parse({"--spec", old, "--run.freeze-period-ms", "60"}).spec.run.freeze_period_ms, 60u);
+    const std::string now = write_spec("[run]\nphases = freeze-10ms\nfreeze-period-ms = 50\n");
+    EXPECT_EQ(parse({"--spec", now, "--run.preempt-period-ms", "70"}).spec.run.freeze_period_ms, 70u);
+    // Both names in one file: one of them is a mistake.
+    const std::string both = write_spec("[run]\nphases = idle-host\nfreeze-vcpus = 0\npreempt-vcpus = 1\n");
+    EXPECT_EQ(error_of({"--spec", both}), "[run] freeze-vcpus in " + both + " and [run] preempt-vcpus in " + both +
+                                              ", its old name, are both given: give one");
+    // A relation's error names the key as it was given.
+    const std::string three = write_spec("[run]\nphases = idle-host\npreempt-vcpus = 3\n");
+    EXPECT_EQ(error_of({"--spec", three}),
+              "[run] preempt-vcpus in " + three + " = '3': vCPU 3 does not exist with vm.cpus = 2");
 }
 
 TEST(SpecParse, TraceSection) {
@@ -281,7 +318,7 @@ INSTANTIATE_TEST_SUITE_P(
                "--vm.pin = '0': names 1 host CPUs for 2 vCPUs (vm.cpus): give one per vCPU"},
         Golden{{kPhases, "--vm.pin", "0,,1"},
                "--vm.pin = '0,,1': has an empty item: write numbers separated by commas"},
-        Golden{{kPhases, "--run.preempt-vcpus", "0,0"}, "--run.preempt-vcpus = '0,0': names 0 twice"},
+        Golden{{kPhases, "--run.freeze-vcpus", "0,0"}, "--run.freeze-vcpus = '0,0': names 0 twice"},
         Golden{{kPhases, "--vm.name", "a b"},
                "--vm.name = 'a b': must be 1 to 40 letters, digits, '-' or '_'"},
         Golden{{kPhases, "--vm.append", "init=/bin/sh"},
@@ -299,16 +336,20 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--workload.kmix", "2"}, "--workload.kmix = '2': must be on or off"},
         Golden{{"--run.phases", "idle-host,nap"},
                "--run.phases = 'idle-host,nap': unknown phase 'nap': one of idle-host, host-load, "
-               "preempt-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), neighbours-N (N from 1 to 8)"},
+               "freeze-Nms (N from 1 to 10000), throttle-P% (P from 1 to 99), neighbours-N (N from 1 to 8)"},
         Golden{{"--run.phases", "idle-host,idle-host"},
                "--run.phases = 'idle-host,idle-host': names idle-host twice"},
+        Golden{{"--run.phases", "freeze-0ms"},
+               "--run.phases = 'freeze-0ms': 'freeze-0ms': the freeze must be 1 to 10000 ms"},
         Golden{{"--run.phases", "preempt-0ms"},
                "--run.phases = 'preempt-0ms': 'preempt-0ms': the freeze must be 1 to 10000 ms"},
+        Golden{{"--run.phases", "freeze-10ms,preempt-10ms"},
+               "--run.phases = 'freeze-10ms,preempt-10ms': names preempt-10ms twice"},
         Golden{{"--run.phases", "throttle-100%"},
                "--run.phases = 'throttle-100%': 'throttle-100%': the quota must be 1 to 99 percent"},
-        Golden{{"--run.phases", "preempt-100ms"},
-               "--run.phases = 'preempt-100ms': preempt-100ms freezes for at least the whole "
-               "period (run.preempt-period-ms = 100)"},
+        Golden{{"--run.phases", "freeze-100ms"},
+               "--run.phases = 'freeze-100ms': freeze-100ms freezes for at least the whole "
+               "period (run.freeze-period-ms = 100)"},
         Golden{{"--run.phases", ""}, "--run.phases = '': must name at least one phase"},
         Golden{{kPhases, "--run.duration", "0"},
                "--run.duration = '0': must be a number of seconds above 0 and at most 86400"},
@@ -321,12 +362,23 @@ INSTANTIATE_TEST_SUITE_P(
         Golden{{kPhases, "--run.seed", "x"},
                "--run.seed = 'x': must be a whole number from 0 to 18446744073709551615"},
         Golden{{kPhases, "--run.order", "random"}, "--run.order = 'random': must be abba or shuffle"},
+        Golden{{kPhases, "--run.freeze-period-ms", "1"},
+               "--run.freeze-period-ms = '1': must be a whole number from 2 to 60000"},
+        Golden{{kPhases, "--run.freeze-rt-priority", "100"},
+               "--run.freeze-rt-priority = '100': must be a whole number from 0 to 99"},
+        Golden{{kPhases, "--run.freeze-vcpus", "2"},
+               "--run.freeze-vcpus = '2': vCPU 2 does not exist with vm.cpus = 2"},
+        Golden{{kPhases, "--run.freeze-vcpus", ""},
+               "--run.freeze-vcpus = '': must name at least one number"},
+        // The old names (issue 53): their errors name them as given.
         Golden{{kPhases, "--run.preempt-period-ms", "1"},
                "--run.preempt-period-ms = '1': must be a whole number from 2 to 60000"},
+        Golden{{kPhases, "--run.preempt-rt-priority", "100"},
+               "--run.preempt-rt-priority = '100': must be a whole number from 0 to 99"},
         Golden{{kPhases, "--run.preempt-vcpus", "2"},
                "--run.preempt-vcpus = '2': vCPU 2 does not exist with vm.cpus = 2"},
-        Golden{{kPhases, "--run.preempt-vcpus", ""},
-               "--run.preempt-vcpus = '': must name at least one number"},
+        Golden{{kPhases, "--run.freeze-vcpus", "1", "--run.preempt-vcpus", "0"},
+               "--run.freeze-vcpus and --run.preempt-vcpus, its old name, are both given: give one"},
         Golden{{kPhases, "--run.throttle-vcpus", "5"},
                "--run.throttle-vcpus = '5': vCPU 5 does not exist with vm.cpus = 2"},
         Golden{{kPhases, "--run.clock-samples", "65"},
@@ -429,12 +481,24 @@ TEST(SpecHelp, EndsWithExamples) {
     EXPECT_EQ(u.find('\n', pos + 9) != std::string::npos, true);
     EXPECT_NE(u.find("--vm.cpus"), std::string::npos);
     EXPECT_NE(u.find("--run.phases"), std::string::npos);
+    // The freeze keys by their names; their old names only as such.
+    EXPECT_NE(u.find("--run.freeze-period-ms"), std::string::npos);
+    EXPECT_NE(u.find("--spec freeze --run.freeze-period-ms 50"), std::string::npos);
+    for (const char* old : {"period-ms", "rt-priority", "vcpus"}) {
+        const std::string line = std::string("--run.preempt-") + old;
+        const size_t at = u.find(line);
+        ASSERT_NE(at, std::string::npos) << line;
+        EXPECT_NE(u.find(std::string("old name of run.freeze-") + old, at), std::string::npos) << u;
+        EXPECT_EQ(u.find(line, at + 1), std::string::npos) << line << " said twice";
+    }
+    EXPECT_NE(u.find("  the phase preempt-Nms: old name of freeze-Nms\n"), std::string::npos) << u;
+    EXPECT_NE(u.find("  --spec preempt: old name of --spec freeze\n"), std::string::npos) << u;
     // Nothing after the examples but example lines.
     EXPECT_EQ(u.find("Exit status", pos), std::string::npos);
 }
 
 TEST(SpecRepoFiles, ExampleSpecsParse) {
-    for (const char* f : {"default.ini", "preempt.ini", "throttle.ini", "locks.ini", "wrk.ini", "neighbours.ini"}) {
+    for (const char* f : {"default.ini", "freeze.ini", "throttle.ini", "locks.ini", "wrk.ini", "neighbours.ini"}) {
         std::string path = std::string(SPINLAB_SOURCE_DIR) + "/experiments/" + f;
         EXPECT_NO_THROW(parse({"--spec", path})) << path;
     }

@@ -14,12 +14,12 @@ namespace spinlab::run {
 
 std::vector<std::string> timeline_argv(const std::string& spinlab_load, const std::string& phase, uint32_t rep,
                                        const VmInfo& vm, const std::string& csv, const std::string& ready,
-                                       const std::string& preempt_csv, bool vcpu_state,
+                                       const std::string& freeze_csv, bool vcpu_state,
                                        const NeighbourThreads& neighbours, bool neighbour_option) {
     std::vector<std::string> argv{spinlab_load, "timeline", "--tid",   join_ids(vm.vcpu_tids),
                                   "--out",      csv,        "--phase", phase,
                                   "--rep",      std::to_string(rep),   "--ready-file", ready};
-    if (!preempt_csv.empty()) argv.insert(argv.end(), {"--freezes", preempt_csv});
+    if (!freeze_csv.empty()) argv.insert(argv.end(), {"--freezes", freeze_csv});
     if (vcpu_state && !vm.region_file.empty()) argv.insert(argv.end(), {"--vcpu-state", vm.region_file});
     if (neighbour_option)
         for (const auto& [name, tids] : neighbours)
@@ -43,7 +43,7 @@ bool knows_neighbour_option(const std::string& spinlab_load) {
 }  // namespace
 
 std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo& vm,
-                            const std::string& preempt_csv, const NeighbourThreads& neighbours) {
+                            const std::string& freeze_csv, const NeighbourThreads& neighbours) {
     child_.reset();
     status_ = 0;
     if (!on_) return "";
@@ -52,7 +52,7 @@ std::string Timeline::start(const std::string& phase, uint32_t rep, const VmInfo
     const std::string ready = results_dir_ + "/logs/.timeline-" + stem + ".ready";
     log_ = results_dir_ + "/logs/timeline-" + stem + ".log";
     if (!neighbours.empty() && neighbour_option_ < 0) neighbour_option_ = knows_neighbour_option(spinlab_load_);
-    const std::vector<std::string> argv = timeline_argv(spinlab_load_, phase, rep, vm, csv_, ready, preempt_csv,
+    const std::vector<std::string> argv = timeline_argv(spinlab_load_, phase, rep, vm, csv_, ready, freeze_csv,
                                                         vcpu_state_, neighbours, neighbour_option_ > 0);
     child_ = std::make_unique<Child>(argv, log_);
     if (wait_for_file(ready, *child_, std::chrono::seconds(20))) {

@@ -24,7 +24,7 @@ using NeighbourThreads = std::vector<std::pair<std::string, std::vector<uint64_t
 // --neighbour: it names the preemptor of each off interval), one --neighbour per neighbour VM.
 std::vector<std::string> timeline_argv(const std::string& spinlab_load, const std::string& phase, uint32_t rep,
                                        const VmInfo& vm, const std::string& csv, const std::string& ready,
-                                       const std::string& preempt_csv, bool vcpu_state,
+                                       const std::string& freeze_csv, bool vcpu_state,
                                        const NeighbourThreads& neighbours, bool neighbour_option);
 
 class Timeline {
@@ -35,12 +35,12 @@ public:
         : on_(on), vcpu_state_(vcpu_state), spinlab_load_(std::move(spinlab_load)),
           results_dir_(std::move(results_dir)) {}
 
-    // Starts recording the VM's vCPU threads for phase/rep; `preempt_csv` (may be empty) is the
+    // Starts recording the VM's vCPU threads for phase/rep; `freeze_csv` (may be empty) is the
     // condition's freeze record, read by the recorder when it stops, so the condition must be
     // stopped first. Returns "", or, the one time it cannot start, why: the timeline is off for
     // the rest of the run (off_reason()).
     // `neighbours`: the phase's neighbour VMs, passed on when this spinlab-load knows --neighbour.
-    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm, const std::string& preempt_csv,
+    std::string start(const std::string& phase, uint32_t rep, const VmInfo& vm, const std::string& freeze_csv,
                       const NeighbourThreads& neighbours = {});
     // Stops the recording, which then writes its rows (no-op when none runs).
     void stop();

@@ -25,7 +25,7 @@ TEST(WrkSummary, MergesCpusClassesAndRepetitionsPerPhase) {
     w.add("idle-host", two_cpus());
     w.add("host-load", two_cpus());
     w.add("idle-host", two_cpus());
-    EXPECT_EQ(w.text({"idle-host", "host-load", "preempt-10ms"}),
+    EXPECT_EQ(w.text({"idle-host", "host-load", "freeze-10ms"}),
               "phase idle-host (2 repetitions, all CPUs and lock classes): 312 timed acquisitions; "
               "peak 2^8 with 96.15 %\n"
               "cycles       count       %\n"
@@ -44,7 +44,7 @@ TEST(WrkSummary, MergesCpusClassesAndRepetitionsPerPhase) {
               "2^10             0\n"
               "overflow         1   00.64\n"
               "\n"
-              "phase preempt-10ms: no repetition kept\n");
+              "phase freeze-10ms: no repetition kept\n");
 }
 
 TEST(WrkSummary, AnEmptyPhaseHasNoPeak) {
