@@ -1,10 +1,10 @@
 """One LHP ground-truth run and its measurement, for the TCG and the KVM ground-truth tests.
 
-A run is a 20 s `spinlab-run` of preempt.ini on 2 vCPUs, each pinned to its own host CPU,
+A run is a 20 s `spinlab-run` of freeze.ini on 2 vCPUs, each pinned to its own host CPU,
 running lockbench on one lock whose critical section is long (2^21 cycles, ~0.8 ms) and whose
 think time is a quarter of it, so that nearly every acquisition waits about 3/4 of a critical
 section (1.5 M cycles, above the 2^20 threshold) behind a holder that runs. The host condition
-is one phase: a freeze of one vCPU (`preempt-30ms`: 30 ms every 100 ms by spinlab-load preempt,
+is one phase: a freeze of one vCPU (`freeze-30ms`: 30 ms every 100 ms by spinlab-load freeze,
 which records each freeze's effective window), or a hog pinned to one vCPU's host CPU
 (`host-load` with `--run.hog-cpus`: the vCPU thread is runnable but waits, the kind of
 preemption KVM's steal time sees).
@@ -62,19 +62,19 @@ VCPU_COMM = re.compile(r"CPU \d+/(TCG|KVM)")  # QEMU's names of its vCPU threads
 HOG_COMM = "spinlab-hog"                       # spinlab-load hog's name for its processes
 
 
-def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="preempt-30ms", hog_vcpu=None,
+def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="freeze-30ms", hog_vcpu=None,
              duration=20, timeout=300, extra=()):
     """Runs spinlab-run into out/gt and returns that directory. phase 'host-load' with hog_vcpu:
     the hog runs on the host CPU that vCPU hog_vcpu is pinned to; a phase 'neighbours-1': one
     neighbour VM of 1 vCPU on vCPU NEIGHBOUR_VCPU's host CPU (neighbour_pin_args)."""
     env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
     pins = neighbour_pin_args() if "neighbours-1" in phase else pin_args()
-    cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "preempt.ini"), "--vm.accel", accel,
+    cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "freeze.ini"), "--vm.accel", accel,
            "--vm.lock", lock, "--workload.args", WORKLOAD, "--run.phases", phase, *pins,
            "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", str(duration),
            "--output.dir", out, "--output.run-id", "gt", *extra]
-    if "preempt" in phase:
-        cmd += ["--run.preempt-vcpus", str(frozen_vcpu), "--trace.export", "perfetto"]
+    if "freeze" in phase:
+        cmd += ["--run.freeze-vcpus", str(frozen_vcpu), "--trace.export", "perfetto"]
     if hog_vcpu is not None:
         cmd += ["--run.hog-cpus", str(CPUS[hog_vcpu])]
     strangers = set()
@@ -150,7 +150,7 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
          "off": ground_truth.timeline_off_windows(lhp.off_index(run.timeline, snap.phase, snap.rep)),
          # who took the holder's CPU, as summary.json says it (the report's final classes)
          "preemptors": preemptors.phase_preemptors(att, [snap], run.timeline)}
-    csv_path = os.path.join(run_dir, "preempt", f"{snap.phase}-r{snap.rep}.csv")
+    csv_path = os.path.join(run_dir, "freezes", f"{snap.phase}-r{snap.rep}.csv")
     if os.path.exists(csv_path):
         m["windows"] = ground_truth.effective_windows(open(csv_path).read(), frozen_vcpu)
         assert m["windows"], "spinlab-load recorded no effective freeze window"
@@ -179,7 +179,7 @@ def preemptor_truth(m, phase, vcpu, truth):
     """The preemptor's ground truth on the timeline's final classes (the column the report reads):
     (cycles the truth says `truth` took vCPU `vcpu`'s CPU, of them classed `truth`). The truth is
     independent of the classification: for a freeze, the off time inside the effective windows
-    of preempt's record; for a hog, the off time whose switch-out named a task called
+    of the freeze record; for a hog, the off time whose switch-out named a task called
     `spinlab-hog` (its comm, set by spinlab-load hog; the class comes from the ledgers' pids)
     that is not another run's (m["strangers"]);
     for a neighbour VM, the off time whose switch-out named a QEMU vCPU thread (comm `CPU N/TCG`

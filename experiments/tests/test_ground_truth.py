@@ -1,7 +1,7 @@
 """LHP attribution against ground truth on a real guest (TCG), and the clock it rests on.
 
 One spinlab-run of 10 s phases: 2 vCPUs under TCG, each pinned to its own host CPU, running lockbench on
-one lock, vCPU 0 frozen 30 ms every 100 ms by spinlab-load preempt, which records each freeze's
+one lock, vCPU 0 frozen 30 ms every 100 ms by spinlab-load freeze, which records each freeze's
 effective window (when the vCPU thread was seen to stop and to run again). The critical section
 is long (2^21 cycles, ~0.8 ms) and the think time a quarter of it, so that nearly every
 acquisition waits about 3/4 of a critical section (1.5 M cycles, above the 2^20 threshold)
@@ -72,11 +72,11 @@ HOG_VCPU = 1
 
 def make_run(out):
     return gt_run.make_run(out, accel="tcg", lock="tas", frozen_vcpu=FROZEN_VCPU, timeout=300, duration=10,
-                           phase="preempt-30ms, host-load, neighbours-1", hog_vcpu=HOG_VCPU)
+                           phase="freeze-30ms, host-load, neighbours-1", hog_vcpu=HOG_VCPU)
 
 
 def measure(run_dir):
-    m = gt_run.measure(run_dir, FROZEN_VCPU, "preempt-30ms")
+    m = gt_run.measure(run_dir, FROZEN_VCPU, "freeze-30ms")
     m["hog"] = gt_run.measure(run_dir, FROZEN_VCPU, "host-load")
     m["neighbour"] = gt_run.measure(run_dir, FROZEN_VCPU, "neighbours-1")
     return m
@@ -163,7 +163,7 @@ def test_ground_truth_rates(measured):
 
 
 def test_preemptor_of_a_frozen_holder_is_the_freeze(measured):
-    gt_run.assert_preemptor(measured, "preempt-30ms", FROZEN_VCPU, "freeze")
+    gt_run.assert_preemptor(measured, "freeze-30ms", FROZEN_VCPU, "freeze")
 
 
 def test_the_other_vcpus_sleep_during_a_freeze_is_blocked_with_no_preemptor(measured):
@@ -175,7 +175,7 @@ def test_the_other_vcpus_sleep_during_a_freeze_is_blocked_with_no_preemptor(meas
     import csv
     other = 1 - FROZEN_VCPU
     with open(os.path.join(measured["dir"], "timeline.csv")) as f:
-        rows = [r for r in csv.DictReader(f) if r["phase"] == "preempt-30ms"]
+        rows = [r for r in csv.DictReader(f) if r["phase"] == "freeze-30ms"]
     mine = [r for r in rows if int(r["vcpu"]) == other and r["state"] == "off"]
     asleep = [r for r in mine if r["reason"] and not r["reason"].startswith("R") and r["reason"] not in ("start", "unknown")]
     freezes = [(int(r["start_host_tsc"]), int(r["end_host_tsc"])) for r in rows
@@ -232,7 +232,7 @@ def test_perfetto_export_puts_guest_waits_and_host_vcpus_on_one_axis(run_dir, me
     # ts is host TSC / the host's TSC Hz (meta.json's), in us, for guest and host tracks alike;
     # never the guest's Hz (2,599.81 MHz against the host's 2,600.00 on one host: 73 ppm, which
     # at a host TSC of an hour's uptime is 260 ms, far beyond any bound below).
-    ev, pids, other = perfetto_tracks(os.path.join(run_dir, "trace-export", "preempt-30ms-r1.json"))
+    ev, pids, other = perfetto_tracks(os.path.join(run_dir, "trace-export", "freeze-30ms-r1.json"))
     hz = measured["hz"]
     assert other["axis_tsc_hz"] == hz, (other, hz)
     assert "host vCPUs" in pids and "guest threads (spinlock waits)" in pids, pids

@@ -9,14 +9,14 @@ only (analysis/spinlab_report/lhp.py). Two VMs, 2 vCPUs each pinned to its own h
 lockbench as in the TCG ground truth (gt_run.py):
 
 - ticket lock, one boot, two phases:
-  - `preempt-30ms` freezing vCPU **1** (the TCG test freezes vCPU 0): the three bars of the TCG
+  - `freeze-30ms` freezing vCPU **1** (the TCG test freezes vCPU 0): the three bars of the TCG
     test, on the final classes: behind a frozen holder >= 95 % holder-off, behind a running
     holder <= 5 %, of a frozen waiter >= 95 % waiter-off;
   - `host-load` with a hog pinned to vCPU 1's host CPU: the preemption is *runnable*, the kind
     steal time sees, so both sources speak for the same waits and must agree (any time lost
     during the wait, steal time's own rule): on each side, of the waits where both decide, at
     least AGREE_MIN agree.
-- queued (MCS) lock, one boot, two phases: `preempt-30ms` freezing vCPU 0, the three bars again
+- queued (MCS) lock, one boot, two phases: `freeze-30ms` freezing vCPU 0, the three bars again
   (another algorithm, the other vCPU); `neighbours-1`, one neighbour VM of 1 vCPU pinned to
   vCPU 0's host CPU, whose off time the neighbour's vCPU thread took is >= 95 % classed
   `neighbour-vcpu` (gt_run.preemptor_truth).
@@ -77,12 +77,12 @@ def judged(name, run_dir, frozen_vcpu, phase, out, remake):
 
 @pytest.fixture(scope="module")
 def ticket_run():
-    kw = dict(lock="ticket", frozen_vcpu=1, phase="preempt-30ms, host-load", hog_vcpu=1)
+    kw = dict(lock="ticket", frozen_vcpu=1, phase="freeze-30ms, host-load", hog_vcpu=1)
     out, run_dir = kvm_run("ticket", **kw)
     try:
         remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, duration=PHASE_SECONDS,  # noqa: E731
                                            extra=KVM_ARGS, **kw)
-        yield {"freeze": judged("ticket", run_dir, 1, "preempt-30ms", out, remake),
+        yield {"freeze": judged("ticket", run_dir, 1, "freeze-30ms", out, remake),
                "hog": gt_run.measure(run_dir, 1, "host-load")}
     finally:
         keep(out)
@@ -90,12 +90,12 @@ def ticket_run():
 
 @pytest.fixture(scope="module")
 def mcs_run():
-    kw = dict(lock="mcs", frozen_vcpu=0, phase="preempt-30ms, neighbours-1")
+    kw = dict(lock="mcs", frozen_vcpu=0, phase="freeze-30ms, neighbours-1")
     out, run_dir = kvm_run("mcs", **kw)
     try:
         remake = lambda d: gt_run.make_run(d, accel="kvm", timeout=600, duration=PHASE_SECONDS,  # noqa: E731
                                            extra=KVM_ARGS, **kw)
-        m = judged("mcs", run_dir, 0, "preempt-30ms", out, remake)
+        m = judged("mcs", run_dir, 0, "freeze-30ms", out, remake)
         m["neighbour"] = gt_run.measure(m["dir"], 0, "neighbours-1")
         yield m
     finally:
@@ -127,8 +127,8 @@ def test_mcs_lock_freezing_vcpu_0(mcs_run):
 
 
 def test_preemptors_are_the_freeze_the_hog_and_the_neighbour_vm(ticket_run, mcs_run):
-    gt_run.assert_preemptor(ticket_run["freeze"], "preempt-30ms", 1, "freeze")
-    gt_run.assert_preemptor(mcs_run, "preempt-30ms", 0, "freeze")
+    gt_run.assert_preemptor(ticket_run["freeze"], "freeze-30ms", 1, "freeze")
+    gt_run.assert_preemptor(mcs_run, "freeze-30ms", 0, "freeze")
     gt_run.assert_preemptor(ticket_run["hog"], "host-load", 1, "hog")
     gt_run.assert_preemptor(mcs_run["neighbour"], "neighbours-1", gt_run.NEIGHBOUR_VCPU, "neighbour-vcpu")
 
@@ -171,10 +171,10 @@ def test_kvm_counters_are_kept_around_every_window(ticket_run, mcs_run):
     """spinlab-run samples QMP query-stats before and after each repetition's window
     (kvm-stats/): every phase of both runs has both samples, each vCPU's exits moved, and the
     report's summary puts the timeline's off intervals beside them (the frozen vCPU's in
-    preempt-30ms: one per effective freeze at least)."""
+    freeze-30ms: one per effective freeze at least)."""
     from spinlab_report import kvm_stats
-    for m, phases, frozen in ((ticket_run["freeze"], ("preempt-30ms", "host-load"), 1),
-                              (mcs_run, ("preempt-30ms", "neighbours-1"), 0)):
+    for m, phases, frozen in ((ticket_run["freeze"], ("freeze-30ms", "host-load"), 1),
+                              (mcs_run, ("freeze-30ms", "neighbours-1"), 0)):
         run = m["run"]
         assert sorted(run.kvm_stats) == sorted((p, 1) for p in phases), sorted(run.kvm_stats)
         s = kvm_stats.summarize(run.kvm_stats, run.timeline, run.phases)
@@ -185,7 +185,7 @@ def test_kvm_counters_are_kept_around_every_window(ticket_run, mcs_run):
         for p in phases:
             rows = {v["vcpu"]: v for v in s["phases"][p]["vcpus"]}
             assert sorted(rows) == [0, 1] and all(v["moved"].get("exits", 0) > 0 for v in rows.values()), rows
-        freeze = {v["vcpu"]: v for v in s["phases"]["preempt-30ms"]["vcpus"]}
+        freeze = {v["vcpu"]: v for v in s["phases"]["freeze-30ms"]["vcpus"]}
         assert freeze[frozen]["timeline_off_intervals"] >= len(m["windows"]) > 0
 
 

@@ -10,7 +10,7 @@
 
 Every key of [sweep] other than `id` is an axis: a runner option `SECTION.KEY` and its values,
 comma-separated. A value that is itself a list (run.phases) joins its items with '+':
-`run.phases = idle-host+host-load, idle-host+preempt-30ms`. The cells are the cartesian product
+`run.phases = idle-host+host-load, idle-host+freeze-30ms`. The cells are the cartesian product
 of the axes, in the order the axes are written (the last one varies fastest). Each cell is the
 base spec (the file without [sweep]) with the axis values as command-line overrides, so a cell is
 an ordinary `spinlab-run` that can be rerun by hand.

@@ -19,7 +19,7 @@ SUMMARY = {"format": 1, "phases": {
     "host-load": {"status": "ok", "waits_ge_2^20": 7, "share_waits_ge_2^20": 0.368421,
                   "lhp": {"share": 0.75}, "throughput": {"mean": 550.0, "low": 400.0, "high": 700.0,
                                                          "change_vs_baseline_pct": -45.0}},
-    "preempt-30ms": {"status": "missing"}}}
+    "freeze-30ms": {"status": "missing"}}}
 
 
 def make_sweep(tmp):

@@ -28,10 +28,21 @@ def test_sweep_section_in_the_middle_keeps_later_sections():
 
 
 def test_phase_lists_join_with_plus_and_id_is_taken():
-    s = spec.parse(BASE + "[sweep]\nid = mine\nrun.phases = idle-host+host-load, idle-host+preempt-30ms\n", "x")
+    s = spec.parse(BASE + "[sweep]\nid = mine\nrun.phases = idle-host+host-load, idle-host+freeze-30ms\n", "x")
     assert s.name == "mine"
     assert s.cells[0].overrides() == ["--run.phases", "idle-host,host-load"]
-    assert s.cells[1].id == "phases-idle-host_preempt-30ms"
+    assert s.cells[1].id == "phases-idle-host_freeze-30ms"
+    assert s.cells[1].overrides() == ["--run.phases", "idle-host,freeze-30ms"]
+
+
+def test_old_freeze_names_reach_the_runner_as_written():
+    """A sweep spec from before issue 53 (run.preempt-vcpus, preempt-Nms: the old names of
+    run.freeze-vcpus and freeze-Nms) is passed on as written; the runner reads the old names
+    (test_sweep_local.py checks it accepts both)."""
+    s = spec.parse(BASE + "[sweep]\nrun.preempt-vcpus = 0, 1\nrun.phases = idle-host+preempt-30ms\n", "x")
+    assert [c.id for c in s.cells] == ["preempt-vcpus-0_phases-idle-host_preempt-30ms",
+                                       "preempt-vcpus-1_phases-idle-host_preempt-30ms"]
+    assert s.cells[1].overrides() == ["--run.preempt-vcpus", "1", "--run.phases", "idle-host,preempt-30ms"]
 
 
 def test_percent_in_values_gives_a_valid_id():

@@ -125,3 +125,32 @@ def test_shipped_sweep_specs_are_accepted_by_the_runner(name, first_line, tmp_pa
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith(first_line), r.stdout[:300]
+
+
+FREEZES = """\
+[vm]
+cpus = 2
+accel = tcg
+[run]
+phases = idle-host, {phase}
+{key}-period-ms = 100
+[sweep]
+id = freezes
+run.{key}-vcpus = 0, 1
+"""
+
+
+@pytest.mark.parametrize("key, phase", [("freeze", "freeze-30ms"), ("preempt", "preempt-30ms")],
+                         ids=["names", "old-names"])
+def test_a_freeze_sweep_in_the_new_or_the_old_names_is_accepted_by_the_runner(key, phase, tmp_path):
+    """Issue 53: run.freeze-period-ms, run.freeze-vcpus and freeze-Nms, and a sweep spec written
+    before it in their old names (run.preempt-*, preempt-Nms), pass spinlab-run's --dry-run."""
+    if not os.access(RUN, os.X_OK):
+        pytest.fail(f"{RUN} is missing: run 'make build' first")
+    spec = tmp_path / "freezes.ini"
+    spec.write_text(FREEZES.format(key=key, phase=phase))
+    r = subprocess.run([sys.executable, SWEEP, str(spec), "--dry-run", "--output", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("sweep freezes: 2 cells"), r.stdout[:300]
+    assert f"--run.{key}-vcpus 1" in r.stdout
