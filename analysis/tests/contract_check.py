@@ -81,12 +81,12 @@ def check_results(path):
     expect("meta lock, clock", (run.meta["lock"], run.meta["clock"]),
            (names.LOCK_ALGORITHM.kQueued, names.CLOCK_SOURCE.kCpuidRdtsc))
     expect("status", run.status["state"], "complete")
-    expect("snapshots", [(s.phase, s.rep) for s in run.snapshots], [("preempt-10ms", 2)])
+    expect("snapshots", [(s.phase, s.rep) for s in run.snapshots], [("freeze-10ms", 2)])
     if not run.snapshots:  # the loader refused it (problems above says why)
         return
     s = run.snapshots[0]
     expect("snapshot times", (s.start_guest_tsc, s.end_guest_tsc, s.duration_s), (1000, 9000, 2.0))
-    with open(os.path.join(path, c.SNAPSHOT_DIR, "preempt-10ms-r2.json"), encoding="utf-8") as f:
+    with open(os.path.join(path, c.SNAPSHOT_DIR, "freeze-10ms-r2.json"), encoding="utf-8") as f:
         raw = json.load(f)
     for cpu in raw["cpus"]:
         for name, d in cpu["classes"].items():
@@ -106,25 +106,25 @@ def check_results(path):
     tl = run.timeline
     expect("timeline rows", None if tl is None else
            [tuple(r) for r in tl[list(c.TIMELINE_COLUMNS)].itertuples(index=False)],
-           [(0, 501, "on", 100, 200, "preempt-10ms", 2), (0, 501, "off", 200, 300, "preempt-10ms", 2),
-            (0, 501, "frozen", 300, 400, "preempt-10ms", 2), (0, 501, "unknown", 400, 450, "preempt-10ms", 2),
-            (1, 502, "on", 100, 400, "preempt-10ms", 2)])
+           [(0, 501, "on", 100, 200, "freeze-10ms", 2), (0, 501, "off", 200, 300, "freeze-10ms", 2),
+            (0, 501, "frozen", 300, 400, "freeze-10ms", 2), (0, 501, "unknown", 400, 450, "freeze-10ms", 2),
+            (1, 502, "on", 100, 400, "freeze-10ms", 2)])
     expect("long waits min, dropped", (s.long_wait_threshold, s.long_waits_dropped), (1 << 20, 3))
     session = known_session()
     expect("meta trace", run.meta["trace"], {**session, "stacks": known_stacks()})
     expect("snapshot trace fields the loader does not know", sorted(set(raw["trace"]) - set(s.trace)), [])
     expect("snapshot trace", s.trace, known_trace(session))
     expect("meta neighbours", run.meta["neighbours"], {
-        "host_cpus": [0, 1], "overcommit": {"preempt-10ms": 1.5},
+        "host_cpus": [0, 1], "overcommit": {"freeze-10ms": 1.5},
         "vms": [{"name": "run", "role": "measured", "vcpus": 2, "memory_mb": 256, "lock": "tas",
                  "workload": "/bin/lockbench", "pin": [0, 1]},
                 {"name": "run-n1", "role": "neighbour", "vcpus": 1, "memory_mb": 128, "lock": "mcs",
                  "workload": "/bin/lockbench --locks 2", "pin": [0]}]})
     expect("neighbour counters", run.neighbours,
-           [{"phase": "preempt-10ms", "rep": 2, "vm": 1, "ops_per_s": lockbench / 2.0}])
+           [{"phase": "freeze-10ms", "rep": 2, "vm": 1, "ops_per_s": lockbench / 2.0}])
     expect("every VM's throughput", [r[:4] for r in report_doc.every_vm_rows(run)],
-           [["preempt-10ms", "run (measured)", f"{lockbench / 2.0:,.1f}", "1"],
-            ["preempt-10ms", "run-n1", f"{lockbench / 2.0:,.1f}", "1"]])
+           [["freeze-10ms", "run (measured)", f"{lockbench / 2.0:,.1f}", "1"],
+            ["freeze-10ms", "run-n1", f"{lockbench / 2.0:,.1f}", "1"]])
     lost = summary.trace_loss([s])
     expect("summary trace loss", (lost["repetitions"], lost["loss"], lost["damaged_frames"]),
            ([2], known_trace(session)["loss"], 2))
@@ -151,7 +151,7 @@ def known_trace(session):
         b = 100 * (cpu + 1)
         cpus.append({"cpu": cpu, "loss": dict(zip(c.TRACE_LOSS_COUNTS, (b + 10, b + 7, 3, b + 1, b + 2, b + 4)))})
     total = {k: sum(x["loss"][k] for x in cpus) for k in c.TRACE_LOSS_COUNTS}
-    return {**session, "file": "snapshots/preempt-10ms-r2.trace", "session_id": 77, "buffers_per_cpu": 48,
+    return {**session, "file": "snapshots/freeze-10ms-r2.trace", "session_id": 77, "buffers_per_cpu": 48,
             "events": 900, "buffers": 31, "damaged_frames": 2, "counters_found": True, "loss": total, "cpus": cpus}
 
 

@@ -70,7 +70,7 @@ TraceSessionInformation known_session() {
 
 // Two CPUs, classes 0 "lockbench.0" and 1 "sched"; one long wait of each LHP class.
 SnapshotRecord known_record() {
-    SnapshotRecord r = framed_record("preempt-10ms", 2);
+    SnapshotRecord r = framed_record("freeze-10ms", 2);
     for (uint32_t cpu = 0; cpu < 2; ++cpu) {
         collect::CpuSnapshot c = collect::empty_cpu(cpu);
         c.classes[0] = known_perf(cpu, 0);
@@ -97,7 +97,7 @@ SnapshotRecord known_record() {
     r.long_waits = lw;
     // The trace session: contract_check.py:known_trace() is the same recipe.
     TraceRecord t;
-    t.file = "snapshots/preempt-10ms-r2.trace";
+    t.file = "snapshots/freeze-10ms-r2.trace";
     t.session = known_session();
     t.session.session_id = 77;
     t.session.buffers_per_cpu = 48;
