@@ -33,9 +33,10 @@ from .contract import CONTENDED_ONLY
 WORKLOAD_CLASS_PREFIXES = ("user", "lockbench")  # lockbench's ring-3 lock classes (user0..; the test data's lockbench.N)
 
 
-def threads_per_cpu(meta: dict) -> int:
-    """lockbench's --threads-per-cpu in the run's workload (meta.json), 1 when not given."""
-    m = re.search(r"--threads-per-cpu[ =](\d+)", str(meta.get("workload") or ""))
+def threads_per_cpu(meta) -> int:
+    """lockbench's --threads-per-cpu in the run's workload (meta: the run's reader.Meta), 1 when
+    not given."""
+    m = re.search(r"--threads-per-cpu[ =](\d+)", str(meta.workload or ""))
     return max(1, int(m.group(1))) if m else 1
 
 
@@ -155,11 +156,11 @@ def counters(run) -> Counters:
     st = run.status
     if st is not None and st.get("state") == "partial":
         out.append(f"The run is partial: {st.get('reason') or 'no reason given'}.")
-    reps, totals = run.meta["repetitions"], {}
+    reps, totals = run.meta.repetitions, {}
     for phase in run.phases:
         snaps = run.snaps(phase)
         totals[phase] = None
-        if phase not in run.meta["phases"]:
+        if phase not in run.meta.phases:
             out.append(f"Phase {phase} has snapshots but is not listed in meta.json.")
         if not snaps:
             out.append(f"Phase {phase} is missing: no snapshot was recorded for it.")

@@ -138,6 +138,6 @@ def load(results_dir: str, long_wait_threshold: int | None = None, confidence: f
     att = attribution.attribute_run(run, opts.long_wait_threshold)
     summ = summary.summarise(run, att, aggregate.counters(run), opts)
     summ["verdict"] = verdict_rules.judge(run, att, summ)
-    return Results(path=run.path, run_id=run.run_id, meta=run.meta, long_wait_threshold=opts.long_wait_threshold,
+    return Results(path=run.path, run_id=run.run_id, meta=run.meta.recorded, long_wait_threshold=opts.long_wait_threshold,
                    waits=waits_frame(run, att), classes=classes_frame(run), timeline=run.timeline,
                    clock=run.clock, summary=summ, problems=list(summ["problems"]), run=run)

@@ -9,6 +9,7 @@ import json
 import os
 
 from . import aggregate, attribution, fig_compare, render_html, render_md, summary, verdict
+from .contract import K
 from .report_doc import META_FIELDS, cycles, pct, throughput_metric
 from .report import write
 
@@ -44,8 +45,8 @@ def difference_rows(summaries: list) -> list:
 
 def differing_meta(runs) -> list:
     """Meta fields whose values are not the same in every run: what the comparison is about."""
-    return [[label] + [str(r.meta.get(k)) for r in runs] for k, label in META_FIELDS
-            if k != "run_id" and len({json.dumps(r.meta.get(k), sort_keys=True) for r in runs}) > 1]
+    return [[label] + [str(getattr(r.meta, k)) for r in runs] for k, label in META_FIELDS
+            if k != K.run_id and len({json.dumps(getattr(r.meta, k), sort_keys=True) for r in runs}) > 1]
 
 
 def verdict_rows(labels, summaries) -> tuple[list, list]:

@@ -25,17 +25,18 @@ def ccdf_at(hist, grid) -> np.ndarray | None:
     return None if c is None else np.clip(1.0 - c, 0.0, 1.0)
 
 
-def tsc_hz(meta: dict) -> float | None:
-    hz = meta.get("guest_tsc_hz") or (meta.get("host") or {}).get("tsc_hz")
+def tsc_hz(meta) -> float | None:
+    """The guest's TSC rate (meta: the run's reader.Meta), else the host's; None when neither is known."""
+    hz = meta.guest_tsc_hz or meta.host.tsc_hz
     return float(hz) if isinstance(hz, (int, float)) and hz > 0 else None
 
 
-def host_slice_ns(meta: dict) -> float | None:
-    """The host's slice: meta host.sched_slice_ns when recorded, else Linux's default for its CPUs."""
-    host = meta.get("host") or {}
-    if isinstance(host.get("sched_slice_ns"), (int, float)):
-        return float(host["sched_slice_ns"])
-    cpus = host.get("cpus")
+def host_slice_ns(host) -> float | None:
+    """The host's slice (host: the run's reader.Host): its sched_slice_ns when recorded, else
+    Linux's default for its CPUs."""
+    if isinstance(host.sched_slice_ns, (int, float)):
+        return float(host.sched_slice_ns)
+    cpus = host.cpus
     if not isinstance(cpus, int) or cpus < 1:
         return None
     return BASE_SLICE_NS * (1 + int(math.log2(min(cpus, 8))))
@@ -50,9 +51,9 @@ def marks(run, threshold: int) -> list:
     freezes = sorted({ms for p in run.phases if (ms := freeze_ms(p)) is not None})
     out += [(ms * 1e-3 * hz, f"freeze {ms} ms") for ms in freezes]
     if not freezes:
-        ns = host_slice_ns(run.meta)
+        ns = host_slice_ns(run.meta.host)
         if ns:
-            recorded = "sched_slice_ns" in (run.meta.get("host") or {})
+            recorded = run.meta.host.sched_slice_ns is not None
             out.append((ns * 1e-9 * hz, f"host slice {ns / 1e6:.2f} ms" + ("" if recorded else " (Linux default)")))
     return out
 

@@ -107,10 +107,10 @@ def ran_long(lengths: dict) -> bool:
     return applied - planned > max(LONG_MS, LONG_SHARE * planned)
 
 
-def _thaw_write_ms(meta: dict, phase: str) -> float | None:
-    """The median of the thaw writes the phase's conditions measured before their first freeze."""
-    writes = [f.get("thaw_write_ms") for f in meta.get("freezer") or []
-              if isinstance(f, dict) and str(f.get("slot", "")).rsplit("-r", 1)[0] == phase]
+def _thaw_write_ms(freezer: list, phase: str) -> float | None:
+    """The median of the thaw writes the phase's conditions measured before their first freeze
+    (freezer: the run's meta.freezer, reader.Freezer each)."""
+    writes = [f.thaw_write_ms for f in freezer if str(f.slot).rsplit("-r", 1)[0] == phase]
     writes = [w for w in writes if isinstance(w, (int, float))]
     return statistics.median(writes) if writes else None
 
@@ -122,7 +122,7 @@ def warnings(run) -> list:
         out += [f"The freeze record {p}: its freezes are left out of the length check." for p in lengths["problems"]]
         if not ran_long(lengths):
             continue
-        write = _thaw_write_ms(run.meta, phase)
+        write = _thaw_write_ms(run.meta.freezer, phase)
         cause = (f" (the freezer's thaw write took {write:.2f} ms before the first freeze, meta.json freezer)"
                  if write is not None else "")
         out.append(f"The freezes of {phase} ran long: they held the vCPU a median {lengths['applied_ms']:.2f} ms, "

@@ -11,6 +11,7 @@ import os
 import re
 
 from . import verdict
+from .reader import Meta
 
 INDEX = "index.html"
 
@@ -79,9 +80,10 @@ def verdict_line(summary: dict | None) -> str:
 
 def run_row(results: str, name: str) -> dict | None:
     d = os.path.join(results, name)
-    meta = _json(os.path.join(d, "meta.json"))
-    if meta is None:
+    recorded = _json(os.path.join(d, "meta.json"))
+    if recorded is None:
         return None
+    meta = Meta.from_json(recorded)
     status = _json(os.path.join(d, "status.json")) or {}
     try:
         with open(os.path.join(d, "spec.ini"), encoding="utf-8") as f:
@@ -89,8 +91,8 @@ def run_row(results: str, name: str) -> dict | None:
     except OSError:
         spec_text = None
     has_report = os.path.isfile(os.path.join(d, "report.html"))
-    return {"run": name, "date": str(meta.get("date") or ""), "spec": spec_name(spec_text),
-            "phases": ", ".join(map(str, meta.get("phases") or [])),
+    return {"run": name, "date": str(meta.date or ""), "spec": spec_name(spec_text),
+            "phases": ", ".join(map(str, meta.phases or [])),
             "state": str(status.get("state") or "unknown"),
             "verdict": verdict_line(_json(os.path.join(d, "summary.json")) if has_report else None),
             "report": f"{name}/report.html" if has_report else None}

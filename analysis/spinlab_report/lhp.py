@@ -257,12 +257,13 @@ HOLDER_RULE_TEXT = {
 }
 
 
-def holder_rule(meta: dict) -> str | None:
-    """The rule that names the holders of a run's waits where the guest records none: a Linux guest
-    (meta.json "guest"), at 2 vCPUs the other vCPU, at more any other; None otherwise."""
-    if meta.get("guest") != "linux" or not isinstance(meta.get("vcpus"), int):
+def holder_rule(meta) -> str | None:
+    """The rule that names the holders of a run's waits where the guest records none (meta: the
+    run's reader.Meta): a Linux guest (meta.json "guest"), at 2 vCPUs the other vCPU, at more any
+    other; None otherwise."""
+    if meta.guest != "linux" or not isinstance(meta.vcpus, int):
         return None
-    return HOLDER_RULE_OTHER_VCPU if meta["vcpus"] == 2 else HOLDER_RULE_ANY_OTHER if meta["vcpus"] > 2 else None
+    return HOLDER_RULE_OTHER_VCPU if meta.vcpus == 2 else HOLDER_RULE_ANY_OTHER if meta.vcpus > 2 else None
 
 
 def apply_holder_rule(lw, rule: str | None, vcpus: int | None = None) -> None:

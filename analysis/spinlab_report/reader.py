@@ -7,6 +7,7 @@ and the analysis goes on with what is there.
 import glob
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,11 +57,143 @@ class Snapshot:
     acquisitions_counted: str = c.EVERY_ACQUISITION
 
 
+@dataclass(frozen=True)
+class Host:
+    """meta.json's host: the machine the run ran on (each field None where not recorded)."""
+    cpu_model: str | None
+    kernel: str | None
+    cpus: int | None
+    tsc_hz: int | None
+    hypervisor: bool | None  # the CPUID hypervisor bit: the host is itself a VM
+    sched_slice_ns: int | float | None  # the host's scheduler slice: not in the table, no writer records it yet
+    recorded: dict = field(repr=False)  # the object as recorded, in its order (the report's settings table lists it)
+
+
+@dataclass(frozen=True)
+class FreezePriority:
+    """meta.json's freeze_rt_priority (preempt_rt_priority before issue 53): how the freeze
+    injector was scheduled."""
+    asked: int | None
+    used: int | None  # None: no freeze phase started the injector
+    fallback: str | None  # why the priority asked for was not had
+
+
+@dataclass(frozen=True)
+class Freezer:
+    """One entry of meta.json's freezer: the cgroup freezer as one condition (slot) measured it."""
+    slot: str  # "" when not recorded
+    cgroup: str | None
+    key_held: bool | None
+    freeze_write_ms: float | None
+    thaw_write_ms: float | None
+
+
+@dataclass(frozen=True)
+class NeighbourVM:
+    """One VM of meta.json's neighbours.vms: the measured one or a neighbour."""
+    name: str | None
+    role: str | None
+    vcpus: int | None
+    memory_mb: int | None
+    lock: str | None
+    workload: str | None
+    pin: list | None
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """meta.json's neighbours: the VMs of a neighbours-N run."""
+    host_cpus: list | None
+    vms: list  # NeighbourVM, in order
+    overcommit: dict | None
+
+
+@dataclass(frozen=True)
+class Meta(Mapping):
+    """meta.json as the analysis reads it: the fields it uses as attributes, values as recorded
+    (None where not recorded; host always a Host, freezer a list), built once from the table's
+    names (from_json; an old name where the new one is missing, contract.get_renamed). Read as a
+    mapping it is meta.json as recorded, every field, for a tool that indexes it by its keys."""
+    run_id: str | None
+    date: str | None
+    git_rev: str | None
+    host: Host
+    qemu_version: str | None
+    libvirt_version: str | None
+    accelerator: str | None
+    backend: str | None
+    vcpus: int | None
+    memory_mb: int | None
+    lock: str | None
+    pause: str | None
+    clock: str | None
+    pinning: str | None
+    guest_tsc_hz: int | None
+    workload: str | None
+    kernel_append: str | None
+    phases: list | None
+    repetitions: int | None
+    vm_name: str | None
+    guest: str | None
+    freeze_rt_priority: FreezePriority | None
+    freezer: list  # Freezer, in order
+    neighbours: Neighbours | None
+    recorded: dict = field(repr=False)  # meta.json as read
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Meta":
+        K = c.K
+        host = d.get(K.host) if isinstance(d.get(K.host), dict) else {}
+        return cls(d.get(K.run_id), d.get(K.date), d.get(K.git_rev), _host(host), d.get(K.qemu_version),
+                   d.get(K.libvirt_version), d.get(K.accelerator), d.get(K.backend), d.get(K.vcpus),
+                   d.get(K.memory_mb), d.get(K.lock), d.get(K.pause), d.get(K.clock), d.get(K.pinning),
+                   d.get(K.guest_tsc_hz), d.get(K.workload), d.get(K.kernel_append), d.get(K.phases),
+                   d.get(K.repetitions), d.get(K.vm_name), d.get(K.guest),
+                   _freeze_priority(c.get_renamed(d, K.freeze_rt_priority)),
+                   [_freezer(f) for f in d.get(K.freezer) or [] if isinstance(f, dict)],
+                   _neighbours(d.get(K.neighbours)), d)
+
+    def __getitem__(self, key: str):
+        return self.recorded[key]
+
+    def __iter__(self):
+        return iter(self.recorded)
+
+    def __len__(self) -> int:
+        return len(self.recorded)
+
+
+def _host(h: dict) -> Host:
+    K = c.K
+    return Host(h.get(K.cpu_model), h.get(K.kernel), h.get(K.cpus), h.get(K.tsc_hz), h.get(K.hypervisor),
+                h.get("sched_slice_ns"), h)
+
+
+def _freeze_priority(p) -> FreezePriority | None:
+    K = c.K
+    return FreezePriority(p.get(K.asked), p.get(K.used), p.get(K.fallback)) if isinstance(p, dict) else None
+
+
+def _freezer(f: dict) -> Freezer:
+    K = c.K
+    return Freezer(f.get(K.slot, ""), f.get(K.cgroup), f.get(K.key_held), f.get(K.freeze_write_ms),
+                   f.get(K.thaw_write_ms))
+
+
+def _neighbours(n) -> Neighbours | None:
+    if not isinstance(n, dict):
+        return None
+    K = c.K
+    vms = [NeighbourVM(v.get(K.name), v.get(K.role), v.get(K.vcpus), v.get(K.memory_mb), v.get(K.lock),
+                       v.get(K.workload), v.get(K.pin)) for v in n.get(K.vms) or [] if isinstance(v, dict)]
+    return Neighbours(n.get(K.host_cpus), vms, n.get(K.overcommit))
+
+
 @dataclass
 class Run:
     path: str
     run_id: str
-    meta: dict
+    meta: Meta
     status: dict | None
     spec_text: str | None
     snapshots: list
@@ -83,7 +216,7 @@ class Run:
     @property
     def phases(self) -> list:
         """Phases in the order meta.json lists them, then any others found in snapshots."""
-        listed = list(self.meta[c.K.phases])
+        listed = list(self.meta.phases)
         return listed + sorted({s.phase for s in self.snapshots} - set(listed))
 
     def snaps(self, phase: str) -> list:
@@ -230,14 +363,15 @@ def _optional(run: Run, what: str, reader):
 def load_run(path: str) -> Run:
     if not os.path.isdir(path):
         raise c.ContractError(f"{path}: no such results directory" if not os.path.exists(path) else f"{path}: not a directory")
-    meta = c.read_json(os.path.join(path, c.META))
-    phases = c.need(meta, c.K.phases, list, c.META)
+    recorded = c.read_json(os.path.join(path, c.META))
+    phases = c.need(recorded, c.K.phases, list, c.META)
     if not phases or not all(isinstance(p, str) and p for p in phases):
         raise c.ContractError(f"{c.META}: field 'phases' must be a non-empty list of names")
-    reps = c.need(meta, c.K.repetitions, int, c.META)
+    reps = c.need(recorded, c.K.repetitions, int, c.META)
     if reps < 1:
         raise c.ContractError(f"{c.META}: field 'repetitions' must be >= 1, got {reps}")
-    run = Run(path, str(meta.get(c.K.run_id) or os.path.basename(os.path.abspath(path))), meta, None, None, [], None, None)
+    meta = Meta.from_json(recorded)
+    run = Run(path, str(meta.run_id or os.path.basename(os.path.abspath(path))), meta, None, None, [], None, None)
     run.status = _optional(run, "whether the run completed is unknown",
                            lambda: c.read_json(os.path.join(path, c.STATUS)))
     if run.status is not None and run.status.get(c.K.state) not in c.RUN_STATE.names:
@@ -273,7 +407,7 @@ def load_run(path: str) -> Run:
     run.holder_rule = lhp.holder_rule(meta)
     for snap in run.snapshots:
         if snap.long_waits is not None:
-            lhp.apply_holder_rule(snap.long_waits, run.holder_rule, meta.get(c.K.vcpus))
+            lhp.apply_holder_rule(snap.long_waits, run.holder_rule, meta.vcpus)
     run.kvm_stats = kvm_stats.read_dir(path, run.problems)
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):

@@ -8,13 +8,15 @@ header, rows), ("pre", text), ("figure", Figure), ("figures", [Figure, ...]) sid
 """
 import math
 
-from . import contract, kvm_clock, throughput, verdict
+from . import kvm_clock, throughput, verdict
+from .contract import K
 
-META_FIELDS = [("run_id", "run"), ("date", "date"), ("git_rev", "git revision"), ("accelerator", "accelerator"),
-               ("backend", "backend"), ("vcpus", "vCPUs"), ("memory_mb", "memory (MiB)"), ("lock", "lock algorithm"),
-               ("pause", "pause in spin loops"), ("clock", "clock source"), ("pinning", "pinning"),
-               ("guest_tsc_hz", "guest TSC (Hz)"), ("workload", "workload"), ("qemu_version", "QEMU"),
-               ("libvirt_version", "libvirt"), ("repetitions", "repetitions")]
+# The run's settings the report lists, as (reader.Meta's attribute, label), in order.
+META_FIELDS = [(K.run_id, "run"), (K.date, "date"), (K.git_rev, "git revision"), (K.accelerator, "accelerator"),
+               (K.backend, "backend"), (K.vcpus, "vCPUs"), (K.memory_mb, "memory (MiB)"), (K.lock, "lock algorithm"),
+               (K.pause, "pause in spin loops"), (K.clock, "clock source"), (K.pinning, "pinning"),
+               (K.guest_tsc_hz, "guest TSC (Hz)"), (K.workload, "workload"), (K.qemu_version, "QEMU"),
+               (K.libvirt_version, "libvirt"), (K.repetitions, "repetitions")]
 
 
 def cycles(x) -> str:
@@ -29,25 +31,24 @@ def num(x, nd=1) -> str:
     return "—" if x is None else f"{x:,.{nd}f}"
 
 
-def freeze_priority(meta: dict) -> str | None:
-    """How the freeze injector was scheduled (meta.json freeze_rt_priority, preempt_rt_priority in
-    results from before issue 53): None when no freeze phase started it (`used` null)."""
-    K = contract.K
-    p = contract.get_renamed(meta, K.freeze_rt_priority)
-    if not isinstance(p, dict) or p.get(K.used) is None:
+def freeze_priority(p) -> str | None:
+    """How the freeze injector was scheduled (p: the run's meta.freeze_rt_priority, a
+    reader.FreezePriority or None): None when no freeze phase started it (`used` null)."""
+    if p is None or p.used is None:
         return None
-    text = f"SCHED_FIFO {p[K.used]}" if p[K.used] else "normal priority"
-    if p.get(K.fallback):
-        text += f" (asked SCHED_FIFO {p.get(K.asked)}: {p[K.fallback]})"
+    text = f"SCHED_FIFO {p.used}" if p.used else "normal priority"
+    if p.fallback:
+        text += f" (asked SCHED_FIFO {p.asked}: {p.fallback})"
     return text
 
 
-def meta_rows(meta: dict) -> list:
-    rows = [[label, str(meta[k])] for k, label in META_FIELDS if meta.get(k) not in (None, "")]
-    host = meta.get("host") if isinstance(meta.get("host"), dict) else {}
-    rows += [[f"host {k.replace('_', ' ')}", str(v)] for k, v in host.items()]
-    rows.append(["phases", ", ".join(meta["phases"])])
-    priority = freeze_priority(meta)
+def meta_rows(meta) -> list:
+    """The run's settings (meta: its reader.Meta): the META_FIELDS recorded, every field of the
+    host as recorded, the phases and the freeze injector's priority."""
+    rows = [[label, str(getattr(meta, k))] for k, label in META_FIELDS if getattr(meta, k) not in (None, "")]
+    rows += [[f"host {k.replace('_', ' ')}", str(v)] for k, v in meta.host.recorded.items()]
+    rows.append(["phases", ", ".join(meta.phases)])
+    priority = freeze_priority(meta.freeze_rt_priority)
     if priority:
         rows.append(["freeze injector", priority])
     return rows
@@ -69,9 +70,9 @@ def key_rows(summary: dict) -> list:
 def context_line(run, summary: dict) -> str:
     m = run.meta
     bits = [f"run {run.run_id}", summary["state"]]
-    bits += [f"{m['vcpus']} vCPUs" if m.get("vcpus") else None, f"lock {m['lock']}" if m.get("lock") else None,
-             (m.get("accelerator") or "").upper() or None,
-             f"{m['repetitions']} repetitions per phase ({', '.join(m['phases'])})"]
+    bits += [f"{m.vcpus} vCPUs" if m.vcpus else None, f"lock {m.lock}" if m.lock else None,
+             (m.accelerator or "").upper() or None,
+             f"{m.repetitions} repetitions per phase ({', '.join(m.phases)})"]
     return "; ".join(b for b in bits if b) + ". The run's settings are at the end."
 
 
@@ -101,7 +102,7 @@ def document(run, summary: dict, table_text: str, classes: dict, figs: dict, sec
                        "waits \u2265 2^20", f"LHP share (\u2265 {opts.long_wait_threshold})", throughput_metric(summary)],
              key_rows(summary)),
             ("p", "Wait percentiles are in TSC cycles over timed contended waits.")]
-    doc += lhp_section(summary, figs, opts, (run.meta.get("host") or {}).get("tsc_hz"))
+    doc += lhp_section(summary, figs, opts, run.meta.host.tsc_hz)
     doc += [("h2", "The log2 wait table"), ("pre", table_text), ("figure", figs["wait_hist"])]
     doc += throughput_section(summary, figs)
     doc += every_vm_section(run)
@@ -121,7 +122,7 @@ def document(run, summary: dict, table_text: str, classes: dict, figs: dict, sec
     doc += [("h2", "The run"), ("table", ["setting", "value"], meta_rows(run.meta))]
     if not problems:
         doc.append(("p", f"Nothing is missing: the run is {summary['state']}, every phase has all "
-                         f"{run.meta['repetitions']} repetitions and every histogram has data."))
+                         f"{run.meta.repetitions} repetitions and every histogram has data."))
     return doc
 
 
@@ -275,9 +276,10 @@ def throughput_section(summary: dict, figs: dict) -> list:
 def every_vm_rows(run) -> list:
     """Per neighbours-N phase, each VM's mean throughput over the repetitions: the measured VM
     (its snapshots) and every neighbour (snapshots/neighbours/), named as meta.json names them."""
-    vms = ((run.meta.get("neighbours") or {}).get("vms")) or []
-    measured = next((v["name"] for v in vms if v.get("role") == "measured"), run.meta.get("vm_name", "measured"))
-    neighbour = {i: v["name"] for i, v in enumerate((v for v in vms if v.get("role") == "neighbour"), start=1)}
+    vms = run.meta.neighbours.vms if run.meta.neighbours else []
+    own_name = run.meta.vm_name if run.meta.vm_name is not None else "measured"
+    measured = next((v.name for v in vms if v.role == "measured"), own_name)
+    neighbour = {i: v.name for i, v in enumerate((v for v in vms if v.role == "neighbour"), start=1)}
     rows = []
     for phase in run.phases:
         ns = [n for n in run.neighbours if n["phase"] == phase]

@@ -109,7 +109,7 @@ def kernel_spin_cycles(snap, waits) -> dict:
 
 
 def vcpu_count(run, snap) -> int | None:
-    n = run.meta.get("vcpus")
+    n = run.meta.vcpus
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         return n
     cpus = {st.cpu for st in snap.stats}
@@ -120,7 +120,7 @@ def tsc_span(run, snap) -> float | None:
     """The repetition's guest TSC cycles: end - start, else duration_s x guest_tsc_hz."""
     if snap.start_guest_tsc is not None and snap.end_guest_tsc is not None and snap.end_guest_tsc > snap.start_guest_tsc:
         return float(snap.end_guest_tsc - snap.start_guest_tsc)
-    hz = run.meta.get("guest_tsc_hz")
+    hz = run.meta.guest_tsc_hz
     return float(snap.duration_s * hz) if snap.duration_s and isinstance(hz, (int, float)) and hz > 0 else None
 
 
@@ -411,8 +411,7 @@ def warnings(run, phases: dict, base: str | None) -> list:
             out.append(f"The baseline {base} was not idle: its vCPUs were off the host CPU {100 * off:.0f}% of "
                        f"the time (host timeline; more than {100 * BASELINE_OFF_MAX:.0f}%), so the contrast "
                        "with it understates what host load does.")
-    host = run.meta.get("host") if isinstance(run.meta.get("host"), dict) else {}
-    if host.get("hypervisor") is True:
+    if run.meta.host.hypervisor is True:
         out.append("The host is itself a virtual machine (the CPUID hypervisor bit, meta.json host.hypervisor): "
                    "this guest is nested, its VM exits are slow, and long waits are common even on an idle host.")
     return out + guest_warnings(run) + emulator_warnings(run, phases) + freeze_lengths.warnings(run)
@@ -428,7 +427,7 @@ def emulator_warnings(run, phases: dict) -> list:
     """Under TCG: the phases whose long waits' holder-off or waiter-off time was more than
     BLOCKED_OFF_MAX blocked inside QEMU (lhp.off_cycles), so that their LHP figures lean on QEMU's
     own locks as much as on the host's scheduler."""
-    if (run.meta.get("accelerator") or "").lower() != "tcg":
+    if (run.meta.accelerator or "").lower() != "tcg":
         return []
     leaning = []
     for phase, p in phases.items():
@@ -450,7 +449,7 @@ def emulator_warnings(run, phases: dict) -> list:
 
 def guest_warnings(run) -> list:
     """What a Linux guest's waits can and cannot say (meta.json "guest")."""
-    if run.meta.get("guest") != "linux":
+    if run.meta.guest != "linux":
         return []
     out = ["A Linux guest: its waits are the spinlock slow path's, probed by spinlab's agent (contended "
            "acquisitions only; waits outside the slow path, such as bit spinlocks, are not seen), and its "
@@ -459,7 +458,7 @@ def guest_warnings(run) -> list:
         out.append("Each long wait's holder is named by a rule: " + lhp.HOLDER_RULE_TEXT[run.holder_rule] +
                    "; so holder-running waits are not split into slow holders and queued ones.")
     else:
-        out.append(f"At {run.meta.get('vcpus')} vCPU(s) no rule names the holder, so every long wait's class "
+        out.append(f"At {run.meta.vcpus} vCPU(s) no rule names the holder, so every long wait's class "
                    "is unknown here.")
     return out
 

@@ -33,10 +33,10 @@ U64_MAX = (1 << 64) - 1
 TIMING_ALL = "timing=all"
 
 
-def timing_all(meta: dict) -> bool:
-    """Whether the run's guest was booted with timing=all (meta.json's kernel_append names it;
-    the kernel refuses to boot with a bad value, so a run that started had it)."""
-    append = meta.get("kernel_append") or ""
+def timing_all(meta) -> bool:
+    """Whether the run's guest was booted with timing=all (meta: the run's reader.Meta; meta.json's
+    kernel_append names it; the kernel refuses to boot with a bad value, so a run that started had it)."""
+    append = meta.kernel_append or ""
     if not isinstance(append, str):
         raise ValueError(f"meta.json: kernel_append must be a string, got {type(append).__name__}")
     return TIMING_ALL in append.split()
@@ -110,11 +110,11 @@ def wrk_text(phase_totals: dict, reps: dict) -> str:
     return "\n".join(phase_text(p, t, reps.get(p, 0)) for p, t in phase_totals.items())
 
 
-def section(meta: dict, phase_totals: dict, reps: dict) -> list:
+def section(meta, phase_totals: dict, reps: dict) -> list:
     """The report's blocks for a timing=all run ([] for any other run)."""
     if not timing_all(meta):
         return []
-    clock = meta.get("clock") or "the booted clock"
+    clock = meta.clock or "the booted clock"
     return [("h2", "The original experiment's table (timing=all)"),
             ("p", f"The guest timed every acquisition, first-try wins included, with {clock}, as the "
                   "original WRK experiment did: each row counts acquisitions whose time from just before "

@@ -4,6 +4,7 @@ results from before issue 53 used."""
 import types
 
 from spinlab_report import freeze_lengths, verdict
+from spinlab_report.reader import Meta
 
 # hypervisor-hooks/freezes/freeze_record.cc's header
 HEADER = ("seq,tid,vcpu,planned_begin_tsc,planned_end_tsc,begin_tsc,marked_tsc,frozen_tsc,end_tsc,thawed_tsc,"
@@ -27,7 +28,7 @@ def run_with(tmp_path, rows_by_file, meta=None, header=HEADER, folder="freezes")
     (tmp_path / folder).mkdir(exist_ok=True)
     for name, rows in rows_by_file.items():
         (tmp_path / folder / name).write_text("\n".join([header] + rows) + "\n")
-    return types.SimpleNamespace(path=str(tmp_path), meta=meta or {})
+    return types.SimpleNamespace(path=str(tmp_path), meta=Meta.from_json(meta or {}))
 
 
 def test_a_steady_freezer_gives_no_warning(tmp_path):
@@ -48,7 +49,7 @@ def test_freezes_3_ms_long_are_named_with_the_measured_thaw_write(tmp_path):
     assert w.startswith("The freezes of freeze-30ms ran long: they held the vCPU a median 33.50 ms, "
                         "not the 30.00 ms planned, over 18 freezes (the freezer's thaw write took 3.10 ms")
     # the verdict's warnings carry it into the report and summary.json
-    assert w in verdict.warnings(types.SimpleNamespace(path=run.path, meta=meta), {}, None)
+    assert w in verdict.warnings(types.SimpleNamespace(path=run.path, meta=run.meta), {}, None)
 
 
 def test_the_bar_is_a_millisecond_or_five_percent(tmp_path):
@@ -79,7 +80,7 @@ def test_a_broken_record_is_named_and_loses_nothing_before_it(tmp_path):
 
 
 def test_no_freeze_phase_no_warning(tmp_path):
-    assert freeze_lengths.warnings(types.SimpleNamespace(path=str(tmp_path), meta={})) == []
+    assert freeze_lengths.warnings(types.SimpleNamespace(path=str(tmp_path), meta=Meta.from_json({}))) == []
 
 
 def test_old_results_preempt_folder_and_phase_are_read_alike(tmp_path):

@@ -7,6 +7,7 @@ import os
 import types
 
 from spinlab_report import contract, fig_wait_ccdf, report_doc
+from spinlab_report.reader import Meta
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OLD = os.path.join(HERE, "data", "old-results")
@@ -14,7 +15,7 @@ META = {"phases": ["idle-host", "freeze-30ms"], "repetitions": 2}
 
 
 def rows(meta):
-    return dict(report_doc.meta_rows(meta))
+    return dict(report_doc.meta_rows(Meta.from_json(meta)))
 
 
 def test_the_injectors_priority_is_a_setting_of_the_run():
@@ -53,7 +54,7 @@ def test_kept_old_results_carry_the_old_key_and_it_is_read():
 
 
 def test_the_ccdf_marks_the_freeze_length_of_freeze_phases_new_and_old():
-    meta = {"guest_tsc_hz": 1_000_000_000, "host": {"cpus": 2}}
+    meta = Meta.from_json({"guest_tsc_hz": 1_000_000_000, "host": {"cpus": 2}})
     marks = fig_wait_ccdf.marks(types.SimpleNamespace(meta=meta, phases=["idle-host", "freeze-30ms", "preempt-10ms"]),
                                 1 << 20)
     assert [label for _, label in marks] == ["threshold 2^20", "freeze 10 ms", "freeze 30 ms"]

@@ -5,7 +5,10 @@ The C++ writers of the results directory write results::key::<name>, and the Pyt
 state as a string of its own. This test reads the table as the build wrote it
 (results_contract.json) and fails, naming the file and line, where one of them does. The other
 analysis modules read what the loader made of the files (Snapshot, ClassStat, the timeline's
-DataFrame, the meta dict); they are not held to this yet.
+DataFrame, reader.Meta). Of meta.json they read the attributes of reader.Meta alone: a
+meta.json key spelled as a string where a module reads the meta (run.meta["lock"],
+meta.get("vcpus"), a host = run.meta.host then host["tsc_hz"]) fails here too. The other
+files' keys (a snapshot's, status.json's, summary.json's) they still spell.
 """
 import ast
 import io
@@ -27,6 +30,15 @@ CPP_WRITERS = {
 }
 PY_READERS = {"analysis/spinlab_report/contract.py": (KEYS, STATES),
               "analysis/spinlab_report/reader.py": (KEYS, STATES)}
+
+# meta.json's keys: those of the meta object and of the objects inside it (meta_host, ...), and
+# the old names of its keys (OLD_KEYS).
+META_OBJECTS = tuple(name for name in c.OBJECTS if name == "meta" or name.startswith("meta_"))
+META_KEYS = set().union(*(c.OBJECTS[name] for name in META_OBJECTS))
+META_KEYS |= {old for new, old in c.OLD_KEYS.items() if new in META_KEYS}
+PACKAGE = "analysis/spinlab_report"
+# Modules whose `meta` is another file's: spinlab-collect's column export has a meta.json of its own.
+NOT_THE_RESULTS_META = {f"{PACKAGE}/trace_columns.py"}
 
 _CPP_TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 # A JSON writer's key: the first argument of JsonWriter::field or ::key (values such as a record
@@ -80,6 +92,95 @@ def spelled(files: dict, strings) -> list:
     return found
 
 
+def _from_meta(node, names: set) -> bool:
+    """Whether an expression is the meta or a part of it: `meta`, `x.meta`, a name bound to such
+    a part (names), and what indexing, .get(), `or`, a conditional or iterating takes from one."""
+    if isinstance(node, ast.Name):
+        return node.id == "meta" or node.id in names
+    if isinstance(node, ast.Attribute):
+        return node.attr == "meta" or _from_meta(node.value, names)
+    if isinstance(node, ast.Subscript):
+        return _from_meta(node.value, names)
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in ("get", "items", "values", "keys"):
+            return _from_meta(f.value, names)
+        return isinstance(f, ast.Name) and f.id in ("enumerate", "sorted", "list", "reversed", "iter", "dict") and \
+            any(_from_meta(a, names) for a in node.args)
+    if isinstance(node, ast.BoolOp):
+        return any(_from_meta(v, names) for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return _from_meta(node.body, names) or _from_meta(node.orelse, names)
+    return False
+
+
+def _bound(target) -> set:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _walk_scope(scope):
+    """The nodes of a module's top level or of one function, without the functions inside it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            todo += ast.iter_child_nodes(node)
+
+
+def _meta_names(scope) -> set:
+    """The names a function (or a module's top level) binds to the meta or a part of it:
+    assigned or looped over from one, to a fixed point."""
+    names = set()
+    while True:
+        before = len(names)
+        for node in _walk_scope(scope):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None \
+                    and _from_meta(node.value, names):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    names |= _bound(t)
+            elif isinstance(node, (ast.For, ast.comprehension)) and _from_meta(node.iter, names):
+                names |= _bound(node.target)
+        if len(names) == before:
+            return names
+
+
+def _key(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def meta_keys_read(text: str):
+    """(line, key) of each meta.json key spelled as a string where the meta is read: indexed
+    (meta["lock"]), taken (.get, .pop, .setdefault, getattr, hasattr) or looked for ("lock" in meta)."""
+    tree = ast.parse(text)
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, _SCOPES)]:
+        names = _meta_names(scope)
+        for node in _walk_scope(scope):
+            keys = []
+            if isinstance(node, ast.Subscript) and _from_meta(node.value, names):
+                keys = [_key(node.slice)]
+            elif isinstance(node, ast.Call) and node.args:
+                f = node.func
+                if isinstance(f, ast.Attribute) and f.attr in ("get", "pop", "setdefault") and _from_meta(f.value, names):
+                    keys = [_key(node.args[0])]
+                elif isinstance(f, ast.Name) and f.id in ("getattr", "hasattr") and len(node.args) > 1 and \
+                        _from_meta(node.args[0], names):
+                    keys = [_key(node.args[1])]
+            elif isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops) and \
+                    any(_from_meta(x, names) for x in node.comparators):
+                keys = [_key(node.left)]
+            yield from ((node.lineno, k) for k in keys if k in META_KEYS)
+
+
+def meta_readers() -> list:
+    """The package's modules but the loader's (and those whose meta is another file's)."""
+    return sorted(f"{PACKAGE}/{name}" for name in os.listdir(os.path.join(ROOT, PACKAGE))
+                  if name.endswith(".py") and f"{PACKAGE}/{name}" not in set(PY_READERS) | NOT_THE_RESULTS_META)
+
+
 def test_the_writers_spell_no_results_name():
     found = spelled(CPP_WRITERS, cpp_strings)
     assert not found, ("results names spelled outside hostlib/results_contract.h (write results::key::NAME, "
@@ -90,6 +191,34 @@ def test_the_loader_spells_no_results_name():
     found = spelled(PY_READERS, py_strings)
     assert not found, ("results names spelled outside the table (read contract.K.NAME, contract.TIMELINE_STATE, "
                        "contract.RUN_STATE):\n  " + "\n  ".join(found))
+
+
+def test_the_other_modules_read_meta_json_through_reader_meta():
+    found = []
+    for rel in meta_readers():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            found += [f"{rel}:{line}: \"{key}\"" for line, key in sorted(meta_keys_read(f.read()))]
+    assert not found, ("meta.json keys spelled outside the loader (read the run's reader.Meta: run.meta.vcpus, "
+                       "run.meta.host.tsc_hz, or add the field to reader.Meta):\n  " + "\n  ".join(found))
+
+
+def test_the_meta_scan_sees_a_key_read_from_the_meta():
+    """The meta scanner itself: keys read from the meta, directly or through a name bound to a part
+    of it, are found; the same words read from anything else, or said in prose, are not."""
+    py = ('def f(run, summary, meta):\n'
+          '    a = run.meta.get("vcpus")\n'                      # 2
+          '    b = meta["lock"]\n'                               # 3
+          '    host = run.meta.get("host") or {}\n'              # 4
+          '    c = host.get("tsc_hz")\n'                         # 5
+          '    for v in (run.meta.get("neighbours") or {}).get("vms") or []:\n'  # 6
+          '        print(v["role"])\n'                           # 7
+          '    d = "preempt_rt_priority" in meta\n'              # 8
+          '    e = getattr(run.meta, "guest")\n'                 # 9
+          '    x = summary["phases"], run.snaps("lock"), "vcpus", f"{run.meta.vcpus}"\n'
+          '    y = {"lock": 1}["lock"]\n')
+    assert sorted(meta_keys_read(py)) == [(2, "vcpus"), (3, "lock"), (4, "host"), (5, "tsc_hz"), (6, "neighbours"),
+                                          (6, "vms"), (7, "role"), (8, "preempt_rt_priority"), (9, "guest")]
+    assert {"vcpus", "tsc_hz", "role", "preempt_rt_priority"} <= META_KEYS and "events_lost" not in META_KEYS
 
 
 def test_the_scan_sees_a_spelled_key_and_state():

@@ -67,11 +67,12 @@ def test_bad_histogram_is_refused_naming_the_length():
 
 
 def test_timing_all_is_read_from_the_kernel_command_line():
-    assert wrk_table.timing_all({"kernel_append": "lock=tas clock=cpuid timing=all init=/bin/kmix"})
-    assert not wrk_table.timing_all({"kernel_append": "lock=tas clock=cpuid init=/bin/x timing=allx"})
-    assert not wrk_table.timing_all({})
+    meta = reader.Meta.from_json
+    assert wrk_table.timing_all(meta({"kernel_append": "lock=tas clock=cpuid timing=all init=/bin/kmix"}))
+    assert not wrk_table.timing_all(meta({"kernel_append": "lock=tas clock=cpuid init=/bin/x timing=allx"}))
+    assert not wrk_table.timing_all(meta({}))
     with pytest.raises(ValueError, match="kernel_append must be a string"):
-        wrk_table.timing_all({"kernel_append": 3})
+        wrk_table.timing_all(meta({"kernel_append": 3}))
 
 
 def guest_wrk_tables(rows: list) -> list:
