@@ -59,8 +59,8 @@ records none) and their computation over arrays (classify: per vCPU, a binary se
 sorted union of its off intervals, with the cumulative off cycles before each, gives the off
 cycles before any time, so each side of each wait costs two searches; a holder that changed at
 an unknown moment, gap_off_range, is measured wait by wait, the rest over all waits at once).
-attribution.py applies them once per run and counts the result. Their per-wait definition is a
-test's reference (tests/lhp_reference.py), which nothing in the package calls;
+attribution.py applies them once per run and lhp_share.py counts the result. Their per-wait
+definition is a test's reference (tests/lhp_reference.py), which nothing in the package calls;
 tests/test_rules_reference.py checks on random waits that classify gives exactly its numbers.
 """
 import numpy as np

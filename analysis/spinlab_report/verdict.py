@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from . import attribution, freeze_lengths, lhp
+from . import attribution, freeze_lengths, lhp, lhp_share
 from .buckets import LONG_K  # waits >= 2^20 cycles, whatever the LHP threshold: the secondary row
 from .confidence import Change, Rate, estimate
 from .contract import OFF_STATES, UNKNOWN_STATE
@@ -434,7 +434,7 @@ def emulator_warnings(run, phases: dict) -> list:
         oc = p.get("off_cycles") if p.get("status") == "ok" else None
         if not oc:
             continue
-        shares = attribution.blocked_shares(oc)
+        shares = lhp_share.blocked_shares(oc)
         if shares and max(shares.values()) > BLOCKED_OFF_MAX:
             leaning.append(f"{phase} ({', '.join(f'{100 * v:.0f}% of the {k}s' for k, v in shares.items())})")
     if not leaning:

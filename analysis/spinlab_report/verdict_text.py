@@ -10,7 +10,7 @@ import math
 
 from . import preemptors
 from .lhp import HOLDER_BLOCKED, POSSIBLY_PREEMPTED, UNCERTAIN
-from .attribution import blocked_shares
+from .lhp_share import blocked_shares
 from .names import LHP_CLASS as L
 
 # The causes (verdict.CAUSES' keys) as the text says them; uncertain and unknown come last.

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import lhp_reference as ref
-from spinlab_report import attribution, waits
+from spinlab_report import attribution, lhp_share, waits
 from spinlab_report.lhp import ClockMap, off_index
 from spinlab_report.names import LHP_CLASS
 from spinlab_report.reader import Snapshot
@@ -80,7 +80,7 @@ def test_attribution_over_arrays_is_the_per_wait_definition(with_points):
     for g, w in zip(got, want):
         assert g == w, (g, w)
     # the counts, as ref._count adds each wait and ref.fraction_table bins them
-    counts = attribution.new_share()
+    counts = lhp_share.new_share()
     for row in want:
         m = {k: row[k] for k in ("timeline_holder", "timeline_waiter", "timeline_holder_any", "timeline_waiter_any",
                                  "timeline_class", "holders")}
@@ -119,7 +119,7 @@ def test_blocked_holders_and_rule_holders_over_arrays_are_the_per_wait_definitio
             w["holder_by_rule"] = True
     snap = Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], lw, 1, 0, "s")
     share = attribution.long_waits_share([snap], timeline, clock, 200)
-    counts = attribution.new_share()
+    counts = lhp_share.new_share()
     want = _per_wait_rows(Snapshot("p", 1, 1.0, 1000, 75_000, {}, [], listed, 1, 0, "s"), timeline, clock, 200,
                           rule_cpus=3, counts=counts)
     got = list(share["waits"])
