@@ -81,13 +81,6 @@ def log_ratio(values, base_values, confidence: float = 0.95) -> dict:
     return out
 
 
-def pct_change(value: float | None, base: float | None) -> float | None:
-    """Percentage change from base; None when either is missing or base is 0."""
-    if value is None or base is None or base == 0:
-        return None
-    return (value - base) / base * 100.0
-
-
 @dataclass(frozen=True)
 class Rate:
     """A rate across repetitions, to estimate (rate): parts is (numerator, denominator) per

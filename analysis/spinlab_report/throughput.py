@@ -10,7 +10,7 @@ has a "unit" ("hackbench runs") and no classes. The interval is Student t over r
 is relative to the baseline phase's mean (idle-host by default). phases_throughput gives summary.json's "throughput"
 of every phase.
 """
-from .confidence import mean_ci, pct_change
+from .confidence import mean_ci
 
 WORKLOAD, METRIC = "lockbench", "ops_per_s"
 DEFAULT_METRIC = "lockbench ops/s"   # lockbench counted by its own classes: ops are acquisitions
@@ -68,6 +68,14 @@ def phase_throughput(snaps, confidence: float) -> dict:
     out = mean_ci(values, confidence)
     out["values"] = values
     return out
+
+
+def pct_change(value: float | None, base: float | None) -> float | None:
+    """Percentage change from base (a phase's mean from the baseline's); None when either is
+    missing or base is 0."""
+    if value is None or base is None or base == 0:
+        return None
+    return (value - base) / base * 100.0
 
 
 def _r3(x):

@@ -1,6 +1,7 @@
 import pytest
 
-from spinlab_report.confidence import mean_ci, pct_change, t_quantile
+from spinlab_report.confidence import mean_ci, t_quantile
+from spinlab_report.throughput import pct_change
 
 # Student t two-sided 95% and 99% critical values from printed tables.
 TABLE = {1: (12.706, 63.657), 2: (4.303, 9.925), 3: (3.182, 5.841), 4: (2.776, 4.604),
