@@ -105,15 +105,15 @@ def run_section(run, figdir: str, long_wait_threshold: int = LONG_WAIT_THRESHOLD
     timeline = run.timeline if run.clock is not None else None  # a DataFrame: host_off_fn indexes it in numpy
     clock = run.clock if run.timeline is not None else None
     chosen = files[:MAX_TRACES]
-    size = sum(os.path.getsize(f) for f in chosen)
     # Side by side when the files are big, or when there are several: each file's figure alone
     # takes ~0.3 s to draw, against ~50 ms to start a process (a cell of the mitigation study:
     # four small traces, 1.8 s in one process).
-    big = size >= PARALLEL_BYTES or len(chosen) > 1
-    workers = parallel.workers(len(chosen)) if big else 1
-    with progress.stage(f"{len(chosen)} trace file(s)" + (f" in {workers} processes" if workers > 1 else ""),
-                        progress.count(size, "bytes")):
+    big = sum(os.path.getsize(f) for f in chosen) >= PARALLEL_BYTES or len(chosen) > 1
+    # One stage: the chosen files replayed, then the call stacks of every file, summed per phase
+    # (the report's folder is figdir's parent).
+    with progress.stage("traces", progress.count(len(files), "trace files")):
         parts = parallel.forked_map(lambda f: _one_trace(f, timeline, clock, figdir, long_wait_threshold), chosen, big=big)
+        stacks = trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text)
     out, problems = [], []
     for f, (part, unread) in zip(chosen, parts):
         out += part
@@ -122,9 +122,6 @@ def run_section(run, figdir: str, long_wait_threshold: int = LONG_WAIT_THRESHOLD
     if len(files) > MAX_TRACES:
         out.append(("p", f"{len(files) - MAX_TRACES} more trace files not analysed here: "
                          + ", ".join(os.path.basename(f) for f in files[MAX_TRACES:])))
-    # Call stacks: every trace file, summed per phase (the report's folder is figdir's parent).
-    with progress.stage("call stacks", progress.count(len(files), "trace files")):
-        stacks = trace_stacks.run(files, os.path.dirname(figdir), spec_text=run.spec_text)
     out += trace_stacks.blocks(stacks)
     problems += [f"Call stacks of phase {p['phase']} (its trace files) not made: {p['error']}"
                  for p in stacks if p["error"]]
