@@ -18,6 +18,9 @@ side: the guest read its TSC before the host saw its publication, so host - gues
 refuted: the fit stays the clock, and the report says so with the numbers. The other side is
 not hard (a late publication looks like a larger offset), so the check cannot refute an offset
 that is too small; the fit's lateness is reported beside it.
+
+This module decides (decide: the reader takes its clock); summary.json keeps what was decided
+(clock.kvm_tsc), and the report says it in its clock paragraph (report_doc.kvm_text).
 """
 from . import clock_check
 
@@ -83,19 +86,3 @@ def decide(samples: dict, fit: dict | None) -> tuple[dict | None, dict | None]:
              "bound_max_cycles": 0.0, "bound_median_cycles": 0.0, "samples": n, "residual_cycles": None,
              "noise_floor_cycles": 0.0}
     return clock, info
-
-
-def text(info: dict | None, fit: dict | None, hz: float | None) -> str | None:
-    """One paragraph for the report: which clock placed guest times on the host's axis, and why."""
-    if info is None:
-        return None
-    us = (lambda c: f"{c / hz * 1e6:.1f} µs") if hz else (lambda c: f"{c:.0f} cycles")
-    if info["source"] == METHOD:
-        return (f"Clock: KVM's TSC offset ({info['tsc_offset']} cycles, the same on {info['vcpus']} vCPUs in all "
-                f"{info['samples_read']} reads at the repetitions' starts and ends; debugfs), so guest times lie on "
-                f"the host's axis exactly (bound 0). The sampled fit, its check, allows it with "
-                f"{us(info['margin_cycles'])} to spare; the fit put the offset at {info['fit_offset_cycles']} cycles, "
-                f"its publications late by at least {us(info['fit_late_cycles'])}.")
-    bound = (fit or {}).get("bound_median_cycles")
-    return (f"Clock: the sampled fit (bound median {us(bound) if bound is not None else 'not stated'}); KVM's TSC "
-            f"offset was not taken: {info['why']}.")

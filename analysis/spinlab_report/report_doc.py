@@ -182,12 +182,30 @@ def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
 
 
 def clock_paragraph(summary: dict, host_hz) -> list:
-    """Which clock placed guest times on the host's axis: under KVM kvm_clock.text, else the
-    sampled fit and what its reference clock placed (reference_text); none without a clock."""
+    """Which clock placed guest times on the host's axis: under KVM KVM's offset or why not
+    (kvm_text), else the sampled fit and what its reference clock placed (reference_text); none
+    without a clock."""
     c = summary.get("clock") or {}
     hz = float(host_hz) if host_hz else None
-    t = kvm_clock.text(c.get("kvm_tsc"), c, hz) or reference_text(c, hz)
+    t = kvm_text(c.get("kvm_tsc"), c, hz) or reference_text(c, hz)
     return [("p", t)] if t else []
+
+
+def kvm_text(info: dict | None, fit: dict | None, hz: float | None) -> str | None:
+    """Under KVM (info: summary.json's clock.kvm_tsc, what kvm_clock.decide decided): which clock
+    placed guest times on the host's axis, and why; None without KVM statistics."""
+    if info is None:
+        return None
+    us = (lambda c: f"{c / hz * 1e6:.1f} µs") if hz else (lambda c: f"{c:.0f} cycles")
+    if info["source"] == kvm_clock.METHOD:
+        return (f"Clock: KVM's TSC offset ({info['tsc_offset']} cycles, the same on {info['vcpus']} vCPUs in all "
+                f"{info['samples_read']} reads at the repetitions' starts and ends; debugfs), so guest times lie on "
+                f"the host's axis exactly (bound 0). The sampled fit, its check, allows it with "
+                f"{us(info['margin_cycles'])} to spare; the fit put the offset at {info['fit_offset_cycles']} cycles, "
+                f"its publications late by at least {us(info['fit_late_cycles'])}.")
+    bound = (fit or {}).get("bound_median_cycles")
+    return (f"Clock: the sampled fit (bound median {us(bound) if bound is not None else 'not stated'}); KVM's TSC "
+            f"offset was not taken: {info['why']}.")
 
 
 def reference_text(c: dict, hz: float | None) -> str | None:
