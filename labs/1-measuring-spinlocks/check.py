@@ -43,9 +43,12 @@ RUNS = [(None, [])]
 USER = "user"            # lockbench's lock classes (user0..user15)
 TAIL_K = 22              # waits >= 2^22 cycles: preemption, not noise (docs/architecture.md)
 PEAK = {"tcg": (6, 13), "kvm": (6, 17)}
-# How many acquisitions are uncontended depends on whether the vCPUs run at once: 24.6 % on a
-# quiet 2-core host (one clean-clone make test), 99.9 % on a busy one where they seldom do.
-MIN_UNCONTENDED = 0.1
+# How many acquisitions are uncontended depends on how often the vCPUs run at once: 99.9 % on a
+# busy 2-core host where they seldom do; on a quiet one 24.6 % while the host's clock sampler
+# still took a vCPU's CPU for about 4 % of the time (a vCPU alone wins every acquisition), and
+# 9.8 % once it stopped (2026-12-07, issue 52: a clean-clone make test). The floor says only that
+# the row counts what it should: a run with none uncontended has a broken counter or no idle host.
+MIN_UNCONTENDED = 0.02
 MIN_TAIL_SHARE = 0.005
 MIN_TAIL_RATIO = 1.5   # a quiet host: ~100x; beside other work at load average 5-7 here: 1.7x
 SLICES = (22, 30)

@@ -234,6 +234,26 @@ def test_lab1_invariant_allows_a_record_in_flight_and_nothing_else(lab2_run, tmp
             obs["invariant"].why
 
 
+def test_lab1_a_run_with_no_uncontended_acquisitions_is_named(lab2_run, tmp):
+    """The uncontended row's floor: a counter that counts none (every idle-host acquisition moved
+    into the shortest wait bucket, so the invariant still holds) is named, with its share."""
+    run = copy_run(lab2_run, os.path.join(tmp, "lab1-no-uncontended"))
+    for name in os.listdir(os.path.join(run, "snapshots")):
+        if not name.startswith("idle-host-") or not name.endswith(".json"):
+            continue
+        path = os.path.join(run, "snapshots", name)
+        snap = json.load(open(path))
+        for cpu in snap["cpus"]:
+            for cls, c in cpu["classes"].items():
+                if cls.startswith("user"):
+                    c["wait_hist"]["0"] = c["wait_hist"].get("0", 0) + c["uncontended"]
+                    c["uncontended"] = 0
+        json.dump(snap, open(path, "w"))
+    obs = check(1, run)
+    assert obs["invariant"].shown, obs["invariant"].why
+    assert not obs["uncontended"].shown and "(0.0%)" in obs["uncontended"].why, obs["uncontended"].why
+
+
 def test_lab3_on_real_runs(lab3_runs):
     assert_all_shown(check(3, lab3_runs))
 
