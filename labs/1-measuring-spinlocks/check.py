@@ -43,11 +43,12 @@ RUNS = [(None, [])]
 USER = "user"            # lockbench's lock classes (user0..user15)
 TAIL_K = 22              # waits >= 2^22 cycles: preemption, not noise (docs/architecture.md)
 PEAK = {"tcg": (6, 13), "kvm": (6, 17)}
-# How many acquisitions are uncontended depends on how often the vCPUs run at once: 99.9 % on a
-# busy 2-core host where they seldom do; on a quiet one 24.6 % while the host's clock sampler
-# still took a vCPU's CPU for about 4 % of the time (a vCPU alone wins every acquisition), and
-# 9.8 % once it stopped (2026-12-07, issue 52: a clean-clone make test). The floor says only that
-# the row counts what it should: a run with none uncontended has a broken counter or no idle host.
+# How many acquisitions are uncontended depends on how often the vCPUs run at once (a vCPU that
+# runs alone wins every acquisition): 99.9 % on a busy 2-core host where they seldom do; on a
+# quiet one 24.6 % in an earlier clean-clone make test, and 9.8 % in one on 2026-12-07, after the
+# host's clock sampler stopped taking a vCPU's CPU about 4 % of the idle-host time (issue 52; the
+# likely cause, not shown apart). The floor says only that the row counts what it should: a run
+# with none uncontended has a broken counter.
 MIN_UNCONTENDED = 0.02
 MIN_TAIL_SHARE = 0.005
 MIN_TAIL_RATIO = 1.5   # a quiet host: ~100x; beside other work at load average 5-7 here: 1.7x
