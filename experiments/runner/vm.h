@@ -92,7 +92,8 @@ public:
     const VmInfo& info() const { return info_; }
     bool has_guest() const { return guest_ != nullptr; }
     Guest& guest() { return *guest_; }
-    // Clock samples taken since the guest became ready, about every 100 ms (clock_sampler.h).
+    // Clock samples taken since the guest became ready (clock_sampler.h): every publication,
+    // placed through the guest's HPET where it has one; else bracketed ones about every 100 ms.
     std::vector<collect::ClockSample> clock_samples() const {
         return clock_sampler_ ? clock_sampler_->samples() : std::vector<collect::ClockSample>{};
     }
