@@ -106,23 +106,24 @@ void ClockSampler::stop() {
     if (dense_thread_.joinable()) dense_thread_.join();
 }
 
+ClockSampler::Placement ClockSampler::placement() const {
+    HostClock host(host_pairs_);
+    Placement p{calibrate_reference(bracketed_refs_, host), {}};
+    p.placed = reference_samples(readings_, p.calibration, host);  // none without a calibration
+    return p;
+}
+
 std::vector<ClockSample> ClockSampler::samples() const {
     std::lock_guard<std::mutex> g(mu_);
     if (readings_.empty()) return samples_;
-    HostClock host(host_pairs_);
-    RefCalibration cal = calibrate_reference(bracketed_refs_, host);
-    return cal.ok ? reference_samples(readings_, cal, host) : samples_;
+    Placement p = placement();
+    return p.calibration.ok ? std::move(p.placed) : samples_;
 }
 
 ClockSampler::Reference ClockSampler::reference() const {
     std::lock_guard<std::mutex> g(mu_);
-    Reference r;
-    r.source = ref_source_;
-    r.readings = readings_.size();
-    HostClock host(host_pairs_);
-    r.calibration = calibrate_reference(bracketed_refs_, host);
-    if (r.calibration.ok) r.placed = reference_samples(readings_, r.calibration, host).size();
-    return r;
+    Placement p = placement();
+    return {ref_source_, readings_.size(), p.placed.size(), p.calibration};
 }
 
 std::string ClockSampler::error() const {

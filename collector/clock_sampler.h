@@ -109,6 +109,12 @@ private:
     void run(const char* name, int nice, const std::function<void()>& body);  // a thread's body
     void spin_until_stopped(std::chrono::milliseconds interval);
     void read_until_stopped();
+    // The reference's calibration and the publications placed through it (mu_ held).
+    struct Placement {
+        RefCalibration calibration;
+        std::vector<ClockSample> placed;
+    };
+    Placement placement() const;
     // One spin across the expected publication (or a whole period while the phase is unknown).
     void spin_once(PublicationForecast& forecast, std::optional<Clock::time_point> expected,
                    Clock::duration period);

@@ -344,10 +344,17 @@ TEST(HostileRegionHeader, AcquisitionsCountedIsReadAndAnUnknownValueNamed) {
     }
 }
 
-TEST(HostileClock, EachBadFieldIsNamed) {
+// A layout of 4 CPUs and a publication of CPU 1 that passes check_clock, for one field to break.
+constexpr ClockReading kGoodClock{2, 1000, 5, 1, 10'000};
+RegionLayout four_cpus() {
     RegionLayout l{};
     l.cpu_count = 4;
-    ClockReading ok{2, 1000, 5, 1, 10'000};
+    return l;
+}
+
+TEST(HostileClock, EachBadFieldIsNamed) {
+    const RegionLayout l = four_cpus();
+    ClockReading ok = kGoodClock;
     EXPECT_EQ(check_clock(ok, l, nullptr), "");
     ClockReading r = ok;
     r.cpu = 4;
@@ -364,9 +371,8 @@ TEST(HostileClock, EachBadFieldIsNamed) {
 }
 
 TEST(HostileClock, EachBadReferenceFieldIsNamed) {
-    RegionLayout l{};
-    l.cpu_count = 4;
-    ClockReading ok{2, 1000, 5, 1, 10'000};
+    const RegionLayout l = four_cpus();
+    ClockReading ok = kGoodClock;
     ok.ref_source = uint32_t(ClockReference::kHpet);
     ok.ref_period_fs = 10'000'000;
     ok.ref_ticks = 123;
