@@ -37,7 +37,7 @@
 namespace spinlab {
 
 constexpr uint32_t kPerfDataMagic = 0x44504c53;  // "SLPD" little-endian
-constexpr uint32_t kPerfDataVersion = 3;  // 2: the long-wait ring went; 3: PvLockCounters
+constexpr uint32_t kPerfDataVersion = 4;  // 2: the long-wait ring went; 3: PvLockCounters; 4: HaltLog
 
 // Lock classes are small integers 0..kMaxLockClasses-1 given to each named kernel lock and
 // to the workload's locks (the class table is queried with kSpinlabLockClassTable).
@@ -149,6 +149,43 @@ static_assert(offsetof(PvLockCounters, pv_kicks) == 0x08, "ABI");
 static_assert(offsetof(PvLockCounters, pv_spurious_wakeups) == 0x10, "ABI");
 static_assert(offsetof(PvLockCounters, pv_steals) == 0x18, "ABI");
 
+// The owning CPU's halts: every `hlt` it executes to wait (the scheduler's idle loop, and a
+// waiter of lock=pvqspin that halts for its kick) as the span of guest TSC around it, in a ring
+// the host drains (collector/halt_log.h). The host tells from it a vCPU thread that slept
+// because its guest halted from one that blocked inside the hypervisor (under TCG, QEMU's
+// locks) while its guest had work: the timeline sees both as a thread asleep.
+//
+// One writer, the owning CPU, with interrupts off (an NMI handler writes nothing here):
+//   1. halted_since = enter TSC (read just before the hlt; the store is relaxed);
+//   2. after the hlt: spans[written % kHaltLogSpans] = {enter, exit TSC}, then written + 1
+//      with a release store, then halted_since = 0.
+// A reader copies `written` (acquire), the spans it has not read, then `written` again: span n
+// is whole if n + kHaltLogSpans > the second `written` (the writer may be overwriting span
+// `written` - kHaltLogSpans), else it was lost. A halt still in progress shows as halted_since.
+// The spans' enter TSCs never go backwards, and each exit is at or after its enter and at or
+// before the next enter; a reader checks this (the guest is not trusted).
+inline constexpr uint32_t kHaltLogSpans = 512;  // a power of two
+static_assert((kHaltLogSpans & (kHaltLogSpans - 1)) == 0, "the ring's index is written % kHaltLogSpans");
+struct HaltSpan {
+    uint64_t enter_tsc;  // read just before the hlt
+    uint64_t exit_tsc;   // read just after it returned (the waking interrupt's handler included)
+};
+struct HaltLog {
+    // 1: this CPU logs its halts (spinlab's kernel at INSTRUMENT=1 and 2, set at its init);
+    // 0: it does not (INSTRUMENT=0, or a Linux guest's agent, which cannot see its halts), so
+    // the host knows nothing of them. A word that was zero in older layouts.
+    uint32_t recording;
+    uint32_t reserved0;
+    uint64_t written;       // spans written since the region was laid out
+    uint64_t halted_since;  // the enter TSC of the halt in progress; 0: not halted
+    uint64_t reserved[5];
+    HaltSpan spans[kHaltLogSpans];
+};
+static_assert(sizeof(HaltSpan) == 16, "ABI");
+static_assert(sizeof(HaltLog) == 64 + 16 * kHaltLogSpans, "HaltLog layout is ABI");
+static_assert(offsetof(HaltLog, written) == 8 && offsetof(HaltLog, halted_since) == 16 &&
+                  offsetof(HaltLog, spans) == 64, "ABI");
+
 // Everything one CPU records. 64-byte aligned in the shared region.
 struct CpuPerfData {
     uint32_t magic;    // kPerfDataMagic once initialised by the owning CPU's init
@@ -182,6 +219,7 @@ struct CpuPerfData {
     uint64_t reserved[2];
     LockClassPerf classes[kMaxLockClasses];
     PvLockCounters pv;  // lock=pvqspin's halts, kicks, spurious wake-ups and steals
+    HaltLog halts;      // every halt's span, for the host to drain (perf version 4)
 };
 static_assert(offsetof(CpuPerfData, acquire_sample_countdown) == 16, "ABI");
 static_assert(offsetof(CpuPerfData, apic_id) == 20, "ABI");
@@ -192,7 +230,9 @@ static_assert(offsetof(CpuPerfData, trace_stack_groups) == 40, "ABI");
 static_assert(offsetof(CpuPerfData, acquisitions_counted) == 44, "ABI");
 static_assert(offsetof(CpuPerfData, classes) == 64, "ABI");
 static_assert(offsetof(CpuPerfData, pv) == 64 + 1216 * kMaxLockClasses, "ABI");
-static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64, "CpuPerfData layout is ABI");
+static_assert(offsetof(CpuPerfData, halts) == 64 + 1216 * kMaxLockClasses + 64, "ABI");
+static_assert(sizeof(CpuPerfData) == 64 + 1216 * kMaxLockClasses + 64 + sizeof(HaltLog),
+              "CpuPerfData layout is ABI");
 static_assert(sizeof(CpuPerfData) % 64 == 0, "per-CPU blocks stay cache-line aligned");
 
 }  // namespace spinlab
