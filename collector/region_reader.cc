@@ -1,6 +1,7 @@
 // collector/region_reader.cc: see region_reader.h.
 #include "region_reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -161,6 +162,44 @@ Snapshot RegionReader::snapshot() {
     }
     throw CollectError(kExitCorrupt, corrupt_region_message(path_, "region header: generation "
                                                                    "changed at each of 100 reads"));
+}
+
+RegionReader::HaltRead RegionReader::halt_log(uint32_t cpu, uint64_t from, HaltLogCopy* out) {
+    if (cpu >= layout_.cpu_count)
+        throw CollectError(kExitFailure, "halt log of CPU " + std::to_string(cpu) + ": the region has " +
+                                             std::to_string(layout_.cpu_count) + " CPUs");
+    const CpuPerfData* src = region_cpu(base_, layout_, cpu);
+    // region_parse put cpu_count blocks of at least sizeof(CpuPerfData) inside the mapping; say
+    // so here too, where the address is made.
+    const auto at = size_t(reinterpret_cast<const uint8_t*>(src) - base_);
+    if (at > mapped_ || mapped_ - at < sizeof(CpuPerfData))
+        throw CollectError(kExitCorrupt, corrupt_region_message(path_, "cpu " + std::to_string(cpu) +
+                                                                           ": perf data outside the mapping"));
+    *out = HaltLogCopy{};
+    const bool initialised = __atomic_load_n(&src->magic, __ATOMIC_RELAXED) == kPerfDataMagic;
+    const HaltLog& log = src->halts;
+    if (initialised) out->recording = __atomic_load_n(&log.recording, __ATOMIC_RELAXED);
+    if (out->recording != 0) {
+        const uint64_t w1 = __atomic_load_n(&log.written, __ATOMIC_ACQUIRE);
+        out->written_before = w1;
+        // The spans not yet read that the ring can still hold; none when `written` went back
+        // (drain_halt_log says so).
+        const uint64_t first = std::max(from, w1 >= kHaltLogSpans ? w1 - kHaltLogSpans : 0);
+        for (uint64_t n = first; n < w1; ++n) {
+            const HaltSpan& s = log.spans[n % kHaltLogSpans];
+            HaltSpan& d = out->spans[n % kHaltLogSpans];
+            d.enter_tsc = __atomic_load_n(&s.enter_tsc, __ATOMIC_RELAXED);
+            d.exit_tsc = __atomic_load_n(&s.exit_tsc, __ATOMIC_RELAXED);
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);  // the span loads above before the re-read
+        out->written_after = __atomic_load_n(&log.written, __ATOMIC_ACQUIRE);
+        out->halted_since = __atomic_load_n(&log.halted_since, __ATOMIC_RELAXED);  // after it
+    }
+    if (region_end_read(base_, layout_) == RegionError::kNone)
+        return initialised ? HaltRead::kRead : HaltRead::kNotInitialised;
+    reparse();  // throws when the new header breaks a rule
+    *out = HaltLogCopy{};
+    return HaltRead::kRelaidOut;
 }
 
 const ClockArea* RegionReader::clock_area() const {

@@ -17,6 +17,7 @@
 #include "channel/clock_area.h"
 #include "channel/region_header.h"
 #include "clock_sync.h"
+#include "halt_log.h"
 #include "hostlib/error.h"
 #include "hostlib/mapped_region.h"
 #include "snapshot.h"
@@ -75,6 +76,19 @@ public:
     std::optional<ClockSample> sample_clock(std::chrono::microseconds max_wait,
                                             uint64_t good_width = kGoodClockBracket);
     static constexpr uint64_t kGoodClockBracket = kMaxClockBracket;  // what fit_clock keeps
+
+    // CPU `cpu`'s halt log (perfdata.h HaltLog), copied by its reader protocol into *out:
+    // recording, written (acquire), the spans from span `from` on (at most the last
+    // kHaltLogSpans before that `written`), written again, halted_since (halt_log.h
+    // HaltLogCopy). The CPU's block comes from the layout's perf-data section, which
+    // region_parse checked to hold cpu_count blocks inside the mapping, as snapshot() reads it.
+    // Nothing is checked here but where it reads: drain_halt_log judges the words.
+    enum class HaltRead {
+        kRead,
+        kNotInitialised,  // the CPU's lockstat init has not run (no magic): nothing to read yet
+        kRelaidOut,       // the guest laid the region out again (a reboot); the layout is the new one
+    };
+    HaltRead halt_log(uint32_t cpu, uint64_t from, HaltLogCopy* out);
 
     ChannelServerStats channel_stats() const;
 
