@@ -1,6 +1,7 @@
 // hostlib/results_contract.h: the results directory's names, one table (analysis/README.md,
 // "The results directory"). Every key of meta.json, status.json, clock.json and the snapshots,
-// every column of timeline.csv and every value of its `state` column is spelled here once:
+// every column of timeline.csv and halts.csv and every value of their `state` and `kind` columns
+// is spelled here once:
 //
 // - the C++ writers (experiments/runner/results.cc, collector/report_format.cc's perf_json,
 //   collector/clock_fit_json.cc, hypervisor-hooks/timeline/run_intervals.cc) write
@@ -66,10 +67,12 @@ namespace spinlab::results {
     K(end, "end")                                                                                \
     K(end_host_tsc, "end_host_tsc")                                                              \
     K(end_ns, "end_ns")                                                                          \
+    K(enter_tsc, "enter_tsc")                                                                    \
     K(events, "events")                                                                          \
     K(events_attempted, "events_attempted")                                                      \
     K(events_lost, "events_lost")                                                                \
     K(events_written, "events_written")                                                          \
+    K(exit_tsc, "exit_tsc")                                                                      \
     K(fallback, "fallback")                                                                      \
     K(file, "file")                                                                              \
     K(flush_timer_ms, "flush_timer_ms")                                                          \
@@ -100,6 +103,7 @@ namespace spinlab::results {
     K(kernel, "kernel")                                                                          \
     K(kernel_append, "kernel_append")                                                            \
     K(key_held, "key_held")                                                                      \
+    K(kind, "kind")                                                                              \
     K(late, "late")                                                                              \
     K(libvirt_version, "libvirt_version")                                                        \
     K(lhp, "lhp")                                                                                \
@@ -266,7 +270,9 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
                   X(log_buffers_lost) X(realtime_buffers_lost))                                  \
     O(trace_cpu, X(cpu) X(loss))                                                                 \
     /* timeline.csv's columns (hypervisor-hooks/timeline/run_intervals.cc), in order */          \
-    O(timeline, SPINLAB_TIMELINE_COLUMNS(X))
+    O(timeline, SPINLAB_TIMELINE_COLUMNS(X))                                                     \
+    /* halts.csv's columns (experiments/runner/results.cc halts_csv), in order */                \
+    O(halts, SPINLAB_HALTS_COLUMNS(X))
 
 #define SPINLAB_TIMELINE_COLUMNS(X)                                                              \
     X(vcpu) X(tid) X(state) X(start_host_tsc) X(end_host_tsc) X(phase) X(rep) X(start_ns)        \
@@ -278,6 +284,17 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
 // unknown: a switch the host's trace lacks, so either on or off.
 #define SPINLAB_TIMELINE_STATES(X) X(kOn, 0, "on") X(kOff, 1, "off") X(kFrozen, 2, "frozen") X(kUnknown, 3, "unknown")
 SPINLAB_DENSE_ENUM(RunState, uint32_t, SPINLAB_TIMELINE_STATES, kRunStateNames, run_state_name);
+
+// halts.csv: the guest's halt spans (collector/halt_log.h), one row per span or stretch.
+#define SPINLAB_HALTS_COLUMNS(X) X(cpu) X(enter_tsc) X(exit_tsc) X(kind)
+
+// halts.csv's `kind`: halted: the vCPU's guest halted over [enter_tsc, exit_tsc) (no exit_tsc:
+// still halted at the last read); lost: spans were overwritten before the host read them, so the
+// guest may have halted anywhere in [enter_tsc, exit_tsc) (no exit_tsc: to the end of the
+// record); refused: the guest wrote a span that failed the host's checks, and from enter_tsc on
+// nothing of that CPU is known (exit_tsc always empty).
+#define SPINLAB_HALT_KINDS(X) X(kHalted, 0, "halted") X(kLost, 1, "lost") X(kRefused, 2, "refused")
+SPINLAB_DENSE_ENUM(HaltKind, uint32_t, SPINLAB_HALT_KINDS, kHaltKindNames, halt_kind_name);
 
 // status.json's `state`: the run finished every repetition, or stopped early (reason says why).
 #define SPINLAB_RUN_STATES(X) X(kComplete, 0, "complete") X(kPartial, 1, "partial")

@@ -5,7 +5,8 @@
 //
 // Output: {"generated_by": ..., "keys": {"acquisitions": "acquisitions", ..., "class_": "class"},
 // "objects": {"meta": ["format", "run_id", ...], ...},
-// "enums": {"timeline_state": [{"value": 0, "id": "kOn", "name": "on"}, ...], "run_state": [...]}}:
+// "enums": {"timeline_state": [{"value": 0, "id": "kOn", "name": "on"}, ...], "run_state": [...],
+// "halt_kind": [{"value": 0, "id": "kHalted", "name": "halted"}, ...]}}:
 // each object's keys in the order its writer writes them; the enums in abi_names.json's shape.
 // Written whole or not at all.
 #include <cerrno>
@@ -51,6 +52,7 @@ std::string contract_json() {
     w.key("enums").begin_object();
     write_enum(w, "timeline_state", spinlab::results::kRunStateNames);
     write_enum(w, "run_state", spinlab::results::kRunCompletionNames);
+    write_enum(w, "halt_kind", spinlab::results::kHaltKindNames);
     w.end_object();
     w.end_object();
     return w.take() + "\n";

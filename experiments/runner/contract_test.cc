@@ -115,6 +115,50 @@ SnapshotRecord known_record() {
     return r;
 }
 
+// The guest's halts with a row of every kind (halts_check below expects them): CPU 0 halted
+// twice, lost spans and is still halted; CPU 1 lost spans up to the end and was refused; CPU 2
+// records nothing.
+std::vector<collect::CpuHalts> known_halts() {
+    collect::CpuHalts c0{0, true, {{1000, 1100}, {3000, 3050}}, {{1100, 2900, 12}}, 4000, std::nullopt, ""};
+    collect::CpuHalts c1{1, true, {{500, 700}}, {{700, std::nullopt, 3}}, std::nullopt, 700, "CPU 1's halt span 9: exit 1 before enter 2"};
+    collect::CpuHalts c2{2, false, {}, {}, std::nullopt, std::nullopt, ""};
+    return {c1, c0, c2};  // the writer sorts by CPU
+}
+
+// halts.csv read back with the analysis's names (results_contract.json through contract.py, as
+// contract_check.py reads timeline.csv's): its header is the table's halts object, its kinds the
+// table's halt_kind names, each of them written.
+const char* const kHaltsCheck = R"(
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from spinlab_report import contract as c
+with open(sys.argv[2], encoding="utf-8") as f:
+    lines = f.read().splitlines()
+problems = []
+if lines[0].split(",") != list(c.OBJECTS["halts"]):
+    problems.append(f"halts.csv columns: got {lines[0]!r}, expected {','.join(c.OBJECTS['halts'])!r}")
+with open(c.CONTRACT_PATH, encoding="utf-8") as f:
+    table = [e["name"] for e in json.load(f)["enums"]["halt_kind"]]
+kinds = {row.split(",")[list(c.OBJECTS["halts"]).index(c.K.kind)] for row in lines[1:]}
+if kinds != set(table):
+    problems.append(f"halts.csv kinds: got {sorted(kinds)}, the table's halt_kind: {table}")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+)";
+
+TEST(Contract, HaltsCsvIsWrittenWithTheTablesColumnsAndKinds) {
+    const std::string out = testing::TempDir() + "contract_halts_" + std::to_string(getpid());
+    fs::remove_all(out);
+    fs::create_directories(out);
+    write_file(out + "/halts.csv", halts_csv(known_halts()));
+    write_file(out + "/halts_check.py", kHaltsCheck);
+    const std::string cmd = "/usr/bin/python3 " + out + "/halts_check.py " + std::string(SPINLAB_SOURCE_DIR) +
+                            "/analysis " + out + "/halts.csv > " + out + "/check.out 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_EQ(rc, 0) << read_text(out + "/check.out");
+    if (rc == 0) fs::remove_all(out);
+}
+
 TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     const std::string out = testing::TempDir() + "contract_" + std::to_string(getpid());
     fs::remove_all(out);
@@ -154,6 +198,8 @@ TEST(Contract, AnalysisReadsEveryFieldTheWritersWrite) {
     write_file(dir + "/timeline.csv",
                load::run_intervals_csv_header() +
                    load::format_run_intervals_csv(timeline, {rec.phase, 2}, [](uint64_t t) { return 2 * t; }));
+
+    write_file(dir + "/halts.csv", halts_csv(known_halts()));
 
     // The collector's two writers of the same counters.
     collect::QueryView v{&rec.counters, &rec.names, {0, 1}, true, ""};

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -277,6 +278,55 @@ std::string clock_json(const collect::ClockFit& fit, const ClockSampling& sampli
     j.end_object();
     j.end_object();
     return j.take() + "\n";
+}
+
+namespace {
+
+struct HaltRow {
+    uint32_t cpu;
+    uint64_t enter;
+    std::optional<uint64_t> exit;
+    results::HaltKind kind;
+};
+
+}  // namespace
+
+bool records_halts(const std::vector<collect::CpuHalts>& halts) {
+    return std::any_of(halts.begin(), halts.end(), [](const collect::CpuHalts& h) { return h.recording; });
+}
+
+std::string halts_csv(const std::vector<collect::CpuHalts>& halts) {
+    using results::HaltKind;
+    std::vector<HaltRow> rows;
+    for (const collect::CpuHalts& h : halts) {
+        if (!h.recording) continue;
+        for (const HaltSpan& s : h.spans) rows.push_back({h.cpu, s.enter_tsc, s.exit_tsc, HaltKind::kHalted});
+        for (const collect::HaltRange& l : h.lost) rows.push_back({h.cpu, l.from, l.to, HaltKind::kLost});
+        if (h.halted_since) rows.push_back({h.cpu, *h.halted_since, std::nullopt, HaltKind::kHalted});
+        if (h.refused_from) rows.push_back({h.cpu, *h.refused_from, std::nullopt, HaltKind::kRefused});
+    }
+    // Stable: at one enter, a span before a lost range or a refusal that begins at its exit.
+    std::stable_sort(rows.begin(), rows.end(), [](const HaltRow& a, const HaltRow& b) {
+        return a.cpu != b.cpu ? a.cpu < b.cpu : a.enter < b.enter;
+    });
+    // The columns of the results' halts object, in its order (hostlib/results_contract.h).
+    std::string csv;
+#define X(ident) csv += std::string(csv.empty() ? "" : ",") + key::ident;
+    SPINLAB_HALTS_COLUMNS(X)
+#undef X
+    csv += '\n';
+    csv.reserve(csv.size() + rows.size() * 48);
+    for (const HaltRow& r : rows) {
+        csv += std::to_string(r.cpu);
+        csv += ',';
+        csv += std::to_string(r.enter);
+        csv += ',';
+        if (r.exit) csv += std::to_string(*r.exit);
+        csv += ',';
+        csv += results::halt_kind_name(r.kind);
+        csv += '\n';
+    }
+    return csv;
 }
 
 namespace {

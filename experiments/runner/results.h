@@ -1,5 +1,6 @@
 // experiments/runner/results.h: results/<run-id>/ as analysis/README.md defines it (format 1):
-// spec.ini, meta.json, status.json, snapshots/<phase>-r<rep>.json, timeline.csv, clock.json.
+// spec.ini, meta.json, status.json, snapshots/<phase>-r<rep>.json, timeline.csv, clock.json,
+// halts.csv.
 // The JSON texts are built by pure functions (tested against the contract); files are written
 // whole to a temporary name and renamed, so a reader (or a crash) never sees half a file.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include "clock_sampler.h"
 #include "clock_sync.h"
+#include "halt_log.h"
 #include "hostlib/json_writer.h"
 #include "snapshot.h"
 
@@ -216,6 +218,14 @@ struct Meta {
     TraceStackInformation trace_stacks{};          // [trace] stack-*, clamped (with trace only)
 };
 std::string meta_json(const Meta& m);
+
+// halts.csv (analysis/README.md): the guest's halt spans by CPU (collector/halt_log.h), one
+// row per span, lost range, halt still in progress (no exit) or refusal (no exit), columns
+// results' halts object, kinds results::HaltKind's names, sorted by cpu then enter_tsc. CPUs
+// that do not record their halts have no rows.
+std::string halts_csv(const std::vector<collect::CpuHalts>& halts);
+// Whether any CPU records its halts (a guest without a halt log: no halts.csv).
+bool records_halts(const std::vector<collect::CpuHalts>& halts);
 
 // Writes `content` to dir/name through a temporary file and rename. Throws std::runtime_error.
 void write_file(const std::string& path, const std::string& content);

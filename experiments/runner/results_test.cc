@@ -241,6 +241,27 @@ TEST(Results, ClockJsonAndTheRecordEndLineShareTheFitShape) {
     EXPECT_EQ(end.get_child("points").size(), 2u);
 }
 
+TEST(Results, HaltsCsvHasEveryCpusSpansLossesAndRefusalInOrder) {
+    // CPU 1 (given first): two spans, the second's lost range open to the end, still halted;
+    // CPU 0: a first read that lost spans, a span, then a refusal; CPU 2 records nothing.
+    collect::CpuHalts c1{1, true, {{100, 150}, {400, 420}}, {{150, 380, 7}, {420, std::nullopt, 2}}, 900, std::nullopt, ""};
+    collect::CpuHalts c0{0, true, {{50, 60}}, {{0, 50, 600}}, std::nullopt, 60, "CPU 0's halt span 9: exit 1 before enter 2"};
+    collect::CpuHalts c2{2, false, {}, {}, std::nullopt, std::nullopt, ""};
+    EXPECT_EQ(halts_csv({c1, c0, c2}),
+              "cpu,enter_tsc,exit_tsc,kind\n"
+              "0,0,50,lost\n"
+              "0,50,60,halted\n"
+              "0,60,,refused\n"
+              "1,100,150,halted\n"
+              "1,150,380,lost\n"
+              "1,400,420,halted\n"
+              "1,420,,lost\n"
+              "1,900,,halted\n");
+    EXPECT_TRUE(records_halts({c2, c0}));
+    EXPECT_FALSE(records_halts({c2}));  // a guest that records no halts: no halts.csv
+    EXPECT_FALSE(records_halts({}));
+}
+
 TEST(Results, RunDirAndLatest) {
     std::string out = testing::TempDir() + "results_test_" + std::to_string(getpid());
     fs::remove_all(out);

@@ -73,8 +73,11 @@ private:
     Stop wait(Clock::time_point until, Condition* cond, const std::function<void()>& tick);
     void check_condition(Stop s, const Condition& cond, const std::string& at, const char* when);
     void write_status(bool complete, const std::string& reason);
-    collect::ClockFit write_clock();  // also returns the fit (ok false: none yet)
+    collect::ClockFit write_clock();  // also returns the fit (ok false: none yet); halts.csv too
     std::string clock_error_noted_;   // the sampler's error, once said
+    void write_halts();
+    std::set<uint32_t> halt_refusals_noted_;  // CPUs whose halt log's refusal was said
+    std::string halt_error_noted_;            // the halt recorder's error, once said
     void note(const std::string& line) { progress_.message("spinlab-run: " + line); }
     ProgressState progress_state(const std::string& step) const;
     double elapsed() const {
@@ -134,7 +137,25 @@ void Experiment::write_status(bool complete, const std::string& reason) {
     }
 }
 
+// halts.csv, the guest's halt spans so far (collector/halt_log.h), when some CPU records them;
+// a refused CPU log and a recorder that stopped are said once each.
+void Experiment::write_halts() {
+    const std::vector<collect::CpuHalts> halts = vm_->halts();
+    for (const collect::CpuHalts& h : halts)
+        if (h.refused_from && halt_refusals_noted_.insert(h.cpu).second)
+            note("the guest's halt log was refused: " + h.refusal + " (halts.csv: nothing of CPU " +
+                 std::to_string(h.cpu) + " from guest TSC " + std::to_string(*h.refused_from) +
+                 " on; what was read before is kept)");
+    if (std::string why = vm_->halt_recorder_error(); !why.empty() && why != halt_error_noted_) {
+        note("the guest's halt recording stopped: " + why +
+             " (halts.csv: every CPU's halts lost from its last read on)");
+        halt_error_noted_ = why;
+    }
+    if (records_halts(halts)) write_file(dir_ + "/halts.csv", halts_csv(halts));
+}
+
 collect::ClockFit Experiment::write_clock() {
+    write_halts();  // whether or not a fit can be made yet: it is kept all the same
     if (std::string why = vm_->clock_sampler_error(); !why.empty() && why != clock_error_noted_) {
         note("the clock sampling throughout the run stopped: " + why + " (only the windows' samples are fitted)");
         clock_error_noted_ = why;

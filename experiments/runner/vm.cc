@@ -176,9 +176,13 @@ void Vm::start(const std::function<void(const std::string&)>& note) {
              std::to_string(long(spec_.vm.channel_timeout_s)) + " s raised to " + std::to_string(long(channel_timeout_s_ + 0.5)) + " s)");
     }
     check_cpu_mapping();
-    // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h).
-    if (sample_clock_) clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval,
-                                                                        info_.vcpu_tids);
+    // Sampled all along: the guest's TSC offset may step during the run (clock_sync.h). The
+    // guest's halts are drained from the same moment, out of the same region (halt_log.h).
+    if (sample_clock_) {
+        clock_sampler_ = std::make_unique<collect::ClockSampler>(guest_->region_path(), kClockSampleInterval,
+                                                                 info_.vcpu_tids);
+        halt_recorder_ = std::make_unique<collect::HaltRecorder>(guest_->region_path());
+    }
 }
 
 ClockSampling Vm::clock_sampling() const {
@@ -236,6 +240,7 @@ std::string Vm::why_gone() {
 
 void Vm::stop() {
     clock_sampler_.reset();
+    if (halt_recorder_) halt_recorder_->stop();  // its last drain, while the region is there
     guest_.reset();
     if (!child_) return;
     child_->stop(std::chrono::seconds(20));

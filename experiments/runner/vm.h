@@ -11,6 +11,7 @@
 #include "child.h"
 #include "clock_sampler.h"
 #include "guest.h"
+#include "halt_log.h"
 #include "results.h"
 #include "spec.h"
 
@@ -63,7 +64,8 @@ public:
     ~Vm() { stop(); }
 
     // A neighbour VM (neighbours.h): its logs are logs/<stem>vm.log and logs/<stem>console.log
-    // (the measured VM's: stem ""; neighbour k's: "n<k>."), and no clock samples are taken.
+    // (the measured VM's: stem ""; neighbour k's: "n<k>."), and no clock samples or halt spans
+    // are taken.
     void set_neighbour(const std::string& log_stem) {
         log_stem_ = log_stem;
         sample_clock_ = false;
@@ -81,7 +83,8 @@ public:
     bool alive();
     // Why alive() said no, for the status.
     std::string why_gone();
-    // Stops a VM we started (an attached one is left running). Idempotent.
+    // Stops a VM we started (an attached one is left running), the clock sampler and the halt
+    // recorder (after its last drain; halts() still answers). Idempotent.
     void stop();
 
     const std::string& name() const { return name_; }
@@ -100,6 +103,14 @@ public:
     ClockSampling clock_sampling() const;
     // Why the run-long clock sampling stopped early ("" while it runs).
     std::string clock_sampler_error() const { return clock_sampler_ ? clock_sampler_->error() : ""; }
+    // The guest's halt spans by CPU since the guest became ready (collector/halt_log.h: what
+    // the last drain, every 5 ms, knew); empty for a neighbour VM. A CPU that does not log its
+    // halts (a Linux guest, INSTRUMENT=0) has recording false.
+    std::vector<collect::CpuHalts> halts() const {
+        return halt_recorder_ ? halt_recorder_->halts() : std::vector<collect::CpuHalts>{};
+    }
+    // Why the halt recording stopped early ("" while it runs): the region broke a rule.
+    std::string halt_recorder_error() const { return halt_recorder_ ? halt_recorder_->error() : ""; }
 
 private:
     // Guest CPU n against QEMU vCPU n by APIC id; throws collect::CollectError on a mismatch.
@@ -114,6 +125,7 @@ private:
     VmInfo info_;
     std::unique_ptr<Guest> guest_;
     std::unique_ptr<collect::ClockSampler> clock_sampler_;
+    std::unique_ptr<collect::HaltRecorder> halt_recorder_;  // beside the clock sampler; stopped, kept
     double boot_s_ = 0, channel_timeout_s_ = 0;
 };
 
