@@ -15,7 +15,7 @@ run's objects.
 
 - `Attribution`: per phase the counts (`long_waits_share`'s dict) and its waits; per snapshot its
   `lhp.Attributed` table; the timeline rows each repetition was measured against.
-- `long_waits_share(snaps, timeline, clock, long_wait_threshold)`: the same counts of some snapshots alone,
+- `long_waits_share(snaps, timeline, clock, long_wait_threshold, halts=None)`: the same counts of some snapshots alone,
   for a tool or a test (each call measures afresh); the package's public name for it.
 """
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from . import lhp, lhp_share
 
 
-def long_waits_share(snaps, timeline, clock, long_wait_threshold: int) -> dict:
+def long_waits_share(snaps, timeline, clock, long_wait_threshold: int, halts=None) -> dict:
     """Attribute every long wait (>= long_wait_threshold) of these snapshots and count holder-off ones: what
     Attribution.phases holds for a phase, for a tool or a test with some snapshots alone.
 
@@ -34,8 +34,9 @@ def long_waits_share(snaps, timeline, clock, long_wait_threshold: int) -> dict:
     repetition, where the counters (and the verdict) do not take them. Counts by the holder's side:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),
     None when neither; sources per side; disagreements between steal time and the timeline.
+    halts: the run's halts.csv (reader.read_halts; None: the guest records none).
     """
-    return lhp_share.counts(snaps, lhp.classify_all(snaps, timeline, clock, long_wait_threshold)[1])
+    return lhp_share.counts(snaps, lhp.classify_all(snaps, timeline, clock, long_wait_threshold, halts)[1])
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def attribute_run(run, long_wait_threshold: int) -> Attribution:
     """The run's long waits (>= long_wait_threshold), each measured and classed once (lhp.py's rules), and
     counted per phase."""
     snaps = [s for p in run.phases for s in run.snaps(p)]
-    rows, listed = lhp.classify_all(snaps, run.timeline, run.clock, long_wait_threshold)
+    rows, listed = lhp.classify_all(snaps, run.timeline, run.clock, long_wait_threshold, run.halts)
     tables = dict(zip(((s.phase, s.rep) for s in snaps if s.long_waits is not None), listed))
     phases = {p: lhp_share.counts(run.snaps(p), [tables[(s.phase, s.rep)] for s in run.snaps(p)
                                                   if s.long_waits is not None]) for p in run.phases}

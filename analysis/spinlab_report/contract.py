@@ -51,6 +51,7 @@ K = AbiEnum.of_ids("results_key", _CONTRACT["keys"], CONTRACT_PATH)
 OBJECTS = {name: tuple(keys) for name, keys in _CONTRACT["objects"].items()}
 TIMELINE_STATE = AbiEnum("timeline_state", _CONTRACT["enums"]["timeline_state"], CONTRACT_PATH)
 RUN_STATE = AbiEnum("run_state", _CONTRACT["enums"]["run_state"], CONTRACT_PATH)
+HALT_KIND = AbiEnum("halt_kind", _CONTRACT["enums"]["halt_kind"], CONTRACT_PATH)
 # Names that older results used for what the table now calls otherwise: the reader takes the old
 # name where the new one is missing (the only results names spelled in Python). meta.json's
 # freeze injector priority was preempt_rt_priority before issue 53 (the injector was
@@ -66,6 +67,7 @@ def get_renamed(obj: dict, key: str, default=None):
 
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"
+HALTS = "halts.csv"  # the guest's halt spans (a guest that records them: spinlab's kernel)
 SNAPSHOT_DIR = "snapshots"
 # The guest's LHP classes in the ABI's order, as its table spells them (perfdata.h, read through
 # names.py), which is what the collector and the runner write: no name is spelled again here.
@@ -99,6 +101,9 @@ TIMELINE_COLUMNS = OBJECTS["timeline"][:7]
 OFF_STATES = (TIMELINE_STATE.kOff, TIMELINE_STATE.kFrozen)  # not running guest code
 UNKNOWN_STATE = TIMELINE_STATE.kUnknown  # a switch the host kernel did not trace: either on or off
 TIMELINE_STATES = TIMELINE_STATE.names
+# halts.csv's columns and each row's kind: halted (a span; no exit: still halted at the last
+# read), lost (the vCPU may have halted anywhere in the span) or refused (from enter on, nothing).
+HALTS_COLUMNS = OBJECTS["halts"]
 
 
 class ContractError(Exception):

@@ -47,6 +47,14 @@ correlation (clock.json) and measured against the host timeline of vCPU run inte
   unknown moment and the one after from it, and that gap's off cycles are the range over every
   such moment.
 
+- a vCPU thread asleep (preemptor 'blocked') was either its guest halted or the thread blocked
+  inside the hypervisor while its guest had work. Where the guest records its halts (halts.csv,
+  halt_index), the halted time counts as neither off nor on: a waiter that halted for its kick
+  (lock=pvqspin) or a vCPU idle is not preempted. Each halt's edges are placed with the clock's
+  bound, and a record lost or refused may have been halted anywhere in it, so the least off
+  cycles leave out every time possibly halted and the most only the time surely halted. Without
+  a record (a Linux guest, older results) a halt counts as blocked, as before.
+
 A side whose vCPU(s) the timeline does not cover over [a-e, b+e), whose holder is not known, or
 that the clock cannot place (outside the sampled span) is not covered by the timeline. Guest CPU
 n is vCPU n in the timeline (the runner checks this against QEMU's APIC ids). Each wait is
@@ -65,7 +73,7 @@ tests/test_rules_reference.py checks on random waits that classify gives exactly
 """
 import numpy as np
 
-from .contract import OFF_STATES, UNKNOWN_STATE
+from .contract import HALT_KIND, OFF_STATES, UNKNOWN_STATE, K
 from .names import LHP_CLASS as L
 from .waits import LongWaits
 
@@ -183,11 +191,15 @@ def has_blocked_rows(timeline, phase: str | None = None, rep: int | None = None)
     return "preemptor" in df.columns and bool((df["preemptor"] == BLOCKED_PREEMPTOR).any())
 
 
-def off_index(timeline, phase: str | None = None, rep: int | None = None, blocked: bool = True) -> dict:
+def off_index(timeline, phase: str | None = None, rep: int | None = None, blocked: bool = True,
+              halts: dict | None = None) -> dict:
     """Per vCPU: the union of its off intervals as sorted disjoint (starts, ends), the cumulative
     off cycles before each start, the span the timeline covers, and the same union with the
     'unknown' intervals added (the most the vCPU may have been off). blocked=False leaves out the
-    off rows whose thread blocked by itself (preemptor 'blocked'): what was preempted or frozen."""
+    off rows whose thread blocked by itself (preemptor 'blocked'): what was preempted or frozen.
+    halts (halt_index): the time its guest had halted is taken out, so that it counts as neither
+    off nor on: the least union without any time it may have been halted, the most without the
+    time it surely was."""
     df = timeline if phase is None else repetition_rows(timeline, phase, rep)
     if df.empty:
         return {}
@@ -203,9 +215,72 @@ def off_index(timeline, phase: str | None = None, rep: int | None = None, blocke
     index = {}
     for rows in np.split(order, cut):
         ra, rb, ro, rm = a[rows], b[rows], off[rows], maybe[rows]
-        s, e, before = interval_union(ra[ro], rb[ro])
-        index[int(vcpu[rows[0]])] = (s, e, before, float(ra.min()), float(rb.max()), interval_union(ra[rm], rb[rm]))
+        v = int(vcpu[rows[0]])
+        least, most = interval_union(ra[ro], rb[ro]), interval_union(ra[rm], rb[rm])
+        if halts is not None and v in halts:
+            surely, possibly = halts[v]
+            least = _with_before(*interval_minus(least[0], least[1], *possibly))
+            most = _with_before(*interval_minus(most[0], most[1], *surely))
+        index[v] = (*least, float(ra.min()), float(rb.max()), most)
     return index
+
+
+# The guest's halts (halts.csv, reader.read_halts) -----------------------------------------------
+# A vCPU thread asleep is either its guest halted (idle, or a pvqspin waiter waiting for its kick)
+# or the thread blocked by itself while its guest had work (under TCG inside QEMU). The guest
+# records each halt's span in guest TSC (perfdata.h HaltLog; collector/halt_log.h drains it), so
+# the time inside a halt counts as neither off nor on: the guest did not want its vCPU then.
+# Mapped onto the host with the clock, a span [g0, g1) was surely halted over [h0 + e0, h1 - e1)
+# and possibly over [h0 - e0, h1 + e1); a lost or refused record, possibly over the whole range.
+
+def halt_index(halts, cmap) -> dict:
+    """Per vCPU (guest CPU n is vCPU n): (surely, possibly) halted host intervals, each sorted
+    disjoint (starts, ends). A time the clock cannot place widens 'possibly' without bound and
+    leaves 'surely' empty."""
+    out = {}
+    if halts is None or halts.empty:
+        return out
+    cpu = halts[K.cpu].to_numpy(dtype=np.int64)
+    g0 = halts[K.enter_tsc].to_numpy(dtype=np.float64)
+    g1 = halts[K.exit_tsc].to_numpy(dtype=np.float64)
+    halted = (halts[K.kind] == HALT_KIND.kHalted).to_numpy()
+    h0, e0 = host_map(cmap, g0)
+    open_ = ~np.isfinite(g1)
+    h1, e1 = host_map(cmap, np.where(open_, g0, g1))
+    h1, e1 = np.where(open_, np.inf, h1), np.where(open_, 0.0, e1)
+    with np.errstate(invalid="ignore"):
+        s_lo = np.where(np.isfinite(e0), h0 + e0, np.inf)
+        s_hi = np.where(np.isfinite(e1), h1 - e1, -np.inf)
+        p_lo = np.where(np.isfinite(e0), h0 - e0, -np.inf)
+        p_hi = np.where(np.isfinite(e1), h1 + e1, np.inf)
+    for v in np.unique(cpu).tolist():
+        m = cpu == v
+        sm = m & halted
+        out[int(v)] = (interval_union(s_lo[sm], s_hi[sm])[:2], interval_union(p_lo[m], p_hi[m])[:2])
+    return out
+
+
+def interval_minus(s, e, cs, ce) -> tuple:
+    """The sorted disjoint intervals (s, e) without the sorted disjoint (cs, ce): (starts, ends)."""
+    if not len(s) or not len(cs):
+        return s, e
+    lo, hi = s[0], e[-1]
+    i, j = np.searchsorted(ce, lo, side="right"), np.searchsorted(cs, hi, side="left")
+    cs, ce = np.clip(cs[i:j], lo, hi), np.clip(ce[i:j], lo, hi)  # only what overlaps, finite
+    if not len(cs):
+        return s, e
+    pts = np.unique(np.concatenate((s, e, cs, ce)))
+    mid = (pts[:-1] + pts[1:]) / 2
+    inside = lambda a, b: (lambda k: (k >= 0) & (mid < b[np.maximum(k, 0)]))(np.searchsorted(a, mid, side="right") - 1)
+    keep = inside(s, e) & ~inside(cs, ce)
+    starts = np.flatnonzero(keep & ~np.concatenate(([False], keep[:-1])))
+    ends = np.flatnonzero(keep & ~np.concatenate((keep[1:], [False])))
+    return pts[starts], pts[ends + 1]
+
+
+def _with_before(s, e) -> tuple:
+    """(starts, ends, the cumulative cycles before each start) of sorted disjoint intervals."""
+    return s, e, np.concatenate(([0.0], np.cumsum(e - s)[:-1])) if len(s) else np.array([], dtype=np.float64)
 
 
 def class_of(holder: str, waiter: str) -> str:
@@ -344,6 +419,10 @@ class Attributed:
         self.host_start, self.bound, self.h_lo, self.h_hi, self.w_lo, self.w_hi = (nan() for _ in range(6))
         # the same ranges counting only the time each vCPU was preempted or frozen (not blocked)
         self.hp_lo, self.hp_hi, self.wp_lo, self.wp_hi = (nan() for _ in range(4))
+        # where the guest records its halts (halts_recorded), the ranges above leave the halted
+        # time out; these count it in (all the time the vCPU was off), for the halted share
+        self.halts_recorded = False
+        self.ha_lo, self.ha_hi, self.wa_lo, self.wa_hi = (nan() for _ in range(4))
         self.t = {k: np.full(n, UNKNOWN, dtype=np.int8) for k in ("holder", "holder_any", "waiter", "waiter_any")}
         self.side, self.source, self.disagrees = {}, {}, {}
         self.in_repetition = np.ones(n, dtype=bool)
@@ -576,12 +655,15 @@ def _holder_side(all_off, preempted, any_other):
     return side
 
 
-def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | None = None) -> Attributed:
+def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | None = None,
+             index_all: dict | None = None) -> Attributed:
     """The host-timeline measurement and the attribution of every long wait (>= threshold) of
     snap, over arrays (the rules: this module's docstring).
     index: off_index of the snapshot's repetition and cmap its ClockMap (None: no timeline
     or clock, so nothing is measured); index_pre: the same without the blocked rows
-    (off_index(blocked=False); None: the timeline has none, so it is index)."""
+    (off_index(blocked=False); None: the timeline has none, so it is index). Where the guest
+    records its halts, both leave the halted time out (off_index's halts) and index_all is the
+    index with it in (None: no halts recorded)."""
     lw = LongWaits.of(snap.long_waits)
     pos = np.flatnonzero(lw.wait >= threshold)
     out = Attributed(lw, pos, snap.rep, index is not None)
@@ -604,6 +686,10 @@ def classify(snap, index: dict | None, cmap, threshold: int, index_pre: dict | N
                                 _holder_range(lw, pos, a, e, wait, finite, pre, any_other, pieces))
         out.w_lo, out.w_hi = _waiter_range(lw, pos, a, e, wait, finite, index)
         out.wp_lo, out.wp_hi = (out.w_lo, out.w_hi) if pre is index else _waiter_range(lw, pos, a, e, wait, finite, pre)
+        if index_all is not None:
+            out.halts_recorded = True
+            out.ha_lo, out.ha_hi = _holder_range(lw, pos, a, e, wait, finite, index_all, any_other, pieces)
+            out.wa_lo, out.wa_hi = _waiter_range(lw, pos, a, e, wait, finite, index_all)
         out.t["holder"], out.t["holder_any"] = _sides(out.h_lo, out.h_hi, wait, HOLDER_OFF_MIN)
         out.t["waiter"], out.t["waiter_any"] = _sides(out.w_lo, out.w_hi, wait, WAITER_OFF_MIN)
     steal = out.steal = steal_codes(lw, pos)
@@ -625,21 +711,26 @@ def _scatter(n: int, k, values):
     return out
 
 
-def classify_snapshot(snap, rows, cmap, threshold: int) -> Attributed:
+def classify_snapshot(snap, rows, cmap, threshold: int, halts: dict | None = None) -> Attributed:
     """classify over one snapshot. cmap: the run's ClockMap, None without a timeline or a clock
-    (nothing is measured); rows: its repetition's timeline rows (None: the timeline has none)."""
-    index = pre = None
+    (nothing is measured); rows: its repetition's timeline rows (None: the timeline has none);
+    halts: the run's halt_index (None: the guest records no halts)."""
+    index = pre = every = None
     if cmap is not None:
-        index = off_index(rows) if rows is not None else {}
-        pre = off_index(rows, blocked=False) if rows is not None and has_blocked_rows(rows) else None
-    return classify(snap, index, cmap, threshold, pre)
+        index = off_index(rows, halts=halts) if rows is not None else {}
+        blocked = rows is not None and has_blocked_rows(rows)
+        pre = off_index(rows, blocked=False, halts=halts) if blocked else None
+        every = (off_index(rows) if rows is not None else {}) if halts is not None else None
+    return classify(snap, index, cmap, threshold, pre, every)
 
 
-def classify_all(snaps, timeline, clock, threshold: int) -> tuple:
+def classify_all(snaps, timeline, clock, threshold: int, halts=None) -> tuple:
     """The rules over these snapshots, the timeline split by repetition once: (its rows per
     (phase, rep), None without a timeline or a clock, when nothing is measured; the Attributed of
-    each snapshot with a list of long waits, in order)."""
+    each snapshot with a list of long waits, in order). halts: the run's halts.csv (None: the
+    guest records none), mapped onto the host once."""
     cmap = ClockMap(clock) if timeline is not None and clock is not None else None
     parts = repetitions(timeline) if cmap is not None else None
-    return parts, [classify_snapshot(s, None if parts is None else parts.get((s.phase, s.rep)), cmap, threshold)
+    hidx = halt_index(halts, cmap) if cmap is not None and halts is not None else None
+    return parts, [classify_snapshot(s, None if parts is None else parts.get((s.phase, s.rep)), cmap, threshold, hidx)
                    for s in snaps if s.long_waits is not None]

@@ -9,7 +9,8 @@ per run, from lhp.classify's tables).
   tests/lhp_reference.py, inserts them).
 - `Rows`: the counts' "waits", the per-wait dicts (`lhp.Attributed.row`) made only when read
   (tools, tests); the report's tables and figures read the columns (`Rows.columns`).
-- `blocked_shares(off_cycles)`: of the counts' off cycles, the share a vCPU thread blocked by itself.
+- `blocked_shares(off_cycles)`: of the counts' off cycles, the share a vCPU thread blocked by itself;
+  `halted_shares(off_cycles)` the share its guest had halted (where the guest records halts).
 """
 import numpy as np
 
@@ -45,12 +46,19 @@ def count(out: dict, att: lhp.Attributed):
     for code, key in ((lhp.OFF, "holder_off"), (lhp.ON, "holder_on"), (lhp.UNCERTAIN_SIDE, "uncertain"), (lhp.UNKNOWN, "unknown"),
                       (lhp.BLOCKED, "holder_blocked"), (lhp.POSSIBLY_OFF, "possibly_preempted")):
         out[key] += int(np.count_nonzero(hs == code))
-    for side, lo, hi, plo, phi in (("holder", att.h_lo, att.h_hi, att.hp_lo, att.hp_hi),
-                                   ("waiter", att.w_lo, att.w_hi, att.wp_lo, att.wp_hi)):
+    for side, lo, hi, plo, phi, alo, ahi in (("holder", att.h_lo, att.h_hi, att.hp_lo, att.hp_hi, att.ha_lo, att.ha_hi),
+                                             ("waiter", att.w_lo, att.w_hi, att.wp_lo, att.wp_hi, att.wa_lo, att.wa_hi)):
         ok = ~np.isnan(lo) & ~np.isnan(plo)  # middles of the ranges, as fraction_table
+        if att.halts_recorded:
+            ok &= ~np.isnan(alo)
         off, pre = ((lo[ok] + hi[ok]) / 2).sum(), ((plo[ok] + phi[ok]) / 2).sum()
-        out["off_cycles"][side]["off"] += float(off)
-        out["off_cycles"][side]["blocked"] += float(max(0.0, off - pre))
+        oc = out["off_cycles"][side]
+        oc["blocked"] += float(max(0.0, off - pre))
+        if att.halts_recorded:  # off without the halted time above; with it here
+            every = ((alo[ok] + ahi[ok]) / 2).sum()
+            oc["halted"] = (oc["halted"] or 0.0) + float(max(0.0, every - off))
+            off = max(off, every)
+        oc["off"] += float(off)
     src = att.source["holder"]
     out["from_guest"] += int(np.count_nonzero(src == 1))
     out["from_timeline"] += int(np.count_nonzero(src == 0))
@@ -158,8 +166,10 @@ def new_share() -> dict:
     return {"long_waits": 0, "holder_off": 0, "holder_on": 0, "uncertain": 0, "unknown": 0,
             "holder_blocked": 0, "possibly_preempted": 0,
             # the long waits' off cycles per side (middles of the ranges) and, of them, the time
-            # the vCPU thread blocked by itself (under TCG: inside QEMU), not preempted
-            "off_cycles": {side: {"off": 0.0, "blocked": 0.0} for side in ("holder", "waiter")},
+            # the vCPU thread blocked by itself (under TCG: inside QEMU) while its guest had work,
+            # and the time its guest had halted (None: the guest records no halts, so a halt is
+            # counted as blocked); the rest was preempted or frozen
+            "off_cycles": {side: {"off": 0.0, "blocked": 0.0, "halted": None} for side in ("holder", "waiter")},
             "from_guest": 0, "from_timeline": 0, "holder_changed": 0, "handovers_placed": 0,
             "handovers_unplaced": 0, "share": None, "snapshots_without_list": 0, "dropped": 0,
             "outside_repetition": 0,
@@ -171,9 +181,16 @@ def new_share() -> dict:
 
 
 def blocked_shares(off_cycles: dict | None) -> dict:
-    """{side: the share of the long waits' off time its vCPU thread was blocked by itself} from
-    long_waits_share's "off_cycles", for the sides that were off at all."""
+    """{side: the share of the long waits' off time its vCPU thread was blocked by itself while its
+    guest had work} from long_waits_share's "off_cycles", for the sides that were off at all."""
     return {side: oc["blocked"] / oc["off"] for side, oc in (off_cycles or {}).items() if oc["off"]}
+
+
+def halted_shares(off_cycles: dict | None) -> dict:
+    """{side: the share of the long waits' off time its guest had halted}, for the sides that were
+    off at all and whose guest records its halts."""
+    return {side: oc["halted"] / oc["off"] for side, oc in (off_cycles or {}).items()
+            if oc["off"] and oc.get("halted") is not None}
 
 
 def counts(snaps, tables: list) -> dict:

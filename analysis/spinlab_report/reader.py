@@ -1,4 +1,4 @@
-"""Read a results directory into a Run: meta, status, snapshots, timeline, clock.
+"""Read a results directory into a Run: meta, status, snapshots, timeline, clock, halts.
 
 Only meta.json is indispensable (it names the phases and repetitions). Any other file that is
 missing or malformed becomes a sentence in Run.problems, which the report prints at the top,
@@ -212,6 +212,9 @@ class Run:
     kvm_clock: dict | None = None
     # lhp.holder_rule: how the holders of a guest that records none were named (None: the guest's own)
     holder_rule: str | None = None
+    # halts.csv (read_halts): the guest's halt spans, None where the guest records none (a Linux
+    # guest, results from before it) or the file could not be read (a problem says so)
+    halts: pd.DataFrame | None = None
 
     @property
     def phases(self) -> list:
@@ -340,6 +343,39 @@ def read_timeline(path: str) -> pd.DataFrame:
     return df
 
 
+def read_halts(path: str) -> pd.DataFrame:
+    """halts.csv, checked (the runner checked what the guest wrote; this file may have been edited
+    since): columns cpu, enter_tsc, exit_tsc (inf where empty: to the end of the record) and
+    kind, one of HALT_KIND's names, each row's exit at or after its enter."""
+    where = c.HALTS
+    try:
+        df = pd.read_csv(path, dtype={c.K.kind: str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise c.ContractError(f"{where}: cannot parse: {e}") from e
+    missing = [col for col in c.HALTS_COLUMNS if col not in df.columns]
+    if missing:
+        raise c.ContractError(f"{where}: missing column(s) {', '.join(missing)}")
+    for col in (c.K.cpu, c.K.enter_tsc):
+        if not pd.api.types.is_integer_dtype(df[col]) or (df[col] < 0).any():
+            raise c.ContractError(f"{where}: column '{col}' must hold integers >= 0")
+    exit_ = pd.to_numeric(df[c.K.exit_tsc], errors="coerce")
+    bad = exit_.isna() & df[c.K.exit_tsc].notna()
+    if bad.any():
+        line = int(bad.to_numpy().argmax()) + 2
+        raise c.ContractError(f"{where}: line {line}: exit_tsc {df[c.K.exit_tsc].iloc[line - 2]!r} is not a number")
+    kinds = df[c.K.kind].fillna("")
+    unknown = sorted(set(kinds) - set(c.HALT_KIND.names))
+    if unknown:
+        raise c.ContractError(f"{where}: unknown kind(s) {', '.join(map(repr, unknown))} (expected {', '.join(c.HALT_KIND.names)})")
+    enter = df[c.K.enter_tsc].to_numpy(dtype=np.float64)
+    exit_ = exit_.fillna(np.inf).to_numpy(dtype=np.float64)
+    if (exit_ < enter).any():
+        line = int((exit_ < enter).argmax()) + 2
+        raise c.ContractError(f"{where}: line {line}: exit_tsc is before enter_tsc")
+    return pd.DataFrame({c.K.cpu: df[c.K.cpu].to_numpy(dtype=np.int64), c.K.enter_tsc: enter,
+                         c.K.exit_tsc: exit_, c.K.kind: kinds.to_numpy(dtype=object)})
+
+
 PARALLEL_BYTES = 32 << 20  # snapshot files from which they are read side by side (parallel.py)
 
 
@@ -412,6 +448,10 @@ def load_run(path: str) -> Run:
     tl = os.path.join(path, c.TIMELINE)
     if os.path.exists(tl):
         run.timeline = _optional(run, "the host timeline is not used", lambda: read_timeline(tl))
+    halts = os.path.join(path, c.HALTS)
+    if os.path.exists(halts):
+        run.halts = _optional(run, "a vCPU thread asleep is not told halted from blocked",
+                              lambda: read_halts(halts))
     run.clock = _optional(run, "guest and host times cannot be joined",
                           lambda: _read_clock(os.path.join(path, c.CLOCK)))
     run.clock_fit = run.clock

@@ -165,7 +165,7 @@ def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
                  "off (steal time does not see a frozen, sleeping or blocked vCPU thread); else the side is "
                  "unknown. The share is over waits whose holder side is known and certain (the uncertain column "
                  "counts those whose holder side straddles its threshold); the LHP share column says which source "
-                 "decided the holder side (steal, timeline)."),
+                 "decided the holder side (steal, timeline). " + halts_text(summary)),
            *clock_paragraph(summary, host_hz),
            ("p", "Lost: long waits missing from the list, from the trace sessions' exact loss counters "
                  "(EventsLost; buffers lost whole are named in the problems above)."
@@ -179,6 +179,18 @@ def lhp_section(summary: dict, figs: dict, opts, host_hz=None) -> list:
                 ("table", ["phase", "wait ≥"] + bins, frac_rows)]
     out += agreement_tables(summary)
     return out + [("figure", figs["holder_off_scatter"]), ("figure", figs["long_wait_window"])]
+
+
+def halts_text(summary: dict) -> str:
+    """Whether a vCPU asleep was told halted (the guest's record, halts.csv) from blocked."""
+    recorded = any(((p.get("lhp") or {}).get("off_cycles") or {}).get("holder", {}).get("halted") is not None
+                   for p in summary["phases"].values())
+    if recorded:
+        return ("Time a vCPU's guest had halted (idle, or a waiter halted for its kick), which the guest records "
+                "(halts.csv), counts as neither off nor on; its edges are placed with the clock's bound, and time "
+                "whose record was lost counts as possibly halted.")
+    return ("This guest records no halts, so a vCPU asleep because its guest halted counts as off (blocked), as "
+            "a vCPU thread blocked inside the hypervisor does.")
 
 
 def clock_paragraph(summary: dict, host_hz) -> list:

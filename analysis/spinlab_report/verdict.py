@@ -204,7 +204,7 @@ def window_waits(attributed, snap) -> list | None:
 def rep_values(run, snap, threshold: int) -> dict:
     """rep_of for a tool with one repetition alone (the sweep's rep_verdict): its long waits are
     attributed here. The verdict reads the run's Attribution instead (judge)."""
-    tables = attribution.long_waits_share([snap], run.timeline, run.clock, threshold)["waits"].tables
+    tables = attribution.long_waits_share([snap], run.timeline, run.clock, threshold, run.halts)["waits"].tables
     return rep_of(run, snap, tables[0] if tables else None, threshold)
 
 

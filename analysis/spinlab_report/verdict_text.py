@@ -10,7 +10,7 @@ import math
 
 from . import preemptors
 from .lhp import HOLDER_BLOCKED, POSSIBLY_PREEMPTED, UNCERTAIN
-from .lhp_share import blocked_shares
+from .lhp_share import blocked_shares, halted_shares
 from .names import LHP_CLASS as L
 
 # The causes (verdict.CAUSES' keys) as the text says them; uncertain and unknown come last.
@@ -315,21 +315,33 @@ def details(v: dict) -> list:
 
 def blocked_sentence(v: dict) -> str | None:
     """Per phase, the share of the long waits' holder-off and waiter-off time in which the vCPU
-    thread blocked by itself (under TCG: inside QEMU) rather than being preempted; None when no
-    phase has any."""
-    parts = []
+    thread blocked by itself (under TCG: inside QEMU) rather than being preempted, and where the
+    guest records its halts, the share in which it had halted; None when no phase has either."""
+    parts, halts, recorded = [], [], None
     for phase, p in v["phases"].items():
         oc = p.get("off_cycles")
-        if p["status"] == "missing" or not oc or not (oc["holder"]["blocked"] or oc["waiter"]["blocked"]):
+        if p["status"] == "missing" or not oc:
             continue
-        shares = blocked_shares(oc)
-        share = lambda side: pct(shares[side]) if side in shares else "none"
-        parts.append(f"{share('holder')} of the holders' and {share('waiter')} of the waiters' off time in {phase}")
-    if not parts:
-        return None
-    return ("Of the long waits' off time, the vCPU thread blocked by itself (under TCG: inside QEMU, such as "
-            "waiting for its global lock), not preempted, for " + "; ".join(parts) +
-            ". A wait whose holder was off only so is 'holder blocked', not behind a preempted holder.")
+        recorded = recorded or oc["holder"].get("halted") is not None
+        if oc["holder"]["blocked"] or oc["waiter"]["blocked"]:
+            shares = blocked_shares(oc)
+            share = lambda side: pct(shares[side]) if side in shares else "none"
+            parts.append(f"{share('holder')} of the holders' and {share('waiter')} of the waiters' off time in {phase}")
+        if oc["holder"].get("halted") or oc["waiter"].get("halted"):
+            hs = halted_shares(oc)
+            share = lambda side: pct(hs[side]) if side in hs else "none"
+            halts.append(f"{share('holder')} of the holders' and {share('waiter')} of the waiters' off time in {phase}")
+    out = []
+    if parts:
+        out.append("Of the long waits' off time, the vCPU thread blocked by itself while its guest had work "
+                   "(under TCG: inside QEMU, such as waiting for its global lock), not preempted, for " +
+                   "; ".join(parts) + ". A wait whose holder was off only so is 'holder blocked', not behind a "
+                   "preempted holder." + ("" if recorded else " This guest records no halts, so a vCPU that halted "
+                                          "is counted here too."))
+    if halts:
+        out.append("Its guest had halted (the vCPU idle, or a waiter halted for its kick; the guest's own record, "
+                   "halts.csv) for " + "; ".join(halts) + ": that time counts as neither off nor on.")
+    return " ".join(out) or None
 
 
 def paragraph(v: dict) -> str:
