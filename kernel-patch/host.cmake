@@ -67,6 +67,7 @@ if(EXISTS ${SPINLAB_STUDENT_SOLUTION})
 endif()
 
 add_executable(lockstat_test
+  ${SPINLAB_KP}/lockstat/halt_log_test.cc
   ${SPINLAB_KP}/lockstat/instrumented_lock_test.cc
   ${SPINLAB_KP}/lockstat/lhp_test.cc
   ${SPINLAB_KP}/lockstat/log2_bucket_test.cc

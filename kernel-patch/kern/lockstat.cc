@@ -68,6 +68,8 @@ void lockstat_init_cpu() {
     spinlab::lockstat::init_cpu_perf(*p, cpu, g_spinlock_params.acquire_sample_rate);
     p->apic_id = c->apic_id;
     p->timing = g_lockcfg.time_all ? 1 : 0;  // ring-3 locks time as the kernel's (timing.h)
+    // Its halts are logged (halt_log_begin) unless instrumentation is compiled out.
+    p->halts.recording = spinlab::lockstat::kBuildLevel != spinlab::InstrumentLevel::kOff ? 1 : 0;
     // Publish with interrupts off: a lock taken by an interrupt handler here either records
     // into the scratch block or into the new one, never half in each.
     uint64_t f = irq_save();

@@ -26,7 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../arch/x86.h"
 #include "../lockstat/build_level.h"
+#include "../lockstat/halt_log.h"
 #include "../lockstat/params.h"
 #include "params_page.h"
 #include "prcb.h"
@@ -76,4 +78,28 @@ constexpr size_t lockstat_cpu_stride() { return (sizeof(spinlab::CpuPerfData) + 
 
 inline spinlab::CpuPerfData* lockstat_this_cpu() {
     return static_cast<spinlab::CpuPerfData*>(this_cpu()->lockstat);
+}
+
+// The halt log (perfdata.h HaltLog, lockstat/halt_log.h): every hlt this CPU waits in, as the
+// span of TSC around it, for the host to tell a halted guest from a vCPU blocked in the
+// hypervisor. Callers have interrupts off at each call:
+//   const uint64_t enter = halt_log_begin();   // just before the hlt
+//   ... hlt ...
+//   halt_log_end(enter);                        // after it (and the waking interrupt's handler)
+// or halt_log_cancel(enter) when no hlt ran. begin returns 0, and end and cancel of 0 do
+// nothing: at INSTRUMENT=0 (compiled away), before this CPU's lockstat_init_cpu (the shared
+// scratch block does not record), and for a halt nested inside another's span.
+inline uint64_t halt_log_begin() {
+    if constexpr (spinlab::lockstat::kBuildLevel == spinlab::InstrumentLevel::kOff) return 0;
+    spinlab::HaltLog& log = lockstat_this_cpu()->halts;
+    if (!log.recording) return 0;
+    return spinlab::lockstat::halt_log_enter(log, arch::rdtsc_lfence());
+}
+inline void halt_log_end(uint64_t enter) {
+    if constexpr (spinlab::lockstat::kBuildLevel == spinlab::InstrumentLevel::kOff) return;
+    if (enter) spinlab::lockstat::halt_log_exit(lockstat_this_cpu()->halts, enter, arch::rdtsc_lfence());
+}
+inline void halt_log_cancel(uint64_t enter) {
+    if constexpr (spinlab::lockstat::kBuildLevel == spinlab::InstrumentLevel::kOff) return;
+    spinlab::lockstat::halt_log_abandon(lockstat_this_cpu()->halts, enter);
 }

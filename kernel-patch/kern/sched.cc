@@ -10,6 +10,7 @@
 #include "../lib/format.h"
 #include "console.h"
 #include "lapic.h"
+#include "lockstat.h"
 #include "mem.h"
 #include "prcb.h"
 #include "proc.h"
@@ -128,8 +129,12 @@ void scheduler() {
             // cores each of those acquisitions can wait for a descheduled vCPU.
             do {
                 c->idle_halts++;
+                // The halt log's span (lockstat.h): stamped with interrupts off on both
+                // sides, so the span ends after the waking interrupt's handler.
+                const uint64_t enter = halt_log_begin();
                 arch::sti_hlt();
                 arch::cli();
+                halt_log_end(enter);
             } while ((__atomic_load_n(&idle_mask, __ATOMIC_RELAXED) & me) && runq.empty());
             continue;
         }

@@ -13,14 +13,15 @@
 
 extern const SelfTestSuite kSuiteSmp, kSuiteSpinlock, kSuiteSched, kSuiteMem, kSuiteUser,
     kSuiteLockstat, kSuiteTrace, kSuiteTraceModes, kSuiteVcpuState, kSuiteVcpuStateHost,
-    kSuiteLockWaitHost, kSuiteClock;
+    kSuiteLockWaitHost, kSuiteClock, kSuiteHaltLog;
 
 namespace {
 
 const SelfTestSuite* const kSuites[] = {&kSuiteSmp,      &kSuiteSpinlock, &kSuiteSched,
                                          &kSuiteMem,      &kSuiteUser,     &kSuiteLockstat,
                                          &kSuiteTrace,    &kSuiteTraceModes, &kSuiteVcpuState,
-                                         &kSuiteVcpuStateHost, &kSuiteLockWaitHost, &kSuiteClock};
+                                         &kSuiteVcpuStateHost, &kSuiteLockWaitHost, &kSuiteClock,
+                                         &kSuiteHaltLog};
 
 Spinlock result_lock = SPINLOCK_INIT("selftest");
 // result_lock must be held when using these:

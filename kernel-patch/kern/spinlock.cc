@@ -199,7 +199,12 @@ spin_pv_halt_window_end:
 
 bool pv_wait(const uint8_t* p, uint8_t v) {
     const uint64_t f = irq_save();
+    // The halt log's span (lockstat.h), written before interrupts may come back on. No hlt
+    // ran when *p had already changed: then there is no span, only halted_since to clear.
+    const uint64_t enter = halt_log_begin();
     const bool halted = spin_pv_halt(p, v, f & arch::kFlagIF);
+    if (halted) halt_log_end(enter);
+    else halt_log_cancel(enter);
     irq_restore(f);
     return halted;
 }

@@ -4,6 +4,7 @@
 #include "../spinlock/algorithms.h"
 #include "build_level.h"
 #include "clock.h"
+#include "halt_log.h"
 #include "instrumented_lock.h"
 
 namespace spinlab::lockstat {
@@ -43,6 +44,12 @@ void freestanding_check_all_levels(spinlock::Lock& l, spinlock::McsNode* n, CpuP
     lock_release<InstrumentLevel::kFull>(l, env);
     lock_acquire<kBuildLevel>(l, n, env);
     lock_release<kBuildLevel>(l, env);
+    // The halt log's writer and reader (kern/lockstat.h's glue calls them in the kernel).
+    const uint64_t e = halt_log_enter(p->halts, env.now());
+    halt_log_exit(p->halts, e, env.now());
+    halt_log_abandon(p->halts, halt_log_enter(p->halts, env.now()));
+    HaltSpan out[4];
+    (void)halt_log_read(p->halts, 0, out, 4);
 }
 
 }  // namespace spinlab::lockstat

@@ -11,6 +11,10 @@
 // else an NMI). The waiter must then take the lock within 2 s (the kick's latency is printed),
 // having halted exactly once with interrupts off throughout.
 //
+// The waiter's CPU logs the halt (perfdata.h HaltLog, written by kern/spinlock.cc's pv_wait):
+// exactly one span, inside the waiter's own TSC readings around spin_pv_wait and as long as the
+// holder kept it halted; nothing at INSTRUMENT=0.
+//
 // Fails if the kick is missing, or is an ordinary interrupt (a fixed-vector IPI stays pending
 // while the waiter's interrupts are off): the holder gives up after 2 s, records the failure,
 // and frees the waiter with NMIs of its own so that the suite goes on.
@@ -22,6 +26,7 @@
 #include "../kern/prcb.h"
 #include "../kern/selftest.h"
 #include "../kern/spinlock.h"
+#include "../lockstat/halt_log.h"
 #include "../spinlock/pv_qspinlock.h"
 
 namespace {
@@ -54,13 +59,22 @@ volatile uint32_t kicks;         // spin_pv_kick calls
 volatile uint32_t holding;       // the holder has the lock
 volatile uint32_t got;           // the waiter took the lock
 volatile uint64_t got_tsc;
+// The waiter CPU's halt log around its spin_pv_wait: `written` before and after, its TSC just
+// before the call and just after, and halted_since after.
+volatile uint64_t log_written_before, log_written_after, wait_enter_tsc, wait_return_tsc, log_since_after;
 
 bool KickTestEnv::pv_wait(const uint8_t* p, uint8_t v) {
     if (arch::irqs_enabled()) __atomic_fetch_add(&irqs_on_seen, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&waits, 1, __ATOMIC_RELAXED);
+    const spinlab::HaltLog& log = lockstat_this_cpu()->halts;  // interrupts are off: our CPU's
+    log_written_before = __atomic_load_n(&log.written, __ATOMIC_RELAXED);
+    wait_enter_tsc = arch::rdtsc_lfence();
     __atomic_store_n(&in_wait, 1u, __ATOMIC_SEQ_CST);
     const bool h = spin_pv_wait(p, v);
     __atomic_store_n(&in_wait, 0u, __ATOMIC_SEQ_CST);
+    wait_return_tsc = arch::rdtsc_lfence();
+    log_written_after = __atomic_load_n(&log.written, __ATOMIC_RELAXED);
+    log_since_after = __atomic_load_n(&log.halted_since, __ATOMIC_RELAXED);
     if (h) __atomic_fetch_add(&halted, 1, __ATOMIC_RELAXED);
     return h;
 }
@@ -71,6 +85,9 @@ void KickTestEnv::pv_kick(uint32_t cpu) {
 }
 
 uint64_t ms_cycles(uint64_t ms) { return g_tsc_hz / 1000 * ms; }
+
+// The holder keeps the waiter halted this long after it saw it in spin_pv_wait: five timer periods.
+uint64_t held_halted_ms() { return 5 * 1000 / (g_timer_hz ? g_timer_hz : 100) + 1; }
 
 // The kick spin_pv_kick sends (kern/spinlock.cc's pv_kick).
 const char* kick_name() { return g_kvm.pv_unhalt && !g_lockcfg.pvqspin_nmi_kick ? "KVM_HC_KICK_CPU" : "NMI"; }
@@ -92,7 +109,7 @@ void holder_side() {
         arch::pause();
     }
     // Five timer periods: its timer interrupts are pending, and must not end the halt.
-    const uint64_t periods_ms = 5 * 1000 / (g_timer_hz ? g_timer_hz : 100) + 1;
+    const uint64_t periods_ms = held_halted_ms();
     kprintf("pvqspin: cpu 1 halted with interrupts off; the release kicks it (%s) in %lu ms\n", kick_name(),
             periods_ms);
     delay_us(periods_ms * 1000);
@@ -165,6 +182,11 @@ void pvqspin_kick_wakes_a_waiter_halted_with_interrupts_off() {
     kicks = 0;
     holding = 0;
     got = 0;
+    log_written_before = 0;
+    log_written_after = 0;
+    wait_enter_tsc = 0;
+    wait_return_tsc = 0;
+    log_since_after = 0;
     waiter_env = KickTestEnv{1};
     holder_env = KickTestEnv{0};
     run_on_cpus(2, pair, nullptr);
@@ -177,4 +199,28 @@ void pvqspin_kick_wakes_a_waiter_halted_with_interrupts_off() {
     TEST_CHECK_EQ(holder_env.events[int(sl::PvEvent::kKick)], 1);
     TEST_CHECK(!sl::pvq_is_locked(lock));
     TEST_CHECK(lock.mcs_tail == nullptr);
+    // The waiter CPU's halt log: the one halt as one span. Interrupts were off throughout, so
+    // no idle halt of that CPU falls between the two readings of `written`.
+    TEST_CHECK_EQ(log_since_after, 0);
+    if constexpr (spinlab::lockstat::kBuildLevel == spinlab::InstrumentLevel::kOff) {
+        TEST_CHECK_EQ(log_written_after, log_written_before);
+        return;
+    }
+    TEST_CHECK_EQ(log_written_after, log_written_before + 1);
+    if (log_written_after != log_written_before + 1 || !halted) return;
+    spinlab::HaltSpan s{};
+    const auto c = spinlab::lockstat::halt_log_read(g_lockstat_cpus[1]->halts, log_written_before, &s, 1);
+    TEST_CHECK(c.count == 1 && c.lost == 0);  // cpu 1's idle halts since have not overwritten it
+    const uint64_t enter = s.enter_tsc, exit = s.exit_tsc;
+    TEST_CHECK(wait_enter_tsc <= enter);
+    TEST_CHECK(enter <= exit);
+    TEST_CHECK(exit <= wait_return_tsc);
+    // The holder kept it halted held_halted_ms() after it saw in_wait; half of that leaves room
+    // for a host slow to run the waiter from its in_wait store to its hlt.
+    if (exit < enter) return;
+    const uint64_t us = (exit - enter) / (g_tsc_hz / 1000000 ? g_tsc_hz / 1000000 : 1);
+    kprintf("pvqspin: cpu 1's halt log: one span of %lu us for the halt (held %lu ms)\n", us, held_halted_ms());
+    if (exit - enter < ms_cycles(held_halted_ms()) / 2)
+        selftest_fail(__FILE__, __LINE__, "the waiter's halt span is %lu us, under half of the %lu ms it was held",
+                      us, held_halted_ms());
 }
