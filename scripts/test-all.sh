@@ -306,7 +306,7 @@ for level in 0 2; do
     step "INSTRUMENT=$level kernel builds and passes lockstat (4 vCPUs, lock=mcs)" \
         bash -c "make -s -C kernel-patch O=$PWD/$kdir INSTRUMENT=$level -j2 &&
                  $PY vm-images/selftest.py --kernel $kdir/spinlab.elf --cpus 4 --accel tcg \
-                     --suite lockstat,spinlock --append lock=mcs --log build/selftest-i$level.log"
+                     --suite lockstat,spinlock,halt_log --append lock=mcs --log build/selftest-i$level.log"
 done
 step "bad lock= value is refused" \
     $PY vm-images/selftest.py --kernel $KERNEL --accel tcg --append "lock=queued" --expect-boot-error lock

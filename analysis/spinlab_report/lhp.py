@@ -235,8 +235,8 @@ def off_index(timeline, phase: str | None = None, rep: int | None = None, blocke
 
 def halt_index(halts, cmap) -> dict:
     """Per vCPU (guest CPU n is vCPU n): (surely, possibly) halted host intervals, each sorted
-    disjoint (starts, ends). A time the clock cannot place widens 'possibly' without bound and
-    leaves 'surely' empty."""
+    disjoint (starts, ends). A time the clock cannot place leaves 'surely' empty and widens
+    'possibly' up to the clock's nearest point (beyond it, without bound)."""
     out = {}
     if halts is None or halts.empty:
         return out
@@ -248,11 +248,22 @@ def halt_index(halts, cmap) -> dict:
     open_ = ~np.isfinite(g1)
     h1, e1 = host_map(cmap, np.where(open_, g0, g1))
     h1, e1 = np.where(open_, np.inf, h1), np.where(open_, 0.0, e1)
+    # Outside the clock's points a time has no bound, but it is still ordered against them (the
+    # guest's TSC and the host's clock both go forward): before the first point it was before that
+    # point's latest host time, after the last after that point's earliest. So a halt at boot,
+    # before any point, is possibly halted only up to the first point, not over the whole run.
+    before_first = after_last = None
+    if len(cmap.g) >= 2:
+        before_first = cmap.g[0] + cmap.off[0] + cmap.hw[0]
+        after_last = cmap.g[-1] + cmap.off[-1] - cmap.hw[-1]
     with np.errstate(invalid="ignore"):
         s_lo = np.where(np.isfinite(e0), h0 + e0, np.inf)
         s_hi = np.where(np.isfinite(e1), h1 - e1, -np.inf)
         p_lo = np.where(np.isfinite(e0), h0 - e0, -np.inf)
         p_hi = np.where(np.isfinite(e1), h1 + e1, np.inf)
+    if before_first is not None:
+        p_lo = np.where(~np.isfinite(e0) & (g0 > cmap.g[-1]), after_last, p_lo)
+        p_hi = np.where(~np.isfinite(e1) & ~open_ & (g1 < cmap.g[0]), before_first, p_hi)
     for v in np.unique(cpu).tolist():
         m = cpu == v
         sm = m & halted

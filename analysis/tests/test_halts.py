@@ -176,3 +176,22 @@ def test_halts_count_as_on_time_against_a_timeline_cut_by_hand():
         with_halts = list(long_waits_share(snap, _tl(rows), exact, 1, halts)["waits"])
         by_hand = list(long_waits_share(snap, _tl(_cut(rows, spans)), exact, 1, None)["waits"])
         assert with_halts == by_hand
+
+
+def test_a_halt_before_the_clocks_first_point_reaches_no_further_than_that_point():
+    """A halt at boot, before the clock's first point, cannot be placed, but it was over before
+    that point's publication: it is possibly halted up to the point's latest host time, and no
+    wait after it is made uncertain by it (a GT run: every frozen holder was 'uncertain' when such a
+    halt was taken to reach to the end of the run)."""
+    late = {**CLOCK, "points": [[500, 1000, 10.0], [10_000_000, 1000, 10.0]]}
+    tl = _tl([(0, "on", 0, 1500, None), (0, "frozen", 1500, 9500, None), (0, "on", 9500, 20_000, None),
+              (1, "on", 0, 20_000, None)])
+    waits = [_wait(1, 0, 0, 10_000)]
+    share = lambda halts: long_waits_share([Snapshot("p", 1, 1.0, 0, 1, {}, [], waits, 1, 0, "s")], tl, late, 1, halts)
+    # the wait starts at guest 0, before the first point: it is not measured; one at guest 600 is
+    waits[0]["start_tsc"] = 600
+    (w,) = share(_halts([(0, 100, 400, "halted")]))["waits"]
+    assert w["lhp"] == "holder-preempted"
+    idx = lhp.halt_index(_halts([(0, 100, 400, "halted"), (1, 20_000_000, None, "halted")]), lhp.ClockMap(late))
+    assert [x.tolist() for x in idx[0][1]] == [[-np.inf], [1510.0]] and idx[0][0][0].size == 0
+    assert [x.tolist() for x in idx[1][1]] == [[10_000_990.0], [np.inf]]

@@ -51,6 +51,7 @@ import bisect
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -255,3 +256,91 @@ def test_perfetto_export_puts_guest_waits_and_host_vcpus_on_one_axis(run_dir, me
           f"{len(mids) - outside} of {len(mids)} effective freezes inside a 'frozen' slice of vCPU {FROZEN_VCPU}")
     assert misplaced == 0
     assert len(mids) >= 20 and outside == 0
+
+
+def _asleep_inside_halts(m, phase, vcpu, which, within=None):
+    """(asleep cycles, of them inside the vCPU's recorded halts) in one phase of the run: the off rows
+    whose thread went to sleep by itself (preemptor `blocked`), against halts.csv mapped onto the
+    host through the run's clock (lhp.halt_index): which = 0 surely halted, 1 possibly halted.
+    within: only the asleep time inside these host intervals."""
+    import numpy as np
+    from spinlab_report import lhp
+    run = m["run"]
+    rows = run.timeline[(run.timeline["phase"] == phase) & (run.timeline["vcpu"] == vcpu)
+                        & (run.timeline["state"] == "off") & (run.timeline["preemptor"] == "blocked")]
+    s, e, _ = lhp.interval_union(rows["start_host_tsc"].to_numpy(dtype=np.float64),
+                                 rows["end_host_tsc"].to_numpy(dtype=np.float64))
+    if within is not None:
+        ws, we, _ = lhp.interval_union(*(np.array(x, dtype=np.float64) for x in zip(*within)))
+        s, e = lhp.interval_minus(s, e, *lhp.interval_minus(s, e, ws, we))  # A and W: A less (A less W)
+    halts = lhp.halt_index(run.halts, lhp.ClockMap(run.clock)).get(vcpu)
+    asleep = float((e - s).sum())
+    if halts is None:
+        return asleep, 0.0
+    hs, he = halts[which]
+    rest_s, rest_e = lhp.interval_minus(s, e, hs, he)
+    return asleep, asleep - float((rest_e - rest_s).sum())
+
+
+def test_the_other_vcpus_sleep_during_a_freeze_is_not_a_halt(measured):
+    """The blocked side of halted against blocked: lockbench's threads never sleep (one per vCPU,
+    spinning, kmix off), so the other vCPU's guest has work all through the freezes and its thread's
+    sleep then is QEMU's (its global lock, held by the frozen thread), not a halt. Of that sleep, at
+    most 5 % may lie where the guest's halt record (halts.csv) places a possible halt."""
+    run = measured["run"]
+    assert run.halts is not None, "the run wrote no halts.csv: the guest records its halts (perfdata.h HaltLog)"
+    other = 1 - FROZEN_VCPU
+    freezes = [(int(r.start_host_tsc), int(r.end_host_tsc)) for r in run.timeline.itertuples()
+               if r.phase == "freeze-30ms" and r.vcpu == FROZEN_VCPU and r.state == "frozen"]
+    asleep, halted = _asleep_inside_halts(measured, "freeze-30ms", other, 1, within=freezes)
+    hz = measured["hz"]
+    print(f"\nvCPU {other} asleep during the freezes: {asleep / hz * 1e3:.1f} ms, of it possibly halted "
+          f"{halted / hz * 1e3:.2f} ms")
+    if asleep < MIN_HALT_TRUTH_CYCLES:
+        pytest.skip(f"not judged: vCPU {other} slept only {asleep / hz * 1e3:.2f} ms during the freezes")
+    assert halted <= 0.05 * asleep
+
+
+# An idle guest: lockbench's rounds last 1 ms with 500 ms between them in which no workload thread
+# runs, kmix off, so each vCPU has nothing to run >99 % of the time and halts (the scheduler's idle
+# loop). Its thread's sleep is then the guest's halt.
+IDLE_WORKLOAD = "--threads-per-cpu 1 --locks 1 --cs-cycles 200 --think-cycles 200 --duration-ms 1 --rounds 0 --pause-ms 500"
+MIN_HALT_TRUTH_CYCLES = 5_000_000  # judged only on at least this much sleep (~2 ms)
+
+
+@pytest.fixture(scope="module")
+def idle_run():
+    out = tempfile.mkdtemp(prefix="spinlab-gt-idle-")
+    try:
+        cmd = [gt_run.RUN, "--spec", os.path.join(gt_run.ROOT, "experiments", "default.ini"), "--vm.accel", "tcg",
+               "--workload.args", IDLE_WORKLOAD, "--workload.kmix", "off", "--run.phases", "idle-host",
+               "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", "5", "--trace.enable", "none",
+               "--output.dir", out, "--output.run-id", "idle"]
+        env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+        assert p.returncode == 0, f"spinlab-run exit {p.returncode}: {p.stderr[-2000:]}"
+        run_dir = os.path.join(out, "idle")
+        from spinlab_report import reader
+        run = reader.load_run(run_dir)
+        yield {"dir": run_dir, "run": run, "hz": json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]}
+    finally:
+        if os.environ.get("SPINLAB_KEEP_RUN"):
+            print(f"\nidle run kept in {out}")
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def test_an_idle_vcpus_sleep_is_its_guests_halt(idle_run):
+    """The halted side: each vCPU of an idle guest sleeps because its guest halted; at least 95 % of
+    its thread's sleep lies where the guest's record (halts.csv), placed through the clock with its
+    bound, surely halted."""
+    run = idle_run["run"]
+    assert run.halts is not None, "the run wrote no halts.csv"
+    hz = idle_run["hz"]
+    for vcpu in (0, 1):
+        asleep, halted = _asleep_inside_halts(idle_run, "idle-host", vcpu, 0)
+        n = int((run.halts["cpu"] == vcpu).sum())
+        print(f"\nidle vCPU {vcpu}: asleep {asleep / hz * 1e3:.1f} ms, of it surely halted {halted / hz * 1e3:.1f} ms "
+              f"({halted / asleep:.1%}); {n} halt records" if asleep else f"\nidle vCPU {vcpu}: never asleep")
+        assert asleep >= MIN_HALT_TRUTH_CYCLES, f"vCPU {vcpu} of an idle guest slept only {asleep} cycles"
+        assert halted >= 0.95 * asleep
