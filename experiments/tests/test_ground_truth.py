@@ -43,8 +43,14 @@ waited long; that set held 0 to 8 waits, and one loaded make test failed on 0.) 
   pinned to vCPU 0's host CPU: of the off time the switch-out gave to a QEMU vCPU thread
   (`CPU N/TCG`) that is not one of this VM's, >= 95 % is classed `neighbour-vcpu`.
 
+- halted against blocked (the guest's halt record, halts.csv): in a second, idle run (lockbench
+  rounds of 1 ms, 500 ms apart, kmix off) each vCPU thread sleeps because its guest halted, and
+  >= 95 % of that sleep lies where the record surely places a halt; in the freeze phase the other
+  vCPU's sleep (QEMU's global lock: its guest spins and never idles) lies <= 5 % where a halt is
+  possible.
+
 Needs `make build` and root (cgroup freezer, tracefs). About 65 s on a 2-core host (three 10 s
-phases; 20 s phases gave 93 waits behind a frozen holder, 77 of a frozen waiter and 5,684 behind
+phases, and ~15 s for the idle run; 20 s phases gave 93 waits behind a frozen holder, 77 of a frozen waiter and 5,684 behind
 a running one where MIN_SET asks 3, 3 and 20; a thin run is made once more).
 """
 import bisect
