@@ -125,11 +125,21 @@ CpuHalts HaltAccount::halts() const {
     return h;
 }
 
-HaltRecorder::HaltRecorder(const std::string& path, std::chrono::milliseconds interval)
+void DrainPace::drained(uint64_t spans, std::chrono::nanoseconds since) {
+    using std::chrono::nanoseconds;
+    // A quarter of the ring at the rate seen; no spans at all: as long as allowed.
+    constexpr uint64_t kTarget = kHaltLogSpans / 4;
+    nanoseconds want = max_;
+    if (spans > 0) want = nanoseconds(int64_t(double(since.count()) * double(kTarget) / double(spans)));
+    want = std::min(want, 2 * next_);
+    next_ = std::clamp(want, nanoseconds(min_), nanoseconds(max_));
+}
+
+HaltRecorder::HaltRecorder(const std::string& path, std::chrono::milliseconds min, std::chrono::milliseconds max)
     : reader_(std::make_unique<RegionReader>(path, std::chrono::milliseconds(5000))) {
     generation_ = reader_->layout().generation;
     for (uint32_t k = 0; k < reader_->layout().cpu_count; ++k) accounts_.emplace_back(k);
-    thread_ = std::thread([this, interval] { run(interval); });
+    thread_ = std::thread([this, pace = DrainPace(min, max)] { run(pace); });
 }
 
 HaltRecorder::~HaltRecorder() { stop(); }
@@ -167,18 +177,20 @@ std::string HaltRecorder::error() const {
     return error_;
 }
 
-void HaltRecorder::run(std::chrono::milliseconds interval) {
+void HaltRecorder::run(DrainPace pace) {
     pthread_setname_np(pthread_self(), "spinlab-halts");  // how the host's timeline names it
     setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), kRecorderNice);  // this thread only
     using Clock = std::chrono::steady_clock;
     try {
-        auto next = Clock::now();
+        auto last = Clock::now();
         while (!stop_) {
-            drain_all();
-            next += interval;
+            const uint64_t spans = drain_all();
             const auto now = Clock::now();
-            if (next < now) next = now;  // late (descheduled): no burst of drains to catch up
-            std::this_thread::sleep_until(next);
+            pace.drained(spans, now - last);
+            last = now;
+            // In steps of at most 50 ms, so that stop() does not wait out a long sleep.
+            for (const auto until = now + pace.next(); !stop_ && Clock::now() < until;)
+                std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(50)));
         }
     } catch (const std::exception& e) {  // the region broke a rule: keep what was read
         std::lock_guard<std::mutex> g(mu_);
@@ -187,7 +199,8 @@ void HaltRecorder::run(std::chrono::milliseconds interval) {
     }
 }
 
-void HaltRecorder::drain_all() {
+uint64_t HaltRecorder::drain_all() {
+    uint64_t most = 0;
     for (size_t k = 0; k < accounts_.size(); ++k) {
         // Only this thread (or stop(), after it) changes an account's state: read without mu_.
         const HaltReaderState& st = accounts_[k].state();
@@ -204,10 +217,12 @@ void HaltRecorder::drain_all() {
             if (!read || copy.written_before == copy.written_after) break;
         }
         if (!read) continue;  // the CPU's perf data is not initialised yet
+        if (copy.written_after > st.next) most = std::max(most, copy.written_after - st.next);
         std::lock_guard<std::mutex> g(mu_);
         accounts_[k].add(copy);
     }
     drains_.fetch_add(1);
+    return most;
 }
 
 }  // namespace spinlab::collect

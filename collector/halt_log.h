@@ -13,7 +13,8 @@
 //   trusted: docs/architecture.md, "What the host trusts"). A check that fails refuses that
 //   CPU's log from the last good exit on; what was accepted before stays.
 // - HaltRecorder: a thread ("spinlab-halts", nice 19) with its own RegionReader that drains
-//   every CPU's log every 5 ms, and once more in stop(); halts() gives every CPU's record.
+//   every CPU's log as often as its guest halts (DrainPace: 5 to 250 ms apart), and once more in
+//   stop(); halts() gives every CPU's record.
 #pragma once
 #include <spinlab/perfdata.h>
 
@@ -119,12 +120,31 @@ private:
     CpuHalts halts_;
 };
 
+// How long the recorder sleeps between drains (pure; tested on its own). Every wake-up of its
+// thread may take a vCPU's host CPU (a spinlab-run at 5 ms took 1.1 s of the vCPUs' time in 24 s
+// of host-load), so it drains only as often as the guest halts: the next sleep keeps the fullest
+// ring about a quarter full at the rate the last drain saw, between `min` and `max`, and grows at
+// most twofold from one drain to the next (shrinking at once). An idle CPU halts ~100 times a
+// second (its timer tick): 250 ms apart, 25 spans a drain; a burst above ~2,000 halts a second
+// between two drains overflows the ring, and is recorded as lost, never guessed.
+class DrainPace {
+public:
+    DrainPace(std::chrono::milliseconds min, std::chrono::milliseconds max) : min_(min), max_(max), next_(min) {}
+    // A drain found at most `spans` new spans on any CPU, `since` after the one before.
+    void drained(uint64_t spans, std::chrono::nanoseconds since);
+    std::chrono::nanoseconds next() const { return next_; }
+
+private:
+    std::chrono::nanoseconds min_, max_, next_;
+};
+
 class HaltRecorder {
 public:
-    static constexpr std::chrono::milliseconds kInterval{5};
+    static constexpr std::chrono::milliseconds kMinInterval{5}, kMaxInterval{250};
     // Maps the region file at `path` (throws CollectError as RegionReader does) and starts the
-    // thread, which drains every CPU's log every `interval`.
-    explicit HaltRecorder(const std::string& path, std::chrono::milliseconds interval = kInterval);
+    // thread, which drains every CPU's log between `min` and `max` apart (DrainPace).
+    explicit HaltRecorder(const std::string& path, std::chrono::milliseconds min = kMinInterval,
+                          std::chrono::milliseconds max = kMaxInterval);
     ~HaltRecorder();  // stops
     HaltRecorder(const HaltRecorder&) = delete;
     HaltRecorder& operator=(const HaltRecorder&) = delete;
@@ -142,8 +162,8 @@ public:
     uint64_t drains() const { return drains_.load(); }
 
 private:
-    void run(std::chrono::milliseconds interval);
-    void drain_all();  // one read of every CPU; throws what RegionReader throws
+    void run(DrainPace pace);
+    uint64_t drain_all();  // one read of every CPU: the most new spans of one; throws what RegionReader throws
 
     std::unique_ptr<RegionReader> reader_;  // the thread's; stop()'s once it has ended
     uint64_t generation_ = 0;               // the layout's when attached

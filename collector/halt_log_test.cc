@@ -532,3 +532,33 @@ TEST(HaltRecorder, AReLayoutEndsTheRecordAsLost) {
 
 }  // namespace
 }  // namespace spinlab::collect
+
+namespace spinlab::collect {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+TEST(DrainPace, DrainsAsOftenAsTheGuestHaltsBetweenItsBounds) {
+    DrainPace pace(milliseconds(5), milliseconds(250));
+    EXPECT_EQ(pace.next(), milliseconds(5));
+    // No halts: the sleep grows twofold per drain up to the bound, never at once.
+    pace.drained(0, milliseconds(5));
+    EXPECT_EQ(pace.next(), milliseconds(10));
+    for (int i = 0; i < 10; ++i) pace.drained(0, pace.next());
+    EXPECT_EQ(pace.next(), milliseconds(250));
+    // An idle CPU's timer tick, 100 halts a second: 25 spans in 250 ms keep a quarter of the
+    // ring (128) for 1.28 s, so the bound holds.
+    pace.drained(25, milliseconds(250));
+    EXPECT_EQ(pace.next(), milliseconds(250));
+    // A burst of 5,000 halts a second: 1,250 spans in 250 ms (some lost); the next drain comes
+    // when a quarter of the ring would fill, 25.6 ms, at once.
+    pace.drained(1250, milliseconds(250));
+    EXPECT_EQ(pace.next(), nanoseconds(25'600'000));
+    // Faster than the floor allows: the floor.
+    pace.drained(512, milliseconds(1));
+    EXPECT_EQ(pace.next(), milliseconds(5));
+}
+
+}  // namespace
+}  // namespace spinlab::collect
