@@ -104,7 +104,7 @@ public:
     // Why the run-long clock sampling stopped early ("" while it runs).
     std::string clock_sampler_error() const { return clock_sampler_ ? clock_sampler_->error() : ""; }
     // The guest's halt spans by CPU since the guest became ready (collector/halt_log.h: what
-    // the last drain, every 5 ms, knew); empty for a neighbour VM. A CPU that does not log its
+    // the last drain knew); empty for a neighbour VM. A CPU that does not log its
     // halts (a Linux guest, INSTRUMENT=0) has recording false.
     std::vector<collect::CpuHalts> halts() const {
         return halt_recorder_ ? halt_recorder_->halts() : std::vector<collect::CpuHalts>{};
