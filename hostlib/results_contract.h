@@ -23,8 +23,8 @@
 
 namespace spinlab::results {
 
-// Every key, once: K(identifier, "spelling"). The identifier is the spelling, except where the
-// spelling is a C++ keyword (class).
+// Every key, once: K(identifier, "spelling"). The identifier is the spelling (a spelling that
+// is a C++ keyword would take another identifier; none is today).
 #define SPINLAB_RESULTS_KEYS(K)                                                                  \
     K(acquisitions, "acquisitions")                                                              \
     K(acquisitions_counted, "acquisitions_counted")                                              \
@@ -43,7 +43,6 @@ namespace spinlab::results {
     K(calibrated_from, "calibrated_from")                                                        \
     K(calibration_bound_ns, "calibration_bound_ns")                                              \
     K(cgroup, "cgroup")                                                                          \
-    K(class_, "class")                                                                           \
     K(classes, "classes")                                                                        \
     K(clock, "clock")                                                                            \
     K(count, "count")                                                                            \
@@ -109,6 +108,7 @@ namespace spinlab::results {
     K(lhp, "lhp")                                                                                \
     K(lhp_class, "lhp_class")                                                                    \
     K(lock, "lock")                                                                              \
+    K(lock_class, "lock_class")                                                                  \
     K(log_buffers_lost, "log_buffers_lost")                                                      \
     K(logger_mode, "logger_mode")                                                                \
     K(long_holds, "long_holds")                                                                  \
@@ -260,8 +260,8 @@ SPINLAB_RESULTS_KEYS(SPINLAB_RESULTS_KEY_CONSTANT)
                   X(wait_cycles_max) X(holds_timed) X(hold_overflow) X(hold_cycles_sum)          \
                   X(hold_cycles_max) X(long_holds) X(wait_hist) X(hold_hist) X(lhp))             \
     O(lhp_entry, X(count) X(cycles))                                                             \
-    O(long_wait, X(cpu) X(class_) X(start_tsc) X(wait_cycles) X(holder_cpu) X(holder_end_cpu)   \
-                 X(lhp_class) X(holds) X(holder_steal_ns) X(waiter_steal_ns))                    \
+    O(long_wait, X(cpu) X(lock_class) X(start_tsc) X(wait_cycles) X(holder_cpu)                  \
+                 X(holder_end_cpu) X(lhp_class) X(holds) X(holder_steal_ns) X(waiter_steal_ns))   \
     O(snapshot_trace, X(file) X(session_id) X(enable_flags) X(buffer_size) X(minimum_buffers)    \
                       X(maximum_buffers) X(flush_timer_ms) X(logger_mode) X(profile_interval)    \
                       X(buffers_per_cpu) X(events) X(buffers) X(damaged_frames)                  \

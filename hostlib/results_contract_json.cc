@@ -3,7 +3,7 @@
 // spinlab-results-contract) into build/host/results_contract.json, which
 // analysis/spinlab_report/contract.py reads, so that Python spells no key, column or state again.
 //
-// Output: {"generated_by": ..., "keys": {"acquisitions": "acquisitions", ..., "class_": "class"},
+// Output: {"generated_by": ..., "keys": {"acquisitions": "acquisitions", ...},
 // "objects": {"meta": ["format", "run_id", ...], ...},
 // "enums": {"timeline_state": [{"value": 0, "id": "kOn", "name": "on"}, ...], "run_state": [...],
 // "halt_kind": [{"value": 0, "id": "kHalted", "name": "halted"}, ...]}}:
@@ -33,7 +33,8 @@ std::string contract_json() {
     namespace key = spinlab::results::key;
     JsonWriter w;
     w.begin_object().field("generated_by", "spinlab-results-contract-writer from hostlib/results_contract.h: do not edit");
-    // Every key under its C++ identifier ("class_": "class"), for the Python's attribute names.
+    // Every key under its C++ identifier (its spelling but for a C++ keyword), for the Python's
+    // attribute names.
     w.key("keys").begin_object();
 #define K(ident, spelling) w.field(#ident, spelling);
     SPINLAB_RESULTS_KEYS(K)

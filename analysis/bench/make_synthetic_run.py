@@ -176,7 +176,7 @@ def snapshot(rng, out, phase, rep, vcpus, g0, span, n_waits, offs, traces):
     for v in range(vcpus):
         m = waiter == v
         cpus.append({"cpu": v, "classes": class_stats(rng, v, wait[m], cls[m], ops * span / HZ / vcpus)})
-    lws = [{"cpu": int(a), "class": "user0", "start_tsc": int(s), "wait_cycles": int(w), "holder_cpu": int(h),
+    lws = [{"cpu": int(a), "lock_class": "user0", "start_tsc": int(s), "wait_cycles": int(w), "holder_cpu": int(h),
             "holder_end_cpu": int(h), "lhp_class": c}
            for a, s, w, h, c in zip(waiter.tolist(), start.tolist(), wait.tolist(), holder.tolist(), cls.tolist())]
     name = f"{phase}-r{rep}"

@@ -6,7 +6,7 @@ CLI turns into a message and a non-zero exit: the text says which file and which
 Every key of the results' JSON files, every timeline.csv column and state, is spelled once, in
 the C++ table hostlib/results_contract.h that the writers use; the build writes it out as
 results_contract.json (target spinlab-results-contract) beside abi_names.json, and this module
-reads it at import: K.<name> is a key (K.class_ is "class"), OBJECTS[object] the keys its writer
+reads it at import: K.<name> is a key (K.lock_class is "lock_class"), OBJECTS[object] the keys its writer
 writes, TIMELINE_STATE and RUN_STATE the two value sets. Python spells none of them again; the
 only names spelled here are those older results used (OLD_KEYS), which the reader still accepts.
 Looked for: $SPINLAB_RESULTS_CONTRACT when set, else beside the abi_names.json names.py found.
@@ -45,7 +45,7 @@ def _load_contract(path: str) -> dict:
 
 CONTRACT_PATH = _contract_path()
 _CONTRACT = _load_contract(CONTRACT_PATH)
-# The results' keys as attributes under their C++ names (K.phase, K.class_); iterating gives
+# The results' keys as attributes under their C++ names (K.phase, K.lock_class); iterating gives
 # their spellings.
 K = AbiEnum.of_ids("results_key", _CONTRACT["keys"], CONTRACT_PATH)
 OBJECTS = {name: tuple(keys) for name, keys in _CONTRACT["objects"].items()}
@@ -55,15 +55,21 @@ HALT_KIND = AbiEnum("halt_kind", _CONTRACT["enums"]["halt_kind"], CONTRACT_PATH)
 # Names that older results used for what the table now calls otherwise: the reader takes the old
 # name where the new one is missing (the only results names spelled in Python). meta.json's
 # freeze injector priority was preempt_rt_priority before issue 53 (the injector was
-# `spinlab-load preempt`).
-OLD_KEYS = {K.long_wait_threshold: "long_waits_min_cycles", K.freeze_rt_priority: "preempt_rt_priority"}
+# `spinlab-load preempt`); a long wait's lock class was `class` before issue 53.
+OLD_KEYS = {K.long_wait_threshold: "long_waits_min_cycles", K.freeze_rt_priority: "preempt_rt_priority",
+            K.lock_class: "class"}
+
+
+def renamed_key(obj: dict, key: str) -> str:
+    """The name obj holds key's value under: key, or its old name (OLD_KEYS) where only that is
+    there (key where neither is, for the message that it is missing)."""
+    old = OLD_KEYS.get(key)
+    return old if key not in obj and old is not None and old in obj else key
 
 
 def get_renamed(obj: dict, key: str, default=None):
     """obj[key], or where an older result wrote it under its old name (OLD_KEYS), that."""
-    if key in obj:
-        return obj[key]
-    return obj.get(OLD_KEYS.get(key, key), default)
+    return obj.get(renamed_key(obj, key), default)
 
 FORMAT = 1
 META, STATUS, SPEC, TIMELINE, CLOCK = "meta.json", "status.json", "spec.ini", "timeline.csv", "clock.json"

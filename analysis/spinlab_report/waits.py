@@ -7,12 +7,16 @@ says of them, read into numpy; what they mean for lock-holder preemption is lhp.
   len(), iteration and [i] give the same dict load used to build; `LongWaits.of(x)` accepts
   either (tests and tools build snapshots from dicts).
 - `check_long_wait(w, where)`, `check_holds(w, where)`: one entry checked, as a dict.
+
+A wait's lock class is `lock_class`; results written before issue 53 call it `class`, which is
+read where `lock_class` is missing (contract.OLD_KEYS). The dicts say `lock_class`.
 """
 import numpy as np
 
 from . import contract as c
 
 _INT_FIELDS = ("cpu", "start_tsc", "wait_cycles")
+LOCK_CLASS = c.K.lock_class
 UNLISTED_LHP = "unknown"  # a wait's lhp_class when its entry has none (as check_long_wait reads it)
 
 
@@ -50,7 +54,8 @@ def check_long_wait(w: dict, where: str) -> dict:
     if lhp_class not in c.LHP_CLASSES:
         raise c.ContractError(f"{where}: lhp_class {lhp_class!r} is none of {', '.join(c.LHP_CLASSES)}")
     steal = {k: c.need_count(w, k, where) if k in w else None for k in ("holder_steal_ns", "waiter_steal_ns")}
-    return {"cpu": c.need_count(w, "cpu", where), "class": c.need(w, "class", str, where),
+    return {"cpu": c.need_count(w, "cpu", where),
+            "lock_class": c.need(w, c.renamed_key(w, LOCK_CLASS), str, where),  # or its old name
             "start_tsc": c.need_count(w, "start_tsc", where), "wait_cycles": c.need_count(w, "wait_cycles", where),
             "holder_cpu": holder if isinstance(holder, int) and holder >= 0 else None,
             "holder_end_cpu": holder_end if isinstance(holder_end, int) and holder_end >= 0 else None,
@@ -100,9 +105,9 @@ class LongWaits:
                 vals = [w[k] for w in items]
                 if set(map(type, vals)) - {int} or (vals and min(vals) < 0):
                     return False
-            if set(type(w["class"]) for w in items) - {str}:
-                return False
         except KeyError:
+            return False
+        if set(map(type, _lock_classes(items))) - {str}:  # None: neither name
             return False
         if {w.get("lhp_class", UNLISTED_LHP) for w in items} - set(c.LHP_CLASSES):
             return False
@@ -115,7 +120,7 @@ class LongWaits:
     @classmethod
     def _build(cls, items: list):
         i64 = lambda xs: np.array(xs, dtype=np.int64) if xs else np.zeros(0, dtype=np.int64)
-        lock_codes, lock_names = _codes([w["class"] for w in items])
+        lock_codes, lock_names = _codes(_lock_classes(items))
         lhp_codes, lhp_names = _codes([w.get("lhp_class", UNLISTED_LHP) for w in items])
         opt = lambda k: i64([-1 if w.get(k) is None else w[k] for w in items])
         at, hc, hf = [0], [], []
@@ -143,7 +148,7 @@ class LongWaits:
             raise IndexError(i)
         i %= len(self)
         opt = lambda v: None if v < 0 else int(v)
-        return {"cpu": int(self.cpu[i]), "class": self.class_names[self.lock_class[i]],
+        return {"cpu": int(self.cpu[i]), "lock_class": self.class_names[self.lock_class[i]],
                 "start_tsc": int(self.start[i]), "wait_cycles": int(self.wait[i]),
                 "holder_cpu": opt(self.holder[i]), "holder_end_cpu": opt(self.holder_end[i]),
                 "lhp_class": self.lhp_names[self.lhp_code[i]], "holds": self.holds(i),
@@ -158,6 +163,15 @@ class LongWaits:
 
     def has_lhp_class(self, name: str) -> bool:
         return name in self.lhp_names and bool(np.any(self.lhp_code == self.lhp_names.index(name)))
+
+
+def _lock_classes(items: list) -> list:
+    """Each wait's lock class: lock_class, or where a wait lacks it its old name (results before
+    issue 53: class), else None."""
+    try:
+        return [w[LOCK_CLASS] for w in items]
+    except KeyError:
+        return [c.get_renamed(w, LOCK_CLASS) for w in items]
 
 
 def _codes(values: list) -> tuple:

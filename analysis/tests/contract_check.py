@@ -97,7 +97,7 @@ def check_results(path):
     expect("workload", s.workload, {"lockbench": {"ops": lockbench, "ops_per_s": lockbench / 2.0,
                                                   "classes": ["lockbench"]}})
     expect("long waits", s.long_waits,
-           [{"cpu": l % 2, "class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
+           [{"cpu": l % 2, "lock_class": "sched" if l % 2 else "lockbench.0", "start_tsc": 5000 + l,
              "wait_cycles": (1 << 21) + l, "holder_cpu": None if l == 0 else 1 - l % 2,
              "holder_end_cpu": None if l == 4 else l % 2, "lhp_class": name,
              "holds": None if l == 0 else [[1 - l % 2, 4000 + l], [l % 2, 6000 + l if l % 2 else None]],

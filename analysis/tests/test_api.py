@@ -38,7 +38,7 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
     want = []
     for phase in run.phases:
         share = attribution.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.long_wait_threshold)
-        want += [(phase, w["rep"], w["cpu"], w["class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
+        want += [(phase, w["rep"], w["cpu"], w["lock_class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
                   w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
                  for w in share["waits"]]
     got = [tuple(x) for x in basic.waits[["phase", "rep", "cpu", "lock_class", "start_tsc", "wait_cycles", "class",

@@ -31,7 +31,7 @@ def _halts(rows):
 
 
 def _wait(cpu, holder, start_guest, cycles):
-    return {"cpu": cpu, "class": "x", "start_tsc": start_guest, "wait_cycles": cycles, "holder_cpu": holder,
+    return {"cpu": cpu, "lock_class": "x", "start_tsc": start_guest, "wait_cycles": cycles, "holder_cpu": holder,
             "holder_end_cpu": holder, "lhp_class": "unknown"}
 
 

@@ -37,7 +37,7 @@ def classify(w: dict, index, clock) -> tuple:
 
 
 def wait(cpu, holder, start_guest, cycles, cls="unknown", holder_end=None):
-    return {"cpu": cpu, "class": "x", "start_tsc": start_guest, "wait_cycles": cycles, "holder_cpu": holder,
+    return {"cpu": cpu, "lock_class": "x", "start_tsc": start_guest, "wait_cycles": cycles, "holder_cpu": holder,
             "holder_end_cpu": holder_end, "lhp_class": cls}
 
 

@@ -48,7 +48,7 @@ def random_waits(rng, n, vcpus, span):
     for _ in range(n):
         start, wait = int(rng.integers(0, span)), int(rng.integers(1, 4000))
         h0, h1 = (int(x) if x < vcpus else None for x in rng.integers(0, vcpus + 1, 2))
-        w = {"cpu": int(rng.integers(0, vcpus)), "class": str(rng.choice(["user0", "sched"])), "start_tsc": start,
+        w = {"cpu": int(rng.integers(0, vcpus)), "lock_class": str(rng.choice(["user0", "sched"])), "start_tsc": start,
              "wait_cycles": wait, "holder_cpu": h0, "holder_end_cpu": h1 if rng.random() < 0.3 else h0,
              "lhp_class": str(rng.choice(list(LHP_CLASS.names))),
              "holds": None, "holder_steal_ns": None, "waiter_steal_ns": None}

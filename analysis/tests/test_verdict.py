@@ -35,7 +35,7 @@ def as_text(v) -> str:
 def long_wait(start, kind):
     """One long wait of WAIT cycles from guest TSC start, and the vCPUs off during it.
     kind: holder-off, waiter-off, both, slow (holder 1 ran throughout), queued (holder 1 then 2)."""
-    w = {"cpu": 0, "class": "user0", "start_tsc": start, "wait_cycles": WAIT, "holder_cpu": 1,
+    w = {"cpu": 0, "lock_class": "user0", "start_tsc": start, "wait_cycles": WAIT, "holder_cpu": 1,
          "lhp_class": "unknown"}
     if kind == "queued":
         w["holder_end_cpu"] = 2
@@ -147,7 +147,7 @@ def test_only_the_cycles_inside_the_repetition_count(tmp_path):
     f = path / "snapshots" / "host-load-r1.json"
     d = json.load(open(f))
     t0 = d["start"]["guest_tsc"]
-    edge = {"cpu": 0, "class": "sched", "wait_cycles": WAIT, "holder_cpu": 1, "lhp_class": "holder-preempted"}
+    edge = {"cpu": 0, "lock_class": "sched", "wait_cycles": WAIT, "holder_cpu": 1, "lhp_class": "holder-preempted"}
     d["long_waits"] += [{**edge, "start_tsc": t0 - WAIT // 4},            # 3/4 inside, counted at its end
                         {**edge, "start_tsc": t0 + GHZ - WAIT // 2},      # 1/2 inside, not in the counters
                         {**edge, "start_tsc": t0 + GHZ + 10}]             # after the repetition
@@ -173,7 +173,7 @@ def test_waits_that_overlap_on_one_vcpu_count_their_common_time_once(tmp_path):
     f = path / "snapshots" / "host-load-r2.json"
     d = json.load(open(f))
     first = d["long_waits"][0]  # holder 1 off for the whole of it
-    d["long_waits"].append({**first, "class": "sched", "start_tsc": first["start_tsc"] + 400_000,
+    d["long_waits"].append({**first, "lock_class": "sched", "start_tsc": first["start_tsc"] + 400_000,
                             "wait_cycles": 1_200_000})
     json.dump(d, open(f, "w"))
     v = verdict_of(path)

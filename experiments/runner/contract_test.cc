@@ -83,7 +83,7 @@ SnapshotRecord known_record() {
     lw.dropped = 3;
     for (uint32_t l = 0; l < kLhpClassCount; ++l) {
         LongWaitEntry e;
-        e.cpu = l % 2, e.class_name = l % 2 ? "sched" : "lockbench.0", e.start_tsc = 5000 + l;
+        e.cpu = l % 2, e.lock_class = l % 2 ? "sched" : "lockbench.0", e.start_tsc = 5000 + l;
         e.wait_cycles = (uint64_t(1) << 21) + l;
         e.holder_cpu = l == 0 ? std::nullopt : std::optional<uint32_t>(1 - l % 2);
         e.holder_end_cpu = l == 4 ? std::nullopt : std::optional<uint32_t>(l % 2);

@@ -162,7 +162,7 @@ void optional_cpu(JsonWriter& j, const char* name, const std::optional<uint32_t>
 void long_wait_json(JsonWriter& j, const LongWaitEntry& w) {
     j.begin_object();
     j.field(key::cpu, w.cpu);
-    j.field(key::class_, w.class_name);
+    j.field(key::lock_class, w.lock_class);
     j.field(key::start_tsc, w.start_tsc);
     j.field(key::wait_cycles, w.wait_cycles);
     optional_cpu(j, key::holder_cpu, w.holder_cpu);

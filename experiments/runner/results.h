@@ -41,7 +41,7 @@ struct HoldLink {
 
 struct LongWaitEntry {
     uint32_t cpu = 0;
-    std::string class_name;
+    std::string lock_class;  // the lock's class (results key lock_class)
     uint64_t start_tsc = 0;
     uint64_t wait_cycles = 0;
     std::optional<uint32_t> holder_cpu;      // when the wait began

@@ -51,13 +51,13 @@ SnapshotRecord record(const std::string& phase, uint32_t rep, int k, uint64_t wa
     LongWaits lw;
     lw.min_cycles = 1 << 20;
     LongWaitEntry a;  // the holder changed during it: CPU 1, then CPU 0 from an unplaced moment
-    a.cpu = 0, a.class_name = "lockbench.0", a.start_tsc = 5000, a.wait_cycles = uint64_t(1) << 23;
+    a.cpu = 0, a.lock_class = "lockbench.0", a.start_tsc = 5000, a.wait_cycles = uint64_t(1) << 23;
     a.holder_cpu = 1, a.holder_end_cpu = 0, a.lhp_class = uint32_t(LhpClass::kUnknown);
     a.holds = {{1, std::nullopt}, {0, 5200}};
     a.holder_steal_ns = 0, a.waiter_steal_ns = 12;
     lw.entries.push_back(a);
     LongWaitEntry b;  // nothing known of its holders and no steal times
-    b.cpu = 1, b.class_name = "lockbench.0", b.start_tsc = 6000, b.wait_cycles = uint64_t(1) << 22;
+    b.cpu = 1, b.lock_class = "lockbench.0", b.start_tsc = 6000, b.wait_cycles = uint64_t(1) << 22;
     b.lhp_class = uint32_t(LhpClass::kHolderPreempted);
     lw.entries.push_back(b);
     r.long_waits = lw;
@@ -99,6 +99,8 @@ TEST(Results, SnapshotFollowsTheContract) {
     EXPECT_EQ(cpus, 2);
     EXPECT_EQ(t.get_child("long_waits").size(), 2u);
     auto lw = t.get_child("long_waits").begin();
+    EXPECT_EQ(lw->second.get<std::string>("lock_class"), "lockbench.0");
+    EXPECT_EQ(lw->second.count("class"), 0u);  // its name before issue 53
     EXPECT_EQ(lw->second.get<int>("holder_cpu"), 1);
     EXPECT_EQ(lw->second.get<int>("holder_end_cpu"), 0);
     EXPECT_EQ(lw->second.get<std::string>("lhp_class"), "unknown");

@@ -381,7 +381,7 @@ TEST(RealVm, ShortExperimentUnderTcg) {
             for (const auto& [bucket, n] : cls.get_child("wait_hist"))
                 if (std::stoi(bucket) >= 20) counted[name] += n.get_value<uint64_t>();
     for (const auto& [k, w] : s.get_child("long_waits")) {
-        listed[w.get<std::string>("class")]++;
+        listed[w.get<std::string>("lock_class")]++;
         EXPECT_NE(w.get<std::string>("holder_end_cpu"), "null");
     }
     for (const auto& [name, n] : counted) EXPECT_GE(listed[name], n) << name;

@@ -20,7 +20,7 @@ namespace lt = locktrace;
 LongWaitEntry long_wait_from_event(const TraceSpinlockEvent& e, const collect::ClassNames& names) {
     LongWaitEntry w;
     w.cpu = e.h.cpu;
-    w.class_name = names.name(e.class_id);
+    w.lock_class = names.name(e.class_id);
     // The event is written at release; the wait ended when the lock was taken.
     w.wait_cycles = e.wait_cycles;
     w.start_tsc = e.acquire_tsc >= e.wait_cycles ? e.acquire_tsc - e.wait_cycles : 0;

@@ -154,7 +154,7 @@ TEST(TraceResults, EveryLongWaitEventIsOneLongWaitWithBothHolders) {
     ASSERT_EQ(lw.entries.size(), 2u);
     const LongWaitEntry& a = lw.entries[0];
     EXPECT_EQ(a.cpu, 0u);
-    EXPECT_EQ(a.class_name, "user0");
+    EXPECT_EQ(a.lock_class, "user0");
     EXPECT_EQ(a.start_tsc, 3'000'000u);  // acquired at 5 M after waiting 2 M
     EXPECT_EQ(a.wait_cycles, 2'000'000u);
     EXPECT_EQ(a.holder_cpu, std::optional<uint32_t>(1));
@@ -162,7 +162,7 @@ TEST(TraceResults, EveryLongWaitEventIsOneLongWaitWithBothHolders) {
     EXPECT_EQ(a.lhp_class, uint32_t(LhpClass::kHolderPreempted));
     const LongWaitEntry& b = lw.entries[1];
     EXPECT_EQ(b.cpu, 1u);
-    EXPECT_EQ(b.class_name, "sched");
+    EXPECT_EQ(b.lock_class, "sched");
     EXPECT_EQ(b.start_tsc, 4'000'000u);
     EXPECT_EQ(b.holder_cpu, std::optional<uint32_t>(0));
     EXPECT_EQ(b.holder_end_cpu, std::nullopt);

@@ -61,7 +61,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
         assert snap["workload"]["hackbench"]["ops"] > 0, snap["workload"]
         assert snap["trace"]["loss"]["events_lost"] == 0
         assert {c for cpu in snap["cpus"] for c in cpu["classes"]} == {"spinlock_slowpath"}
-        assert all(w["holder_cpu"] is None and w["class"] == "spinlock_slowpath" for w in snap["long_waits"])
+        assert all(w["holder_cpu"] is None and w["lock_class"] == "spinlock_slowpath" for w in snap["long_waits"])
         assert {cpu["acquisitions_counted"] for cpu in snap["cpus"]} == {"contended-only"}
 
     run = reader.load_run(str(run_dir))
