@@ -86,7 +86,8 @@ def long_waits(rng, n, vcpus, g0, span, offs, preempted_share):
     return waiter[order], holder[order], start[order], wait[order]
 
 
-def guest_class(holder_off_share, waiter_off_share):
+def lhp_class_of(holder_off_share, waiter_off_share):
+    """The guest's steal-time class (lhp_class) of each wait: any time lost by either side."""
     cls = np.full(holder_off_share.size, L.kNeither, dtype=object)
     h, w = holder_off_share > 0, waiter_off_share > 0
     cls[h & ~w], cls[~h & w], cls[h & w] = L.kHolderPreempted, L.kWaiterPreempted, L.kBoth
@@ -169,7 +170,7 @@ LHP_CODE = {name: value for value, name in enumerate(L.names)}  # LhpClass value
 def snapshot(rng, out, phase, rep, vcpus, g0, span, n_waits, offs, traces):
     pre = 0.6 if phase == "host-load" else 0.05
     waiter, holder, start, wait = long_waits(rng, n_waits, vcpus, g0, span, offs, pre)
-    cls = guest_class(off_share(offs, holder, start, wait), off_share(offs, waiter, start, wait))
+    cls = lhp_class_of(off_share(offs, holder, start, wait), off_share(offs, waiter, start, wait))
     cls[rng.random(n_waits) < 0.5] = "unknown"  # as under TCG: no steal time
     ops = 150_000.0 if phase == "idle-host" else 60_000.0
     cpus = []

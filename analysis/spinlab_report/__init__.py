@@ -4,7 +4,7 @@ The public API (analysis/README.md, "The Python API"):
 
     import spinlab_report as s
     r = s.load("results/latest")        # a Results: DataFrames waits, classes, timeline; meta,
-    r.waits.groupby("class").size()     # clock, summary, verdict, problems
+    r.waits.groupby("cause").size()     # clock, summary, verdict, problems
 
 The input contract (results/<run-id>/ layout) is written once, in analysis/README.md.
 Computation lives in pure modules (buckets, cdf, confidence, lhp, attribution, aggregate,

@@ -3,7 +3,7 @@ analysis (a notebook, a script). analysis/README.md, "The Python API", documents
 
     import spinlab_report as s
     r = s.load("results/latest")
-    r.waits.groupby("class").size()
+    r.waits.groupby("cause").size()
 
 `load` reads the directory with the same reader the report uses (reader.load_run) and attributes
 every long wait once with the same code (attribution.attribute_run), so every number here is the
@@ -19,11 +19,14 @@ from . import aggregate, attribution, lhp, summary, verdict as verdict_rules
 from .reader import Run, load_run
 from .names import LHP_CLASS
 
-# The columns of Results.waits, in order (analysis/README.md describes each).
+# The columns of Results.waits, in order (analysis/README.md describes each). A wait's classes
+# have the per-wait rows' names (lhp.py): lock_class (the lock's), lhp_class (the guest's, from
+# steal time), timeline_class (the host timeline's alone) and cause (the class the report counts).
 WAIT_COLUMNS = ("phase", "rep", "cpu", "lock_class", "start_tsc", "wait_cycles", "holder_cpu",
-                "holder_end_cpu", "holders", "guest_class", "holder_off_min_share", "holder_off_max_share",
-                "holder_side", "holder_source", "waiter_off_min_share", "waiter_off_max_share",
-                "waiter_side", "waiter_source", "class", "in_repetition", "host_start_tsc", "bound_cycles")
+                "holder_end_cpu", "holders", "lhp_class", "timeline_class", "holder_off_min_share",
+                "holder_off_max_share", "holder_side", "holder_source", "waiter_off_min_share",
+                "waiter_off_max_share", "waiter_side", "waiter_source", "cause", "in_repetition",
+                "host_start_tsc", "bound_cycles")
 # The per-class counters of Results.classes beside its keys and histograms.
 CLASS_KEYS = ("phase", "rep", "cpu", "lock_class")
 
@@ -77,12 +80,13 @@ def _waits_of(phase: str, att) -> pd.DataFrame:
             "holder_cpu": pd.array(np.where(att.holder_cpu() < 0, pd.NA, att.holder_cpu()), dtype="Int64"),
             "holder_end_cpu": pd.array(np.where(att.holder_end_cpu() < 0, pd.NA, att.holder_end_cpu()), dtype="Int64"),
             "holders": [lhp.holders_of(lw[int(i)]) for i in pos],
-            "guest_class": np.array(lw.lhp_names, dtype=object)[lw.lhp_code[pos]],
+            "lhp_class": np.array(lw.lhp_names, dtype=object)[lw.lhp_code[pos]],
+            "timeline_class": att.timeline_class(),
             "holder_off_min_share": share(att.h_lo), "holder_off_max_share": share(att.h_hi),
             "holder_side": _side_names(att.side["holder"]), "holder_source": _source_names(att.source["holder"]),
             "waiter_off_min_share": share(att.w_lo), "waiter_off_max_share": share(att.w_hi),
             "waiter_side": _side_names(att.side["waiter"]), "waiter_source": _source_names(att.source["waiter"]),
-            "class": att.lhp(), "in_repetition": att.in_repetition,
+            "cause": att.cause(), "in_repetition": att.in_repetition,
             "host_start_tsc": att.host_start, "bound_cycles": att.bound,
         }
     return pd.DataFrame(cols, columns=list(WAIT_COLUMNS))

@@ -29,7 +29,7 @@ def long_waits_share(snaps, timeline, clock, long_wait_threshold: int, halts=Non
 
     Per wait (out["waits"]): the wait, its rep, the timeline measurement when there is a timeline
     and a clock, and the attribution (holder_side/waiter_side 'off', 'on', 'uncertain' or
-    'unknown', holder_source/waiter_source, lhp), and in_repetition (ended inside it).
+    'unknown', holder_source/waiter_source, cause), and in_repetition (ended inside it).
     Every listed wait is counted; outside_repetition says how many of them ended outside their
     repetition, where the counters (and the verdict) do not take them. Counts by the holder's side:
     holder_off, holder_on, uncertain, unknown; share = holder off / (holder off + holder on),

@@ -78,11 +78,11 @@ def measured_fraction(run, phase: str, w: dict, cache: dict) -> tuple[float, flo
 
 
 def points(run, att) -> tuple[dict, int, int]:
-    """({phase, wait, fraction, lhp, least, most}: one array each, a point per wait that has a
+    """({phase, wait, fraction, cause, least, most}: one array each, a point per wait that has a
     fraction, in the order of the waits), waits without a fraction, fractions from the attribution.
     The attribution's range (att: the run's Attribution) for the waits that have one (over arrays);
     the others measured here one by one (measured_fraction)."""
-    cols, missing, given = {k: [] for k in ("phase", "wait", "fraction", "lhp", "least", "most")}, 0, 0
+    cols, missing, given = {k: [] for k in ("phase", "wait", "fraction", "cause", "least", "most")}, 0, 0
     for phase in run.phases:
         cache = {}
         for table in att.phases[phase]["waits"].columns:
@@ -100,10 +100,10 @@ def points(run, att) -> tuple[dict, int, int]:
             missing += int(np.count_nonzero(~has))
             cols["phase"].append(np.full(int(np.count_nonzero(has)), phase, dtype=object))
             cols["wait"].append(wait[has])
-            cols["lhp"].append(table.lhp()[has])
+            cols["cause"].append(table.cause()[has])
             for i, key in enumerate(("fraction", "least", "most")):
                 cols[key].append(frac[i][has])
-    empty = {"phase": object, "lhp": object, "wait": np.int64}
+    empty = {"phase": object, "cause": object, "wait": np.int64}
     return ({k: np.concatenate(v) if v else np.zeros(0, dtype=empty.get(k, np.float64)) for k, v in cols.items()},
             missing, given)
 
@@ -146,7 +146,7 @@ def make(run, att, outdir: str) -> Figure:
         return Figure(NAME, TITLE, missing=why)
     wait = pts["wait"].astype(np.float64)
     frac, least, most = pts["fraction"], pts["least"], pts["most"]
-    cls_of, phase_of = pts["lhp"], pts["phase"]
+    cls_of, phase_of = pts["cause"], pts["phase"]
     lo, hi = k_range([np.bincount(np.maximum(np.frexp(wait)[1] - 1, 0), minlength=64)])  # bucket_of, vectorized
     fig, ax = plt.subplots(figsize=FIGSIZE)
     markers = ["o", "s", "^", "D", "v", "P"]

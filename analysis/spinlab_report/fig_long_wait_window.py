@@ -92,9 +92,9 @@ def make(run, att, outdir: str) -> Figure:
             if who:
                 by_preemptor[who] = by_preemptor.get(who, 0) + len(spans)
             cpus.add(int(vcpu))
-    for cls in sorted({w["lhp"] for w in waits}):  # one collection of bars and one of lines per class
+    for cls in sorted({w["cause"] for w in waits}):  # one collection of bars and one of lines per class
         c = CLASS_COLORS.get(cls, CLASS_COLORS["unknown"])
-        mine = [w for w in waits if w["lhp"] == cls]
+        mine = [w for w in waits if w["cause"] == cls]
         for cpu in sorted({w["cpu"] for w in mine}):
             ax.broken_barh([(ms(w["start_tsc"] - t0), ms(w["wait_cycles"])) for w in mine if w["cpu"] == cpu],
                            (cpu + 0.05, 0.35), color=c, edgecolor=c, lw=0.6)
@@ -112,7 +112,7 @@ def make(run, att, outdir: str) -> Figure:
                  [("host: vCPU off-CPU", OFF_COLORS["off"]), ("host: vCPU frozen", OFF_COLORS["frozen"])])
     for label, c in host_keys + [("host: not traced (on or off)", OFF_COLORS["unknown"])]:
         ax.plot([], [], color=c, lw=6, label=label)
-    for cls in sorted({w["lhp"] for w in waits}):
+    for cls in sorted({w["cause"] for w in waits}):
         ax.plot([], [], color=CLASS_COLORS.get(cls, CLASS_COLORS["unknown"]), lw=6, label=f"wait: {cls.replace('-', ' ')}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4, fontsize=7, frameon=False)
     ax.set_title(f"{TITLE}: {phase} r{rep}, {len(waits)} waits \u2265 {cycles_text(threshold)} cycles, "

@@ -61,8 +61,8 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
         if w["cpu"] == frozen_vcpu:
             if covered(windows, a + e, a + n - e) > n / 2:
                 out["frozen_waiter"] += 1
-                out["frozen_waiter_classes"][w["lhp"]] = out["frozen_waiter_classes"].get(w["lhp"], 0) + 1
-                if w["lhp"] in WAITER_OFF or w.get("waiter_side") == "off":
+                out["frozen_waiter_classes"][w["cause"]] = out["frozen_waiter_classes"].get(w["cause"], 0) + 1
+                if w["cause"] in WAITER_OFF or w.get("waiter_side") == "off":
                     out["frozen_waiter_off"] += 1
             continue
         if w.get("holders") != [frozen_vcpu]:
@@ -75,10 +75,10 @@ def rates(waits: list, windows: list, frozen_vcpu: int) -> dict:
         else:
             continue
         out[key] += 1
-        out[key + "_classes"][w["lhp"]] = out[key + "_classes"].get(w["lhp"], 0) + 1
-        if w.get("holder_side") == "off" or w["lhp"] in HOLDER_OFF:
+        out[key + "_classes"][w["cause"]] = out[key + "_classes"].get(w["cause"], 0) + 1
+        if w.get("holder_side") == "off" or w["cause"] in HOLDER_OFF:
             out[key + "_holder_off"] += 1
-        if key == "frozen" and w["lhp"] == LHP_CLASS.kHolderPreempted:
+        if key == "frozen" and w["cause"] == LHP_CLASS.kHolderPreempted:
             out["frozen_holder_preempted"] += 1
     out["frozen_rate"] = out["frozen_holder_off"] / out["frozen"] if out["frozen"] else None
     out["running_rate"] = out["running_holder_off"] / out["running"] if out["running"] else None

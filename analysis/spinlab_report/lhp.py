@@ -17,13 +17,14 @@ otherwise is a disagreement (counted in 'disagreements'). A side no source can p
 'unknown', never guessed; a wait with an unknown side has class 'unknown', one with an
 uncertain side (and none unknown) 'uncertain'. The share counts by the holder's side alone.
 
-A wait's row carries three classes, each named after its one source, because the same class
-means different things by source ('holder-preempted' from steal time: the holder lost any time;
-from the timeline: it was off for at least half the wait):
+A wait's row carries three classes, because the same class means different things by source
+('holder-preempted' from steal time: the holder lost any time; from the timeline: it was off for
+at least half the wait); the API's waits (api.WAIT_COLUMNS) use the same names:
 - lhp_class: the guest's, from steal time (the results' long_waits[].lhp_class, as written);
 - timeline_class: the host timeline's alone (where the timeline was measured);
-- lhp: the class the report counts, each side from the source that decided it
-  (holder_source, waiter_source; `source` is the holder's).
+- cause: the class the report counts, each side from the source that decided it
+  (holder_source, waiter_source).
+Beside them the lock's own class is lock_class (the results' long_waits[].lock_class).
 
 The timeline measurement: the wait, timed in guest TSC, is mapped to host TSC with the clock
 correlation (clock.json) and measured against the host timeline of vCPU run intervals:
@@ -461,9 +462,16 @@ class Attributed:
     def holder_end_cpu(self):
         return self.lw.holder_end[self.pos]
 
-    def lhp(self) -> np.ndarray:
-        """The final class of each wait (names: class_of of its two sides)."""
+    def cause(self) -> np.ndarray:
+        """The class the report counts of each wait (names: class_of of its two sides)."""
         return CLASS_NAMES[self.side["holder"] * 4 + self.side["waiter"]]
+
+    def timeline_class(self) -> np.ndarray:
+        """The host timeline's class alone of each wait (as row's timeline_class), None where the
+        timeline was not measured (no timeline or no clock)."""
+        if not self.measured:
+            return np.full(len(self), None, dtype=object)
+        return CLASS_NAMES[self.t["holder"] * 4 + self.t["waiter"]]
 
     def has_holds(self):
         return self.lw.holds_at[self.pos + 1] > self.lw.holds_at[self.pos]
@@ -486,8 +494,7 @@ class Attributed:
             r[f"{name}_side"] = SIDES[self.side[name][k]]
             r[f"{name}_source"] = SOURCES[self.source[name][k]]
             r[f"{name}_disagrees"] = bool(self.disagrees[name][k])
-        r["lhp"] = str(CLASS_NAMES[self.side["holder"][k] * 4 + self.side["waiter"][k]])
-        r["source"] = r["holder_source"]
+        r["cause"] = str(CLASS_NAMES[self.side["holder"][k] * 4 + self.side["waiter"][k]])
         return {**w, "rep": self.rep, **base, **r, "in_repetition": bool(self.in_repetition[k])}
 
 

@@ -158,7 +158,7 @@ class Window:
         self.lock_code, self.class_names = lw.lock_class[pos], lw.class_names
         self.has_holds = lw.holds_at[pos + 1] > lw.holds_at[pos]
         self.holder_by_rule = lw.holder_by_rule[pos]
-        self.lhp = att.lhp()[keep]
+        self.cause = att.cause()[keep]
         self.holder_side = np.array(lhp.SIDES, dtype=object)[att.side["holder"][keep]]
         self.ended_inside = att.in_repetition[keep]
 
@@ -214,7 +214,7 @@ def rep_of(run, snap, attributed, threshold: int) -> dict:
     waits = window_waits(attributed, snap)
     # No list, or long waits none of which could be attributed (say no timeline covers this
     # repetition and steal time saw nothing): the repetition's LHP figures are unknown, not 0.
-    unplaced = waits is None or bool(waits) and bool(np.all(waits.lhp == L.kUnknown))
+    unplaced = waits is None or bool(waits) and bool(np.all(waits.cause == L.kUnknown))
     # A rule that names only possible holders (a Linux guest at more than 2 vCPUs) bounds the spin
     # behind a preempted holder from above (those waits and the surely preempted ones) and leaves
     # the figure itself unknown.
@@ -323,13 +323,13 @@ def causes(reps, threshold: int) -> dict:
         w = r["waits"]  # a Window, or [] without one
         if not len(w):
             continue
-        listed = np.isin(w.lhp, CAUSES)
+        listed = np.isin(w.cause, CAUSES)
         for cls in CAUSES:
-            out[cls] += int(np.count_nonzero(w.lhp == cls))
+            out[cls] += int(np.count_nonzero(w.cause == cls))
         out[L.kUnknown] += int(np.count_nonzero(~listed))
         out["long_waits"] += len(w)
         out["hand_overs_placed"] += int(np.count_nonzero(w.has_holds))
-        running = w.lhp == L.kNeither
+        running = w.cause == L.kNeither
         for k in np.flatnonzero(running & w.has_holds).tolist():  # a hand-over chain: its hold lengths
             out[running_kind(w.row(k), threshold)] += 1
         plain = running & ~w.has_holds

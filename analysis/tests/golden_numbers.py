@@ -88,7 +88,7 @@ def numbers(case: str, full: bool = False) -> dict:
                         for p in run.phases}
         att = attribution.attribute_run(run, threshold)
         pts, missing, given = fig_holder_off.points(run, att)
-        rows = list(zip(*(pts[k].tolist() for k in ("phase", "wait", "fraction", "lhp", "least", "most"))))
+        rows = list(zip(*(pts[k].tolist() for k in ("phase", "wait", "fraction", "cause", "least", "most"))))
         out["holder_off_points"] = _roundtrip([rows, missing, given])
         hz = tsc_hz(run.meta)
         out["long_wait_window"] = _roundtrip(fig_long_wait_window.pick(run, att, fig_long_wait_window.WINDOW_S * hz))

@@ -206,8 +206,7 @@ def attribute(wait: dict, m: dict | None) -> dict:
         if name == "holder" and m and source == "timeline":
             side = m["preempted"]["holder_side_timeline"]
         out[f"{name}_side"], out[f"{name}_source"], out[f"{name}_disagrees"] = side, source, disagree
-    out["lhp"] = class_of(out["holder_side"], out["waiter_side"])
-    out["source"] = out["holder_source"]  # the share is about the holder
+    out["cause"] = class_of(out["holder_side"], out["waiter_side"])
     return out
 
 
@@ -215,7 +214,7 @@ def classify(wait: dict, index: dict | None, clock: dict | None) -> tuple[str, s
     """(lhp class, the holder side's source: 'timeline', 'steal' or 'none') of one long wait."""
     m = measure(wait, index, ClockMap(clock)) if index is not None and clock is not None else None
     r = attribute(wait, m)
-    return r["lhp"], r["holder_source"]
+    return r["cause"], r["holder_source"]
 
 
 def fraction_table(waits: list) -> dict:

@@ -1,5 +1,6 @@
 """The public API (spinlab_report.load): the report's own numbers, as DataFrames."""
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -38,13 +39,29 @@ def test_every_long_wait_is_a_row_with_the_reports_class(basic):
     want = []
     for phase in run.phases:
         share = attribution.long_waits_share(run.snaps(phase), run.timeline, run.clock, basic.long_wait_threshold)
-        want += [(phase, w["rep"], w["cpu"], w["lock_class"], w["start_tsc"], w["wait_cycles"], w["lhp"],
-                  w["holder_side"], w["holder_source"], w["waiter_side"], w["waiter_source"], w["holders"])
+        want += [(phase, w["rep"], w["cpu"], w["lock_class"], w["start_tsc"], w["wait_cycles"], w["lhp_class"],
+                  w.get("timeline_class"), w["cause"], w["holder_side"], w["holder_source"], w["waiter_side"],
+                  w["waiter_source"], w["holders"])
                  for w in share["waits"]]
-    got = [tuple(x) for x in basic.waits[["phase", "rep", "cpu", "lock_class", "start_tsc", "wait_cycles", "class",
-                                          "holder_side", "holder_source", "waiter_side", "waiter_source",
-                                          "holders"]].itertuples(index=False)]
+    # a wait's classes have the rows' names: lock_class, lhp_class, timeline_class, cause
+    got = [tuple(x) for x in basic.waits[["phase", "rep", "cpu", "lock_class", "start_tsc", "wait_cycles", "lhp_class",
+                                          "timeline_class", "cause", "holder_side", "holder_source", "waiter_side",
+                                          "waiter_source", "holders"]].itertuples(index=False)]
     assert len(want) == 8 and got == want
+    assert {w[6] for w in want} == {"unknown", "holder-preempted", "neither"}  # the guest's, as written
+    assert None not in {w[7] for w in want}  # the timeline covers run-basic whole
+
+
+def test_without_a_timeline_the_timeline_class_is_none(tmp_path):
+    """As the rows leave timeline_class out where the timeline was not measured, the API says None."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(BASIC, run_dir)
+    os.remove(run_dir / "timeline.csv")
+    r = s.load(str(run_dir))
+    assert len(r.waits) == 8 and r.waits["timeline_class"].isna().all()
+    assert set(r.waits["cause"]) == {"unknown"} and set(r.waits["holder_source"]) == {"none", "steal"}
+    assert "timeline_class" not in next(iter(attribution.long_waits_share(
+        r.run.snaps("host-load"), r.run.timeline, r.run.clock, r.long_wait_threshold)["waits"]))
 
 
 def test_off_shares_are_the_measured_off_cycles_over_the_wait(basic):

@@ -25,13 +25,13 @@ def test_stamps_inside_an_off_window_beyond_the_bound_are_counted():
     assert stamps_off_cpu([long_wait(1, 20_000_000, 10)], off, CLOCK)["stamps"] == 0
 
 
-def classified(cpu, holder, host_start, cycles, lhp, holder_off, side, waiter_off=None):
+def classified(cpu, holder, host_start, cycles, cause, holder_off, side, waiter_off=None):
     """A wait as waits.long_waits_share gives it, both sides measured on the timeline."""
     waiter_side = "unknown" if waiter_off is None else "off" if waiter_off[0] >= cycles / 2 else \
         "on" if waiter_off[1] < cycles / 2 else "uncertain"
-    return {"source": "timeline", "cpu": cpu, "holders": [holder], "host_start": host_start, "bound_cycles": 10.0,
-            "wait_cycles": cycles, "lhp": lhp, "holder_off_cycles": holder_off, "holder_side": side or "uncertain",
-            "waiter_off_cycles": waiter_off, "waiter_side": waiter_side}
+    return {"holder_source": "timeline", "cpu": cpu, "holders": [holder], "host_start": host_start,
+            "bound_cycles": 10.0, "wait_cycles": cycles, "cause": cause, "holder_off_cycles": holder_off,
+            "holder_side": side or "uncertain", "waiter_off_cycles": waiter_off, "waiter_side": waiter_side}
 
 
 def test_frozen_and_running_sets():

@@ -48,11 +48,11 @@ WAITER_ASLEEP = _tl([(0, "on", 0, 20_000, None), (1, "on", 0, 2000, None), (1, "
 def test_a_waiter_whose_guest_halted_is_not_waiter_preempted():
     waits = [_wait(1, 0, 0, 10_000)]
     (w,) = _share(waits, WAITER_ASLEEP, None)["waits"]
-    assert w["lhp"] == "waiter-preempted"  # without the guest's record: asleep is off
+    assert w["cause"] == "waiter-preempted"  # without the guest's record: asleep is off
     # The guest halted over guest [900, 8100) = host [1900, 9100): the sleep is all inside.
     r = _share(waits, WAITER_ASLEEP, _halts([(1, 900, 8100, "halted")]))
     (w,) = r["waits"]
-    assert (w["lhp"], w["waiter_side"]) == ("neither", "on")
+    assert (w["cause"], w["waiter_side"]) == ("neither", "on")
     assert w["waiter_off_cycles"] == [0.0, 0.0]
     oc = r["off_cycles"]["waiter"]
     assert oc["off"] == pytest.approx(7000) and oc["halted"] == pytest.approx(7000) and oc["blocked"] == 0
@@ -67,7 +67,7 @@ def test_a_sleep_outside_the_halt_stays_blocked_and_the_clock_bound_is_kept():
     # ([2010, 4990)).
     r = _share([_wait(1, 0, 0, 10_000)], WAITER_ASLEEP, _halts([(1, 1000, 4000, "halted")]))
     (w,) = r["waits"]
-    assert w["waiter_off_cycles"] == [pytest.approx(3990), pytest.approx(4020)] and w["lhp"] == "neither"
+    assert w["waiter_off_cycles"] == [pytest.approx(3990), pytest.approx(4020)] and w["cause"] == "neither"
     oc = r["off_cycles"]["waiter"]
     assert oc["halted"] == pytest.approx(3000, abs=10) and oc["blocked"] == pytest.approx(4000, abs=10)  # middles
     assert blocked_shares(r["off_cycles"])["waiter"] == pytest.approx(4 / 7, abs=1e-3)
@@ -77,30 +77,30 @@ def test_a_lost_record_leaves_the_side_uncertain_never_guessed():
     # The ring overflowed over guest [500, 8500): the vCPU may have halted anywhere in it, so the
     # waiter was off between 0 (all halted) and 7000 (none): straddles the threshold.
     (w,) = _share([_wait(1, 0, 0, 10_000)], WAITER_ASLEEP, _halts([(1, 500, 8500, "lost")]))["waits"]
-    assert (w["lhp"], w["waiter_side"]) == ("uncertain", "uncertain")
+    assert (w["cause"], w["waiter_side"]) == ("uncertain", "uncertain")
     assert w["waiter_off_cycles"] == [0.0, pytest.approx(7000)]
     # A refused record (exit empty: to the end) says the same from its enter on.
     (w,) = _share([_wait(1, 0, 0, 10_000)], WAITER_ASLEEP, _halts([(1, 500, None, "refused")]))["waits"]
-    assert w["lhp"] == "uncertain"
+    assert w["cause"] == "uncertain"
 
 
 def test_a_halt_still_in_progress_at_the_last_read_covers_to_the_end():
     (w,) = _share([_wait(1, 0, 0, 10_000)], WAITER_ASLEEP, _halts([(1, 900, None, "halted")]))["waits"]
-    assert (w["lhp"], w["waiter_off_cycles"]) == ("neither", [0.0, 0.0])
+    assert (w["cause"], w["waiter_off_cycles"]) == ("neither", [0.0, 0.0])
 
 
 def test_a_holder_whose_guest_halted_is_not_holder_blocked_and_a_preempted_one_stays_off():
     tl = _tl([(0, "on", 0, 1500, None), (0, "off", 1500, 9500, "blocked"), (0, "on", 9500, 20_000, None),
               (1, "on", 0, 20_000, None)])
     waits = [_wait(1, 0, 0, 10_000)]
-    assert _share(waits, tl, None)["waits"][0]["lhp"] == "holder_blocked"
+    assert _share(waits, tl, None)["waits"][0]["cause"] == "holder_blocked"
     (w,) = _share(waits, tl, _halts([(0, 400, 8600, "halted")]))["waits"]
-    assert (w["lhp"], w["holder_side"]) == ("neither", "on")
+    assert (w["cause"], w["holder_side"]) == ("neither", "on")
     # A holder preempted (runnable, switched out) is off whatever halts its other CPU recorded.
     tl = _tl([(0, "on", 0, 1500, None), (0, "off", 1500, 9500, "hog"), (0, "on", 9500, 20_000, None),
               (1, "on", 0, 20_000, None)])
     (w,) = _share(waits, tl, _halts([(1, 0, 9000, "halted")]))["waits"]
-    assert w["lhp"] == "holder-preempted"
+    assert w["cause"] == "holder-preempted"
 
 
 def test_without_a_record_halted_is_none_not_zero():
@@ -191,7 +191,7 @@ def test_a_halt_before_the_clocks_first_point_reaches_no_further_than_that_point
     # the wait starts at guest 0, before the first point: it is not measured; one at guest 600 is
     waits[0]["start_tsc"] = 600
     (w,) = share(_halts([(0, 100, 400, "halted")]))["waits"]
-    assert w["lhp"] == "holder-preempted"
+    assert w["cause"] == "holder-preempted"
     idx = lhp.halt_index(_halts([(0, 100, 400, "halted"), (1, 20_000_000, None, "halted")]), lhp.ClockMap(late))
     assert [x.tolist() for x in idx[0][1]] == [[-np.inf], [1510.0]] and idx[0][0][0].size == 0
     assert [x.tolist() for x in idx[1][1]] == [[10_000_990.0], [np.inf]]

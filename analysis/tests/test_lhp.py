@@ -33,7 +33,7 @@ def classify(w: dict, index, clock) -> tuple:
     """(class, the holder side's source) of one wait, as the package attributes it."""
     cmap = ClockMap(clock) if index is not None and clock is not None else None
     r = lhp.classify(SimpleNamespace(long_waits=[w], rep=1), index if cmap else None, cmap, 0).row(0)
-    return r["lhp"], r["holder_source"]
+    return r["cause"], r["holder_source"]
 
 
 def wait(cpu, holder, start_guest, cycles, cls="unknown", holder_end=None):
@@ -148,7 +148,7 @@ def test_share_counts_threshold_uncertain_and_unknowns():
     r = long_waits_share([Snapshot("host-load", 1, 1.0, 0, 1, {}, [], [wait(0, 1, 300_000, 2 ** 19)], 1, 0, "s")],
                          tl, CLOCK, 1)
     (one,) = r["waits"]
-    assert (one["holder_side"], one["holder_source"], one["waiter_source"], one["lhp"]) == \
+    assert (one["holder_side"], one["holder_source"], one["waiter_source"], one["cause"]) == \
         ("unknown", "none", "timeline", "unknown")
     assert r["sources"]["waiter"] == {"timeline": 1, "steal": 0, "none": 0}
     assert r["thresholds"] == {"holder_off_min_fraction": 0.5, "waiter_off_min_fraction": 0.5}
@@ -235,7 +235,7 @@ def test_a_frozen_holder_that_steal_time_misses_is_holder_off_by_the_timeline():
     tl = _tl([(0, "on", 0, 1000), (0, "frozen", 1000, 9000), (0, "on", 9000, 20_000), (1, "on", 0, 20_000)])
     r = _share([wait(1, 0, 0, 10_000, "neither")], tl)
     (w,) = r["waits"]
-    assert (w["lhp"], w["holder_side"], w["holder_source"], w["waiter_source"]) == \
+    assert (w["cause"], w["holder_side"], w["holder_source"], w["waiter_source"]) == \
         ("holder-preempted", "off", "timeline", "timeline")
     assert w["holder_disagrees"] and not w["waiter_disagrees"]
     assert r["disagreements"]["total"] == 1 and r["disagreements"]["steal_silent_timeline_off"] == 1
@@ -249,11 +249,11 @@ def test_steal_time_decides_off_where_the_timeline_does_not_cover():
     (w,) = r["waits"]
     assert (w["holder_side"], w["holder_source"]) == ("off", "steal")
     # the waiter's side is covered and the timeline has it running
-    assert (w["waiter_side"], w["waiter_source"], w["lhp"]) == ("on", "timeline", "holder-preempted")
+    assert (w["waiter_side"], w["waiter_source"], w["cause"]) == ("on", "timeline", "holder-preempted")
     assert (r["holder_off"], r["from_guest"], r["disagreements"]["total"]) == (1, 1, 0)
     # with no timeline at all, steal time's 'off' still decides that side, and its 'neither' none
     r = _share([wait(1, 0, 5000, 10_000, "holder-preempted"), wait(1, 0, 5000, 10_000, "neither")], None, None)
-    assert [(w["holder_side"], w["holder_source"], w["waiter_side"], w["lhp"]) for w in r["waits"]] == \
+    assert [(w["holder_side"], w["holder_source"], w["waiter_side"], w["cause"]) for w in r["waits"]] == \
         [("off", "steal", "unknown", "unknown"), ("unknown", "none", "unknown", "unknown")]
     assert (r["holder_off"], r["holder_on"], r["unknown"], r["share"]) == (1, 0, 1, 1.0)
 
@@ -263,7 +263,7 @@ def test_a_wait_no_source_covers_is_unknown():
     for cls in ("unknown", "neither"):  # TCG (no steal time), or steal time that saw nothing
         r = _share([wait(1, 0, 5000, 10_000, cls)], tl)
         (w,) = r["waits"]
-        assert (w["lhp"], w["holder_source"], w["waiter_source"]) == ("unknown", "none", "none")
+        assert (w["cause"], w["holder_source"], w["waiter_source"]) == ("unknown", "none", "none")
         assert (r["unknown"], r["holder_on"], r["share"]) == (1, 0, None)
         assert r["sources"]["holder"] == {"timeline": 0, "steal": 0, "none": 1}
 
@@ -280,7 +280,7 @@ def test_a_placed_hand_over_measures_the_frozen_first_holders_share():
     (w,) = r["waits"]
     # holder 0 off while it held the lock: [1010, 60990) at least, [990, 61010) at most (+-10)
     assert w["holder_off_cycles"] == [59_980.0, 60_000.0]
-    assert (w["lhp"], w["holder_side"], w["holders"]) == ("holder-preempted", "off", [0, 1])
+    assert (w["cause"], w["holder_side"], w["holders"]) == ("holder-preempted", "off", [0, 1])
     assert (r["holder_changed"], r["handovers_placed"], r["handovers_unplaced"]) == (1, 1, 0)
     # without the hand-over's moment (the guest's start and end holders only) it is uncertain
     guessed = _share([wait(2, 0, 0, 100_000, holder_end=1)], _tl(QUEUE_TL))["waits"][0]

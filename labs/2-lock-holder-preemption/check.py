@@ -215,12 +215,12 @@ def check(results_dir: str) -> list:
     # and a lock that changed hands during the wait has no one holder: those are only counted.
     behind = [w for w in match if w.get("holders") == [frozen_vcpu[id(w)]]]
     elsewhere = len(match) - len(behind)
-    decided = [w for w in behind if w["lhp"] != "uncertain"]
-    blamed = [w for w in decided if w["lhp"] in report.HOLDER_OFF]  # holder-preempted or both
+    decided = [w for w in behind if w["cause"] != "uncertain"]
+    blamed = [w for w in decided if w["cause"] in report.HOLDER_OFF]  # holder-preempted or both
     frac = len(blamed) / len(decided) if decided else 0.0
     classes = {}
     for w in behind:
-        classes[w["lhp"]] = classes.get(w["lhp"], 0) + 1
+        classes[w["cause"]] = classes.get(w["cause"], 0) + 1
     why = (f"{len(blamed)} of {len(decided)} decided ({frac:.0%}); classes "
            + ", ".join(f"{k} {v}" for k, v in sorted(classes.items()))
            + (f"; {elsewhere} more whose holder was not the frozen vCPU alone (the lock changed hands or sat elsewhere), not judged" if elsewhere else ""))

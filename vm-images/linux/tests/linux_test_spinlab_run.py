@@ -75,7 +75,7 @@ def test_a_linux_guest_runs_through_spinlab_run_and_its_frozen_holders_are_found
         a0, b0 = w["host_start"] + w["bound_cycles"], w["host_start"] + w["wait_cycles"] - w["bound_cycles"]
         return sum(max(0, min(b, b0) - max(a, a0)) for a, b in freezes) / w["wait_cycles"]
     inside = [w for w in rows if w["cpu"] == 0 and frozen_share(w) >= 0.9]
-    classes = [w["lhp"] for w in inside]
+    classes = [w["cause"] for w in inside]
     assert len(inside) >= 3, (len(rows), classes)
     preempted = sum(c in (L.kHolderPreempted, L.kBoth) for c in classes)
     assert preempted >= 0.95 * len(inside), classes
