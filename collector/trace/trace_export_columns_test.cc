@@ -253,7 +253,7 @@ TEST_F(ColumnsExport, EveryEventIsARowOfItsTypeWithTheCommonColumnsAndTheAbiFiel
               "('release_tsc', '<u8'), ('wait_cycles', '<u8'), ('spin_count', '<u8'), "
               "('holder_steal_ns', '<u8'), ('waiter_steal_ns', '<u8'), ('class_id', '<u4'), "
               "('holder_cpu_start', '<u4'), ('holder_cpu_end', '<u4'), ('lhp_class', '|u1'), "
-              "('rules', '|u1'), ('flags', '|u1'), ('reserved', '|u1')]");
+              "('rules', '|u1'), ('flags', '|u1'), ('handovers', '|u1')]");
     EXPECT_EQ(s.row_size, 28 + sizeof(TraceSpinlockEvent) - sizeof(TraceEventHeader)) << "packed";
     ASSERT_EQ(s.rows, 3u);
     ASSERT_EQ(s.data.size(), s.rows * s.row_size);

@@ -67,7 +67,7 @@ constexpr PayloadField payload_field(const char* name, size_t offset) {
 inline constexpr PayloadField kSpinlockFields[] = SPINLAB_PAYLOAD_FIELDS(
     TraceSpinlockEvent, lock_address, call_site, acquire_tsc, release_tsc, wait_cycles, spin_count,
     holder_steal_ns, waiter_steal_ns, class_id, holder_cpu_start, holder_cpu_end, lhp_class, rules,
-    flags, reserved);
+    flags, handovers);
 inline constexpr PayloadField kContextSwitchFields[] = SPINLAB_PAYLOAD_FIELDS(
     TraceContextSwitchEvent, old_thread_id, new_thread_id, old_process_id, new_process_id,
     old_state, wait_reason, reserved);

@@ -71,6 +71,10 @@ std::string trace_event_line(const TraceEventHeader& h, const uint8_t* ev) {
         const std::string_view name = f.name;
         if (name == kStackFramesLength) nframes = element(ev, f, 0);
         if (name == "reserved" || name == kStackFramesLength) continue;
+        // a spinlock event's count of the holds begun during its wait, where the guest counted it
+        if (name == "handovers" && h.type == uint16_t(TraceEventType::kSpinlock) &&
+            !(ev[offsetof(TraceSpinlockEvent, flags)] & kTraceSpinHandoversCounted))
+            continue;
         if ((name == "event_type" || name == "event_tsc") && !stack_names_an_event(h.type)) continue;
         o << " " << name << "=";
         if (f.text) {

@@ -48,6 +48,10 @@ TEST(TraceText, ASpinlockEventIsItsFieldsByTheirAbiNames) {
               "acquire_tsc=13000 release_tsc=14000 wait_cycles=2000 spin_count=50 holder_steal_ns=0 "
               "waiter_steal_ns=0 class_id=9 holder_cpu_start=0 holder_cpu_end=- "
               "lhp_class=holder-preempted rules=contention,long-wait flags=contended");
+    // the count of the holds begun during the wait, only where the guest counted it
+    e.flags |= kTraceSpinHandoversCounted;
+    e.handovers = 0;
+    EXPECT_EQ(line(e).substr(line(e).rfind(' ')), " handovers=0");
 }
 
 TEST(TraceText, SignedArrayAndTextFieldsReadAsTheyWereWritten) {

@@ -353,7 +353,7 @@ bool locktrace_user_spinlock_impl(const spinlab::TraceSpinlockEvent& in) {
             const Thread* t = this_cpu()->current;
             lt::fill_header(e->h, size, TraceEventType::kSpinlock, cpu, tid_of(t), pid_of(t), tsc);
             e->rules = rules;
-            e->reserved = 0;
+            // handovers: the thread's count of the holds begun during its wait, as given
             lt::end_write(c.writer, size, tsc);
             // The system call's kernel frames, then the program's: where it took the lock.
             if (c.stack_flags & kSpinGroups)

@@ -72,15 +72,20 @@ inline uint64_t steal_delta(const StealSample& before, const StealSample& after)
 template <InstrumentLevel L, class Env>
 class WaitTracer {
   public:
+    // The holder is read before the hold count (a win counts its hold, then stores its holder:
+    // spinlock::note_holder), so a holder seen here was counted already. A count read before a
+    // win that came earlier counts that hold as begun during the wait: one too many, never one
+    // too few, which would hide a hand-over.
     WaitTracer(const spinlock::Lock& l, Env& env)
-        : holder_(spinlock::load_relaxed(&l.holder_cpu)), self_(env.cpu()) {
+        : holder_(spinlock::load_relaxed(&l.holder_cpu)), seq_start_(read_seq(l)), self_(env.cpu()) {
         holder_before_ = holder_steal(env);
         self_before_ = env.steal(self_);
         start_ = env.now();
     }
     // timing=all: the wait began at `start`, stamped before the first try.
     WaitTracer(const spinlock::Lock& l, Env& env, uint64_t start)
-        : holder_(spinlock::load_relaxed(&l.holder_cpu)), self_(env.cpu()), start_(start) {
+        : holder_(spinlock::load_relaxed(&l.holder_cpu)), seq_start_(read_seq(l)), self_(env.cpu()),
+          start_(start) {
         holder_before_ = holder_steal(env);
         self_before_ = env.steal(self_);
     }
@@ -106,6 +111,10 @@ class WaitTracer {
                 t.waiter_steal_ns = steal_delta(self_before_, self_after);
                 t.holder_cpu_start = holder_;
                 t.holder_cpu_end = spinlock::load_relaxed(&l.released_by);
+                // Our own hold is counted already (note_holder): the rest began during the wait.
+                const uint32_t begun = spinlock::load_relaxed(&l.hold_seq) - 1u - seq_start_;
+                t.handovers = uint8_t(begun < 255u ? begun : 255u);
+                t.handovers_known = 1;
                 t.contended = 1;
                 t.wait_overflow = w.overflow;
                 t.lhp_class = static_cast<uint8_t>(lhp);
@@ -126,7 +135,12 @@ class WaitTracer {
         return StealSample{0, 0, 0};
     }
 
+    static uint32_t read_seq(const spinlock::Lock& l) {
+        __atomic_signal_fence(__ATOMIC_ACQUIRE);  // after holder_cpu's load (x86 keeps loads in order)
+        return spinlock::load_relaxed(&l.hold_seq);
+    }
     uint32_t holder_;
+    uint32_t seq_start_;  // Lock::hold_seq when the wait began
     uint32_t self_;
     StealSample holder_before_;
     StealSample self_before_;
@@ -150,6 +164,7 @@ inline void arm_uncontended_trace(spinlock::Lock& l, Env& env) {
     t.spins = 0;
     t.holder_steal_ns = t.waiter_steal_ns = 0;
     t.holder_cpu_start = t.holder_cpu_end = kNoCpu;
+    t.handovers = t.handovers_known = 0;
     t.contended = 0;
     t.wait_overflow = 0;
     t.lhp_class = static_cast<uint8_t>(LhpClass::kUnknown);

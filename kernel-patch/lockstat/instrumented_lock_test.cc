@@ -96,6 +96,42 @@ TEST_P(InstrumentedLockTest, ContendedWaitIsMeasuredAndItsHoldTimed) {
     EXPECT_EQ(p.hold_cycles_sum, 1000u);
 }
 
+void no_trace(void*, const Lock&, uint64_t) {}
+std::atomic<int> g_waiter_seen{0};  // steal samples the waiter took (its WaitTracer's, after the count)
+StealSample seen_steal(uint32_t) {
+    g_waiter_seen++;
+    return StealSample{0, 0, 0};
+}
+
+// The lock's own count of the holds begun during a wait (Lock::hold_seq, HoldTrace::handovers):
+// none when the holder seen at the start lets go to the waiter; exactly the holds begun in
+// between otherwise, whatever the clock says.
+TEST_P(InstrumentedLockTest, HoldsBegunDuringAWaitAreCounted) {
+    constexpr auto kFull = InstrumentLevel::kFull;
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
+    waiter.env.trace_fn = no_trace;
+    contended_acquire<kFull>(holder, waiter, 1000);
+    EXPECT_EQ(lock_.trace.handovers_known, 1);
+    EXPECT_EQ(lock_.trace.handovers, 0);
+    EXPECT_EQ(lock_.trace.holder_cpu_start, 0u);
+    EXPECT_EQ(lock_.trace.holder_cpu_end, 0u);
+    EXPECT_EQ(lock_.hold_seq, 2u);  // the holder's and the waiter's
+    lock_release<kFull>(lock_, waiter.env);
+
+    // Three holds begin while the waiter waits (other CPUs' wins bump the count).
+    lock_acquire<kFull>(lock_, &holder.node, holder.env);
+    g_waiter_seen = 0;
+    waiter.env.steal_fn = seen_steal;
+    std::thread t([&] { lock_acquire<kFull>(lock_, &waiter.node, waiter.env); });
+    while (g_waiter_seen.load() == 0) std::this_thread::yield();  // it has read the count
+    lock_.hold_seq += 3;
+    lock_release<kFull>(lock_, holder.env);
+    t.join();
+    EXPECT_EQ(lock_.trace.handovers, 3);
+    lock_release<kFull>(lock_, waiter.env);
+
+}
+
 TEST_P(InstrumentedLockTest, CountersLevelMeasuresTheWaitButNotTheHold) {
     Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
     contended_acquire<InstrumentLevel::kCounters>(holder, waiter, 3000);

@@ -55,10 +55,12 @@ inline void fill_spinlock_payload(TraceSpinlockEvent& e, const spinlock::Lock& l
     e.holder_cpu_end = t.holder_cpu_end;
     e.lhp_class = t.lhp_class;
     e.rules = rules;
+    const bool counted = f.contended && t.handovers_known;
     e.flags = uint8_t((f.contended ? kTraceSpinContended : 0) |
                       (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
-                      (f.hold_overflow ? kTraceSpinHoldOverflow : 0));
-    e.reserved = 0;
+                      (f.hold_overflow ? kTraceSpinHoldOverflow : 0) |
+                      (counted ? kTraceSpinHandoversCounted : 0));
+    e.handovers = counted ? t.handovers : 0;
 }
 
 // The rules of `rules` that the session's enable flags allow: the long-wait rule needs the

@@ -87,9 +87,16 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
                             EXPECT_GE(e.spin_count, 1u);
                             // The lock came from the other CPU (it is the only other one).
                             EXPECT_EQ(e.holder_cpu_end, 1 - c);
+                            // The holds begun during the wait are counted (how many depends on
+                            // the race: the other CPU may take the lock again between this one's
+                            // failed try and its place in the queue; the count's exactness is
+                            // lockstat's HoldsBegunDuringAWaitAreCounted).
+                            EXPECT_TRUE(e.flags & kTraceSpinHandoversCounted);
                             EXPECT_EQ(e.lhp_class, uint8_t(LhpClass::kUnknown));  // no steal time
                         } else if (e.rules & kTraceRuleAcquireSample) {
                             sampled_uncontended++;
+                            EXPECT_FALSE(e.flags & kTraceSpinHandoversCounted);
+                            EXPECT_EQ(e.handovers, 0);
                             EXPECT_EQ(e.spin_count, 0u);
                         } else {
                             // A hold the host's scheduler stretched (the holder's thread was

@@ -135,7 +135,6 @@ enum class Room { kReady, kLost, kWait };
     fill_header(mine, sizeof e, TraceEventType::kSpinlock, t.cpu, t.thread_id, t.process_id, stamp);
     __builtin_memcpy(&e.h, &mine, sizeof mine);
     if (e.rules != rules) e.rules = rules;
-    if (e.reserved != 0) e.reserved = 0;
     return stamp;
 }
 

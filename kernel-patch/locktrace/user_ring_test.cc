@@ -276,7 +276,7 @@ TEST(UserRing, ATakeAcrossBuffersWithRefusedRecordsLeavesNoGapAndCountsEachOnce)
         }
     }
     ASSERT_TRUE(last_room && first_room);
-    rec[5].reserved = 0xff;
+    rec[5].handovers = 7;  // the thread's count of the holds begun during its wait, kept
     EXPECT_EQ(user_ring_take(g.cursor, take_into(&w)), kRecords);
     // A record the thread changes after the take is not in the stream: the take read it once.
     rec[6].class_id = 999999;
@@ -291,7 +291,7 @@ TEST(UserRing, ATakeAcrossBuffersWithRefusedRecordsLeavesNoGapAndCountsEachOnce)
         EXPECT_EQ(events[k].h.tsc, kSessionStart + 100 + want[k]);
         EXPECT_EQ(events[k].h.thread_id, kTid);
         EXPECT_EQ(events[k].rules, kTraceRuleContention);  // the long-wait group is not on
-        EXPECT_EQ(events[k].reserved, 0);
+        EXPECT_EQ(events[k].handovers, want[k] == 5 ? 7 : 0);
     }
     const uint64_t n_refused = kRecords - want.size();
     EXPECT_EQ(g.r().written, want.size());

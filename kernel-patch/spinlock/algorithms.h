@@ -71,6 +71,14 @@ constexpr bool uses_queue_node(LockAlgorithm a) {
 // One attempt. On success the caller holds the lock and holder_cpu is recorded.
 // node: the caller's queue node (used by the queued locks only, see uses_queue_node(); may be
 // null otherwise).
+// A win: one more hold begun on l (Lock::hold_seq), then its holder. In that order, so that a
+// waiter that reads holder_cpu and then hold_seq and sees this holder has seen its hold counted.
+inline void note_holder(Lock& l, uint32_t cpu) {
+    store_relaxed(&l.hold_seq, load_relaxed(&l.hold_seq) + 1u);
+    __atomic_signal_fence(__ATOMIC_RELEASE);  // x86 keeps stores in order; the compiler must too
+    store_relaxed(&l.holder_cpu, cpu);
+}
+
 template <class Env>
 inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
     bool won;
@@ -99,7 +107,7 @@ inline bool try_acquire(Lock& l, McsNode* node, Env& env) {
             won = tas_try_acquire(l);
             break;
     }
-    if (won) store_relaxed(&l.holder_cpu, env.cpu());
+    if (won) note_holder(l, env.cpu());
     return won;
 }
 
@@ -135,7 +143,7 @@ inline uint64_t acquire_contended(Lock& l, McsNode* node, Env& env) {
             spins = tas_acquire_contended(l, env);
             break;
     }
-    store_relaxed(&l.holder_cpu, env.cpu());
+    note_holder(l, env.cpu());
     return spins;
 }
 

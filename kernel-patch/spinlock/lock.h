@@ -44,6 +44,11 @@ struct HoldTrace {
     uint8_t contended;
     uint8_t wait_overflow;
     uint8_t lhp_class;
+    // Holds that began on this lock during the wait (Lock::hold_seq), saturating at 255; valid
+    // when handovers_known (contended, instrumented). 0: the hold seen at the start is the one
+    // that released the lock to us, so there was no hand-over in between.
+    uint8_t handovers;
+    uint8_t handovers_known;
 };
 
 struct Lock {
@@ -73,6 +78,13 @@ struct Lock {
     // The CPU that last released the lock (instrumented builds), so the next holder knows who
     // handed it over. Written by the releasing holder just before it lets go.
     uint32_t released_by;
+    // Holds begun on this lock so far (wraps): every win bumps it before it stores holder_cpu
+    // (note_holder, algorithms.h), so a waiter that reads it when its wait begins and again when
+    // it wins knows how many holds began in between, whatever the timestamps say (a winner
+    // stopped between its win and its stamp stamps late). Written by the holder only, on the
+    // line it writes holder_cpu to (one store, kept at every instrumentation level, as
+    // holder_cpu is); read racily by waiters.
+    uint32_t hold_seq;
     HoldTrace trace;
     // Preemptable ticket lock: the holder's ticket, so that its release moves "serving" past
     // it (preemptable_ticket_lock.h). Written and read by the holder only.
@@ -92,6 +104,7 @@ inline void lock_init(Lock& l, const char* name, uint32_t class_id) {
     l.hold_timed = 0;
     l.hold_start = 0;
     l.released_by = kNoCpu;
+    l.hold_seq = 0;
     l.trace = HoldTrace{};
     l.pticket_owner = 0;
 }

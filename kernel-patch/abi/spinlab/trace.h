@@ -468,6 +468,10 @@ inline constexpr uint8_t kTraceSpinHoldOverflow = 1u << 2;  // release stamp bef
 // wait's end, release_tsc == acquire_tsc (the release is not known), spin_count 0 (not counted),
 // holder_cpu_start/end kNoCpu (not recorded). Only the long-wait rule makes such an event.
 inline constexpr uint8_t kTraceSpinWaitOnly = 1u << 3;
+// `handovers` holds the number of holds that began on the lock during the wait (the lock's own
+// count, read when the wait began and when it won; 255: 255 or more). Without it (older guests,
+// uncontended, a Linux guest) the byte is 0 and means nothing.
+inline constexpr uint8_t kTraceSpinHandoversCounted = 1u << 4;
 
 // Written at release, as Windows writes its spinlock event (payload WMI_SPINLOCK). Header tsc ==
 // release_tsc for the kernel's locks and for ring-3 locks written through a thread's ring
@@ -493,9 +497,12 @@ struct TraceSpinlockEvent {
     uint8_t lhp_class;          // LhpClass (perfdata.h); kUnknown when uncontended
     uint8_t rules;              // kTraceRule* bits that fired
     uint8_t flags;              // kTraceSpin* bits
-    uint8_t reserved;
+    uint8_t handovers;          // with kTraceSpinHandoversCounted: holds begun during the wait
+                                // (0: the holder seen at the start handed the lock over); a
+                                // byte that was reserved (0) before
 };
 static_assert(sizeof(TraceSpinlockEvent) == 24 + 64 + 16, "ABI");
+static_assert(offsetof(TraceSpinlockEvent, handovers) == 103, "ABI");
 static_assert(offsetof(TraceSpinlockEvent, lock_address) == 24, "ABI");
 static_assert(offsetof(TraceSpinlockEvent, class_id) == 88, "ABI");
 static_assert(offsetof(TraceSpinlockEvent, rules) == 101, "ABI");

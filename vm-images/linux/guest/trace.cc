@@ -145,7 +145,7 @@ void write_wait(Cpu& c, uint32_t cpu, const Wait& w) {
     e->lhp_class = uint8_t(spinlab::LhpClass::kUnknown);
     e->rules = spinlab::kTraceRuleLongWait;
     e->flags = spinlab::kTraceSpinContended | spinlab::kTraceSpinWaitOnly;
-    e->reserved = 0;
+    e->handovers = 0;  // not counted: a Linux guest sees no holds (no kTraceSpinHandoversCounted)
     lt::end_write(c.writer, size, w.end);
 }
 
