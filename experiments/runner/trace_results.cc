@@ -34,7 +34,8 @@ LongWaitEntry long_wait_from_event(const TraceSpinlockEvent& e, const collect::C
 
 TracedHold traced_hold(const TraceSpinlockEvent& e) {
     return {e.lock_address, e.class_id, e.h.cpu, e.acquire_tsc, e.release_tsc, e.wait_cycles,
-            e.holder_cpu_start, e.holder_cpu_end};
+            e.holder_cpu_start, e.holder_cpu_end,
+            (e.flags & kTraceSpinHandoversCounted) ? int(e.handovers) : -1};
 }
 
 namespace {
@@ -56,6 +57,14 @@ std::vector<HoldLink> chain_of(const std::vector<TracedHold>& sorted, size_t at)
     const TracedHold& wait = sorted[at];
     const uint64_t start = wait_start(wait);
     if (wait.holder_cpu_end == kNoCpu) return {};
+    // The guest counted no hold begun during the wait: the hold it waited behind from the start
+    // is the one that let go to it, whatever the traced holds' stamps say. (A holder stopped
+    // between its win and its stamp, by the guest or the host, stamps late: its hold then seems
+    // to begin inside the wait, handed over by whoever released before it, often the waiter's
+    // own CPU: a hand-over that never was, at an unknown moment.)
+    if (wait.handovers == 0 &&
+        (wait.holder_cpu_start == kNoCpu || wait.holder_cpu_start == wait.holder_cpu_end))
+        return {{wait.holder_cpu_end, std::nullopt}};
     std::vector<HoldLink> back;  // from the last holder to the first
     bool complete = false;
     for (size_t cur = at;;) {

@@ -28,6 +28,9 @@ struct TracedHold {
     uint64_t wait_cycles = 0;                 // 0: uncontended
     uint32_t holder_cpu_start = kNoCpu;       // the holder seen when its wait began
     uint32_t holder_cpu_end = kNoCpu;         // whose release handed the lock to it
+    // Holds begun on the lock during its wait, as the guest counted them (the event's
+    // handovers under kTraceSpinHandoversCounted); -1: not counted.
+    int handovers = -1;
 };
 TracedHold traced_hold(const TraceSpinlockEvent& e);
 
@@ -40,7 +43,9 @@ TracedHold traced_hold(const TraceSpinlockEvent& e);
 // the wait began (the lock its at or before the start). Where a link is missing (that hold was
 // not traced) the CPU named is a holder from an unknown moment (nullopt) and the walk ends, as it
 // does at a hold taken uncontended; the wait's own holder_cpu_start, when known and not the
-// first CPU found, is put first. Empty when the wait's holder_cpu_end is not known. O(n log n)
+// first CPU found, is put first. A wait whose guest counted no hold begun during it
+// (TracedHold::handovers 0) has its holder_cpu_end alone, from the start: the count is exact
+// where the stamps may lag. Empty when the wait's holder_cpu_end is not known. O(n log n)
 // for the sort, then O(links) per wait.
 std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold>& holds,
                                                     const std::vector<size_t>& waits);

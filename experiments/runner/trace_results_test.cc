@@ -109,7 +109,8 @@ bool write_hold(lt::Writer& w, const TracedHold& h, uint8_t rules, uint64_t hold
     e->holder_cpu_end = h.holder_cpu_end;
     e->lhp_class = uint8_t(h.wait_cycles ? LhpClass::kNeither : LhpClass::kUnknown);
     e->rules = rules;
-    e->flags = h.wait_cycles ? kTraceSpinContended : 0;
+    e->flags = uint8_t((h.wait_cycles ? kTraceSpinContended : 0) | (h.handovers >= 0 ? kTraceSpinHandoversCounted : 0));
+    e->handovers = uint8_t(h.handovers >= 0 ? h.handovers : 0);
     lt::end_write(w, sizeof *e, h.release_tsc);
     return true;
 }
@@ -269,6 +270,35 @@ TEST(HandOverChains, AMissingLinkIsSaidAndTheWalkStops) {
     h = queue();
     h[4].holder_cpu_end = kNoCpu;
     EXPECT_TRUE(hand_over_chains(h, {4})[0].empty());
+}
+
+// The pattern every uncertain long wait of a default TCG run had (results 20261207-164031, all
+// 67): CPU 1 began to wait at 100 behind CPU 0, won at about 150, and was stopped before its
+// stamp (1,000); CPU 0 began to wait at 160, saw CPU 1 as the holder and won after CPU 1 let go
+// at 1,010. By the stamps CPU 1's hold began inside CPU 0's wait, handed over by CPU 0 itself
+// (the last to let go before CPU 1's win): the chain [1, 0 at an unknown moment, 1 from 1,000],
+// a hand-over through the waiter's own CPU that never was. The guest's count of the holds begun
+// during CPU 0's wait (none) says CPU 1 held throughout.
+TEST(HandOverChains, TheGuestsCountOfHoldsBegunOverrulesALateStamp) {
+    std::vector<TracedHold> h{hold(0xA, 0, 20, 90, 0, kNoCpu, kNoCpu),   // 0: CPU 0, before both waits
+                              hold(0xA, 1, 1000, 1010, 900, 0, 0),       // 1: CPU 1, stamped late
+                              hold(0xA, 0, 1020, 1030, 860, 1, 1)};      // 2: CPU 0's wait [160, 1020)
+    const std::vector<HoldLink> by_stamps{{1, std::nullopt}, {0, std::nullopt}, {1, 1000}};
+    EXPECT_EQ(hand_over_chains(h, {2})[0], by_stamps);  // not counted (older guests): as before
+    h[2].handovers = 0;
+    EXPECT_EQ(hand_over_chains(h, {2})[0], (std::vector<HoldLink>{{1, std::nullopt}}));
+    // counted, but holds began: the stamps' chain stands
+    h[2].handovers = 2;
+    EXPECT_EQ(hand_over_chains(h, {2})[0], by_stamps);
+    // the event's count reaches TracedHold only under its flag (a byte that was reserved, 0)
+    TraceSpinlockEvent e{};
+    e.handovers = 3;
+    EXPECT_EQ(traced_hold(e).handovers, -1);
+    e.flags = kTraceSpinHandoversCounted;
+    EXPECT_EQ(traced_hold(e).handovers, 3);
+    // none counted, but the holder seen at the start is not the one that let go: not trusted
+    h[2].handovers = 0, h[2].holder_cpu_start = 2;
+    EXPECT_NE(hand_over_chains(h, {2})[0], (std::vector<HoldLink>{{1, std::nullopt}}));
 }
 
 TEST(TraceResults, LongWaitsCarryTheirPlacedHoldsAndStealTimes) {
