@@ -120,6 +120,11 @@ for lab in 1 3 5; do
         # can pass the baseline's 5 % (6.6 % in a clean-clone CI run, vCPUs off only 6.5 %). That
         # is the host's quietness, which this test does not judge; every other observation is.
         say "lab $lab: every observation shown but the quiet baseline, which this host's idle tail decides ($(grep -A3 'quiet baseline' check$lab.txt | tail -1 | tr -s ' '))"
+    elif [ "$(grep -c '\[NOT shown\]' check$lab.txt)" = 1 ] && grep -q '\[NOT shown\] no overcommit' check$lab.txt; then
+        # Lab 5's idle-host speed against tas: these runs have no timeline, so whether the host
+        # was idle is not known, and labs/tests/test_real_runs.py does not judge it then either
+        # (a CI run saw student at 0.47x tas with other work on the host; 1.01x on a quiet one).
+        say "lab $lab: every observation shown but 'no overcommit', an idle-host speed these runs (no timeline) cannot show was idle ($(grep -A4 'no overcommit' check$lab.txt | tail -1 | tr -s ' '))"
     else
         cat check$lab.txt; fail "lab check $lab failed"
     fi

@@ -90,7 +90,7 @@ inline bool write_spinlock_event(Writer& w, uint64_t lock, uint64_t i) {
     e->lhp_class = 4;
     e->rules = kTraceRuleContention;
     e->flags = kTraceSpinContended;
-    e->reserved = 0;
+    e->handovers = 0;
     end_write(w, size, now);
     return true;
 }
