@@ -153,7 +153,7 @@ def spinlock_events(path):
         f = dict(kv.split("=", 1) for kv in line.split()[5:] if "=" in kv)
         out.append({"class": int(f["class_id"]), "hold": max(0, int(f["release_tsc"]) - int(f["acquire_tsc"])),
                     "spins": int(f["spin_count"]), "rules": set(f["rules"].split(",")),
-                    "contended": f["flags"] == "contended"})
+                    "contended": "contended" in f["flags"].split(",")})
     return out
 
 

@@ -34,6 +34,21 @@ std::string rules_text(uint64_t rules) {
     return s.empty() ? "none" : s;
 }
 
+// A spinlock event's flags, each set bit by name (trace.h's kTraceSpin*).
+std::string flags_text(uint64_t flags) {
+    std::string s;
+    const auto add = [&](uint64_t bit, const char* name) {
+        if (flags & bit) s += (s.empty() ? "" : ",") + std::string(name);
+    };
+    add(kTraceSpinContended, "contended");
+    add(kTraceSpinWaitOverflow, "wait-overflow");
+    add(kTraceSpinHoldOverflow, "hold-overflow");
+    add(kTraceSpinWaitOnly, "wait-only");
+    add(kTraceSpinHandoversCounted, "handovers-counted");
+    add(kTraceSpinWaiterCpuTookNone, "waiter-cpu-took-none");
+    return s.empty() ? "none" : s;
+}
+
 bool stack_names_an_event(uint16_t type) {
     return type == uint16_t(TraceEventType::kStackReference) ||
            type == uint16_t(TraceEventType::kStackWalk);
@@ -51,7 +66,7 @@ std::string value_text(uint16_t type, std::string_view name, uint64_t v, bool is
     if (name == "holder_cpu_start" || name == "holder_cpu_end" || name == "affinity_cpu") return cpu_name(v);
     if (name == "result") return std::to_string(int64_t(v));  // a system call's: negative errors
     if (spinlock && name == "rules") return rules_text(v);
-    if (spinlock && name == "flags") return (v & kTraceSpinContended) ? "contended" : "none";
+    if (spinlock && name == "flags") return flags_text(v);
     if (shown_in_hex(name)) {
         std::ostringstream o;
         o << "0x" << std::hex << v;

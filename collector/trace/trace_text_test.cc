@@ -52,6 +52,12 @@ TEST(TraceText, ASpinlockEventIsItsFieldsByTheirAbiNames) {
     e.flags |= kTraceSpinHandoversCounted;
     e.handovers = 0;
     EXPECT_EQ(line(e).substr(line(e).rfind(' ')), " handovers=0");
+    // every flag by name
+    e.flags |= kTraceSpinWaiterCpuTookNone | kTraceSpinWaitOverflow;
+    EXPECT_NE(line(e).find(" flags=contended,wait-overflow,handovers-counted,waiter-cpu-took-none "),
+              std::string::npos) << line(e);
+    e.flags = 0;
+    EXPECT_NE(line(e).find(" flags=none"), std::string::npos) << line(e);
 }
 
 TEST(TraceText, SignedArrayAndTextFieldsReadAsTheyWereWritten) {

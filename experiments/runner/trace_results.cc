@@ -35,7 +35,8 @@ LongWaitEntry long_wait_from_event(const TraceSpinlockEvent& e, const collect::C
 TracedHold traced_hold(const TraceSpinlockEvent& e) {
     return {e.lock_address, e.class_id, e.h.cpu, e.acquire_tsc, e.release_tsc, e.wait_cycles,
             e.holder_cpu_start, e.holder_cpu_end,
-            (e.flags & kTraceSpinHandoversCounted) ? int(e.handovers) : -1};
+            (e.flags & kTraceSpinHandoversCounted) ? int(e.handovers) : -1,
+            (e.flags & kTraceSpinHandoversCounted) && (e.flags & kTraceSpinWaiterCpuTookNone)};
 }
 
 namespace {
@@ -52,19 +53,27 @@ bool handed_over(const std::vector<TracedHold>& sorted, size_t i) {
            sorted[i - 1].cpu == c.holder_cpu_end && sorted[i - 1].release_tsc >= wait_start(c);
 }
 
+// Whether every hold of the lock during the wait was holder_cpu_end's, by the guest's counts
+// rather than the stamps. (A holder stopped between its win and its stamp, by the guest or the
+// host, stamps late: its hold then seems to begin inside the wait, handed over by whoever
+// released before it, often the waiter's own CPU: a hand-over that never was, at an unknown
+// moment.)
+bool one_holder_throughout(const TracedHold& wait, uint32_t guest_cpus) {
+    const uint32_t end = wait.holder_cpu_end;
+    if (wait.holder_cpu_start != kNoCpu && wait.holder_cpu_start != end) return false;
+    // no hold began during the wait: the hold it waited behind from the start let go to it
+    if (wait.handovers == 0) return true;
+    // Two CPUs, and the waiter's took no lock of the class while it waited and held none at the
+    // start: whatever holds began, each was the other CPU's.
+    return wait.handovers > 0 && wait.waiter_cpu_took_none && guest_cpus == 2 && end != wait.cpu;
+}
+
 // The chain of one wait, `at` its position in `sorted` (holds by lock, then acquire time).
-std::vector<HoldLink> chain_of(const std::vector<TracedHold>& sorted, size_t at) {
+std::vector<HoldLink> chain_of(const std::vector<TracedHold>& sorted, size_t at, uint32_t guest_cpus) {
     const TracedHold& wait = sorted[at];
     const uint64_t start = wait_start(wait);
     if (wait.holder_cpu_end == kNoCpu) return {};
-    // The guest counted no hold begun during the wait: the hold it waited behind from the start
-    // is the one that let go to it, whatever the traced holds' stamps say. (A holder stopped
-    // between its win and its stamp, by the guest or the host, stamps late: its hold then seems
-    // to begin inside the wait, handed over by whoever released before it, often the waiter's
-    // own CPU: a hand-over that never was, at an unknown moment.)
-    if (wait.handovers == 0 &&
-        (wait.holder_cpu_start == kNoCpu || wait.holder_cpu_start == wait.holder_cpu_end))
-        return {{wait.holder_cpu_end, std::nullopt}};
+    if (one_holder_throughout(wait, guest_cpus)) return {{wait.holder_cpu_end, std::nullopt}};
     std::vector<HoldLink> back;  // from the last holder to the first
     bool complete = false;
     for (size_t cur = at;;) {
@@ -92,7 +101,7 @@ std::vector<HoldLink> chain_of(const std::vector<TracedHold>& sorted, size_t at)
 }  // namespace
 
 std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold>& holds,
-                                                    const std::vector<size_t>& waits) {
+                                                    const std::vector<size_t>& waits, uint32_t guest_cpus) {
     std::vector<size_t> order(holds.size());
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -107,7 +116,7 @@ std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold
     }
     std::vector<std::vector<HoldLink>> out;
     out.reserve(waits.size());
-    for (size_t w : waits) out.push_back(chain_of(sorted, position.at(w)));
+    for (size_t w : waits) out.push_back(chain_of(sorted, position.at(w), guest_cpus));
     return out;
 }
 
@@ -161,7 +170,8 @@ TraceRecord read_trace_file(const std::string& path, const std::string& file,
     }
     if (e != lt::FileError::kEnd) r.damaged_frames++;  // a tail cut short: what came before counts
     if (long_waits) {
-        std::vector<std::vector<HoldLink>> chains = hand_over_chains(holds, waits);
+        // the session's counters name every CPU of the guest
+        std::vector<std::vector<HoldLink>> chains = hand_over_chains(holds, waits, uint32_t(r.cpus.size()));
         for (size_t i = 0; i < found.size(); ++i) found[i].holds = std::move(chains[i]);
         long_waits->entries.insert(long_waits->entries.end(), found.begin(), found.end());
         long_waits->dropped += r.totals.events_lost;

@@ -31,6 +31,9 @@ struct TracedHold {
     // Holds begun on the lock during its wait, as the guest counted them (the event's
     // handovers under kTraceSpinHandoversCounted); -1: not counted.
     int handovers = -1;
+    // The guest saw no hold of the lock's class begin on the waiter's own CPU during the wait
+    // (kTraceSpinWaiterCpuTookNone): false where it did, or did not say.
+    bool waiter_cpu_took_none = false;
 };
 TracedHold traced_hold(const TraceSpinlockEvent& e);
 
@@ -45,10 +48,13 @@ TracedHold traced_hold(const TraceSpinlockEvent& e);
 // does at a hold taken uncontended; the wait's own holder_cpu_start, when known and not the
 // first CPU found, is put first. A wait whose guest counted no hold begun during it
 // (TracedHold::handovers 0) has its holder_cpu_end alone, from the start: the count is exact
-// where the stamps may lag. Empty when the wait's holder_cpu_end is not known. O(n log n)
-// for the sort, then O(links) per wait.
+// where the stamps may lag. So does a wait in a guest of guest_cpus == 2 whose own CPU took no
+// lock of its class during the wait (TracedHold::waiter_cpu_took_none) and held none at its
+// start: every hold during it was the other CPU's. Empty when the wait's holder_cpu_end is not
+// known. O(n log n) for the sort, then O(links) per wait. guest_cpus: 0 when not known.
 std::vector<std::vector<HoldLink>> hand_over_chains(const std::vector<TracedHold>& holds,
-                                                    const std::vector<size_t>& waits);
+                                                    const std::vector<size_t>& waits,
+                                                    uint32_t guest_cpus = 0);
 
 // Reads `path` (relative name `file` goes into the record). Long waits go to *long_waits
 // (entries appended, with their holds placed and the steal times; dropped = the session's

@@ -301,6 +301,33 @@ TEST(HandOverChains, TheGuestsCountOfHoldsBegunOverrulesALateStamp) {
     EXPECT_NE(hand_over_chains(h, {2})[0], (std::vector<HoldLink>{{1, std::nullopt}}));
 }
 
+// The shape of the waits still uncertain with the count: CPU 1's stamp came late and, while CPU 0
+// waited, CPU 1 won and let go many times (holds begun: 40), untraced. In a 2-CPU guest whose
+// waiter's CPU took no lock of the class during the wait, each of them was CPU 1's.
+TEST(HandOverChains, TwoCpusAndAWaiterCpuThatTookNoneLeaveOneHolder) {
+    std::vector<TracedHold> h{hold(0xA, 0, 20, 90, 0, kNoCpu, kNoCpu),   // 0: CPU 0, before both waits
+                              hold(0xA, 1, 1000, 1010, 900, 0, 0),       // 1: CPU 1, stamped late
+                              hold(0xA, 0, 1020, 1030, 860, 1, 1)};      // 2: CPU 0's wait [160, 1020)
+    const std::vector<HoldLink> by_stamps{{1, std::nullopt}, {0, std::nullopt}, {1, 1000}};
+    const std::vector<HoldLink> one{{1, std::nullopt}};
+    h[2].handovers = 40;
+    EXPECT_EQ(hand_over_chains(h, {2}, 2)[0], by_stamps);  // the guest did not say
+    h[2].waiter_cpu_took_none = true;
+    EXPECT_EQ(hand_over_chains(h, {2}, 2)[0], one);
+    EXPECT_EQ(hand_over_chains(h, {2}, 3)[0], by_stamps);  // a third CPU may have held it
+    EXPECT_EQ(hand_over_chains(h, {2}, 0)[0], by_stamps);  // the CPUs are not known
+    h[2].holder_cpu_start = 0;  // the waiter's CPU held it at the start (another thread there)
+    EXPECT_NE(hand_over_chains(h, {2}, 2)[0], one);
+    h[2].holder_cpu_start = kNoCpu;  // the lock between two holders at the start
+    EXPECT_EQ(hand_over_chains(h, {2}, 2)[0], one);
+    // the flag reaches TracedHold only with the count
+    TraceSpinlockEvent e{};
+    e.flags = kTraceSpinWaiterCpuTookNone;
+    EXPECT_FALSE(traced_hold(e).waiter_cpu_took_none);
+    e.flags |= kTraceSpinHandoversCounted;
+    EXPECT_TRUE(traced_hold(e).waiter_cpu_took_none);
+}
+
 TEST(TraceResults, LongWaitsCarryTheirPlacedHoldsAndStealTimes) {
     RegionFile region(temp("region4"), 3, 4);
     const std::string file = temp("d.trace");

@@ -78,6 +78,7 @@ class WaitTracer {
     // too few, which would hide a hand-over.
     WaitTracer(const spinlock::Lock& l, Env& env)
         : holder_(spinlock::load_relaxed(&l.holder_cpu)), seq_start_(read_seq(l)), self_(env.cpu()) {
+        own_start_ = own_acquisitions(l, env);
         holder_before_ = holder_steal(env);
         self_before_ = env.steal(self_);
         start_ = env.now();
@@ -86,6 +87,7 @@ class WaitTracer {
     WaitTracer(const spinlock::Lock& l, Env& env, uint64_t start)
         : holder_(spinlock::load_relaxed(&l.holder_cpu)), seq_start_(read_seq(l)), self_(env.cpu()),
           start_(start) {
+        own_start_ = own_acquisitions(l, env);
         holder_before_ = holder_steal(env);
         self_before_ = env.steal(self_);
     }
@@ -97,6 +99,9 @@ class WaitTracer {
         const StealSample self_after = env.steal(self_);
         const LhpClass lhp = classify_wait(holder_before_, holder_after, self_before_, self_after);
         CpuPerfData& p = *env.perf();
+        // Before record_wait counts our own acquisition: did this CPU take any lock of the class
+        // while we waited (another thread here, or an interrupt handler)?
+        const bool took_none = own_acquisitions(l, env) == own_start_;
         const WaitRecord w = record_wait(p.classes[l.class_id], start_, end, lhp);
         if constexpr (L == InstrumentLevel::kFull) {
             // Every contended acquisition's hold is timed, from the stamp we already have.
@@ -115,6 +120,7 @@ class WaitTracer {
                 const uint32_t begun = spinlock::load_relaxed(&l.hold_seq) - 1u - seq_start_;
                 t.handovers = uint8_t(begun < 255u ? begun : 255u);
                 t.handovers_known = 1;
+                t.waiter_cpu_took_none = took_none ? 1 : 0;
                 t.contended = 1;
                 t.wait_overflow = w.overflow;
                 t.lhp_class = static_cast<uint8_t>(lhp);
@@ -122,6 +128,7 @@ class WaitTracer {
             }
         }
         (void)spins;
+        (void)took_none;
     }
 
   private:
@@ -135,12 +142,19 @@ class WaitTracer {
         return StealSample{0, 0, 0};
     }
 
+    // This CPU's count of the class's acquisitions (its own line; written by this CPU only). The
+    // counters level does not trace, so it does not read it.
+    static uint64_t own_acquisitions(const spinlock::Lock& l, Env& env) {
+        if constexpr (L == InstrumentLevel::kFull) return env.perf()->classes[l.class_id].acquisitions;
+        else return 0;
+    }
     static uint32_t read_seq(const spinlock::Lock& l) {
         __atomic_signal_fence(__ATOMIC_ACQUIRE);  // after holder_cpu's load (x86 keeps loads in order)
         return spinlock::load_relaxed(&l.hold_seq);
     }
     uint32_t holder_;
     uint32_t seq_start_;  // Lock::hold_seq when the wait began
+    uint64_t own_start_ = 0;  // this CPU's acquisitions of the class when the wait began
     uint32_t self_;
     StealSample holder_before_;
     StealSample self_before_;
@@ -164,7 +178,7 @@ inline void arm_uncontended_trace(spinlock::Lock& l, Env& env) {
     t.spins = 0;
     t.holder_steal_ns = t.waiter_steal_ns = 0;
     t.holder_cpu_start = t.holder_cpu_end = kNoCpu;
-    t.handovers = t.handovers_known = 0;
+    t.handovers = t.handovers_known = t.waiter_cpu_took_none = 0;
     t.contended = 0;
     t.wait_overflow = 0;
     t.lhp_class = static_cast<uint8_t>(LhpClass::kUnknown);

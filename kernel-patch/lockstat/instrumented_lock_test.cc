@@ -132,6 +132,30 @@ TEST_P(InstrumentedLockTest, HoldsBegunDuringAWaitAreCounted) {
 
 }
 
+// The waiter's CPU took no lock of the class while it waited (its own count of the class's
+// acquisitions did not move), and says so; where that CPU did (another thread there, an
+// interrupt handler), it does not.
+TEST_P(InstrumentedLockTest, AWaitSaysWhetherItsOwnCpuTookALockOfItsClass) {
+    constexpr auto kFull = InstrumentLevel::kFull;
+    Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
+    waiter.env.trace_fn = no_trace;
+    contended_acquire<kFull>(holder, waiter, 1000);
+    EXPECT_EQ(lock_.trace.waiter_cpu_took_none, 1);
+    lock_release<kFull>(lock_, waiter.env);
+
+    lock_acquire<kFull>(lock_, &holder.node, holder.env);
+    g_waiter_seen = 0;
+    waiter.env.steal_fn = seen_steal;
+    std::thread t([&] { lock_acquire<kFull>(lock_, &waiter.node, waiter.env); });
+    while (g_waiter_seen.load() == 0) std::this_thread::yield();  // its wait has begun
+    waiter.perf->classes[kClass].acquisitions++;  // a lock of the class, taken on the waiter's CPU
+    lock_release<kFull>(lock_, holder.env);
+    t.join();
+    EXPECT_EQ(lock_.trace.waiter_cpu_took_none, 0);
+    EXPECT_EQ(lock_.trace.handovers_known, 1);
+    lock_release<kFull>(lock_, waiter.env);
+}
+
 TEST_P(InstrumentedLockTest, CountersLevelMeasuresTheWaitButNotTheHold) {
     Cpu holder(0, GetParam(), &params_), waiter(1, GetParam(), &params_);
     contended_acquire<InstrumentLevel::kCounters>(holder, waiter, 3000);

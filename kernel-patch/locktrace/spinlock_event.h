@@ -59,7 +59,8 @@ inline void fill_spinlock_payload(TraceSpinlockEvent& e, const spinlock::Lock& l
     e.flags = uint8_t((f.contended ? kTraceSpinContended : 0) |
                       (f.wait_overflow ? kTraceSpinWaitOverflow : 0) |
                       (f.hold_overflow ? kTraceSpinHoldOverflow : 0) |
-                      (counted ? kTraceSpinHandoversCounted : 0));
+                      (counted ? kTraceSpinHandoversCounted : 0) |
+                      (counted && t.waiter_cpu_took_none ? kTraceSpinWaiterCpuTookNone : 0));
     e.handovers = counted ? t.handovers : 0;
 }
 

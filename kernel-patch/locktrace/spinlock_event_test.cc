@@ -92,10 +92,12 @@ TEST(SpinlockEvents, ContendedEventsEqualTheCountersExactly) {
                             // failed try and its place in the queue; the count's exactness is
                             // lockstat's HoldsBegunDuringAWaitAreCounted).
                             EXPECT_TRUE(e.flags & kTraceSpinHandoversCounted);
+                            // one thread per CPU and one lock: its own CPU took none meanwhile
+                            EXPECT_TRUE(e.flags & kTraceSpinWaiterCpuTookNone);
                             EXPECT_EQ(e.lhp_class, uint8_t(LhpClass::kUnknown));  // no steal time
                         } else if (e.rules & kTraceRuleAcquireSample) {
                             sampled_uncontended++;
-                            EXPECT_FALSE(e.flags & kTraceSpinHandoversCounted);
+                            EXPECT_FALSE(e.flags & (kTraceSpinHandoversCounted | kTraceSpinWaiterCpuTookNone));
                             EXPECT_EQ(e.handovers, 0);
                             EXPECT_EQ(e.spin_count, 0u);
                         } else {

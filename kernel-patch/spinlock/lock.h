@@ -49,6 +49,11 @@ struct HoldTrace {
     // that released the lock to us, so there was no hand-over in between.
     uint8_t handovers;
     uint8_t handovers_known;
+    // 1: no hold of a lock of this class began on the waiter's CPU during the wait (the CPU's
+    // own count of the class's acquisitions did not move), so with a holder at the start that
+    // was not this CPU, this CPU held the lock at no moment of the wait. Valid with
+    // handovers_known.
+    uint8_t waiter_cpu_took_none;
 };
 
 struct Lock {

@@ -472,6 +472,12 @@ inline constexpr uint8_t kTraceSpinWaitOnly = 1u << 3;
 // count, read when the wait began and when it won; 255: 255 or more). Without it (older guests,
 // uncontended, a Linux guest) the byte is 0 and means nothing.
 inline constexpr uint8_t kTraceSpinHandoversCounted = 1u << 4;
+// With kTraceSpinHandoversCounted: no hold of a lock of this class began on the waiter's CPU
+// during the wait (the CPU's own count of the class's acquisitions, LockClassPerf::acquisitions,
+// did not move between the wait's start and its win). Unless holder_cpu_start is the waiter's
+// CPU, that CPU then held the lock at no moment of the wait: a hand-over through it is a late
+// stamp's illusion. Older guests leave the bit 0 (not known).
+inline constexpr uint8_t kTraceSpinWaiterCpuTookNone = 1u << 5;
 
 // Written at release, as Windows writes its spinlock event (payload WMI_SPINLOCK). Header tsc ==
 // release_tsc for the kernel's locks and for ring-3 locks written through a thread's ring
