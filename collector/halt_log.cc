@@ -145,7 +145,11 @@ HaltRecorder::HaltRecorder(const std::string& path, std::chrono::milliseconds mi
 HaltRecorder::~HaltRecorder() { stop(); }
 
 void HaltRecorder::stop() {
-    stop_ = true;
+    {
+        std::lock_guard<std::mutex> g(wake_mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     {
         std::lock_guard<std::mutex> g(mu_);
@@ -162,6 +166,22 @@ void HaltRecorder::stop() {
         error_ = e.what();
         for (HaltAccount& a : accounts_) a.end_lost();
     }
+}
+
+bool HaltRecorder::drain_now(std::chrono::milliseconds wait) {
+    // Two drains after the ask: the one the thread may be in began before it.
+    const uint64_t before = drains_.load();
+    const auto until = std::chrono::steady_clock::now() + wait;
+    while (drains_.load() < before + 2) {
+        if (stop_ || std::chrono::steady_clock::now() >= until) return false;
+        {
+            std::lock_guard<std::mutex> g(wake_mu_);
+            drain_asked_ = true;
+        }
+        wake_.notify_all();
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
 }
 
 std::vector<CpuHalts> HaltRecorder::halts() const {
@@ -188,9 +208,10 @@ void HaltRecorder::run(DrainPace pace) {
             const auto now = Clock::now();
             pace.drained(spans, now - last);
             last = now;
-            // In steps of at most 50 ms, so that stop() does not wait out a long sleep.
-            for (const auto until = now + pace.next(); !stop_ && Clock::now() < until;)
-                std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(50)));
+            // Woken early by stop() and drain_now(), never by a timer of its own.
+            std::unique_lock<std::mutex> lk(wake_mu_);
+            wake_.wait_until(lk, now + pace.next(), [&] { return stop_.load() || drain_asked_; });
+            drain_asked_ = false;
         }
     } catch (const std::exception& e) {  // the region broke a rule: keep what was read
         std::lock_guard<std::mutex> g(mu_);

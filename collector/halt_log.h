@@ -20,6 +20,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -151,6 +152,10 @@ public:
 
     // Ends the thread, then drains every CPU once more. Idempotent.
     void stop();
+    // A drain now, waited for (at most `wait`), so that halts() is not a whole pace behind: the
+    // runner asks before it writes halts.csv after a window. False if none came in time (the
+    // thread ended, or was not scheduled); halts() is then the last drain's.
+    bool drain_now(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
     // Every CPU's record so far (by CPU number): what the last drain knew.
     std::vector<CpuHalts> halts() const;
     // Why the recorder stopped early ("" while it runs or after a normal stop): the region
@@ -172,6 +177,9 @@ private:
     std::string error_;
     bool stopped_ = false;
     std::atomic<bool> stop_{false};
+    std::mutex wake_mu_;                  // with wake_: the thread's sleep, cut short by these
+    std::condition_variable wake_;
+    bool drain_asked_ = false;            // wake_mu_ held
     std::atomic<uint64_t> drains_{0};
     std::thread thread_;
 };

@@ -490,6 +490,24 @@ TEST(HaltRecorder, EverySpanWrittenIsReadOrInsideALostRange) {
     EXPECT_FALSE(halts[1].halted_since);
 }
 
+// The runner writes halts.csv right after a window: drain_now gives it a drain then, not up to
+// a whole pace (here 10 s) later.
+TEST(HaltRecorder, DrainNowReadsWhatTheGuestWroteWithoutWaitingOutThePace) {
+    MemRegion r(2, 4, TraceLoggerMode::kRealTime);
+    r.perf(0)->halts.recording = 1;
+    HaltRecorder rec(r.path(), std::chrono::seconds(10), std::chrono::seconds(10));
+    while (rec.drains() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    write_span(r.perf(0)->halts, span(0));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(rec.drain_now());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    EXPECT_EQ(rec.halts()[0].spans.size(), 1u);
+    const auto t1 = std::chrono::steady_clock::now();
+    rec.stop();  // not waiting out the 10 s either
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(2));
+    EXPECT_FALSE(rec.drain_now(std::chrono::milliseconds(10)));  // stopped: no drain comes
+}
+
 TEST(HaltRecorder, AHostileCpuIsRefusedAndTheOthersGoOn) {
     MemRegion r(2, 4, TraceLoggerMode::kRealTime);
     for (uint32_t k = 0; k < 2; ++k) r.perf(k)->halts.recording = 1;

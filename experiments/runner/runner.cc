@@ -140,6 +140,7 @@ void Experiment::write_status(bool complete, const std::string& reason) {
 // halts.csv, the guest's halt spans so far (collector/halt_log.h), when some CPU records them;
 // a refused CPU log and a recorder that stopped are said once each.
 void Experiment::write_halts() {
+    vm_->drain_halts();  // the recorder drains at the guest's pace, up to 250 ms apart
     const std::vector<collect::CpuHalts> halts = vm_->halts();
     for (const collect::CpuHalts& h : halts)
         if (h.refused_from && halt_refusals_noted_.insert(h.cpu).second)

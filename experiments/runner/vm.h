@@ -109,6 +109,10 @@ public:
     std::vector<collect::CpuHalts> halts() const {
         return halt_recorder_ ? halt_recorder_->halts() : std::vector<collect::CpuHalts>{};
     }
+    // A drain now (HaltRecorder::drain_now), before halts.csv is written after a window.
+    void drain_halts() {
+        if (halt_recorder_) halt_recorder_->drain_now();
+    }
     // Why the halt recording stopped early ("" while it runs): the region broke a rule.
     std::string halt_recorder_error() const { return halt_recorder_ ? halt_recorder_->error() : ""; }
 
