@@ -119,6 +119,17 @@ ctest_rerun_failed() {
     echo "RETRIED tests: $(cut -d: -f2 build/host/Testing/Temporary/LastTestsFailed.log | tr '\n' ' ')"
     ctest --test-dir build/host --output-on-failure --rerun-failed --timeout 300
 }
+# The Linux guest's image (Debian's kernel and packages, apt-get download + dpkg -x, then the
+# initramfs; ~20 s and ~90 MB the first time, mostly the network) is fetched in the background
+# from here; its step (below) waits for it.
+linux_fetch_log=$(mktemp /tmp/spinlab-test-linux-fetch.XXXXXX)
+(vm-images/linux/spinlab-linux fetch && vm-images/linux/spinlab-linux initramfs) >"$linux_fetch_log" 2>&1 &
+linux_fetch_pid=$!
+linux_fetch_wait() {  # the fetch's exit status, waited for once
+    [ -n "${linux_fetch_rc:-}" ] || { wait $linux_fetch_pid; linux_fetch_rc=$?; }
+    return $linux_fetch_rc
+}
+trap 'rm -f "$linux_fetch_log"' EXIT
 # A C++ function outside the tests stays under 80 lines, so that each reads as one idea (issue 53;
 # the script says which code counts as tests).
 step "no C++ function over 80 lines outside the tests (universal-ctags)" scripts/check-function-length.sh
@@ -126,6 +137,7 @@ step "no C++ function over 80 lines outside the tests (universal-ctags)" scripts
 # so one that stops compiling fails make test: 16 s of CPU (about 10 s on a quiet 2-core machine).
 step "benchmarks compile (not run)" cmake --build build/host -j2 --target spinlab-benchmarks -- --no-print-directory
 step "host unit tests (ctest)" ctest --test-dir build/host --output-on-failure -j2 --timeout 300 -LE integration
+linux_fetch_wait  # (the integration tests time the host's scheduling: nothing in the background)
 step_retry ctest_rerun_failed "host integration tests (ctest)" \
     ctest --test-dir build/host --output-on-failure --timeout 300 -L integration
 # The analysis tests time nothing: pytest-xdist runs them on two workers (CPU time 145 s, 111 s
@@ -136,11 +148,14 @@ step "analysis (pytest)" analysis_tests
 # workers, a file's tests together (157 s in one process, 112 s on two, quiet 2-core machine).
 collector_tests() { (cd collector/tests && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2 --dist loadfile); }
 step "collector against the real guest (pytest)" collector_tests
-# Both time nothing (the launcher's and libvirt's clean-up, the sweep's resume: functional); alone
-# the vm-images tests kept 0.6 cores busy, the sweeps 1.4: side by side, about 30 s less.
-vm_images_tests() { pytest_dir vm-images; }
+# Both time nothing (the sweep's resume: functional; the front-end's options and installs): the
+# sweeps kept 1.4 cores busy alone (28 s), the front-end's tests on two pytest-xdist workers 8 s
+# (17 s in one process), side by side about the sweeps' time. The vm-images tests (the launcher's
+# and libvirt's clean-up: 80 s, 0.25 cores busy, most of it waiting for VMs to stop) run in the
+# background lane below.
 sweep_tests() { pytest_dir experiments/sweep/tests; }
-step_pair "vm-images (pytest)" vm_images_tests "experiment sweeps through Snakemake (pytest)" sweep_tests
+frontend_tests() { (cd frontend/tests && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2); }
+step_pair "experiment sweeps through Snakemake (pytest)" sweep_tests "spinlab front-end (pytest)" frontend_tests
 # make install into a temporary DESTDIR, the installed tools from elsewhere with the source tree
 # hidden (selftest, a 10 s run on an idle host, the report), make uninstall: about 1 min at 1.1
 # cores busy (mostly one process under strace), beside the libFuzzer targets, 5 s each after
@@ -155,7 +170,7 @@ step_pair "make install: installed spinlab runs without the source tree" scripts
 # copies instead of booting the same eight runs again (about 65 s less).
 export SPINLAB_TEST_LAB_RUNS
 SPINLAB_TEST_LAB_RUNS=$(mktemp -d /tmp/spinlab-test-lab-runs.XXXXXX)
-trap 'rm -rf "$SPINLAB_TEST_LAB_RUNS"' EXIT
+trap 'rm -rf "$SPINLAB_TEST_LAB_RUNS" "$linux_fetch_log"' EXIT  # (replaces the one above)
 step "an ordinary user runs spinlab and the labs (no root)" scripts/rootless-test.sh
 # The classroom labs' checkers (labs/README.md): every lab's experiment at a reduced size under TCG
 # (labs 1, 2 and 4: 2 boots; labs 3 and 5: the rootless step's, else 8 boots here), and labs 3
@@ -176,14 +191,12 @@ step "classroom labs: checkers on real and edited results (pytest)" labs_tests
 # image this step fetches and builds, so it runs here and not in the vm-images step, whose
 # pattern (test_*.py) leaves it out.
 linux_guest_tests() {
-    vm-images/linux/spinlab-linux fetch >/dev/null && vm-images/linux/spinlab-linux initramfs >/dev/null &&
-        pytest_dir vm-images/linux/tests &&
+    linux_fetch_wait || { cat "$linux_fetch_log"; echo "the Linux guest's image could not be fetched or built"; return 1; }
+    grep -v '^fetch: .*: \(downloading\|unpacking\)' "$linux_fetch_log"
+    pytest_dir vm-images/linux/tests &&
         (cd vm-images && $PY -m pytest -q -p no:cacheprovider --durations=5 tests/linux_test_vm_libvirt.py)
 }
 step "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_guest_tests
-# The front-end's tests time nothing: on two pytest-xdist workers (8 s; 17 s in one process).
-frontend_tests() { (cd frontend/tests && $PY -m pytest -q -p no:cacheprovider --durations=5 -n 2); }
-step "spinlab front-end (pytest)" frontend_tests
 # One run with freezes under TCG, three 10 s phases (~65 s): the clock's drift and bound, the
 # clock against the host's off-CPU records, LHP classes against the effective freeze windows (both
 # rates printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside
@@ -208,7 +221,7 @@ fi
 # other.
 lane_dir=$(mktemp -d)
 lane_items=()
-trap 'rm -rf "$SPINLAB_TEST_LAB_RUNS" "$lane_dir"' EXIT  # (replaces the one above)
+trap 'rm -rf "$SPINLAB_TEST_LAB_RUNS" "$lane_dir" "$linux_fetch_log"' EXIT  # (replaces the ones above)
 lane_add() { lane_items+=("$1|$2"); }  # NAME FUNC
 lane_run() {
     local i=0 item t0 rc
@@ -258,6 +271,10 @@ else
     skip_step "lockbench --verify, lock=pvqspin, 1, 2, 4, 8 vCPUs (KVM)" "$kvm_why"
     skip_step "in-guest self-tests, 2 vCPUs (KVM)" "$kvm_why"
 fi
+# The vm-images tests time nothing (the launcher's and libvirt's clean-up, pause, the run
+# directory): 80 s of mostly waiting for VMs to start and stop (0.25 cores busy alone).
+vm_images_tests() { pytest_dir vm-images; }
+lane_add "vm-images (pytest)" vm_images_tests
 [ "${SPINLAB_TEST_SLURM:-0}" = 1 ] && lane_add "experiment sweep on a one-node Slurm cluster (pytest)" slurm_step
 if [ ${#lane_items[@]} -gt 0 ]; then
     lane_run &
