@@ -193,14 +193,15 @@ step "classroom labs: checkers on real and edited results (pytest)" labs_tests
 linux_guest_tests() {
     linux_fetch_wait || { cat "$linux_fetch_log"; echo "the Linux guest's image could not be fetched or built"; return 1; }
     grep -v '^fetch: .*: \(downloading\|unpacking\)' "$linux_fetch_log"
-    pytest_dir vm-images/linux/tests &&
+    SPINLAB_LINUX_IMAGE_READY=1 pytest_dir vm-images/linux/tests &&
         (cd vm-images && $PY -m pytest -q -p no:cacheprovider --durations=5 tests/linux_test_vm_libvirt.py)
 }
 step "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_guest_tests
-# One run with freezes under TCG, three 10 s phases (~65 s): the clock's drift and bound, the
+# One run with freezes under TCG, three 10 s phases: the clock's drift and bound, the
 # clock against the host's off-CPU records, LHP classes against the effective freeze windows (both
 # rates printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside
-# vCPU 1, then a 1-vCPU neighbour VM pinned beside vCPU 0.
+# vCPU 1, then a 1-vCPU neighbour VM pinned beside vCPU 0; an idle run (halted against blocked)
+# and a 12 s freeze run whose lock changes hands often (the 2-vCPU hand-over rule's waits): ~80 s.
 step "LHP ground truth and clock on a real guest (pytest, TCG)" \
     bash -c "cd experiments/tests && $PY -m pytest -q -s -p no:cacheprovider test_ground_truth.py"
 # The same bars under KVM, judged on the report's final classes: a ticket lock freezing vCPU 1

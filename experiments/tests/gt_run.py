@@ -63,18 +63,18 @@ HOG_COMM = "spinlab-hog"                       # spinlab-load hog's name for its
 
 
 def make_run(out, accel="tcg", lock="tas", frozen_vcpu=0, phase="freeze-30ms", hog_vcpu=None,
-             duration=20, timeout=300, extra=()):
+             duration=20, timeout=300, extra=(), workload=WORKLOAD, export=True, pin=True):
     """Runs spinlab-run into out/gt and returns that directory. phase 'host-load' with hog_vcpu:
     the hog runs on the host CPU that vCPU hog_vcpu is pinned to; a phase 'neighbours-1': one
     neighbour VM of 1 vCPU on vCPU NEIGHBOUR_VCPU's host CPU (neighbour_pin_args)."""
     env = dict(os.environ, SPINLAB_RUN_DIR=os.path.join(out, "run"))
-    pins = neighbour_pin_args() if "neighbours-1" in phase else pin_args()
+    pins = neighbour_pin_args() if "neighbours-1" in phase else pin_args() if pin else []
     cmd = [RUN, "--spec", os.path.join(ROOT, "experiments", "freeze.ini"), "--vm.accel", accel,
-           "--vm.lock", lock, "--workload.args", WORKLOAD, "--run.phases", phase, *pins,
+           "--vm.lock", lock, "--workload.args", workload, "--run.phases", phase, *pins,
            "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", str(duration),
            "--output.dir", out, "--output.run-id", "gt", *extra]
     if "freeze" in phase:
-        cmd += ["--run.freeze-vcpus", str(frozen_vcpu), "--trace.export", "perfetto"]
+        cmd += ["--run.freeze-vcpus", str(frozen_vcpu), *(["--trace.export", "perfetto"] if export else [])]
     if hog_vcpu is not None:
         cmd += ["--run.hog-cpus", str(CPUS[hog_vcpu])]
     strangers = set()
@@ -156,6 +156,33 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
         assert m["windows"], "spinlab-load recorded no effective freeze window"
         m["rates"] = ground_truth.rates(m["waits"], m["windows"], frozen_vcpu)
     return m
+
+
+COLLECT = os.path.join(ROOT, "build", "host", "bin", "spinlab-collect")
+
+
+def placed_by_count_rule(run_dir, phase):
+    """(cpu, start_tsc) of the phase's long waits whose holders the runner took from the guest's
+    counts at 2 vCPUs (experiments/runner/trace_results.h): holds began during the wait, the
+    waiter's CPU took no lock of the class (kTraceSpinWaiterCpuTookNone), and the holder at the
+    start was none or the one at the end, not the waiter's CPU. Read from the trace itself
+    (spinlab-collect trace dump), not from the results."""
+    out = set()
+    snaps = os.path.join(run_dir, "snapshots")
+    for name in sorted(os.listdir(snaps)):
+        if not (name.startswith(phase + "-r") and name.endswith(".trace")):
+            continue
+        dump = subprocess.run([COLLECT, "trace", "dump", os.path.join(snaps, name)], capture_output=True,
+                              text=True, timeout=120, check=True).stdout
+        for line in dump.splitlines():
+            if " spinlock " not in line or "long-wait" not in line:
+                continue
+            f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+            start, end = f["holder_cpu_start"], f["holder_cpu_end"]
+            if (int(f.get("handovers", "0")) > 0 and "waiter-cpu-took-none" in f["flags"].split(",")
+                    and start in ("-", end) and end not in ("-", f["cpu"])):
+                out.add((int(f["cpu"]), int(f["acquire_tsc"]) - int(f["wait_cycles"])))
+    return out
 
 
 def thin_sets(rates):
