@@ -31,7 +31,7 @@ def test_sweep_runs_every_cell_as_an_exclusive_slurm_job(cluster, tmp_path):
     spec.write_text(TINY)
     out = str(tmp_path / "results")
     r = subprocess.run([sys.executable, SWEEP, str(spec), "--output", out, "--slurm", "--jobs", "2",
-                        "--runtime-min", "10"], env=cluster.env, capture_output=True, text=True, timeout=900)
+                        "--runtime-min", "10", "--slurm-status-every", "2"], env=cluster.env, capture_output=True, text=True, timeout=900)
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-4000:] + cluster.logs()
     submitted = [line for line in log.splitlines() if "has been submitted with SLURM jobid" in line]

@@ -98,6 +98,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=8, help="with --slurm: cells submitted at once (default 8)")
     p.add_argument("--slurm-partition", help="with --slurm: the partition (default: the cluster's default)")
     p.add_argument("--runtime-min", type=int, default=120, help="with --slurm: a cell's time limit (default 120)")
+    p.add_argument("--slurm-status-every", type=float, default=30.0, metavar="SECONDS",
+                   help="with --slurm: seconds between checks of the cells' jobs (default 30, at least 1; "
+                        "a finished cell is seen up to this late)")
     p.add_argument("--no-cell-report", action="store_true", help="skip each cell's spinlab-report: faster, but the sweep's tables and figures are "
                    "read from the cells' reports (summary.json) and stay empty until each cell is "
                    "reported (spinlab-report CELL-DIR, then spinlab-sweep aggregate SWEEP-DIR)")
@@ -140,7 +143,11 @@ def main(argv=None) -> int:
         return cell.run_cell(argv[1], argv[2])
     if argv[:1] == ["aggregate"] and len(argv) == 2:
         return do_aggregate(argv[1])
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if not args.slurm_status_every >= 1:
+        p.error(f"--slurm-status-every {args.slurm_status_every:g}: at least 1 second (Snakemake's Slurm "
+                f"executor checks at most once a second)")
     args.spec = find_spec(args.spec)
     try:
         with open(args.spec) as f:
@@ -182,10 +189,11 @@ def main(argv=None) -> int:
         for cid, c in the_plan["cells"].items():
             print(f"  {cid}: {' '.join(shlex.quote(p) for p in c['run'])}")
         print("  then: " + " ".join(shlex.quote(p) for p in
-                                    workflow.snakemake_command(root, args.slurm, args.jobs, args.slurm_partition)))
+                                    workflow.snakemake_command(root, args.slurm, args.jobs, args.slurm_partition,
+                                                               args.slurm_status_every)))
         return 0
 
     workflow.write(sweep, root, the_plan)
-    status = workflow.run_snakemake(root, args.slurm, args.jobs, args.slurm_partition)
+    status = workflow.run_snakemake(root, args.slurm, args.jobs, args.slurm_partition, args.slurm_status_every)
     agg = do_aggregate(root)
     return 1 if (status != 0 or agg != 0) else 0

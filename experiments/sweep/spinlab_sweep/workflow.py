@@ -86,11 +86,16 @@ def write(spec, root: str, the_plan: dict) -> None:
         f.write(SNAKEFILE)
 
 
-def snakemake_command(root: str, slurm: bool, jobs: int, slurm_partition: str | None) -> list:
+def snakemake_command(root: str, slurm: bool, jobs: int, slurm_partition: str | None,
+                      status_every: float = 30.0) -> list:
+    """status_every: with slurm, seconds between Snakemake's checks of its jobs (sacct). Its Slurm
+    executor turns any rate above one check a second into one every 33 s, so a finished cell
+    waits up to that long to be seen; a rate at or below one a second is kept as given."""
     cmd = ["snakemake", "--snakefile", os.path.join(root, "Snakefile"), "--directory", root,
            "--rerun-incomplete", "--keep-going", "--printshellcmds"]
     if slurm:
-        cmd += ["--slurm", "--jobs", str(jobs)]
+        cmd += ["--slurm", "--jobs", str(jobs),
+                "--max-status-checks-per-second", f"{1 / status_every:g}"]
         if slurm_partition:
             cmd += ["--default-resources", f"slurm_partition={slurm_partition}"]
     else:
@@ -107,7 +112,8 @@ def _clear_stale_lock(root: str, env: dict) -> None:
                          "--unlock", "--quiet"], env=env, stdout=subprocess.DEVNULL)
 
 
-def run_snakemake(root: str, slurm: bool, jobs: int, slurm_partition: str | None) -> int:
+def run_snakemake(root: str, slurm: bool, jobs: int, slurm_partition: str | None,
+                  status_every: float = 30.0) -> int:
     """Run the workflow; one spinlab-sweep at a time per sweep directory."""
     guard = open(os.path.join(root, ".spinlab-sweep.lock"), "w")
     try:
@@ -115,7 +121,7 @@ def run_snakemake(root: str, slurm: bool, jobs: int, slurm_partition: str | None
     except BlockingIOError:
         print(f"spinlab-sweep: another spinlab-sweep is running on {root}", file=sys.stderr)
         return 2
-    cmd = snakemake_command(root, slurm, jobs, slurm_partition)
+    cmd = snakemake_command(root, slurm, jobs, slurm_partition, status_every)
     print("spinlab-sweep:", " ".join(shlex.quote(p) for p in cmd), flush=True)
     # Snakemake's Slurm executor reads $USER to look up accounts; batch shells may not set it.
     env = dict(os.environ)

@@ -6,9 +6,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from spinlab_sweep import aggregate, layout, sweep_html  # noqa: E402
+from spinlab_sweep import aggregate, layout, sweep_html, workflow  # noqa: E402
 
 RUN_BASIC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "analysis", "tests", "data", "run-basic")
 
@@ -88,3 +90,13 @@ def test_a_sweep_whose_aggregate_exists_still_runs_its_missing_cells(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "cell" in out.stdout and "aggregate" in out.stdout, out.stdout  # the missing cell, then aggregation
     assert "Nothing to be done" not in out.stdout + out.stderr
+
+
+def test_the_slurm_status_interval_reaches_snakemake_as_a_rate_it_keeps():
+    """Snakemake's Slurm executor turns a rate above one check a second into one every 33 s:
+    spinlab-sweep passes its interval as a rate at or below one a second."""
+    cmd = workflow.snakemake_command("/tmp/r", True, 2, None, 2.0)
+    assert cmd[cmd.index("--max-status-checks-per-second") + 1] == "0.5"
+    cmd = workflow.snakemake_command("/tmp/r", True, 2, None)
+    assert float(cmd[cmd.index("--max-status-checks-per-second") + 1]) == pytest.approx(1 / 30)
+    assert "--max-status-checks-per-second" not in workflow.snakemake_command("/tmp/r", False, 1, None)
