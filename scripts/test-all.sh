@@ -190,13 +190,29 @@ step "classroom labs: checkers on real and edited results (pytest)" labs_tests
 # The libvirt backend's Linux guest (vm-images/tests/linux_test_vm_libvirt.py, ~20 s) needs the
 # image this step fetches and builds, so it runs here and not in the vm-images step, whose
 # pattern (test_*.py) leaves it out.
+# A Debian kernel under TCG now and then stops making progress (ci12: the 4-vCPU ground truth's
+# guest in soft lockups for 130 s, "rcu_preempt kthread timer wakeup didn't happen" on another
+# vCPU, until its 192 s limit; once before, a forkexec boot): the tests that failed run once more
+# (RETRIED), from pytest's record of them.
+linux_cache=$PWD/build/linux-test-cache
+linux_pytest() {  # ARGS...: the Linux guest's tests, their failures recorded in $linux_cache
+    (cd vm-images/linux/tests &&
+        SPINLAB_LINUX_IMAGE_READY=1 $PY -m pytest -q -o cache_dir="$linux_cache" --durations=5 "$@")
+}
+linux_libvirt_tests() { (cd vm-images && $PY -m pytest -q -p no:cacheprovider --durations=5 tests/linux_test_vm_libvirt.py); }
 linux_guest_tests() {
+    rm -rf "$linux_cache"
     linux_fetch_wait || { cat "$linux_fetch_log"; echo "the Linux guest's image could not be fetched or built"; return 1; }
     grep -v '^fetch: .*: \(downloading\|unpacking\)' "$linux_fetch_log"
-    SPINLAB_LINUX_IMAGE_READY=1 pytest_dir vm-images/linux/tests &&
-        (cd vm-images && $PY -m pytest -q -p no:cacheprovider --durations=5 tests/linux_test_vm_libvirt.py)
+    linux_pytest && linux_libvirt_tests
 }
-step "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_guest_tests
+linux_guest_retry() {  # the failed tests only (pytest exits 5 when none of them failed)
+    linux_fetch_wait || return 1
+    linux_pytest --lf --lfnf=none
+    local rc=$?
+    { [ $rc = 0 ] || [ $rc = 5 ]; } && linux_libvirt_tests
+}
+step_retry linux_guest_retry "Linux guest: Debian's kernel, slow-path waits under TCG (pytest)" linux_guest_tests
 # One run with freezes under TCG, three 10 s phases: the clock's drift and bound, the
 # clock against the host's off-CPU records, LHP classes against the effective freeze windows (both
 # rates printed), and the preemptor of the holders' off time: the freeze, then a hog pinned beside
