@@ -22,32 +22,31 @@ uint64_t element(const uint8_t* ev, const PayloadField& f, uint32_t i) {
     return v;
 }
 
-std::string rules_text(uint64_t rules) {
+struct BitName {
+    uint64_t bit;
+    const char* name;
+};
+
+// The bits of v set, by name, comma-separated ("none" when none is).
+template <size_t N>
+std::string bits_text(uint64_t v, const BitName (&names)[N]) {
     std::string s;
-    const auto add = [&](uint64_t bit, const char* name) {
-        if (rules & bit) s += (s.empty() ? "" : ",") + std::string(name);
-    };
-    add(kTraceRuleAcquireSample, "acquire-sample");
-    add(kTraceRuleContention, "contention");
-    add(kTraceRuleHold, "hold");
-    add(kTraceRuleLongWait, "long-wait");
+    for (const BitName& b : names)
+        if (v & b.bit) s += (s.empty() ? "" : ",") + std::string(b.name);
     return s.empty() ? "none" : s;
 }
 
-// A spinlock event's flags, each set bit by name (trace.h's kTraceSpin*).
-std::string flags_text(uint64_t flags) {
-    std::string s;
-    const auto add = [&](uint64_t bit, const char* name) {
-        if (flags & bit) s += (s.empty() ? "" : ",") + std::string(name);
-    };
-    add(kTraceSpinContended, "contended");
-    add(kTraceSpinWaitOverflow, "wait-overflow");
-    add(kTraceSpinHoldOverflow, "hold-overflow");
-    add(kTraceSpinWaitOnly, "wait-only");
-    add(kTraceSpinHandoversCounted, "handovers-counted");
-    add(kTraceSpinWaiterCpuTookNone, "waiter-cpu-took-none");
-    return s.empty() ? "none" : s;
-}
+// A spinlock event's rules and flags (trace.h's kTraceRule* and kTraceSpin*).
+constexpr BitName kRuleNames[] = {{kTraceRuleAcquireSample, "acquire-sample"},
+                                  {kTraceRuleContention, "contention"},
+                                  {kTraceRuleHold, "hold"},
+                                  {kTraceRuleLongWait, "long-wait"}};
+constexpr BitName kSpinFlagNames[] = {{kTraceSpinContended, "contended"},
+                                      {kTraceSpinWaitOverflow, "wait-overflow"},
+                                      {kTraceSpinHoldOverflow, "hold-overflow"},
+                                      {kTraceSpinWaitOnly, "wait-only"},
+                                      {kTraceSpinHandoversCounted, "handovers-counted"},
+                                      {kTraceSpinWaiterCpuTookNone, "waiter-cpu-took-none"}};
 
 bool stack_names_an_event(uint16_t type) {
     return type == uint16_t(TraceEventType::kStackReference) ||
@@ -65,8 +64,8 @@ std::string value_text(uint16_t type, std::string_view name, uint64_t v, bool is
     if (name == "event_type") return trace_event_type_name(uint16_t(v));
     if (name == "holder_cpu_start" || name == "holder_cpu_end" || name == "affinity_cpu") return cpu_name(v);
     if (name == "result") return std::to_string(int64_t(v));  // a system call's: negative errors
-    if (spinlock && name == "rules") return rules_text(v);
-    if (spinlock && name == "flags") return flags_text(v);
+    if (spinlock && name == "rules") return bits_text(v, kRuleNames);
+    if (spinlock && name == "flags") return bits_text(v, kSpinFlagNames);
     if (shown_in_hex(name)) {
         std::ostringstream o;
         o << "0x" << std::hex << v;

@@ -12,11 +12,14 @@ preemption KVM's steal time sees).
 measure() classifies the long waits as the report does (attribution.attribute_run) and, for a freeze,
 counts them against the effective windows (ground_truth.rates).
 """
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 
 import numpy as np
@@ -156,6 +159,20 @@ def measure(run_dir, frozen_vcpu=0, phase=None):
         assert m["windows"], "spinlab-load recorded no effective freeze window"
         m["rates"] = ground_truth.rates(m["waits"], m["windows"], frozen_vcpu)
     return m
+
+
+@contextlib.contextmanager
+def scratch(prefix, what="run"):
+    """A directory for a test's runs, removed afterwards (also when a run fails), or kept and
+    named with SPINLAB_KEEP_RUN set, to look at a failure."""
+    out = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield out
+    finally:
+        if os.environ.get("SPINLAB_KEEP_RUN"):
+            print(f"\n{what} kept in {out}")
+        else:
+            shutil.rmtree(out, ignore_errors=True)
 
 
 COLLECT = os.path.join(ROOT, "build", "host", "bin", "spinlab-collect")

@@ -63,10 +63,8 @@ a running one where MIN_SET asks 3, 3 and 20; a thin run is made once more).
 import bisect
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -101,19 +99,13 @@ def measured():
     for p in (gt_run.RUN, gt_run.KERNEL):
         if not os.path.exists(p):
             pytest.fail(f"{p} missing: run `make build` first")
-    out = tempfile.mkdtemp(prefix="spinlab-gt-")
-    try:  # removed also when a run fails inside the fixture
+    with gt_run.scratch("spinlab-gt-") as out:
         m = measure(make_run(os.path.join(out, "1")))
         thin = gt_run.thin_sets(m["rates"])
         if thin:
             print(f"\nRETRIED LHP ground-truth run: too few waits to judge in {thin} (need {MIN_SET}); once more")
             m = measure(make_run(os.path.join(out, "2")))
         yield m
-    finally:
-        if os.environ.get("SPINLAB_KEEP_RUN"):  # to look at a failure: keep the run, say where
-            print(f"\nrun kept in {out}")
-        else:
-            shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -323,8 +315,7 @@ MIN_HALT_TRUTH_CYCLES = 5_000_000  # judged only on at least this much sleep (~2
 
 @pytest.fixture(scope="module")
 def idle_run():
-    out = tempfile.mkdtemp(prefix="spinlab-gt-idle-")
-    try:
+    with gt_run.scratch("spinlab-gt-idle-", "idle run") as out:
         cmd = [gt_run.RUN, "--spec", os.path.join(gt_run.ROOT, "experiments", "default.ini"), "--vm.accel", "tcg",
                "--workload.args", IDLE_WORKLOAD, "--workload.kmix", "off", "--run.phases", "idle-host",
                "--run.repetitions", "1", "--run.warmup", "1", "--run.duration", "5", "--trace.enable", "none",
@@ -336,11 +327,6 @@ def idle_run():
         from spinlab_report import reader
         run = reader.load_run(run_dir)
         yield {"dir": run_dir, "run": run, "hz": json.load(open(os.path.join(run_dir, "meta.json")))["host"]["tsc_hz"]}
-    finally:
-        if os.environ.get("SPINLAB_KEEP_RUN"):
-            print(f"\nidle run kept in {out}")
-        else:
-            shutil.rmtree(out, ignore_errors=True)
 
 
 def test_an_idle_vcpus_sleep_is_its_guests_halt(idle_run):
@@ -372,18 +358,12 @@ MIN_RULE_FROZEN, MIN_RULE_RUNNING = 5, 8  # judged only on at least this many wa
 
 @pytest.fixture(scope="module")
 def handover_run():
-    out = tempfile.mkdtemp(prefix="spinlab-gt-handover-")
-    try:
+    with gt_run.scratch("spinlab-gt-handover-", "hand-over run") as out:
         run_dir = gt_run.make_run(os.path.join(out, "1"), lock="tas", frozen_vcpu=FROZEN_VCPU, duration=12,
                                   timeout=240, workload=HANDOVER_WORKLOAD, export=False, pin=False)
         m = gt_run.measure(run_dir, FROZEN_VCPU, "freeze-30ms")
         m["by_rule"] = gt_run.placed_by_count_rule(run_dir, "freeze-30ms")
         yield m
-    finally:
-        if os.environ.get("SPINLAB_KEEP_RUN"):
-            print(f"\nhand-over run kept in {out}")
-        else:
-            shutil.rmtree(out, ignore_errors=True)
 
 
 def test_waits_placed_by_the_guests_counts_at_2_vcpus_name_the_frozen_holder(handover_run):

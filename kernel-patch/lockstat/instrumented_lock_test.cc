@@ -103,6 +103,21 @@ StealSample seen_steal(uint32_t) {
     return StealSample{0, 0, 0};
 }
 
+// The waiter waits behind the holder (on a thread of its own); `during` runs once its wait has
+// begun (its WaitTracer has read the lock's count), then the holder lets go and the waiter wins.
+template <class During>
+void wait_behind(Lock& l, Cpu& holder, Cpu& waiter, During during) {
+    constexpr auto kFull = InstrumentLevel::kFull;
+    lock_acquire<kFull>(l, &holder.node, holder.env);
+    g_waiter_seen = 0;
+    waiter.env.steal_fn = seen_steal;
+    std::thread t([&] { lock_acquire<kFull>(l, &waiter.node, waiter.env); });
+    while (g_waiter_seen.load() == 0) std::this_thread::yield();
+    during();
+    lock_release<kFull>(l, holder.env);
+    t.join();
+}
+
 // The lock's own count of the holds begun during a wait (Lock::hold_seq, HoldTrace::handovers):
 // none when the holder seen at the start lets go to the waiter; exactly the holds begun in
 // between otherwise, whatever the clock says.
@@ -119,17 +134,9 @@ TEST_P(InstrumentedLockTest, HoldsBegunDuringAWaitAreCounted) {
     lock_release<kFull>(lock_, waiter.env);
 
     // Three holds begin while the waiter waits (other CPUs' wins bump the count).
-    lock_acquire<kFull>(lock_, &holder.node, holder.env);
-    g_waiter_seen = 0;
-    waiter.env.steal_fn = seen_steal;
-    std::thread t([&] { lock_acquire<kFull>(lock_, &waiter.node, waiter.env); });
-    while (g_waiter_seen.load() == 0) std::this_thread::yield();  // it has read the count
-    lock_.hold_seq += 3;
-    lock_release<kFull>(lock_, holder.env);
-    t.join();
+    wait_behind(lock_, holder, waiter, [&] { lock_.hold_seq += 3; });
     EXPECT_EQ(lock_.trace.handovers, 3);
     lock_release<kFull>(lock_, waiter.env);
-
 }
 
 // The waiter's CPU took no lock of the class while it waited (its own count of the class's
@@ -143,14 +150,8 @@ TEST_P(InstrumentedLockTest, AWaitSaysWhetherItsOwnCpuTookALockOfItsClass) {
     EXPECT_EQ(lock_.trace.waiter_cpu_took_none, 1);
     lock_release<kFull>(lock_, waiter.env);
 
-    lock_acquire<kFull>(lock_, &holder.node, holder.env);
-    g_waiter_seen = 0;
-    waiter.env.steal_fn = seen_steal;
-    std::thread t([&] { lock_acquire<kFull>(lock_, &waiter.node, waiter.env); });
-    while (g_waiter_seen.load() == 0) std::this_thread::yield();  // its wait has begun
-    waiter.perf->classes[kClass].acquisitions++;  // a lock of the class, taken on the waiter's CPU
-    lock_release<kFull>(lock_, holder.env);
-    t.join();
+    // a lock of the class, taken on the waiter's CPU while it waits
+    wait_behind(lock_, holder, waiter, [&] { waiter.perf->classes[kClass].acquisitions++; });
     EXPECT_EQ(lock_.trace.waiter_cpu_took_none, 0);
     EXPECT_EQ(lock_.trace.handovers_known, 1);
     lock_release<kFull>(lock_, waiter.env);
